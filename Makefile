@@ -1,0 +1,51 @@
+# touchmove: every target does its own set-up on a fresh Debian/Ubuntu machine with python3.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+PORT ?= /dev/ttyACM0
+
+.PHONY: install system-deps test lint typecheck pytest demo bench flash clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || \
+	  ( $(SUDO) apt-get update && $(SUDO) apt-get install -y python3-venv && $(PYTHON) -m venv $(VENV) )
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	@touch $(STAMP)
+
+# Services and programs the tests use for real: a Mosquitto broker binary and Debian's Chromium.
+system-deps:
+	@missing=""; \
+	command -v mosquitto >/dev/null 2>&1 || missing="$$missing mosquitto"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q $$missing; \
+	fi
+
+lint: install
+	$(BIN)/ruff check host tests bench
+
+typecheck: install
+	$(BIN)/mypy
+
+pytest: install system-deps
+	$(BIN)/pytest -q
+
+test: lint typecheck pytest
+
+demo: install system-deps
+	$(BIN)/touchmove demo
+
+bench: install
+	$(BIN)/python bench/replay_throughput.py
+
+flash: install
+	$(BIN)/mpremote connect $(PORT) fs cp -r firmware/touchmove_fw : + fs cp firmware/main.py : + reset
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

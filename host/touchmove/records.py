@@ -1,0 +1,269 @@
+"""The recording format: one JSON object per line.
+
+The firmware streams these objects over serial and ``touchmove replay`` reads them back, so any capture from a
+board replays. Every record has ``t`` (integer device milliseconds, non-decreasing) and ``type``:
+
+========== ================================ ==========================================================
+type       fields                           meaning
+========== ================================ ==========================================================
+lift       ``sq`` ("a1".."h8")              a square became empty
+place      ``sq``                           a square became occupied
+snapshot   ``occ`` (16 hex digits)          the whole occupancy; bit i is square i, a1 = 0 ... h8 = 63
+heartbeat  ``occ``                          the firmware's periodic occupancy report (same meaning)
+promote    ``piece`` (q, r, b, n)           the piece chosen for the latest promotion
+clock      ``side`` (white, black)          a clock press; optional ``remaining`` ms on that clock
+setup      ``fen``, optional ``chess960``   the next game starts from that position once the board matches
+takeback   ``ply``                          operator correction: plies >= ``ply`` are removed
+========== ================================ ==========================================================
+
+Other keys (``seq``, ``board``, ...) are allowed and ignored here. The serial protocol's other messages
+(``hello``, ``pong``, ``error``, ``button``) are known but carry nothing for the rules engine; any other type
+is unknown and skipped with a warning by the readers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+import chess
+
+PIECE_LETTERS = ("q", "r", "b", "n")
+_PIECE_TYPES = {"q": chess.QUEEN, "r": chess.ROOK, "b": chess.BISHOP, "n": chess.KNIGHT}
+
+#: Types the firmware sends that the rules engine has no use for (accepted silently).
+PROTOCOL_ONLY_TYPES = frozenset({"hello", "pong", "error", "button"})
+
+
+class RecordError(ValueError):
+    """A line that is not a valid record; ``lineno`` is 1-based where known."""
+
+    def __init__(self, message: str, lineno: int | None = None) -> None:
+        self.lineno = lineno
+        self.reason = message
+        super().__init__(f"line {lineno}: {message}" if lineno is not None else message)
+
+
+@dataclass(frozen=True, slots=True)
+class Lift:
+    t: int
+    sq: chess.Square
+    type: Literal["lift"] = "lift"
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    t: int
+    sq: chess.Square
+    type: Literal["place"] = "place"
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A full occupancy report (``snapshot`` or ``heartbeat``)."""
+
+    t: int
+    occ: chess.Bitboard
+    type: Literal["snapshot", "heartbeat"] = "snapshot"
+
+
+@dataclass(frozen=True, slots=True)
+class Promote:
+    t: int
+    piece: chess.PieceType
+    type: Literal["promote"] = "promote"
+
+
+@dataclass(frozen=True, slots=True)
+class Clock:
+    t: int
+    side: chess.Color
+    remaining: int | None = None
+    type: Literal["clock"] = "clock"
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    t: int
+    fen: str
+    chess960: bool = False
+    type: Literal["setup"] = "setup"
+
+
+@dataclass(frozen=True, slots=True)
+class TakebackRequest:
+    """An operator's correction: remove plies ``ply`` and later (the board must then show that position)."""
+
+    t: int
+    ply: int
+    type: Literal["takeback"] = "takeback"
+
+
+@dataclass(frozen=True, slots=True)
+class Other:
+    """A record of a type the rules engine does not use (``hello``, ``button``, or an unknown type)."""
+
+    t: int
+    type: str
+    fields: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def known(self) -> bool:
+        """Whether the type is part of the serial protocol (not an unknown type)."""
+        return self.type in PROTOCOL_ONLY_TYPES
+
+
+Record = Lift | Place | Snapshot | Promote | Clock | Setup | TakebackRequest | Other
+
+
+def _square(obj: dict[str, Any]) -> chess.Square:
+    name = obj.get("sq")
+    if not isinstance(name, str):
+        raise RecordError("'sq' must be a square name such as \"e4\"")
+    try:
+        return chess.parse_square(name.lower())
+    except ValueError:
+        raise RecordError(f"'sq' is not a square: {name!r}") from None
+
+
+def _occupancy(obj: dict[str, Any]) -> chess.Bitboard:
+    occ = obj.get("occ")
+    if not isinstance(occ, str) or not 1 <= len(occ) <= 16:
+        raise RecordError("'occ' must be up to 16 hex digits (bit 0 = a1)")
+    try:
+        return int(occ, 16)
+    except ValueError:
+        raise RecordError(f"'occ' is not hexadecimal: {occ!r}") from None
+
+
+def from_dict(obj: Any) -> Record:
+    """Return the record for a decoded JSON object, or raise :class:`RecordError`."""
+    if not isinstance(obj, dict):
+        raise RecordError("a record must be a JSON object")
+    t = obj.get("t")
+    if isinstance(t, bool) or not isinstance(t, int) or t < 0:
+        raise RecordError("'t' must be a non-negative integer (device milliseconds)")
+    kind = obj.get("type")
+    if not isinstance(kind, str):
+        raise RecordError("'type' must be a string")
+    if kind == "lift":
+        return Lift(t, _square(obj))
+    if kind == "place":
+        return Place(t, _square(obj))
+    if kind in ("snapshot", "heartbeat"):
+        return Snapshot(t, _occupancy(obj), "snapshot" if kind == "snapshot" else "heartbeat")
+    if kind == "promote":
+        piece = obj.get("piece")
+        if not isinstance(piece, str) or piece.lower() not in _PIECE_TYPES:
+            raise RecordError("'piece' must be one of q, r, b, n")
+        return Promote(t, _PIECE_TYPES[piece.lower()])
+    if kind == "clock":
+        side = obj.get("side")
+        if side not in ("white", "black"):
+            raise RecordError("'side' must be \"white\" or \"black\"")
+        remaining = obj.get("remaining")
+        if remaining is not None and (isinstance(remaining, bool) or not isinstance(remaining, int)):
+            raise RecordError("'remaining' must be integer milliseconds")
+        return Clock(t, side == "white", remaining)
+    if kind == "setup":
+        fen = obj.get("fen")
+        chess960 = obj.get("chess960", False)
+        if not isinstance(fen, str) or not isinstance(chess960, bool):
+            raise RecordError("'setup' needs 'fen' (string) and optional 'chess960' (boolean)")
+        try:
+            chess.Board(fen, chess960=chess960)
+        except ValueError as exc:
+            raise RecordError(f"invalid FEN: {exc}") from None
+        return Setup(t, fen, chess960)
+    if kind == "takeback":
+        ply = obj.get("ply")
+        if isinstance(ply, bool) or not isinstance(ply, int) or ply < 1:
+            raise RecordError("'ply' must be an integer >= 1")
+        return TakebackRequest(t, ply)
+    fields = tuple((k, v) for k, v in obj.items() if k not in ("t", "type"))
+    return Other(t, kind, fields)
+
+
+def parse_line(line: str | bytes, lineno: int | None = None) -> Record:
+    """Return the record on one line of JSON, or raise :class:`RecordError` naming the line."""
+    try:
+        obj = json.loads(line)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RecordError(f"not JSON ({exc})", lineno) from None
+    try:
+        return from_dict(obj)
+    except RecordError as exc:
+        raise RecordError(exc.reason, lineno) from None
+
+
+def to_dict(record: Record) -> dict[str, Any]:
+    """Return the JSON object for a record (the inverse of :func:`from_dict`)."""
+    out: dict[str, Any] = {"t": record.t, "type": record.type}
+    match record:
+        case Lift(sq=sq) | Place(sq=sq):
+            out["sq"] = chess.square_name(sq)
+        case Snapshot(occ=occ):
+            out["occ"] = format_occupancy(occ)
+        case Promote(piece=piece):
+            out["piece"] = chess.piece_symbol(piece)
+        case Clock(side=side, remaining=remaining):
+            out["side"] = "white" if side else "black"
+            if remaining is not None:
+                out["remaining"] = remaining
+        case Setup(fen=fen, chess960=chess960):
+            out["fen"] = fen
+            if chess960:
+                out["chess960"] = True
+        case TakebackRequest(ply=ply):
+            out["ply"] = ply
+        case Other(fields=fields):
+            out.update(fields)
+    return out
+
+
+def to_line(record: Record) -> str:
+    """Return a record as one compact JSON line (without the newline)."""
+    return json.dumps(to_dict(record), separators=(",", ":"))
+
+
+def format_occupancy(occ: chess.Bitboard) -> str:
+    """Return an occupancy bitboard as 16 lowercase hex digits."""
+    return f"{occ & chess.BB_ALL:016x}"
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """A line that was skipped while reading a recording."""
+
+    lineno: int
+    message: str
+
+
+def read(lines: Iterable[str | bytes]) -> Iterator[Record | Problem]:
+    """Yield the records of a recording in order, and a :class:`Problem` for each line that was skipped.
+
+    Blank lines are ignored. A line that is not a valid record, a record of an unknown type and a time that
+    runs backwards are reported and skipped; nothing else is lost.
+    """
+    last_t = 0
+    for lineno, raw in enumerate(lines, start=1):
+        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+        if not text.strip():
+            continue
+        try:
+            record = parse_line(text, lineno)
+        except RecordError as exc:
+            yield Problem(lineno, exc.reason)
+            continue
+        if isinstance(record, Other):
+            if not record.known:
+                yield Problem(lineno, f"unknown record type {record.type!r} skipped")
+            continue
+        if record.t < last_t:
+            # A rebooted board restarts its clock: keep the record, on the last time seen.
+            yield Problem(lineno, f"time runs backwards ({record.t} < {last_t}); read as {last_t}")
+            record = replace(record, t=last_t)
+        last_t = record.t
+        yield record

@@ -1,0 +1,147 @@
+"""Domain events: what the rules engine says happened at the board.
+
+Every event turns into one JSON object with ``type`` (the event name), ``game`` and ``t`` (the device time of
+the record that caused it). Games count from 1; plies count from 1 within each game.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: The fixed alert vocabulary: code -> the FIDE Laws articles it refers to.
+ALERT_ARTICLES: dict[str, tuple[str, ...]] = {
+    "touch_move": ("4.3.1", "4.3.2", "4.3.3"),
+    "castling_rook_first": ("4.4.2",),
+    "castling_obligation": ("4.4.1", "4.4.3", "4.7.2"),
+    "moved_after_release": ("4.7",),
+    "illegal_move": ("7.5.1", "7.5.3"),
+    "touch_out_of_turn": ("4.2.1", "6.2.5"),
+    "promotion_unverified": ("4.4.4", "7.5.2"),
+    "board_mismatch": ("7.4",),
+    "board_restored": ("7.4",),
+    "draw_claimable": ("9.2", "9.3"),
+}
+
+#: What each alert means, for people reading alerts (README table, dashboard).
+ALERT_MEANINGS: dict[str, str] = {
+    "touch_move": "a touched piece that could be moved (or captured) was not",
+    "castling_rook_first": "castling was made by touching the rook before the king",
+    "castling_obligation": "king then rook touched, or king released on its castling square, without castling",
+    "moved_after_release": "a piece released on a legal square was moved on to another square",
+    "illegal_move": "an illegal move completed by a clock press, or a press without a move",
+    "touch_out_of_turn": "a piece of the player not having the move was lifted and put back",
+    "promotion_unverified": "the promotion piece cannot be seen by the board: queen assumed until confirmed",
+    "board_mismatch": "the board shows no legal continuation of the game (extra and missing squares)",
+    "board_restored": "the board shows the game position again",
+    "draw_claimable": "a draw may be claimed: threefold repetition or fifty-move rule",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Base of all events: the game it belongs to and the device time it happened at."""
+
+    game: int
+    t: int
+
+    @property
+    def type(self) -> str:
+        raise NotImplementedError
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the event as a JSON-ready object with its ``type`` first."""
+        out: dict[str, Any] = {"type": self.type}
+        for name in self.__dataclass_fields__:
+            out[name] = getattr(self, name)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class GameStart(Event):
+    fen: str
+    chess960: bool = False
+
+    @property
+    def type(self) -> str:
+        return "game_start"
+
+
+@dataclass(frozen=True, slots=True)
+class Touch(Event):
+    """A piece lifted during a ply: ``side`` is ``mover`` or ``opponent``; ``binds`` if it creates a 4.3 duty."""
+
+    ply: int
+    sq: str
+    piece: str
+    side: str
+    binds: bool
+
+    @property
+    def type(self) -> str:
+        return "touch"
+
+
+@dataclass(frozen=True, slots=True)
+class MoveMade(Event):
+    ply: int
+    uci: str
+    san: str
+    fen: str
+    clock_ms: int | None = None
+
+    @property
+    def type(self) -> str:
+        return "move"
+
+    def to_dict(self) -> dict[str, Any]:
+        out = Event.to_dict(self)
+        if self.clock_ms is None:
+            del out["clock_ms"]
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class MoveAmended(MoveMade):
+    """Ply ``ply`` was replaced by this move (rook-first castling, moved after release, promotion piece)."""
+
+    @property
+    def type(self) -> str:
+        return "move_amended"
+
+
+@dataclass(frozen=True, slots=True)
+class Takeback(Event):
+    """Plies ``ply`` and later were removed: the board was restored to the position before ``ply``."""
+
+    ply: int
+    fen: str = ""
+
+    @property
+    def type(self) -> str:
+        return "takeback"
+
+
+@dataclass(frozen=True, slots=True)
+class Alert(Event):
+    """Something for the arbiter, never an automatic penalty."""
+
+    code: str
+    ply: int
+    article: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def type(self) -> str:
+        return "alert"
+
+
+@dataclass(frozen=True, slots=True)
+class GameEnd(Event):
+    result: str
+    reason: str
+    article: str
+
+    @property
+    def type(self) -> str:
+        return "game_end"
