@@ -1,0 +1,37 @@
+"""The ``touchmove`` command line: thin shells around the rules engine and the daemons."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# (subcommand, module, help). Each module has ``configure(parser)``, which adds its options and sets
+# ``handler`` (a function of the parsed arguments returning the exit status) with ``set_defaults``.
+SUBCOMMANDS: list[tuple[str, str, str]] = [
+    ("replay", "touchmove.replay", "replay a recording (JSON lines) through the rules engine"),
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser with every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="touchmove", description="Occupancy chessboards to moves and arbiter alerts."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, module_name, help_text in SUBCOMMANDS:
+        module = importlib.import_module(module_name)
+        module.configure(sub.add_parser(name, help=help_text, description=help_text))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status."""
+    args = build_parser().parse_args(argv)
+    status: int = args.handler(args)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
