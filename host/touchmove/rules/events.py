@@ -88,17 +88,10 @@ class MoveMade(Event):
     uci: str
     san: str
     fen: str
-    clock_ms: int | None = None
 
     @property
     def type(self) -> str:
         return "move"
-
-    def to_dict(self) -> dict[str, Any]:
-        out = Event.to_dict(self)
-        if self.clock_ms is None:
-            del out["clock_ms"]
-        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +101,19 @@ class MoveAmended(MoveMade):
     @property
     def type(self) -> str:
         return "move_amended"
+
+
+@dataclass(frozen=True, slots=True)
+class ClockPress(Event):
+    """A clock press completing ply ``ply``; ``remaining`` ms on the presser's clock where the board tells it."""
+
+    ply: int
+    side: str
+    remaining: int | None = None
+
+    @property
+    def type(self) -> str:
+        return "clock"
 
 
 @dataclass(frozen=True, slots=True)
