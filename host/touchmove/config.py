@@ -1,0 +1,172 @@
+"""The bridge's configuration: a TOML file read with :mod:`tomllib`.
+
+Example (every key is optional; these are the defaults unless noted)::
+
+    [mqtt]
+    url = "mqtt://127.0.0.1:1883"      # mqtts:// for TLS
+    base_topic = "touchmove"
+    username = "bridge"                # no default
+    password = "secret"                # no default
+    ca_file = "/etc/touchmove/ca.pem"  # no default; implies TLS
+    protocol = 4                       # 4 = MQTT 3.1.1, 5 = MQTT 5
+    queue_size = 10000                 # events held in memory while the broker is away (the rest wait in the journal)
+
+    [serial]
+    ports = ["/dev/serial/by-id/usb-touchmove*"]   # paths or glob patterns
+    usb = [{ vid = 0x2E8A, pid = 0x0005 }]           # and/or USB ids (serial_number optional)
+    baudrate = 115200
+    rescan_s = 1.5
+
+    [engine]
+    settle_ms = 200
+
+    [journal]
+    path = "touchmove-journal.sqlite3"
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+DEFAULT_BASE_TOPIC = "touchmove"
+
+
+class ConfigError(ValueError):
+    """The configuration file is not valid."""
+
+
+@dataclass(frozen=True)
+class UsbMatch:
+    """Ports whose USB ids match (None matches anything)."""
+
+    vid: int | None = None
+    pid: int | None = None
+    serial_number: str | None = None
+
+
+@dataclass(frozen=True)
+class MqttConfig:
+    host: str = "127.0.0.1"
+    port: int = 1883
+    tls: bool = False
+    username: str | None = None
+    password: str | None = None
+    ca_file: str | None = None
+    base_topic: str = DEFAULT_BASE_TOPIC
+    protocol: int = 4
+    queue_size: int = 10_000
+    client_id: str | None = None
+
+    @property
+    def url(self) -> str:
+        return f"{'mqtts' if self.tls else 'mqtt'}://{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class SerialConfig:
+    ports: tuple[str, ...] = ()
+    usb: tuple[UsbMatch, ...] = ()
+    baudrate: int = 115200
+    rescan_s: float = 1.5
+
+
+@dataclass(frozen=True)
+class BridgeConfig:
+    mqtt: MqttConfig = field(default_factory=MqttConfig)
+    serial: SerialConfig = field(default_factory=SerialConfig)
+    settle_ms: int = 200
+    journal: str = "touchmove-journal.sqlite3"
+
+
+def parse_broker_url(url: str) -> dict[str, Any]:
+    """Return host, port, tls, username and password from ``mqtt://[user:pass@]host[:port]`` (or mqtts)."""
+    parts = urlsplit(url if "://" in url else f"mqtt://{url}")
+    if parts.scheme not in ("mqtt", "mqtts", "tcp", "ssl"):
+        raise ConfigError(f"broker URL scheme must be mqtt:// or mqtts://, not {parts.scheme!r}")
+    tls = parts.scheme in ("mqtts", "ssl")
+    try:
+        port = parts.port or (8883 if tls else 1883)
+    except ValueError as exc:
+        raise ConfigError(f"bad port in broker URL {url!r}") from exc
+    out: dict[str, Any] = {"host": parts.hostname or "127.0.0.1", "port": port, "tls": tls}
+    if parts.username:
+        out["username"] = unquote(parts.username)
+    if parts.password:
+        out["password"] = unquote(parts.password)
+    return out
+
+
+def _check(table: dict[str, Any], name: str, allowed: dict[str, type | tuple[type, ...]]) -> None:
+    for key, value in table.items():
+        if key not in allowed:
+            raise ConfigError(f"[{name}] unknown key {key!r}")
+        expected = allowed[key]
+        if isinstance(value, bool) and expected in (int, float, (int, float)):
+            raise ConfigError(f"[{name}] {key} must be a number")
+        if not isinstance(value, expected):
+            raise ConfigError(f"[{name}] {key} has the wrong type ({type(value).__name__})")
+
+
+def from_dict(data: dict[str, Any]) -> BridgeConfig:
+    """Return the configuration for a parsed TOML document, or raise :class:`ConfigError`."""
+    unknown = set(data) - {"mqtt", "serial", "engine", "journal"}
+    if unknown:
+        raise ConfigError(f"unknown section(s): {', '.join(sorted(unknown))}")
+    mqtt_t = data.get("mqtt", {})
+    _check(mqtt_t, "mqtt", {"url": str, "base_topic": str, "username": str, "password": str,
+                            "ca_file": str, "protocol": int, "queue_size": int, "client_id": str})
+    mqtt_kw: dict[str, Any] = parse_broker_url(mqtt_t.get("url", "mqtt://127.0.0.1:1883"))
+    for key in ("username", "password", "ca_file", "base_topic", "protocol", "queue_size", "client_id"):
+        if key in mqtt_t:
+            mqtt_kw[key] = mqtt_t[key]
+    if mqtt_kw.get("ca_file"):
+        mqtt_kw["tls"] = True
+    if mqtt_kw.get("protocol", 4) not in (4, 5):
+        raise ConfigError("[mqtt] protocol must be 4 (MQTT 3.1.1) or 5")
+    base = mqtt_kw.get("base_topic", DEFAULT_BASE_TOPIC)
+    if not base or any(c in base for c in "#+") or base.startswith("/") or base.endswith("/"):
+        raise ConfigError("[mqtt] base_topic must be a topic prefix without wildcards or outer slashes")
+    if mqtt_kw.get("queue_size", 1) < 1:
+        raise ConfigError("[mqtt] queue_size must be >= 1")
+
+    serial_t = data.get("serial", {})
+    _check(serial_t, "serial", {"ports": list, "usb": list, "baudrate": int, "rescan_s": (int, float)})
+    ports = serial_t.get("ports", [])
+    if not all(isinstance(p, str) for p in ports):
+        raise ConfigError("[serial] ports must be a list of paths or glob patterns")
+    usb: list[UsbMatch] = []
+    for entry in serial_t.get("usb", []):
+        if not isinstance(entry, dict):
+            raise ConfigError("[serial] usb entries must be tables like { vid = 0x2E8A, pid = 0x0005 }")
+        _check(entry, "serial.usb", {"vid": int, "pid": int, "serial_number": str})
+        usb.append(UsbMatch(entry.get("vid"), entry.get("pid"), entry.get("serial_number")))
+    rescan = float(serial_t.get("rescan_s", 1.5))
+    if not 0.05 <= rescan <= 60:
+        raise ConfigError("[serial] rescan_s must be between 0.05 and 60 seconds")
+    serial_cfg = SerialConfig(tuple(ports), tuple(usb), serial_t.get("baudrate", 115200), rescan)
+
+    engine_t = data.get("engine", {})
+    _check(engine_t, "engine", {"settle_ms": int})
+    settle = engine_t.get("settle_ms", 200)
+    if not 0 <= settle <= 5000:
+        raise ConfigError("[engine] settle_ms must be between 0 and 5000")
+    journal_t = data.get("journal", {})
+    _check(journal_t, "journal", {"path": str})
+    return BridgeConfig(MqttConfig(**mqtt_kw), serial_cfg, settle,
+                        journal_t.get("path", "touchmove-journal.sqlite3"))
+
+
+def load(path: str | Path) -> BridgeConfig:
+    """Read a TOML configuration file."""
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+    return from_dict(data)
