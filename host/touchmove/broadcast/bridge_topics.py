@@ -1,0 +1,172 @@
+"""The bridge's MQTT topics and payloads, as the broadcaster reads and writes them.
+
+Everything that knows the shape of the bridge's messages is here, so a change on the bridge's side is
+one edit. Topic tree (``<base>`` defaults to ``touchmove``)::
+
+    <base>/bridge/state                 retained  {"state": "online" | "offline"}
+    <base>/bridge/info                  retained  {version, session, boards, ...}
+    <base>/boards/<id>/availability     retained  {"state": "online" | "offline"} (or the plain word)
+    <base>/boards/<id>/state            retained  {game, fen, ply, last_move, in_sync, occupancy, ...}
+    <base>/boards/<id>/events           QoS 1     engine event + ts, seq, session
+    <base>/boards/<id>/pgn              retained  the current game's PGN
+    <base>/boards/<id>/set              in        {"command": ..., "transaction": ..., ...}
+    <base>/boards/<id>/response                   {"status": "ok" | "error", "error": ..., "transaction": ...}
+
+The bridge's README (``## MQTT topics``) is the authority for these shapes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import chess
+
+BOARD_KINDS = ("availability", "state", "events", "pgn", "response")
+BRIDGE_KINDS = ("state", "info")
+
+
+@dataclass(frozen=True, slots=True)
+class BridgeMessage:
+    """One message from a bridge: which base and board it is about, what kind, and its decoded payload."""
+
+    base: str
+    board_id: str | None
+    kind: str
+    payload: Any
+    retained: bool = False
+
+
+def subscriptions(base: str, share_group: str | None = None) -> list[str]:
+    """The topic filters a broadcaster subscribes to for one bridge base topic.
+
+    With ``share_group`` the event stream is a shared subscription (``$share/<group>/...``): consumers of
+    a group split the events between them. Retained topics are never shared (brokers do not send retained
+    messages to shared subscriptions), so every consumer still sees each board's state.
+    """
+    events = f"{base}/boards/+/events"
+    if share_group:
+        events = f"$share/{share_group}/{events}"
+    return [
+        f"{base}/bridge/state",
+        f"{base}/bridge/info",
+        f"{base}/boards/+/availability",
+        f"{base}/boards/+/state",
+        f"{base}/boards/+/pgn",
+        f"{base}/boards/+/response",
+        events,
+    ]
+
+
+def set_topic(base: str, board_id: str) -> str:
+    return f"{base}/boards/{board_id}/set"
+
+
+def command(name: str, **fields: Any) -> bytes:
+    """A command payload for a board's ``set`` topic."""
+    return json.dumps({"command": name, **fields}, separators=(",", ":")).encode()
+
+
+def _decode(kind: str, raw: bytes) -> Any:
+    text = raw.decode("utf-8", errors="replace")
+    if kind == "pgn":
+        return text
+    if kind == "availability":
+        stripped = text.strip()
+        if stripped.startswith("{"):
+            try:
+                obj = json.loads(stripped)
+            except ValueError:
+                return None
+            return obj.get("state") if isinstance(obj, dict) else None
+        return stripped.strip('"') or None
+    if not text.strip():
+        return None  # a cleared retained topic
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def parse(topic: str, payload: bytes, bases: tuple[str, ...] | list[str], retained: bool = False
+          ) -> BridgeMessage | None:
+    """Decode a message from one of ``bases``; None for other topics and undecodable payloads."""
+    for base in bases:
+        if not topic.startswith(base + "/"):
+            continue
+        rest = topic[len(base) + 1:].split("/")
+        if len(rest) == 2 and rest[0] == "bridge" and rest[1] in BRIDGE_KINDS:
+            kind, board_id = "bridge_" + rest[1], None
+        elif len(rest) == 3 and rest[0] == "boards" and rest[2] in BOARD_KINDS and rest[1]:
+            kind, board_id = rest[2], rest[1]
+        else:
+            continue
+        value = _decode(rest[-1], payload)
+        if value is None and kind not in ("pgn",):
+            return BridgeMessage(base, board_id, kind, None, retained)
+        return BridgeMessage(base, board_id, kind, value, retained)
+    return None
+
+
+def occupancy_mask(value: Any) -> int | None:
+    """The occupancy of a state payload as a python-chess bitmask (bit ``chess.A1`` = 1 << 0).
+
+    The bridge sends 16 hex digits (bit i is square i, a1 = 0 ... h8 = 63). Also accepted: an integer
+    mask; ``0x`` hex or a decimal string; a list of square names; 64 characters of 0/1 from a1 to h8.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value & chess.BB_ALL
+    if isinstance(value, list):
+        mask = 0
+        for name in value:
+            if not isinstance(name, str) or name.lower() not in chess.SQUARE_NAMES:
+                return None
+            mask |= chess.BB_SQUARES[chess.parse_square(name.lower())]
+        return mask
+    if isinstance(value, str):
+        s = value.strip().lower()
+        if len(s) == 64 and set(s) <= {"0", "1"}:
+            return sum(1 << i for i, c in enumerate(s) if c == "1")
+        try:
+            if s.startswith("0x") or len(s) == 16:
+                return int(s, 16) & chess.BB_ALL
+            return int(s, 10) & chess.BB_ALL
+        except ValueError:
+            return None
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class BoardState:
+    """The fields of a board's retained state that the broadcaster uses."""
+
+    game: int | None
+    fen: str | None
+    ply: int | None
+    last_move: str | None
+    in_sync: bool | None
+    occupancy: int | None
+
+
+def board_state(payload: dict[str, Any]) -> BoardState:
+    def opt_int(key: str) -> int | None:
+        v = payload.get(key)
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    last = payload.get("last_move")
+    if isinstance(last, dict):
+        last = last.get("san") or last.get("uci")
+    in_sync = payload.get("in_sync")
+    fen = payload.get("fen")
+    return BoardState(
+        game=opt_int("game"),
+        fen=fen if isinstance(fen, str) else None,
+        ply=opt_int("ply"),
+        last_move=last if isinstance(last, str) else None,
+        in_sync=in_sync if isinstance(in_sync, bool) else None,
+        occupancy=occupancy_mask(payload.get("occupancy")),
+    )

@@ -1,0 +1,285 @@
+"""Per-board live games rebuilt from the bridge's events, and the round's multi-game PGN.
+
+A :class:`LiveGame` follows one board's current game: ``game_start`` resets it, ``move`` appends (a repeated
+ply with the same move is a duplicate and changes nothing), ``move_amended`` replaces a ply (later plies are
+kept while they stay legal), ``takeback`` removes plies, ``game_end`` sets the board's result. Every move is
+checked against python-chess before it is kept, so the PGN written is always legal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import chess
+import chess.pgn
+
+from touchmove.broadcast.results import ResultBook
+from touchmove.broadcast.tournament import Pairing, Tournament
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class PlyRecord:
+    uci: str
+    san: str
+    clock_ms: int | None = None
+
+
+@dataclass
+class LiveGame:
+    """One board's current game as the broadcast shows it."""
+
+    start_fen: str = chess.STARTING_FEN
+    chess960: bool = False
+    number: int | None = None
+    moves: list[PlyRecord] = field(default_factory=list)
+    results: ResultBook = field(default_factory=ResultBook)
+    #: Bumped on every change: caches (PGN text, SVG) are keyed by it.
+    version: int = 0
+    #: Set when an event could not be applied (a gap, an illegal move): the game needs a resync.
+    needs_resync: bool = False
+    #: Clock times (ms) of plies whose ``clock`` event came before their move.
+    pending_clocks: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def ply(self) -> int:
+        return len(self.moves)
+
+    def board(self, upto: int | None = None) -> chess.Board:
+        board = chess.Board(self.start_fen, chess960=self.chess960)
+        for rec in self.moves[:upto]:
+            board.push_uci(rec.uci)
+        return board
+
+    def _touch(self) -> bool:
+        self.version += 1
+        return True
+
+    def _play(self, board: chess.Board, uci: str, clock_ms: Any) -> PlyRecord | None:
+        try:
+            move = chess.Move.from_uci(uci)
+        except ValueError:
+            return None
+        if not board.is_legal(move):
+            return None
+        clk = int(clock_ms) if isinstance(clock_ms, int | float) and not isinstance(clock_ms, bool) else None
+        rec = PlyRecord(uci, board.san(move), clk)
+        board.push(move)
+        return rec
+
+    def reset(self, fen: str, chess960: bool, number: int | None) -> None:
+        self.start_fen = fen
+        self.chess960 = chess960
+        self.number = number
+        self.moves = []
+        self.pending_clocks = {}
+        self.results.clear_game()
+        self.needs_resync = False
+        self._touch()
+
+    def apply(self, event: Mapping[str, Any]) -> bool:
+        """Apply one engine event; return whether the game (moves or result) changed."""
+        kind = event.get("type")
+        game = event.get("game")
+        if kind == "game_start":
+            fen = str(event.get("fen") or chess.STARTING_FEN)
+            if game is not None and game == self.number:
+                return False  # a redelivered start of the game we already follow
+            try:
+                chess.Board(fen, chess960=bool(event.get("chess960")))
+            except ValueError:
+                log.warning("game_start with a bad FEN %r", fen)
+                return False
+            self.reset(fen, bool(event.get("chess960")), game if isinstance(game, int) else None)
+            return True
+        if isinstance(game, int) and self.number is not None and game < self.number:
+            return False  # a late event of an earlier game
+        if isinstance(game, int) and self.number is None:
+            self.number = game
+        if kind in ("move", "move_amended"):
+            return self._apply_move(event, amend=kind == "move_amended")
+        if kind == "clock":
+            return self._apply_clock(event)
+        if kind == "takeback":
+            ply = event.get("ply")
+            if not isinstance(ply, int) or ply < 1:
+                return False
+            if ply > self.ply:
+                return False
+            del self.moves[ply - 1:]
+            self.pending_clocks = {k: v for k, v in self.pending_clocks.items() if k < ply}
+            self.results.set("board", None)
+            self.results.set("kings", None)
+            return self._touch()
+        if kind == "game_end":
+            result = event.get("result")
+            if result not in ("1-0", "0-1", "1/2-1/2", "*"):
+                return False
+            return self.results.set("board", str(result), str(event.get("reason") or "")) and self._touch()
+        return False
+
+    def _apply_clock(self, event: Mapping[str, Any]) -> bool:
+        ply, remaining = event.get("ply"), event.get("remaining")
+        if not isinstance(ply, int) or ply < 1 or type(remaining) is not int:
+            return False
+        if ply > self.ply:
+            self.pending_clocks[ply] = remaining
+            return False
+        rec = self.moves[ply - 1]
+        if rec.clock_ms == remaining:
+            return False
+        self.moves[ply - 1] = PlyRecord(rec.uci, rec.san, remaining)
+        return self._touch()
+
+    def _apply_move(self, event: Mapping[str, Any], *, amend: bool) -> bool:
+        ply, uci = event.get("ply"), event.get("uci")
+        if not isinstance(ply, int) or not isinstance(uci, str) or ply < 1:
+            return False
+        if ply > self.ply + 1:
+            log.info("ply %s arrived with only %s known: gap", ply, self.ply)
+            self.needs_resync = True
+            return False
+        if ply <= self.ply and not amend and self.moves[ply - 1].uci == uci:
+            return False  # duplicate (QoS 1 redelivery, or a replay after a bridge restart)
+        board = self.board(ply - 1)
+        clock = event.get("clock_ms", self.pending_clocks.pop(ply, None))
+        if clock is None and ply <= self.ply:
+            clock = self.moves[ply - 1].clock_ms  # an amendment keeps the ply's clock time
+        rec = self._play(board, uci, clock)
+        if rec is None:
+            log.warning("illegal move %s at ply %s (fen %s)", uci, ply, board.fen())
+            self.needs_resync = True
+            return False
+        tail = self.moves[ply:]
+        if ply <= self.ply and self.moves[ply - 1] == rec:
+            return False
+        self.moves[ply - 1:] = [rec]
+        if amend:
+            for old in tail:  # keep later plies while they stay legal
+                again = self._play(board, old.uci, old.clock_ms)
+                if again is None:
+                    break
+                self.moves.append(again)
+        self.results.set("kings", None)  # play went on: the kings did not mean a result
+        if self.results.board and not board.is_game_over():
+            self.results.set("board", None)
+        return self._touch()
+
+    def set_result(self, source: str, result: str | None, reason: str | None = None) -> bool:
+        """Record a result from ``source`` (see :mod:`.results`); return whether it changed."""
+        return self.results.set(source, result, reason) and self._touch()
+
+    def adopt(self, pgn_game: chess.pgn.Game, number: int | None = None) -> bool:
+        """Take the moves of a game read from PGN (the bridge's retained PGN, for a resync)."""
+        board = pgn_game.board()
+        moves: list[PlyRecord] = []
+        for node in pgn_game.mainline():
+            clk = node.clock()
+            moves.append(PlyRecord(node.move.uci(), board.san(node.move),
+                                   None if clk is None else round(clk * 1000)))
+            board.push(node.move)
+        start = pgn_game.board()
+        if (start.fen() == chess.Board(self.start_fen, chess960=self.chess960).fen()
+                and moves == self.moves and not self.needs_resync):
+            return False
+        self.start_fen = start.fen()
+        self.chess960 = start.chess960
+        if number is not None:
+            self.number = number
+        self.moves = moves
+        self.needs_resync = False
+        result = pgn_game.headers.get("Result", "*")
+        if result in ("1-0", "0-1", "1/2-1/2"):
+            self.results.set("board", result, "pgn")
+        return self._touch()
+
+
+def pgn_headers(tournament: Tournament, pairing: Pairing, result: str) -> dict[str, str]:
+    """The headers of one board's game, in the order broadcasts expect."""
+    rnd = tournament.round
+    headers = {
+        "Event": tournament.event,
+        "Site": tournament.site,
+        "Date": tournament.round_date().strftime("%Y.%m.%d"),
+        "Round": f"{rnd}.{pairing.board}",
+        "White": pairing.white.name,
+        "Black": pairing.black.name,
+        "Result": result,
+    }
+    for side, player in (("White", pairing.white), ("Black", pairing.black)):
+        if player.fide_id is not None:
+            headers[f"{side}FideId"] = str(player.fide_id)
+        if player.elo is not None:
+            headers[f"{side}Elo"] = str(player.elo)
+        if player.title:
+            headers[f"{side}Title"] = player.title
+    headers["TimeControl"] = tournament.time_control
+    headers["Board"] = str(pairing.board)
+    return headers
+
+
+def game_pgn(game: LiveGame, headers: Mapping[str, str]) -> str:
+    """One game as PGN text (headers, moves with ``[%clk]`` comments, result)."""
+    pgn = chess.pgn.Game()
+    pgn.headers.clear()
+    for key, value in headers.items():
+        pgn.headers[key] = value
+    board = chess.Board(game.start_fen, chess960=game.chess960)
+    if game.start_fen != chess.STARTING_FEN or game.chess960:
+        pgn.setup(board)
+    node: chess.pgn.GameNode = pgn
+    for rec in game.moves:
+        node = node.add_variation(chess.Move.from_uci(rec.uci))
+        if rec.clock_ms is not None:
+            node.set_clock(rec.clock_ms // 1000)
+    exporter = chess.pgn.StringExporter(headers=True, variations=False, comments=True, columns=80)
+    return pgn.accept(exporter)
+
+
+class RoundPgn:
+    """The round's multi-game PGN, rebuilt from per-board caches so one move re-renders one game."""
+
+    def __init__(self, tournament: Tournament) -> None:
+        self.tournament = tournament
+        self._cache: dict[int, tuple[int, str]] = {}
+
+    def game_text(self, pairing: Pairing, game: LiveGame) -> str:
+        hit = self._cache.get(pairing.board)
+        if hit is not None and hit[0] == game.version:
+            return hit[1]
+        headers = pgn_headers(self.tournament, pairing, game.results.effective())
+        text = game_pgn(game, headers)
+        self._cache[pairing.board] = (game.version, text)
+        return text
+
+    def render(self, games: Mapping[int, LiveGame]) -> str:
+        """Every pairing of the round in board order; a board not started yet is a game with no moves."""
+        parts = []
+        for pairing in self.tournament.current_round().pairings:
+            game = games.get(pairing.board)
+            parts.append(self.game_text(pairing, game if game is not None else LiveGame()))
+        return "\n\n".join(parts) + "\n"
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so readers see the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+            fh.flush()
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise

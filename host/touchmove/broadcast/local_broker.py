@@ -1,0 +1,94 @@
+"""A private Mosquitto on a free loopback port, for the demo, the tests and the benchmark."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+
+MOSQUITTO_PATHS = ("mosquitto", "/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def mosquitto_binary() -> str | None:
+    for name in MOSQUITTO_PATHS:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+class LocalBroker:
+    """``with LocalBroker() as b:`` runs ``mosquitto`` on ``127.0.0.1:b.port`` until the block ends."""
+
+    def __init__(self, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.host = "127.0.0.1"
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._dir: tempfile.TemporaryDirectory[str] | None = None
+
+    @staticmethod
+    def available() -> bool:
+        return mosquitto_binary() is not None
+
+    @property
+    def url(self) -> str:
+        return f"mqtt://{self.host}:{self.port}"
+
+    def start(self, timeout: float = 5.0) -> LocalBroker:
+        binary = mosquitto_binary()
+        if binary is None:
+            raise RuntimeError("mosquitto is not installed (apt-get install mosquitto)")
+        self._dir = tempfile.TemporaryDirectory(prefix="touchmove-mosquitto-")
+        conf = Path(self._dir.name) / "mosquitto.conf"
+        conf.write_text(
+            f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
+            "max_queued_messages 100000\nlog_dest stderr\nlog_type error\n",
+            encoding="utf-8",
+        )
+        self._proc = subprocess.Popen([binary, "-c", str(conf)], stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.PIPE)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                err = self._proc.stderr.read().decode(errors="replace") if self._proc.stderr else ""
+                raise RuntimeError(f"mosquitto exited at start: {err.strip()}")
+            try:
+                with socket.create_connection((self.host, self.port), timeout=0.2):
+                    return self
+            except OSError:
+                time.sleep(0.02)
+        self.stop()
+        raise RuntimeError(f"mosquitto did not listen on port {self.port} within {timeout} s")
+
+    def stop(self) -> None:
+        if self._proc is not None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+            if self._proc.stderr:
+                self._proc.stderr.close()
+            self._proc = None
+        if self._dir is not None:
+            self._dir.cleanup()
+            self._dir = None
+
+    def __enter__(self) -> LocalBroker:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()

@@ -1,0 +1,276 @@
+"""Unit tests: the tournament file, live games from events, the round PGN, results and the kings."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from pathlib import Path
+
+import chess
+import chess.pgn
+import pytest
+from conftest import make_tournament, tournament_data
+from touchmove.broadcast import bridge_topics
+from touchmove.broadcast.bridge_topics import BridgeMessage
+from touchmove.broadcast.broadcaster import ActionError, Broadcaster
+from touchmove.broadcast.live_pgn import LiveGame, RoundPgn, write_atomically
+from touchmove.broadcast.results import kings_result, normalize_result, result_from_king_squares
+from touchmove.broadcast.tournament import TournamentError, load_tournament, parse_tournament
+
+EXAMPLE = """
+event = "Touchmove Open 2026"
+site = "Lisbon POR"
+time_control = "5400+30"
+round = 2
+
+[broadcast]
+output_dir = "out"
+port = 8123
+
+[[brokers]]
+url = "mqtt://user:pw@broker.local:1884"
+bases = ["hall-a", "hall-b"]
+share_group = "broadcast"
+
+[[rounds]]
+number = 2
+date = 2026-11-29
+
+[[rounds.boards]]
+board = 2
+board_id = "a02"
+white = "Doe, John"
+black = { name = "Roe, Jane", elo = 2101 }
+
+[[rounds.boards]]
+board = 1
+board_id = "a01"
+result = "½-½"
+white = { name = "Carlsen, Magnus", fide_id = 1503014, title = "GM", elo = 2830 }
+black = { name = "Nepomniachtchi, Ian", fide_id = 4168119, title = "GM", elo = 2770 }
+"""
+
+
+def moves_events(ucis: list[str], game: int = 1, start: int = 1, clocks: bool = False) -> list[dict]:
+    board = chess.Board()
+    out: list[dict] = [{"type": "game_start", "game": game, "fen": board.fen(), "t": 0}]
+    for i, uci in enumerate(ucis, start=1):
+        move = chess.Move.from_uci(uci)
+        san = board.san(move)
+        board.push(move)
+        ev = {"type": "move", "game": game, "ply": i, "uci": uci, "san": san, "fen": board.fen(), "t": i}
+        out.append(ev)
+        if clocks:
+            out.append({"type": "clock", "game": game, "ply": i, "side": "white" if i % 2 else "black",
+                        "remaining": 180_000 - i * 1500, "t": i})
+    return out
+
+
+def test_tournament_file(tmp_path: Path) -> None:
+    path = tmp_path / "tournament.toml"
+    path.write_text(EXAMPLE, encoding="utf-8")
+    t = load_tournament(path)
+    assert t.event == "Touchmove Open 2026" and t.round == 2 and t.time_control == "5400+30"
+    rnd = t.current_round()
+    assert [p.board for p in rnd.pairings] == [1, 2]
+    first = rnd.pairing(1)
+    assert first.white.fide_id == 1503014 and first.white.title == "GM" and first.result == "1/2-1/2"
+    assert rnd.pairing(2).white.elo is None and rnd.pairing(2).black.elo == 2101
+    assert t.settings.output_dir == tmp_path / "out" and t.settings.port == 8123
+    broker = t.brokers[0]
+    assert (broker.host, broker.port) == ("broker.local", 1884)
+    assert (broker.username, broker.password) == ("user", "pw")
+    assert broker.bases == ("hall-a", "hall-b") and broker.share_group == "broadcast"
+    assert str(t.round_date()) == "2026-11-29"
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda d: d.pop("event"), "event"),
+    (lambda d: d.update(round=9), "round 9"),
+    (lambda d: d["rounds"][0]["boards"][1].update(board_id="b01"), "twice"),
+    (lambda d: d["rounds"][0]["boards"][0].update(result="2-0"), "result"),
+    (lambda d: d["rounds"][0]["boards"][0].update(white=3), "white"),
+])
+def test_tournament_errors(mutate, message: str) -> None:
+    data = tournament_data(2)
+    mutate(data)
+    with pytest.raises(TournamentError, match=message):
+        parse_tournament(data)
+
+
+def test_live_game_moves_duplicates_amend_takeback() -> None:
+    game = LiveGame()
+    events = moves_events(["e2e4", "e7e5", "g1f3", "b8c6"])
+    assert all(game.apply(e) for e in events)
+    assert game.ply == 4 and [m.san for m in game.moves] == ["e4", "e5", "Nf3", "Nc6"]
+    assert not game.apply(events[2])  # redelivered: no change
+    assert not game.apply(events[0])  # the same game's start again: no change
+    # amend ply 3 (Nf3 -> Nc3): Nc6 still legal after, kept
+    amended = {"type": "move_amended", "game": 1, "ply": 3, "uci": "b1c3", "san": "Nc3", "t": 9}
+    assert game.apply(amended)
+    assert [m.san for m in game.moves] == ["e4", "e5", "Nc3", "Nc6"]
+    assert game.apply({"type": "takeback", "game": 1, "ply": 3, "t": 10})
+    assert game.ply == 2
+    # a gap: ply 5 with 2 known
+    assert not game.apply({"type": "move", "game": 1, "ply": 5, "uci": "d2d4", "t": 11})
+    assert game.needs_resync
+    # an illegal move is never kept
+    game.needs_resync = False
+    assert not game.apply({"type": "move", "game": 1, "ply": 3, "uci": "e4e5", "t": 12})
+    assert game.ply == 2 and game.needs_resync
+
+
+def test_live_game_new_game_and_late_events() -> None:
+    game = LiveGame()
+    for e in moves_events(["e2e4", "e7e5"]):
+        game.apply(e)
+    assert game.apply({"type": "game_end", "game": 1, "result": "1-0", "reason": "resign", "t": 5})
+    assert game.results.effective() == "1-0"
+    fen = "4k3/8/8/8/8/8/4P3/4K3 w - - 0 1"
+    assert game.apply({"type": "game_start", "game": 2, "fen": fen, "t": 6})
+    assert game.ply == 0 and game.results.effective() == "*" and game.start_fen == fen
+    assert not game.apply({"type": "move", "game": 1, "ply": 3, "uci": "g1f3", "t": 7})  # late, game 1
+
+
+def test_clock_comments_and_round_pgn() -> None:
+    t = make_tournament(3)
+    games = {1: LiveGame(), 2: LiveGame()}
+    for e in moves_events(["e2e4", "c7c5", "g1f3"], clocks=True):
+        games[1].apply(e)
+    # the clock press before its move, and a move with clock_ms
+    games[2].apply(moves_events([])[0])
+    games[2].apply({"type": "clock", "game": 1, "ply": 1, "side": "white", "remaining": 3_725_400, "t": 1})
+    games[2].apply({"type": "move", "game": 1, "ply": 1, "uci": "d2d4", "t": 1})
+    games[2].apply({"type": "move", "game": 1, "ply": 2, "uci": "g8f6", "t": 2, "clock_ms": 59_999})
+    games[2].set_result("arbiter", "0-1")
+    text = RoundPgn(t).render(games)
+    assert "[%clk 0:02:58]" in text and "[%clk 1:02:05]" in text and "[%clk 0:00:59]" in text
+    stream = io.StringIO(text)
+    read = []
+    while (g := chess.pgn.read_game(stream)) is not None:
+        assert not g.errors
+        read.append(g)
+    assert len(read) == 3
+    h = read[0].headers
+    assert h["Round"] == "3.1" and h["White"] == "White, Player 1" and h["WhiteFideId"] == "1001"
+    assert h["BlackElo"] == "2399" and h["TimeControl"] == "180+2" and h["Date"] == "2026.11.29"
+    assert h["Event"] == "Test Open" and h["Site"] == "Testville" and h["WhiteTitle"] == "GM"
+    assert [m.uci() for m in read[0].mainline_moves()] == ["e2e4", "c7c5", "g1f3"]
+    assert read[0].end().clock() == 175.0
+    assert read[1].headers["Result"] == "0-1" and read[2].headers["Result"] == "*"
+    assert len(list(read[2].mainline_moves())) == 0
+
+
+def test_chess960_start_is_in_the_pgn() -> None:
+    t = make_tournament(1)
+    start = chess.Board.from_chess960_pos(518 - 100)
+    game = LiveGame()
+    game.apply({"type": "game_start", "game": 1, "fen": start.fen(), "chess960": True, "t": 0})
+    move = next(iter(start.legal_moves))
+    game.apply({"type": "move", "game": 1, "ply": 1, "uci": move.uci(), "t": 1})
+    read = chess.pgn.read_game(io.StringIO(RoundPgn(t).render({1: game})))
+    assert read is not None and read.headers["Variant"] == "Chess960" and read.headers["FEN"] == start.fen()
+    assert list(read.mainline_moves()) == [move]
+
+
+def test_write_atomically(tmp_path: Path) -> None:
+    target = tmp_path / "sub" / "round-1.pgn"
+    write_atomically(target, "one")
+    write_atomically(target, "two")
+    assert target.read_text() == "two"
+    assert [p.name for p in target.parent.iterdir()] == ["round-1.pgn"]
+
+
+def test_results_spelling_and_kings_mapping() -> None:
+    assert normalize_result("½-½") == "1/2-1/2" and normalize_result("1-0") == "1-0"
+    assert normalize_result("draw") == "1/2-1/2" and normalize_result("3-0") is None
+    assert result_from_king_squares(chess.D5, chess.E4) == "1-0"
+    assert result_from_king_squares(chess.D4, chess.E5) == "0-1"
+    for a, b in [(chess.D4, chess.D5), (chess.E4, chess.E5), (chess.D4, chess.E4), (chess.D5, chess.E5)]:
+        assert result_from_king_squares(a, b) == "1/2-1/2"
+    assert result_from_king_squares(chess.D4, chess.A1) is None
+
+
+def test_kings_result_from_occupancy() -> None:
+    board = chess.Board("6k1/5ppp/8/8/8/8/5PPP/6K1 w - - 0 30")
+    occ = int(board.occupied)
+    g1, g8 = chess.BB_G1, chess.BB_G8
+    assert kings_result(board, occ) is None
+    assert kings_result(board, (occ & ~g1 & ~g8) | chess.BB_D5 | chess.BB_E4) == "1-0"
+    assert kings_result(board, (occ & ~g1 & ~g8) | chess.BB_D4 | chess.BB_E5) == "0-1"
+    assert kings_result(board, (occ & ~g1 & ~g8) | chess.BB_D4 | chess.BB_D5) == "1/2-1/2"
+    # only the kings lifted, or another piece moved too: no result
+    assert kings_result(board, occ & ~g1 & ~g8) is None
+    moved_pawn = (occ & ~g1 & ~g8 & ~chess.BB_F2) | chess.BB_F3
+    assert kings_result(board, moved_pawn | chess.BB_D5 | chess.BB_E4) is None
+    # a king already on a centre square: only the other one moves there
+    board2 = chess.Board("8/8/8/3k4/8/8/8/6K1 w - - 0 60")
+    assert kings_result(board2, (int(board2.occupied) & ~g1) | chess.BB_E4) == "1-0"
+
+
+def test_occupancy_and_topics() -> None:
+    assert bridge_topics.occupancy_mask("ffff00000000ffff") == int(chess.Board().occupied)
+    assert bridge_topics.occupancy_mask(["a1", "h8"]) == chess.BB_A1 | chess.BB_H8
+    assert bridge_topics.occupancy_mask("0x1") == 1 and bridge_topics.occupancy_mask(True) is None
+    msg = bridge_topics.parse("hall/a/boards/x1/events", b'{"type":"move"}', ["other", "hall/a"])
+    assert msg == BridgeMessage("hall/a", "x1", "events", {"type": "move"})
+    avail = bridge_topics.parse("t/boards/x1/availability", b'{"state":"online"}', ["t"])
+    assert avail is not None and avail.payload == "online"
+    assert bridge_topics.parse("t/boards/x1/unknown", b"{}", ["t"]) is None
+    bad = bridge_topics.parse("t/bridge/state", b"not json", ["t"])
+    assert bad == BridgeMessage("t", None, "bridge_state", None)
+    subs = bridge_topics.subscriptions("t", "grp")
+    assert "$share/grp/t/boards/+/events" in subs and "t/boards/+/state" in subs
+
+
+def test_broadcaster_events_results_and_actions(tmp_path: Path) -> None:
+    asyncio.run(_broadcaster_events_results_and_actions(tmp_path))
+
+
+async def _broadcaster_events_results_and_actions(tmp_path: Path) -> None:
+    t = make_tournament(2)
+    sent: list[tuple[int, str, bytes]] = []
+
+    async def publish(broker: int, topic: str, payload: bytes) -> None:
+        sent.append((broker, topic, payload))
+
+    hub = Broadcaster(t, output_dir=tmp_path, publish=publish)
+    queue = hub.listen()
+    for i, e in enumerate(moves_events(["e2e4", "e7e5"]), start=1):
+        hub.handle(BridgeMessage("touchmove", "b01", "events", {**e, "seq": i, "session": "s1"}))
+    again = {"type": "move", "game": 1, "ply": 2, "uci": "d7d5", "seq": 2, "session": "s1"}
+    hub.handle(BridgeMessage("touchmove", "b01", "events", again))  # seq seen: dropped
+    assert hub.by_number[1].game.ply == 2 and hub.by_number[1].last_move() == "1... e5"
+    hub.handle(BridgeMessage("touchmove", "b01", "events", {"type": "alert", "game": 1, "ply": 3,
+                                                          "code": "touch_move", "article": "4.3.1",
+                                                          "detail": {"sq": "g1"}, "seq": 4, "session": "s1"}))
+    assert hub.alerts[0].code == "touch_move" and hub.alerts[0].board == 1
+    hub.acknowledge(hub.alerts[0].id)
+    assert hub.alerts[0].acked
+    kinds = []
+    while not queue.empty():
+        kinds.append(queue.get_nowait()[0])
+    assert kinds.count("board") == 3 and "alert" in kinds and "ack" in kinds
+    # kings in the centre (the board reports occupancy)
+    board = hub.by_number[1].game.board()
+    occ = (int(board.occupied) & ~chess.BB_E1 & ~chess.BB_E8) | chess.BB_D4 | chess.BB_D5
+    hub.handle(BridgeMessage("touchmove", "b01", "state", {"in_sync": False, "occupancy": f"{occ:016x}"}))
+    assert hub.by_number[1].game.results.effective() == "1/2-1/2"
+    assert hub.by_number[1].game.results.source() == "kings"
+    # the arbiter overrides, and it is saved
+    hub.record_result(1, "1-0")
+    assert '"1": "1-0"' in hub.results_path.read_text()
+    assert Broadcaster(t, output_dir=tmp_path).by_number[1].game.results.effective() == "1-0"
+    path = hub.write_now()
+    assert '[Result "1-0"]' in path.read_text() and "1. e4 e5 1-0" in path.read_text()
+    # actions become bridge commands
+    await hub.promote(2, "N")
+    await hub.setup(2, chess.STARTING_FEN)
+    assert sent[0][1] == "touchmove/boards/b02/set" and b'"command":"promote","piece":"n"' in sent[0][2]
+    assert b'"setup"' in sent[1][2]
+    with pytest.raises(ActionError):
+        await hub.takeback(2, 1)  # no plies on board 2
+    with pytest.raises(ActionError):
+        await hub.promote(9, "q")
+    with pytest.raises(ActionError):
+        await hub.setup(1, "not a fen")
