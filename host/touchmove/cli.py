@@ -11,6 +11,7 @@ from collections.abc import Sequence
 # ``handler`` (a function of the parsed arguments returning the exit status) with ``set_defaults``.
 SUBCOMMANDS: list[tuple[str, str, str]] = [
     ("replay", "touchmove.replay", "replay a recording (JSON lines) through the rules engine"),
+    ("run", "touchmove.bridge", "serve serial boards: moves and alerts to MQTT, everything to the journal"),
 ]
 
 

@@ -9,7 +9,7 @@ Example (every key is optional; these are the defaults unless noted)::
     password = "secret"                # no default
     ca_file = "/etc/touchmove/ca.pem"  # no default; implies TLS
     protocol = 4                       # 4 = MQTT 3.1.1, 5 = MQTT 5
-    queue_size = 10000                 # events held in memory while the broker is away (the rest wait in the journal)
+    queue_size = 10000                 # events queued in memory (the rest wait in the journal)
 
     [serial]
     ports = ["/dev/serial/by-id/usb-touchmove*"]   # paths or glob patterns

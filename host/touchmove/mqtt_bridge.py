@@ -1,0 +1,205 @@
+"""The MQTT side: a connection that survives broker outages, with a bounded outgoing queue.
+
+Three kinds of outgoing message, sent in this order of priority:
+
+* events (QoS 1, not retained), in order per board, acknowledged back to the bridge once the broker has them
+  (``on_acked(tag)``) so the journal can mark them published. The queue is bounded (``queue_size``); when it
+  is full :meth:`MqttLink.offer_event` refuses and the bridge leaves the event in the journal, to be offered
+  again when :meth:`MqttLink.room` says there is space;
+* replies to commands (a small bounded queue, oldest dropped);
+* retained topics (``bridge/state``, ``boards/<id>/state`` ...), coalesced: only the latest payload of each
+  topic is kept, and after every (re)connect all of them are published again.
+
+Commands arrive on ``<base>/boards/+/set`` and ``<base>/bridge/request/+`` and go to ``on_command``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import ssl
+import uuid
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import aiomqtt
+
+from touchmove.config import MqttConfig
+
+log = logging.getLogger(__name__)
+
+Payload = bytes | Callable[[], bytes]
+
+ONLINE = b'{"state":"online"}'
+OFFLINE = b'{"state":"offline"}'
+
+
+def dumps(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+@dataclass
+class Outgoing:
+    topic: str
+    payload: bytes
+    qos: int
+    retain: bool
+    tag: Any = None
+
+
+class MqttLink:
+    """Owns the broker connection. Run :meth:`run` as a task; publish from the same event loop."""
+
+    def __init__(self, config: MqttConfig, *,
+                 on_command: Callable[[str, bytes, bool], Awaitable[None]],
+                 on_acked: Callable[[Any], None] | None = None,
+                 on_connected: Callable[[], None] | None = None,
+                 window: int = 64, backoff_max: float = 10.0) -> None:
+        self.config = config
+        self.base = config.base_topic
+        self._on_command = on_command
+        self._on_acked = on_acked or (lambda tag: None)
+        self._on_connected = on_connected or (lambda: None)
+        self._events: deque[Outgoing] = deque()
+        self._replies: deque[Outgoing] = deque(maxlen=256)
+        self._retained: dict[str, Payload] = {}
+        self._dirty: dict[str, None] = {}          # ordered set of retained topics to (re)send
+        self._wake = asyncio.Event()
+        self._window = window
+        self._backoff_max = backoff_max
+        self.connected = False
+        self.connects = 0
+        self.client_id = config.client_id or f"touchmove-bridge-{uuid.uuid4().hex[:8]}"
+        self._client: aiomqtt.Client | None = None
+
+    # -- publishing (from the event loop) -----------------------------------------------------------------
+    def room(self) -> int:
+        """How many more events the queue takes now."""
+        return max(0, self.config.queue_size - len(self._events))
+
+    def offer_event(self, topic: str, payload: bytes, tag: Any) -> bool:
+        """Queue an event (QoS 1); return False, queuing nothing, when the queue is full."""
+        if len(self._events) >= self.config.queue_size:
+            return False
+        self._events.append(Outgoing(topic, payload, 1, False, tag))
+        self._wake.set()
+        return True
+
+    def reply(self, topic: str, payload: dict[str, Any]) -> None:
+        self._replies.append(Outgoing(topic, dumps(payload), 1, False))
+        self._wake.set()
+
+    def retain(self, topic: str, payload: Payload) -> None:
+        """Set a retained topic (a payload or a function computing it when it is sent)."""
+        self._retained[topic] = payload
+        self._dirty[topic] = None
+        self._wake.set()
+
+    def pending(self) -> int:
+        return len(self._events) + len(self._replies) + len(self._dirty)
+
+    # -- connection ---------------------------------------------------------------------------------------
+    def _client_for(self) -> aiomqtt.Client:
+        cfg = self.config
+        tls_context = None
+        if cfg.tls:
+            tls_context = ssl.create_default_context(cafile=cfg.ca_file)
+        return aiomqtt.Client(
+            cfg.host, cfg.port, username=cfg.username, password=cfg.password, identifier=self.client_id,
+            protocol=aiomqtt.ProtocolVersion.V5 if cfg.protocol == 5 else aiomqtt.ProtocolVersion.V311,
+            will=aiomqtt.Will(f"{self.base}/bridge/state", OFFLINE, qos=1, retain=True),
+            tls_context=tls_context, keepalive=15, timeout=10,
+        )
+
+    async def run(self) -> None:
+        """Connect, serve, and reconnect with backoff for ever (until cancelled)."""
+        delay = 0.25
+        while True:
+            try:
+                async with self._client_for() as client:
+                    self._client = client
+                    self.connected = True
+                    self.connects += 1
+                    delay = 0.25
+                    log.info("connected to %s", self.config.url)
+                    await client.subscribe(f"{self.base}/boards/+/set", qos=1)
+                    await client.subscribe(f"{self.base}/bridge/request/+", qos=1)
+                    self.retain(f"{self.base}/bridge/state", ONLINE)
+                    for topic in list(self._retained):
+                        self._dirty[topic] = None
+                    self._on_connected()
+                    async with asyncio.TaskGroup() as group:
+                        group.create_task(self._send_loop(client))
+                        group.create_task(self._receive_loop(client))
+            except* (aiomqtt.MqttError, OSError) as group_exc:
+                log.warning("broker %s: %s; retrying in %.1fs", self.config.url,
+                            "; ".join(str(e) for e in group_exc.exceptions), delay)
+            finally:
+                self._client = None
+                self.connected = False
+            await asyncio.sleep(delay)
+            delay = min(self._backoff_max, delay * 2)
+
+    async def _receive_loop(self, client: aiomqtt.Client) -> None:
+        async for message in client.messages:
+            payload = message.payload
+            raw = payload if isinstance(payload, (bytes, bytearray)) else str(payload or "").encode()
+            try:
+                await self._on_command(str(message.topic), bytes(raw), bool(message.retain))
+            except Exception:
+                log.exception("command on %s failed", message.topic)
+
+    def _take(self) -> list[Outgoing]:
+        batch: list[Outgoing] = []
+        while self._events and len(batch) < self._window:
+            batch.append(self._events.popleft())
+        while self._replies and len(batch) < self._window:
+            batch.append(self._replies.popleft())
+        while self._dirty and len(batch) < self._window:
+            topic = next(iter(self._dirty))
+            del self._dirty[topic]
+            payload = self._retained[topic]
+            batch.append(Outgoing(topic, payload() if callable(payload) else payload, 1, True))
+        return batch
+
+    def _put_back(self, batch: list[Outgoing], done: list[bool]) -> None:
+        events = [m for m, ok in zip(batch, done, strict=True) if not ok and m.tag is not None]
+        self._events.extendleft(reversed(events))
+        for m, ok in zip(batch, done, strict=True):
+            if not ok and m.retain and m.topic not in self._dirty:
+                self._dirty[m.topic] = None
+
+    async def _send_loop(self, client: aiomqtt.Client) -> None:
+        while True:
+            batch = self._take()
+            if not batch:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            tasks = [asyncio.ensure_future(client.publish(m.topic, m.payload, qos=m.qos, retain=m.retain))
+                     for m in batch]
+            results = await asyncio.gather(*tasks, return_exceptions=True)
+            done = [not isinstance(r, BaseException) for r in results]
+            for m, ok in zip(batch, done, strict=True):
+                if ok and m.tag is not None:
+                    self._on_acked(m.tag)
+            if not all(done):
+                self._put_back(batch, done)
+                error = next(r for r in results if isinstance(r, BaseException))
+                if isinstance(error, aiomqtt.MqttError):
+                    raise error
+                raise aiomqtt.MqttError(f"publish failed: {error!r}")
+
+    async def close(self, final: list[tuple[str, bytes]] | None = None) -> None:
+        """Publish ``final`` retained messages (e.g. offline states) if connected, then disconnect."""
+        client = self._client
+        if client is None:
+            return
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(2):
+                for topic, payload in final or []:
+                    await client.publish(topic, payload, qos=1, retain=True)

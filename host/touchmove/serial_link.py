@@ -1,0 +1,236 @@
+"""The serial side: one link per board port, decoding wire protocol v1 (NDJSON) into recording-format records.
+
+Serial library: pyserial (3.5) with one reader thread per port handing whole lines to the asyncio loop with
+``call_soon_threadsafe``. pyserial is the de-facto standard, works the same on USB CDC devices, UARTs and
+pseudo-terminals (the demo and the tests), on Linux, macOS and Windows, and its ``list_ports`` finds boards
+by USB VID/PID/serial number. A blocking read in a thread gives the lowest latency for little CPU (the thread
+sleeps in ``select``), and a port error stays inside its thread. ``pyserial-asyncio`` is unmaintained;
+``pyserial-asyncio-fast`` only wraps the same pyserial objects in ``add_reader`` (POSIX only), which saves
+a thread per board but not work.
+
+Pure parts (:class:`LineSplitter`, :func:`decode`) are separate from the thread so they can be fuzzed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import chess
+
+from touchmove import records
+from touchmove.config import UsbMatch
+
+log = logging.getLogger(__name__)
+
+#: Longest line accepted from a board (a snapshot with every field is about 80 bytes).
+MAX_LINE = 512
+
+#: Button ids that are clock presses, and the side that pressed.
+CLOCK_BUTTONS = {"clock_white": chess.WHITE, "clock_black": chess.BLACK}
+
+
+class LineSplitter:
+    """Cuts a byte stream into lines (``\\n`` or ``\\r\\n``); a line over ``max_line`` is dropped whole.
+
+    :meth:`feed` returns the complete lines, each as bytes; ``None`` in the list stands for an oversized line
+    (reported by the caller as malformed, so it triggers a resync).
+    """
+
+    def __init__(self, max_line: int = MAX_LINE) -> None:
+        self.max_line = max_line
+        self._buf = bytearray()
+        self._overflow = False
+
+    def feed(self, data: bytes) -> list[bytes | None]:
+        out: list[bytes | None] = []
+        start = 0
+        while True:
+            end = data.find(b"\n", start)
+            if end < 0:
+                chunk = data[start:]
+                if not self._overflow:
+                    self._buf += chunk
+                    if len(self._buf) > self.max_line:
+                        self._buf.clear()
+                        self._overflow = True
+                return out
+            chunk = data[start:end]
+            start = end + 1
+            if self._overflow or len(self._buf) + len(chunk) > self.max_line:
+                out.append(None)
+            else:
+                line = bytes(self._buf + chunk).rstrip(b"\r")
+                if line.strip():
+                    out.append(line)
+            self._buf.clear()
+            self._overflow = False
+
+
+@dataclass(frozen=True)
+class Message:
+    """One decoded line from a board."""
+
+    record: records.Record | None   # what the rules engine gets (None for protocol-only messages)
+    kind: str                       # the message type (``hello``, ``lift``, ``button`` ...)
+    seq: int | None = None
+    t: int = 0
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+class DecodeError(ValueError):
+    pass
+
+
+def decode(line: bytes | None) -> Message:
+    """Return the message on one line from a board, or raise :class:`DecodeError`."""
+    if line is None:
+        raise DecodeError(f"line longer than {MAX_LINE} bytes dropped")
+    try:
+        obj = json.loads(line)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise DecodeError(f"not JSON: {exc}") from None
+    if not isinstance(obj, dict):
+        raise DecodeError("not a JSON object")
+    seq = obj.get("seq")
+    if seq is not None and (isinstance(seq, bool) or not isinstance(seq, int) or seq < 0):
+        raise DecodeError("'seq' must be a non-negative integer")
+    try:
+        record = records.from_dict(obj)
+    except records.RecordError as exc:
+        raise DecodeError(exc.reason) from None
+    kind = record.type
+    fields = {k: v for k, v in obj.items() if k not in ("t", "type", "seq")}
+    if isinstance(record, records.Other):
+        if kind == "hello":
+            board = obj.get("board")
+            if not isinstance(board, str) or not board or len(board) > 64 or any(c in board for c in "/#+"):
+                raise DecodeError("'hello' needs 'board', a short id without / # +")
+            if obj.get("proto") != 1:
+                raise DecodeError(f"unsupported protocol {obj.get('proto')!r} (this host speaks 1)")
+            fields["boot"] = str(obj.get("boot", ""))
+            return Message(None, kind, seq, record.t, fields)
+        if kind == "button":
+            side = CLOCK_BUTTONS.get(obj.get("id"))  # type: ignore[arg-type]
+            if side is not None:
+                return Message(records.Clock(record.t, side), "clock", seq, record.t, fields)
+            return Message(None, kind, seq, record.t, fields)
+        if not record.known:
+            raise DecodeError(f"unknown message type {kind!r}")
+        return Message(None, kind, seq, record.t, fields)
+    return Message(record, kind, seq, record.t, fields)
+
+
+def encode_command(cmd: dict[str, Any]) -> bytes:
+    """Return a host-to-board command as one NDJSON line."""
+    return json.dumps(cmd, separators=(",", ":")).encode() + b"\n"
+
+
+class SerialLink:
+    """One open port: a reader thread delivers raw lines; :meth:`send` writes commands.
+
+    ``on_lines(link, lines)`` and ``on_closed(link, reason)`` are called in the reader thread; the bridge
+    passes them on to its event loop.
+    """
+
+    def __init__(self, path: str, baudrate: int,
+                 on_lines: Callable[[SerialLink, list[bytes | None]], None],
+                 on_closed: Callable[[SerialLink, str], None]) -> None:
+        self.path = path
+        self.baudrate = baudrate
+        self._on_lines = on_lines
+        self._on_closed = on_closed
+        self._serial: Any = None
+        self._stop = threading.Event()
+        self._write_lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self.board: str | None = None    # set by the bridge once the board said hello
+
+    def open(self) -> None:
+        import serial  # imported here so the pure parts work without pyserial
+
+        self._serial = serial.Serial(self.path, self.baudrate, timeout=0.5, write_timeout=1.0,
+                                     exclusive=True)
+        self._thread = threading.Thread(target=self._run, name=f"serial {self.path}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        splitter = LineSplitter()
+        reason = "closed"
+        ser = self._serial
+        try:
+            while not self._stop.is_set():
+                data = ser.read(ser.in_waiting or 1)
+                if data:
+                    lines = splitter.feed(data)
+                    if lines:
+                        self._on_lines(self, lines)
+        except Exception as exc:
+            reason = f"port error: {exc}"
+        finally:
+            try:
+                ser.close()
+            except Exception:
+                log.debug("closing %s failed", self.path, exc_info=True)
+            self._on_closed(self, reason if not self._stop.is_set() else "stopped")
+
+    def send(self, cmd: dict[str, Any]) -> bool:
+        """Write one command; return False (and close the link) when the port fails."""
+        ser = self._serial
+        if ser is None or self._stop.is_set():
+            return False
+        try:
+            with self._write_lock:
+                ser.write(encode_command(cmd))
+            return True
+        except Exception as exc:
+            log.warning("%s: write failed (%s); closing", self.path, exc)
+            self.close()
+            return False
+
+    def close(self) -> None:
+        self._stop.set()
+        ser = self._serial
+        if ser is not None:
+            with contextlib.suppress(Exception):
+                ser.cancel_read()
+
+    def join(self, timeout: float = 2.0) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+
+def find_ports(patterns: Iterable[str], usb: Iterable[UsbMatch]) -> list[str]:
+    """Return the port paths the configuration designates: paths and glob patterns, then USB matches."""
+    found: list[str] = []
+    seen: set[str] = set()
+
+    def add(path: str) -> None:
+        real = os.path.realpath(path)
+        if real not in seen:
+            seen.add(real)
+            found.append(path)
+
+    for pattern in patterns:
+        matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+        for path in matches:
+            if os.path.exists(path):
+                add(path)
+    usb = list(usb)
+    if usb:
+        from serial.tools import list_ports
+
+        for info in list_ports.comports():
+            for m in usb:
+                if ((m.vid is None or m.vid == info.vid) and (m.pid is None or m.pid == info.pid)
+                        and (m.serial_number is None or m.serial_number == info.serial_number)):
+                    add(info.device)
+                    break
+    return found
