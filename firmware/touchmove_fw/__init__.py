@@ -1,0 +1,3 @@
+# touchmove firmware package: occupancy scanning and the wire protocol v1.
+FW_VERSION = "0.1.0"
+PROTO = 1

@@ -1,0 +1,46 @@
+# Device time in milliseconds since boot, and how the scan task waits.
+#   Clock        - real time (the hardware; the sim at human speed)
+#   ScaledClock  - real time times an integer factor (a sim demo that runs N times faster)
+#   SteppedClock - virtual time that only advances when the scan task sleeps (tests: as fast as possible)
+import asyncio
+import time
+
+
+class Clock:
+    def __init__(self):
+        self.last = time.ticks_ms()
+        self.acc = 0  # accumulated, so device time does not wrap with ticks_ms()
+
+    def ms(self):
+        now = time.ticks_ms()
+        self.acc += time.ticks_diff(now, self.last)
+        self.last = now
+        return self.acc
+
+    def sleep(self, ms):
+        return asyncio.sleep_ms(ms)
+
+
+class ScaledClock(Clock):
+    def __init__(self, speed):
+        super().__init__()
+        self.speed = speed
+
+    def ms(self):
+        return Clock.ms(self) * self.speed
+
+    def sleep(self, ms):
+        return asyncio.sleep_ms(ms // self.speed)
+
+
+class SteppedClock:
+    def __init__(self):
+        self.now = 0
+
+    def ms(self):
+        return self.now
+
+    def sleep(self, ms):
+        if ms > 0:
+            self.now += ms
+        return asyncio.sleep_ms(0)
