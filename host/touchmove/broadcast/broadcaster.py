@@ -218,6 +218,13 @@ class Broadcaster:
     def unlisten(self, queue: asyncio.Queue[tuple[str, dict[str, Any]]]) -> None:
         self._listeners.discard(queue)
 
+    def close_listeners(self) -> None:
+        """End every event stream (server shutdown)."""
+        for queue in list(self._listeners):
+            with contextlib.suppress(asyncio.QueueFull):
+                queue.put_nowait(("overflow", {}))
+        self._listeners.clear()
+
     def _notify(self, kind: str, data: dict[str, Any]) -> None:
         for queue in list(self._listeners):
             try:

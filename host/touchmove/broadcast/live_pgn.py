@@ -46,6 +46,8 @@ class LiveGame:
     version: int = 0
     #: Set when an event could not be applied (a gap, an illegal move): the game needs a resync.
     needs_resync: bool = False
+    #: The ply a resync must reach (the ply of the event that could not be applied).
+    resync_ply: int = 0
     #: Clock times (ms) of plies whose ``clock`` event came before their move.
     pending_clocks: dict[int, int] = field(default_factory=dict)
 
@@ -82,7 +84,7 @@ class LiveGame:
         self.moves = []
         self.pending_clocks = {}
         self.results.clear_game()
-        self.needs_resync = False
+        self.needs_resync, self.resync_ply = False, 0
         self._touch()
 
     def apply(self, event: Mapping[str, Any]) -> bool:
@@ -145,7 +147,7 @@ class LiveGame:
             return False
         if ply > self.ply + 1:
             log.info("ply %s arrived with only %s known: gap", ply, self.ply)
-            self.needs_resync = True
+            self.needs_resync, self.resync_ply = True, max(self.resync_ply, ply)
             return False
         if ply <= self.ply and not amend and self.moves[ply - 1].uci == uci:
             return False  # duplicate (QoS 1 redelivery, or a replay after a bridge restart)
@@ -156,7 +158,7 @@ class LiveGame:
         rec = self._play(board, uci, clock)
         if rec is None:
             log.warning("illegal move %s at ply %s (fen %s)", uci, ply, board.fen())
-            self.needs_resync = True
+            self.needs_resync, self.resync_ply = True, max(self.resync_ply, ply)
             return False
         tail = self.moves[ply:]
         if ply <= self.ply and self.moves[ply - 1] == rec:
@@ -186,6 +188,8 @@ class LiveGame:
             moves.append(PlyRecord(node.move.uci(), board.san(node.move),
                                    None if clk is None else round(clk * 1000)))
             board.push(node.move)
+        if self.needs_resync and len(moves) < self.resync_ply:
+            return False  # an older PGN than the event that showed the gap: wait for the next one
         start = pgn_game.board()
         if (start.fen() == chess.Board(self.start_fen, chess960=self.chess960).fen()
                 and moves == self.moves and not self.needs_resync):
@@ -195,7 +199,7 @@ class LiveGame:
         if number is not None:
             self.number = number
         self.moves = moves
-        self.needs_resync = False
+        self.needs_resync, self.resync_ply = False, 0
         result = pgn_game.headers.get("Result", "*")
         if result in ("1-0", "0-1", "1/2-1/2"):
             self.results.set("board", result, "pgn")

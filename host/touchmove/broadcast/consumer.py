@@ -1,0 +1,104 @@
+"""MQTT side of the broadcaster: subscribe to the bridges' topics on one or more brokers (aiomqtt 2.x).
+
+One connection per broker; each connection subscribes to every bridge base topic configured for it and
+hands decoded messages to the :class:`~touchmove.broadcast.broadcaster.Broadcaster`. A lost connection is
+retried with backoff; retained topics bring the state back on reconnect. Arbiter commands go out on the
+same connection as the board's messages came in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+import uuid
+from collections.abc import Sequence
+
+import aiomqtt
+
+from touchmove.broadcast import bridge_topics
+from touchmove.broadcast.broadcaster import ActionError, Broadcaster
+from touchmove.broadcast.tournament import BrokerConfig
+
+log = logging.getLogger(__name__)
+
+BACKOFF_START = 0.5
+BACKOFF_MAX = 10.0
+
+
+def make_client(cfg: BrokerConfig, identifier: str) -> aiomqtt.Client:
+    """An aiomqtt client for one broker of the configuration (auth and TLS included)."""
+    tls_context = None
+    if cfg.tls:
+        tls_context = ssl.create_default_context(cafile=cfg.ca_file)
+    return aiomqtt.Client(
+        cfg.host, cfg.port, username=cfg.username, password=cfg.password, identifier=identifier,
+        tls_context=tls_context, keepalive=30, max_queued_outgoing_messages=10_000,
+    )
+
+
+class MqttLink:
+    """The broadcaster's connections to the brokers."""
+
+    def __init__(self, hub: Broadcaster, brokers: Sequence[BrokerConfig]) -> None:
+        self.hub = hub
+        self.brokers = list(brokers)
+        self._clients: dict[int, aiomqtt.Client] = {}
+        self.ready = [asyncio.Event() for _ in self.brokers]
+        self._tag = uuid.uuid4().hex[:8]
+
+    async def wait_ready(self, timeout: float = 10.0) -> None:
+        """Wait until every broker is connected and subscribed."""
+        async with asyncio.timeout(timeout):
+            for event in self.ready:
+                await event.wait()
+
+    async def publish(self, broker: int, topic: str, payload: bytes) -> None:
+        client = self._clients.get(broker)
+        if client is None:
+            raise ActionError("the broker is not connected: try again shortly")
+        try:
+            await client.publish(topic, payload, qos=1, retain=False)
+        except aiomqtt.MqttError as exc:
+            raise ActionError(f"publish failed: {exc}") from exc
+
+    async def run(self) -> None:
+        """Serve every broker until cancelled."""
+        async with asyncio.TaskGroup() as tg:
+            for i, cfg in enumerate(self.brokers):
+                tg.create_task(self._serve(i, cfg))
+
+    async def _serve(self, index: int, cfg: BrokerConfig) -> None:
+        backoff = BACKOFF_START
+        while True:
+            try:
+                async with make_client(cfg, f"touchmove-broadcast-{self._tag}-{index}") as client:
+                    for base in cfg.bases:
+                        for topic in bridge_topics.subscriptions(base, cfg.share_group):
+                            await client.subscribe(topic, qos=1)
+                    self._clients[index] = client
+                    self.ready[index].set()
+                    log.info("subscribed to %s on %s:%s", ", ".join(cfg.bases), cfg.host, cfg.port)
+                    backoff = BACKOFF_START
+                    async for message in client.messages:
+                        payload = message.payload
+                        if isinstance(payload, str):
+                            raw = payload.encode()
+                        elif isinstance(payload, bytes | bytearray):
+                            raw = bytes(payload)
+                        else:
+                            raw = b"" if payload is None else str(payload).encode()
+                        msg = bridge_topics.parse(message.topic.value, raw, cfg.bases, bool(message.retain))
+                        if msg is None:
+                            continue
+                        try:
+                            self.hub.handle(msg, index)
+                        except Exception:  # one bad message must not stop the stream
+                            log.exception("message on %s could not be handled", message.topic.value)
+            except aiomqtt.MqttError as exc:
+                log.warning("broker %s:%s: %s; retrying in %.1f s", cfg.host, cfg.port, exc, backoff)
+            finally:
+                self._clients.pop(index, None)
+                self.ready[index].clear()
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, BACKOFF_MAX)

@@ -1,0 +1,90 @@
+"""The running broadcaster: MQTT consumer, PGN writer, web server and the optional lichess push together."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from types import TracebackType
+
+from aiohttp import web
+
+from touchmove.broadcast.broadcaster import Broadcaster
+from touchmove.broadcast.consumer import MqttLink
+from touchmove.broadcast.lichess_push import LichessPusher
+from touchmove.broadcast.server import make_app
+from touchmove.broadcast.tournament import LICHESS_TOKEN_ENV, Tournament
+
+log = logging.getLogger(__name__)
+
+
+class BroadcastService:
+    """``async with BroadcastService(t) as svc:`` runs everything; ``svc.url`` is the dashboard."""
+
+    def __init__(self, tournament: Tournament, *, host: str | None = None, port: int | None = None,
+                 token: str | None = None, lichess_token: str | None = None) -> None:
+        s = tournament.settings
+        self.tournament = tournament
+        self.host = host if host is not None else s.host
+        self.port = port if port is not None else s.port
+        self.token = token if token is not None else s.token
+        self.hub = Broadcaster(tournament)
+        self.link = MqttLink(self.hub, tournament.brokers)
+        self.hub.publish = self.link.publish
+        self.pusher: LichessPusher | None = None
+        if s.lichess_round:
+            lt = lichess_token or os.environ.get(LICHESS_TOKEN_ENV)
+            if not lt:
+                raise ValueError(f"lichess_round is set but {LICHESS_TOKEN_ENV} is not in the environment")
+            self.pusher = LichessPusher(s.lichess_round, lt, base_url=s.lichess_url,
+                                        interval=s.lichess_interval)
+            self.hub.on_pgn(self.pusher.update)
+        self._runner: web.AppRunner | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def url(self) -> str:
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "", "::") else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def pgn_url(self) -> str:
+        return f"{self.url}/round/{self.hub.round.number}.pgn"
+
+    async def start(self, *, wait_mqtt: float | None = 10.0) -> BroadcastService:
+        self.hub.write_now()
+        self._runner = web.AppRunner(make_app(self.hub, self.token), shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        if self.port == 0:
+            self.port = int(self._runner.addresses[0][1])
+        self._tasks.append(asyncio.create_task(self.link.run(), name="mqtt"))
+        self._tasks.append(asyncio.create_task(self.hub.run_writer(), name="pgn-writer"))
+        if self.pusher is not None:
+            self._tasks.append(asyncio.create_task(self.pusher.run(), name="lichess-push"))
+        if wait_mqtt:
+            await self.link.wait_ready(wait_mqtt)
+        log.info("broadcast of round %s: %s (PGN %s)", self.hub.round.number, self.url, self.pgn_url)
+        return self
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        with contextlib.suppress(OSError):
+            self.hub.write_now()
+
+    async def __aenter__(self) -> BroadcastService:
+        return await self.start()
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.stop()

@@ -1,0 +1,189 @@
+"""The broadcaster against a real Mosquitto (the test's own), fed by simulated bridges."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import aiomqtt
+import chess
+import chess.pgn
+from aiohttp import web
+from conftest import tournament_data
+
+from touchmove.broadcast.local_broker import LocalBroker
+from touchmove.broadcast.service import BroadcastService
+from touchmove.broadcast.simboards import SimBridge
+from touchmove.broadcast.tournament import parse_tournament
+
+
+async def wait_for(predicate: Callable[[], bool], timeout: float = 5.0, what: str = "condition") -> float:
+    start = time.monotonic()
+    while not predicate():
+        if time.monotonic() - start > timeout:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.01)
+    return time.monotonic() - start
+
+
+def read_games(text: str) -> list[chess.pgn.Game]:
+    stream = io.StringIO(text)
+    games = []
+    while (game := chess.pgn.read_game(stream)) is not None:
+        assert not game.errors, game.errors
+        games.append(game)
+    return games
+
+
+def ucis(game: chess.pgn.Game) -> list[str]:
+    return [m.uci() for m in game.mainline_moves()]
+
+
+def test_live_round_through_mosquitto(broker: LocalBroker, tmp_path: Path) -> None:
+    asyncio.run(_live_round(broker, tmp_path))
+
+
+async def _live_round(broker: LocalBroker, tmp_path: Path) -> None:
+    t = parse_tournament(tournament_data(3, port=broker.port, out=tmp_path))
+    commands: list[dict[str, Any]] = []
+    async with BroadcastService(t, port=0) as svc, aiomqtt.Client("127.0.0.1", broker.port) as client:
+        pgn_file = svc.hub.pgn_path
+        await client.subscribe("touchmove/boards/+/set", qos=1)
+
+        async def collect() -> None:
+            async for message in client.messages:
+                if str(message.topic).endswith("/set"):
+                    commands.append({"topic": str(message.topic), **json.loads(bytes(message.payload))})
+
+        collector = asyncio.create_task(collect())
+        bridge = SimBridge(client)
+        await bridge.online()
+        b1, b2 = bridge.board("b01"), bridge.board("b02")
+        await b1.start()
+        await b2.start()
+        for i, uci in enumerate(["e2e4", "e7e5", "g1f3", "b8c6", "f1b5"]):
+            await b1.move(uci, remaining_ms=180_000 - 2000 * i)
+            # each move is in the PGN file within a second
+            n = i + 1
+            delay = await wait_for(lambda n=n: len(ucis(read_games(pgn_file.read_text())[0])) == n, 1.0,
+                                   f"ply {n} in the file")
+            assert delay < 1.0
+        await b1.takeback(5)
+        await b1.move("f1c4", remaining_ms=171_000)
+        for uci in ["d2d4", "d7d5", "c2c4"]:
+            await b2.move(uci)
+        await b2.amend("c1f4")  # the bridge replaces ply 3
+        await b2.alert("touch_move", "4.3.1", {"square": "g1"})
+        await wait_for(lambda: len(svc.hub.alerts) == 1, what="the alert")
+        await b1.kings_to_centre("1/2-1/2")  # d4 + d5: e4 and e5 are taken
+        await wait_for(lambda: svc.hub.by_number[1].game.results.effective() == "1/2-1/2", what="kings result")
+        await wait_for(lambda: svc.hub.written_version == svc.hub.version, what="the write")
+
+        async with aiohttp.ClientSession() as http:
+            async with http.get(svc.pgn_url) as resp:
+                assert resp.status == 200 and resp.content_type == "application/x-chess-pgn"
+                served = await resp.text()
+            assert served == pgn_file.read_text()
+            games = read_games(served)
+            assert [g.headers["Round"] for g in games] == ["3.1", "3.2", "3.3"]
+            assert ucis(games[0]) == ["e2e4", "e7e5", "g1f3", "b8c6", "f1c4"]
+            assert games[0].headers["Result"] == "1/2-1/2" and games[0].end().clock() == 171.0
+            assert ucis(games[1]) == ["d2d4", "d7d5", "c1f4"]
+            assert games[2].headers["Result"] == "*" and not ucis(games[2])
+            # actions: refused without the token, published with it
+            async with http.post(f"{svc.url}/api/boards/2/promote", json={"piece": "n"}) as resp:
+                assert resp.status == 401
+            auth = {"Authorization": "Bearer s3cret"}
+            async with http.post(f"{svc.url}/api/boards/2/promote", json={"piece": "n"}, headers=auth) as resp:
+                assert resp.status == 200, await resp.text()
+            async with http.post(f"{svc.url}/api/boards/2/takeback", json={"ply": 2}, headers=auth) as resp:
+                assert resp.status == 200
+            async with http.post(f"{svc.url}/api/boards/2/takeback", json={"ply": 9}, headers=auth) as resp:
+                assert resp.status == 400
+            async with http.post(f"{svc.url}/api/boards/3/result", json={"result": "0-1"}, headers=auth) as resp:
+                assert resp.status == 200
+            async with http.post(f"{svc.url}/api/alerts/1/ack", headers=auth) as resp:
+                assert resp.status == 200 and (await resp.json())["acked"]
+            await wait_for(lambda: len(commands) == 2, what="the commands")
+            assert commands[0]["topic"] == "touchmove/boards/b02/set"
+            assert commands[0]["command"] == "promote" and commands[0]["piece"] == "n"
+            assert commands[1]["command"] == "takeback" and commands[1]["ply"] == 2
+            await wait_for(lambda: '[Result "0-1"]' in pgn_file.read_text(), what="the arbiter's result")
+            async with http.get(f"{svc.url}/board/1.svg") as resp:
+                assert resp.status == 200 and "<svg" in await resp.text()
+        collector.cancel()
+        await asyncio.gather(collector, return_exceptions=True)
+        await bridge.clear_retained()
+
+
+def test_broadcaster_started_mid_game_resyncs_from_retained_pgn(broker: LocalBroker, tmp_path: Path) -> None:
+    asyncio.run(_mid_game(broker, tmp_path))
+
+
+async def _mid_game(broker: LocalBroker, tmp_path: Path) -> None:
+    t = parse_tournament(tournament_data(1, port=broker.port, out=tmp_path))
+    async with aiomqtt.Client("127.0.0.1", broker.port) as client:
+        bridge = SimBridge(client)
+        board = bridge.board("b01")
+        await board.start()
+        for uci in ["c2c4", "e7e5", "b1c3"]:
+            await board.move(uci, remaining_ms=60_000)
+        async with BroadcastService(t, port=0) as svc:
+            await wait_for(lambda: svc.hub.by_number[1].game.ply == 3, what="the retained PGN")
+            await board.move("g8f6")
+            await wait_for(lambda: svc.hub.by_number[1].game.ply == 4, what="the next move")
+            # a lost event: the next one shows a gap, the retained PGN fills it
+            board.seq += 1
+            board.position.push_uci("g2g3")
+            board.clocks.append(None)
+            await board.move("d7d5")
+            await wait_for(lambda: svc.hub.by_number[1].game.ply == 6, what="the resync")
+            assert [m.uci for m in svc.hub.by_number[1].game.moves][-2:] == ["g2g3", "d7d5"]
+
+
+def test_lichess_push_to_a_stand_in(broker: LocalBroker, tmp_path: Path, monkeypatch: Any) -> None:
+    asyncio.run(_lichess(broker, tmp_path, monkeypatch))
+
+
+async def _lichess(broker: LocalBroker, tmp_path: Path, monkeypatch: Any) -> None:
+    received: list[dict[str, Any]] = []
+
+    async def push(request: web.Request) -> web.Response:
+        received.append({"method": request.method, "path": request.path,
+                         "auth": request.headers.get("Authorization"),
+                         "type": request.content_type, "body": await request.text()})
+        if request.headers.get("Authorization") != "Bearer lip_test":
+            return web.json_response({"error": "unauthorized"}, status=401)
+        return web.json_response({"games": [{"moves": 1}]})
+
+    stand_in = web.Application()
+    stand_in.router.add_post("/api/broadcast/round/{id}/push", push)
+    runner = web.AppRunner(stand_in)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    data = tournament_data(2, port=broker.port, out=tmp_path)
+    data["broadcast"].update(lichess_round="AbCd1234", lichess_url=f"http://127.0.0.1:{port}",
+                             lichess_interval=0.2)
+    monkeypatch.setenv("LICHESS_TOKEN", "lip_test")
+    t = parse_tournament(data)
+    try:
+        async with BroadcastService(t, port=0) as svc, aiomqtt.Client("127.0.0.1", broker.port) as client:
+            board = SimBridge(client).board("b02")
+            await board.start()
+            await board.move("e2e4")
+            await wait_for(lambda: any("1. e4" in r["body"] for r in received), what="the push")
+            last = next(r for r in received if "1. e4" in r["body"])
+            assert last["method"] == "POST" and last["path"] == "/api/broadcast/round/AbCd1234/push"
+            assert last["auth"] == "Bearer lip_test" and last["type"] == "text/plain"
+            assert [g.headers["Round"] for g in read_games(last["body"])] == ["3.1", "3.2"]
+            assert svc.pusher is not None and svc.pusher.failures == 0
+    finally:
+        await runner.cleanup()
