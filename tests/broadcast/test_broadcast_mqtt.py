@@ -16,7 +16,6 @@ import chess
 import chess.pgn
 from aiohttp import web
 from conftest import tournament_data
-
 from touchmove.broadcast.local_broker import LocalBroker
 from touchmove.broadcast.service import BroadcastService
 from touchmove.broadcast.simboards import SimBridge
@@ -82,7 +81,8 @@ async def _live_round(broker: LocalBroker, tmp_path: Path) -> None:
         await b2.alert("touch_move", "4.3.1", {"square": "g1"})
         await wait_for(lambda: len(svc.hub.alerts) == 1, what="the alert")
         await b1.kings_to_centre("1/2-1/2")  # d4 + d5: e4 and e5 are taken
-        await wait_for(lambda: svc.hub.by_number[1].game.results.effective() == "1/2-1/2", what="kings result")
+        first = svc.hub.by_number[1].game
+        await wait_for(lambda: first.results.effective() == "1/2-1/2", what="kings result")
         await wait_for(lambda: svc.hub.written_version == svc.hub.version, what="the write")
 
         async with aiohttp.ClientSession() as http:
@@ -100,13 +100,14 @@ async def _live_round(broker: LocalBroker, tmp_path: Path) -> None:
             async with http.post(f"{svc.url}/api/boards/2/promote", json={"piece": "n"}) as resp:
                 assert resp.status == 401
             auth = {"Authorization": "Bearer s3cret"}
-            async with http.post(f"{svc.url}/api/boards/2/promote", json={"piece": "n"}, headers=auth) as resp:
+            api = f"{svc.url}/api/boards"
+            async with http.post(f"{api}/2/promote", json={"piece": "n"}, headers=auth) as resp:
                 assert resp.status == 200, await resp.text()
-            async with http.post(f"{svc.url}/api/boards/2/takeback", json={"ply": 2}, headers=auth) as resp:
+            async with http.post(f"{api}/2/takeback", json={"ply": 2}, headers=auth) as resp:
                 assert resp.status == 200
-            async with http.post(f"{svc.url}/api/boards/2/takeback", json={"ply": 9}, headers=auth) as resp:
+            async with http.post(f"{api}/2/takeback", json={"ply": 9}, headers=auth) as resp:
                 assert resp.status == 400
-            async with http.post(f"{svc.url}/api/boards/3/result", json={"result": "0-1"}, headers=auth) as resp:
+            async with http.post(f"{api}/3/result", json={"result": "0-1"}, headers=auth) as resp:
                 assert resp.status == 200
             async with http.post(f"{svc.url}/api/alerts/1/ack", headers=auth) as resp:
                 assert resp.status == 200 and (await resp.json())["acked"]
