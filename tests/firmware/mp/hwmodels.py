@@ -1,0 +1,133 @@
+# Behavioural models of the sensing hardware, wired to the fake machine module. The read paths allocate
+# nothing, so the drivers can be exercised under micropython.heap_lock().
+import machine
+
+
+class HC165Chain:
+    """8 daisy-chained 74HC165. ``inputs`` holds the 64 input levels, byte k = chip k, bit b = pin Db."""
+
+    def __init__(self, spi_id=0, load=17, clk=18, data=16):
+        self.inputs = bytearray(8)
+        self.reg = bytearray(8)
+        self.pos = 0  # bits shifted out since the last load (bit-banged reading)
+        self.loads = 0
+        machine.SPI_DEVICES[spi_id] = self
+        machine.watch(load, self._load)
+        machine.watch(clk, self._clk)
+        machine.input_fn(data, self._q7)
+
+    def _load(self, pin, level):
+        if level == 0:  # PL low: parallel load
+            for k in range(8):
+                self.reg[k] = self.inputs[k]
+            self.pos = 0
+            self.loads += 1
+
+    def _clk(self, pin, level):
+        if level == 1:
+            self.pos += 1
+
+    def _q7(self, pin):
+        p = self.pos
+        if p >= 64:
+            return 0  # the last chip's DS is tied low
+        return (self.reg[p >> 3] >> (7 - (p & 7))) & 1
+
+    def spi_readinto(self, buf):
+        # MSB first: the first byte clocked in is chip 0's D7..D0
+        for k in range(len(buf)):
+            buf[k] = self.reg[k] if k < 8 else 0
+        self.pos = 64
+
+
+class MatrixModel:
+    """An 8 x 8 switch matrix: ``closed`` byte r bit c = the switch at rank r+1, file c."""
+
+    def __init__(self, rows, cols, diodes=True):
+        self.rows = rows
+        self.cols = cols
+        self.diodes = diodes
+        self.closed = bytearray(8)
+        for c in cols:
+            machine.input_fn(c, self._col)
+
+    def _col(self, pin):
+        c = self.cols.index(pin)
+        if self.diodes:
+            for r in range(8):
+                if machine.level(self.rows[r]) == 0 and (self.closed[r] >> c) & 1:
+                    return 0
+            return 1
+        return self._col_no_diodes(c)
+
+    def _col_no_diodes(self, c):
+        # (a separate method: its comprehensions capture locals, which makes every call allocate cells)
+        # No diodes: current flows both ways through closed switches. Column c reads low when it is
+        # connected to a low (driven) row through any chain of closed switches.
+        rows_seen = [machine.level(self.rows[r]) == 0 for r in range(8)]
+        cols_seen = [False] * 8
+        changed = True
+        while changed:
+            changed = False
+            for r in range(8):
+                for cc in range(8):
+                    if (self.closed[r] >> cc) & 1 and rows_seen[r] != cols_seen[cc]:
+                        rows_seen[r] = cols_seen[cc] = True
+                        changed = True
+        return 0 if cols_seen[c] else 1
+
+
+class MCP23017Model:
+    """One MCP23017: 16 switches to GND on GPA/GPB; ``closed`` bit i = pin i (GPA0..7, GPB0..7)."""
+
+    def __init__(self, addr):
+        self.regs = bytearray(0x16)
+        self.regs[0] = self.regs[1] = 0xFF  # IODIR: inputs at power-on
+        self.closed = 0
+        machine.I2C_DEVICES[addr] = self
+
+    def _port(self, b):
+        closed = (self.closed >> (8 * b)) & 0xFF
+        pullups = self.regs[0x0C + b]
+        # an open pin floats: model it as reading 0 unless its pull-up is on
+        return (~closed & pullups) & 0xFF
+
+    def write_mem(self, reg, buf):
+        for i in range(len(buf)):
+            self.regs[reg + i] = buf[i]
+
+    def read_mem_into(self, reg, buf):
+        for i in range(len(buf)):
+            r = reg + i
+            buf[i] = self._port(r - 0x12) if r in (0x12, 0x13) else self.regs[r]
+
+
+class HallModel:
+    """4 CD74HC4067 muxes, shared select pins; one shared ADC input with enables, or one ADC per mux."""
+
+    def __init__(self, select, adc_pins, enables=None):
+        self.select = select
+        self.adc_pins = adc_pins
+        self.enables = enables
+        self.values = [32768] * 64  # sensor output per input (16 * mux + channel)
+        self.bad_reads = 0
+        for p in adc_pins:
+            machine.ADC_FNS[p] = self._adc
+
+    def _adc(self, pin):
+        ch = 0
+        for i in range(4):
+            ch |= machine.level(self.select[i]) << i
+        if self.enables:
+            mux = -1
+            n = 0
+            for m in range(4):
+                if machine.level(self.enables[m]) == 0:
+                    mux = m
+                    n += 1
+            if n != 1:  # none or several muxes driving the shared line: a driver bug
+                self.bad_reads += 1
+                return 0
+        else:
+            mux = self.adc_pins.index(pin)
+        return self.values[16 * mux + ch]
