@@ -26,6 +26,7 @@ from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.live_pgn import LiveGame, RoundPgn, write_atomically
 from touchmove.broadcast.results import kings_result, normalize_result
 from touchmove.broadcast.tournament import Pairing, Tournament
+from touchmove.rules.events import ALERT_MEANINGS
 
 log = logging.getLogger(__name__)
 
@@ -248,6 +249,7 @@ class Broadcaster:
             "boards": [self.by_number[n].to_json(svg=svg) for n in sorted(self.by_number)],
             "alerts": [a.to_json() for a in self.alerts],
             "bridges": dict(self.bridges),
+            "meanings": ALERT_MEANINGS,
         }
 
     # -- messages from the bridges -----------------------------------------------------------------

@@ -1,0 +1,71 @@
+"""``touchmove broadcast --config tournament.toml``: live round PGN and the arbiter's dashboard."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import signal
+from pathlib import Path
+
+from touchmove.broadcast.service import BroadcastService
+from touchmove.broadcast.tournament import TournamentError, load_tournament
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", "-c", required=True, type=Path, help="the tournament TOML file")
+    parser.add_argument("--round", type=int, help="broadcast this round instead of the file's `round`")
+    parser.add_argument("--host", help="HTTP address to listen on (default from the file, 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="HTTP port (default from the file, 8080; 0 = any free one)")
+    parser.add_argument("--output-dir", type=Path, help="where round-N.pgn goes (default from the file)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log each message handled")
+    parser.set_defaults(handler=run)
+
+
+async def serve(svc: BroadcastService, stop: asyncio.Event) -> None:
+    await svc.start(wait_mqtt=None)
+    print(f"touchmove broadcast: {svc.tournament.event}, round {svc.hub.round.number}, "
+          f"{len(svc.hub.round.pairings)} boards", flush=True)
+    print(f"  dashboard  {svc.url}/", flush=True)
+    print(f"  round PGN  {svc.pgn_url}  (file {svc.hub.pgn_path})", flush=True)
+    if not svc.token:
+        print("  arbiter actions are off: set [broadcast] token or TOUCHMOVE_ARBITER_TOKEN", flush=True)
+    if svc.pusher is not None:
+        print(f"  pushing to {svc.pusher.url}", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        await svc.stop()
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    try:
+        tournament = load_tournament(args.config)
+        if args.round is not None:
+            if args.round not in tournament.rounds:
+                raise TournamentError(f"round {args.round} has no pairings in {args.config}")
+            tournament = dataclasses.replace(tournament, round=args.round)
+        if args.output_dir is not None:
+            settings = dataclasses.replace(tournament.settings, output_dir=args.output_dir)
+            tournament = dataclasses.replace(tournament, settings=settings)
+        svc = BroadcastService(tournament, host=args.host, port=args.port)
+    except (OSError, TournamentError, ValueError) as exc:
+        print(f"touchmove broadcast: {exc}")
+        return 2
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError):
+                loop.add_signal_handler(sig, stop.set)
+        await serve(svc, stop)
+
+    asyncio.run(main())
+    return 0
+

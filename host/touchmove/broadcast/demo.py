@@ -1,0 +1,218 @@
+"""``touchmove broadcast-demo --boards 20``: a simulated round through Mosquitto into the broadcaster.
+
+Simulated bridges play real (random, seeded) games on N boards, with clock times, an alert, a takeback and
+a promotion amendment here and there; games end by the board (mate, stalemate, ...), by the kings placed
+in the centre, or by the arbiter. The round PGN is then read back with python-chess and checked game for
+game against what was played. ``--serve`` keeps the dashboard up afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import io
+import logging
+import random
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import aiomqtt
+import chess
+import chess.pgn
+
+from touchmove.broadcast.local_broker import LocalBroker
+from touchmove.broadcast.service import BroadcastService
+from touchmove.broadcast.simboards import SimBoard, SimBridge
+from touchmove.broadcast.tournament import BrokerConfig, Tournament, parse_tournament
+
+log = logging.getLogger(__name__)
+
+FIRST = ["Anna", "Boris", "Chen", "Dara", "Emil", "Fatima", "Goran", "Hana", "Ivan", "Jana", "Kofi", "Lena",
+         "Mateo", "Nadia", "Omar", "Petra", "Quinn", "Rosa", "Sven", "Tara"]
+LAST = ["Almeida", "Berg", "Costa", "Dvorak", "Eriksen", "Fischer", "Gupta", "Horvat", "Ivanova", "Jensen",
+        "Kowalski", "Lund", "Moreau", "Novak", "Okafor", "Petrov", "Quist", "Rossi", "Silva", "Tanaka"]
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--boards", type=int, default=20, help="boards in the round (default 20)")
+    parser.add_argument("--plies", type=int, default=60, help="longest game in plies (default 60)")
+    parser.add_argument("--move-time", type=float, default=0.05,
+                        help="mean seconds between a board's moves (default 0.05)")
+    parser.add_argument("--seed", type=int, default=1, help="random seed of the games")
+    parser.add_argument("--broker", help="mqtt://host:port of a broker to use (default: a private Mosquitto)")
+    parser.add_argument("--out", type=Path, help="output directory (default: a new temporary one)")
+    parser.add_argument("--port", type=int, default=0, help="HTTP port of the dashboard (default any free)")
+    parser.add_argument("--serve", action="store_true", help="keep the dashboard running until Ctrl-C")
+    parser.set_defaults(handler=run)
+
+
+def demo_tournament(boards: int, *, broker: BrokerConfig, base: str, out: Path, seed: int) -> Tournament:
+    rng = random.Random(seed)
+    pairings: list[dict[str, Any]] = []
+    for n in range(1, boards + 1):
+        def player(rank: int) -> dict[str, Any]:
+            name = f"{rng.choice(LAST)}, {rng.choice(FIRST)}"
+            title = "GM" if rank < 6 else "IM" if rank < 14 else "FM" if rank < 26 else ""
+            return {"name": name, "fide_id": rng.randrange(1_000_000, 40_000_000), "title": title,
+                    "elo": 2750 - rank * 9 - rng.randrange(0, 9)}
+        pairings.append({"board": n, "board_id": f"demo-{n:03d}", "white": player(2 * n - 2),
+                         "black": player(2 * n - 1)})
+    return parse_tournament({
+        "event": "touchmove demo open", "site": "Localhost", "time_control": "180+2", "round": 1,
+        "broadcast": {"output_dir": str(out), "token": "demo"},
+        "brokers": [{"url": f"mqtt://{broker.host}:{broker.port}", "bases": [base]}],
+        "rounds": [{"number": 1, "boards": pairings}],
+    })
+
+
+@dataclass
+class Played:
+    """What a simulated board really played: the truth the PGN is checked against."""
+
+    board: int
+    moves: list[str] = field(default_factory=list)
+    result: str = "*"
+    how: str = ""
+
+
+async def play_board(sim: SimBoard, number: int, rng: random.Random, plies: int, move_time: float,
+                     arbiter: Any) -> Played:
+    played = Played(number)
+    await sim.start()
+    clocks = [180_000, 180_000]
+    length = rng.randrange(plies // 2, plies + 1)
+    for _ in range(length):
+        if sim.position.is_game_over():
+            break
+        await asyncio.sleep(rng.uniform(0.3, 1.7) * move_time)
+        moves = list(sim.position.legal_moves)
+        captures = [m for m in moves if sim.position.is_capture(m) or m.promotion == chess.QUEEN]
+        move = rng.choice(captures if captures and rng.random() < 0.5 else moves)
+        side = 0 if sim.position.turn == chess.WHITE else 1
+        clocks[side] = max(1000, clocks[side] - rng.randrange(500, 9000) + 2000)
+        await sim.move(move.uci(), remaining_ms=clocks[side])
+        if move.promotion == chess.QUEEN and rng.random() < 0.5:  # the player put a knight there
+            await sim.amend(chess.Move(move.from_square, move.to_square, chess.KNIGHT).uci())
+        if number % 7 == 3 and sim.ply == 10:  # an illegal touch, then a takeback of two plies
+            await sim.alert("touch_move", "4.3.1", {"square": chess.square_name(move.to_square)})
+            await sim.takeback(sim.ply - 1)
+    played.moves = [m.uci() for m in sim.position.move_stack]
+    outcome = sim.position.outcome(claim_draw=False)
+    if outcome is not None:
+        played.result, played.how = outcome.result(), outcome.termination.name.lower()
+        await sim.end(played.result, played.how, "5.1.1" if outcome.winner is not None else "5.2")
+    elif number % 5 == 0:
+        played.result, played.how = rng.choice(["1-0", "0-1", "1/2-1/2"]), "arbiter"
+        await arbiter(number, played.result)
+    else:
+        wanted = rng.choice(["1-0", "0-1", "1/2-1/2"])
+        try:
+            await sim.kings_to_centre(wanted)
+            played.result, played.how = wanted, "kings"
+        except ValueError:  # centre squares taken: the arbiter enters it
+            played.result, played.how = wanted, "arbiter"
+            await arbiter(number, wanted)
+    return played
+
+
+def check_round_pgn(text: str, played: list[Played]) -> list[str]:
+    """Compare the round PGN with the games played; return the differences (empty: all good)."""
+    problems: list[str] = []
+    stream = io.StringIO(text)
+    games: list[chess.pgn.Game] = []
+    while (game := chess.pgn.read_game(stream)) is not None:
+        games.append(game)
+    if len(games) != len(played):
+        problems.append(f"{len(games)} games in the PGN, {len(played)} played")
+    for game, truth in zip(games, played, strict=False):
+        where = f"board {truth.board}"
+        if game.errors:
+            problems.append(f"{where}: PGN errors {game.errors}")
+        if game.headers.get("Round") != f"1.{truth.board}":
+            problems.append(f"{where}: Round header {game.headers.get('Round')!r}")
+        moves = [m.uci() for m in game.mainline_moves()]
+        if moves != truth.moves:
+            problems.append(f"{where}: {len(moves)} plies in the PGN, {len(truth.moves)} played")
+        if game.headers.get("Result") != truth.result:
+            problems.append(f"{where}: result {game.headers.get('Result')} in the PGN, {truth.result} played")
+    return problems
+
+
+async def demo(args: argparse.Namespace, broker: BrokerConfig, out: Path) -> int:
+    base = f"touchmove-demo-{uuid.uuid4().hex[:6]}"
+    tournament = demo_tournament(args.boards, broker=broker, base=base, out=out, seed=args.seed)
+    async with BroadcastService(tournament, port=args.port, token="demo") as svc, \
+            aiomqtt.Client(broker.host, broker.port, max_queued_outgoing_messages=100_000) as client:
+        print(f"dashboard {svc.url}/  (arbiter token: demo)", flush=True)
+        print(f"round PGN {svc.pgn_url}\nfile      {svc.hub.pgn_path}", flush=True)
+        bridge = SimBridge(client, base)
+        for n in range(1, args.boards + 1):
+            bridge.board(f"demo-{n:03d}")
+        await bridge.online()
+
+        async def arbiter(number: int, result: str) -> None:
+            svc.hub.record_result(number, result)
+
+        start = time.monotonic()
+        rng = random.Random(args.seed)
+        played = await asyncio.gather(*(
+            play_board(bridge.board(f"demo-{n:03d}"), n, random.Random(rng.random()), args.plies,
+                       args.move_time, arbiter)
+            for n in range(1, args.boards + 1)))
+        elapsed = time.monotonic() - start
+        plies = sum(len(p.moves) for p in played)
+        # wait for the last messages to come through and the file to be written
+        deadline = time.monotonic() + 10
+        problems = ["not checked"]
+        while time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+            if svc.hub.written_version != svc.hub.version:
+                continue
+            problems = check_round_pgn(svc.hub.pgn_path.read_text(encoding="utf-8"), played)
+            if not problems:
+                break
+        async with aiohttp.ClientSession() as http, http.get(svc.pgn_url) as resp:
+            served = await resp.text()
+        if served != svc.hub.pgn_path.read_text(encoding="utf-8"):
+            problems.append("the PGN served over HTTP differs from the file")
+        hows: dict[str, int] = {}
+        for p in played:
+            hows[p.how] = hows.get(p.how, 0) + 1
+        print(f"{args.boards} boards, {plies} plies played in {elapsed:.1f} s; results by "
+              + ", ".join(f"{k} {v}" for k, v in sorted(hows.items())), flush=True)
+        if problems:
+            print("round PGN check FAILED:\n  " + "\n  ".join(problems), flush=True)
+        else:
+            print(f"round PGN check ok: {len(played)} games read back with python-chess, every move and "
+                  f"result as played -> {svc.hub.pgn_path}", flush=True)
+        if args.serve:
+            print("serving the dashboard; Ctrl-C to stop", flush=True)
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.Event().wait()
+        await bridge.clear_retained()
+        return 1 if problems else 0
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("mqtt").setLevel(logging.ERROR)  # aiomqtt's "pending publish calls" notes
+    out = args.out or Path(tempfile.mkdtemp(prefix="touchmove-broadcast-demo-"))
+    try:
+        if args.broker:
+            broker = BrokerConfig.from_url(args.broker)
+            return asyncio.run(demo(args, broker, out))
+        if not LocalBroker.available():
+            print("broadcast-demo: mosquitto is not installed (apt-get install mosquitto), "
+                  "or pass --broker mqtt://host:port")
+            return 2
+        with LocalBroker() as local:
+            print(f"private Mosquitto on {local.url}", flush=True)
+            return asyncio.run(demo(args, BrokerConfig(local.host, local.port), out))
+    except KeyboardInterrupt:
+        return 130
