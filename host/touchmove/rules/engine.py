@@ -1,46 +1,72 @@
-"""The engine: one board's games, reconstructed from its records."""
+"""The engine: one board's records in, its games as events out.
+
+How a ply is decided (FIDE 4.7, for a board that sees only occupancy):
+
+* Every square change passes the chatter filter first; what survives is a lift or a place with its time.
+* A move is *matched* when the occupancy equals what one legal move leaves AND the lifts since the last move
+  prove it (from-square lifted; a capture's victim square lifted; castling's king and rook both lifted).
+* A matched move is *made* once the board has rested in that state for the settle time (a piece resting for
+  less was passing through: a slide or a bounce), or at once when the mover presses the clock.
+* A made move that the board then contradicts is re-explained from the position before it: rook-first castling
+  becomes castling, a piece released and moved on is recorded on its final square; both are amendments.
+* When the board rests in a state no legal move can continue, ``board_mismatch``; play resumes when the board
+  shows the game position, a legal move from it, or an earlier position of the game (a takeback).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import chess
-import chess.pgn
 
-from touchmove.records import Record
-from touchmove.rules.events import Event
+from touchmove.records import (
+    Clock,
+    Lift,
+    Other,
+    Place,
+    Promote,
+    Record,
+    Setup,
+    Snapshot,
+    TakebackRequest,
+)
+from touchmove.rules.chatter import DEFAULT_CHATTER_MS, ChatterFilter
+from touchmove.rules.events import (
+    ALERT_ARTICLES,
+    Alert,
+    ClockPress,
+    Event,
+    GameEnd,
+    GameStart,
+    MoveAmended,
+    MoveMade,
+    Takeback,
+    Touch,
+)
+from touchmove.rules.footprints import (
+    Footprint,
+    Position,
+    castling_squares,
+    fen_of,
+    promotion_alternatives,
+)
+from touchmove.rules.gamelog import GameRecord
+from touchmove.rules.obligations import Touches, judge, out_of_turn
+from touchmove.rules.outcome import Repetitions, game_over
+
+__all__ = ["DEFAULT_SETTLE_MS", "Engine", "EngineState", "GameRecord"]
 
 DEFAULT_SETTLE_MS = 200
-
-
-@dataclass
-class GameRecord:
-    """One game as played so far: its start, its moves, and how it ended."""
-
-    number: int
-    start_fen: str
-    chess960: bool
-    t_start: int
-    moves: list[chess.Move] = field(default_factory=list)
-    clocks: list[int | None] = field(default_factory=list)
-    result: str = "*"
-    end_reason: str | None = None
-
-    def board(self) -> chess.Board:
-        """Return the position after the moves played so far."""
-        board = chess.Board(self.start_fen, chess960=self.chess960)
-        for move in self.moves:
-            board.push(move)
-        return board
-
-    def pgn(self, headers: dict[str, str] | None = None) -> chess.pgn.Game:
-        """Return the game as a python-chess PGN game (clock comments where clock records gave times)."""
-        raise NotImplementedError
+#: How long the board must rest in a state with no legal continuation before ``board_mismatch``.
+DEFAULT_MISMATCH_MS = 1000
+#: How many squares off the game position mean the board is being cleared or set up (no moves are read then).
+CLEARED_SQUARES = 6
+START_OCCUPANCY = chess.BB_RANK_1 | chess.BB_RANK_2 | chess.BB_RANK_7 | chess.BB_RANK_8
 
 
 @dataclass(frozen=True)
 class EngineState:
-    """What a publisher shows of a board: retained state."""
+    """What a publisher shows of a board (retained state)."""
 
     game: int
     ply: int
@@ -51,34 +77,620 @@ class EngineState:
     game_over: bool
 
 
-class Engine:
-    """Turns one board's records into events. See the module docs of :mod:`touchmove.rules`."""
+@dataclass
+class _Ply:
+    """What has happened on the board since the last move was made."""
 
-    def __init__(self, *, fen: str | None = None, chess960: bool = False,
-                 settle_ms: int = DEFAULT_SETTLE_MS) -> None:
-        raise NotImplementedError
+    lifted: chess.Bitboard = 0
+    blind: bool = False  # a snapshot changed squares whose lifts were not seen
+    touches: Touches | None = None
+    lift_times: dict[int, int] | None = None
+
+
+class Engine:
+    """Turns one board's records into events (see the module documentation).
+
+    ``fen`` and ``chess960`` give the first game's start (standard by default); later games start when the
+    board shows the standard start occupancy after a game, or from a ``setup`` record.
+    """
+
+    def __init__(
+        self,
+        *,
+        fen: str | None = None,
+        chess960: bool = False,
+        settle_ms: int = DEFAULT_SETTLE_MS,
+        chatter_ms: int = DEFAULT_CHATTER_MS,
+        mismatch_ms: int = DEFAULT_MISMATCH_MS,
+    ) -> None:
+        start = chess.Board(fen or chess.STARTING_FEN, chess960=chess960)
+        self.settle_ms = settle_ms
+        self.mismatch_ms = max(mismatch_ms, settle_ms)
+        self._first_fen = start.fen()
+        self._chess960 = chess960
+        # Later games reuse the given start when it is a start array (Chess960 included), else the standard one.
+        self._default_fen = self._first_fen if start.occupied == START_OCCUPANCY else chess.STARTING_FEN
+        self._chatter = ChatterFilter(chatter_ms)
+        self._games: list[GameRecord] = []
+        self._occ: chess.Bitboard = start.occupied
+        self._started = False
+        self._t = 0
+        self._changed_at = 0
+        self._setup: tuple[str, bool] | None = None
+        self._over = False
+        self._in_sync = True
+        self._cleared = False
+        self._illegal = {chess.WHITE: 0, chess.BLACK: 0}
+        self._pressed = True
+        self._position: Position = Position(start)
+        self._previous: tuple[Position, _Ply] | None = None
+        self._ply = self._new_ply()
+        self._match: Footprint | None = None
+        self._match_t = 0
+        self._unresolved_checked = True
+        self._mismatch_reported = False
+        self._repetitions = Repetitions()
+        self._promotion_verified: dict[int, bool] = {}
+        self._occs: list[chess.Bitboard] = []  # the occupancy after each ply of the game (0: the start)
+
+    # ----------------------------------------------------------------------------------------------------------
+    # public API
 
     def feed(self, record: Record) -> list[Event]:
         """Return the events caused by one record (time first advances to ``record.t``)."""
-        raise NotImplementedError
+        t = max(record.t, self._t)
+        out = self._tick(t)
+        if not self._started:
+            out += self._start_first(record, t)
+        match record:
+            case Lift(sq=sq):
+                for change in self._chatter.push(t, sq, False):
+                    out += self._change(*change)
+            case Place(sq=sq):
+                for change in self._chatter.push(t, sq, True):
+                    out += self._change(*change)
+            case Snapshot(occ=occ):
+                out += self._snapshot(t, occ)
+            case Clock():
+                out += self._clock(record)
+            case Promote(piece=piece):
+                out += self._promote(t, piece)
+            case Setup(fen=fen, chess960=chess960):
+                self._setup = (chess.Board(fen, chess960=chess960).fen(), chess960)
+                out += self._try_new_game(t)
+            case TakebackRequest(ply=ply):
+                out += self._takeback_to(t, ply - 1)
+            case Other():
+                pass
+        self._t = t
+        return out
 
     def advance(self, t: int) -> list[Event]:
-        """Return the events due by device time ``t`` when no record has come (settled moves)."""
-        raise NotImplementedError
+        """Return the events due by device time ``t`` when no record has come (settled moves, mismatches)."""
+        t = max(t, self._t)
+        out = self._tick(t)
+        self._t = t
+        return out
 
     def next_deadline(self) -> int | None:
         """Return the device time at which :meth:`advance` may have events to give, or None."""
-        raise NotImplementedError
+        deadlines = [d for d in (self._chatter.next_deadline(), self._decision_deadline()) if d is not None]
+        return min(deadlines) if deadlines else None
 
     def finish(self) -> list[Event]:
         """Return the events still pending at the end of the input (everything counts as settled)."""
-        raise NotImplementedError
+        out: list[Event] = []
+        for change in self._chatter.flush():
+            out += self._change(*change)
+        deadline = self._decision_deadline()
+        while deadline is not None:
+            out += self.advance(deadline)
+            next_deadline = self._decision_deadline()
+            if next_deadline is not None and next_deadline <= deadline:
+                break
+            deadline = next_deadline
+        return out
 
     @property
     def games(self) -> list[GameRecord]:
         """Return every game seen so far, the current one last."""
-        raise NotImplementedError
+        return list(self._games)
 
     def state(self) -> EngineState:
         """Return the board's current state for publishing."""
-        raise NotImplementedError
+        game = self._games[-1] if self._games else None
+        return EngineState(
+            game=game.number if game else 0,
+            ply=len(game.moves) if game else 0,
+            fen=fen_of(self._position.board),
+            last_move=game.moves[-1].uci() if game and game.moves else None,
+            in_sync=self._in_sync and self._occ == self._position.occ,
+            occupancy=self._occ,
+            game_over=self._over,
+        )
+
+    # ----------------------------------------------------------------------------------------------------------
+    # time
+
+    def _decision_deadline(self) -> int | None:
+        if self._match is not None:
+            return self._changed_at + self.settle_ms
+        if not self._unresolved_checked:
+            return self._changed_at + self.settle_ms
+        if self._started and not self._over and not self._mismatch_reported and self._occ != self._position.occ:
+            return self._changed_at + self.mismatch_ms
+        return None
+
+    def _tick(self, t: int) -> list[Event]:
+        out: list[Event] = []
+        for change in self._chatter.release(t):
+            out += self._decide(change[0])
+            out += self._change(*change)
+        out += self._decide(t)
+        return out
+
+    def _decide(self, t: int) -> list[Event]:
+        """Take the decisions due by ``t``: made moves, unexplained states, mismatches."""
+        out: list[Event] = []
+        if not self._started or t < self._changed_at + self.settle_ms:
+            return out
+        if self._match is not None:
+            fp = self._match
+            self._match = None
+            self._unresolved_checked = True
+            out += self._make(fp, self._match_t)
+        elif not self._unresolved_checked:
+            self._unresolved_checked = True
+            out += self._unexplained(self._changed_at)
+        if (
+            not self._mismatch_reported
+            and not self._over
+            and self._occ != self._position.occ
+            and t >= self._changed_at + self.mismatch_ms
+            and self._match is None
+        ):
+            out += self._report_mismatch(self._changed_at, force=False)
+        return out
+
+    # ----------------------------------------------------------------------------------------------------------
+    # games
+
+    def _start_first(self, record: Record, t: int) -> list[Event]:
+        self._started = True
+        if isinstance(record, Snapshot) and record.occ != self._position.occ:
+            # The board is not (yet) in the start position: wait for it.
+            self._occ = record.occ
+            self._over = True
+            self._setup = (self._first_fen, self._chess960)
+            self._started = True
+            return []
+        return self._begin_game(t, self._first_fen, self._chess960)
+
+    def _begin_game(self, t: int, fen: str, chess960: bool) -> list[Event]:
+        number = len(self._games) + 1
+        self._games.append(GameRecord(number, fen, chess960, t))
+        board = chess.Board(fen, chess960=chess960)
+        self._position = Position(board)
+        self._previous = None
+        self._ply = self._new_ply()
+        self._match = None
+        self._over = False
+        self._in_sync = True
+        self._cleared = False
+        self._mismatch_reported = False
+        self._unresolved_checked = True
+        self._illegal = {chess.WHITE: 0, chess.BLACK: 0}
+        self._pressed = True
+        self._repetitions = Repetitions()
+        self._repetitions.add(board)
+        self._promotion_verified = {}
+        self._occs = [board.occupied]
+        self._setup = None
+        return [GameStart(number, t, fen, chess960)]
+
+    def _try_new_game(self, t: int) -> list[Event]:
+        """Start the next game if the board shows its start (a pending setup, or the standard array)."""
+        if self._setup is not None:
+            fen, chess960 = self._setup
+            if self._occ == chess.Board(fen, chess960=chess960).occupied:
+                return self._begin_game(t, fen, chess960)
+            return []
+        if self._occ != START_OCCUPANCY or self._occ == self._position.occ:
+            return []
+        game = self._games[-1] if self._games else None
+        if self._over or self._cleared or game is None or len(game.moves) > 2:
+            return self._begin_game(t, self._default_fen, self._chess960 and self._default_fen != chess.STARTING_FEN)
+        return []
+
+    # ----------------------------------------------------------------------------------------------------------
+    # square changes
+
+    def _new_ply(self) -> _Ply:
+        return _Ply(touches=Touches(), lift_times={})
+
+    def _change(self, t: int, sq: chess.Square, occupied: bool) -> list[Event]:
+        bb = chess.BB_SQUARES[sq]
+        if bool(self._occ & bb) == occupied:
+            return []  # a repeated report: nothing changed
+        out: list[Event] = []
+        self._occ ^= bb
+        self._changed_at = t
+        self._unresolved_checked = False
+        ply = self._ply
+        if not occupied:
+            if not ply.lifted & bb:
+                assert ply.lift_times is not None
+                ply.lift_times[sq] = t
+            ply.lifted |= bb
+            out += self._touch(t, sq)
+        return out + self._after_change(t)
+
+    def _snapshot(self, t: int, occ: chess.Bitboard) -> list[Event]:
+        """A full occupancy report: resynchronise (held chatter is superseded)."""
+        self._chatter.flush()
+        if occ == self._occ:
+            return []
+        gone = self._occ & ~occ
+        self._occ = occ
+        self._changed_at = t
+        self._unresolved_checked = False
+        self._ply.lifted |= gone
+        self._ply.blind = True
+        return self._after_change(t)
+
+    def _after_change(self, t: int) -> list[Event]:
+        out: list[Event] = []
+        if self._over:
+            self._match = None
+            return self._try_new_game(t)
+        if self._started and self._setup is not None:
+            started = self._try_new_game(t)
+            if started:
+                return started
+        diff = bin(self._occ ^ self._position.occ).count("1")
+        if diff >= CLEARED_SQUARES:
+            self._cleared = True
+        if self._cleared:
+            self._match = None
+            if self._occ == self._position.occ:
+                self._cleared = False
+                out += self._restored(t, "game position")
+            else:
+                out += self._try_new_game(t)
+            return out
+        fp = self._explain(self._position, self._ply)
+        self._match = fp
+        self._match_t = t
+        if fp is None and self._occ == self._position.occ and not self._in_sync:
+            out += self._restored(t, "game position")
+        return out
+
+    def _explain(self, position: Position, ply: _Ply) -> Footprint | None:
+        """Return the legal move the board shows from ``position`` with the lifts of ``ply``, if any."""
+        return position.explain(self._occ, ply.lifted, ply.blind)
+
+    def _touch(self, t: int, sq: chess.Square) -> list[Event]:
+        if not self._games or self._over or self._cleared:
+            return []
+        position = self._position
+        piece = position.board.piece_at(sq)
+        touches = self._ply.touches
+        if piece is None or touches is None:
+            return []
+        binds = touches.touch(position, sq)
+        if binds is None:
+            return []
+        side = "mover" if piece.color == position.board.turn else "opponent"
+        return [Touch(self._game_no, t, self._ply_no, chess.square_name(sq), piece.symbol(), side, binds)]
+
+    @property
+    def _game_no(self) -> int:
+        return self._games[-1].number if self._games else 0
+
+    @property
+    def _ply_no(self) -> int:
+        """The ply being played now (1 for the first move of a game)."""
+        return len(self._games[-1].moves) + 1 if self._games else 1
+
+    # ----------------------------------------------------------------------------------------------------------
+    # made moves
+
+    def _make(self, fp: Footprint, t: int) -> list[Event]:
+        position, ply = self._position, self._ply
+        board = position.board
+        game = self._games[-1]
+        move = fp.move
+        number = len(game.moves) + 1
+        out: list[Event] = []
+        san = board.san(move)
+        after = board.copy(stack=False)
+        after.push(move)
+        game.moves.append(move)
+        game.clocks.append(None)
+        self._occs.append(after.occupied)
+        self._previous = (position, ply)
+        self._position = Position(after)
+        self._ply = self._new_ply()
+        self._pressed = False
+        self._match = None
+        out.append(MoveMade(game.number, t, number, move.uci(), san, fen_of(after)))
+        if not self._in_sync:
+            out += self._restored(t, "legal move")
+        assert ply.touches is not None and ply.lift_times is not None
+        for breach in judge(position, ply.touches, move, ply.lift_times):
+            out.append(self._alert(t, breach.code, breach.article, number, breach.detail))
+        for sq in out_of_turn(position, ply.touches, move):
+            out.append(self._alert(t, "touch_out_of_turn", "4.2.1", number, {
+                "sq": chess.square_name(sq), "piece": str(board.piece_at(sq)),
+            }))
+        if move.promotion is not None:
+            self._promotion_verified[number] = False
+            out.append(self._alert(t, "promotion_unverified", "4.4.4", number, {
+                "sq": chess.square_name(move.to_square), "assumed": "q",
+                "note": "the board cannot see the new piece; a promote record confirms it (7.5.2 if a pawn)",
+            }))
+        out += self._after_move(t, after)
+        return out
+
+    def _after_move(self, t: int, board: chess.Board) -> list[Event]:
+        out: list[Event] = []
+        game = self._games[-1]
+        self._repetitions.add(board)
+        ended = game_over(board, self._repetitions)
+        if ended is not None:
+            result, reason, article = ended
+            game.result, game.end_reason = result, reason
+            self._over = True
+            out.append(GameEnd(game.number, t, result, reason, article))
+            return out
+        count = self._repetitions.count(board)
+        if count >= 3:
+            out.append(self._alert(t, "draw_claimable", "9.2", len(game.moves) + 1, {
+                "reason": "threefold repetition", "occurrences": count,
+            }))
+        if board.halfmove_clock >= 100:
+            out.append(self._alert(t, "draw_claimable", "9.3", len(game.moves) + 1, {
+                "reason": "fifty-move rule", "halfmove_clock": board.halfmove_clock,
+            }))
+        return out
+
+    def _alert(self, t: int, code: str, article: str, ply: int, detail: dict[str, object]) -> Alert:
+        assert article in ALERT_ARTICLES[code]
+        return Alert(self._game_no, t, code, ply, article, dict(detail))
+
+    # ----------------------------------------------------------------------------------------------------------
+    # states no legal move from the game position explains
+
+    def _unexplained(self, t: int) -> list[Event]:
+        """The board rests in a state the current position does not explain: amend, take back, or wait."""
+        if self._over or self._cleared or self._occ == self._position.occ:
+            return []
+        out = self._amend_last(t)
+        if out:
+            return out
+        out = self._promotion_piece_seen(t)
+        if out:
+            return out
+        ply = self._earlier_position()
+        if ply is not None:
+            return self._takeback_to(t, ply)
+        self._note_king_on_castling_square()
+        return []
+
+    def _amend_last(self, t: int) -> list[Event]:
+        """Re-explain the board from the position before the last move (what the board shows wins)."""
+        if self._previous is None:
+            return []
+        position, ply = self._previous
+        game = self._games[-1]
+        last = game.moves[-1]
+        merged = _Ply(lifted=ply.lifted | self._ply.lifted, blind=ply.blind or self._ply.blind)
+        fp = self._explain(position, merged)
+        if fp is None or fp.move == last:
+            return []
+        board = position.board
+        number = len(game.moves)
+        castling = board.is_castling(fp.move)
+        rook_part = castling and castling_squares(board, fp.move)[0] == last.from_square
+        king_part = castling and last.from_square == fp.move.from_square
+        if not (last.from_square == fp.move.from_square or rook_part):
+            return []  # a different piece: not this move replayed, leave it to a takeback or a mismatch
+        out: list[Event] = []
+        game.moves.pop()
+        game.clocks.pop()
+        self._occs.pop()
+        self._repetitions.remove_last()
+        san = board.san(fp.move)
+        after = board.copy(stack=False)
+        after.push(fp.move)
+        game.moves.append(fp.move)
+        game.clocks.append(None)
+        self._occs.append(after.occupied)
+        self._position = Position(after)
+        self._ply = self._new_ply()
+        self._over = False
+        out.append(MoveAmended(game.number, t, number, fp.move.uci(), san, fen_of(after)))
+        if rook_part:
+            out.append(self._alert(t, "castling_rook_first", "4.4.2", number, {
+                "played": fp.move.uci(), "replaces": last.uci(),
+                "rook": chess.square_name(last.from_square),
+            }))
+        elif not king_part:
+            out.append(self._alert(t, "moved_after_release", "4.7", number, {
+                "released": chess.square_name(last.to_square), "final": chess.square_name(fp.move.to_square),
+                "replaces": last.uci(), "played": fp.move.uci(),
+            }))
+        if fp.move.promotion is not None:
+            self._promotion_verified[number] = False
+            out.append(self._alert(t, "promotion_unverified", "4.4.4", number, {
+                "sq": chess.square_name(fp.move.to_square), "assumed": "q",
+            }))
+        out += self._after_move(t, after)
+        return out
+
+    def _promotion_piece_seen(self, t: int) -> list[Event]:
+        """A promoted piece moving as another piece would: the board shows what was really chosen."""
+        game = self._games[-1]
+        for number in sorted(self._promotion_verified, reverse=True):
+            if self._promotion_verified[number] or number < len(game.moves) - 2:
+                continue
+            original = game.moves[number - 1]
+            before = game.board(number - 1)
+            for alternative in promotion_alternatives(before, original):
+                replayed = self._replay_with(number, alternative)
+                if replayed is None:
+                    continue
+                position = Position(replayed)
+                fp = self._explain(position, self._ply)
+                if fp is None:
+                    continue
+                out = self._set_promotion(t, number, alternative)
+                if out:
+                    match = self._explain(self._position, self._ply)
+                    if match is not None:
+                        out += self._make(match, self._changed_at)
+                    return out
+        return []
+
+    def _replay_with(self, number: int, move: chess.Move) -> chess.Board | None:
+        game = self._games[-1]
+        board = game.board(number - 1)
+        moves = [move, *game.moves[number:]]
+        for m in moves:
+            if not board.is_legal(m):
+                return None
+            board.push(m)
+        return board
+
+    def _set_promotion(self, t: int, number: int, move: chess.Move) -> list[Event]:
+        game = self._games[-1]
+        board = self._replay_with(number, move)
+        if board is None:
+            return []
+        before = game.board(number - 1)
+        san = before.san(move)
+        before.push(move)
+        game.moves[number - 1] = move
+        self._promotion_verified[number] = True
+        self._position = Position(board)
+        self._repetitions.rebuild(game.board(0), game.moves)
+        return [MoveAmended(game.number, t, number, move.uci(), san, fen_of(before))]
+
+    def _promote(self, t: int, piece: chess.PieceType) -> list[Event]:
+        """A ``promote`` record: the piece chosen for the latest promotion of the game."""
+        if not self._games or not self._promotion_verified:
+            return []
+        number = max(self._promotion_verified)
+        original = self._games[-1].moves[number - 1]
+        if original.promotion == piece:
+            self._promotion_verified[number] = True
+            return []
+        return self._set_promotion(t, number, chess.Move(original.from_square, original.to_square, piece))
+
+    def _earlier_position(self) -> int | None:
+        """Return how many plies to keep if the board shows an earlier position of this game, else None."""
+        for plies in range(len(self._occs) - 2, -1, -1):
+            if self._occs[plies] == self._occ:
+                return plies
+        return None
+
+    def _takeback_to(self, t: int, keep: int) -> list[Event]:
+        """Remove plies after the first ``keep``: the board (or an operator) went back to that position."""
+        if not self._games:
+            return []
+        game = self._games[-1]
+        if keep < 0 or keep >= len(game.moves):
+            return []
+        game.truncate(keep)
+        del self._occs[keep + 1:]
+        board = game.board()
+        self._position = Position(board)
+        self._previous = None
+        self._ply = self._new_ply()
+        self._match = None
+        self._over = False
+        self._pressed = True
+        self._repetitions.rebuild(game.board(0), game.moves)
+        for number in [n for n in self._promotion_verified if n > keep]:
+            del self._promotion_verified[number]
+        out: list[Event] = [Takeback(game.number, t, keep + 1, fen_of(board))]
+        if self._occ == self._position.occ and not self._in_sync:
+            out += self._restored(t, "takeback")
+        return out
+
+    def _note_king_on_castling_square(self) -> None:
+        """The king alone rests on its castling square (4.7.2): only castling on that side may follow."""
+        board = self._position.board
+        touches = self._ply.touches
+        king = board.king(board.turn)
+        if king is None or touches is None or not self._ply.lifted & chess.BB_SQUARES[king]:
+            return
+        for move in board.generate_castling_moves():
+            if move.from_square == king:
+                rook, king_to, _ = castling_squares(board, move)
+                shown = (self._position.occ & ~chess.BB_SQUARES[king]) | chess.BB_SQUARES[king_to]
+                if king_to != king and shown == self._occ:
+                    touches.king_on_castling_square = rook
+
+    def _report_mismatch(self, t: int, *, force: bool) -> list[Event]:
+        if self._over or (not force and self._position.continuable(self._occ)):
+            self._mismatch_reported = True
+            return []
+        self._mismatch_reported = True
+        self._in_sync = False
+        extra = self._occ & ~self._position.occ
+        missing = self._position.occ & ~self._occ
+        return [self._alert(t, "board_mismatch", "7.4", self._ply_no, {
+            "extra": [chess.square_name(sq) for sq in chess.scan_forward(extra)],
+            "missing": [chess.square_name(sq) for sq in chess.scan_forward(missing)],
+        })]
+
+    def _restored(self, t: int, how: str) -> list[Event]:
+        self._in_sync = True
+        self._mismatch_reported = False
+        return [self._alert(t, "board_restored", "7.4", self._ply_no, {"by": how})]
+
+    # ----------------------------------------------------------------------------------------------------------
+    # clock and promotion records
+
+    def _clock(self, record: Clock) -> list[Event]:
+        """A clock press completes the mover's move (6.2.1); pressing without a move is illegal (7.5.3)."""
+        t = record.t if record.t >= self._t else self._t
+        out: list[Event] = []
+        for change in self._chatter.flush():
+            out += self._change(*change)
+        if not self._games or self._over:
+            return out
+        side = record.side
+        if self._match is not None and self._position.board.turn == side:
+            fp = self._match
+            self._match = None
+            self._unresolved_checked = True
+            out += self._make(fp, self._match_t)
+        elif not self._unresolved_checked:
+            self._unresolved_checked = True
+            out += self._unexplained(self._changed_at)
+        game = self._games[-1]
+        board = self._position.board
+        if board.turn != side and game.moves and not self._pressed:
+            self._pressed = True
+            game.clocks[-1] = record.remaining
+            out.append(ClockPress(game.number, t, len(game.moves), "white" if side else "black",
+                                  record.remaining))
+            return out
+        if board.turn == side and not self._over:
+            self._illegal[side] += 1
+            count = self._illegal[side]
+            shown = self._occ != self._position.occ
+            detail: dict[str, object] = {"side": "white" if side else "black", "count": count}
+            if shown:
+                out += self._report_mismatch(t, force=True) if not self._mismatch_reported else []
+                article = "7.5.1"
+                detail["reason"] = "clock pressed after a move that is not legal"
+            else:
+                article = "7.5.3"
+                detail["reason"] = "clock pressed without a move"
+            if count >= 2:
+                detail["note"] = "second completed illegal move by this player (7.5.5)"
+            out.append(self._alert(t, "illegal_move", article, self._ply_no, detail))
+        return out

@@ -1,0 +1,51 @@
+"""Sensor chatter filter: a square that flips and flips back within a few milliseconds did not change.
+
+Each square change is held for ``window_ms`` of device time; a change reverted within that time is dropped
+together with its reversal. Changes come out in order with their original times, so the rules engine's settle
+clock is unaffected; only touch reports wait for the window.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import chess
+
+DEFAULT_CHATTER_MS = 25
+
+
+class ChatterFilter:
+    """Holds square changes until they have lasted ``window_ms``."""
+
+    def __init__(self, window_ms: int = DEFAULT_CHATTER_MS) -> None:
+        self.window_ms = window_ms
+        self._held: deque[tuple[int, chess.Square, bool]] = deque()
+
+    def push(self, t: int, sq: chess.Square, occupied: bool) -> list[tuple[int, chess.Square, bool]]:
+        """Take one change; return the changes that are now certain (older than the window), oldest first."""
+        out = self.release(t)
+        for i, (_, held_sq, held_occ) in enumerate(self._held):
+            if held_sq == sq:
+                if held_occ != occupied:
+                    del self._held[i]  # flipped back: noise
+                    return out
+                break
+        self._held.append((t, sq, occupied))
+        return out
+
+    def release(self, t: int) -> list[tuple[int, chess.Square, bool]]:
+        """Return the held changes that have lasted the window by device time ``t``."""
+        out = []
+        while self._held and self._held[0][0] + self.window_ms <= t:
+            out.append(self._held.popleft())
+        return out
+
+    def flush(self) -> list[tuple[int, chess.Square, bool]]:
+        """Return every held change (end of input, or a full snapshot replaces them)."""
+        out = list(self._held)
+        self._held.clear()
+        return out
+
+    def next_deadline(self) -> int | None:
+        """Return when the oldest held change becomes certain, or None."""
+        return self._held[0][0] + self.window_ms if self._held else None

@@ -1,0 +1,176 @@
+"""Legal-move footprints: what each legal move leaves on an occupancy board.
+
+A footprint says which squares are occupied after the move, which squares must have been lifted for the move to
+be proven (the board cannot tell a lone lift from a capture), and which squares the move involves at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import chess
+
+
+@dataclass(frozen=True, slots=True)
+class Footprint:
+    """One legal move as an occupancy board sees it (promotions: one footprint per to-square, queen first)."""
+
+    move: chess.Move
+    occ_after: chess.Bitboard
+    must_lift: chess.Bitboard
+    involved: chess.Bitboard
+    placed: chess.Bitboard
+    capture_sq: chess.Square | None
+    castling_rook: chess.Square | None
+
+
+def castling_squares(board: chess.Board, move: chess.Move) -> tuple[chess.Square, chess.Square, chess.Square]:
+    """Return (rook from, king to, rook to) of a castling move, in standard or Chess960 encoding."""
+    rank = chess.square_rank(move.from_square)
+    kingside = board.is_kingside_castling(move)
+    # python-chess encodes Chess960 castling as "king takes own rook", standard castling as the king's step.
+    rook_from = move.to_square if board.chess960 else chess.square(7 if kingside else 0, rank)
+    king_to = chess.square(6 if kingside else 2, rank)
+    rook_to = chess.square(5 if kingside else 3, rank)
+    return rook_from, king_to, rook_to
+
+
+def footprint(board: chess.Board, move: chess.Move) -> Footprint:
+    """Return the footprint of a legal move in a position."""
+    occ = board.occupied
+    src = chess.BB_SQUARES[move.from_square]
+    if board.is_castling(move):
+        rook_from, king_to, rook_to = castling_squares(board, move)
+        lifted = src | chess.BB_SQUARES[rook_from]
+        placed = chess.BB_SQUARES[king_to] | chess.BB_SQUARES[rook_to]
+        return Footprint(move, (occ & ~lifted) | placed, lifted, lifted | placed, placed, None, rook_from)
+    dst = chess.BB_SQUARES[move.to_square]
+    if board.is_en_passant(move):
+        victim = move.to_square + (-8 if board.turn == chess.WHITE else 8)
+        vbb = chess.BB_SQUARES[victim]
+        return Footprint(move, (occ & ~src & ~vbb) | dst, src | vbb, src | vbb | dst, dst, victim, None)
+    if occ & dst:
+        return Footprint(move, occ & ~src, src | dst, src | dst, dst, move.to_square, None)
+    return Footprint(move, (occ & ~src) | dst, src, src | dst, dst, None, None)
+
+
+PROMOTION_PIECES = (chess.QUEEN, chess.ROOK, chess.BISHOP, chess.KNIGHT)
+
+
+def _popcount(bb: chess.Bitboard) -> int:
+    return bb.bit_count()
+
+
+class Position:
+    """A position of the game, with what its legal moves leave on the board, computed as needed.
+
+    Looking a board state up costs only the moves that fit the squares that changed, not all legal moves:
+    an event costs microseconds.
+    """
+
+    __slots__ = ("_involved", "board", "occ")
+
+    def __init__(self, board: chess.Board) -> None:
+        self.board = board
+        self.occ: chess.Bitboard = board.occupied
+        self._involved: tuple[chess.Bitboard, ...] | None = None
+
+    def explain(self, occ: chess.Bitboard, lifted: chess.Bitboard, blind: bool = False) -> Footprint | None:
+        """Return the legal move that leaves ``occ``, proven by the ``lifted`` squares, or None.
+
+        ``blind`` (after a snapshot) waives the proof. Castling wins over a rook or king move with the same
+        footprint only when both king and rook were lifted (Chess960); promotions give the queen.
+        """
+        vacated = self.occ & ~occ
+        filled = occ & ~self.occ
+        nv, nf = _popcount(vacated), _popcount(filled)
+        if nv == 0 or nv > 2 or nf > 2:
+            return None
+        board = self.board
+        found: Footprint | None = None
+        castlers = board.kings | (board.rooks & board.castling_rights)
+        if vacated & castlers & board.occupied_co[board.turn]:
+            for move in board.generate_castling_moves():
+                fp = footprint(board, move)
+                if fp.occ_after == occ and (blind or fp.must_lift & ~lifted == 0):
+                    return fp
+        if nf == 0:
+            # A capture: the victim's square was lifted and refilled.
+            targets = board.occupied_co[not board.turn] & occ
+            if not blind:
+                targets &= lifted
+        else:
+            targets = filled
+        if not targets:
+            return found
+        for move in board.generate_legal_moves(vacated, targets):
+            if move.promotion not in (None, chess.QUEEN):
+                continue
+            fp = footprint(board, move)
+            if fp.occ_after == occ and (blind or fp.must_lift & ~lifted == 0):
+                return fp
+        return found
+
+    def can_move(self, sq: chess.Square) -> bool:
+        """Return whether the piece on ``sq`` has a legal move (castling counts for the king only)."""
+        return any(self.board.generate_legal_moves(chess.BB_SQUARES[sq]))
+
+    def can_be_captured(self, sq: chess.Square) -> bool:
+        """Return whether the piece on ``sq`` can be captured by a legal move (en passant included)."""
+        board = self.board
+        if any(board.generate_legal_moves(chess.BB_ALL, chess.BB_SQUARES[sq])):
+            return True
+        ep = board.ep_square
+        if ep is not None and sq == ep + (-8 if board.turn == chess.WHITE else 8):
+            return any(board.generate_legal_ep())
+        return False
+
+    def legal_footprints(self) -> list[Footprint]:
+        """Return the footprint of every legal move (promotions: the queen only)."""
+        board = self.board
+        return [footprint(board, m) for m in board.legal_moves if m.promotion in (None, chess.QUEEN)]
+
+    def continuable(self, occ: chess.Bitboard) -> bool:
+        """Return whether ``occ`` could be a legal move of this position still in progress (pieces in hand)."""
+        if self._involved is None:
+            self._involved = tuple({fp.involved for fp in self.legal_footprints()})
+        diff = occ ^ self.occ
+        return any(diff & ~mask == 0 for mask in self._involved)
+
+
+def promotion_alternatives(board: chess.Board, move: chess.Move) -> list[chess.Move]:
+    """Return the same promotion with each other piece, in the order q, r, b, n."""
+    if move.promotion is None:
+        return []
+    return [
+        chess.Move(move.from_square, move.to_square, promotion=piece)
+        for piece in PROMOTION_PIECES
+        if piece != move.promotion
+    ]
+
+
+_PIECE_BOARDS = (
+    (chess.PAWN, "pawns"), (chess.KNIGHT, "knights"), (chess.BISHOP, "bishops"),
+    (chess.ROOK, "rooks"), (chess.QUEEN, "queens"), (chess.KING, "kings"),
+)
+_RUNS = tuple(("1" * n, str(n)) for n in range(8, 1, -1))
+
+
+def fen_of(board: chess.Board) -> str:
+    """Return ``board.fen()``, built from the bitboards (several times faster; the engine needs one a move)."""
+    cells = ["1"] * 64
+    for color in chess.COLORS:
+        mine = board.occupied_co[color]
+        for piece_type, name in _PIECE_BOARDS:
+            symbol = chess.piece_symbol(piece_type)
+            if color:
+                symbol = symbol.upper()
+            for sq in chess.scan_forward(getattr(board, name) & mine):
+                cells[sq] = symbol
+    placement = "/".join("".join(cells[rank * 8:rank * 8 + 8]) for rank in range(7, -1, -1))
+    for run, digit in _RUNS:
+        placement = placement.replace(run, digit)
+    ep = board.ep_square
+    ep_name = chess.square_name(ep) if ep is not None and board.has_legal_en_passant() else "-"
+    turn = "w" if board.turn else "b"
+    return f"{placement} {turn} {board.castling_xfen()} {ep_name} {board.halfmove_clock} {board.fullmove_number}"

@@ -1,0 +1,160 @@
+"""Touch-move obligations (FIDE Laws 4.3 to 4.5 and 4.7.2), judged from the order pieces were lifted.
+
+The board cannot hear "j'adoube" nor tell whose hand touched a piece: what this module finds are alerts for an
+arbiter, never penalties.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import chess
+
+from touchmove.rules.footprints import Position, castling_squares
+
+
+@dataclass
+class Touches:
+    """The pieces lifted during one ply, in order, and the obligations they created."""
+
+    order: list[chess.Square] = field(default_factory=list)
+    own: chess.Square | None = None  # first own piece touched that can move (4.3.1)
+    opponent: chess.Square | None = None  # first opponent piece touched that can be captured (4.3.2)
+    own_first: bool = True  # whether ``own`` was touched before ``opponent`` (4.3.3)
+    castle_rook: chess.Square | None = None  # king touched first, then this castling rook (4.4.1 / 4.4.3)
+    king_on_castling_square: chess.Square | None = None  # rook of the castling the king was released for
+
+    def touch(self, position: Position, sq: chess.Square) -> bool | None:
+        """Record a lift of the piece on ``sq``; return whether it binds, or None if already touched."""
+        if sq in self.order:
+            return None
+        board = position.board
+        piece = board.piece_at(sq)
+        if piece is None:
+            return None
+        self.order.append(sq)
+        bb = chess.BB_SQUARES[sq]
+        if piece.color == board.turn:
+            if (
+                self.own == board.king(board.turn)
+                and self.castle_rook is None
+                and piece.piece_type == chess.ROOK
+                and board.castling_rights & bb
+                and self.order[0] == self.own
+            ):
+                self.castle_rook = sq
+            if self.own is None and position.can_move(sq):
+                self.own = sq
+                self.own_first = self.opponent is None
+                return True
+            return False
+        if self.opponent is None and position.can_be_captured(sq):
+            self.opponent = sq
+            self.own_first = self.own is not None
+            return True
+        return False
+
+
+def _capture_square(board: chess.Board, move: chess.Move) -> chess.Square | None:
+    if board.is_en_passant(move):
+        return move.to_square + (-8 if board.turn == chess.WHITE else 8)
+    if board.is_castling(move):
+        return None
+    return move.to_square if board.piece_at(move.to_square) else None
+
+
+@dataclass(frozen=True)
+class Breach:
+    """An obligation not met: the alert code, the article, and details for the arbiter."""
+
+    code: str
+    article: str
+    detail: dict[str, Any]
+
+
+def judge(position: Position, touches: Touches, move: chess.Move, lift_times: dict[int, int]) -> list[Breach]:
+    """Return the breaches of 4.3, 4.4 and 4.7.2 that ``move`` shows, given the ply's touches."""
+    board = position.board
+    played = move.uci()
+    names = [chess.square_name(sq) for sq in touches.order]
+    castling = board.is_castling(move)
+    breaches: list[Breach] = []
+
+    if castling:
+        rook_from, _, _ = castling_squares(board, move)
+        king_t = lift_times.get(move.from_square)
+        rook_t = lift_times.get(rook_from)
+        if king_t is not None and rook_t is not None and rook_t < king_t:
+            breaches.append(Breach("castling_rook_first", "4.4.2", {
+                "played": played, "rook": chess.square_name(rook_from), "touched": names,
+            }))
+            return breaches
+
+    if touches.king_on_castling_square is not None:
+        rook = touches.king_on_castling_square
+        if not (castling and castling_squares(board, move)[0] == rook):
+            breaches.append(Breach("castling_obligation", "4.7.2", {
+                "played": played, "rook": chess.square_name(rook),
+                "reason": "king released on its castling square; only castling on that side may follow",
+            }))
+            return breaches
+
+    if touches.castle_rook is not None:
+        rook = touches.castle_rook
+        that_side = [m for m in board.generate_castling_moves()
+                     if castling_squares(board, m)[0] == rook]
+        if that_side:
+            if move not in that_side:
+                breaches.append(Breach("castling_obligation", "4.4.1", {
+                    "played": played, "required": that_side[0].uci(), "touched": names,
+                }))
+        else:
+            king_sq = board.king(board.turn)
+            king_can_move = king_sq is not None and position.can_move(king_sq)
+            if king_can_move and move.from_square != king_sq:
+                breaches.append(Breach("castling_obligation", "4.4.3", {
+                    "played": played, "required": "another king move", "touched": names,
+                }))
+        return breaches
+
+    own, opp = touches.own, touches.opponent
+    moved_own = own is not None and move.from_square == own
+    captured_opp = opp is not None and _capture_square(board, move) == opp
+    if own is not None and opp is not None:
+        combined = [m for m in board.generate_legal_moves(chess.BB_SQUARES[own])
+                    if _capture_square(board, m) == opp]
+        if combined:
+            ok = moved_own and captured_opp
+            required = f"capture {chess.square_name(opp)} with {chess.square_name(own)}"
+        elif touches.own_first:
+            ok = moved_own
+            required = f"move {chess.square_name(own)}"
+        else:
+            ok = captured_opp
+            required = f"capture {chess.square_name(opp)}"
+        if not ok:
+            breaches.append(Breach("touch_move", "4.3.3", {"played": played, "required": required,
+                                                          "touched": names}))
+    elif own is not None and not moved_own:
+        breaches.append(Breach("touch_move", "4.3.1", {
+            "played": played, "required": f"move {chess.square_name(own)}", "touched": names,
+        }))
+    elif opp is not None and not captured_opp:
+        breaches.append(Breach("touch_move", "4.3.2", {
+            "played": played, "required": f"capture {chess.square_name(opp)}", "touched": names,
+        }))
+    return breaches
+
+
+def out_of_turn(position: Position, touches: Touches, move: chess.Move) -> list[chess.Square]:
+    """Return the opponent's pieces lifted and put back that could not be captured (4.2.1, 6.2.5)."""
+    board = position.board
+    captured = _capture_square(board, move)
+    return [
+        sq for sq in touches.order
+        if (piece := board.piece_at(sq)) is not None
+        and piece.color != board.turn
+        and sq != captured
+        and not position.can_be_captured(sq)
+    ]

@@ -1,0 +1,70 @@
+"""Games that end on the board (5.1.1, 5.2.1, 5.2.2, 9.6.1, 9.6.2) and repeated positions."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+import chess
+
+PositionKey = tuple[int, int, int, int, int, int, int, int, bool, int, int | None]
+
+
+def position_key(board: chess.Board) -> PositionKey:
+    """Return what makes two positions the same for repetition (9.2): pieces, turn, castling, en passant."""
+    ep = board.ep_square if board.has_legal_en_passant() else None
+    return (
+        board.occupied_co[chess.WHITE], board.occupied_co[chess.BLACK], board.pawns, board.knights,
+        board.bishops, board.rooks, board.queens, board.kings, board.turn, board.clean_castling_rights(), ep,
+    )
+
+
+class Repetitions:
+    """Counts how often each position of a game has stood on the board."""
+
+    def __init__(self) -> None:
+        self._counts: Counter[PositionKey] = Counter()
+        self._keys: list[PositionKey] = []
+
+    def add(self, board: chess.Board) -> None:
+        """Count the position now on ``board``."""
+        key = position_key(board)
+        self._counts[key] += 1
+        self._keys.append(key)
+
+    def remove_last(self) -> None:
+        """Forget the position counted last (its move was replaced)."""
+        key = self._keys.pop()
+        self._counts[key] -= 1
+
+    def count(self, board: chess.Board) -> int:
+        """Return how often the position on ``board`` has stood, this time included."""
+        return self._counts[position_key(board)]
+
+    def rebuild(self, start: chess.Board, moves: Iterable[chess.Move]) -> None:
+        """Count again from a start position and moves (after a takeback or an amendment)."""
+        self._counts.clear()
+        self._keys.clear()
+        board = start.copy(stack=False)
+        self.add(board)
+        for move in moves:
+            board.push(move)
+            self.add(board)
+
+
+def game_over(board: chess.Board, repetitions: Repetitions) -> tuple[str, str, str] | None:
+    """Return (result, reason, article) if the position ends the game on the board, else None.
+
+    Checkmate comes first: it takes precedence over the 75-move rule (9.6.2).
+    """
+    if not any(board.generate_legal_moves()):
+        if board.is_check():
+            return ("0-1" if board.turn == chess.WHITE else "1-0"), "checkmate", "5.1.1"
+        return "1/2-1/2", "stalemate", "5.2.1"
+    if board.is_insufficient_material():
+        return "1/2-1/2", "dead position", "5.2.2"
+    if repetitions.count(board) >= 5:
+        return "1/2-1/2", "fivefold repetition", "9.6.1"
+    if board.halfmove_clock >= 150:
+        return "1/2-1/2", "seventy-five-move rule", "9.6.2"
+    return None
