@@ -9,7 +9,7 @@ from pathlib import Path
 import chess
 import chess.pgn
 import pytest
-from conftest import make_tournament, tournament_data
+from broadcast_helpers import make_tournament, tournament_data
 from touchmove.broadcast import bridge_topics
 from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.broadcaster import ActionError, Broadcaster

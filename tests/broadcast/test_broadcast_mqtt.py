@@ -15,7 +15,7 @@ import aiomqtt
 import chess
 import chess.pgn
 from aiohttp import web
-from conftest import tournament_data
+from broadcast_helpers import tournament_data
 from touchmove.broadcast.local_broker import LocalBroker
 from touchmove.broadcast.service import BroadcastService
 from touchmove.broadcast.simboards import SimBridge

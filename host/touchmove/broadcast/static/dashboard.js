@@ -34,8 +34,8 @@ function renderBoard(board, flash) {
   state.boards.set(board.board, board);
   const el = tile(board);
   text($(".num", el), board.board + ".");
-  text($(".white", el), playerName(board.white));
-  text($(".black", el), playerName(board.black));
+  text($(".p-white", el), playerName(board.white));
+  text($(".p-black", el), playerName(board.black));
   if (board.svg && (!before || before.svg !== board.svg)) $(".svg", el).innerHTML = board.svg;
   text($(".last-move", el), board.last_move || "—");
   text($(".ply", el), "ply " + board.ply);
