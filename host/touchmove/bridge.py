@@ -75,6 +75,8 @@ class BoardSession:
     last_t: int = 0                      # the latest board time fed to the engine (record or advance)
     arrival_t: int = 0                   # board time of the latest record ...
     arrival_host: float = 0.0            # ... and the host's monotonic time when it arrived
+    rate: float = 1.0                    # device ms per host ms (1 on real boards; N on a sped-up simulation)
+    rate_anchor: tuple[int, float] | None = None
     event_seq: int = 0                   # events produced (and journaled)
     queued_seq: int = 0                  # events handed to MQTT
     published: int = 0                   # events acknowledged by the broker
@@ -286,16 +288,30 @@ class Bridge:
                 log.warning("board %s reports an error: %s", sess.board, msg.fields.get("why"))
             return
         board_t = max(msg.t + sess.t_offset, sess.last_t)
+        now = time.monotonic()
+        self._learn_rate(sess, msg.t + sess.t_offset, now)
         sess.arrival_t = board_t
-        sess.arrival_host = time.monotonic()
+        sess.arrival_host = now
         self.feed(sess, replace(msg.record, t=board_t), "serial")
+
+    @staticmethod
+    def _learn_rate(sess: BoardSession, device_t: int, now: float) -> None:
+        """Estimate how fast the board's clock runs against the host's, over windows of 2 s or more."""
+        anchor = sess.rate_anchor
+        if anchor is None or device_t < anchor[0]:
+            sess.rate_anchor = (device_t, now)
+            return
+        host_ms = (now - anchor[1]) * 1000
+        if host_ms >= 2000:
+            sess.rate = min(1000.0, max(0.25, (device_t - anchor[0]) / host_ms))
+            sess.rate_anchor = (device_t, now)
 
     # -- the engine ---------------------------------------------------------------------------------------
     def board_now(self, sess: BoardSession) -> int:
         """Estimate the board's current device time."""
         if not sess.arrival_host:
             return sess.last_t
-        est = sess.arrival_t + int((time.monotonic() - sess.arrival_host) * 1000)
+        est = sess.arrival_t + int((time.monotonic() - sess.arrival_host) * 1000 * sess.rate)
         return max(est, sess.last_t)
 
     def feed(self, sess: BoardSession, record: records.Record, source: str) -> None:
@@ -321,7 +337,7 @@ class Bridge:
             return
         loop = self._loop or asyncio.get_running_loop()
         base_host = sess.arrival_host or time.monotonic()
-        delay = (deadline - sess.arrival_t) / 1000 - (time.monotonic() - base_host)
+        delay = (deadline - sess.arrival_t) / 1000 / sess.rate - (time.monotonic() - base_host)
         sess.timer = loop.call_later(max(0.0, delay), self._on_deadline, sess, deadline)
 
     def _on_deadline(self, sess: BoardSession, deadline: int) -> None:
@@ -578,6 +594,10 @@ class Bridge:
         self._stopped.set()
 
     async def shutdown(self, tasks: list[asyncio.Task[None]]) -> None:
+        scan = tasks[1]
+        scan.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await scan
         for link in list(self.links.values()):
             link.close()
         for link in list(self.links.values()):

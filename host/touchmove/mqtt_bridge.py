@@ -138,6 +138,8 @@ class MqttLink:
             except* (aiomqtt.MqttError, OSError) as group_exc:
                 log.warning("broker %s: %s; retrying in %.1fs", self.config.url,
                             "; ".join(str(e) for e in group_exc.exceptions), delay)
+            except* Exception:
+                log.exception("MQTT link failed; retrying in %.1fs", delay)
             finally:
                 self._client = None
                 self.connected = False
@@ -163,7 +165,12 @@ class MqttLink:
             topic = next(iter(self._dirty))
             del self._dirty[topic]
             payload = self._retained[topic]
-            batch.append(Outgoing(topic, payload() if callable(payload) else payload, 1, True))
+            try:
+                body = payload() if callable(payload) else payload
+            except Exception:
+                log.exception("cannot build the payload of %s", topic)
+                continue
+            batch.append(Outgoing(topic, body, 1, True))
         return batch
 
     def _put_back(self, batch: list[Outgoing], done: list[bool]) -> None:

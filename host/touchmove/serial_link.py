@@ -133,6 +133,20 @@ def encode_command(cmd: dict[str, Any]) -> bytes:
     return json.dumps(cmd, separators=(",", ":")).encode() + b"\n"
 
 
+def _port_class() -> Any:
+    import serial  # imported here so the pure parts work without pyserial
+
+    class KeepInputSerial(serial.Serial):  # type: ignore[misc]
+        """pyserial drops unread input when it opens a port; keep it: it is what the board said meanwhile."""
+
+        def _reset_input_buffer(self) -> None:
+            if getattr(self, "_opened_once", False):
+                super()._reset_input_buffer()
+            self._opened_once = True
+
+    return KeepInputSerial
+
+
 class SerialLink:
     """One open port: a reader thread delivers raw lines; :meth:`send` writes commands.
 
@@ -154,10 +168,7 @@ class SerialLink:
         self.board: str | None = None    # set by the bridge once the board said hello
 
     def open(self) -> None:
-        import serial  # imported here so the pure parts work without pyserial
-
-        self._serial = serial.Serial(self.path, self.baudrate, timeout=0.5, write_timeout=1.0,
-                                     exclusive=True)
+        self._serial = _port_class()(self.path, self.baudrate, timeout=0.5, write_timeout=1.0, exclusive=True)
         self._thread = threading.Thread(target=self._run, name=f"serial {self.path}", daemon=True)
         self._thread.start()
 

@@ -1,0 +1,102 @@
+"""A stand-in board speaking wire protocol v1 on stdin/stdout, in CPython (quick tests; the end-to-end tests
+also run the real firmware). Usage: fake_board.py TIMELINE BOARD_ID [--speed N] [--boot B]
+
+The timeline is recording-format lift/place lines (raw sensor changes, already debounced); the board starts in
+the standard position, says hello and sends a snapshot, then plays the timeline in real time / speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import select
+import sys
+import time
+
+import chess
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("timeline")
+    parser.add_argument("board")
+    parser.add_argument("--speed", type=float, default=1.0)
+    parser.add_argument("--boot", default=None)
+    parser.add_argument("--start-ms", type=int, default=0, help="skip the timeline before this time")
+    args = parser.parse_args()
+    with open(args.timeline) as fh:
+        timeline = [json.loads(line) for line in fh if line.strip()]
+    occ = chess.BB_RANK_1 | chess.BB_RANK_2 | chess.BB_RANK_7 | chess.BB_RANK_8
+    boot = args.boot or f"{random.getrandbits(32):08x}"
+    seq = 0
+    t0 = time.monotonic()
+
+    def now() -> int:  # device time runs ``speed`` times faster than real time, like the firmware's sim
+        return int((time.monotonic() - t0) * 1000 * args.speed)
+
+    def send(kind: str, **fields: object) -> None:
+        nonlocal seq
+        msg = {"seq": seq, "t": now(), "type": kind, **fields}
+        seq += 1
+        os.write(1, (json.dumps(msg, separators=(",", ":")) + "\n").encode())
+
+    def snapshot(kind: str = "snapshot") -> None:
+        send(kind, occ=f"{occ:016x}")
+
+    def hello() -> None:
+        send("hello", proto=1, fw="fake-1", board=args.board, boot=boot)
+
+    hello()
+    snapshot()
+    buf = b""
+    i = 0
+    next_beat = 1000
+    start = args.start_ms
+    while i < len(timeline) and timeline[i]["t"] < start:
+        rec = timeline[i]
+        bit = chess.BB_SQUARES[chess.parse_square(rec["sq"])]
+        occ = occ & ~bit if rec["type"] == "lift" else occ | bit
+        i += 1
+    while i < len(timeline):
+        due = (timeline[i]["t"] - start) / args.speed / 1000
+        wait = max(0.0, min(due - (time.monotonic() - t0), (next_beat - now()) / 1000 / args.speed))
+        ready, _, _ = select.select([0], [], [], wait)
+        if ready:
+            data = os.read(0, 4096)
+            if not data:
+                return 0
+            buf += data
+            *lines, buf = buf.split(b"\n")
+            for line in lines:
+                try:
+                    cmd = json.loads(line)
+                except ValueError:
+                    send("error", why="bad json")
+                    continue
+                if cmd.get("cmd") == "hello":
+                    hello()
+                elif cmd.get("cmd") == "snapshot":
+                    snapshot()
+                elif cmd.get("cmd") == "ping":
+                    send("pong", id=cmd.get("id"))
+        if now() >= next_beat:
+            snapshot("heartbeat")
+            next_beat += 1000
+        while i < len(timeline) and (timeline[i]["t"] - start) / args.speed / 1000 <= time.monotonic() - t0:
+            rec = timeline[i]
+            i += 1
+            if rec["type"] in ("lift", "place"):
+                bit = chess.BB_SQUARES[chess.parse_square(rec["sq"])]
+                occ = occ & ~bit if rec["type"] == "lift" else occ | bit
+                send(rec["type"], sq=rec["sq"])
+            elif rec["type"] == "clock":
+                send("button", id=f"clock_{rec['side']}")
+    # stay connected a little so the host settles the last move
+    time.sleep(float(os.environ.get("FAKE_BOARD_LINGER", "2")))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,214 @@
+"""Shared pieces of the end-to-end tests: brokers, subscribers, daemons, simple timelines."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import chess
+import chess.pgn
+import paho.mqtt.client as mqtt
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+OPERA = REPO / "host" / "touchmove" / "data" / "opera-1858.pgn"
+
+
+def require_binary(name: str, *candidates: str) -> str:
+    """Return the path of a program the test needs; skip (or fail under TOUCHMOVE_REQUIRE_ALL=1) without it."""
+    for cand in (shutil.which(name), *candidates):
+        if cand and os.access(cand, os.X_OK):
+            return cand
+    reason = f"{name} is not installed (apt-get install {name} / make install); this test needs the real one"
+    if os.environ.get("TOUCHMOVE_REQUIRE_ALL") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Broker:
+    """A private Mosquitto on a free port (never the system one)."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.binary = require_binary("mosquitto", "/usr/sbin/mosquitto")
+        self.port = free_port()
+        self.conf = tmp / "mosquitto.conf"
+        self.conf.write_text(f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence false\n")
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen([self.binary, "-c", str(self.conf)], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            time.sleep(0.05)
+        raise RuntimeError("mosquitto did not start")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(5)
+
+    @property
+    def url(self) -> str:
+        return f"mqtt://127.0.0.1:{self.port}"
+
+
+@dataclass
+class Received:
+    topic: str
+    payload: bytes
+    retain: bool
+    at: float
+
+    def json(self) -> Any:
+        return json.loads(self.payload)
+
+
+@dataclass
+class Subscriber:
+    """Collects every message under a base topic (paho in its own thread), reconnecting on its own."""
+
+    port: int
+    base: str = "touchmove"
+    messages: list[Received] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.lock = threading.Lock()
+        self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"test-sub-{time.time_ns()}",
+                                  clean_session=False)
+        self.client.on_connect = self._on_connect
+        self.client.on_message = self._on_message
+        self.client.reconnect_delay_set(0.1, 0.5)
+        self.client.connect_async("127.0.0.1", self.port)
+        self.client.loop_start()
+
+    def _on_connect(self, client: mqtt.Client, userdata: Any, flags: Any, rc: Any, props: Any = None) -> None:
+        client.subscribe(f"{self.base}/#", qos=1)
+
+    def _on_message(self, client: mqtt.Client, userdata: Any, msg: mqtt.MQTTMessage) -> None:
+        with self.lock:
+            self.messages.append(Received(msg.topic, bytes(msg.payload), bool(msg.retain), time.monotonic()))
+
+    def events(self, board: str | None = None) -> list[dict[str, Any]]:
+        with self.lock:
+            msgs = list(self.messages)
+        return [m.json() for m in msgs if m.topic.endswith("/events")
+                and (board is None or m.topic == f"{self.base}/boards/{board}/events")]
+
+    def last(self, topic: str) -> Received | None:
+        with self.lock:
+            for m in reversed(self.messages):
+                if m.topic == topic:
+                    return m
+        return None
+
+    def wait_for(self, pred: Callable[[], bool], timeout: float, what: str = "condition") -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if pred():
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"timed out waiting for {what}")
+
+    def publish(self, topic: str, payload: bytes | str, retain: bool = False) -> None:
+        self.client.publish(topic, payload, qos=1, retain=retain).wait_for_publish(5)
+
+    def close(self) -> None:
+        self.client.loop_stop()
+        self.client.disconnect()
+
+
+def unique_moves(events: list[dict[str, Any]], game: int = 1) -> list[str]:
+    """The game's moves from an event stream, deduplicated by seq, with amendments and takebacks applied."""
+    seen: set[int] = set()
+    plies: dict[int, str] = {}
+    for ev in sorted(events, key=lambda e: e["seq"]):
+        if ev["seq"] in seen or ev.get("game") != game:
+            continue
+        seen.add(ev["seq"])
+        if ev["type"] in ("move", "move_amended"):
+            plies[ev["ply"]] = ev["uci"]
+        elif ev["type"] == "takeback":
+            plies = {p: u for p, u in plies.items() if p < ev["ply"]}
+    return [plies[p] for p in sorted(plies)]
+
+
+def write_config(path: Path, *, broker_port: int, ports: list[str], journal: Path, settle_ms: int = 200,
+                 rescan_s: float = 0.5) -> Path:
+    path.write_text(
+        f'[mqtt]\nurl = "mqtt://127.0.0.1:{broker_port}"\n\n'
+        f"[serial]\nports = {json.dumps(ports)}\nrescan_s = {rescan_s}\n\n"
+        f"[engine]\nsettle_ms = {settle_ms}\n\n"
+        f'[journal]\npath = "{journal}"\n')
+    return path
+
+
+def start_daemon(config: Path, log: Path) -> subprocess.Popen[bytes]:
+    out = open(log, "ab")  # noqa: SIM115 - closed with the process
+    return subprocess.Popen([sys.executable, "-m", "touchmove.cli", "run", "--config", str(config),
+                             "--log-level", "DEBUG"], stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+
+
+def game_moves(pgn_path: Path) -> list[chess.Move]:
+    with open(pgn_path) as fh:
+        game = chess.pgn.read_game(fh)
+    assert game is not None
+    return list(game.mainline_moves())
+
+
+def simple_timeline(moves: list[chess.Move], *, t0: int = 1500, think: int = 700, hand: int = 150,
+                    board: chess.Board | None = None) -> list[dict[str, Any]]:
+    """Plain human-like lift/place records for a game: victim first on captures, king first when castling."""
+    board = board.copy() if board is not None else chess.Board()
+    out: list[dict[str, Any]] = []
+    t = t0
+
+    def rec(kind: str, sq: chess.Square) -> None:
+        nonlocal t
+        out.append({"t": t, "type": kind, "sq": chess.square_name(sq)})
+        t += hand
+
+    for move in moves:
+        t += think
+        if board.is_castling(move):
+            rank = chess.square_rank(move.from_square)
+            kingside = board.is_kingside_castling(move)
+            rec("lift", move.from_square)
+            rec("place", chess.square(6 if kingside else 2, rank))
+            rec("lift", chess.square(7 if kingside else 0, rank))
+            rec("place", chess.square(5 if kingside else 3, rank))
+        elif board.is_en_passant(move):
+            rec("lift", move.from_square)
+            rec("place", move.to_square)
+            rec("lift", move.to_square + (-8 if board.turn else 8))
+        else:
+            if board.piece_at(move.to_square) is not None:
+                rec("lift", move.to_square)
+            rec("lift", move.from_square)
+            rec("place", move.to_square)
+        board.push(move)
+    return out
+
+
+def write_timeline(path: Path, recs: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return path
