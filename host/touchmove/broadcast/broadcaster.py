@@ -77,7 +77,7 @@ class BoardView:
     sessions_seq: dict[str, int] = field(default_factory=dict)
     bridge_pgn: str | None = None
     last_event_ts: str | None = None
-    _svg: tuple[tuple[int, bool | None], str] | None = None
+    _svg: tuple[int, str] | None = None
 
     def last_move(self) -> str | None:
         if not self.game.moves:
@@ -89,7 +89,7 @@ class BoardView:
         return f"{number}{'.' if white_moved else '...'} {self.game.moves[-1].san}"
 
     def svg(self) -> str:
-        key = (self.game.version, self.in_sync)
+        key = self.game.version
         if self._svg is not None and self._svg[0] == key:
             return self._svg[1]
         board = self.game.board()
@@ -142,6 +142,8 @@ class Broadcaster:
         self.version = 0
         self.written_version = -1
         self._dirty = asyncio.Event()
+        self._pending: dict[int, bool] = {}
+        self._pending_event = asyncio.Event()
         self._pgn_listeners: list[Callable[[str], None]] = []
         self._unknown: set[str] = set()
         self._transactions = 0
@@ -236,11 +238,27 @@ class Broadcaster:
                     queue.put_nowait(("overflow", {}))
 
     def _changed(self, view: BoardView | None, *, game_changed: bool = True) -> None:
+        """Note a change: the PGN writer and the dashboard streams pick it up (bursts are coalesced)."""
         if game_changed:
             self.version += 1
             self._dirty.set()
         if view is not None and self._listeners:
-            self._notify("board", view.to_json(svg=True))
+            number = view.pairing.board
+            self._pending[number] = self._pending.get(number, False) or game_changed
+            self._pending_event.set()
+
+    def flush_notifications(self) -> None:
+        """Send one ``board`` update per changed board (with its SVG when the position changed)."""
+        pending, self._pending = self._pending, {}
+        for number, with_svg in pending.items():
+            self._notify("board", self.by_number[number].to_json(svg=with_svg))
+
+    async def run_notifier(self) -> None:
+        """Feed the dashboard streams: what changed while messages were being handled, once."""
+        while True:
+            await self._pending_event.wait()
+            self._pending_event.clear()
+            self.flush_notifications()
 
     def snapshot(self, *, svg: bool = True) -> dict[str, Any]:
         t = self.tournament

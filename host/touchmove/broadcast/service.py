@@ -62,6 +62,7 @@ class BroadcastService:
             self.port = int(self._runner.addresses[0][1])
         self._tasks.append(asyncio.create_task(self.link.run(), name="mqtt"))
         self._tasks.append(asyncio.create_task(self.hub.run_writer(), name="pgn-writer"))
+        self._tasks.append(asyncio.create_task(self.hub.run_notifier(), name="dashboard-notifier"))
         if self.pusher is not None:
             self._tasks.append(asyncio.create_task(self.pusher.run(), name="lichess-push"))
         if wait_mqtt:

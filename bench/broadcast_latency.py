@@ -1,0 +1,216 @@
+"""Broadcast latency: simulated boards at blitz pace -> Mosquitto -> ``touchmove broadcast`` -> HTTP / SSE.
+
+Prints figures; not a test. The broadcaster runs as its own process (``touchmove broadcast --config``),
+as in production; this process plays the bridges (several bases on one private Mosquitto, each publishing
+what a bridge does per move: the move event, a clock event, the retained state and the retained PGN) and
+measures, for every move, the time from publishing its event to
+
+* the round PGN served at ``/round/N.pgn`` containing it (a poller fetching it back to back; the time
+  taken is when the response that first shows the move has been read, so it includes one poll), and
+* the dashboard's event stream (``/api/stream``, server-sent events) delivering the board update.
+
+    .venv/bin/python bench/broadcast_latency.py                  # 200 boards, 60 s
+    .venv/bin/python bench/broadcast_latency.py --boards 50 --seconds 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import aiohttp
+import aiomqtt
+from touchmove.broadcast.local_broker import LocalBroker, free_port
+from touchmove.broadcast.simboards import SimBridge
+
+COMMENT = re.compile(r"\{[^}]*\}")
+MOVE_NUMBER = re.compile(r"^\d+\.+$")
+RESULTS = {"1-0", "0-1", "1/2-1/2", "*"}
+
+
+def plies_per_board(pgn: str) -> dict[int, int]:
+    """Board number -> plies, read from the round PGN quickly (no python-chess: the poller must be fast)."""
+    out: dict[int, int] = {}
+    for chunk in pgn.split("\n\n[Event ")[0:]:
+        m = re.search(r'\[Round "\d+\.(\d+)"\]', chunk)
+        if not m:
+            continue
+        head_end = chunk.find("\n\n")
+        moves = COMMENT.sub(" ", chunk[head_end:]) if head_end >= 0 else ""
+        out[int(m.group(1))] = sum(1 for tok in moves.split()
+                                   if tok not in RESULTS and not MOVE_NUMBER.match(tok))
+    return out
+
+
+def tournament_toml(boards: int, bridges: int, port: int, out: Path) -> str:
+    lines = [
+        'event = "Latency bench"', 'site = "localhost"', 'time_control = "180+2"', "round = 1", "",
+        "[broadcast]", f'output_dir = "{out}"', 'token = "bench"', "",
+        "[[brokers]]", f'url = "mqtt://127.0.0.1:{port}"',
+        "bases = [" + ", ".join(f'"bench-{i}"' for i in range(bridges)) + "]", "",
+        "[[rounds]]", "number = 1", "",
+    ]
+    for n in range(1, boards + 1):
+        lines += ["[[rounds.boards]]", f"board = {n}", f'board_id = "board-{n:03d}"',
+                  f'white = {{ name = "White {n}", elo = {2600 - n} }}',
+                  f'black = {{ name = "Black {n}", elo = {2590 - n} }}', ""]
+    return "\n".join(lines)
+
+
+def pct(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+async def run(args: argparse.Namespace) -> None:
+    rng = random.Random(args.seed)
+    with LocalBroker() as broker, tempfile.TemporaryDirectory(prefix="touchmove-bench-") as tmp:
+        config = Path(tmp) / "tournament.toml"
+        config.write_text(tournament_toml(args.boards, args.bridges, broker.port, Path(tmp) / "out"))
+        http_port = free_port()
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        proc = subprocess.Popen([sys.executable, "-m", "touchmove.cli", "broadcast", "--config", str(config),
+                                 "--port", str(http_port)], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, env=env)
+        base_url = f"http://127.0.0.1:{http_port}"
+        published: dict[tuple[int, int], float] = {}
+        pgn_seen: dict[tuple[int, int], float] = {}
+        sse_seen: dict[tuple[int, int], float] = {}
+        polls: list[float] = []
+        stop = asyncio.Event()
+        try:
+            async with aiohttp.ClientSession() as http:
+                for _ in range(200):
+                    try:
+                        async with http.get(f"{base_url}/api/state?svg=0") as resp:
+                            if resp.status == 200:
+                                break
+                    except aiohttp.ClientError:
+                        pass
+                    await asyncio.sleep(0.05)
+                await asyncio.sleep(1.0)  # let it subscribe
+
+                async def sse() -> None:
+                    async with http.get(f"{base_url}/api/stream",
+                                        timeout=aiohttp.ClientTimeout(total=None)) as resp:
+                        buffer = b""
+                        async for chunk in resp.content.iter_any():
+                            now = time.perf_counter()
+                            buffer += chunk
+                            *messages, buffer = buffer.split(b"\n\n")
+                            for message in messages:
+                                if not message.startswith(b"event: board\n"):
+                                    continue
+                                data = json.loads(message.split(b"\ndata: ", 1)[1])
+                                sse_seen.setdefault((data["board"], data["ply"]), now)
+
+                async def poll() -> None:
+                    known: dict[int, int] = {}
+                    while not stop.is_set():
+                        t0 = time.perf_counter()
+                        async with http.get(f"{base_url}/round/1.pgn") as resp:
+                            text = await resp.text()
+                        now = time.perf_counter()
+                        polls.append(now - t0)
+                        for board, plies in plies_per_board(text).items():
+                            for ply in range(known.get(board, 0) + 1, plies + 1):
+                                pgn_seen.setdefault((board, ply), now)
+                            known[board] = plies
+                        await asyncio.sleep(args.poll_pause)
+
+                async def play(sim_board: object, number: int, deadline: float) -> None:
+                    from touchmove.broadcast.simboards import SimBoard
+
+                    assert isinstance(sim_board, SimBoard)
+                    await asyncio.sleep(rng.uniform(0, args.ply_max))
+                    while time.perf_counter() < deadline and not sim_board.position.is_game_over():
+                        move = rng.choice(list(sim_board.position.legal_moves))
+                        published[(number, sim_board.ply + 1)] = time.perf_counter()
+                        await sim_board.move(move.uci(), remaining_ms=rng.randrange(10_000, 180_000))
+                        await asyncio.sleep(rng.uniform(args.ply_min, args.ply_max))
+
+                clients = [aiomqtt.Client("127.0.0.1", broker.port, max_queued_outgoing_messages=100_000)
+                           for _ in range(args.bridges)]
+                for c in clients:
+                    await c.__aenter__()
+                try:
+                    sims = [SimBridge(c, f"bench-{i}") for i, c in enumerate(clients)]
+                    for s in sims:
+                        await s.online()
+                    boards = [(sims[(n - 1) % args.bridges].board(f"board-{n:03d}"), n)
+                              for n in range(1, args.boards + 1)]
+                    for b, _ in boards:  # the round starts: every game at once
+                        await b.start()
+                    await asyncio.sleep(2.0)
+                    sse_task = asyncio.create_task(sse())
+                    poll_task = asyncio.create_task(poll())
+                    await asyncio.sleep(0.5)
+                    start = time.perf_counter()
+                    deadline = start + args.seconds
+                    await asyncio.gather(*(play(b, n, deadline) for b, n in boards))
+                    await asyncio.sleep(2.0)  # the last moves come through
+                    stop.set()
+                    await poll_task
+                    sse_task.cancel()
+                    await asyncio.gather(sse_task, return_exceptions=True)
+                    for s in sims:
+                        await s.clear_retained()
+                finally:
+                    for c in clients:
+                        await c.__aexit__(None, None, None)
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
+    moves = [k for k in published if k[1] > 0]
+    pgn_lat = [(pgn_seen[k] - published[k]) * 1000 for k in moves if k in pgn_seen]
+    sse_lat = [(sse_seen[k] - published[k]) * 1000 for k in moves if k in sse_seen]
+    rate = len(moves) / args.seconds
+    print(f"boards {args.boards} on {args.bridges} bridges, {args.seconds:.0f} s, a ply every "
+          f"{args.ply_min:g}-{args.ply_max:g} s per board: {len(moves)} moves ({rate:.1f}/s), "
+          f"4 MQTT messages each")
+    print(f"move event -> round PGN over HTTP: p50 {pct(pgn_lat, 50):.1f} ms, p99 {pct(pgn_lat, 99):.1f} ms, "
+          f"max {max(pgn_lat, default=float('nan')):.1f} ms ({len(pgn_lat)}/{len(moves)} seen; "
+          f"PGN fetch p50 {pct([p * 1000 for p in polls], 50):.1f} ms, {len(polls)} fetches)")
+    print(f"move event -> dashboard stream:  p50 {pct(sse_lat, 50):.1f} ms, p99 {pct(sse_lat, 99):.1f} ms, "
+          f"max {max(sse_lat, default=float('nan')):.1f} ms ({len(sse_lat)}/{len(moves)} seen)")
+    if pgn_lat:
+        print(f"mean PGN latency {statistics.fmean(pgn_lat):.1f} ms")
+    if os.environ.get("BENCH_DEBUG"):
+        t0 = min(published.values())
+        worst = sorted(((pgn_seen[k] - published[k]) * 1000, published[k] - t0, k) for k in moves if k in pgn_seen)
+        for lat, at, key in worst[-8:]:
+            print(f"  {lat:.0f} ms for {key} published at +{at:.2f} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--boards", type=int, default=200)
+    parser.add_argument("--bridges", type=int, default=4, help="bridges (base topics) sharing the boards")
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--ply-min", type=float, default=2.0, help="shortest pause between a board's plies")
+    parser.add_argument("--ply-max", type=float, default=8.0, help="longest pause between a board's plies")
+    parser.add_argument("--poll-pause", type=float, default=0.005, help="pause between PGN fetches (s)")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    logging.getLogger("mqtt").setLevel(logging.ERROR)  # aiomqtt's "pending publish calls" notes
+    if not LocalBroker.available():
+        sys.exit("mosquitto is not installed (apt-get install mosquitto)")
+    asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    main()
