@@ -17,9 +17,10 @@ try:
 except SystemExit:
     raise
 except BaseException as exc:  # anything that escapes is fatal
-    sys.print_exception(exc)
-    if sys.platform == "linux":
+    if sys.platform == "linux":  # the PC simulation: stdout is the wire, the traceback goes to stderr
+        sys.print_exception(exc, sys.stderr)
         sys.exit(1)
+    sys.print_exception(exc)
     import time
 
     import machine

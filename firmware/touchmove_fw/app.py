@@ -37,8 +37,8 @@ class App:
     def send_hello(self):
         self.out.send("hello", protocol.hello_fields(FW_VERSION, self.board_id, self.boot))
 
-    def send_snapshot(self, kind="snapshot"):
-        self.out.send(kind, protocol.occ_fields(self.scanner.occupancy()))
+    def send_snapshot(self, kind="snapshot", t=-1):
+        self.out.send(kind, protocol.occ_fields(self.scanner.occupancy()), t)
 
     def flush(self):
         """Write out everything the scan task has queued (synchronously, in order)."""
@@ -60,7 +60,7 @@ class App:
                 out.send("button", protocol.button_fields(name), t)
         if self.scanner.heartbeat_due:
             self.scanner.heartbeat_due = False
-            self.send_snapshot("heartbeat")
+            self.send_snapshot("heartbeat", self.scanner.heartbeat_t)
             self._collect()
 
     def _collect(self):
@@ -184,6 +184,9 @@ class App:
     def start(self):
         """Prime the debouncer with the board as it is and announce ourselves (hello, snapshot)."""
         self.running = True
+        begin = getattr(self.driver, "begin", None)
+        if begin is not None:
+            begin()  # heavy driver set-up (the sim's timeline), after the set-up code is unloaded
         self.scanner.prime(self.clock.ms())
         self.send_hello()
         self.send_snapshot()

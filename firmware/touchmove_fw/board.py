@@ -116,7 +116,7 @@ def build(cfg, machine=None):
         stdin = getattr(sys.stdin, "buffer", sys.stdin)
         stream = asyncio.StreamReader(stdin)
         if sim:
-            cleanup = _raw_tty()
+            cleanup = drv_mod.raw_tty()
 
     if sim:
         board_id = cfg.get("board_id") or _hex(b"touchmove-sim")
@@ -124,8 +124,9 @@ def build(cfg, machine=None):
         board_id = _hex(machine.unique_id())
     app = App(cfg, driver, clock, write, board_id, _boot_id(), buttons, leds)
     if sim and cfg.get("sim_exit"):
-        linger = cfg.get("sim_linger", 2000)
-        app.stop_when = lambda t: driver.done(t - linger)
+        # a bound method, not a closure: a closure would keep this module (unloaded after set-up) alive
+        driver.linger = cfg.get("sim_linger", 2000)
+        app.stop_when = driver.over
     if sim and cfg.get("memstats"):
         app.memstats = {"peak_alloc": 0, "peak_live": 0}
 
@@ -133,26 +134,6 @@ def build(cfg, machine=None):
     if cfg["wdt"] and not sim:
         wdt = machine.WDT(timeout=cfg["wdt_ms"])
     return app, stream, wdt, cleanup
-
-
-def _raw_tty():
-    # On a pty (the host's end-to-end tests, the demo) the line discipline would echo commands back into
-    # our output and turn 0x03 into SIGINT: switch it to raw, and restore it on exit.
-    try:
-        import termios
-
-        saved = termios.tcgetattr(0)
-        termios.setraw(0)
-    except Exception:  # not a terminal (a pipe, /dev/null): nothing to do
-        return None
-
-    def restore():
-        try:
-            termios.tcsetattr(0, termios.TCSANOW, saved)
-        except Exception:
-            pass
-
-    return restore
 
 
 def safe_boot(cfg, machine):

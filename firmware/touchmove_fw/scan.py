@@ -28,16 +28,18 @@ class Scanner:
         self.queue = queue
         self.invert = 0xFF if active_low else 0
         self.raw = bytearray(_NBYTES)
+        self.view = memoryview(self.raw)[0:8]  # what drivers fill: exactly 8 bytes (64 SPI clocks)
         self.deb = Debouncer(_NBYTES, self._changed, n, ms)
         self.heartbeat_ms = heartbeat_ms
         self.next_heartbeat = heartbeat_ms
         self.heartbeat_due = False
+        self.heartbeat_t = 0  # device time of the scan that made it due
         self.scans = 0  # the supervisor feeds the watchdog only while this moves
         self.ranks = bytearray(8)  # square-order occupancy for snapshots (filled by occupancy())
 
     def _sample(self):
         raw = self.raw
-        self.driver.read(raw)
+        self.driver.read(self.view)
         inv = self.invert
         if inv:
             for k in range(8):
@@ -58,6 +60,7 @@ class Scanner:
         self.scans += 1
         if t >= self.next_heartbeat:
             self.heartbeat_due = True
+            self.heartbeat_t = t
             self.next_heartbeat += self.heartbeat_ms
             if self.next_heartbeat <= t:  # fell far behind (stalled loop): don't burst heartbeats
                 self.next_heartbeat = t + self.heartbeat_ms

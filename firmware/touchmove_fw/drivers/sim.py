@@ -8,7 +8,8 @@
 #   {"t": 5000, "type": "clock", "side": "white"}  the white clock button is pressed for 100 ms
 # Chatter is just more lines a few ms apart: the firmware's debounce must hide it. Other types are ignored.
 # The board starts in the standard position unless the timeline's first record is a snapshot.
-# The whole timeline is parsed into compact arrays at start, so read() allocates nothing.
+# Unlike the hardware drivers, read() allocates when a record falls due (it reads the next line): the sim
+# is a PC tool, and streaming keeps a long game's RAM flat.
 from array import array
 
 from ..squares import START_OCC, index
@@ -16,7 +17,7 @@ from ..squares import START_OCC, index
 _LIFT = 0
 _PLACE = 1
 _SNAP = 2
-_CLOCK = 3
+_CLOCK = 3  # arg 0 white, 1 black
 PRESS_MS = 100
 
 
@@ -28,81 +29,79 @@ def _parse_occ(s):
 
 
 class SimBoard:
-    def __init__(self, lines, clock):
-        import json
+    """``lines``: a list of JSON lines, or the path of a timeline file. Records are read one at a time as
+    device time reaches them (a game of any length needs no more RAM than one line); ``begin()`` opens the
+    file, and the app calls it once the set-up code has been unloaded."""
 
+    def __init__(self, lines, clock):
         self.clock = clock
         self.state = bytearray(START_OCC)
-        self.times = array("i")
-        self.kinds = bytearray()
-        self.args = bytearray()
-        self.snaps = []
-        last_t = 0
-        first = True
-        for lineno, line in enumerate(lines):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                rec = json.loads(line)
-                t = rec["t"]
-                kind = rec["type"]
-                if not isinstance(t, int):
-                    raise ValueError
-            except Exception:
-                raise ValueError("timeline line %d: not a record" % (lineno + 1))
-            if t < last_t:
-                t = last_t  # like the host's reader: time never runs backwards
-            last_t = t
-            if kind in ("lift", "place"):
-                sq = index(rec.get("sq"))
-                if sq < 0:
-                    raise ValueError("timeline line %d: bad square" % (lineno + 1))
-                code, arg = (_LIFT if kind == "lift" else _PLACE), sq
-            elif kind == "snapshot":
-                occ = _parse_occ(rec.get("occ"))
-                if first:
-                    self.state[:] = occ
-                    first = False
-                    continue
-                code, arg = _SNAP, len(self.snaps)
-                self.snaps.append(occ)
-            elif kind == "clock":
-                code, arg = _CLOCK, 0 if rec.get("side") == "white" else 1
-            else:
-                continue
-            first = False
-            self.times.append(t)
-            self.kinds.append(code)
-            self.args.append(arg)
-        self.pos = 0
-        self.end_t = last_t
+        self.snap = bytearray(8)
+        self.first_snap = False
+        self.source = lines
+        self.file = None
+        self.records = None
+        self.next_t = -1  # device time of the next record; -1: none left
+        self.next_code = 0
+        self.end_t = 0
         self.release = array("i", [-1, -1])  # device time each clock button is released, -1 = up
         self.pressed = 0
+        self.linger = 2000
+        if not isinstance(lines, str):
+            self.begin()
+
+    def begin(self):
+        if self.records is not None:
+            return
+        src = self.source
+        if isinstance(src, str):
+            src = self.file = open(src)
+        self.source = None
+        self.records = _records(src, self)
+        self._next()
+        if self.next_t >= 0 and self.next_code >> 6 == _SNAP and self.first_snap:
+            # a leading snapshot is the initial occupancy, not a change
+            for k in range(8):
+                self.state[k] = self.snap[k]
+            self._next()
+
+    def _next(self):
+        try:
+            t, code = next(self.records)
+        except StopIteration:
+            self.next_t = -1
+            if self.file is not None:
+                self.file.close()
+                self.file = None
+            return
+        self.next_t = t
+        self.next_code = code
+        self.end_t = t
 
     def done(self, t):
-        return self.pos >= len(self.times) and t > self.end_t
+        return self.records is not None and self.next_t < 0 and t > self.end_t
+
+    def over(self, t):
+        """The timeline ended ``linger`` ms ago (the app's stop_when in stepped/test runs)."""
+        return self.done(t - self.linger)
 
     def _advance(self, t):
-        times = self.times
-        n = len(times)
         state = self.state
-        while self.pos < n and times[self.pos] <= t:
-            i = self.pos
-            kind = self.kinds[i]
-            arg = self.args[i]
+        while 0 <= self.next_t <= t:
+            code = self.next_code
+            kind = code >> 6
+            arg = code & 63
             if kind == _PLACE:
                 state[arg >> 3] |= 1 << (arg & 7)
             elif kind == _LIFT:
                 state[arg >> 3] &= ~(1 << (arg & 7))
             elif kind == _SNAP:
-                snap = self.snaps[arg]
                 for k in range(8):
-                    state[k] = snap[k]
-            else:
+                    state[k] = self.snap[k]
+            else:  # a clock button
                 self.pressed |= 1 << arg
-                self.release[arg] = times[i] + PRESS_MS
-            self.pos = i + 1
+                self.release[arg] = self.next_t + PRESS_MS
+            self._next()  # reads and parses the next record: the sim's only allocation
         for b in range(2):
             r = self.release[b]
             if r >= 0 and t >= r:
@@ -116,6 +115,51 @@ class SimBoard:
             buf[k] = state[k]
 
 
+def _records(lines, board):
+    """Yield (t, code) per timeline record, code = kind << 6 | arg; a snapshot's bits go to board.snap
+    (board.first_snap tells whether it was the first record)."""
+    import json
+
+    last_t = 0
+    first = True
+    lineno = 0
+    for line in lines:
+        lineno += 1
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            rec = json.loads(line)
+            t = rec["t"]
+            kind = rec["type"]
+            if not isinstance(t, int) or isinstance(t, bool) or t < 0:
+                raise ValueError
+        except Exception:
+            raise ValueError("timeline line %d: not a record" % lineno)
+        if t < last_t:
+            t = last_t  # like the host's reader: time never runs backwards
+        last_t = t
+        if kind in ("lift", "place"):
+            sq = index(rec.get("sq"))
+            if sq < 0:
+                raise ValueError("timeline line %d: bad square" % lineno)
+            code, arg = (_LIFT if kind == "lift" else _PLACE), sq
+        elif kind == "snapshot":
+            try:
+                occ = _parse_occ(rec.get("occ"))
+            except ValueError:
+                raise ValueError("timeline line %d: bad occ" % lineno)
+            board.snap[:] = occ
+            board.first_snap = first
+            code, arg = _SNAP, 0
+        elif kind == "clock":
+            code, arg = _CLOCK, 0 if rec.get("side") == "white" else 1
+        else:
+            continue
+        first = False
+        yield t, (code << 6) | arg
+
+
 class SimButtons:
     """The sim board's two clock buttons (bit 0 white, bit 1 black)."""
 
@@ -127,6 +171,26 @@ class SimButtons:
 
 
 def from_config(cfg, machine, clock):
-    path = cfg["timeline"]
-    with open(path) as f:
-        return SimBoard(f, clock)
+    return SimBoard(cfg["timeline"], clock)  # loaded by begin(), when the app starts
+
+
+def raw_tty():
+    """Put stdin, when a terminal, in raw mode; return a function restoring it (or None).
+
+    On a pty (the host's end-to-end tests, the demo) the line discipline would echo commands back into our
+    output, turn "\n" into "\r\n" and 0x03 into SIGINT."""
+    try:
+        import termios
+
+        saved = termios.tcgetattr(0)
+        termios.setraw(0)
+    except Exception:  # not a terminal (a pipe, /dev/null): nothing to do
+        return None
+
+    def restore():
+        try:
+            termios.tcsetattr(0, termios.TCSANOW, saved)
+        except Exception:
+            pass
+
+    return restore

@@ -11,6 +11,7 @@ class HC165Chain:
         self.reg = bytearray(8)
         self.pos = 0  # bits shifted out since the last load (bit-banged reading)
         self.loads = 0
+        self.clocks = 0
         machine.SPI_DEVICES[spi_id] = self
         machine.watch(load, self._load)
         machine.watch(clk, self._clk)
@@ -34,10 +35,12 @@ class HC165Chain:
         return (self.reg[p >> 3] >> (7 - (p & 7))) & 1
 
     def spi_readinto(self, buf):
-        # MSB first: the first byte clocked in is chip 0's D7..D0
-        for k in range(len(buf)):
+        # MSB first: the first byte clocked in is chip 0's D7..D0; past 64 bits the chain reads zeros
+        n = len(buf)
+        for k in range(n):
             buf[k] = self.reg[k] if k < 8 else 0
-        self.pos = 64
+        self.pos = 8 * n
+        self.clocks += 8 * n
 
 
 class MatrixModel:
@@ -131,3 +134,51 @@ class HallModel:
         else:
             mux = self.adc_pins.index(pin)
         return self.values[16 * mux + ch]
+
+
+class ScriptedBoard:
+    """Raw square bits scripted over device time, preallocated (the sim driver reads a file, and allocates
+    while doing so; this one doesn't, for heap-locked runs). ``script``: (t, square, 0 | 1) in time order;
+    ``presses``: (t, button) pressed for 100 ms."""
+
+    def __init__(self, clock, script, presses=()):
+        from array import array
+
+        self.clock = clock
+        self.state = bytearray((0xFF, 0xFF, 0, 0, 0, 0, 0xFF, 0xFF))
+        self.times = array("i", [t for t, _, _ in script])
+        self.codes = bytearray([sq | (s << 7) for _, sq, s in script])
+        self.press_t = array("i", [t for t, _ in presses])
+        self.press_b = bytearray([b for _, b in presses])
+        self.pos = 0
+        self.pressed = 0
+
+    def done(self, t):
+        last = max(self.times[-1] if len(self.times) else 0, self.press_t[-1] + 100 if len(self.press_t) else 0)
+        return self.pos >= len(self.times) and t > last
+
+    def read(self, buf):
+        t = self.clock.ms()
+        while self.pos < len(self.times) and self.times[self.pos] <= t:
+            c = self.codes[self.pos]
+            sq = c & 63
+            if c & 0x80:
+                self.state[sq >> 3] |= 1 << (sq & 7)
+            else:
+                self.state[sq >> 3] &= ~(1 << (sq & 7))
+            self.pos += 1
+        for k in range(8):
+            buf[k] = self.state[k]
+        p = 0
+        for i in range(len(self.press_t)):
+            if 0 <= t - self.press_t[i] < 100:
+                p |= 1 << self.press_b[i]
+        self.pressed = p
+
+
+class ScriptedButtons:
+    def __init__(self, board):
+        self.board = board
+
+    def read(self):
+        return self.board.pressed

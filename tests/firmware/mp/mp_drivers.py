@@ -1,9 +1,9 @@
+# ruff: noqa: UP031  (MicroPython-side code: %-formatting, like the firmware)
 # Drivers against scripted pin states (fake machine + hardware models).
 import random
 
 import machine
 from hwmodels import HallModel, HC165Chain, MatrixModel, MCP23017Model
-
 from touchmove_fw import config
 from touchmove_fw.drivers import hall_mux, hc165, matrix, mcp23017
 

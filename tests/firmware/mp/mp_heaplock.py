@@ -1,16 +1,16 @@
+# ruff: noqa: UP031  (MicroPython-side code: %-formatting, like the firmware)
 # The scan loop allocates nothing: every driver's scan runs with the heap locked (any allocation raises
 # MemoryError), through debounce, button reads, the event queue, overflow and heartbeats.
 import asyncio
 
 import machine
 import micropython
-from hwmodels import HallModel, HC165Chain, MatrixModel, MCP23017Model
-
+from hwmodels import HallModel, HC165Chain, MatrixModel, MCP23017Model, ScriptedBoard, ScriptedButtons
 from touchmove_fw import config
 from touchmove_fw.app import App
 from touchmove_fw.buttons import PinButtons
 from touchmove_fw.clock import SteppedClock
-from touchmove_fw.drivers import hall_mux, hc165, matrix, mcp23017, sim
+from touchmove_fw.drivers import hall_mux, hc165, matrix, mcp23017
 from touchmove_fw.evqueue import EventQueue
 from touchmove_fw.scan import Scanner
 from touchmove_fw.squares import build_map
@@ -67,6 +67,7 @@ def test_hc165_spi_scan_no_alloc():
             machine.set_input(cfg["pins"]["clock_white"], (i // 50) & 1)
     events = _locked_scans(s, both)
     assert events >= 100, events
+    assert chain.clocks == 64 * chain.loads  # exactly one 64-bit read per scan
     assert s.heartbeat_due
 
 
@@ -128,25 +129,24 @@ def test_queue_overflow_no_alloc():
     assert s.queue.overflow and s.queue.n == 8 and s.queue.dropped > 0
 
 
-def _sim_board(clock):
-    lines = []
+def _scripted_board(clock):
+    # 60 moves on rank 2 with chatter (3 raw flips within 4 ms) and a clock press every 10 moves
+    script = []
+    presses = []
     t = 100
     for i in range(60):
-        sq = "abcdefgh"[i & 7] + "2"
-        lines.append('{"t":%d,"type":"lift","sq":"%s"}' % (t, sq))
-        lines.append('{"t":%d,"type":"place","sq":"%s"}' % (t + 2, sq))  # chatter
-        lines.append('{"t":%d,"type":"lift","sq":"%s"}' % (t + 4, sq))
-        lines.append('{"t":%d,"type":"place","sq":"%s"}' % (t + 200, sq))
+        sq = 8 + (i & 7)
+        script += [(t, sq, 0), (t + 2, sq, 1), (t + 4, sq, 0), (t + 200, sq, 1)]
         if i % 10 == 0:
-            lines.append('{"t":%d,"type":"clock","side":"black"}' % (t + 300))
+            presses.append((t + 300, 1))
         t += 500
-    return sim.SimBoard(lines, clock)
+    return ScriptedBoard(clock, script, presses)
 
 
-def test_sim_scan_no_alloc():
+def test_scripted_board_scan_no_alloc():
     clock = SteppedClock()
-    board = _sim_board(clock)
-    s = Scanner(board, build_map(None), EventQueue(64), sim.SimButtons(board), False, 4, 0, 1000)
+    board = _scripted_board(clock)
+    s = Scanner(board, build_map(None), EventQueue(64), ScriptedButtons(board), False, 4, 0, 1000)
     s.prime(0)
     q = s.queue
     n = 0
@@ -165,7 +165,7 @@ def test_sim_scan_no_alloc():
 
 def test_time_mode_debounce_no_alloc():
     clock = SteppedClock()
-    board = _sim_board(clock)
+    board = _scripted_board(clock)
     s = Scanner(board, build_map(None), EventQueue(64), None, False, 3, 15, 1000)
     s.prime(0)
     q = s.queue
@@ -187,9 +187,9 @@ def test_scan_task_under_asyncio_no_alloc():
     # The whole scan task, scheduled by asyncio, with the heap locked for 300 scans (the writer is not
     # running: its formatting allocates by design, outside the scan path).
     clock = SteppedClock()
-    board = _sim_board(clock)
+    board = _scripted_board(clock)
     cfg = config.get("sim", {"timeline": None})
-    app = App(cfg, board, clock, lambda s: None, "00", 1, sim.SimButtons(board))
+    app = App(cfg, board, clock, lambda s: None, "00", 1, ScriptedButtons(board))
     app.running = True
     app.scanner.prime(0)
     done = []

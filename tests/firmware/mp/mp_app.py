@@ -1,0 +1,250 @@
+# The app under MicroPython: commands, the byte-by-byte reader with hostile input, LEDs, the watchdog
+# supervisor, queue overflow.
+import asyncio
+import json
+import random
+
+import machine
+import neopixel
+from touchmove_fw import config
+from touchmove_fw.app import App, make_leds
+from touchmove_fw.clock import SteppedClock
+from touchmove_fw.drivers import sim
+from touchmove_fw.link import LINE, TOO_LONG, LineAssembler
+
+
+def setup():
+    machine.reset_fakes()
+
+
+class Board:
+    """A driver whose raw bits the test sets directly."""
+
+    def __init__(self):
+        self.bits = bytearray((0xFF, 0xFF, 0, 0, 0, 0, 0xFF, 0xFF))
+
+    def read(self, buf):
+        for k in range(8):
+            buf[k] = self.bits[k]
+
+
+def make_app(leds=True, **over):
+    cfg = config.get("sim", {"timeline": None})
+    cfg.update(over)
+    lines = []
+    clock = SteppedClock()
+    strip = neopixel.NeoPixel(machine.Pin(22), 64) if leds else None
+    app = App(cfg, Board(), clock, lines.append, "abcd", 7, None, make_leds(cfg, strip) if leds else None)
+    app.lines = lines
+    app.strip = strip
+    app.start()
+    return app
+
+
+def msgs(app):
+    return [json.loads(x) for x in app.lines]
+
+
+def feed(app, data):
+    la = app.la if hasattr(app, "la") else LineAssembler()
+    app.la = la
+    for b in data:
+        r = la.feed(b)
+        if r == LINE:
+            app.command(la.line())
+        elif r == TOO_LONG:
+            app.out.error("line too long")
+
+
+def check_stream(app):
+    out = msgs(app)
+    for i, m in enumerate(out):
+        assert m["seq"] == i, (i, m)
+        assert isinstance(m["t"], int)
+        assert isinstance(m["type"], str)
+    return out
+
+
+def test_hello_and_snapshot_at_start():
+    out = msgs(make_app())
+    assert out[0] == {"type": "hello", "proto": 1, "fw": "0.1.0", "board": "abcd", "boot": 7, "seq": 0, "t": 0}
+    assert out[1] == {"type": "snapshot", "occ": "ffff00000000ffff", "seq": 1, "t": 0}
+    assert app_line_keys(make_app()) == ["type", "proto", "fw", "board", "boot", "seq", "t"]
+
+
+def app_line_keys(app):
+    line = app.lines[0]
+    keys = []
+    i = 0
+    while True:
+        i = line.find('"', i)
+        if i < 0:
+            break
+        j = line.find('"', i + 1)
+        if line[j + 1] == ":":
+            keys.append(line[i + 1:j])
+        i = j + 1
+    return keys
+
+
+def test_commands():
+    app = make_app()
+    feed(app, b'{"cmd":"ping","id":5}\n{"cmd":"ping","id":"x"}\r\n{"cmd":"snapshot"}\n{"cmd":"hello"}\n')
+    out = check_stream(app)[2:]
+    assert [m["type"] for m in out] == ["pong", "pong", "snapshot", "hello", "snapshot"]
+    assert out[0]["id"] == 5 and out[1]["id"] == "x"
+
+
+def test_malformed_commands_get_errors():
+    app = make_app()
+    bad = [b"nonsense", b"[1,2]", b'{"cmd":1}', b'{"cmd":"fly"}', b'{"cmd":"ping","id":true}',
+           b'{"cmd":"leds","squares":["z9"],"color":[1,2,3]}', b'{"cmd":"leds","color":[1,2,300]}',
+           b'{"cmd":"leds"}', b'{"cmd":"calibrate"}', b'{"cmd":"ping"', b"\xff\xfe\x03"]
+    for line in bad:
+        feed(app, line + b"\n")
+    out = check_stream(app)[2:]
+    assert [m["type"] for m in out] == ["error"] * len(bad), out
+    assert out[3]["why"] == "unknown cmd"
+
+
+def test_overlong_line_is_discarded_whole():
+    app = make_app()
+    feed(app, b'{"cmd":"ping","id":1,"pad":"' + b"x" * 600 + b'"}\n{"cmd":"ping","id":2}\n')
+    out = check_stream(app)[2:]
+    assert [m["type"] for m in out] == ["error", "pong"]
+    assert out[0]["why"] == "line too long" and out[1]["id"] == 2
+
+
+def test_ctrl_c_bytes_are_data():
+    app = make_app()
+    feed(app, b'\x03\x03{"cmd":"ping","id":3}\n\x03\n')
+    out = check_stream(app)[2:]
+    assert [m["type"] for m in out] == ["error", "error"]  # the 0x03s made both lines bad JSON
+
+
+def test_fuzz_reader_never_crashes():
+    random.seed(11)
+    app = make_app()
+    good = [b'{"cmd":"ping","id":9}', b'{"cmd":"snapshot"}', b'{"cmd":"leds","clear":true}',
+            b'{"cmd":"leds","squares":["e2"],"color":[255,255,255]}']
+    for _ in range(300):
+        kind = random.getrandbits(2)
+        if kind == 0:
+            data = bytes(random.getrandbits(8) for _ in range(random.getrandbits(6)))
+        elif kind == 1:
+            g = good[random.getrandbits(2)]
+            data = g[: random.getrandbits(5)]  # truncated
+        elif kind == 2:
+            data = b"\x03" * random.getrandbits(3) + good[random.getrandbits(2)]
+        else:
+            data = good[random.getrandbits(2)] + b"\r\n"
+        feed(app, data)
+    feed(app, b'\n{"cmd":"ping","id":42}\n')
+    out = check_stream(app)
+    assert out[-1] == {"type": "pong", "id": 42, "seq": len(out) - 1, "t": out[-1]["t"]}
+
+
+def test_leds_with_brightness_cap():
+    app = make_app(leds=True)
+    feed(app, b'{"cmd":"leds","squares":["a1","e2","h8"],"color":[255,255,255]}\n')
+    cap = app.leds.cap
+    v = (255 * cap + 127) // 255
+    assert app.strip.pixels[0] == (v, v, v)  # a1: LED 0
+    assert app.strip.pixels[11] == (v, v, v)  # e2: the second row runs backwards (serpentine) -> LED 11
+    assert app.strip.pixels[56] == (v, v, v)  # h8: row 8 runs backwards -> LED 56
+    assert sum(1 for p in app.strip.pixels if p != (0, 0, 0)) == 3
+    feed(app, b'{"cmd":"leds","clear":true}\n')
+    assert all(p == (0, 0, 0) for p in app.strip.pixels)
+    assert len(app.lines) == 2  # no reply on success
+
+
+def test_no_leds_is_an_error():
+    app = make_app(leds=False)
+    feed(app, b'{"cmd":"leds","clear":true}\n')
+    assert msgs(app)[-1]["why"] == "no leds"
+
+
+def test_overflow_sends_snapshot_instead():
+    app = make_app(queue=4)
+    board = app.driver
+    s = app.scanner
+    t = 0
+    for k in range(2, 6):  # 32 squares fill in at once: far more than 4 events
+        board.bits[k] = 0xFF
+    for _ in range(6):
+        t += 5
+        s.scan(t)
+    assert app.q.overflow
+    app.flush()
+    out = check_stream(app)[2:]
+    assert [m["type"] for m in out] == ["snapshot"]
+    assert out[0]["occ"] == "ffffffffffffffff"
+    board.bits[2] = 0  # 8 more changes: 4 fit, 4 are dropped
+    for _ in range(6):
+        t += 5
+        s.scan(t)
+    assert app.q.overflow and app.q.n == 4
+    app.flush()
+    out = check_stream(app)[3:]
+    assert [m["type"] for m in out] == ["snapshot"]  # the backlog is discarded, the snapshot replaces it
+    assert out[0]["occ"] == "ffffffffff00ffff"
+    board.bits[3] = 0x0F  # back to normal: single events again
+    for _ in range(6):
+        t += 5
+        s.scan(t)
+    app.flush()
+    out = check_stream(app)[4:]
+    assert [(m["type"], m["sq"]) for m in out] == [("lift", f + "4") for f in "efgh"]
+
+
+def test_watchdog_fed_only_while_scanning():
+    app = make_app()
+    wdt = machine.WDT(timeout=2000)
+
+    async def main():
+        app.running = True
+        sup = asyncio.create_task(app.supervisor_task(wdt, 10))
+        scan = asyncio.create_task(app.scan_task())
+        await asyncio.sleep_ms(60)
+        fed = machine.WDT_FEEDS[0]
+        assert fed >= 3, fed
+        app.stop_when = lambda t: True  # the scan task ends (as if it died)
+        await scan
+        app.running = True  # ... while the supervisor would go on
+        before = machine.WDT_FEEDS[0]
+        await asyncio.sleep_ms(60)
+        assert machine.WDT_FEEDS[0] <= before + 1, (before, machine.WDT_FEEDS[0])
+        app.running = False
+        await sup
+
+    asyncio.run(main())
+
+
+def test_scan_task_exception_is_fatal():
+    app = make_app()
+
+    class Broken:
+        def read(self, buf):
+            raise OSError(5)
+
+    app.scanner.driver = Broken()
+    try:
+        asyncio.run(app.run())
+    except OSError:
+        pass
+    else:
+        raise AssertionError("a dead scan task must end the firmware (main.py then resets)")
+
+
+def test_sim_clock_buttons():
+    clock = SteppedClock()
+    board = sim.SimBoard(['{"t":50,"type":"clock","side":"black"}', '{"t":400,"type":"clock","side":"white"}'],
+                         clock)
+    cfg = config.get("sim", {"timeline": None, "button_ids": ("clock_white", "clock_black")})
+    lines = []
+    app = App(cfg, board, clock, lines.append, "00", 1, sim.SimButtons(board))
+    app.stop_when = lambda t: board.done(t - 300)
+    asyncio.run(app.run())
+    out = [json.loads(x) for x in lines]
+    assert [(m["type"], m.get("id")) for m in out if m["type"] == "button"] == [
+        ("button", "clock_black"), ("button", "clock_white")]

@@ -1,0 +1,127 @@
+"""CPython-only checks of the firmware's pure modules: property tests (hypothesis) of the debounce and of
+the command reader, and the wire messages against the host's recording format (touchmove.records)."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from touchmove import records
+from touchmove_fw import config, protocol
+from touchmove_fw.app import App
+from touchmove_fw.debounce import Debouncer
+from touchmove_fw.link import LINE, TOO_LONG, LineAssembler
+
+
+class SteppedClock:
+    def __init__(self) -> None:
+        self.now = 0
+
+    def ms(self) -> int:
+        return self.now
+
+
+class StaticBoard:
+    def __init__(self) -> None:
+        self.bits = bytearray((0xFF, 0xFF, 0, 0, 0, 0, 0xFF, 0xFF))
+
+    def read(self, buf) -> None:
+        buf[0:8] = self.bits
+
+
+def _reference_debounce(samples: list[int], n: int) -> list[tuple[int, int]]:
+    """The specification: the state flips after n consecutive samples that differ from it."""
+    state, run, out = 0, 0, []
+    for i, s in enumerate(samples):
+        run = run + 1 if s != state else 0
+        if run >= n:
+            state, run = s, 0
+            out.append((i, s))
+    return out
+
+
+@given(st.lists(st.integers(0, 1), max_size=200), st.integers(1, 6))
+def test_debounce_matches_reference(samples: list[int], n: int) -> None:
+    events: list[tuple[int, int]] = []
+    d = Debouncer(1, lambda j, s, t: events.append((t, s)), n)
+    d.reset(b"\x00")
+    for i, s in enumerate(samples):
+        d.update(bytes((s << 5,)), i)
+    assert events == _reference_debounce(samples, n)
+
+
+@given(st.lists(st.integers(0, 1), max_size=120))
+def test_chatter_shorter_than_n_is_never_reported(glitches: list[int]) -> None:
+    # any pattern in which no run of 1s reaches 4 samples reports nothing at n = 4
+    samples = []
+    for g in glitches:
+        samples += [1, 1, 1, 0] if g else [0]
+    events: list[tuple[int, int]] = []
+    d = Debouncer(1, lambda j, s, t: events.append((t, s)), 4)
+    d.reset(b"\x00")
+    for i, s in enumerate(samples):
+        d.update(bytes((s,)), i)
+    assert events == []
+
+
+def _app() -> tuple[App, list[str]]:
+    lines: list[str] = []
+    cfg = config.get("sim", {"timeline": None})
+    app = App(cfg, StaticBoard(), SteppedClock(), lines.append, "e6614104032b8c2d", 12345)
+    app.start()
+    return app, lines
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(
+    st.binary(max_size=80),
+    st.sampled_from([b'{"cmd":"ping","id":1}\n', b'{"cmd":"snapshot"}\r\n', b"\x03", b"\n", b"\r\n",
+                     b'{"cmd":"leds","clear":true}\n', b'{"cmd":"hello"}\n', b"x" * 300]),
+), max_size=30))
+def test_command_reader_fuzz(chunks: list[bytes]) -> None:
+    app, lines = _app()
+    la = LineAssembler()
+    for chunk in chunks:
+        for b in chunk:
+            r = la.feed(b)
+            if r == LINE:
+                app.command(la.line())
+            elif r == TOO_LONG:
+                app.out.error("line too long")
+    # every output line is one valid record, seq has no gaps, t never runs backwards
+    last_t = 0
+    for i, line in enumerate(lines):
+        assert line.endswith("\n") and "\n" not in line[:-1]
+        obj = json.loads(line)
+        assert obj["seq"] == i and obj["t"] >= last_t
+        last_t = obj["t"]
+        rec = records.parse_line(line)
+        assert not isinstance(rec, records.Other) or rec.known, line
+
+
+def test_messages_are_records() -> None:
+    """Each device message parses as the recording format, and re-encodes to the same keys and values."""
+    samples = {
+        "lift": protocol.msg("lift", protocol.square_fields(12), 4, 100),
+        "place": protocol.msg("place", protocol.square_fields(28), 5, 200),
+        "snapshot": protocol.msg("snapshot", protocol.occ_fields(b"\xff\xff\0\0\0\0\xff\xff"), 6, 300),
+        "heartbeat": protocol.msg("heartbeat", protocol.occ_fields(b"\xff\xef\0\x10\0\0\xff\xff"), 7, 400),
+        "hello": protocol.msg("hello", protocol.hello_fields("0.1.0", "e661", 99), 0, 0),
+        "button": protocol.msg("button", protocol.button_fields("clock_white"), 8, 500),
+        "pong": protocol.msg("pong", protocol.pong_fields(3), 9, 600),
+        "error": protocol.msg("error", protocol.error_fields("bad json"), 10, 700),
+    }
+    for kind, line in samples.items():
+        obj = json.loads(line)
+        assert next(iter(obj)) == "type" and obj["type"] == kind
+        rec = records.parse_line(line)
+        assert rec.type == kind
+        if not isinstance(rec, records.Other):
+            again = records.to_dict(rec)
+            assert {k: obj[k] for k in again} == again  # same values; seq is the extra key
+            assert set(obj) - set(again) == {"seq"}
+        else:
+            assert rec.known
+    assert records.parse_line(samples["lift"]) == records.Lift(100, 12)
+    assert records.parse_line(samples["heartbeat"]).occ == 0xFFFF0000_1000EFFF

@@ -1,0 +1,43 @@
+"""The firmware suites that run under the real MicroPython unix port (with the fake machine module)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from .conftest import FAKES, FIRMWARE, MP_TESTS, mp_env, run_mp
+
+SUITES = ["mp_drivers", "mp_heaplock", "mp_app"]
+
+
+def _run_suite(micropython: str, module: str, heapsize: str = "1M", extra_path: list[str] | None = None):
+    env = mp_env(FAKES, MP_TESTS, FIRMWARE, *(extra_path or []))
+    return run_mp(micropython, [str(MP_TESTS / "mprun.py"), module], env, heapsize=heapsize)
+
+
+@pytest.mark.parametrize("module", SUITES)
+def test_micropython_suite(micropython: str, module: str) -> None:
+    proc = _run_suite(micropython, module)
+    out = proc.stdout.decode(errors="replace") + proc.stderr.decode(errors="replace")
+    m = re.search(r"^(\d+) passed, (\d+) failed$", out, re.M)
+    assert m, out
+    assert proc.returncode == 0 and m.group(2) == "0" and int(m.group(1)) > 0, out
+
+
+def test_pure_tests_also_pass_under_micropython(micropython: str) -> None:
+    """test_fw_pure's plain-assert tests are written to run on both interpreters."""
+    proc = _run_suite(micropython, "test_fw_pure", extra_path=[str(MP_TESTS.parent)])
+    out = proc.stdout.decode(errors="replace") + proc.stderr.decode(errors="replace")
+    assert proc.returncode == 0, out
+    assert re.search(r"^\d+ passed, 0 failed$", out, re.M), out
+
+
+def test_runner_exit_code_is_honest(micropython: str, tmp_path) -> None:
+    (tmp_path / "mp_failing.py").write_text("def test_ok():\n    pass\n\ndef test_bad():\n    assert 1 == 2\n")
+    proc = _run_suite(micropython, "mp_failing", extra_path=[str(tmp_path)])
+    out = proc.stdout.decode()
+    assert proc.returncode == 1, out
+    assert "1 passed, 1 failed" in out
+    (tmp_path / "mp_empty.py").write_text("X = 1\n")
+    assert _run_suite(micropython, "mp_empty", extra_path=[str(tmp_path)]).returncode == 1  # ran nothing

@@ -1,0 +1,160 @@
+"""Tests of the pure firmware modules, in plain asserts so they run under CPython (pytest) and under
+MicroPython (mp/mprun.py): the same code, both interpreters."""
+
+import json
+
+from touchmove_fw import protocol
+from touchmove_fw.debounce import Debouncer
+from touchmove_fw.evqueue import EventQueue
+from touchmove_fw.link import LINE, NONE, TOO_LONG, LineAssembler
+from touchmove_fw.squares import START_OCC, build_map, index, led_map, name
+
+
+def test_square_names():
+    assert index("a1") == 0 and index("h1") == 7 and index("a2") == 8 and index("E4") == 28
+    assert index("h8") == 63
+    for bad in ("", "i1", "a9", "a0", "e22", None, 5):
+        assert index(bad) == -1
+    for i in range(64):
+        assert index(name(i)) == i
+
+
+def test_square_maps():
+    ident = build_map(None)
+    assert list(ident) == list(range(64))
+    rot = build_map({"rotate": 180})
+    assert all(rot[i] == 63 - i for i in range(64))
+    r90 = build_map({"rotate": 90})
+    assert sorted(r90) == list(range(64)) and r90[0] == 7  # a1 input lands on h1
+    mirror = build_map({"mirror": True})
+    assert mirror[0] == 7 and mirror[7] == 0 and mirror[8] == 15
+    names = [name(63 - i) for i in range(64)]
+    assert list(build_map(names)) == list(rot)
+    for bad in (names[:63], ["a1"] * 64, {"rotate": 45}):
+        try:
+            build_map(bad)
+        except ValueError:
+            pass
+        else:
+            raise AssertionError(bad)
+
+
+def test_led_maps():
+    rows = led_map("rows")
+    assert list(rows) == list(range(64))
+    serp = led_map("serpentine")
+    assert serp[index("a1")] == 0 and serp[index("h1")] == 7
+    assert serp[index("h2")] == 8 and serp[index("a2")] == 15 and serp[index("a3")] == 16
+    assert sorted(serp) == list(range(64))
+
+
+def _deb(n=3, ms=0):
+    events = []
+    d = Debouncer(2, lambda j, s, t: events.append((j, s, t)), n, ms)
+    d.reset(bytes(2))
+    return d, events
+
+
+def test_debounce_needs_n_equal_samples():
+    d, ev = _deb(3)
+    d.update(b"\x01\x00", 0)
+    d.update(b"\x01\x00", 5)
+    assert ev == []
+    d.update(b"\x01\x00", 10)
+    assert ev == [(0, 1, 10)]
+    d.update(b"\x01\x00", 15)
+    assert ev == [(0, 1, 10)] and d.get(0) == 1
+
+
+def test_debounce_hides_chatter():
+    d, ev = _deb(3)
+    t = 0
+    for pattern in (1, 0, 1, 1, 0, 1, 0, 0, 1, 1, 0):  # never 3 equal in a row away from stable (0)
+        d.update(bytes((pattern << 4, 0)), t)
+        t += 5
+    assert ev == []
+    for _ in range(3):
+        d.update(b"\x00\x80", t)
+        t += 5
+    assert ev == [(15, 1, t - 5)]
+
+
+def test_debounce_time_mode():
+    d, ev = _deb(1, ms=15)
+    d.update(b"\x02\x00", 100)
+    d.update(b"\x02\x00", 110)
+    assert ev == []
+    d.update(b"\x00\x00", 112)  # a glitch: restart
+    d.update(b"\x02\x00", 113)
+    d.update(b"\x02\x00", 127)
+    assert ev == []
+    d.update(b"\x02\x00", 128)
+    assert ev == [(1, 1, 128)]
+
+
+def test_debounce_many_inputs_at_once():
+    d, ev = _deb(2)
+    d.update(b"\xff\xff", 0)
+    d.update(b"\xff\xff", 1)
+    assert [e[0] for e in ev] == list(range(16)) and all(e[1] == 1 for e in ev)
+
+
+def test_event_queue_ring():
+    q = EventQueue(4)
+    for i in range(10):
+        assert q.push(i, 100 + i)
+        assert q.peek_t() == 100 + i and q.pop() == i
+    for i in range(4):
+        assert q.push(i, i)
+    assert not q.push(9, 9) and q.overflow and q.dropped == 1
+    assert [q.pop() for _ in range(4)] == [0, 1, 2, 3]
+    q.clear()
+    assert q.n == 0 and not q.overflow
+
+
+def test_messages_are_exact():
+    lift = protocol.msg("lift", protocol.square_fields(12), 3, 1234)
+    assert lift == '{"type":"lift","sq":"e2","seq":3,"t":1234}\n'
+    assert protocol.occ_hex(START_OCC) == "ffff00000000ffff"
+    assert protocol.occ_hex(bytes((1, 0, 0, 0, 0, 0, 0, 0x80))) == "8000000000000001"
+    hello = protocol.msg("hello", protocol.hello_fields("0.1.0", "e661", 42), 0, 12)
+    assert hello == '{"type":"hello","proto":1,"fw":"0.1.0","board":"e661","boot":42,"seq":0,"t":12}\n'
+    err = json.loads(protocol.msg("error", protocol.error_fields('bad "json"'), 1, 2))
+    assert err == {"type": "error", "why": 'bad "json"', "seq": 1, "t": 2}
+    pong = json.loads(protocol.msg("pong", protocol.pong_fields("x\n"), 1, 2))
+    assert pong["id"] == "x\n"
+
+
+def _cmd_error(line):
+    try:
+        protocol.parse_command(line)
+    except protocol.CommandError as exc:
+        return str(exc)
+    return None
+
+
+def test_parse_commands():
+    assert protocol.parse_command(b'{"cmd":"hello"}')[0] == "hello"
+    assert protocol.parse_command(b'{"cmd":"ping","id":-5}')[1]["id"] == -5
+    clear, squares, color = protocol.parse_leds({"cmd": "leds", "squares": ["e2", "E4"], "color": [0, 32, 0]})
+    assert (clear, squares, color) == (False, [12, 28], (0, 32, 0))
+    assert protocol.parse_leds({"cmd": "leds", "clear": True}) == (True, [], (0, 0, 0))
+    for bad in (b"", b"{", b"1", b"null", b'{"cmd":null}', b'{"cmd":"x"}', b'{"cmd":"ping","id":1.5}',
+                b'{"cmd":"ping","id":"' + b"x" * 40 + b'"}', b'{"cmd":"leds","squares":"e2"}',
+                b'{"cmd":"leds","clear":1}', b'{"cmd":"leds","squares":[],"color":[1,2]}',
+                b"\xff\xfe", b'{"cmd":"leds","squares":[' + b'"a1",' * 70 + b'"a1"]}'):
+        assert _cmd_error(bad), bad
+
+
+def test_line_assembler():
+    la = LineAssembler(8)
+    got = []
+    for b in b'ab\r\n\n\r\ncd\n0123456789\nok\n':
+        r = la.feed(b)
+        if r == LINE:
+            got.append(la.line())
+        elif r == TOO_LONG:
+            got.append("long")
+        else:
+            assert r == NONE
+    assert got == [b"ab", b"cd", "long", b"ok"], got

@@ -1,0 +1,156 @@
+"""The real firmware (firmware/main.py) under the MicroPython unix port, replaying timelines with the sim
+driver: the emitted stream, a pty session with commands, and heap use over a 10-minute game."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import select
+import subprocess
+import time
+
+from touchmove import records
+
+from .conftest import FIRMWARE, mp_env, run_mp
+from .timeline import Timeline, game
+
+MAX_LATENCY_MS = 30  # a change is reported within ~30 ms (200 Hz scan, 4 equal samples: 15..20 ms)
+
+
+def _run_sim(micropython: str, path, main: str, *pypath, heapsize: str | None = None, **env: str):
+    e = mp_env(*pypath, TOUCHMOVE_SIM=str(path), TOUCHMOVE_SIM_SPEED="0", **env)
+    return run_mp(micropython, [main], e, heapsize=heapsize, timeout=300)
+
+
+def check_stream(out: str, tl: Timeline) -> list[dict]:
+    """The stream is valid records, seq 0.. without gaps, t non-decreasing; events equal tl.expected."""
+    msgs = [json.loads(line) for line in out.splitlines()]
+    assert msgs[0]["type"] == "hello" and msgs[1]["type"] == "snapshot"
+    last_t = 0
+    for i, m in enumerate(msgs):
+        assert m["seq"] == i, m
+        assert m["t"] >= last_t, m
+        last_t = m["t"]
+    for problem in records.read(out.splitlines()):
+        assert not isinstance(problem, records.Problem), problem
+    events = [m for m in msgs if m["type"] in ("lift", "place", "button")]
+    got = [(m["type"], m.get("sq") or m["id"]) for m in events]
+    want = [(kind, what) for kind, what, _ in tl.expected]
+    assert got == want
+    for m, (_, _, t_raw) in zip(events, tl.expected, strict=True):
+        assert t_raw <= m["t"] <= t_raw + MAX_LATENCY_MS, (m, t_raw)
+    hb = [m for m in msgs if m["type"] == "heartbeat"]
+    assert hb and int(hb[-1]["occ"], 16) == tl.final_occ
+    return msgs
+
+
+def test_sim_stream_with_chatter_and_slides(micropython: str, tmp_path) -> None:
+    tl = game(seed=5, plies=24, think_ms=(300, 900), chatter=0.8, slide=0.5)
+    assert any(r["t"] - tl.records[i - 1]["t"] < 5 for i, r in enumerate(tl.records) if i)  # has chatter
+    path = tmp_path / "game.jsonl"
+    tl.write(path)
+    proc = _run_sim(micropython, path, str(FIRMWARE / "main.py"))
+    assert proc.returncode == 0, proc.stderr.decode()
+    msgs = check_stream(proc.stdout.decode(), tl)
+    assert sum(m["type"] == "heartbeat" for m in msgs) >= tl.end_t // 1000 - 1
+
+
+def test_sim_starts_from_a_leading_snapshot(micropython: str, tmp_path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"t":0,"type":"snapshot","occ":"0000000000001010"}\n'
+                    '{"t":300,"type":"lift","sq":"e1"}\n{"t":302,"type":"place","sq":"e1"}\n'
+                    '{"t":500,"type":"place","sq":"e8"}\n{"t":900,"type":"snapshot","occ":"1"}\n')
+    proc = _run_sim(micropython, path, str(FIRMWARE / "main.py"), TOUCHMOVE_SIM_LINGER="300")
+    msgs = [json.loads(x) for x in proc.stdout.decode().splitlines()]
+    assert msgs[1]["occ"] == "0000000000001010"
+    ev = [(m["type"], m.get("sq")) for m in msgs if m["type"] in ("lift", "place")]
+    # the later snapshot record changes many sensors at once: reported per square, in square order
+    assert ev == [("place", "e8"), ("place", "a1"), ("lift", "e1"), ("lift", "e2"), ("lift", "e8")]
+
+
+def test_sim_bad_timeline_fails_loudly(micropython: str, tmp_path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"t":0,"type":"lift","sq":"z9"}\n')
+    proc = _run_sim(micropython, path, str(FIRMWARE / "main.py"))
+    assert proc.returncode == 1 and b"bad square" in proc.stderr
+
+
+def test_ten_minute_game_in_64k_heap(micropython: str, mpy_build, tmp_path) -> None:
+    """The deployed form (.mpy) plays a 10-minute game in a 64 KB heap; the peak is printed for the report."""
+    tl = game(seed=11, plies=160, think_ms=(2500, 4400), chatter=0.5, slide=0.2)
+    assert tl.end_t >= 600_000, tl.end_t
+    path = tmp_path / "ten.jsonl"
+    tl.write(path)
+    start = time.monotonic()
+    proc = _run_sim(micropython, path, str(mpy_build / "main.py"), heapsize="64K", TOUCHMOVE_MEMSTATS="1")
+    elapsed = time.monotonic() - start
+    err = proc.stderr.decode()
+    assert proc.returncode == 0, err
+    check_stream(proc.stdout.decode(), tl)
+    stats = json.loads(re.search(r"^memstats (.*)$", err, re.M).group(1))
+    assert stats["heap"] <= 64 * 1024 and stats["dropped"] == 0
+    assert stats["device_ms"] >= 600_000
+    print(f"\n10-minute game ({len(tl.records)} timeline records, {stats['scans']} scans, "
+          f"{stats['messages']} messages) in {elapsed:.1f} s: heap {stats['heap']} B, "
+          f"peak allocated {stats['peak_alloc']} B, peak live after GC {stats['peak_live']} B")
+
+
+def _read_lines(fd: int, want, timeout: float = 10.0) -> list[dict]:
+    """Read JSON lines from fd until want(msgs) is true."""
+    buf = b""
+    msgs: list[dict] = []
+    deadline = time.monotonic() + timeout
+    while not want(msgs):
+        left = deadline - time.monotonic()
+        assert left > 0, (msgs, buf)
+        r, _, _ = select.select([fd], [], [], left)
+        if not r:
+            continue
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            msgs.append(json.loads(line))
+    return msgs
+
+
+def test_pty_session(micropython: str, tmp_path) -> None:
+    """The host's set-up: the firmware on a pseudo-terminal, human-speed timeline, commands in between."""
+    tl = game(seed=2, plies=2, think_ms=(200, 300), chatter=1.0, slide=0.0, clock_presses=False)
+    path = tmp_path / "pty.jsonl"
+    tl.write(path)
+    master, slave = pty.openpty()
+    env = mp_env(TOUCHMOVE_SIM=str(path), TOUCHMOVE_SIM_SPEED="2")
+    proc = subprocess.Popen([micropython, str(FIRMWARE / "main.py")], stdin=slave, stdout=slave,
+                            stderr=subprocess.PIPE, env=env)
+    os.close(slave)
+    try:
+        msgs = _read_lines(master, lambda m: len(m) >= 2)
+        assert [m["type"] for m in msgs] == ["hello", "snapshot"]
+        # partial line, a Ctrl-C byte, CRLF, garbage, then real commands
+        os.write(master, b'{"cmd":"pi')
+        time.sleep(0.05)
+        os.write(master, b'ng","id":1}\r\n\x03\n{"cmd":"ping","id":2}\n')
+        os.write(master, b'{"cmd":"leds","squares":["e4"],"color":[0,64,0]}\n{"cmd":"calibrate"}\n')
+        more = _read_lines(master, lambda m: sum(x["type"] in ("pong", "error") for x in m) >= 4)
+        replies = [m for m in more if m["type"] in ("pong", "error")]
+        assert [(m["type"], m.get("id")) for m in replies] == [
+            ("pong", 1), ("error", None), ("pong", 2), ("error", None)]
+        assert "calibrate" in replies[3]["why"]
+        msgs += more
+        msgs += _read_lines(master, lambda m: sum(x["type"] in ("lift", "place") for x in msgs + m) >= 4)
+        assert [m["seq"] for m in msgs] == list(range(len(msgs)))
+        moves = [(m["type"], m["sq"]) for m in msgs if m["type"] in ("lift", "place")]
+        assert moves == [(k, s) for k, s, _ in tl.expected][: len(moves)]
+        assert proc.poll() is None  # still running (realtime sims run until killed)
+    finally:
+        proc.kill()
+        proc.wait()
+        os.close(master)
