@@ -15,7 +15,7 @@ How a ply is decided (FIDE 4.7, for a board that sees only occupancy):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import chess
 
@@ -78,6 +78,19 @@ class EngineState:
 
 
 @dataclass
+class _Checkpoint:
+    """A matched move interrupted before its settle time by a lift elsewhere."""
+
+    footprint: Footprint
+    t: int
+    touches: int  # how many touches of the ply came before it
+    moved_on: bool  # the lift was of a square the move had just filled
+    lifted: chess.Bitboard = 0
+    lift_times: dict[int, int] = field(default_factory=dict)
+    position: Position | None = None
+
+
+@dataclass
 class _Ply:
     """What has happened on the board since the last move was made."""
 
@@ -127,6 +140,8 @@ class Engine:
         self._ply = self._new_ply()
         self._match: Footprint | None = None
         self._match_t = 0
+        self._checkpoint: _Checkpoint | None = None
+        self._exchange_sq: chess.Square | None = None  # the last move's promotion square
         self._unresolved_checked = True
         self._mismatch_reported = False
         self._repetitions = Repetitions()
@@ -274,6 +289,7 @@ class Engine:
         self._previous = None
         self._ply = self._new_ply()
         self._match = None
+        self._checkpoint = None
         self._over = False
         self._in_sync = True
         self._cleared = False
@@ -318,25 +334,37 @@ class Engine:
         self._unresolved_checked = False
         ply = self._ply
         if not occupied:
+            match = self._match
+            if match is not None and self._checkpoint is None:
+                # A lift while the matched move waits out its settle time: the mover's piece sliding on, or
+                # the opponent starting already (fast play without clocks). Keep the move as a checkpoint.
+                assert ply.touches is not None
+                self._checkpoint = _Checkpoint(match, self._match_t, len(ply.touches.order),
+                                               moved_on=bool(match.placed & bb))
             if not ply.lifted & bb:
                 assert ply.lift_times is not None
                 ply.lift_times[sq] = t
             ply.lifted |= bb
+            if self._checkpoint is not None:
+                self._checkpoint.lifted |= bb
+                self._checkpoint.lift_times.setdefault(sq, t)
             out += self._touch(t, sq)
         return out + self._after_change(t)
 
     def _snapshot(self, t: int, occ: chess.Bitboard) -> list[Event]:
-        """A full occupancy report: resynchronise (held chatter is superseded)."""
-        self._chatter.flush()
+        """A full occupancy report (or heartbeat): resynchronise if it differs from what the changes said."""
+        out: list[Event] = []
+        for change in self._chatter.flush():
+            out += self._change(*change)
         if occ == self._occ:
-            return []
+            return out
         gone = self._occ & ~occ
         self._occ = occ
         self._changed_at = t
         self._unresolved_checked = False
         self._ply.lifted |= gone
         self._ply.blind = True
-        return self._after_change(t)
+        return out + self._after_change(t)
 
     def _after_change(self, t: int) -> list[Event]:
         out: list[Event] = []
@@ -359,10 +387,46 @@ class Engine:
                 out += self._try_new_game(t)
             return out
         fp = self._explain(self._position, self._ply)
+        if fp is not None:
+            self._checkpoint = None
+        elif self._checkpoint is not None:
+            # The board may show the checkpoint move and the opponent's answer.
+            cp = self._checkpoint
+            answer = self._after_checkpoint().explain(self._occ, cp.lifted, self._ply.blind)
+            if answer is not None:
+                out += self._commit_checkpoint()
+                fp = answer
         self._match = fp
         self._match_t = t
         if fp is None and self._occ == self._position.occ and not self._in_sync:
             out += self._restored(t, "game position")
+        return out
+
+    def _after_checkpoint(self) -> Position:
+        assert self._checkpoint is not None
+        cp = self._checkpoint
+        if cp.position is None:
+            board = self._position.board.copy(stack=False)
+            board.push(cp.footprint.move)
+            cp.position = Position(board)
+        return cp.position
+
+    def _commit_checkpoint(self) -> list[Event]:
+        """Make the checkpoint move; what was lifted since it belongs to the next ply."""
+        cp = self._checkpoint
+        assert cp is not None and self._ply.touches is not None
+        self._checkpoint = None
+        before = self._ply.touches.order[:cp.touches]
+        self._ply.touches = Touches()
+        for sq in before:
+            self._ply.touches.touch(self._position, sq)
+        out = self._make(cp.footprint, cp.t)
+        ply = self._ply
+        ply.lifted = cp.lifted
+        ply.lift_times = dict(cp.lift_times)
+        assert ply.touches is not None
+        for sq in sorted(cp.lift_times, key=cp.lift_times.__getitem__):
+            ply.touches.touch(self._position, sq)
         return out
 
     def _explain(self, position: Position, ply: _Ply) -> Footprint | None:
@@ -375,8 +439,8 @@ class Engine:
         position = self._position
         piece = position.board.piece_at(sq)
         touches = self._ply.touches
-        if piece is None or touches is None:
-            return []
+        if piece is None or touches is None or sq == self._exchange_sq:
+            return []  # the promoted pawn being exchanged for the new piece (4.6) is no touch
         binds = touches.touch(position, sq)
         if binds is None:
             return []
@@ -402,6 +466,8 @@ class Engine:
         move = fp.move
         number = len(game.moves) + 1
         out: list[Event] = []
+        if not self._in_sync:
+            out += self._restored(t, "legal move")
         san = board.san(move)
         after = board.copy(stack=False)
         after.push(move)
@@ -413,9 +479,9 @@ class Engine:
         self._ply = self._new_ply()
         self._pressed = False
         self._match = None
+        self._checkpoint = None
         out.append(MoveMade(game.number, t, number, move.uci(), san, fen_of(after)))
-        if not self._in_sync:
-            out += self._restored(t, "legal move")
+        self._exchange_sq = move.to_square if move.promotion is not None else None
         assert ply.touches is not None and ply.lift_times is not None
         for breach in judge(position, ply.touches, move, ply.lift_times):
             out.append(self._alert(t, breach.code, breach.article, number, breach.detail))
@@ -465,6 +531,9 @@ class Engine:
         """The board rests in a state the current position does not explain: amend, take back, or wait."""
         if self._over or self._cleared or self._occ == self._position.occ:
             return []
+        cp = self._checkpoint
+        if cp is not None and not cp.moved_on and self._after_checkpoint().continuable(self._occ):
+            return self._commit_checkpoint()
         out = self._amend_last(t)
         if out:
             return out
@@ -508,6 +577,7 @@ class Engine:
         self._occs.append(after.occupied)
         self._position = Position(after)
         self._ply = self._new_ply()
+        self._checkpoint = None
         self._over = False
         out.append(MoveAmended(game.number, t, number, fp.move.uci(), san, fen_of(after)))
         if rook_part:
@@ -608,6 +678,7 @@ class Engine:
         self._previous = None
         self._ply = self._new_ply()
         self._match = None
+        self._checkpoint = None
         self._over = False
         self._pressed = True
         self._repetitions.rebuild(game.board(0), game.moves)

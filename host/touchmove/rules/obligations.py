@@ -134,8 +134,11 @@ def judge(position: Position, touches: Touches, move: chess.Move, lift_times: di
             ok = captured_opp
             required = f"capture {chess.square_name(opp)}"
         if not ok:
-            breaches.append(Breach("touch_move", "4.3.3", {"played": played, "required": required,
-                                                          "touched": names}))
+            # 4.3.3 when two pieces bind; when the own piece touched is the one moved, that touch was the move
+            # itself and the opponent's piece alone binds (4.3.2).
+            article = "4.3.3" if combined or not moved_own else "4.3.2"
+            breaches.append(Breach("touch_move", article, {"played": played, "required": required,
+                                                           "touched": names}))
     elif own is not None and not moved_own:
         breaches.append(Breach("touch_move", "4.3.1", {
             "played": played, "required": f"move {chess.square_name(own)}", "touched": names,
