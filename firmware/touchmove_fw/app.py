@@ -161,7 +161,10 @@ class App:
         la = LineAssembler()
         one = bytearray(1)
         while self.running:
-            n = await stream.readinto(one)
+            try:
+                n = await stream.readinto(one)
+            except OSError:  # the link went away (a closed pty): stop reading, keep reporting
+                return
             if not n:
                 return  # EOF: no more commands (the board keeps reporting)
             r = la.feed(one[0])
@@ -212,7 +215,7 @@ def make_leds(cfg, strip):
     from .squares import led_map
 
     spec = cfg["leds"]
-    return Leds(strip, led_map(spec.get("layout", "serpentine"), spec.get("rotate", 0)), spec.get("cap", 40))
+    return Leds(strip, led_map(spec.get("layout", "serpentine"), spec.get("rotate", 0)), spec.get("cap", 24))
 
 
 def run(app, stream=None, wdt=None, cleanup=None):

@@ -16,7 +16,7 @@ COMMON = {
     "kbd_intr_off": True,  # a 0x03 byte in a command must not stop the firmware
     "square_map": {"rotate": 0, "mirror": False},  # or a list of 64 square names in wiring order
     "active_low": True,  # raw 0 = occupied (switches to GND with pull-ups)
-    "leds": None,  # {"count": 64, "layout": "serpentine", "rotate": 0, "cap": 40}; needs pins["led_data"]
+    "leds": None,  # {"count": 64, "layout": "serpentine", "rotate": 0, "cap": 24}; needs pins["led_data"]
     "buttons": ("clock_white", "clock_black"),  # ids; GPIOs in pins under the same names
     "safe_boot": "clock_white",  # held at power-up: skip the firmware, stay at the REPL (for mpremote)
     "link": "usb",  # "usb" (stdin/stdout, USB CDC) or "uart" (115200 8N1, pins uart_tx/uart_rx)
@@ -24,7 +24,7 @@ COMMON = {
     "uart_baud": 115200,
 }
 
-_LEDS = {"count": 64, "layout": "serpentine", "rotate": 0, "cap": 40}
+_LEDS = {"count": 64, "layout": "serpentine", "rotate": 0, "cap": 24}
 
 PROFILES = {
     # Recommended: 8 x 74HC165 on SPI0 of a Raspberry Pi Pico.
@@ -69,7 +69,7 @@ PROFILES = {
         "buttons": (),  # the sim board has its own clock buttons (timeline "clock" records)
         "sim_buttons": ("clock_white", "clock_black"),
         "safe_boot": None,
-        "leds": {"count": 64, "layout": "serpentine", "rotate": 0, "cap": 40, "memory": True},
+        "leds": {"count": 64, "layout": "serpentine", "rotate": 0, "cap": 24, "memory": True},
         "timeline": None,
         "speed": 1,  # device ms per real ms; 0 = stepped (as fast as possible)
     },

@@ -1,10 +1,11 @@
 # Per-square LEDs on a WS2812 (NeoPixel) strip, with a brightness cap.
-# 64 LEDs at full white draw about 64 x 60 mA = 3.8 A, more than USB gives: every channel is scaled by
-# cap/255 before it reaches the strip (cap 40 keeps the worst case near 0.6 A).
+# 64 LEDs at full white draw about 64 x 60 mA = 3.8 A, far more than USB gives: every channel is scaled by
+# cap/255 before it reaches the strip. The default cap 24 keeps even 64 white LEDs near 0.36 A, inside a
+# USB 2.0 port's 500 mA with the Pico and the LEDs' own idle current (see hardware/README.md).
 
 
 class Leds:
-    def __init__(self, strip, led_map, cap=40):
+    def __init__(self, strip, led_map, cap=24):
         """``strip``: a neopixel.NeoPixel (or anything with __setitem__ and write()) of >= 64 pixels;
         ``led_map``: bytearray(64) square -> pixel index (squares.led_map)."""
         self.strip = strip

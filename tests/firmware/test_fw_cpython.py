@@ -7,11 +7,12 @@ import json
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from touchmove import records
 from touchmove_fw import config, protocol
 from touchmove_fw.app import App
 from touchmove_fw.debounce import Debouncer
 from touchmove_fw.link import LINE, TOO_LONG, LineAssembler
+
+from touchmove import records
 
 
 class SteppedClock:
