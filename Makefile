@@ -45,6 +45,8 @@ bench: install
 	$(BIN)/python bench/replay_throughput.py
 
 flash: install
+	@test -x $(BIN)/mpremote || $(BIN)/pip install -q mpremote
+	find firmware -name __pycache__ -prune -exec rm -rf {} +
 	$(BIN)/mpremote connect $(PORT) fs cp -r firmware/touchmove_fw : + fs cp firmware/main.py : + reset
 
 clean:
