@@ -168,6 +168,7 @@ class Bridge:
         except Exception as exc:
             log.debug("cannot open %s: %s", path, exc)
             return None
+        link.key = real
         self.links[real] = link
         self.pending_lines[link] = []
         log.info("port %s opened", path)
@@ -188,7 +189,8 @@ class Bridge:
             await asyncio.sleep(cfg.rescan_s)
 
     def handle_closed(self, link: SerialLink, reason: str) -> None:
-        self.links.pop(os.path.realpath(link.path), None)
+        if self.links.get(link.key) is link:
+            del self.links[link.key]
         self.pending_lines.pop(link, None)
         log.info("port %s closed (%s)", link.path, reason)
         sess = self.boards.get(link.board) if link.board else None

@@ -166,6 +166,7 @@ class SerialLink:
         self._write_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self.board: str | None = None    # set by the bridge once the board said hello
+        self.key = path                  # the device it was opened as (the owner's key)
 
     def open(self) -> None:
         self._serial = _port_class()(self.path, self.baudrate, timeout=0.5, write_timeout=1.0, exclusive=True)

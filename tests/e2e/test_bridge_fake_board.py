@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from touchmove.ptyboard import PtyBoard
 
 from tests.e2e.helpers import (
     OPERA,
@@ -21,6 +20,7 @@ from tests.e2e.helpers import (
     write_config,
     write_timeline,
 )
+from touchmove.ptyboard import PtyBoard
 
 FAKE = REPO / "tests" / "e2e" / "fake_board.py"
 
