@@ -13,6 +13,7 @@ SUBCOMMANDS: list[tuple[str, str, str]] = [
     ("replay", "touchmove.replay", "replay a recording (JSON lines) through the rules engine"),
     ("run", "touchmove.bridge", "serve serial boards: moves and alerts to MQTT, everything to the journal"),
     ("demo", "touchmove.demo", "a simulated board plays a game through firmware, bridge and MQTT"),
+    ("export", "touchmove.export", "write a board's recording and PGN from the bridge's journal"),
     ("broadcast", "touchmove.broadcast.command", "live round PGN and the arbiter's dashboard"),
     ("broadcast-demo", "touchmove.broadcast.demo", "a simulated round through Mosquitto, checked"),
 ]

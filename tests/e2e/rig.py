@@ -48,8 +48,8 @@ class Rig:
         self.link = tmp / "ttyBOARD0"
         self.config = write_config(tmp / "bridge.toml", broker_port=self.broker.port, ports=[str(tmp / "ttyBOARD*")],
                                    journal=self.journal, settle_ms=settle_ms, rescan_s=0.2)
-        self.board = PtyBoard(firmware_argv(), str(self.link), env=self._env(write_timeline(tmp / "t0.jsonl", timeline)),
-                              stderr=None)
+        first = write_timeline(tmp / "t0.jsonl", timeline)
+        self.board = PtyBoard(firmware_argv(), str(self.link), env=self._env(first), stderr=None)
         self.daemon: subprocess.Popen[bytes] | None = None
         self.sub: Subscriber | None = None
 

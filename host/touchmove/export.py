@@ -1,0 +1,74 @@
+"""``touchmove export``: a board's recording (the replay format) and its games as PGN, from the journal.
+
+The recording holds every record the board's engine was fed (serial and operator commands) on the board's
+monotonic time, so ``touchmove replay`` on it gives the same games, for arbiter review.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import chess.pgn
+
+from touchmove.journal import Journal
+
+
+def recording_lines(journal: Journal, board: str) -> list[str]:
+    """Return the board's records as JSON lines (advance calls and metadata are not records)."""
+    return [e.body for e in journal.entries(board) if e.kind == "record" and e.body]
+
+
+def pgn_games(journal: Journal, board: str, settle_ms: int) -> list[chess.pgn.Game]:
+    from touchmove.bridge import replay_entries
+
+    engine, _, headers = replay_entries(journal, board, settle_ms)
+    base = {"Event": "touchmove", "Site": board, **headers}
+    return [game.pgn(dict(base)) for game in engine.games]
+
+
+def _write(path: str, text: str) -> None:
+    if path == "-":
+        sys.stdout.write(text)
+    else:
+        Path(path).write_text(text, encoding="utf-8")
+
+
+def export_command(args: argparse.Namespace) -> int:
+    if not Path(args.journal).exists():
+        print(f"touchmove export: no journal at {args.journal}", file=sys.stderr)
+        return 2
+    journal = Journal(args.journal)
+    try:
+        boards = [row.board for row in journal.boards()]
+        board = args.board
+        if board is None:
+            if len(boards) != 1:
+                print("touchmove export: give --board, one of: " + (", ".join(boards) or "(none)"),
+                      file=sys.stderr)
+                return 2
+            board = boards[0]
+        if board not in boards:
+            print(f"touchmove export: no board {board!r} in the journal; boards: {', '.join(boards)}",
+                  file=sys.stderr)
+            return 2
+        recording = args.recording or f"{board}.jsonl"
+        pgn = args.pgn or f"{board}.pgn"
+        _write(recording, "".join(line + "\n" for line in recording_lines(journal, board)))
+        games = pgn_games(journal, board, args.settle_ms)
+        _write(pgn, "".join(str(game) + "\n\n" for game in games))
+        if recording != "-" and pgn != "-":
+            print(f"{board}: {recording} ({len(games)} game(s)), {pgn}")
+        return 0
+    finally:
+        journal.close()
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("journal", metavar="JOURNAL", help="the bridge's journal (SQLite file)")
+    parser.add_argument("--board", help="board id (may be omitted when the journal has one board)")
+    parser.add_argument("--recording", metavar="FILE", help="recording output (default BOARD.jsonl; - = stdout)")
+    parser.add_argument("--pgn", metavar="FILE", help="PGN output (default BOARD.pgn; - = stdout)")
+    parser.add_argument("--settle-ms", type=int, default=200, help="the settle time the bridge ran with")
+    parser.set_defaults(handler=export_command)

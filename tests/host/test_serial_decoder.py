@@ -1,0 +1,91 @@
+"""The serial side's pure parts: line splitting and protocol v1 decoding, fuzzed."""
+
+from __future__ import annotations
+
+import json
+
+import chess
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from touchmove import records
+from touchmove.serial_link import MAX_LINE, DecodeError, LineSplitter, decode, encode_command
+
+
+def test_lines_split_across_chunks_and_crlf() -> None:
+    s = LineSplitter()
+    assert s.feed(b'{"a":1}\r\n{"b"') == [b'{"a":1}']
+    assert s.feed(b':2}\n\n') == [b'{"b":2}']
+
+
+def test_oversized_line_is_reported_once_and_the_stream_goes_on() -> None:
+    s = LineSplitter(max_line=16)
+    out = s.feed(b"x" * 40)
+    out += s.feed(b"y" * 40 + b"\nok\n")
+    assert out == [None, b"ok"]
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.binary(max_size=40), max_size=20), st.data())
+def test_chunking_does_not_change_the_lines(parts: list[bytes], data: st.DataObject) -> None:
+    stream = b"\n".join(parts) + b"\n"
+    whole = LineSplitter(max_line=MAX_LINE).feed(stream)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=8)))
+    chunked: list[bytes | None] = []
+    s = LineSplitter(max_line=MAX_LINE)
+    prev = 0
+    for cut in [*cuts, len(stream)]:
+        chunked += s.feed(stream[prev:cut])
+        prev = cut
+    assert chunked == whole
+
+
+def test_messages() -> None:
+    m = decode(b'{"type":"lift","sq":"e2","seq":5,"t":120}')
+    assert m.record == records.Lift(120, chess.E2) and m.seq == 5
+    hello = decode(b'{"type":"hello","proto":1,"fw":"0.1.0","board":"e661","boot":12345,"seq":0,"t":3}')
+    assert hello.kind == "hello" and hello.record is None and hello.fields["boot"] == "12345"
+    clock = decode(b'{"type":"button","id":"clock_black","seq":9,"t":50}')
+    assert clock.record == records.Clock(50, chess.BLACK)
+    other = decode(b'{"type":"button","id":"menu","seq":9,"t":50}')
+    assert other.record is None and other.kind == "button"
+    assert decode(b'{"type":"heartbeat","occ":"ffff00000000ffff","seq":2,"t":1000}').record == \
+        records.Snapshot(1000, 0xFFFF00000000FFFF, "heartbeat")
+
+
+@pytest.mark.parametrize("line", [
+    None, b"", b"not json", b"[1,2]", b'{"type":"lift","sq":"z9","t":1}', b'{"type":"lift","sq":"e2"}',
+    b'{"type":"lift","sq":"e2","t":1,"seq":-1}', b'{"type":"lift","sq":"e2","t":1,"seq":true}',
+    b'{"type":"hello","proto":2,"board":"x","t":1}', b'{"type":"hello","proto":1,"board":"a/b","t":1}',
+    b'{"type":"frobnicate","t":1}', b'{"type":"snapshot","occ":"xyz","t":1}', b'\xff\xfe{',
+])
+def test_bad_lines_raise_decode_error(line: bytes | None) -> None:
+    with pytest.raises(DecodeError):
+        decode(line)
+
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                                          max_size=3), max_leaves=8)
+message_like = st.fixed_dictionaries(
+    {}, optional={"type": st.sampled_from(["lift", "place", "snapshot", "heartbeat", "hello", "button", "pong",
+                                           "error", "clock", "promote", "setup", "takeback", "zzz"]) | json_values,
+                  "t": st.integers(-5, 10**12) | json_values, "seq": st.integers(-2, 10**9) | json_values,
+                  "sq": st.sampled_from(["e2", "h8", "i9", ""]) | json_values, "occ": st.text(max_size=20),
+                  "board": json_values, "proto": json_values, "id": json_values, "fen": json_values})
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(st.binary(max_size=600), message_like.map(lambda d: json.dumps(d).encode())))
+def test_decoder_never_fails_other_than_decode_error(line: bytes) -> None:
+    try:
+        msg = decode(line)
+    except DecodeError:
+        return
+    if msg.record is not None:
+        assert records.parse_line(records.to_line(msg.record)) == msg.record
+
+
+def test_commands_are_one_line() -> None:
+    assert encode_command({"cmd": "leds", "squares": ["e2", "e4"], "color": [0, 48, 0]}).count(b"\n") == 1
