@@ -111,8 +111,8 @@ def build(cfg, machine=None):
         write = uart.write
         stream = asyncio.StreamReader(uart)
     else:
-        out = sys.stdout
-        write = out.write
+        # the raw stream: sys.stdout (text) turns "\n" into "\r\n" on the boards' USB CDC
+        write = getattr(sys.stdout, "buffer", sys.stdout).write
         stdin = getattr(sys.stdin, "buffer", sys.stdin)
         stream = asyncio.StreamReader(stdin)
         if sim:

@@ -14,7 +14,7 @@ class EventQueue:
     def __init__(self, size=64):
         self.size = size
         self.codes = bytearray(size)
-        self.times = array("i", bytes(4 * size))
+        self.times = array("q", bytes(8 * size))  # device ms, 64-bit: uptime never overflows it
         self.head = 0  # next to pop
         self.n = 0
         self.overflow = False

@@ -154,3 +154,36 @@ def test_pty_session(micropython: str, tmp_path) -> None:
         proc.kill()
         proc.wait()
         os.close(master)
+
+
+def test_stdin_fuzz_through_the_real_process(micropython: str, tmp_path) -> None:
+    """Random bytes, 0x03, truncated and oversized lines on the firmware's real stdin: it keeps going, every
+    line it writes is a valid record, and a final ping is still answered."""
+    import random
+
+    rng = random.Random(4)
+    chunks = []
+    for _ in range(200):
+        kind = rng.randrange(4)
+        if kind == 0:
+            chunks.append(bytes(rng.randrange(256) for _ in range(rng.randrange(40))))
+        elif kind == 1:
+            chunks.append(b'{"cmd":"ping","id":1}'[: rng.randrange(20)] + b"\n")
+        elif kind == 2:
+            chunks.append(b"\x03" * rng.randrange(1, 4) + b'{"cmd":"snapshot"}\r\n')
+        else:
+            chunks.append(b"{" + b"x" * rng.randrange(200, 700) + b"}\n")
+    data = b"".join(chunks) + b'\n{"cmd":"ping","id":"end"}\n'
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"t":100,"type":"lift","sq":"e2"}\n{"t":300,"type":"place","sq":"e4"}\n')
+    env = mp_env(TOUCHMOVE_SIM=str(path), TOUCHMOVE_SIM_SPEED="0", TOUCHMOVE_SIM_LINGER="120000")
+    proc = run_mp(micropython, [str(FIRMWARE / "main.py")], env, stdin=data)
+    assert proc.returncode == 0, proc.stderr.decode()
+    lines = proc.stdout.decode().splitlines()
+    msgs = [json.loads(x) for x in lines]
+    assert [m["seq"] for m in msgs] == list(range(len(msgs)))
+    for problem in records.read(lines):
+        assert not isinstance(problem, records.Problem), problem
+    assert any(m["type"] == "error" for m in msgs)
+    assert [m for m in msgs if m["type"] == "pong"][-1]["id"] == "end"
+    assert [(m["type"], m["sq"]) for m in msgs if m["type"] in ("lift", "place")] == [("lift", "e2"), ("place", "e4")]
