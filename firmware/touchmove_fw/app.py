@@ -49,7 +49,7 @@ class App:
             q.clear()
             self.send_snapshot()
         while q.n:
-            t = q.peek_t()
+            t = q.peek_t(out.last_t)
             code = q.pop()
             subject = code & 0x7F
             if subject < 64:

@@ -1,10 +1,7 @@
 # Builds the firmware from a board profile: the one place that imports machine and the drivers.
-import asyncio
+# Imports happen inside the functions, in an order that keeps the start-up heap peak low: the profiles
+# (config) are read and dropped before the firmware's own modules load.
 import sys
-
-from . import config
-from .app import App, make_leds
-from .clock import Clock, ScaledClock, SteppedClock
 
 
 def _hex(b):
@@ -68,6 +65,11 @@ def sim_overrides(argv=None):
 
 def build(cfg, machine=None):
     """Return (app, stream, wdt, cleanup) for a profile."""
+    import asyncio
+
+    from .app import App, make_leds
+    from .clock import Clock, ScaledClock, SteppedClock
+
     sim = cfg["driver"] == "sim"
     if sim:
         clock = SteppedClock() if cfg["speed"] == 0 else (Clock() if cfg["speed"] == 1 else ScaledClock(cfg["speed"]))
@@ -147,6 +149,8 @@ def safe_boot(cfg, machine):
 
 def setup(argv=None):
     """Build the firmware for this board; None when it must not start (safe boot)."""
+    from . import config
+
     sim = sim_overrides(argv)
     if sim is None and sys.platform == "linux":
         prof = _getenv("TOUCHMOVE_PROFILE")
@@ -155,6 +159,8 @@ def setup(argv=None):
         cfg = config.get(prof, {})
     else:
         cfg = config.get(None, sim) if sim else config.get()
+    del config
+    _drop("config")  # the profiles are read: free them before the firmware's modules load
     machine = None
     if cfg["driver"] != "sim":
         import machine
@@ -170,13 +176,17 @@ def setup(argv=None):
     return app, stream, wdt, cleanup
 
 
-def unload():
-    """Drop the set-up code (this module, config) from RAM once the firmware is built: ~10 KB of heap."""
+def _drop(name):
     import touchmove_fw
 
-    for name in ("board", "config"):
-        sys.modules.pop("touchmove_fw." + name, None)
-        try:
-            delattr(touchmove_fw, name)
-        except AttributeError:
-            pass
+    sys.modules.pop("touchmove_fw." + name, None)
+    try:
+        delattr(touchmove_fw, name)
+    except (AttributeError, KeyError):  # MicroPython raises KeyError for a missing module attribute
+        pass
+
+
+def unload():
+    """Drop the set-up code (this module) from RAM once the firmware is built."""
+    _drop("config")
+    _drop("board")

@@ -15,6 +15,7 @@ except ImportError:  # CPython
 
 
 _MAX_N = const(255)
+_MASK = const(0x3FFFFFFF)
 
 
 class Debouncer:
@@ -25,7 +26,7 @@ class Debouncer:
         self.stable = bytearray(nbytes)  # the reported state, bit (j & 7) of byte (j >> 3)
         self.pending = bytearray(nbytes)  # bits whose raw state currently differs from stable
         self.count = bytearray(nbytes * 8)  # consecutive differing samples per input (count mode)
-        self.since = array("q", bytes(8 * nbytes * 8))  # device ms a difference started (time mode)
+        self.since = array("i", bytes(4 * nbytes * 8))  # device ms a difference started (time mode)
         self.n = n
         self.ms = ms
         # sink(j, state, t) is called for every reported change: j the input index, state 0 or 1.
@@ -64,11 +65,12 @@ class Debouncer:
                 bit = 1 << b
                 if diff & bit:
                     if ms:
+                        # times modulo 2**30: small ints, no allocation, no array overflow
                         if not self.pending[k] & bit:
-                            since[j] = t  # the difference starts now
+                            since[j] = t & _MASK  # the difference starts now
                             done = False
                         else:
-                            done = t - since[j] >= ms
+                            done = ((t & _MASK) - since[j]) & _MASK >= ms
                     else:
                         c = count[j] + 1
                         done = c >= n

@@ -8,13 +8,24 @@ from array import array
 # (1 = occupied / pressed, 0 = empty / released).
 STATE = 0x80
 BUTTON0 = 64
+# Times are stored modulo 2**30 (a small int on every port: no allocation, no array overflow however long
+# the board runs); unwrap() rebuilds the full device time from a recent one.
+MASK = 0x3FFFFFFF
+
+
+def unwrap(low, ref):
+    """The device time whose low 30 bits are ``low``, nearest to ``ref`` (within +-2**29 ms = 6 days)."""
+    d = (low - (ref & MASK)) & MASK
+    if d >= 0x20000000:
+        d -= 0x40000000
+    return ref + d
 
 
 class EventQueue:
     def __init__(self, size=64):
         self.size = size
         self.codes = bytearray(size)
-        self.times = array("q", bytes(8 * size))  # device ms, 64-bit: uptime never overflows it
+        self.times = array("i", bytes(4 * size))
         self.head = 0  # next to pop
         self.n = 0
         self.overflow = False
@@ -29,12 +40,13 @@ class EventQueue:
         if i >= self.size:
             i -= self.size
         self.codes[i] = code
-        self.times[i] = t
+        self.times[i] = t & MASK
         self.n += 1
         return True
 
-    def peek_t(self):
-        return self.times[self.head]
+    def peek_t(self, ref):
+        """The oldest event's device time; ``ref`` is any device time within 6 days of it (e.g. now)."""
+        return unwrap(self.times[self.head], ref)
 
     def pop(self):
         """Remove the oldest event and return its code (read its time with peek_t() first)."""

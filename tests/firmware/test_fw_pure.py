@@ -5,7 +5,7 @@ import json
 
 from touchmove_fw import protocol
 from touchmove_fw.debounce import Debouncer
-from touchmove_fw.evqueue import EventQueue
+from touchmove_fw.evqueue import EventQueue, unwrap
 from touchmove_fw.link import LINE, NONE, TOO_LONG, LineAssembler
 from touchmove_fw.squares import START_OCC, build_map, index, led_map, name
 
@@ -103,13 +103,31 @@ def test_event_queue_ring():
     q = EventQueue(4)
     for i in range(10):
         assert q.push(i, 100 + i)
-        assert q.peek_t() == 100 + i and q.pop() == i
+        assert q.peek_t(0) == 100 + i and q.pop() == i
     for i in range(4):
         assert q.push(i, i)
     assert not q.push(9, 9) and q.overflow and q.dropped == 1
     assert [q.pop() for _ in range(4)] == [0, 1, 2, 3]
     q.clear()
     assert q.n == 0 and not q.overflow
+
+
+def test_times_survive_months_of_uptime():
+    day = 86400000
+    q = EventQueue(4)
+    for t in (5, 2**30 - 1, 2**30 + 7, 40 * day, 400 * day):
+        q.push(1, t)
+        assert q.peek_t(t + 1500) == t and q.peek_t(t - 3 * day) == t
+        q.pop()
+    assert unwrap(10, 2**30 + 5) == 2**30 + 10 and unwrap(2**30 - 2, 2**30 + 5) == 2**30 - 2
+    d = Debouncer(1, lambda j, s, t: ev.append(t), 1, 15)
+    ev = []
+    t0 = 2**30 - 10  # a change spanning the 30-bit wrap of the stored times
+    d.reset(b"\x00")
+    d.update(b"\x01", t0)
+    d.update(b"\x01", t0 + 14)
+    d.update(b"\x01", t0 + 15)
+    assert ev == [t0 + 15]
 
 
 def test_messages_are_exact():
