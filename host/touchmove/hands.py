@@ -23,6 +23,9 @@ class Style:
 
     settle_ms: int = 200  # the engine's settle time: rests meant as releases last longer than this
     think_ms: tuple[int, int] = (400, 3000)
+    #: How long a released piece rests before anything else happens; None: a little over the settle time.
+    #: Below the settle time, the opponent answers before the engine could call the move made (bullet).
+    release_ms: tuple[int, int] | None = None
     slide: float = 0.3
     bounce: float = 0.15
     chatter: float = 0.2
@@ -63,7 +66,7 @@ class Hands:
             self.t += self.rng.randint(1, 6)
             self.records.append(Place(self.t, sq))
         if rest:
-            self.wait(self.style.settle_ms + 60, self.style.settle_ms + 400)
+            self.wait(*(self.style.release_ms or (self.style.settle_ms + 60, self.style.settle_ms + 400)))
         else:
             self.wait(40, 120)
 

@@ -59,8 +59,9 @@ __all__ = ["DEFAULT_SETTLE_MS", "Engine", "EngineState", "GameRecord"]
 DEFAULT_SETTLE_MS = 200
 #: How long the board must rest in a state with no legal continuation before ``board_mismatch``.
 DEFAULT_MISMATCH_MS = 1000
-#: How many squares off the game position mean the board is being cleared or set up (no moves are read then).
-CLEARED_SQUARES = 6
+#: How many squares off the game position mean the board is being cleared or set up (no moves are read then);
+#: two plies of castling change eight.
+CLEARED_SQUARES = 10
 START_OCCUPANCY = chess.BB_RANK_1 | chess.BB_RANK_2 | chess.BB_RANK_7 | chess.BB_RANK_8
 
 
@@ -79,14 +80,11 @@ class EngineState:
 
 @dataclass
 class _Checkpoint:
-    """A matched move interrupted before its settle time by a lift elsewhere."""
+    """A matched move interrupted before its settle time by another change on the board."""
 
     footprint: Footprint
     t: int
-    touches: int  # how many touches of the ply came before it
-    moved_on: bool  # the lift was of a square the move had just filled
-    lifted: chess.Bitboard = 0
-    lift_times: dict[int, int] = field(default_factory=dict)
+    moved_on: bool  # the change was a lift of a square the move had just filled
     position: Position | None = None
 
 
@@ -97,7 +95,9 @@ class _Ply:
     lifted: chess.Bitboard = 0
     blind: bool = False  # a snapshot changed squares whose lifts were not seen
     touches: Touches | None = None
-    lift_times: dict[int, int] | None = None
+    lift_times: dict[int, int] | None = None  # the first lift of each square
+    lift_log: list[tuple[int, chess.Square]] = field(default_factory=list)  # every lift, in order
+    first_match: tuple[chess.Move, int] | None = None  # a matched move and when it first showed
 
 
 class Engine:
@@ -333,21 +333,17 @@ class Engine:
         self._changed_at = t
         self._unresolved_checked = False
         ply = self._ply
+        match = self._match
+        if match is not None and self._checkpoint is None:
+            # A change while the matched move waits out its settle time: the mover's piece sliding on, or the
+            # opponent starting already (fast play without clocks). Keep the move as a checkpoint.
+            self._checkpoint = _Checkpoint(match, self._match_t, moved_on=not occupied and bool(match.placed & bb))
         if not occupied:
-            match = self._match
-            if match is not None and self._checkpoint is None:
-                # A lift while the matched move waits out its settle time: the mover's piece sliding on, or
-                # the opponent starting already (fast play without clocks). Keep the move as a checkpoint.
-                assert ply.touches is not None
-                self._checkpoint = _Checkpoint(match, self._match_t, len(ply.touches.order),
-                                               moved_on=bool(match.placed & bb))
             if not ply.lifted & bb:
                 assert ply.lift_times is not None
                 ply.lift_times[sq] = t
             ply.lifted |= bb
-            if self._checkpoint is not None:
-                self._checkpoint.lifted |= bb
-                self._checkpoint.lift_times.setdefault(sq, t)
+            ply.lift_log.append((t, sq))
             out += self._touch(t, sq)
         return out + self._after_change(t)
 
@@ -392,12 +388,19 @@ class Engine:
         elif self._checkpoint is not None:
             # The board may show the checkpoint move and the opponent's answer.
             cp = self._checkpoint
-            answer = self._after_checkpoint().explain(self._occ, cp.lifted, self._ply.blind)
+            answer = self._after_checkpoint().explain(self._occ, self._lifted_since(cp.t), self._ply.blind)
             if answer is not None:
                 out += self._commit_checkpoint()
                 fp = answer
         self._match = fp
         self._match_t = t
+        if fp is not None:
+            # The same move showing again (a piece lifted and put back meanwhile) was made when it first showed.
+            first = self._ply.first_match
+            if first is not None and first[0] == fp.move:
+                self._match_t = first[1]
+            else:
+                self._ply.first_match = (fp.move, t)
         if fp is None and self._occ == self._position.occ and not self._in_sync:
             out += self._restored(t, "game position")
         return out
@@ -412,22 +415,19 @@ class Engine:
         return cp.position
 
     def _commit_checkpoint(self) -> list[Event]:
-        """Make the checkpoint move; what was lifted since it belongs to the next ply."""
+        """Make the checkpoint move (what was lifted since it belongs to the next ply)."""
         cp = self._checkpoint
-        assert cp is not None and self._ply.touches is not None
+        assert cp is not None
         self._checkpoint = None
-        before = self._ply.touches.order[:cp.touches]
-        self._ply.touches = Touches()
-        for sq in before:
-            self._ply.touches.touch(self._position, sq)
-        out = self._make(cp.footprint, cp.t)
-        ply = self._ply
-        ply.lifted = cp.lifted
-        ply.lift_times = dict(cp.lift_times)
-        assert ply.touches is not None
-        for sq in sorted(cp.lift_times, key=cp.lift_times.__getitem__):
-            ply.touches.touch(self._position, sq)
-        return out
+        return self._make(cp.footprint, cp.t)
+
+    def _lifted_since(self, t: int) -> chess.Bitboard:
+        """Return the squares lifted after device time ``t`` in this ply."""
+        lifted = 0
+        for lifted_at, sq in self._ply.lift_log:
+            if lifted_at > t:
+                lifted |= chess.BB_SQUARES[sq]
+        return lifted
 
     def _explain(self, position: Position, ply: _Ply) -> Footprint | None:
         """Return the legal move the board shows from ``position`` with the lifts of ``ply``, if any."""
@@ -481,6 +481,23 @@ class Engine:
         self._match = None
         self._checkpoint = None
         out.append(MoveMade(game.number, t, number, move.uci(), san, fen_of(after)))
+        late = [(lifted_at, sq) for lifted_at, sq in ply.lift_log if lifted_at > t]
+        if late:
+            # Lifts after the move showed belong to the next ply (the opponent started before the settle time
+            # was over); they are judged there, not here.
+            assert ply.lift_times is not None and ply.touches is not None
+            earlier = Touches()
+            for sq in ply.touches.order:
+                if ply.lift_times.get(sq, t) <= t:
+                    earlier.touch(position, sq)
+            ply.touches = earlier
+            nxt = self._ply
+            assert nxt.lift_times is not None and nxt.touches is not None
+            for lifted_at, sq in late:
+                nxt.lifted |= chess.BB_SQUARES[sq]
+                nxt.lift_times.setdefault(sq, lifted_at)
+                nxt.lift_log.append((lifted_at, sq))
+                nxt.touches.touch(self._position, sq)
         self._exchange_sq = move.to_square if move.promotion is not None else None
         assert ply.touches is not None and ply.lift_times is not None
         for breach in judge(position, ply.touches, move, ply.lift_times):
@@ -534,6 +551,11 @@ class Engine:
         cp = self._checkpoint
         if cp is not None and not cp.moved_on and self._after_checkpoint().continuable(self._occ):
             return self._commit_checkpoint()
+        if self._position.continuable(self._occ):
+            # A move in progress (a piece in hand, a promotion's new piece placed first, the king on its
+            # castling square).
+            self._note_king_on_castling_square()
+            return []
         out = self._amend_last(t)
         if out:
             return out
@@ -543,7 +565,6 @@ class Engine:
         ply = self._earlier_position()
         if ply is not None:
             return self._takeback_to(t, ply)
-        self._note_king_on_castling_square()
         return []
 
     def _amend_last(self, t: int) -> list[Event]:

@@ -73,7 +73,7 @@ class Position:
     def __init__(self, board: chess.Board) -> None:
         self.board = board
         self.occ: chess.Bitboard = board.occupied
-        self._involved: tuple[chess.Bitboard, ...] | None = None
+        self._involved: tuple[tuple[chess.Bitboard, chess.Bitboard, bool], ...] | None = None
 
     def explain(self, occ: chess.Bitboard, lifted: chess.Bitboard, blind: bool = False) -> Footprint | None:
         """Return the legal move that leaves ``occ``, proven by the ``lifted`` squares, or None.
@@ -131,11 +131,25 @@ class Position:
         return [footprint(board, m) for m in board.legal_moves if m.promotion in (None, chess.QUEEN)]
 
     def continuable(self, occ: chess.Bitboard) -> bool:
-        """Return whether ``occ`` could be a legal move of this position still in progress (pieces in hand)."""
+        """Return whether ``occ`` could be a legal move of this position still in progress (pieces in hand).
+
+        Every changed square must belong to one legal move, and a newly filled square needs that move's piece
+        already lifted, unless the move is a promotion (the new piece comes from off the board, 4.6).
+        """
         if self._involved is None:
-            self._involved = tuple({fp.involved for fp in self.legal_footprints()})
+            self._involved = tuple({
+                (fp.involved, chess.BB_SQUARES[fp.move.from_square], fp.move.promotion is not None)
+                for fp in self.legal_footprints()
+            })
         diff = occ ^ self.occ
-        return any(diff & ~mask == 0 for mask in self._involved)
+        filled = occ & ~self.occ
+        for involved, source, promotion in self._involved:
+            if diff & ~involved:
+                continue
+            if filled and not promotion and occ & source:
+                continue
+            return True
+        return False
 
 
 def promotion_alternatives(board: chess.Board, move: chess.Move) -> list[chess.Move]:
