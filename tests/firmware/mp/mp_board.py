@@ -1,0 +1,85 @@
+# ruff: noqa: UP031  (MicroPython-side code: %-formatting, like the firmware)
+# board.py builds a working firmware for every hardware profile from the fake machine: driver, buttons,
+# NeoPixel LEDs, watchdog, the hello with the unique id; and safe boot.
+import json
+
+import machine
+from hwmodels import HallModel, HC165Chain, MatrixModel, MCP23017Model
+from touchmove_fw import board, config
+
+
+def setup():
+    machine.reset_fakes()
+
+
+def _models(name, cfg):
+    p = cfg["pins"]
+    if name == "hc165":
+        return HC165Chain(load=p["load"], clk=p["sck"], data=p["miso"])
+    if name == "matrix":
+        return MatrixModel([p["rank%d" % (r + 1)] for r in range(8)], [p["file_" + f] for f in "abcdefgh"])
+    if name == "mcp23017":
+        return [MCP23017Model(a) for a in cfg["i2c_addrs"]]
+    return HallModel([p["s%d" % i] for i in range(4)], [p["sig"]], [p["en%d" % i] for i in range(4)])
+
+
+def _occupy_start(name, model):
+    # put the pieces of the start position on the modelled sensors
+    start = (0xFF, 0xFF, 0, 0, 0, 0, 0xFF, 0xFF)
+    if name == "hc165":
+        for k in range(8):
+            model.inputs[k] = ~start[k] & 0xFF  # switches to GND: occupied reads 0
+    elif name == "matrix":
+        for k in range(8):
+            model.closed[k] = start[k]
+    elif name == "mcp23017":
+        for c in range(4):
+            model[c].closed = start[2 * c] | (start[2 * c + 1] << 8)
+    else:
+        for j in range(64):
+            model.values[j] = 45000 if (start[j >> 3] >> (j & 7)) & 1 else 30000
+
+
+def test_build_every_profile():
+    for name in ("hc165", "matrix", "mcp23017", "hall_mux"):
+        setup()
+        cfg = config.get(name, {"wdt": True, "calibration_file": None})
+        for b in cfg["buttons"]:
+            machine.set_input(cfg["pins"][b], 1)  # buttons up (pull-ups)
+        model = _models(name, cfg)
+        _occupy_start(name, model)
+        app, stream, wdt, cleanup = board.build(cfg, machine)
+        assert wdt is not None and stream is not None and cleanup is None
+        assert app.leds is not None and app.leds.strip.n == 64
+        lines = []
+        app.out.write = lines.append
+        app.start()
+        hello = json.loads(lines[0])
+        assert hello["board"] == "e6614104032b8c2d" and hello["proto"] == 1, hello
+        assert json.loads(lines[1])["occ"] == "ffff00000000ffff", (name, lines[1])
+        # press white's clock for a while: one button event
+        machine.set_input(cfg["pins"]["clock_white"], 0)
+        for i in range(1, 8):
+            app.scanner.scan(5 * i)
+        machine.set_input(cfg["pins"]["clock_white"], 1)
+        for i in range(8, 16):
+            app.scanner.scan(5 * i)
+        app.flush()
+        out = [json.loads(x) for x in lines[2:]]
+        assert [(m["type"], m["id"]) for m in out] == [("button", "clock_white")], (name, out)
+
+
+def test_safe_boot_button():
+    cfg = config.get("hc165", {})
+    machine.set_input(cfg["pins"]["clock_white"], 1)
+    assert not board.safe_boot(cfg, machine)
+    machine.set_input(cfg["pins"]["clock_white"], 0)
+    assert board.safe_boot(cfg, machine)
+    assert not board.safe_boot(config.get("sim", {}), machine)
+
+
+def test_sim_overrides_from_argv():
+    o = board.sim_overrides(["main.py", "/tmp/x.jsonl", "fast"])
+    assert o["timeline"] == "/tmp/x.jsonl" and o["speed"] == 0 and o["sim_exit"]
+    o = board.sim_overrides(["main.py", "/tmp/x.jsonl", "10"])
+    assert o["speed"] == 10 and not o["sim_exit"]
