@@ -1,3 +1,3 @@
 # touchmove firmware package: occupancy scanning and the wire protocol v1.
 FW_VERSION = "0.1.0"
-PROTO = 1
+# the wire protocol version is protocol.PROTO

@@ -232,8 +232,6 @@ def run(app, stream=None, wdt=None, cleanup=None):
 def report_mem(app):
     import sys
 
-    import micropython
-
     m = app.memstats
     gc.collect()
     m["end_live"] = gc.mem_alloc()
@@ -242,8 +240,4 @@ def report_mem(app):
     m["device_ms"] = app.clock.ms()
     m["dropped"] = app.q.dropped
     m["messages"] = app.out.seq
-    try:
-        m["mem_peak"] = micropython.mem_peak()
-    except AttributeError:
-        pass
     sys.stderr.write("memstats " + __import__("json").dumps(m) + "\n")

@@ -169,6 +169,10 @@ def setup(argv=None):
             print("touchmove: safe boot, firmware not started")
             return None
     app, stream, wdt, cleanup = build(cfg, machine)
+    if app.memstats is not None:
+        import gc
+
+        app.memstats["setup_alloc"] = gc.mem_alloc()  # the start-up peak: set-up code and firmware loaded
     if cfg["kbd_intr_off"]:
         import micropython
 

@@ -3,6 +3,8 @@
 # Commands are read one byte at a time into a preallocated buffer: on MicroPython a readline() on a partial
 # line blocks the whole event loop, and a line without an end could grow without bound. Both "\n" and "\r\n"
 # end a line; a line longer than MAX_LINE is discarded whole and answered with an error.
+from . import protocol
+
 try:
     from micropython import const
 except ImportError:  # CPython
@@ -12,8 +14,6 @@ except ImportError:  # CPython
 
 
 MAX_LINE = const(256)
-
-from . import protocol  # noqa: E402
 
 # LineAssembler.feed() results
 NONE = const(0)  # byte consumed, no complete line yet

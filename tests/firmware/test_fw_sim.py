@@ -93,8 +93,9 @@ def test_ten_minute_game_in_64k_heap(micropython: str, mpy_build, tmp_path) -> N
     assert stats["heap"] <= 64 * 1024 and stats["dropped"] == 0
     assert stats["device_ms"] >= 600_000
     print(f"\n10-minute game ({len(tl.records)} timeline records, {stats['scans']} scans, "
-          f"{stats['messages']} messages) in {elapsed:.1f} s: heap {stats['heap']} B, "
-          f"peak allocated {stats['peak_alloc']} B, peak live after GC {stats['peak_live']} B")
+          f"{stats['messages']} messages) in {elapsed:.1f} s: heap {stats['heap']} B, at start-up "
+          f"{stats['setup_alloc']} B, peak allocated {stats['peak_alloc']} B, "
+          f"peak live after GC {stats['peak_live']} B")
 
 
 def _read_lines(fd: int, want, timeout: float = 10.0) -> list[dict]:
