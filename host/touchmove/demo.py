@@ -244,7 +244,10 @@ async def run_demo(args: argparse.Namespace) -> int:
     game = read_game(Path(args.pgn) if args.pgn else DEFAULT_PGN)
     workdir = Path(tempfile.mkdtemp(prefix="touchmove-demo-"))
     timeline = workdir / "timeline.jsonl"
-    write_timeline(timeline, timeline_for(game, settle_ms=args.settle_ms))
+    recs = timeline_for(game, settle_ms=args.settle_ms)
+    write_timeline(timeline, recs)
+    # the longest the game can take: its timeline at this speed, and a margin for a loaded machine
+    budget = recs[-1].t / 1000 / args.speed + 30
     env = dict(os.environ, TOUCHMOVE_SIM=str(timeline), TOUCHMOVE_SIM_SPEED=str(args.speed),
                TOUCHMOVE_SIM_EXIT="0", TOUCHMOVE_BOARD=DEMO_BOARD_ID)
     board = PtyBoard(firmware_command(), str(workdir / "board0"), env=env)
@@ -263,12 +266,21 @@ async def run_demo(args: argparse.Namespace) -> int:
         watcher = asyncio.create_task(watch(url, args.base_topic, View(), ui=not args.no_ui, done=done))
         await asyncio.sleep(0.5)     # the subscriber is in before the first move
         board.start()
-        if not args.no_ui:
-            pass
-        else:
+        if args.no_ui:
             print(f"demo: broker {url}, journal {config.journal}, firmware on {board.link_path}", flush=True)
         try:
-            await done.wait()
+            deadline = loop.time() + budget
+            while not done.is_set():
+                sess = bridge.boards.get(DEMO_BOARD_ID)
+                if sess is not None and sess.engine.state().game_over and sess.published == sess.event_seq:
+                    await asyncio.sleep(0.5)      # let the subscriber show the end
+                    done.set()
+                elif loop.time() > deadline:
+                    print("demo: the game did not end in time", file=sys.stderr)
+                    done.set()
+                else:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(done.wait(), 0.25)
         finally:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
