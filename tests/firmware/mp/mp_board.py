@@ -83,3 +83,31 @@ def test_sim_overrides_from_argv():
     assert o["timeline"] == "/tmp/x.jsonl" and o["speed"] == 0 and o["sim_exit"]
     o = board.sim_overrides(["main.py", "/tmp/x.jsonl", "10"])
     assert o["speed"] == 10 and not o["sim_exit"]
+
+
+def test_calibrate_command_on_a_hall_board():
+    path = "/tmp/touchmove_fw_calib_test.json"
+    cfg = config.get("hall_mux", {"calibration_file": path})
+    for b in cfg["buttons"]:
+        machine.set_input(cfg["pins"][b], 1)
+    model = _models("hall_mux", cfg)
+    for j in range(64):
+        model.values[j] = 20000 + 100 * j  # an empty board, every sensor a little different
+    app, _, _, _ = board.build(cfg, machine)
+    lines = []
+    app.out.write = lines.append
+    app.start()
+    app.command(b'{"cmd":"calibrate"}')
+    reply = json.loads(lines[-1])
+    assert reply["type"] == "snapshot" and reply["occ"] == "0000000000000000", reply
+    with open(path) as f:
+        saved = json.load(f)
+    assert saved == [20000 + 100 * j + 4000 for j in range(64)]
+    model.values[28] += 6000  # a piece on e4
+    for i in range(1, 6):
+        app.scanner.scan(5 * i)
+    app.flush()
+    assert json.loads(lines[-1])["type"] == "place" and json.loads(lines[-1])["sq"] == "e4"
+    # the thresholds come back at the next start
+    app2, _, _, _ = board.build(cfg, machine)
+    assert list(app2.driver.thresholds) == saved
