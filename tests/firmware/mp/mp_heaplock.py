@@ -193,6 +193,7 @@ def test_scan_task_under_asyncio_no_alloc():
     app.running = True
     app.scanner.prime(0)
     done = []
+    popped = [0]
 
     async def lock_for(scans):
         await asyncio.sleep_ms(0)
@@ -203,16 +204,27 @@ def test_scan_task_under_asyncio_no_alloc():
                 await asyncio.sleep_ms(0)
                 while app.q.n:
                     app.q.pop()
+                    popped[0] += 1
         finally:
             micropython.heap_unlock()
         app.running = False
         done.append(app.scanner.scans - start)
 
+    woken = []
+
+    async def writer_stand_in():
+        # a task already waiting on the writer's event: the scan task's set() must wake it without
+        # allocating (the real writer then formats lines, which allocates by design, off the scan path)
+        await app.wake.wait()
+        woken.append(app.scanner.scans)
+
     async def main():
+        w = asyncio.create_task(writer_stand_in())
         t = asyncio.create_task(app.scan_task())
-        await lock_for(300)
+        await lock_for(1000)
         await t
+        await w
 
     asyncio.run(main())
     assert app.fatal is None, app.fatal
-    assert done[0] >= 300
+    assert done[0] >= 1000 and popped[0] > 0 and woken and woken[0] > 5  # woken inside the locked run
