@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import os
 import random
@@ -31,12 +30,14 @@ from pathlib import Path
 
 import aiohttp
 import aiomqtt
+
 from touchmove.broadcast.local_broker import LocalBroker, free_port
 from touchmove.broadcast.simboards import SimBridge
 
 COMMENT = re.compile(r"\{[^}]*\}")
 MOVE_NUMBER = re.compile(r"^\d+\.+$")
 RESULTS = {"1-0", "0-1", "1/2-1/2", "*"}
+BOARD_PLY = re.compile(rb'"board":(\d+),.*?"ply":(\d+),')
 
 
 def plies_per_board(pgn: str) -> dict[int, int]:
@@ -114,17 +115,23 @@ async def run(args: argparse.Namespace) -> None:
                             for message in messages:
                                 if not message.startswith(b"event: board\n"):
                                     continue
-                                data = json.loads(message.split(b"\ndata: ", 1)[1])
-                                sse_seen.setdefault((data["board"], data["ply"]), now)
+                                m = BOARD_PLY.search(message)
+                                if m:
+                                    sse_seen.setdefault((int(m.group(1)), int(m.group(2))), now)
 
                 async def poll() -> None:
                     known: dict[int, int] = {}
+                    last = ""
                     while not stop.is_set():
                         t0 = time.perf_counter()
                         async with http.get(f"{base_url}/round/1.pgn") as resp:
                             text = await resp.text()
                         now = time.perf_counter()
                         polls.append(now - t0)
+                        if text == last:
+                            await asyncio.sleep(args.poll_pause)
+                            continue
+                        last = text
                         for board, plies in plies_per_board(text).items():
                             for ply in range(known.get(board, 0) + 1, plies + 1):
                                 pgn_seen.setdefault((board, ply), now)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from touchmove.broadcast.tournament import Tournament, parse_tournament
 
 REQUIRE_ALL = os.environ.get("TOUCHMOVE_REQUIRE_ALL") == "1"

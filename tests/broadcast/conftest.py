@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 from broadcast_helpers import REQUIRE_ALL
+
 from touchmove.broadcast.local_broker import LocalBroker
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import aiomqtt
 from broadcast_helpers import chromium_path, tournament_data
+
 from touchmove.broadcast.local_broker import LocalBroker
 from touchmove.broadcast.service import BroadcastService
 from touchmove.broadcast.simboards import SimBridge

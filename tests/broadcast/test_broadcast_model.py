@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import io
+import random
 from pathlib import Path
 
 import chess
 import chess.pgn
 import pytest
 from broadcast_helpers import make_tournament, tournament_data
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from touchmove.broadcast import bridge_topics
 from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.broadcaster import ActionError, Broadcaster
@@ -275,3 +279,45 @@ async def _broadcaster_events_results_and_actions(tmp_path: Path) -> None:
         await hub.promote(9, "q")
     with pytest.raises(ActionError):
         await hub.setup(1, "not a fen")
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), black_first=st.booleans(), clocks=st.booleans())
+def test_round_pgn_reads_back_exactly(seed: int, black_first: bool, clocks: bool) -> None:
+    """Whatever the game, python-chess reads our PGN text back to the same moves, clocks and headers."""
+    rng = random.Random(seed)
+    start = chess.Board()
+    if black_first:
+        start.push_san("e4")
+        start = chess.Board(start.fen())
+    game = LiveGame()
+    game.apply({"type": "game_start", "game": 1, "fen": start.fen(), "t": 0})
+    board = start.copy()
+    played: list[tuple[str, int | None]] = []
+    for ply in range(1, rng.randrange(0, 80)):
+        if board.is_game_over():
+            break
+        move = rng.choice(list(board.legal_moves))
+        board.push(move)
+        clk = rng.randrange(0, 7_200_000) if clocks and rng.random() < 0.8 else None
+        event = {"type": "move", "game": 1, "ply": ply, "uci": move.uci(), "t": ply}
+        if clk is not None:
+            event["clock_ms"] = clk
+        assert game.apply(event)
+        played.append((move.uci(), clk))
+    t = make_tournament(1)
+    read = chess.pgn.read_game(io.StringIO(RoundPgn(t).render({1: game})))
+    assert read is not None and not read.errors
+    assert read.board().fen() == start.fen()
+    nodes = list(read.mainline())
+    assert [n.move.uci() for n in nodes] == [u for u, _ in played]
+    assert [n.clock() for n in nodes] == [None if c is None else float(c // 1000) for _, c in played]
+
+
+def test_header_values_are_escaped() -> None:
+    data = tournament_data(1)
+    data["rounds"][0]["boards"][0]["white"] = {"name": 'O"Brien \\ Jr'}
+    text = RoundPgn(parse_tournament(data)).render({})
+    assert '[White "O\\"Brien \\\\ Jr"]' in text  # PGN standard 8.1.1: \" and \\ in tag values
+    read = chess.pgn.read_game(io.StringIO(text))
+    assert read is not None and not read.errors and read.headers["Black"] == "Black, Player 1"

@@ -16,6 +16,7 @@ import chess
 import chess.pgn
 from aiohttp import web
 from broadcast_helpers import tournament_data
+
 from touchmove.broadcast.local_broker import LocalBroker
 from touchmove.broadcast.service import BroadcastService
 from touchmove.broadcast.simboards import SimBridge

@@ -26,7 +26,6 @@ from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.live_pgn import LiveGame, RoundPgn, write_atomically
 from touchmove.broadcast.results import kings_result, normalize_result
 from touchmove.broadcast.tournament import Pairing, Tournament
-from touchmove.rules.events import ALERT_MEANINGS
 
 log = logging.getLogger(__name__)
 
@@ -92,10 +91,10 @@ class BoardView:
         key = self.game.version
         if self._svg is not None and self._svg[0] == key:
             return self._svg[1]
-        board = self.game.board()
+        board = self.game.position()
         lastmove = chess.Move.from_uci(self.game.moves[-1].uci) if self.game.moves else None
         check = board.king(board.turn) if board.is_check() else None
-        text = chess.svg.board(board, lastmove=lastmove, check=check, coordinates=True)
+        text = chess.svg.board(board, lastmove=lastmove, check=check, coordinates=False)
         self._svg = (key, text)
         return text
 
@@ -105,7 +104,7 @@ class BoardView:
             "board": p.board, "board_id": p.board_id,
             "white": {"name": p.white.name, "title": p.white.title, "elo": p.white.elo},
             "black": {"name": p.black.name, "title": p.black.title, "elo": p.black.elo},
-            "game": self.game.number, "ply": self.game.ply, "fen": self.game.board().fen(),
+            "game": self.game.number, "ply": self.game.ply, "fen": self.game.position().fen(),
             "last_move": self.last_move(),
             "clock_ms": self.game.moves[-1].clock_ms if self.game.moves else None,
             "in_sync": self.in_sync, "online": self.online,
@@ -115,6 +114,16 @@ class BoardView:
         if svg:
             out["svg"] = self.svg()
         return out
+
+
+def alert_meanings() -> dict[str, str]:
+    """The rules engine's alert meanings for the dashboard (empty if the rules package cannot be loaded:
+    the broadcaster itself never needs the engine)."""
+    try:
+        from touchmove.rules.events import ALERT_MEANINGS
+    except Exception:  # the broadcast must run whatever state the engine package is in
+        return {}
+    return dict(ALERT_MEANINGS)
 
 
 def _now_iso() -> str:
@@ -147,6 +156,7 @@ class Broadcaster:
         self._pgn_listeners: list[Callable[[str], None]] = []
         self._unknown: set[str] = set()
         self._transactions = 0
+        self._meanings = alert_meanings()
         for pairing in self.round.pairings:
             if pairing.result:
                 self.by_number[pairing.board].game.set_result("arbiter", pairing.result)
@@ -267,7 +277,7 @@ class Broadcaster:
             "boards": [self.by_number[n].to_json(svg=svg) for n in sorted(self.by_number)],
             "alerts": [a.to_json() for a in self.alerts],
             "bridges": dict(self.bridges),
-            "meanings": ALERT_MEANINGS,
+            "meanings": self._meanings,
         }
 
     # -- messages from the bridges -----------------------------------------------------------------
@@ -342,7 +352,7 @@ class Broadcaster:
             view.in_sync, changed = state.in_sync, True
         if state.occupancy is not None and state.occupancy != view.occupancy:
             view.occupancy = state.occupancy
-            result = kings_result(view.game.board(), state.occupancy)
+            result = kings_result(view.game.position(), state.occupancy)
             if result is not None and view.game.set_result("kings", result, "kings in the centre"):
                 log.info("board %s: kings in the centre: %s", view.pairing.board, result)
                 self._changed(view)

@@ -50,16 +50,29 @@ class LiveGame:
     resync_ply: int = 0
     #: Clock times (ms) of plies whose ``clock`` event came before their move.
     pending_clocks: dict[int, int] = field(default_factory=dict)
+    _position: chess.Board | None = field(default=None, repr=False, compare=False)
 
     @property
     def ply(self) -> int:
         return len(self.moves)
 
     def board(self, upto: int | None = None) -> chess.Board:
+        """A new board with the position after ``upto`` plies (all of them by default)."""
+        if upto is None or upto >= self.ply:
+            return self.position().copy()
         board = chess.Board(self.start_fen, chess960=self.chess960)
         for rec in self.moves[:upto]:
             board.push_uci(rec.uci)
         return board
+
+    def position(self) -> chess.Board:
+        """The current position, kept up to date move by move (do not change it: use :meth:`board`)."""
+        if self._position is None:
+            board = chess.Board(self.start_fen, chess960=self.chess960)
+            for rec in self.moves:
+                board.push_uci(rec.uci)
+            self._position = board
+        return self._position
 
     def _touch(self) -> bool:
         self.version += 1
@@ -82,6 +95,7 @@ class LiveGame:
         self.chess960 = chess960
         self.number = number
         self.moves = []
+        self._position = None
         self.pending_clocks = {}
         self.results.clear_game()
         self.needs_resync, self.resync_ply = False, 0
@@ -117,6 +131,7 @@ class LiveGame:
             if ply > self.ply:
                 return False
             del self.moves[ply - 1:]
+            self._position = None
             self.pending_clocks = {k: v for k, v in self.pending_clocks.items() if k < ply}
             self.results.set("board", None)
             self.results.set("kings", None)
@@ -170,6 +185,7 @@ class LiveGame:
                 if again is None:
                     break
                 self.moves.append(again)
+        self._position = board
         self.results.set("kings", None)  # play went on: the kings did not mean a result
         if self.results.board and not board.is_game_over():
             self.results.set("board", None)
@@ -199,6 +215,7 @@ class LiveGame:
         if number is not None:
             self.number = number
         self.moves = moves
+        self._position = None
         self.needs_resync, self.resync_ply = False, 0
         result = pgn_game.headers.get("Result", "*")
         if result in ("1-0", "0-1", "1/2-1/2"):
@@ -230,22 +247,56 @@ def pgn_headers(tournament: Tournament, pairing: Pairing, result: str) -> dict[s
     return headers
 
 
-def game_pgn(game: LiveGame, headers: Mapping[str, str]) -> str:
-    """One game as PGN text (headers, moves with ``[%clk]`` comments, result)."""
-    pgn = chess.pgn.Game()
-    pgn.headers.clear()
-    for key, value in headers.items():
-        pgn.headers[key] = value
-    board = chess.Board(game.start_fen, chess960=game.chess960)
+def _clock(ms: int) -> str:
+    seconds = max(0, ms) // 1000
+    return f"[%clk {seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}]"
+
+
+def _header_value(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
+
+
+def game_pgn(game: LiveGame, headers: Mapping[str, str], columns: int = 80) -> str:
+    """One game as PGN text: headers, moves with ``{ [%clk h:mm:ss] }`` comments, the result.
+
+    The SAN of every ply was computed by python-chess when the move was checked, so the text is built
+    directly from it (one move re-renders one game in microseconds, whatever its length).
+    """
+    tags = dict(headers)
+    start = chess.Board(game.start_fen, chess960=game.chess960)
     if game.start_fen != chess.STARTING_FEN or game.chess960:
-        pgn.setup(board)
-    node: chess.pgn.GameNode = pgn
+        tags["SetUp"] = "1"
+        tags["FEN"] = start.fen()
+        if game.chess960:
+            tags["Variant"] = "Chess960"
+    result = tags.get("Result", "*")
+    lines = [f'[{key} "{_header_value(value)}"]' for key, value in tags.items()]
+    tokens: list[str] = []
+    number, white = start.fullmove_number, start.turn == chess.WHITE
+    after_comment = True
     for rec in game.moves:
-        node = node.add_variation(chess.Move.from_uci(rec.uci))
-        if rec.clock_ms is not None:
-            node.set_clock(rec.clock_ms // 1000)
-    exporter = chess.pgn.StringExporter(headers=True, variations=False, comments=True, columns=80)
-    return pgn.accept(exporter)
+        if white:
+            tokens.append(f"{number}.")
+        elif after_comment:
+            tokens.append(f"{number}...")
+        tokens.append(rec.san)
+        after_comment = rec.clock_ms is not None
+        if after_comment:
+            tokens.append("{ " + _clock(rec.clock_ms or 0) + " }")
+        if not white:
+            number += 1
+        white = not white
+    tokens.append(result)
+    movetext: list[str] = []
+    line = ""
+    for token in tokens:
+        if line and len(line) + 1 + len(token) > columns:
+            movetext.append(line)
+            line = token
+        else:
+            line = f"{line} {token}" if line else token
+    movetext.append(line)
+    return "\n".join(lines) + "\n\n" + "\n".join(movetext)
 
 
 class RoundPgn:
