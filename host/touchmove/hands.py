@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import chess
 
-from touchmove.records import Clock, Lift, Place, Promote, Record, Snapshot
+from touchmove.records import Clock, Lift, Place, Promote, Record, Setup, Snapshot
 from touchmove.rules.footprints import castling_squares
 
 
@@ -216,3 +216,21 @@ def play(board: chess.Board, moves: list[chess.Move], hands: Hands,
         hands.move(board, move, clocks[i] if clocks else None)
         board.push(move)
     return board
+
+
+def play_session(games: list[tuple[chess.Board, list[chess.Move]]], hands: Hands) -> None:
+    """Play several games on one board: between games the board is cleared and set up again piece by piece.
+
+    The first game's start is the board's default for later games (as ``touchmove replay --fen`` makes it for a
+    start array); a game that starts elsewhere is announced with a ``setup`` record first.
+    """
+    occ: chess.Bitboard | None = None
+    default = games[0][0].fen() if games else chess.STARTING_FEN
+    for start, moves in games:
+        if occ is not None:
+            if start.fen() != default:
+                hands.records.append(Setup(hands.t, start.fen(), start.chess960))
+                hands.wait(100, 300)
+            hands.rearrange(occ, start.occupied)
+        final = play(start, moves, hands)
+        occ = final.occupied

@@ -94,6 +94,7 @@ class _Ply:
 
     lifted: chess.Bitboard = 0
     blind: bool = False  # a snapshot changed squares whose lifts were not seen
+    held: chess.Bitboard = 0  # squares off the board together with another one (two pieces in hand)
     touches: Touches | None = None
     lift_times: dict[int, int] | None = None  # the first lift of each square
     lift_log: list[tuple[int, chess.Square]] = field(default_factory=list)  # every lift, in order
@@ -344,6 +345,9 @@ class Engine:
                 ply.lift_times[sq] = t
             ply.lifted |= bb
             ply.lift_log.append((t, sq))
+            vacated = self._position.occ & ~self._occ
+            if vacated & (vacated - 1):
+                ply.held |= vacated
             out += self._touch(t, sq)
         return out + self._after_change(t)
 
@@ -431,7 +435,7 @@ class Engine:
 
     def _explain(self, position: Position, ply: _Ply) -> Footprint | None:
         """Return the legal move the board shows from ``position`` with the lifts of ``ply``, if any."""
-        return position.explain(self._occ, ply.lifted, ply.blind)
+        return position.explain(self._occ, ply.lifted, ply.blind, ply.held)
 
     def _touch(self, t: int, sq: chess.Square) -> list[Event]:
         if not self._games or self._over or self._cleared:

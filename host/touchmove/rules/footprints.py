@@ -75,18 +75,29 @@ class Position:
         self.occ: chess.Bitboard = board.occupied
         self._involved: tuple[tuple[chess.Bitboard, chess.Bitboard, bool], ...] | None = None
 
-    def explain(self, occ: chess.Bitboard, lifted: chess.Bitboard, blind: bool = False) -> Footprint | None:
+    def explain(self, occ: chess.Bitboard, lifted: chess.Bitboard, blind: bool = False,
+                held: chess.Bitboard = 0) -> Footprint | None:
         """Return the legal move that leaves ``occ``, proven by the ``lifted`` squares, or None.
 
         ``blind`` (after a snapshot) waives the proof. Castling wins over a rook or king move with the same
-        footprint only when both king and rook were lifted (Chess960); promotions give the queen.
+        footprint only when both king and rook were lifted (Chess960); promotions give the queen. A Chess960
+        castling that swaps king and rook leaves the board as it was: it needs both off the board at once
+        (``held``), or it would be a touch of each.
         """
         vacated = self.occ & ~occ
         filled = occ & ~self.occ
         nv, nf = _popcount(vacated), _popcount(filled)
-        if nv == 0 or nv > 2 or nf > 2:
-            return None
         board = self.board
+        if nv == 0:
+            if nf or not held & board.kings or not board.chess960:
+                return None
+            for move in board.generate_castling_moves():
+                fp = footprint(board, move)
+                if fp.occ_after == occ and fp.must_lift & ~held == 0:
+                    return fp
+            return None
+        if nv > 2 or nf > 2:
+            return None
         found: Footprint | None = None
         castlers = board.kings | (board.rooks & board.castling_rights)
         if vacated & castlers & board.occupied_co[board.turn]:
