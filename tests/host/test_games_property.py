@@ -42,8 +42,9 @@ def assert_given_back(engine: Engine, chunk: list[tuple[str, chess.Board, list[c
     assert len(played) == len(chunk), [g.moves[:3] for g in played]
     for game, (name, board, moves) in zip(played, chunk, strict=True):
         assert game.start_fen == board.fen(), name
-        assert game.moves == moves, f"{name}: first difference at ply " + str(
-            next((i + 1 for i, (a, b) in enumerate(zip(game.moves, moves)) if a != b), min(len(game.moves), len(moves)) + 1))
+        differ = next((i for i, (a, b) in enumerate(zip(game.moves, moves, strict=False)) if a != b),
+                      min(len(game.moves), len(moves)))
+        assert game.moves == moves, f"{name}: first difference at ply {differ + 1}"
 
 
 def test_the_shared_games_are_there() -> None:
