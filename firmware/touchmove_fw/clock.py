@@ -32,7 +32,11 @@ class ScaledClock(Clock):
         return Clock.ms(self) * self.speed
 
     def sleep(self, ms):
-        return asyncio.sleep_ms(ms // self.speed)
+        # Round up: scanning before device time reaches the next scan would sample the timeline more often
+        # than a real board does, and chatter of a few device ms would survive the debounce. At high speeds
+        # the scan period in device time grows instead (10 ms at speed 10: still >= 100 Hz).
+        s = self.speed
+        return asyncio.sleep_ms((ms + s - 1) // s if ms > 0 else 0)
 
 
 class SteppedClock:
