@@ -37,6 +37,7 @@ from touchmove.broadcast.simboards import SimBridge
 COMMENT = re.compile(r"\{[^}]*\}")
 MOVE_NUMBER = re.compile(r"^\d+\.+$")
 RESULTS = {"1-0", "0-1", "1/2-1/2", "*"}
+EVENT_PLY = re.compile(rb'"ply":(\d+),')
 BOARD_PLY = re.compile(rb'"board":(\d+),.*?"ply":(\d+),')
 
 
@@ -83,13 +84,16 @@ async def run(args: argparse.Namespace) -> None:
         config.write_text(tournament_toml(args.boards, args.bridges, broker.port, Path(tmp) / "out"))
         http_port = free_port()
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        proc = subprocess.Popen([sys.executable, "-m", "touchmove.cli", "broadcast", "--config", str(config),
-                                 "--port", str(http_port)], stdout=subprocess.DEVNULL,
+        profile = ["-m", "cProfile", "-o", args.profile] if args.profile else []
+        proc = subprocess.Popen([sys.executable, *profile, "-m", "touchmove.cli", "broadcast", "--config",
+                                 str(config), "--port", str(http_port)], stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, env=env)
         base_url = f"http://127.0.0.1:{http_port}"
         published: dict[tuple[int, int], float] = {}
         pgn_seen: dict[tuple[int, int], float] = {}
         sse_seen: dict[tuple[int, int], float] = {}
+        mqtt_seen: dict[tuple[int, int], float] = {}
+        svg_seen: dict[tuple[int, int], float] = {}
         polls: list[float] = []
         stop = asyncio.Event()
         try:
@@ -113,11 +117,29 @@ async def run(args: argparse.Namespace) -> None:
                             buffer += chunk
                             *messages, buffer = buffer.split(b"\n\n")
                             for message in messages:
-                                if not message.startswith(b"event: board\n"):
+                                if message.startswith(b"event: board\n"):
+                                    seen = sse_seen
+                                elif message.startswith(b"event: svg\n"):
+                                    seen = svg_seen
+                                else:
                                     continue
                                 m = BOARD_PLY.search(message)
                                 if m:
-                                    sse_seen.setdefault((int(m.group(1)), int(m.group(2))), now)
+                                    seen.setdefault((int(m.group(1)), int(m.group(2))), now)
+
+                async def mqtt_reference() -> None:
+                    """A plain subscriber beside the broadcaster: what the broker alone takes."""
+                    async with aiomqtt.Client("127.0.0.1", broker.port) as sub:
+                        await sub.subscribe("+/boards/+/events", qos=1)
+                        ready.set()
+                        async for message in sub.messages:
+                            now = time.perf_counter()
+                            raw = message.payload
+                            if isinstance(raw, bytes | bytearray) and b'"type":"move"' in raw:
+                                m = EVENT_PLY.search(raw)
+                                if m:
+                                    board = int(str(message.topic).split("/")[2].split("-")[1])
+                                    mqtt_seen.setdefault((board, int(m.group(1))), now)
 
                 async def poll() -> None:
                     known: dict[int, int] = {}
@@ -162,6 +184,9 @@ async def run(args: argparse.Namespace) -> None:
                     for b, _ in boards:  # the round starts: every game at once
                         await b.start()
                     await asyncio.sleep(2.0)
+                    ready = asyncio.Event()
+                    ref_task = asyncio.create_task(mqtt_reference())
+                    await ready.wait()
                     sse_task = asyncio.create_task(sse())
                     poll_task = asyncio.create_task(poll())
                     await asyncio.sleep(0.5)
@@ -172,7 +197,8 @@ async def run(args: argparse.Namespace) -> None:
                     stop.set()
                     await poll_task
                     sse_task.cancel()
-                    await asyncio.gather(sse_task, return_exceptions=True)
+                    ref_task.cancel()
+                    await asyncio.gather(sse_task, ref_task, return_exceptions=True)
                     for s in sims:
                         await s.clear_retained()
                 finally:
@@ -180,11 +206,13 @@ async def run(args: argparse.Namespace) -> None:
                         await c.__aexit__(None, None, None)
         finally:
             proc.terminate()
-            proc.wait(10)
+            proc.wait(30)
 
     moves = [k for k in published if k[1] > 0]
     pgn_lat = [(pgn_seen[k] - published[k]) * 1000 for k in moves if k in pgn_seen]
     sse_lat = [(sse_seen[k] - published[k]) * 1000 for k in moves if k in sse_seen]
+    svg_lat = [(svg_seen[k] - published[k]) * 1000 for k in moves if k in svg_seen]
+    mqtt_lat = [(mqtt_seen[k] - published[k]) * 1000 for k in moves if k in mqtt_seen]
     rate = len(moves) / args.seconds
     print(f"boards {args.boards} on {args.bridges} bridges, {args.seconds:.0f} s, a ply every "
           f"{args.ply_min:g}-{args.ply_max:g} s per board: {len(moves)} moves ({rate:.1f}/s), "
@@ -192,8 +220,13 @@ async def run(args: argparse.Namespace) -> None:
     print(f"move event -> round PGN over HTTP: p50 {pct(pgn_lat, 50):.1f} ms, p99 {pct(pgn_lat, 99):.1f} ms, "
           f"max {max(pgn_lat, default=float('nan')):.1f} ms ({len(pgn_lat)}/{len(moves)} seen; "
           f"PGN fetch p50 {pct([p * 1000 for p in polls], 50):.1f} ms, {len(polls)} fetches)")
-    print(f"move event -> dashboard stream:  p50 {pct(sse_lat, 50):.1f} ms, p99 {pct(sse_lat, 99):.1f} ms, "
+    print(f"move event -> dashboard update:  p50 {pct(sse_lat, 50):.1f} ms, p99 {pct(sse_lat, 99):.1f} ms, "
           f"max {max(sse_lat, default=float('nan')):.1f} ms ({len(sse_lat)}/{len(moves)} seen)")
+    print(f"move event -> dashboard picture: p50 {pct(svg_lat, 50):.1f} ms, p99 {pct(svg_lat, 99):.1f} ms, "
+          f"max {max(svg_lat, default=float('nan')):.1f} ms ({len(svg_lat)}/{len(moves)} seen; a picture "
+          "skipped when the board moved on meanwhile)")
+    print(f"reference, move event -> a plain MQTT subscriber: p50 {pct(mqtt_lat, 50):.1f} ms, "
+          f"p99 {pct(mqtt_lat, 99):.1f} ms ({len(mqtt_lat)}/{len(moves)} seen)")
     if pgn_lat:
         print(f"mean PGN latency {statistics.fmean(pgn_lat):.1f} ms")
     if os.environ.get("BENCH_DEBUG"):
@@ -212,6 +245,7 @@ def main() -> None:
     parser.add_argument("--ply-max", type=float, default=8.0, help="longest pause between a board's plies")
     parser.add_argument("--poll-pause", type=float, default=0.005, help="pause between PGN fetches (s)")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--profile", metavar="FILE", help="run the broadcaster under cProfile, stats to FILE")
     args = parser.parse_args()
     logging.getLogger("mqtt").setLevel(logging.ERROR)  # aiomqtt's "pending publish calls" notes
     if not LocalBroker.available():

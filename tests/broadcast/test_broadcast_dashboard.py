@@ -69,7 +69,10 @@ async def _dashboard(broker: LocalBroker, tmp_path: Path, executable: str) -> No
                 await boards[0].move(uci, remaining_ms=175_000)
                 await expect(tile1.locator(".last-move")).to_have_text(shown, timeout=2000)
             await expect(tile1).to_have_attribute("data-ply", "5")
-            assert await tile1.locator(".svg svg").count() == 1
+            await expect(tile1.locator(".svg svg")).to_have_count(1)
+            version = await tile1.get_attribute("data-version")
+            await expect(tile1).to_have_attribute("data-svg-version", version or "")  # the picture follows
+            assert await tile1.locator(".svg svg .lastmove").count() == 2  # f1 and b5 marked
 
             # an alert appears in the feed and marks its board
             await boards[1].alert("touch_move", "4.3.1", {"square": "g1"})

@@ -7,6 +7,7 @@ server reads it and calls its actions, which go out through the ``publish`` func
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import datetime as dt
 import io
@@ -19,9 +20,9 @@ from typing import Any
 
 import chess
 import chess.pgn
-import chess.svg
 
 from touchmove.broadcast import bridge_topics
+from touchmove.broadcast.board_svg import render_svg
 from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.live_pgn import LiveGame, RoundPgn, write_atomically
 from touchmove.broadcast.results import kings_result, normalize_result
@@ -87,15 +88,22 @@ class BoardView:
         white_moved = (ply % 2 == 1) == (board.turn == chess.WHITE)
         return f"{number}{'.' if white_moved else '...'} {self.game.moves[-1].san}"
 
-    def svg(self) -> str:
-        key = self.game.version
-        if self._svg is not None and self._svg[0] == key:
+    def svg_args(self) -> tuple[str, bool, str | None]:
+        """What :func:`~touchmove.broadcast.board_svg.render_svg` needs (plain values: it may run elsewhere)."""
+        last = self.game.moves[-1].uci if self.game.moves else None
+        return self.game.position().fen(), self.game.chess960, last
+
+    def cached_svg(self) -> str | None:
+        if self._svg is not None and self._svg[0] == self.game.version:
             return self._svg[1]
-        board = self.game.position()
-        lastmove = chess.Move.from_uci(self.game.moves[-1].uci) if self.game.moves else None
-        check = board.king(board.turn) if board.is_check() else None
-        text = chess.svg.board(board, lastmove=lastmove, check=check, coordinates=False)
-        self._svg = (key, text)
+        return None
+
+    def svg(self) -> str:
+        cached = self.cached_svg()
+        if cached is not None:
+            return cached
+        text = render_svg(*self.svg_args())
+        self._svg = (self.game.version, text)
         return text
 
     def to_json(self, *, svg: bool = False) -> dict[str, Any]:
@@ -112,7 +120,9 @@ class BoardView:
             "needs_resync": self.game.needs_resync, "version": self.game.version,
         }
         if svg:
-            out["svg"] = self.svg()
+            cached = self.cached_svg()
+            if cached is not None:
+                out["svg"] = cached
         return out
 
 
@@ -153,6 +163,10 @@ class Broadcaster:
         self._dirty = asyncio.Event()
         self._pending: dict[int, bool] = {}
         self._pending_event = asyncio.Event()
+        self._svg_pending: set[int] = set()
+        self._svg_event = asyncio.Event()
+        #: Where pictures are rendered (a process pool set by the service); None: in the event loop.
+        self.svg_executor: concurrent.futures.Executor | None = None
         self._pgn_listeners: list[Callable[[str], None]] = []
         self._unknown: set[str] = set()
         self._transactions = 0
@@ -258,10 +272,14 @@ class Broadcaster:
             self._pending_event.set()
 
     def flush_notifications(self) -> None:
-        """Send one ``board`` update per changed board (with its SVG when the position changed)."""
+        """Send one ``board`` update per changed board; its picture follows as an ``svg`` update."""
         pending, self._pending = self._pending, {}
-        for number, with_svg in pending.items():
-            self._notify("board", self.by_number[number].to_json(svg=with_svg))
+        for number, position_changed in pending.items():
+            self._notify("board", self.by_number[number].to_json())
+            if position_changed:
+                self._svg_pending.add(number)
+        if self._svg_pending:
+            self._svg_event.set()
 
     async def run_notifier(self) -> None:
         """Feed the dashboard streams: what changed while messages were being handled, once."""
@@ -270,8 +288,38 @@ class Broadcaster:
             self._pending_event.clear()
             self.flush_notifications()
 
+    async def run_svg_renderer(self) -> None:
+        """Render the pictures of boards whose position changed (in ``svg_executor`` when there is one,
+        so that the event loop keeps handling messages) and send them as ``svg`` updates."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await self._svg_event.wait()
+            self._svg_event.clear()
+            numbers, self._svg_pending = sorted(self._svg_pending), set()
+            for number in numbers:
+                if not self._listeners:
+                    break
+                view = self.by_number[number]
+                version, svg = view.game.version, view.cached_svg()
+                if svg is None:
+                    if self.svg_executor is not None:
+                        svg = await loop.run_in_executor(self.svg_executor, render_svg, *view.svg_args())
+                    else:
+                        svg = render_svg(*view.svg_args())
+                        await asyncio.sleep(0)
+                    if view.game.version != version:
+                        continue  # moved on meanwhile: it is pending again
+                    view._svg = (version, svg)
+                self._notify("svg", {"board": number, "ply": view.game.ply, "version": version, "svg": svg})
+
     def snapshot(self, *, svg: bool = True) -> dict[str, Any]:
+        """Everything the dashboard shows; the pictures already rendered (the others follow as ``svg``)."""
         t = self.tournament
+        if svg:
+            missing = {n for n, v in self.by_number.items() if v.cached_svg() is None}
+            if missing:
+                self._svg_pending |= missing
+                self._svg_event.set()
         return {
             "event": t.event, "site": t.site, "round": self.round.number, "time_control": t.time_control,
             "boards": [self.by_number[n].to_json(svg=svg) for n in sorted(self.by_number)],

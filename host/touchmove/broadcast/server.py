@@ -5,7 +5,7 @@ Public (read-only):
     GET  /round/{n}.pgn        the round's multi-game PGN (live for the current round, else the file)
     GET  /board/{n}.svg        one board's position (python-chess ``chess.svg``)
     GET  /api/state            everything as JSON (``?svg=0`` leaves the SVGs out)
-    GET  /api/stream           server-sent events: snapshot, board, alert, ack, bridge, response
+    GET  /api/stream           server-sent events: snapshot, board, svg, alert, ack, bridge, response
 
 Arbiter actions (``Authorization: Bearer <token>``; refused when no token is configured):
     POST /api/auth                          check a token

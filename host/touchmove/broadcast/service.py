@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import logging
+import multiprocessing
 import os
 from types import TracebackType
 
@@ -23,7 +25,7 @@ class BroadcastService:
     """``async with BroadcastService(t) as svc:`` runs everything; ``svc.url`` is the dashboard."""
 
     def __init__(self, tournament: Tournament, *, host: str | None = None, port: int | None = None,
-                 token: str | None = None, lichess_token: str | None = None) -> None:
+                 token: str | None = None, lichess_token: str | None = None, svg_workers: int = 1) -> None:
         s = tournament.settings
         self.tournament = tournament
         self.host = host if host is not None else s.host
@@ -40,6 +42,8 @@ class BroadcastService:
             self.pusher = LichessPusher(s.lichess_round, lt, base_url=s.lichess_url,
                                         interval=s.lichess_interval)
             self.hub.on_pgn(self.pusher.update)
+        self.svg_workers = svg_workers
+        self._pool: concurrent.futures.ProcessPoolExecutor | None = None
         self._runner: web.AppRunner | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -54,6 +58,10 @@ class BroadcastService:
 
     async def start(self, *, wait_mqtt: float | None = 10.0) -> BroadcastService:
         self.hub.write_now()
+        if self.svg_workers > 0:
+            self._pool = concurrent.futures.ProcessPoolExecutor(
+                self.svg_workers, mp_context=multiprocessing.get_context("spawn"))
+            self.hub.svg_executor = self._pool
         self._runner = web.AppRunner(make_app(self.hub, self.token), shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
@@ -63,6 +71,7 @@ class BroadcastService:
         self._tasks.append(asyncio.create_task(self.link.run(), name="mqtt"))
         self._tasks.append(asyncio.create_task(self.hub.run_writer(), name="pgn-writer"))
         self._tasks.append(asyncio.create_task(self.hub.run_notifier(), name="dashboard-notifier"))
+        self._tasks.append(asyncio.create_task(self.hub.run_svg_renderer(), name="svg-renderer"))
         if self.pusher is not None:
             self._tasks.append(asyncio.create_task(self.pusher.run(), name="lichess-push"))
         if wait_mqtt:
@@ -80,6 +89,10 @@ class BroadcastService:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._pool is not None:
+            self.hub.svg_executor = None
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
         with contextlib.suppress(OSError):
             self.hub.write_now()
 

@@ -36,7 +36,7 @@ function renderBoard(board, flash) {
   text($(".num", el), board.board + ".");
   text($(".p-white", el), playerName(board.white));
   text($(".p-black", el), playerName(board.black));
-  if (board.svg && (!before || before.svg !== board.svg)) $(".svg", el).innerHTML = board.svg;
+  if (board.svg) renderSvg({ board: board.board, version: board.version, svg: board.svg });
   text($(".last-move", el), board.last_move || "—");
   text($(".ply", el), "ply " + board.ply);
   const result = $(".result", el);
@@ -60,6 +60,14 @@ function renderBoard(board, flash) {
   }
   el.dataset.version = board.version;
   el.dataset.ply = board.ply;
+}
+
+function renderSvg(data) {
+  // a picture is shown unless a newer one is already there
+  const el = tile(state.boards.get(data.board) || { board: data.board });
+  if (Number(el.dataset.svgVersion || -1) > data.version) return;
+  el.dataset.svgVersion = data.version;
+  $(".svg", el).innerHTML = data.svg;
 }
 
 function renderAlert(alert) {
@@ -179,6 +187,7 @@ function connect() {
   source.onerror = () => { text(conn, "reconnecting…"); conn.className = "badge bad"; };
   on("snapshot", snapshot);
   on("board", (b) => renderBoard(b, true));
+  on("svg", renderSvg);
   on("alert", renderAlert);
   on("ack", renderAlert);
   on("bridge", (b) => {
