@@ -37,6 +37,8 @@ class Debouncer:
         for k in range(self.nbytes):
             self.stable[k] = raw[k]
             self.pending[k] = 0
+        for j in range(self.nbytes * 8):
+            self.count[j] = 0
 
     def update(self, raw, t):
         """Feed one scan (``raw``: bytes, same packing) taken at device time ``t`` (ms)."""

@@ -1,4 +1,5 @@
-"""Compile gate: every firmware module compiles with mpy-cross for the RP2040's Cortex-M0+ (armv6m)."""
+"""Compile gate: every firmware module compiles with mpy-cross for the RP2040's Cortex-M0+ (armv6m), and for
+the ESP32 (xtensawin)."""
 
 from __future__ import annotations
 
@@ -16,10 +17,11 @@ def test_every_module_is_listed() -> None:
     assert "main.py" in names and "touchmove_fw/scan.py" in names and len(names) >= 18
 
 
+@pytest.mark.parametrize("march", ["armv6m", "xtensawin"])
 @pytest.mark.parametrize("module", MODULES, ids=str)
-def test_compiles_for_armv6m(mpy_cross: str, module, tmp_path) -> None:
+def test_compiles_for_the_boards(mpy_cross: str, module, march: str, tmp_path) -> None:
     out = tmp_path / "out.mpy"
-    proc = subprocess.run([mpy_cross, "-march=armv6m", "-o", str(out), str(module)], cwd=FIRMWARE,
+    proc = subprocess.run([mpy_cross, f"-march={march}", "-o", str(out), str(module)], cwd=FIRMWARE,
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert out.stat().st_size > 0

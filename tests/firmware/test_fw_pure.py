@@ -79,6 +79,15 @@ def test_debounce_hides_chatter():
     assert ev == [(15, 1, t - 5)]
 
 
+def test_debounce_reset_forgets_pending_counts():
+    d, ev = _deb(3)
+    d.update(b"\x01\x00", 0)
+    d.update(b"\x01\x00", 5)  # two of three samples...
+    d.reset(bytes(2))  # ... then the board is re-primed (calibration)
+    d.update(b"\x01\x00", 10)
+    assert ev == []  # a fresh count: one sample is not enough
+
+
 def test_debounce_time_mode():
     d, ev = _deb(1, ms=15)
     d.update(b"\x02\x00", 100)
