@@ -8,10 +8,13 @@ air, and clock presses. Everything is drawn from the ``random.Random`` passed in
 
 from __future__ import annotations
 
+import io
 import random
+import re
 from dataclasses import dataclass
 
 import chess
+import chess.pgn
 
 from touchmove.records import Clock, Lift, Place, Promote, Record, Setup, Snapshot
 from touchmove.rules.footprints import castling_squares
@@ -216,6 +219,36 @@ def play(board: chess.Board, moves: list[chess.Move], hands: Hands,
         hands.move(board, move, clocks[i] if clocks else None)
         board.push(move)
     return board
+
+
+def with_heartbeats(records: list[Record], occ: chess.Bitboard, every_ms: int = 1000) -> list[Record]:
+    """Return the records with the firmware's heartbeat (occupancy once a second) woven in, as a board sends."""
+    out: list[Record] = []
+    next_beat = (records[0].t // every_ms + 1) * every_ms if records else 0
+    for record in records:
+        while record.t >= next_beat:
+            out.append(Snapshot(next_beat, occ, "heartbeat"))
+            next_beat += every_ms
+        out.append(record)
+        if isinstance(record, Lift):
+            occ &= ~chess.BB_SQUARES[record.sq]
+        elif isinstance(record, Place):
+            occ |= chess.BB_SQUARES[record.sq]
+        elif isinstance(record, Snapshot):
+            occ = record.occ
+    return out
+
+
+def read_games(path: str) -> list[chess.pgn.Game]:
+    """Return the games of a PGN file; a game's tags may follow the previous moves without a blank line."""
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        text = handle.read()
+    games = []
+    for chunk in re.split(r"\n(?=\[Event )", text):
+        game = chess.pgn.read_game(io.StringIO(chunk))
+        if game is not None:
+            games.append(game)
+    return games
 
 
 def play_session(games: list[tuple[chess.Board, list[chess.Move]]], hands: Hands) -> None:

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import io
 import logging
 import os
-import re
 from pathlib import Path
 
 import chess
 import chess.pgn
 import pytest
+
+from touchmove.hands import read_games
 
 GAMES_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "games"
 
@@ -20,12 +20,7 @@ def load_games() -> list[tuple[str, chess.Board, list[chess.Move]]]:
     logging.getLogger("chess.pgn").setLevel(logging.CRITICAL)
     out = []
     for path in sorted(GAMES_DIR.glob("*.pgn")):
-        # Some files have no blank line between a game's moves and the next game's tags: split on the tags.
-        text = path.read_text(encoding="utf-8", errors="replace")
-        for index, chunk in enumerate(re.split(r"\n(?=\[Event )", text), start=1):
-            game = chess.pgn.read_game(io.StringIO(chunk))
-            if game is None:
-                continue
+        for index, game in enumerate(read_games(str(path)), start=1):
             moves = list(game.mainline_moves())
             if game.errors or not moves or chess.Move.null() in moves:
                 continue

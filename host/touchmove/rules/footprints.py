@@ -68,12 +68,11 @@ class Position:
     an event costs microseconds.
     """
 
-    __slots__ = ("_involved", "board", "occ")
+    __slots__ = ("board", "occ")
 
     def __init__(self, board: chess.Board) -> None:
         self.board = board
         self.occ: chess.Bitboard = board.occupied
-        self._involved: tuple[tuple[chess.Bitboard, chess.Bitboard, bool], ...] | None = None
 
     def explain(self, occ: chess.Bitboard, lifted: chess.Bitboard, blind: bool = False,
                 held: chess.Bitboard = 0) -> Footprint | None:
@@ -147,17 +146,22 @@ class Position:
         Every changed square must belong to one legal move, and a newly filled square needs that move's piece
         already lifted, unless the move is a promotion (the new piece comes from off the board, 4.6).
         """
-        if self._involved is None:
-            self._involved = tuple({
-                (fp.involved, chess.BB_SQUARES[fp.move.from_square], fp.move.promotion is not None)
-                for fp in self.legal_footprints()
-            })
         diff = occ ^ self.occ
+        if not diff:
+            return True
+        board = self.board
         filled = occ & ~self.occ
-        for involved, source, promotion in self._involved:
-            if diff & ~involved:
+        # Only moves that touch a changed square can explain it: from it, to it, or castling / en passant.
+        candidates = [*board.generate_legal_moves(diff), *board.generate_legal_moves(chess.BB_ALL, diff)]
+        if diff & board.rooks & board.castling_rights:
+            candidates += board.generate_castling_moves()
+        if board.ep_square is not None:
+            candidates += board.generate_legal_ep()
+        for move in candidates:
+            fp = footprint(board, move)
+            if diff & ~fp.involved:
                 continue
-            if filled and not promotion and occ & source:
+            if filled and move.promotion is None and occ & chess.BB_SQUARES[move.from_square]:
                 continue
             return True
         return False

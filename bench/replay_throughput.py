@@ -1,0 +1,96 @@
+"""Replay throughput of the rules engine on recordings of the real games in ../shared/data/games.
+
+Each game is played by the modelled hands (touchmove.hands: captures in varied orders, slides, bounces, chatter,
+clock presses) into a recording; the recordings are made first and not timed. Then, on one core:
+
+* engine: parsed records through ``Engine.feed`` (records/s and µs per record);
+* replay: JSON lines through ``touchmove.replay.replay`` (parsing included), as ``touchmove replay`` does;
+* both again with the firmware's heartbeat (one occupancy report a second) woven in, as a real capture has it.
+
+Figures are medians of several runs of CPU time (the machine is shared); every game must come back exactly.
+
+    python bench/replay_throughput.py [--games N] [--runs R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import chess
+
+from touchmove import records
+from touchmove.hands import Hands, Style, play, read_games, with_heartbeats
+from touchmove.replay import replay
+from touchmove.rules import Engine
+
+GAMES_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "games"
+
+
+def recordings(limit: int | None) -> list[tuple[chess.Board, list[chess.Move], list[records.Record]]]:
+    out = []
+    for path in sorted(GAMES_DIR.glob("*.pgn")):
+        for game in read_games(str(path)):
+            moves = list(game.mainline_moves())
+            if game.errors or not moves or chess.Move.null() in moves:
+                continue
+            board = game.board()
+            hands = Hands(random.Random(len(out)), Style())
+            play(board, moves, hands)
+            out.append((board, moves, hands.records))
+            if limit is not None and len(out) >= limit:
+                return out
+    return out
+
+
+def run_engine(games: list[tuple[chess.Board, list[chess.Move], list[records.Record]]]) -> float:
+    start = time.process_time()
+    for board, moves, recs in games:
+        engine = Engine(fen=board.fen(), chess960=board.chess960)
+        for record in recs:
+            engine.feed(record)
+        engine.finish()
+        if engine.games[0].moves != moves:
+            sys.exit(f"a game did not come back: {board.fen()}")
+    return time.process_time() - start
+
+
+def run_replay(games: list[tuple[chess.Board, list[str]]]) -> float:
+    start = time.process_time()
+    for board, lines in games:
+        for _ in replay(lines, Engine(fen=board.fen(), chess960=board.chess960)):
+            pass
+    return time.process_time() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--games", type=int, default=None, help="how many games (default: all)")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    if not GAMES_DIR.is_dir():
+        print(f"no games at {GAMES_DIR}: clone the project beside ../shared", file=sys.stderr)
+        return 2
+    print("making recordings (not timed)...", flush=True)
+    games = recordings(args.games)
+    beating = [(b, m, with_heartbeats(r, b.occupied)) for b, m, r in games]
+    plies = sum(len(m) for _, m, _ in games)
+    for label, data in (("changes only", games), ("with heartbeats", beating)):
+        count = sum(len(r) for _, _, r in data)
+        lines = [(b, [records.to_line(x) for x in r]) for b, _, r in data]
+        engine_s = statistics.median(run_engine(data) for _ in range(args.runs))
+        replay_s = statistics.median(run_replay(lines) for _ in range(args.runs))
+        print(f"\n{label}: {len(data)} games, {plies} plies, {count} records ({count / plies:.1f} a ply)")
+        print(f"  engine  {count / engine_s:>9,.0f} records/s  {engine_s / count * 1e6:6.1f} µs/record"
+              f"  {engine_s / plies * 1e6:6.1f} µs/ply")
+        print(f"  replay  {count / replay_s:>9,.0f} records/s  {replay_s / count * 1e6:6.1f} µs/record"
+              "  (JSON parsing included)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
