@@ -15,6 +15,14 @@ FIRMWARE = ROOT / "firmware"
 HERE = Path(__file__).resolve().parent
 FAKES = HERE / "fakes"
 MP_TESTS = HERE / "mp"
+ARTIFACTS = ROOT / "artifacts"  # measured figures land here (git-ignored)
+
+
+def save_figures(name: str, data: object) -> None:
+    import json
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / name).write_text(json.dumps(data, indent=2) + "\n")
 
 # The pure firmware modules (squares, debounce, protocol, ...) import under CPython too.
 if str(FIRMWARE) not in sys.path:

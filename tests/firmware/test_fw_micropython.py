@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from .conftest import FAKES, FIRMWARE, MP_TESTS, mp_env, run_mp
+from .conftest import FAKES, FIRMWARE, MP_TESTS, mp_env, run_mp, save_figures
 
 SUITES = ["mp_drivers", "mp_heaplock", "mp_app", "mp_board"]
 
@@ -52,6 +52,7 @@ def test_scan_cost(micropython: str) -> None:
     proc = run_mp(micropython, [str(MP_TESTS / "mp_bench.py")], env, heapsize="1M")
     assert proc.returncode == 0, proc.stderr.decode()
     rows = json.loads(proc.stdout)
+    save_figures("firmware-scan-cost.json", rows)
     print("\nscan cost (us per scan, unix port, fake hardware): "
           + ", ".join(f"{r['driver']} {r['idle_us']}/{r['busy_us']}" for r in rows))
     hc165 = next(r for r in rows if r["driver"] == "hc165")

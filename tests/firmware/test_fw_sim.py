@@ -13,7 +13,7 @@ import time
 
 from touchmove import records
 
-from .conftest import FIRMWARE, mp_env, run_mp
+from .conftest import FIRMWARE, mp_env, run_mp, save_figures
 from .timeline import Timeline, game
 
 MAX_LATENCY_MS = 30  # a change is reported within ~30 ms (200 Hz scan, 4 equal samples: 15..20 ms)
@@ -106,6 +106,7 @@ def test_ten_minute_game_in_64k_heap(micropython: str, mpy_build, tmp_path) -> N
     stats = json.loads(re.search(r"^memstats (.*)$", err, re.M).group(1))
     assert stats["heap"] <= 64 * 1024 and stats["dropped"] == 0
     assert stats["device_ms"] >= 600_000
+    save_figures("firmware-heap.json", {**stats, "timeline_records": len(tl.records), "seconds": elapsed})
     print(f"\n10-minute game ({len(tl.records)} timeline records, {stats['scans']} scans, "
           f"{stats['messages']} messages) in {elapsed:.1f} s: heap {stats['heap']} B, at start-up "
           f"{stats['setup_alloc']} B, peak allocated {stats['peak_alloc']} B, "
