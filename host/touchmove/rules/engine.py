@@ -143,6 +143,7 @@ class Engine:
         self._match_t = 0
         self._checkpoint: _Checkpoint | None = None
         self._exchange_sq: chess.Square | None = None  # the last move's promotion square
+        self._chosen_piece: chess.PieceType | None = None  # a promote record that came before its promotion
         self._unresolved_checked = True
         self._mismatch_reported = False
         self._repetitions = Repetitions()
@@ -468,6 +469,9 @@ class Engine:
         board = position.board
         game = self._games[-1]
         move = fp.move
+        chosen, self._chosen_piece = self._chosen_piece, None
+        if move.promotion is not None and chosen is not None:
+            move = chess.Move(move.from_square, move.to_square, chosen)
         number = len(game.moves) + 1
         out: list[Event] = []
         if not self._in_sync:
@@ -510,7 +514,9 @@ class Engine:
             out.append(self._alert(t, "touch_out_of_turn", "4.2.1", number, {
                 "sq": chess.square_name(sq), "piece": str(board.piece_at(sq)),
             }))
-        if move.promotion is not None:
+        if move.promotion is not None and chosen is not None:
+            self._promotion_verified[number] = True
+        elif move.promotion is not None:
             self._promotion_verified[number] = False
             out.append(self._alert(t, "promotion_unverified", "4.4.4", number, {
                 "sq": chess.square_name(move.to_square), "assumed": "q",
@@ -673,6 +679,9 @@ class Engine:
 
     def _promote(self, t: int, piece: chess.PieceType) -> list[Event]:
         """A ``promote`` record: the piece chosen for the latest promotion of the game."""
+        if self._match is not None and self._match.move.promotion is not None:
+            self._chosen_piece = piece  # chosen before the promotion was made: it is made with this piece
+            return []
         if not self._games or not self._promotion_verified:
             return []
         number = max(self._promotion_verified)
@@ -763,6 +772,8 @@ class Engine:
             self._match = None
             self._unresolved_checked = True
             out += self._make(fp, self._match_t)
+        elif self._checkpoint is not None and self._position.board.turn == side:
+            out += self._commit_checkpoint()  # the mover's press: the opponent's hand was already moving
         elif not self._unresolved_checked:
             self._unresolved_checked = True
             out += self._unexplained(self._changed_at)
