@@ -35,24 +35,40 @@ from touchmove.broadcast.local_broker import LocalBroker, free_port
 from touchmove.broadcast.simboards import SimBridge
 
 COMMENT = re.compile(r"\{[^}]*\}")
+ROUND = re.compile(r'\[Round "\d+\.(\d+)"\]')
 MOVE_NUMBER = re.compile(r"^\d+\.+$")
 RESULTS = {"1-0", "0-1", "1/2-1/2", "*"}
 EVENT_PLY = re.compile(rb'"ply":(\d+),')
 BOARD_PLY = re.compile(rb'"board":(\d+),.*?"ply":(\d+),')
 
 
-def plies_per_board(pgn: str) -> dict[int, int]:
-    """Board number -> plies, read from the round PGN quickly (no python-chess: the poller must be fast)."""
-    out: dict[int, int] = {}
-    for chunk in pgn.split("\n\n[Event ")[0:]:
-        m = re.search(r'\[Round "\d+\.(\d+)"\]', chunk)
-        if not m:
-            continue
-        head_end = chunk.find("\n\n")
-        moves = COMMENT.sub(" ", chunk[head_end:]) if head_end >= 0 else ""
-        out[int(m.group(1))] = sum(1 for tok in moves.split()
-                                   if tok not in RESULTS and not MOVE_NUMBER.match(tok))
-    return out
+def game_plies(chunk: str) -> tuple[int, int] | None:
+    """(board number, plies) of one game's PGN text, read quickly (no python-chess: the poller must keep up)."""
+    m = ROUND.search(chunk)
+    if not m:
+        return None
+    head_end = chunk.find("\n\n")
+    moves = COMMENT.sub(" ", chunk[head_end:]) if head_end >= 0 else ""
+    return int(m.group(1)), sum(1 for tok in moves.split() if tok not in RESULTS and not MOVE_NUMBER.match(tok))
+
+
+class PlyCounter:
+    """Plies per board of successive round PGNs, re-reading only the games whose text changed."""
+
+    def __init__(self) -> None:
+        self.chunks: list[str] = []
+        self.plies: dict[int, int] = {}
+
+    def update(self, pgn: str) -> dict[int, int]:
+        chunks = pgn.split("\n\n[Event ")
+        for i, chunk in enumerate(chunks):
+            if i < len(self.chunks) and self.chunks[i] == chunk:
+                continue
+            found = game_plies(chunk)
+            if found:
+                self.plies[found[0]] = found[1]
+        self.chunks = chunks
+        return self.plies
 
 
 def tournament_toml(boards: int, bridges: int, port: int, out: Path) -> str:
@@ -143,6 +159,7 @@ async def run(args: argparse.Namespace) -> None:
 
                 async def poll() -> None:
                     known: dict[int, int] = {}
+                    counter = PlyCounter()
                     last = ""
                     while not stop.is_set():
                         t0 = time.perf_counter()
@@ -154,7 +171,7 @@ async def run(args: argparse.Namespace) -> None:
                             await asyncio.sleep(args.poll_pause)
                             continue
                         last = text
-                        for board, plies in plies_per_board(text).items():
+                        for board, plies in counter.update(text).items():
                             for ply in range(known.get(board, 0) + 1, plies + 1):
                                 pgn_seen.setdefault((board, ply), now)
                             known[board] = plies
