@@ -144,6 +144,7 @@ class Engine:
         self._checkpoint: _Checkpoint | None = None
         self._exchange_sq: chess.Square | None = None  # the last move's promotion square
         self._chosen_piece: chess.PieceType | None = None  # a promote record that came before its promotion
+        self._has_clock = False  # the board has clock buttons: presses tell whose clock runs
         self._unresolved_checked = True
         self._mismatch_reported = False
         self._repetitions = Repetitions()
@@ -446,10 +447,16 @@ class Engine:
         touches = self._ply.touches
         if piece is None or touches is None or sq == self._exchange_sq:
             return []  # the promoted pawn being exchanged for the new piece (4.6) is no touch
+        side = "mover" if piece.color == position.board.turn else "opponent"
+        if side == "opponent" and self._has_clock and not self._pressed:
+            # The player who just moved adjusts a piece before pressing: his clock still runs (6.2.5).
+            if sq in touches.order or sq in touches.adjusted:
+                return []
+            touches.adjusted.append(sq)
+            return [Touch(self._game_no, t, self._ply_no, chess.square_name(sq), piece.symbol(), side, False)]
         binds = touches.touch(position, sq)
         if binds is None:
             return []
-        side = "mover" if piece.color == position.board.turn else "opponent"
         return [Touch(self._game_no, t, self._ply_no, chess.square_name(sq), piece.symbol(), side, binds)]
 
     @property
@@ -767,6 +774,7 @@ class Engine:
         if not self._games or self._over:
             return out
         side = record.side
+        self._has_clock = True
         if self._match is not None and self._position.board.turn == side:
             fp = self._match
             self._match = None

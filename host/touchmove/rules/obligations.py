@@ -24,6 +24,7 @@ class Touches:
     own_first: bool = True  # whether ``own`` was touched before ``opponent`` (4.3.3)
     castle_rook: chess.Square | None = None  # king touched first, then this castling rook (4.4.1 / 4.4.3)
     king_on_castling_square: chess.Square | None = None  # rook of the castling the king was released for
+    adjusted: list[chess.Square] = field(default_factory=list)  # the last mover's pieces, before his press
 
     def touch(self, position: Position, sq: chess.Square) -> bool | None:
         """Record a lift of the piece on ``sq``; return whether it binds, or None if already touched."""
