@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from broadcast_helpers import REQUIRE_ALL
 
+from tests.broadcast.broadcast_helpers import REQUIRE_ALL
 from touchmove.broadcast.local_broker import LocalBroker
 
 

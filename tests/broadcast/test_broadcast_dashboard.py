@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import aiomqtt
-from broadcast_helpers import chromium_path, tournament_data
 
+from tests.broadcast.broadcast_helpers import chromium_path, tournament_data
 from touchmove.broadcast.local_broker import LocalBroker
 from touchmove.broadcast.service import BroadcastService
 from touchmove.broadcast.simboards import SimBridge

@@ -10,10 +10,10 @@ from pathlib import Path
 import chess
 import chess.pgn
 import pytest
-from broadcast_helpers import make_tournament, tournament_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.broadcast.broadcast_helpers import make_tournament, tournament_data
 from touchmove.broadcast import bridge_topics
 from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.broadcaster import ActionError, Broadcaster

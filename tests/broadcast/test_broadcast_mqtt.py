@@ -15,8 +15,8 @@ import aiomqtt
 import chess
 import chess.pgn
 from aiohttp import web
-from broadcast_helpers import tournament_data
 
+from tests.broadcast.broadcast_helpers import tournament_data
 from touchmove.broadcast.local_broker import LocalBroker
 from touchmove.broadcast.service import BroadcastService
 from touchmove.broadcast.simboards import SimBridge
