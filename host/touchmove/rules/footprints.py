@@ -178,28 +178,33 @@ def promotion_alternatives(board: chess.Board, move: chess.Move) -> list[chess.M
     ]
 
 
-_PIECE_BOARDS = (
-    (chess.PAWN, "pawns"), (chess.KNIGHT, "knights"), (chess.BISHOP, "bishops"),
-    (chess.ROOK, "rooks"), (chess.QUEEN, "queens"), (chess.KING, "kings"),
-)
 _RUNS = tuple(("1" * n, str(n)) for n in range(8, 1, -1))
+
+
+def _castling_field(board: chess.Board) -> str:
+    if board.chess960:
+        return board.castling_xfen()
+    rights = board.clean_castling_rights()
+    field = (("K" if rights & chess.BB_H1 else "") + ("Q" if rights & chess.BB_A1 else "")
+             + ("k" if rights & chess.BB_H8 else "") + ("q" if rights & chess.BB_A8 else ""))
+    return field or "-"
 
 
 def fen_of(board: chess.Board) -> str:
     """Return ``board.fen()``, built from the bitboards (several times faster; the engine needs one a move)."""
     cells = ["1"] * 64
-    for color in chess.COLORS:
-        mine = board.occupied_co[color]
-        for piece_type, name in _PIECE_BOARDS:
-            symbol = chess.piece_symbol(piece_type)
-            if color:
-                symbol = symbol.upper()
-            for sq in chess.scan_forward(getattr(board, name) & mine):
-                cells[sq] = symbol
-    placement = "/".join("".join(cells[rank * 8:rank * 8 + 8]) for rank in range(7, -1, -1))
+    white = board.occupied_co[chess.WHITE]
+    for bb, upper, lower in ((board.pawns, "P", "p"), (board.knights, "N", "n"), (board.bishops, "B", "b"),
+                             (board.rooks, "R", "r"), (board.queens, "Q", "q"), (board.kings, "K", "k")):
+        while bb:
+            lsb = bb & -bb
+            cells[lsb.bit_length() - 1] = upper if lsb & white else lower
+            bb ^= lsb
+    placement = "/".join(["".join(cells[i:i + 8]) for i in (56, 48, 40, 32, 24, 16, 8, 0)])
     for run, digit in _RUNS:
-        placement = placement.replace(run, digit)
+        if run in placement:
+            placement = placement.replace(run, digit)
     ep = board.ep_square
-    ep_name = chess.square_name(ep) if ep is not None and board.has_legal_en_passant() else "-"
+    ep_name = chess.SQUARE_NAMES[ep] if ep is not None and board.has_legal_en_passant() else "-"
     turn = "w" if board.turn else "b"
-    return f"{placement} {turn} {board.castling_xfen()} {ep_name} {board.halfmove_clock} {board.fullmove_number}"
+    return f"{placement} {turn} {_castling_field(board)} {ep_name} {board.halfmove_clock} {board.fullmove_number}"
