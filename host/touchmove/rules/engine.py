@@ -276,11 +276,10 @@ class Engine:
     def _start_first(self, record: Record, t: int) -> list[Event]:
         self._started = True
         if isinstance(record, Snapshot) and record.occ != self._position.occ:
-            # The board is not (yet) in the start position: wait for it.
+            # The board is not (yet) in the start position: wait for it as for a set-up.
             self._occ = record.occ
             self._over = True
             self._setup = (self._first_fen, self._chess960)
-            self._started = True
             return []
         return self._begin_game(t, self._first_fen, self._chess960)
 
@@ -377,8 +376,7 @@ class Engine:
             started = self._try_new_game(t)
             if started:
                 return started
-        diff = bin(self._occ ^ self._position.occ).count("1")
-        if diff >= CLEARED_SQUARES:
+        if (self._occ ^ self._position.occ).bit_count() >= CLEARED_SQUARES:
             self._cleared = True
         if self._cleared:
             self._match = None
@@ -483,9 +481,8 @@ class Engine:
         out: list[Event] = []
         if not self._in_sync:
             out += self._restored(t, "legal move")
-        san = board.san(move)
         after = board.copy(stack=False)
-        after.push(move)
+        san = after.san_and_push(move)
         game.moves.append(move)
         game.clocks.append(None)
         self._occs.append(after.occupied)
@@ -607,9 +604,8 @@ class Engine:
         game.clocks.pop()
         self._occs.pop()
         self._repetitions.remove_last()
-        san = board.san(fp.move)
         after = board.copy(stack=False)
-        after.push(fp.move)
+        san = after.san_and_push(fp.move)
         game.moves.append(fp.move)
         game.clocks.append(None)
         self._occs.append(after.occupied)
@@ -676,8 +672,7 @@ class Engine:
         if board is None:
             return []
         before = game.board(number - 1)
-        san = before.san(move)
-        before.push(move)
+        san = before.san_and_push(move)
         game.moves[number - 1] = move
         self._promotion_verified[number] = True
         self._position = Position(board)
