@@ -59,8 +59,11 @@ def test_sim_stream_with_chatter_and_slides(micropython: str, tmp_path) -> None:
 
 def test_sim_at_ten_times_speed_still_hides_chatter(micropython: str, tmp_path) -> None:
     """A sped-up sim (the demo's, the host's end-to-end tests') scans in device time, never faster than the
-    real board: chatter stays hidden. (Reports come 30-40 device ms after a change; the bound here is looser
-    because a busy test machine can pause the process, and 10 ms of pause is 100 device ms.)"""
+    real board, so chatter stays hidden: no event that the timeline doesn't have.
+
+    Real time is not stepped here: if the test machine pauses the process, changes that fell inside the pause
+    (at speed 10, a 150 ms slide is 15 ms of real time) are seen together and may cancel out, so a few
+    expected events may be missing; none may be extra, and order is kept."""
     tl = game(seed=8, plies=8, think_ms=(300, 600), chatter=1.0, slide=0.5)
     path = tmp_path / "fast.jsonl"
     tl.write(path)
@@ -68,7 +71,13 @@ def test_sim_at_ten_times_speed_still_hides_chatter(micropython: str, tmp_path) 
                  TOUCHMOVE_SIM_LINGER="1500")
     proc = run_mp(micropython, [str(FIRMWARE / "main.py")], env, timeout=60)
     assert proc.returncode == 0, proc.stderr.decode()
-    check_stream(proc.stdout.decode(), tl, max_latency=300)
+    msgs = [json.loads(line) for line in proc.stdout.decode().splitlines()]
+    assert [m["seq"] for m in msgs] == list(range(len(msgs)))
+    got = [(m["type"], m.get("sq") or m["id"]) for m in msgs if m["type"] in ("lift", "place", "button")]
+    want = iter((kind, what) for kind, what, _ in tl.expected)
+    assert all(any(g == w for w in want) for g in got), "an event the timeline doesn't have: chatter leaked"
+    assert len(got) >= len(tl.expected) - 4, (len(got), len(tl.expected))
+    assert int([m for m in msgs if m["type"] == "heartbeat"][-1]["occ"], 16) == tl.final_occ
 
 
 def test_sim_starts_from_a_leading_snapshot(micropython: str, tmp_path) -> None:
