@@ -206,6 +206,11 @@ async def run(args: argparse.Namespace) -> None:
                     await ready.wait()
                     sse_task = asyncio.create_task(sse())
                     poll_task = asyncio.create_task(poll())
+                    # the dashboard's first pictures (every board) are drawn before play starts
+                    for _ in range(200):
+                        if sum(1 for _, ply in svg_seen if ply == 0) >= args.boards:
+                            break
+                        await asyncio.sleep(0.05)
                     await asyncio.sleep(0.5)
                     start = time.perf_counter()
                     deadline = start + args.seconds

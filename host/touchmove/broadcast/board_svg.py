@@ -16,3 +16,8 @@ def render_svg(fen: str, chess960: bool = False, lastmove: str | None = None) ->
     move = chess.Move.from_uci(lastmove) if lastmove else None
     check = board.king(board.turn) if board.is_check() else None
     return chess.svg.board(board, lastmove=move, check=check, coordinates=False)
+
+
+def render_many(jobs: list[tuple[str, bool, str | None]]) -> list[str]:
+    """Several pictures in one call (one round trip to a worker process for a whole batch)."""
+    return [render_svg(*job) for job in jobs]

@@ -22,7 +22,7 @@ import chess
 import chess.pgn
 
 from touchmove.broadcast import bridge_topics
-from touchmove.broadcast.board_svg import render_svg
+from touchmove.broadcast.board_svg import render_many, render_svg
 from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.live_pgn import LiveGame, RoundPgn, write_atomically
 from touchmove.broadcast.results import kings_result, normalize_result
@@ -36,6 +36,7 @@ Publish = Callable[[int, str, bytes], Awaitable[None]]
 PROMOTION_PIECES = ("q", "r", "b", "n")
 ALERT_FEED_LIMIT = 1000
 LISTENER_QUEUE = 2000
+SVG_BATCH = 16
 
 
 class ActionError(Exception):
@@ -296,21 +297,31 @@ class Broadcaster:
             await self._svg_event.wait()
             self._svg_event.clear()
             numbers, self._svg_pending = sorted(self._svg_pending), set()
+            if not self._listeners:
+                continue
+            jobs: list[tuple[int, int, tuple[str, bool, str | None]]] = []
             for number in numbers:
-                if not self._listeners:
-                    break
                 view = self.by_number[number]
-                version, svg = view.game.version, view.cached_svg()
-                if svg is None:
-                    if self.svg_executor is not None:
-                        svg = await loop.run_in_executor(self.svg_executor, render_svg, *view.svg_args())
-                    else:
-                        svg = render_svg(*view.svg_args())
-                        await asyncio.sleep(0)
+                cached = view.cached_svg()
+                if cached is not None:
+                    self._notify("svg", {"board": number, "ply": view.game.ply, "version": view.game.version,
+                                         "svg": cached})
+                else:
+                    jobs.append((number, view.game.version, view.svg_args()))
+            for start in range(0, len(jobs), SVG_BATCH):
+                batch = jobs[start:start + SVG_BATCH]
+                args = [job[2] for job in batch]
+                if self.svg_executor is not None:
+                    svgs = await loop.run_in_executor(self.svg_executor, render_many, args)
+                else:
+                    svgs = render_many(args)
+                    await asyncio.sleep(0)
+                for (number, version, _), svg in zip(batch, svgs, strict=True):
+                    view = self.by_number[number]
                     if view.game.version != version:
                         continue  # moved on meanwhile: it is pending again
                     view._svg = (version, svg)
-                self._notify("svg", {"board": number, "ply": view.game.ply, "version": version, "svg": svg})
+                    self._notify("svg", {"board": number, "ply": view.game.ply, "version": version, "svg": svg})
 
     def snapshot(self, *, svg: bool = True) -> dict[str, Any]:
         """Everything the dashboard shows; the pictures already rendered (the others follow as ``svg``)."""
