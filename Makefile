@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PORT ?= /dev/ttyACM0
 
-.PHONY: install system-deps test lint typecheck pytest demo bench flash clean
+.PHONY: install system-deps test lint typecheck pytest demo broadcast-demo bench bench-broadcast flash clean
 
 install: $(STAMP)
 
@@ -41,8 +41,15 @@ test: lint typecheck pytest
 demo: install system-deps
 	$(BIN)/touchmove demo
 
+# A simulated 20-board round through a private Mosquitto into the broadcaster; the round PGN is checked.
+broadcast-demo: install system-deps
+	$(BIN)/touchmove broadcast-demo --boards 20
+
 bench: install
 	$(BIN)/python bench/replay_throughput.py
+
+bench-broadcast: install system-deps
+	$(BIN)/python bench/broadcast_latency.py
 
 flash: install
 	@test -x $(BIN)/mpremote || $(BIN)/pip install -q mpremote
