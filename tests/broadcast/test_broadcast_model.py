@@ -321,3 +321,16 @@ def test_header_values_are_escaped() -> None:
     assert '[White "O\\"Brien \\\\ Jr"]' in text  # PGN standard 8.1.1: \" and \\ in tag values
     read = chess.pgn.read_game(io.StringIO(text))
     assert read is not None and not read.errors and read.headers["Black"] == "Black, Player 1"
+
+
+def test_readme_tournament_example_parses(tmp_path: Path) -> None:
+    """The tournament.toml shown in the README is a valid file."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Broadcast and arbiter dashboard"):]
+    block = section[section.index("1. Write `tournament.toml`"):section.index("2. Start it")]
+    toml = "\n".join(line[7:] for line in block.splitlines()[1:] if line.startswith("       ") or not line)
+    path = tmp_path / "tournament.toml"
+    path.write_text(toml, encoding="utf-8")
+    t = load_tournament(path)
+    assert t.round == 3 and [p.board_id for p in t.current_round().pairings] == ["e6614103e7", "e6614103f2"]
+    assert t.brokers[0].bases == ("hall-a", "hall-b")
