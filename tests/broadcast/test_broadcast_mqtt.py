@@ -14,9 +14,10 @@ import aiohttp
 import aiomqtt
 import chess
 import chess.pgn
+import pytest
 from aiohttp import web
 
-from tests.broadcast.broadcast_helpers import tournament_data
+from tests.broadcast.broadcast_helpers import REQUIRE_ALL, tournament_data
 from touchmove.broadcast.local_broker import LocalBroker
 from touchmove.broadcast.service import BroadcastService
 from touchmove.broadcast.simboards import SimBridge
@@ -189,3 +190,49 @@ async def _lichess(broker: LocalBroker, tmp_path: Path, monkeypatch: Any) -> Non
             assert svc.pusher is not None and svc.pusher.failures == 0
     finally:
         await runner.cleanup()
+
+
+def test_two_brokers_and_a_broker_restart(tmp_path: Path) -> None:
+    """Bridges on two brokers feed one broadcaster; commands go back to the right broker; after a broker
+    restart the broadcaster reconnects and the game goes on."""
+    if not LocalBroker.available():
+        if REQUIRE_ALL:
+            pytest.fail("mosquitto is not installed (TOUCHMOVE_REQUIRE_ALL=1)")
+        pytest.skip("mosquitto is not installed: `make system-deps`")
+    with LocalBroker() as one, LocalBroker() as two:
+        asyncio.run(_two_brokers(tmp_path, one, two))
+
+
+async def _two_brokers(tmp_path: Path, one: LocalBroker, two: LocalBroker) -> None:
+    data = tournament_data(2, port=one.port, out=tmp_path)
+    data["brokers"] = [{"url": one.url, "bases": ["hall-a"]}, {"url": two.url, "bases": ["hall-b"]}]
+    t = parse_tournament(data)
+    got: list[str] = []
+    async with BroadcastService(t, port=0) as svc:
+        async with aiomqtt.Client("127.0.0.1", one.port) as ca, aiomqtt.Client("127.0.0.1", two.port) as cb:
+            await cb.subscribe("hall-b/boards/+/set", qos=1)
+            a, b = SimBridge(ca, "hall-a").board("b01"), SimBridge(cb, "hall-b").board("b02")
+            await a.start()
+            await b.start()
+            await a.move("e2e4")
+            await b.move("d2d4")
+            await wait_for(lambda: svc.hub.by_number[1].game.ply == 1 and svc.hub.by_number[2].game.ply == 1,
+                           what="both halls")
+            await svc.hub.promote(2, "r")
+
+            async def first() -> None:
+                async for message in cb.messages:
+                    got.append(str(message.topic))
+                    return
+
+            await asyncio.wait_for(first(), 5)
+            assert got == ["hall-b/boards/b02/set"]
+        # hall A's broker restarts (same port, nothing kept): the broadcaster reconnects
+        one.stop()
+        await asyncio.sleep(0.3)
+        one.start()
+        await asyncio.wait_for(svc.link.ready[0].wait(), 15)
+        async with aiomqtt.Client("127.0.0.1", one.port) as ca:
+            a.bridge.client = ca
+            await a.move("e7e5")
+            await wait_for(lambda: svc.hub.by_number[1].game.ply == 2, 5, "the move after the restart")
