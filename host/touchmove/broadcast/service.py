@@ -82,9 +82,10 @@ class BroadcastService:
     async def stop(self) -> None:
         for task in self._tasks:
             task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        if self._tasks:
+            _, stuck = await asyncio.wait(self._tasks, timeout=5.0)
+            for task in stuck:
+                log.warning("task %s did not stop within 5 s", task.get_name())
         self._tasks.clear()
         if self._runner is not None:
             await self._runner.cleanup()
