@@ -56,6 +56,9 @@ async def _dashboard(broker: LocalBroker, tmp_path: Path, executable: str) -> No
 
         browser = await pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         page = await browser.new_page(viewport={"width": 1400, "height": 1000})
+        page_errors: list[str] = []
+        page.on("pageerror", lambda exc: page_errors.append(str(exc)))
+        page.on("console", lambda msg: page_errors.append(msg.text) if msg.type == "error" else None)
         try:
             await page.goto(svc.url + "/")
             await expect(page.locator("#conn")).to_have_text("live")
@@ -108,6 +111,7 @@ async def _dashboard(broker: LocalBroker, tmp_path: Path, executable: str) -> No
                 if commands:
                     break
                 await asyncio.sleep(0.02)
+            assert page_errors == []
         finally:
             await browser.close()
             collector.cancel()

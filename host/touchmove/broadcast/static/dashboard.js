@@ -1,7 +1,7 @@
 // touchmove arbiter dashboard: plain JS, no build step. Live data from /api/stream (server-sent events).
 "use strict";
 
-const state = { boards: new Map(), alerts: new Map(), meanings: {}, round: null };
+const state = { boards: new Map(), alerts: new Map(), meanings: {}, round: null, bridges: {} };
 const $ = (sel, root = document) => root.querySelector(sel);
 const tokenInput = $("#token");
 let token = localStorage.getItem("touchmove-token") || "";
@@ -127,7 +127,8 @@ function snapshot(data) {
   $("#alerts").innerHTML = "";
   state.alerts.clear();
   for (const alert of data.alerts) renderAlert(alert);
-  renderBridges(data.bridges || {});
+  state.bridges = data.bridges || {};
+  renderBridges(state.bridges);
 }
 
 async function api(path, body) {
@@ -191,10 +192,8 @@ function connect() {
   on("alert", renderAlert);
   on("ack", renderAlert);
   on("bridge", (b) => {
-    const bridges = {};
-    bridges[b.base] = b.state;
-    renderBridges(Object.assign(window.__bridges || {}, bridges));
-    window.__bridges = Object.assign(window.__bridges || {}, bridges);
+    state.bridges[b.base] = b.state;
+    renderBridges(state.bridges);
   });
   on("response", (r) => message(`board ${r.board}: bridge says ${r.status}` +
     (r.command ? ` to ${r.command}` : "") + (r.error ? `: ${r.error}` : ""), r.status !== "ok"));
