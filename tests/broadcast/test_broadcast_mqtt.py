@@ -236,3 +236,28 @@ async def _two_brokers(tmp_path: Path, one: LocalBroker, two: LocalBroker) -> No
             a.bridge.client = ca
             await a.move("e7e5")
             await wait_for(lambda: svc.hub.by_number[1].game.ply == 2, 5, "the move after the restart")
+
+
+def test_pairings_are_assigned_to_the_bridges(broker: LocalBroker, tmp_path: Path) -> None:
+    asyncio.run(_assign(broker, tmp_path))
+
+
+async def _assign(broker: LocalBroker, tmp_path: Path) -> None:
+    data = tournament_data(2, port=broker.port, out=tmp_path)
+    data["broadcast"]["assign"] = True
+    t = parse_tournament(data)
+    got: list[dict[str, Any]] = []
+    async with aiomqtt.Client("127.0.0.1", broker.port) as client:
+        await client.subscribe("touchmove/boards/+/set", qos=1)
+        async with BroadcastService(t, port=0):
+
+            async def two() -> None:
+                async for message in client.messages:
+                    got.append({"topic": str(message.topic), **json.loads(bytes(message.payload))})
+                    if len(got) == 2:
+                        return
+
+            await asyncio.wait_for(two(), 10)
+    assert [g["topic"] for g in got] == ["touchmove/boards/b01/set", "touchmove/boards/b02/set"]
+    assert got[1]["command"] == "assign" and got[1]["round"] == "3" and got[1]["board"] == "2"
+    assert got[1]["white"] == "White, Player 2" and got[1]["black"] == "Black, Player 2"

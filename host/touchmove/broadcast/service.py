@@ -12,7 +12,7 @@ from types import TracebackType
 
 from aiohttp import web
 
-from touchmove.broadcast.broadcaster import Broadcaster
+from touchmove.broadcast.broadcaster import ActionError, Broadcaster
 from touchmove.broadcast.consumer import MqttLink
 from touchmove.broadcast.lichess_push import LichessPusher
 from touchmove.broadcast.server import make_app
@@ -74,10 +74,26 @@ class BroadcastService:
         self._tasks.append(asyncio.create_task(self.hub.run_svg_renderer(), name="svg-renderer"))
         if self.pusher is not None:
             self._tasks.append(asyncio.create_task(self.pusher.run(), name="lichess-push"))
+        if self.tournament.settings.assign:
+            self._tasks.append(asyncio.create_task(self._assign_all(), name="assign"))
         if wait_mqtt:
             await self.link.wait_ready(wait_mqtt)
         log.info("broadcast of round %s: %s (PGN %s)", self.hub.round.number, self.url, self.pgn_url)
         return self
+
+    async def _assign_all(self) -> None:
+        """Tell every bridge who plays on its boards (``assign``), once the brokers are connected."""
+        while True:
+            try:
+                await self.link.wait_ready(60.0)
+                break
+            except TimeoutError:
+                continue
+        for number in sorted(self.hub.by_number):
+            try:
+                await self.hub.assign(number)
+            except ActionError as exc:
+                log.warning("assign board %s: %s", number, exc)
 
     async def stop(self) -> None:
         for task in self._tasks:

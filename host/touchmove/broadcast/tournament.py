@@ -13,6 +13,7 @@ Example (the README has a longer one)::
     port = 8080
     # token = "..."              # arbiter token; else env TOUCHMOVE_ARBITER_TOKEN
     # lichess_round = "abcd1234" # push to a lichess broadcast round; token from env LICHESS_TOKEN
+    # assign = true              # send the pairings to the bridges (their own PGNs get the names)
 
     [[brokers]]
     url = "mqtt://127.0.0.1:1883"
@@ -124,6 +125,8 @@ class BroadcastSettings:
     lichess_round: str | None = None
     lichess_url: str = "https://lichess.org"
     lichess_interval: float = 2.0
+    #: Send each board's pairing to its bridge (``assign`` command) when the broadcaster connects.
+    assign: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,6 +277,7 @@ def parse_tournament(data: dict[str, Any], *, base_dir: Path | None = None) -> T
         lichess_round=raw_b.get("lichess_round") or None,
         lichess_url=str(raw_b.get("lichess_url", "https://lichess.org")).rstrip("/"),
         lichess_interval=float(raw_b.get("lichess_interval", 2.0)),
+        assign=bool(raw_b.get("assign", False)),
     )
     brokers = tuple(_broker(b) for b in data.get("brokers", [{}]))
     if not brokers:
