@@ -65,7 +65,7 @@ def iso_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-@dataclass
+@dataclass(eq=False)
 class BoardSession:
     board: str
     engine: Engine
@@ -77,6 +77,7 @@ class BoardSession:
     arrival_host: float = 0.0            # ... and the host's monotonic time when it arrived
     rate: float = 1.0                    # device ms per host ms (1 on real boards; N on a sped-up simulation)
     rate_anchor: tuple[int, float] | None = None
+    rate_candidate: float = 1.0
     event_seq: int = 0                   # events produced (and journaled)
     queued_seq: int = 0                  # events handed to MQTT
     published: int = 0                   # events acknowledged by the broker
@@ -124,6 +125,8 @@ class Bridge:
         self.stats: dict[str, int] = {"lines": 0, "records": 0, "malformed": 0, "gaps": 0, "events": 0}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._flush_scheduled = False
+        self._dirty_boards: set[BoardSession] = set()
+        self._pump_boards: set[BoardSession] = set()
         self._stopped = asyncio.Event()
 
     # -- start-up: resume from the journal ----------------------------------------------------------------
@@ -145,6 +148,8 @@ class Bridge:
         for sess in self.boards.values():
             self._publish_board_retained(sess)
             self._schedule(sess)
+            if sess.queued_seq < sess.event_seq:
+                self._pump_boards.add(sess)
 
     # -- the serial side ----------------------------------------------------------------------------------
     def _lines_from_thread(self, link: SerialLink, lines: list[bytes | None]) -> None:
@@ -252,7 +257,7 @@ class Bridge:
             log.info("board %s: boot %s on %s", board, boot, link.path)
             sess.boot = boot
             sess.last_seq = None
-            sess.dirty = True
+            self._mark(sess)
         else:
             log.info("board %s: back on %s (same boot)", board, link.path)
         for msg in msgs:
@@ -274,7 +279,7 @@ class Bridge:
                         sess.last_seq)
             self.request_snapshot(sess)
         sess.last_seq = msg.seq
-        sess.dirty = True
+        self._mark(sess)
 
     def request_snapshot(self, sess: BoardSession, *, force: bool = False) -> None:
         now = time.monotonic()
@@ -294,7 +299,11 @@ class Bridge:
         self._learn_rate(sess, msg.t + sess.t_offset, now)
         sess.arrival_t = board_t
         sess.arrival_host = now
-        self.feed(sess, replace(msg.record, t=board_t), "serial")
+        record = msg.record
+        if (isinstance(record, records.Snapshot) and record.type == "heartbeat"
+                and sess.engine.next_deadline() is None and sess.engine.state().occupancy == record.occ):
+            return   # a heartbeat that tells the engine nothing new: not fed, not journaled (a small journal)
+        self.feed(sess, replace(record, t=board_t), "serial")
 
     @staticmethod
     def _learn_rate(sess: BoardSession, device_t: int, now: float) -> None:
@@ -305,7 +314,12 @@ class Bridge:
             return
         host_ms = (now - anchor[1]) * 1000
         if host_ms >= 2000:
-            sess.rate = min(1000.0, max(0.25, (device_t - anchor[0]) / host_ms))
+            # Lines that waited in a buffer make one window look fast: adopt a rate only when two windows in
+            # a row agree, and treat anything near real time as real time (real boards).
+            measured = (device_t - anchor[0]) / host_ms
+            if abs(measured - sess.rate_candidate) <= 0.1 * sess.rate_candidate:
+                sess.rate = min(1000.0, measured) if measured >= 1.5 else 1.0
+            sess.rate_candidate = max(0.01, measured)
             sess.rate_anchor = (device_t, now)
 
     # -- the engine ---------------------------------------------------------------------------------------
@@ -320,7 +334,7 @@ class Bridge:
         """Journal one record for a board and run it through its engine."""
         self.stats["records"] += 1
         sess.last_t = record.t
-        sess.dirty = True
+        self._mark(sess)
         self.journal.add_entry(sess.board, "record", record.t, records.to_line(record), source, iso_now())
         try:
             events = sess.engine.feed(record)
@@ -346,7 +360,7 @@ class Bridge:
         sess.timer = None
         t = max(deadline, self.board_now(sess))
         sess.last_t = t
-        sess.dirty = True
+        self._mark(sess)
         self.journal.add_entry(sess.board, "advance", t, None, "timer", iso_now())
         try:
             events = sess.engine.advance(t)
@@ -434,7 +448,13 @@ class Bridge:
         sess = self.boards.get(board)
         if sess is not None and seq > sess.published:
             sess.published = seq
+            self._mark(sess)
             self._schedule_flush()
+
+    def _mark(self, sess: BoardSession) -> None:
+        """Note that a board has something to save or to publish at the next flush."""
+        sess.dirty = True
+        self._dirty_boards.add(sess)
 
     def _schedule_flush(self) -> None:
         if not self._flush_scheduled:
@@ -445,7 +465,8 @@ class Bridge:
     def flush(self) -> None:
         """Commit the journal, then hand newly journaled events to MQTT (never the other way round)."""
         self._flush_scheduled = False
-        for sess in self.boards.values():
+        dirty, self._dirty_boards = self._dirty_boards, set()
+        for sess in dirty:
             if sess.dirty:
                 self.journal.update_board(sess.board, boot=sess.boot, last_seq=sess.last_seq,
                                           t_offset=sess.t_offset, last_t=sess.last_t)
@@ -454,11 +475,12 @@ class Bridge:
                 self.journal.mark_published(sess.board, sess.published)
                 sess.published_saved = sess.published
         self.journal.commit()
+        self._pump_boards |= {sess for sess in dirty if sess.queued_seq < sess.event_seq}
         self.pump()
 
     def pump(self) -> None:
         """Offer journaled, not yet queued events to MQTT while its queue has room."""
-        for sess in self.boards.values():
+        for sess in list(self._pump_boards):
             while sess.queued_seq < sess.event_seq:
                 room = self.mqtt.room()
                 if room <= 0:
@@ -478,6 +500,8 @@ class Bridge:
                         break
                     self.mqtt.offer_event(topic, body, (sess.board, seq))
                     sess.queued_seq = seq
+            if sess.queued_seq >= sess.event_seq:
+                self._pump_boards.discard(sess)
 
     # -- commands from MQTT -------------------------------------------------------------------------------
     async def on_command(self, topic: str, raw: bytes, retained: bool) -> None:

@@ -206,8 +206,10 @@ class View:
                      title="touchmove demo", subtitle=footer)
 
 
-async def watch(url: str, base: str, view: View, *, ui: bool, done: asyncio.Event) -> None:
-    """Subscribe to the bridge's topics and show them until the game ends."""
+async def watch(url: str, base: str, view: View, *, ui: bool, done: asyncio.Event,
+                assign: dict[str, str] | None = None) -> None:
+    """Subscribe to the bridge's topics and show them until the game ends; name the players once the board
+    is online (an ``assign`` command, as a tournament operator would send)."""
     kw = parse_broker_url(url)
     live: Any = None
     if ui:
@@ -226,6 +228,10 @@ async def watch(url: str, base: str, view: View, *, ui: bool, done: asyncio.Even
                     view.apply(str(message.topic), payload)
                 except (ValueError, KeyError, TypeError):
                     continue
+                if assign and view.status == "board online":
+                    await client.publish(f"{base}/boards/{view.board}/set",
+                                         json.dumps({"command": "assign", **assign}), qos=1)
+                    assign = None
                 if live is not None:
                     live.update(view.render())
                 elif len(view.sans) > moves_before:
@@ -263,7 +269,10 @@ async def run_demo(args: argparse.Namespace) -> int:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, done.set)
         bridge_task = asyncio.create_task(bridge.run())
-        watcher = asyncio.create_task(watch(url, args.base_topic, View(), ui=not args.no_ui, done=done))
+        players = {"white": game.headers.get("White", "?"), "black": game.headers.get("Black", "?"),
+                   "event": game.headers.get("Event", "touchmove demo")}
+        watcher = asyncio.create_task(watch(url, args.base_topic, View(), ui=not args.no_ui, done=done,
+                                            assign=players))
         await asyncio.sleep(0.5)     # the subscriber is in before the first move
         board.start()
         if args.no_ui:

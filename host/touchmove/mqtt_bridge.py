@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import socket
 import ssl
 import uuid
 from collections import deque
@@ -108,12 +109,17 @@ class MqttLink:
         tls_context = None
         if cfg.tls:
             tls_context = ssl.create_default_context(cafile=cfg.ca_file)
-        return aiomqtt.Client(
+        client = aiomqtt.Client(
             cfg.host, cfg.port, username=cfg.username, password=cfg.password, identifier=self.client_id,
             protocol=aiomqtt.ProtocolVersion.V5 if cfg.protocol == 5 else aiomqtt.ProtocolVersion.V311,
             will=aiomqtt.Will(f"{self.base}/bridge/state", OFFLINE, qos=1, retain=True),
-            tls_context=tls_context, keepalive=15, timeout=10,
+            tls_context=tls_context, keepalive=15, timeout=10, max_inflight_messages=self._window,
+            # small QoS 1 messages must not wait for Nagle's algorithm (tens of ms per round trip)
+            socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
         )
+        # a window of QoS 1 publishes in flight is the normal case here, not a sign of trouble
+        client.pending_calls_threshold = 4 * self._window
+        return client
 
     async def run(self) -> None:
         """Connect, serve, and reconnect with backoff for ever (until cancelled)."""
@@ -155,13 +161,13 @@ class MqttLink:
             except Exception:
                 log.exception("command on %s failed", message.topic)
 
-    def _take(self) -> list[Outgoing]:
-        batch: list[Outgoing] = []
-        while self._events and len(batch) < self._window:
-            batch.append(self._events.popleft())
-        while self._replies and len(batch) < self._window:
-            batch.append(self._replies.popleft())
-        while self._dirty and len(batch) < self._window:
+    def _take_one(self) -> Outgoing | None:
+        """The next message to send: events first, then replies, then retained topics (built now)."""
+        if self._events:
+            return self._events.popleft()
+        if self._replies:
+            return self._replies.popleft()
+        while self._dirty:
             topic = next(iter(self._dirty))
             del self._dirty[topic]
             payload = self._retained[topic]
@@ -170,36 +176,57 @@ class MqttLink:
             except Exception:
                 log.exception("cannot build the payload of %s", topic)
                 continue
-            batch.append(Outgoing(topic, body, 1, True))
-        return batch
+            return Outgoing(topic, body, 1, True)
+        return None
 
-    def _put_back(self, batch: list[Outgoing], done: list[bool]) -> None:
-        events = [m for m, ok in zip(batch, done, strict=True) if not ok and m.tag is not None]
-        self._events.extendleft(reversed(events))
-        for m, ok in zip(batch, done, strict=True):
-            if not ok and m.retain and m.topic not in self._dirty:
+    def _has_work(self) -> bool:
+        return bool(self._events or self._replies or self._dirty)
+
+    def _put_back(self, unsent: list[Outgoing]) -> None:
+        """Return messages whose delivery is not confirmed to the front of their queues, in order."""
+        self._events.extendleft(reversed([m for m in unsent if m.tag is not None]))
+        for m in unsent:
+            if m.retain and m.topic not in self._dirty:
                 self._dirty[m.topic] = None
 
     async def _send_loop(self, client: aiomqtt.Client) -> None:
-        while True:
-            batch = self._take()
-            if not batch:
+        """Keep up to ``window`` QoS 1 publishes in flight; confirm them in order as the broker acks them."""
+        inflight: deque[tuple[Outgoing, asyncio.Future[None]]] = deque()
+
+        def wake(_: object) -> None:
+            self._wake.set()
+
+        try:
+            while True:
+                while inflight and inflight[0][1].done():
+                    message, fut = inflight.popleft()
+                    error = fut.exception()
+                    if error is not None:
+                        inflight.appendleft((message, fut))
+                        raise error if isinstance(error, aiomqtt.MqttError) else aiomqtt.MqttError(
+                            f"publish failed: {error!r}")
+                    if message.tag is not None:
+                        self._on_acked(message.tag)
+                while len(inflight) < self._window:
+                    nxt = self._take_one()
+                    if nxt is None:
+                        break
+                    fut = asyncio.ensure_future(client.publish(nxt.topic, nxt.payload, qos=nxt.qos,
+                                                               retain=nxt.retain))
+                    fut.add_done_callback(wake)
+                    inflight.append((nxt, fut))
                 self._wake.clear()
+                if (inflight and inflight[0][1].done()) or (len(inflight) < self._window and self._has_work()):
+                    continue
                 await self._wake.wait()
-                continue
-            tasks = [asyncio.ensure_future(client.publish(m.topic, m.payload, qos=m.qos, retain=m.retain))
-                     for m in batch]
-            results = await asyncio.gather(*tasks, return_exceptions=True)
-            done = [not isinstance(r, BaseException) for r in results]
-            for m, ok in zip(batch, done, strict=True):
-                if ok and m.tag is not None:
-                    self._on_acked(m.tag)
-            if not all(done):
-                self._put_back(batch, done)
-                error = next(r for r in results if isinstance(r, BaseException))
-                if isinstance(error, aiomqtt.MqttError):
-                    raise error
-                raise aiomqtt.MqttError(f"publish failed: {error!r}")
+        except BaseException:
+            for _, fut in inflight:
+                if not fut.done():
+                    fut.cancel()
+                elif not fut.cancelled():
+                    fut.exception()      # retrieved: the message is sent again anyway
+            self._put_back([m for m, _ in inflight])
+            raise
 
     async def close(self, final: list[tuple[str, bytes]] | None = None) -> None:
         """Publish ``final`` retained messages (e.g. offline states) if connected, then disconnect."""

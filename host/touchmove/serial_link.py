@@ -18,8 +18,10 @@ import glob
 import json
 import logging
 import os
+import select
 import threading
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,7 +120,8 @@ def decode(line: bytes | None) -> Message:
             fields["boot"] = str(obj.get("boot", ""))
             return Message(None, kind, seq, record.t, fields)
         if kind == "button":
-            side = CLOCK_BUTTONS.get(obj.get("id"))  # type: ignore[arg-type]
+            button = obj.get("id")
+            side = CLOCK_BUTTONS.get(button) if isinstance(button, str) else None
             if side is not None:
                 return Message(records.Clock(record.t, side), "clock", seq, record.t, fields)
             return Message(None, kind, seq, record.t, fields)
@@ -173,13 +176,38 @@ class SerialLink:
         self._thread = threading.Thread(target=self._run, name=f"serial {self.path}", daemon=True)
         self._thread.start()
 
+    def _chunks(self) -> Iterator[bytes]:
+        """Yield what the port delivers until it fails or the link is closed.
+
+        On POSIX the thread waits with ``poll`` on the port's file descriptor: pyserial's own ``read`` uses
+        ``select``, which fails for descriptors above 1023, that is beyond about 500 boards in one process.
+        """
+        ser = self._serial
+        fd = getattr(ser, "fd", None)
+        if os.name != "posix" or not isinstance(fd, int):
+            while not self._stop.is_set():
+                yield ser.read(ser.in_waiting or 1)
+            return
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLPRI)
+        while not self._stop.is_set():
+            events = poller.poll(500)
+            if not events:
+                continue
+            try:
+                data = os.read(fd, 4096)
+            except BlockingIOError:
+                continue
+            if not data:
+                raise OSError("device disconnected (end of file)")
+            yield data
+
     def _run(self) -> None:
         splitter = LineSplitter()
         reason = "closed"
         ser = self._serial
         try:
-            while not self._stop.is_set():
-                data = ser.read(ser.in_waiting or 1)
+            for data in self._chunks():
                 if data:
                     lines = splitter.feed(data)
                     if lines:
@@ -200,12 +228,30 @@ class SerialLink:
             return False
         try:
             with self._write_lock:
-                ser.write(encode_command(cmd))
+                self._write(ser, encode_command(cmd))
             return True
         except Exception as exc:
             log.warning("%s: write failed (%s); closing", self.path, exc)
             self.close()
             return False
+
+    @staticmethod
+    def _write(ser: Any, data: bytes) -> None:
+        fd = getattr(ser, "fd", None)
+        if os.name != "posix" or not isinstance(fd, int):
+            ser.write(data)
+            return
+        view = memoryview(data)
+        deadline = time.monotonic() + 1.0
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        while view:
+            try:
+                view = view[os.write(fd, view):]
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError("the board does not read its commands") from None
+                poller.poll(50)
 
     def close(self) -> None:
         self._stop.set()
