@@ -334,3 +334,20 @@ def test_readme_tournament_example_parses(tmp_path: Path) -> None:
     t = load_tournament(path)
     assert t.round == 3 and [p.board_id for p in t.current_round().pairings] == ["e6614103e7", "e6614103f2"]
     assert t.brokers[0].bases == ("hall-a", "hall-b")
+
+
+def test_missed_game_start_is_resynced_from_the_bridge_pgn(tmp_path: Path) -> None:
+    hub = Broadcaster(make_tournament(1), output_dir=tmp_path)
+    for e in moves_events(["e2e4", "e7e5"]):
+        hub.handle(BridgeMessage("touchmove", "b01", "events", e))
+    # game 2 started while we were away: its first move comes without a game_start
+    hub.handle(BridgeMessage("touchmove", "b01", "events",
+                             {"type": "move", "game": 2, "ply": 1, "uci": "d2d4", "san": "d4"}))
+    game = hub.by_number[1].game
+    assert game.needs_resync and [m.uci for m in game.moves] == ["e2e4", "e7e5"]
+    hub.handle(BridgeMessage("touchmove", "b01", "state", {"game": 2, "ply": 1, "in_sync": True}))
+    hub.handle(BridgeMessage("touchmove", "b01", "pgn", '[Result "*"]\n\n1. d4 *\n'))
+    assert not game.needs_resync and game.number == 2 and [m.uci for m in game.moves] == ["d2d4"]
+    hub.handle(BridgeMessage("touchmove", "b01", "events",
+                             {"type": "move", "game": 2, "ply": 2, "uci": "d7d5", "san": "d5"}))
+    assert [m.san for m in game.moves] == ["d4", "d5"]

@@ -78,6 +78,7 @@ class BoardView:
     sessions_seq: dict[str, int] = field(default_factory=dict)
     bridge_pgn: str | None = None
     last_event_ts: str | None = None
+    state_game: int | None = None
     _svg: tuple[int, str] | None = None
 
     def last_move(self) -> str | None:
@@ -399,7 +400,7 @@ class Broadcaster:
             game = None
         if game is None or game.errors:
             return
-        if view.game.adopt(game):
+        if view.game.adopt(game, view.state_game):
             log.info("board %s: resynced from the bridge's PGN (%s plies)", view.pairing.board_id,
                      view.game.ply)
             self._changed(view)
@@ -407,6 +408,8 @@ class Broadcaster:
     def _state(self, view: BoardView, payload: dict[str, Any]) -> None:
         state = bridge_topics.board_state(payload)
         changed = False
+        if state.game is not None:
+            view.state_game = state.game
         if state.in_sync is not None and state.in_sync != view.in_sync:
             view.in_sync, changed = state.in_sync, True
         if state.occupancy is not None and state.occupancy != view.occupancy:

@@ -118,6 +118,13 @@ class LiveGame:
             return True
         if isinstance(game, int) and self.number is not None and game < self.number:
             return False  # a late event of an earlier game
+        if (isinstance(game, int) and self.number is not None and game > self.number
+                and kind in ("move", "move_amended", "takeback")):
+            ply = event.get("ply")
+            log.info("an event of game %s while following game %s: its start was missed", game, self.number)
+            self.needs_resync = True
+            self.resync_ply = max(self.resync_ply, ply if isinstance(ply, int) else 0)
+            return False
         if isinstance(game, int) and self.number is None:
             self.number = game
         if kind in ("move", "move_amended"):
@@ -212,7 +219,8 @@ class LiveGame:
             return False
         self.start_fen = start.fen()
         self.chess960 = start.chess960
-        if number is not None:
+        if number is not None and number != self.number:
+            self.results.clear_game()
             self.number = number
         self.moves = moves
         self._position = None
