@@ -36,6 +36,8 @@ class Style:
     victim_first: float = 0.5
     clock: bool = True
     promote_record: bool = True  # a board button or operator confirms an under-promotion
+    adjust: float = 0.0  # after the move, the mover straightens the piece (lift and put back)
+    jadoube: float = 0.0  # before the move, another own piece is lifted and put back (alerts, same moves)
 
 
 class Hands:
@@ -95,6 +97,15 @@ class Hands:
         lo, hi = self.style.think_ms
         self.wait(lo, hi)
         rng = self.rng
+        if rng.random() < self.style.jadoube:
+            others = [sq for sq in chess.SquareSet(board.occupied_co[board.turn])
+                      if sq != move.from_square and not board.is_castling(move)]
+            if others:
+                sq = rng.choice(others)
+                self.lift(sq)
+                self.wait(100, 600)
+                self.place(sq, rest=False)
+                self.wait(200, 800)
         if board.is_castling(move):
             self._castle(board, move)
         elif move.promotion is not None:
@@ -113,6 +124,10 @@ class Hands:
         else:
             self.lift(move.from_square)
             self.carry(board, move.from_square, move.to_square)
+        if self.rng.random() < self.style.adjust and not board.is_castling(move):
+            self.lift(move.to_square)
+            self.wait(20, 200)
+            self.place(move.to_square, rest=False)
         if self.style.clock:
             self.wait(20, 150)
             self.records.append(Clock(self.t, board.turn, remaining_ms))

@@ -77,6 +77,8 @@ styles = st.builds(
     clock=st.booleans(),
     promote_record=st.just(True),
     release_ms=st.sampled_from([None, (120, 400), (300, 2000)]),
+    adjust=st.floats(0, 0.5),
+    jadoube=st.floats(0, 0.3),
 )
 
 

@@ -98,6 +98,8 @@ class _Ply:
     touches: Touches | None = None
     lift_times: dict[int, int] | None = None  # the first lift of each square
     lift_log: list[tuple[int, chess.Square]] = field(default_factory=list)  # every lift, in order
+    lifted_at: dict[int, int] = field(default_factory=dict)  # the last lift of each square
+    placed_at: dict[int, int] = field(default_factory=dict)  # the last place on each square
     first_match: tuple[chess.Move, int] | None = None  # a matched move and when it first showed
 
 
@@ -340,7 +342,10 @@ class Engine:
             # A change while the matched move waits out its settle time: the mover's piece sliding on, or the
             # opponent starting already (fast play without clocks). Keep the move as a checkpoint.
             self._checkpoint = _Checkpoint(match, self._match_t, moved_on=not occupied and bool(match.placed & bb))
-        if not occupied:
+        if occupied:
+            ply.placed_at[sq] = t
+        else:
+            ply.lifted_at[sq] = t
             if not ply.lifted & bb:
                 assert ply.lift_times is not None
                 ply.lift_times[sq] = t
@@ -392,7 +397,9 @@ class Engine:
         elif self._checkpoint is not None:
             # The board may show the checkpoint move and the opponent's answer.
             cp = self._checkpoint
-            answer = self._after_checkpoint().explain(self._occ, self._lifted_since(cp.t), self._ply.blind)
+            ply = self._ply
+            answer = self._after_checkpoint().explain(self._occ, self._lifted_since(cp.t), ply.blind, 0,
+                                                      ply.lifted_at, ply.placed_at)
             if answer is not None:
                 out += self._commit_checkpoint()
                 fp = answer
@@ -435,7 +442,7 @@ class Engine:
 
     def _explain(self, position: Position, ply: _Ply) -> Footprint | None:
         """Return the legal move the board shows from ``position`` with the lifts of ``ply``, if any."""
-        return position.explain(self._occ, ply.lifted, ply.blind, ply.held)
+        return position.explain(self._occ, ply.lifted, ply.blind, ply.held, ply.lifted_at, ply.placed_at)
 
     def _touch(self, t: int, sq: chess.Square) -> list[Event]:
         if not self._games or self._over or self._cleared:
@@ -509,7 +516,9 @@ class Engine:
                 nxt.lifted |= chess.BB_SQUARES[sq]
                 nxt.lift_times.setdefault(sq, lifted_at)
                 nxt.lift_log.append((lifted_at, sq))
+                nxt.lifted_at[sq] = lifted_at
                 nxt.touches.touch(self._position, sq)
+            nxt.placed_at.update({sq: placed for sq, placed in ply.placed_at.items() if placed > t})
         self._exchange_sq = move.to_square if move.promotion is not None else None
         assert ply.touches is not None and ply.lift_times is not None
         for breach in judge(position, ply.touches, move, ply.lift_times):
@@ -588,7 +597,9 @@ class Engine:
         position, ply = self._previous
         game = self._games[-1]
         last = game.moves[-1]
-        merged = _Ply(lifted=ply.lifted | self._ply.lifted, blind=ply.blind or self._ply.blind)
+        now = self._ply
+        merged = _Ply(lifted=ply.lifted | now.lifted, blind=ply.blind or now.blind,
+                      lifted_at={**ply.lifted_at, **now.lifted_at}, placed_at={**ply.placed_at, **now.placed_at})
         fp = self._explain(position, merged)
         if fp is None or fp.move == last:
             return []

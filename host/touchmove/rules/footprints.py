@@ -75,13 +75,16 @@ class Position:
         self.occ: chess.Bitboard = board.occupied
 
     def explain(self, occ: chess.Bitboard, lifted: chess.Bitboard, blind: bool = False,
-                held: chess.Bitboard = 0) -> Footprint | None:
+                held: chess.Bitboard = 0, lifted_at: dict[int, int] | None = None,
+                placed_at: dict[int, int] | None = None) -> Footprint | None:
         """Return the legal move that leaves ``occ``, proven by the ``lifted`` squares, or None.
 
         ``blind`` (after a snapshot) waives the proof. Castling wins over a rook or king move with the same
         footprint only when both king and rook were lifted (Chess960); promotions give the queen. A Chess960
         castling that swaps king and rook leaves the board as it was: it needs both off the board at once
-        (``held``), or it would be a touch of each.
+        (``held``), or it would be a touch of each. With ``lifted_at`` and ``placed_at`` (the last lift and place
+        of each square), a capture also needs its square refilled after the capturing piece was lifted: a
+        victim square lifted and put back before (an adjustment) proves nothing.
         """
         vacated = self.occ & ~occ
         filled = occ & ~self.occ
@@ -117,8 +120,12 @@ class Position:
             if move.promotion not in (None, chess.QUEEN):
                 continue
             fp = footprint(board, move)
-            if fp.occ_after == occ and (blind or fp.must_lift & ~lifted == 0):
-                return fp
+            if fp.occ_after != occ or not (blind or fp.must_lift & ~lifted == 0):
+                continue
+            if (not blind and nf == 0 and lifted_at is not None and placed_at is not None
+                    and placed_at.get(move.to_square, -1) < lifted_at.get(move.from_square, 0)):
+                continue  # the victim's square was refilled before the capturing piece left its square
+            return fp
         return found
 
     def can_move(self, sq: chess.Square) -> bool:
