@@ -87,19 +87,28 @@ async def play_board(sim: SimBoard, number: int, rng: random.Random, plies: int,
     await sim.start()
     clocks = [180_000, 180_000]
     length = rng.randrange(plies // 2, plies + 1)
-    for _ in range(length):
+    took_back = False
+    script = opera_game() if number % 10 == 1 else []  # a classic that ends in mate on the board
+    for i in range(len(script) or length):
         if sim.position.is_game_over():
             break
         await asyncio.sleep(rng.uniform(0.3, 1.7) * move_time)
         moves = list(sim.position.legal_moves)
         captures = [m for m in moves if sim.position.is_capture(m) or m.promotion == chess.QUEEN]
-        move = rng.choice(captures if captures and rng.random() < 0.5 else moves)
+        mates = [m for m in moves if _mates(sim.position, m)]
+        if script:
+            move = script[i]
+        elif mates:
+            move = mates[0]
+        else:
+            move = rng.choice(captures if captures and rng.random() < 0.5 else moves)
         side = 0 if sim.position.turn == chess.WHITE else 1
         clocks[side] = max(1000, clocks[side] - rng.randrange(500, 9000) + 2000)
         await sim.move(move.uci(), remaining_ms=clocks[side])
         if move.promotion == chess.QUEEN and rng.random() < 0.5:  # the player put a knight there
             await sim.amend(chess.Move(move.from_square, move.to_square, chess.KNIGHT).uci())
-        if number % 7 == 3 and sim.ply == 10:  # an illegal touch, then a takeback of two plies
+        if number % 7 == 3 and sim.ply == 10 and not took_back:  # a touch-move alert, a takeback of 2 plies
+            took_back = True
             await sim.alert("touch_move", "4.3.1", {"square": chess.square_name(move.to_square)})
             await sim.takeback(sim.ply - 1)
     played.moves = [m.uci() for m in sim.position.move_stack]
@@ -119,6 +128,22 @@ async def play_board(sim: SimBoard, number: int, rng: random.Random, plies: int,
             played.result, played.how = wanted, "arbiter"
             await arbiter(number, wanted)
     return played
+
+
+def opera_game() -> list[chess.Move]:
+    """Morphy's Opera Game (Paris, 1858), bundled with the package."""
+    path = Path(__file__).resolve().parent.parent / "data" / "opera-1858.pgn"
+    with path.open(encoding="utf-8") as fh:
+        game = chess.pgn.read_game(fh)
+    return list(game.mainline_moves()) if game is not None else []
+
+
+def _mates(board: chess.Board, move: chess.Move) -> bool:
+    board.push(move)
+    try:
+        return board.is_checkmate()
+    finally:
+        board.pop()
 
 
 def check_round_pgn(text: str, played: list[Played]) -> list[str]:
