@@ -20,7 +20,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", help="HTTP address to listen on (default from the file, 127.0.0.1)")
     parser.add_argument("--port", type=int, help="HTTP port (default from the file, 8080; 0 = any free one)")
     parser.add_argument("--output-dir", type=Path, help="where round-N.pgn goes (default from the file)")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log each message handled")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     parser.set_defaults(handler=run)
 
 
