@@ -5,7 +5,9 @@ clock presses) into a recording; the recordings are made first and not timed. Th
 
 * engine: parsed records through ``Engine.feed`` (records/s and µs per record);
 * replay: JSON lines through ``touchmove.replay.replay`` (parsing included), as ``touchmove replay`` does;
-* both again with the firmware's heartbeat (one occupancy report a second) woven in, as a real capture has it.
+* both again with the firmware's heartbeat (one occupancy report a second) woven in, as a real capture has it;
+* and with the games' own thinking times (from their ``[%clk]`` comments, else the hands' own) and heartbeats:
+  what a board at those games' pace would really send.
 
 Figures are medians of several runs of CPU time (the machine is shared); every game must come back exactly.
 
@@ -24,27 +26,36 @@ from pathlib import Path
 import chess
 
 from touchmove import records
-from touchmove.hands import Hands, Style, play, read_games, with_heartbeats
+from touchmove.hands import Hands, Style, game_timing, play, read_games, with_heartbeats
 from touchmove.replay import replay
 from touchmove.rules import Engine
 
 GAMES_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "games"
 
 
-def recordings(limit: int | None) -> list[tuple[chess.Board, list[chess.Move], list[records.Record]]]:
-    out = []
+Recordings = list[tuple[chess.Board, list[chess.Move], list[records.Record]]]
+
+
+def recordings(limit: int | None) -> tuple[Recordings, Recordings]:
+    """Return the recordings with the hands' thinking times, and with the games' own (both without heartbeats)."""
+    quick: Recordings = []
+    paced: Recordings = []
     for path in sorted(GAMES_DIR.glob("*.pgn")):
         for game in read_games(str(path)):
             moves = list(game.mainline_moves())
             if game.errors or not moves or chess.Move.null() in moves:
                 continue
             board = game.board()
-            hands = Hands(random.Random(len(out)), Style())
+            hands = Hands(random.Random(len(quick)), Style())
             play(board, moves, hands)
-            out.append((board, moves, hands.records))
-            if limit is not None and len(out) >= limit:
-                return out
-    return out
+            quick.append((board, moves, hands.records))
+            clocks, thinks = game_timing(game)
+            hands = Hands(random.Random(len(quick)), Style())
+            play(board, moves, hands, clocks, thinks)
+            paced.append((board, moves, hands.records))
+            if limit is not None and len(quick) >= limit:
+                return quick, paced
+    return quick, paced
 
 
 def run_engine(games: list[tuple[chess.Board, list[chess.Move], list[records.Record]]]) -> float:
@@ -76,10 +87,12 @@ def main() -> int:
         print(f"no games at {GAMES_DIR}: clone the project beside ../shared", file=sys.stderr)
         return 2
     print("making recordings (not timed)...", flush=True)
-    games = recordings(args.games)
+    games, paced = recordings(args.games)
     beating = [(b, m, with_heartbeats(r, b.occupied)) for b, m, r in games]
+    paced_beating = [(b, m, with_heartbeats(r, b.occupied)) for b, m, r in paced]
     plies = sum(len(m) for _, m, _ in games)
-    for label, data in (("changes only", games), ("with heartbeats", beating)):
+    for label, data in (("changes only", games), ("with heartbeats", beating),
+                        ("the games' own pace, with heartbeats", paced_beating)):
         count = sum(len(r) for _, _, r in data)
         lines = [(b, [records.to_line(x) for x in r]) for b, _, r in data]
         engine_s = statistics.median(run_engine(data) for _ in range(args.runs))

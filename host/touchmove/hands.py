@@ -92,10 +92,18 @@ class Hands:
 
     # -- moves -----------------------------------------------------------------------------------------------
 
-    def move(self, board: chess.Board, move: chess.Move, remaining_ms: int | None = None) -> None:
-        """Play one legal move on the board (the board is not changed here)."""
-        lo, hi = self.style.think_ms
-        self.wait(lo, hi)
+    def move(self, board: chess.Board, move: chess.Move, remaining_ms: int | None = None,
+             think_ms: int | None = None) -> None:
+        """Play one legal move on the board (the board is not changed here).
+
+        ``think_ms`` is how long the player thinks first (drawn from the style when None); ``remaining_ms`` is
+        what the clock shows after the press.
+        """
+        if think_ms is None:
+            lo, hi = self.style.think_ms
+            self.wait(lo, hi)
+        else:
+            self.t += think_ms
         rng = self.rng
         if rng.random() < self.style.jadoube:
             others = [sq for sq in chess.SquareSet(board.occupied_co[board.turn])
@@ -227,13 +235,51 @@ class Hands:
 
 
 def play(board: chess.Board, moves: list[chess.Move], hands: Hands,
-         clocks: list[int | None] | None = None) -> chess.Board:
-    """Play ``moves`` from ``board`` with ``hands``; return the final position (``board`` is not changed)."""
+         clocks: list[int | None] | None = None, thinks: list[int | None] | None = None) -> chess.Board:
+    """Play ``moves`` from ``board`` with ``hands``; return the final position (``board`` is not changed).
+
+    ``clocks`` (remaining ms after each move) and ``thinks`` (ms of thought before each) come from a game's
+    ``[%clk]`` comments when it has them (see :func:`game_timing`).
+    """
     board = board.copy()
     for i, move in enumerate(moves):
-        hands.move(board, move, clocks[i] if clocks else None)
+        hands.move(board, move, clocks[i] if clocks else None, thinks[i] if thinks else None)
         board.push(move)
     return board
+
+
+def game_timing(game: chess.pgn.Game) -> tuple[list[int | None], list[int | None]]:
+    """Return the remaining clock (ms) after each move and the thinking time (ms) before it, from ``[%clk]``.
+
+    Thinking time is the fall of the mover's clock since his previous move plus the increment of the
+    ``TimeControl`` tag; unknown where the game has no clock comments.
+    """
+    increment = 0
+    control = game.headers.get("TimeControl", "")
+    if "+" in control:
+        try:
+            increment = int(float(control.split("+", 1)[1]) * 1000)
+        except ValueError:
+            increment = 0
+    clocks: list[int | None] = []
+    thinks: list[int | None] = []
+    last: dict[bool, int] = {}
+    node: chess.pgn.GameNode = game
+    turn = game.board().turn
+    while node.variations:
+        node = node.variations[0]
+        seconds = node.clock()
+        remaining = None if seconds is None else int(seconds * 1000)
+        clocks.append(remaining)
+        previous = last.get(turn)
+        if remaining is not None and previous is not None:
+            thinks.append(max(0, previous - remaining + increment))
+        else:
+            thinks.append(None)
+        if remaining is not None:
+            last[turn] = remaining
+        turn = not turn
+    return clocks, thinks
 
 
 def with_heartbeats(records: list[Record], occ: chess.Bitboard, every_ms: int = 1000) -> list[Record]:
