@@ -8,6 +8,13 @@ let token = localStorage.getItem("touchmove-token") || "";
 
 function text(el, value) { if (el.textContent !== value) el.textContent = value; }
 
+function clock(ms) {
+  const s = Math.floor(ms / 1000);
+  const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), sec = s % 60;
+  const two = (n) => String(n).padStart(2, "0");
+  return "⏱ " + (h ? h + ":" + two(m) : String(m)) + ":" + two(sec);
+}
+
 function playerName(p) {
   const title = p.title ? p.title + " " : "";
   const elo = p.elo ? " (" + p.elo + ")" : "";
@@ -39,6 +46,7 @@ function renderBoard(board, flash) {
   if (board.svg) renderSvg({ board: board.board, version: board.version, svg: board.svg });
   text($(".last-move", el), board.last_move || "—");
   text($(".ply", el), "ply " + board.ply);
+  text($(".clock", el), board.clock_ms == null ? "" : clock(board.clock_ms));
   const result = $(".result", el);
   text(result, board.result === "*" ? "" : board.result);
   result.dataset.source = board.result_source || "";
