@@ -72,7 +72,7 @@ async def _dashboard(broker: LocalBroker, tmp_path: Path, executable: str) -> No
                 await boards[0].move(uci, remaining_ms=175_000)
                 await expect(tile1.locator(".last-move")).to_have_text(shown, timeout=2000)
             await expect(tile1).to_have_attribute("data-ply", "5")
-            await expect(tile1.locator(".clock")).to_have_text("⏱ 2:55")
+            await expect(tile1.locator(".clock")).to_have_text("clk 2:55")
             await expect(tile1.locator(".svg svg")).to_have_count(1)
             version = await tile1.get_attribute("data-version")
             await expect(tile1).to_have_attribute("data-svg-version", version or "")  # the picture follows

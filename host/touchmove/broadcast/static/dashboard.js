@@ -12,7 +12,7 @@ function clock(ms) {
   const s = Math.floor(ms / 1000);
   const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), sec = s % 60;
   const two = (n) => String(n).padStart(2, "0");
-  return "⏱ " + (h ? h + ":" + two(m) : String(m)) + ":" + two(sec);
+  return "clk " + (h ? h + ":" + two(m) : String(m)) + ":" + two(sec);
 }
 
 function playerName(p) {
