@@ -351,3 +351,12 @@ def test_missed_game_start_is_resynced_from_the_bridge_pgn(tmp_path: Path) -> No
     hub.handle(BridgeMessage("touchmove", "b01", "events",
                              {"type": "move", "game": 2, "ply": 2, "uci": "d7d5", "san": "d5"}))
     assert [m.san for m in game.moves] == ["d4", "d5"]
+
+
+def test_alert_replayed_after_a_bridge_restart_is_not_repeated(tmp_path: Path) -> None:
+    hub = Broadcaster(make_tournament(1), output_dir=tmp_path)
+    alert = {"type": "alert", "game": 1, "ply": 3, "code": "touch_move", "article": "4.3.1", "seq": 7}
+    hub.handle(BridgeMessage("touchmove", "b01", "events", {**alert, "session": "s1"}))
+    hub.handle(BridgeMessage("touchmove", "b01", "events", {**alert, "session": "s2"}))  # same journal seq
+    hub.handle(BridgeMessage("touchmove", "b01", "events", {**alert, "seq": 9, "session": "s2"}))  # a new one
+    assert [a.id for a in hub.alerts] == [1, 2]

@@ -79,6 +79,7 @@ class BoardView:
     bridge_pgn: str | None = None
     last_event_ts: str | None = None
     state_game: int | None = None
+    alerts_seen: set[tuple[Any, ...]] = field(default_factory=set)
     _svg: tuple[int, str] | None = None
 
     def last_move(self) -> str | None:
@@ -384,6 +385,11 @@ class Broadcaster:
         view.last_event_ts = ts if isinstance(ts, str) else _now_iso()
         kind = event.get("type")
         if kind == "alert":
+            # ``seq`` survives bridge restarts (new session, same journal): an alert replayed then is no news
+            key = (event.get("game"), event.get("ply"), event.get("code"), seq)
+            if isinstance(seq, int) and key in view.alerts_seen:
+                return
+            view.alerts_seen.add(key)
             self._alert(view, event)
             return
         if view.game.apply(event):
