@@ -91,7 +91,10 @@ async def _live_round(broker: LocalBroker, tmp_path: Path) -> None:
             async with http.get(svc.pgn_url) as resp:
                 assert resp.status == 200 and resp.content_type == "application/x-chess-pgn"
                 served = await resp.text()
+                etag = resp.headers["ETag"]
             assert served == pgn_file.read_text()
+            async with http.get(svc.pgn_url, headers={"If-None-Match": etag}) as resp:
+                assert resp.status == 304  # unchanged: pollers get no body
             games = read_games(served)
             assert [g.headers["Round"] for g in games] == ["3.1", "3.2", "3.3"]
             assert ucis(games[0]) == ["e2e4", "e7e5", "g1f3", "b8c6", "f1c4"]

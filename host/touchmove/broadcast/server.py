@@ -2,7 +2,8 @@
 
 Public (read-only):
     GET  /                     the dashboard (static HTML/JS/CSS, no build step)
-    GET  /round/{n}.pgn        the round's multi-game PGN (live for the current round, else the file)
+    GET  /round/{n}.pgn        the round's multi-game PGN (live for the current round, with an ETag for
+                               conditional polling; other rounds from their files)
     GET  /board/{n}.svg        one board's position (python-chess ``chess.svg``)
     GET  /api/state            everything as JSON (``?svg=0`` leaves the SVGs out)
     GET  /api/stream           server-sent events: snapshot, board, svg, alert, ack, bridge, response
@@ -59,7 +60,12 @@ async def dashboard(request: web.Request) -> web.FileResponse:
 async def round_pgn(request: web.Request) -> web.Response:
     hub = request.app[HUB_KEY]
     number = request.match_info["n"]
+    headers = {"Cache-Control": "no-cache", "Access-Control-Allow-Origin": "*"}
     if number == str(hub.round.number) or number == "current":
+        etag = f'"r{hub.round.number}-v{hub.version}"'
+        headers["ETag"] = etag
+        if request.headers.get("If-None-Match") == etag:
+            return web.Response(status=304, headers=headers)
         text = hub.round_pgn()
     else:
         if not number.isdigit():
@@ -68,8 +74,7 @@ async def round_pgn(request: web.Request) -> web.Response:
         if not path.is_file():
             raise web.HTTPNotFound(text=f"no PGN for round {number}\n")
         text = path.read_text(encoding="utf-8")
-    return web.Response(text=text, content_type="application/x-chess-pgn", charset="utf-8",
-                        headers={"Cache-Control": "no-cache", "Access-Control-Allow-Origin": "*"})
+    return web.Response(text=text, content_type="application/x-chess-pgn", charset="utf-8", headers=headers)
 
 
 async def board_svg(request: web.Request) -> web.Response:
