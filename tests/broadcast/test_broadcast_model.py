@@ -360,3 +360,12 @@ def test_alert_replayed_after_a_bridge_restart_is_not_repeated(tmp_path: Path) -
     hub.handle(BridgeMessage("touchmove", "b01", "events", {**alert, "session": "s2"}))  # same journal seq
     hub.handle(BridgeMessage("touchmove", "b01", "events", {**alert, "seq": 9, "session": "s2"}))  # a new one
     assert [a.id for a in hub.alerts] == [1, 2]
+
+
+def test_bridge_offline_marks_its_boards_offline(tmp_path: Path) -> None:
+    hub = Broadcaster(make_tournament(2), output_dir=tmp_path)
+    hub.handle(BridgeMessage("hall-a", "b01", "availability", "online"))
+    hub.handle(BridgeMessage("hall-b", "b02", "availability", "online"))
+    hub.handle(BridgeMessage("hall-a", None, "bridge_state", {"state": "offline"}))
+    assert hub.bridges == {"hall-a": "offline"}
+    assert hub.by_number[1].online is False and hub.by_number[2].online is True

@@ -349,6 +349,11 @@ class Broadcaster:
                 state = str(msg.payload.get("state", "?"))
                 self.bridges[msg.base] = state
                 self._notify("bridge", {"base": msg.base, "state": state})
+                if state == "offline":  # the bridge's last will: its boards' availability is stale
+                    for stale in self.boards.values():
+                        if stale.base == msg.base and stale.online:
+                            stale.online = False
+                            self._changed(stale, game_changed=False)
             return
         view = self.boards.get(msg.board_id)
         if view is None:
