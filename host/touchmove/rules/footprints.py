@@ -122,9 +122,11 @@ class Position:
             fp = footprint(board, move)
             if fp.occ_after != occ or not (blind or fp.must_lift & ~lifted == 0):
                 continue
-            if (not blind and nf == 0 and lifted_at is not None and placed_at is not None
+            if (not blind and nf == 0 and move.promotion is None and lifted_at is not None and placed_at is not None
                     and placed_at.get(move.to_square, -1) < lifted_at.get(move.from_square, 0)):
-                continue  # the victim's square was refilled before the capturing piece left its square
+                # The victim's square was refilled before the capturing piece left its square (a promotion's
+                # new piece may come first: it is not the pawn).
+                continue
             return fp
         return found
 
