@@ -109,6 +109,7 @@ async def _simulate(masters: list[int], boards: list[str], seconds: float, out: 
         send(i, "hello", proto=1, fw="bench", board=board_id, boot=f"{seed:08x}")
         send(i, "snapshot", occ=f"{start_occ:016x}")
     ready.wait()                             # the daemon has every board
+    start = time.monotonic()
     rng = random.Random(seed)
     occupancy = [start_occ] * len(boards)
 
@@ -116,7 +117,7 @@ async def _simulate(masters: list[int], boards: list[str], seconds: float, out: 
         board = chess.Board()
         await asyncio.sleep(rng.uniform(0.5, 5.0))
         for ply, move in enumerate(moves, start=1):
-            if time.monotonic() - t0 > seconds:
+            if time.monotonic() - start > seconds:
                 return
             for kind, sq in move_steps(board, move):
                 bit = chess.BB_SQUARES[sq]
@@ -128,7 +129,7 @@ async def _simulate(masters: list[int], boards: list[str], seconds: float, out: 
             await asyncio.sleep(rng.uniform(3.0, 7.0))
 
     async def heartbeats() -> None:
-        while time.monotonic() - t0 < seconds + 3:
+        while time.monotonic() - start < seconds + 3:
             for i in range(len(boards)):
                 send(i, "heartbeat", occ=f"{occupancy[i]:016x}")
             await asyncio.sleep(1.0)
@@ -149,19 +150,7 @@ def run(n: int, seconds: float, settle_ms: int, workdir: Path) -> dict[str, Any]
                     "set_tcp_nodelay true\n")
     broker = subprocess.Popen([mosquitto, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.3)
-    boards = [f"b{i:04d}" for i in range(n)]
-    masters, slaves = [], []
-    for i in range(n):
-        master, slave = os.openpty()
-        tty.setraw(slave)
-        os.symlink(os.ttyname(slave), workdir / f"tty-{boards[i]}")
-        masters.append(master)
-        slaves.append(slave)
-    config = workdir / "bridge.toml"
-    config.write_text(f'[mqtt]\nurl = "mqtt://127.0.0.1:{port}"\nqueue_size = 100000\n[serial]\n'
-                      f'ports = ["{workdir}/tty-*"]\nrescan_s = 1.0\n[engine]\nsettle_ms = {settle_ms}\n'
-                      f'[journal]\npath = "{workdir}/journal.sqlite3"\n')
-
+    # the subscriber first: paho's network thread uses select(), which fails for descriptors above 1023
     received: dict[str, float] = {}
     online: set[str] = set()
     lock = threading.Lock()
@@ -184,34 +173,55 @@ def run(n: int, seconds: float, settle_ms: int, workdir: Path) -> dict[str, Any]
                                     c.subscribe("touchmove/boards/+/availability", qos=1))
     sub.connect("127.0.0.1", port)
     sub.loop_start()
+    time.sleep(0.3)
+
+    boards = [f"b{i:04d}" for i in range(n)]
+    masters, slaves = [], []
+    for i in range(n):
+        master, slave = os.openpty()
+        tty.setraw(slave)
+        os.symlink(os.ttyname(slave), workdir / f"tty-{boards[i]}")
+        masters.append(master)
+        slaves.append(slave)
+    config = workdir / "bridge.toml"
+    config.write_text(f'[mqtt]\nurl = "mqtt://127.0.0.1:{port}"\nqueue_size = 100000\n[serial]\n'
+                      f'ports = ["{workdir}/tty-*"]\nrescan_s = 1.0\n[engine]\nsettle_ms = {settle_ms}\n'
+                      f'[journal]\npath = "{workdir}/journal.sqlite3"\n')
 
     debug = {"PYTHONASYNCIODEBUG": "1"} if os.environ.get("BENCH_DEBUG") else {}
     log = open(workdir / "daemon.log", "wb")  # noqa: SIM115 - closed after the daemon ends
     daemon = subprocess.Popen([sys.executable, "-m", "touchmove.cli", "run", "--config", str(config),
-                               "--log-level", "WARNING"], cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-                              preexec_fn=raise_fd_limit, env=dict(os.environ, **debug))
+                               "--log-level", os.environ.get("BENCH_LOG", "WARNING")], cwd=REPO, stdout=log,
+                              stderr=subprocess.STDOUT, preexec_fn=raise_fd_limit, env=dict(os.environ, **debug))
     ctx = mp.get_context("fork")
     out, ready = ctx.Queue(), ctx.Event()
     sim = ctx.Process(target=simulate, args=(masters, boards, seconds, out, ready, 1858))
     sim.start()
-    deadline = time.monotonic() + 60
-    while len(online) < n and time.monotonic() < deadline:
-        time.sleep(0.1)
-    served = len(online)
-    ready.set()
-    cpu0 = _cpu(daemon.pid)
-    places: dict[str, float] = out.get(timeout=seconds + 120)
-    cpu = _cpu(daemon.pid) - cpu0
-    sim.join(10)
-    time.sleep(1.0)
-    daemon.terminate()
-    daemon.wait(20)
-    log.close()
-    sub.loop_stop()
-    broker.terminate()
-    broker.wait(5)
-    for fd in masters + slaves:
-        os.close(fd)
+    try:
+        deadline = time.monotonic() + 60
+        while len(online) < n and time.monotonic() < deadline:
+            time.sleep(0.1)
+        served = len(online)
+        ready.set()
+        cpu0 = _cpu(daemon.pid)
+        places: dict[str, float] = out.get(timeout=seconds + 120)
+        cpu = _cpu(daemon.pid) - cpu0
+        sim.join(10)
+        time.sleep(1.0)
+    finally:
+        if sim.is_alive():
+            sim.kill()
+        daemon.terminate()
+        try:
+            daemon.wait(20)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+        log.close()
+        sub.loop_stop()
+        broker.terminate()
+        broker.wait(5)
+        for fd in masters + slaves:
+            os.close(fd)
     lat = sorted((received[k] - t) * 1000 for k, t in places.items() if k in received)
     lost = sum(1 for k in places if k not in received)
     return {"boards": n, "served": served, "moves": len(places), "lost": lost, "cpu_s": cpu,
@@ -240,7 +250,7 @@ def main() -> int:
           f"{'p99-settle':>10} {'daemon CPU':>10}")
     for n in (int(x) for x in args.boards.split(",")):
         with tempfile.TemporaryDirectory(prefix="touchmove-bench-") as tmp:
-            if os.environ.get("BENCH_DEBUG"):
+            if os.environ.get("BENCH_DEBUG") or os.environ.get("BENCH_KEEP"):
                 tmp = tempfile.mkdtemp(prefix="touchmove-bench-keep-")
             r = run(n, args.seconds, args.settle_ms, Path(tmp))
         print(f"{r['boards']:>6} {r['served']:>6} {r['moves']:>6} {r['lost']:>4} {r['p50']:>8.1f} {r['p99']:>8.1f} "

@@ -119,6 +119,7 @@ class Bridge:
         self.journal = Journal(config.journal)
         self.boards: dict[str, BoardSession] = {}
         self.links: dict[str, SerialLink] = {}          # by real path
+        self.link_paths: dict[str, SerialLink] = {}     # by the name it was found as
         self.pending_lines: dict[SerialLink, list[bytes | None]] = {}
         self.mqtt = MqttLink(config.mqtt, on_command=self.on_command, on_acked=self._on_acked,
                              on_connected=self._on_mqtt_connected)
@@ -154,27 +155,36 @@ class Bridge:
     # -- the serial side ----------------------------------------------------------------------------------
     def _lines_from_thread(self, link: SerialLink, lines: list[bytes | None]) -> None:
         assert self._loop is not None
+        if not link.threaded:
+            self.handle_lines(link, lines)
+            return
         with contextlib.suppress(RuntimeError):   # loop closed during shutdown
             self._loop.call_soon_threadsafe(self.handle_lines, link, lines)
 
     def _closed_from_thread(self, link: SerialLink, reason: str) -> None:
         assert self._loop is not None
+        if not link.threaded:
+            self._loop.call_soon(self.handle_closed, link, reason)
+            return
         with contextlib.suppress(RuntimeError):
             self._loop.call_soon_threadsafe(self.handle_closed, link, reason)
 
     def open_port(self, path: str) -> SerialLink | None:
+        if path in self.link_paths:
+            return None       # already open under this name (checked without a system call: scans are frequent)
         real = os.path.realpath(path)
         if real in self.links:
             return None
         link = SerialLink(path, self.config.serial.baudrate, self._lines_from_thread,
                           self._closed_from_thread)
         try:
-            link.open()
+            link.open(self._loop)
         except Exception as exc:
             log.debug("cannot open %s: %s", path, exc)
             return None
         link.key = real
         self.links[real] = link
+        self.link_paths[path] = link
         self.pending_lines[link] = []
         log.info("port %s opened", path)
         link.send({"cmd": "hello"})
@@ -196,6 +206,8 @@ class Bridge:
     def handle_closed(self, link: SerialLink, reason: str) -> None:
         if self.links.get(link.key) is link:
             del self.links[link.key]
+        if self.link_paths.get(link.path) is link:
+            del self.link_paths[link.path]
         self.pending_lines.pop(link, None)
         log.info("port %s closed (%s)", link.path, reason)
         sess = self.boards.get(link.board) if link.board else None

@@ -13,6 +13,7 @@ Pure parts (:class:`LineSplitter`, :func:`decode`) are separate from the thread 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import glob
 import json
@@ -151,10 +152,12 @@ def _port_class() -> Any:
 
 
 class SerialLink:
-    """One open port: a reader thread delivers raw lines; :meth:`send` writes commands.
+    """One open port delivering raw lines; :meth:`send` writes commands.
 
-    ``on_lines(link, lines)`` and ``on_closed(link, reason)`` are called in the reader thread; the bridge
-    passes them on to its event loop.
+    On POSIX, given an event loop, the port's descriptor is watched by the loop itself (``add_reader``, epoll):
+    no thread, so a thousand boards do not fight over the GIL. Elsewhere (Windows) a reader thread per port
+    calls pyserial's ``read``. ``on_lines(link, lines)`` and ``on_closed(link, reason)`` are called in the loop
+    or in the reader thread; the bridge passes the latter on to its loop.
     """
 
     def __init__(self, path: str, baudrate: int,
@@ -168,13 +171,52 @@ class SerialLink:
         self._stop = threading.Event()
         self._write_lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._fd: int | None = None
+        self._splitter = LineSplitter()
+        self._finished = False
         self.board: str | None = None    # set by the bridge once the board said hello
         self.key = path                  # the device it was opened as (the owner's key)
 
-    def open(self) -> None:
+    def open(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
         self._serial = _port_class()(self.path, self.baudrate, timeout=0.5, write_timeout=1.0, exclusive=True)
+        fd = getattr(self._serial, "fd", None)
+        if loop is not None and os.name == "posix" and isinstance(fd, int):
+            self._loop, self._fd = loop, fd
+            loop.add_reader(fd, self._readable)
+            return
         self._thread = threading.Thread(target=self._run, name=f"serial {self.path}", daemon=True)
         self._thread.start()
+
+    @property
+    def threaded(self) -> bool:
+        return self._thread is not None
+
+    def _readable(self) -> None:
+        assert self._fd is not None
+        try:
+            data = os.read(self._fd, 65536)
+        except BlockingIOError:
+            return
+        except OSError as exc:
+            self._finish(f"port error: {exc}")
+            return
+        if not data:
+            self._finish("port error: device disconnected (end of file)")
+            return
+        lines = self._splitter.feed(data)
+        if lines:
+            self._on_lines(self, lines)
+
+    def _finish(self, reason: str) -> None:
+        if self._finished:
+            return
+        self._finished = True
+        if self._loop is not None and self._fd is not None:
+            self._loop.remove_reader(self._fd)
+        with contextlib.suppress(Exception):
+            self._serial.close()
+        self._on_closed(self, reason)
 
     def _chunks(self) -> Iterator[bytes]:
         """Yield what the port delivers until it fails or the link is closed.
@@ -255,6 +297,9 @@ class SerialLink:
 
     def close(self) -> None:
         self._stop.set()
+        if self._loop is not None:
+            self._finish("stopped")
+            return
         ser = self._serial
         if ser is not None:
             with contextlib.suppress(Exception):
@@ -268,19 +313,20 @@ class SerialLink:
 def find_ports(patterns: Iterable[str], usb: Iterable[UsbMatch]) -> list[str]:
     """Return the port paths the configuration designates: paths and glob patterns, then USB matches."""
     found: list[str] = []
-    seen: set[str] = set()
+    seen: set[tuple[int, int]] = set()
 
     def add(path: str) -> None:
-        real = os.path.realpath(path)
-        if real not in seen:
-            seen.add(real)
+        try:
+            st = os.stat(path)          # the device behind a symlink, in one system call
+        except OSError:
+            return
+        if (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))
             found.append(path)
 
     for pattern in patterns:
-        matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
-        for path in matches:
-            if os.path.exists(path):
-                add(path)
+        for path in sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]:
+            add(path)
     usb = list(usb)
     if usb:
         from serial.tools import list_ports
