@@ -160,6 +160,13 @@ class Position:
             return True
         board = self.board
         filled = occ & ~self.occ
+        if not filled and not diff & (diff - 1):
+            # One piece in the air (the common case): its own move, or a capture of it, would continue.
+            sq = diff.bit_length() - 1
+            if self.can_move(sq) or self.can_be_captured(sq):
+                return True
+            return bool(diff & board.rooks & board.castling_rights) and any(
+                castling_squares(board, m)[0] == sq for m in board.generate_castling_moves())
         # Only moves that touch a changed square can explain it: from it, to it, or castling / en passant.
         candidates = [*board.generate_legal_moves(diff), *board.generate_legal_moves(chess.BB_ALL, diff)]
         if diff & board.rooks & board.castling_rights:
