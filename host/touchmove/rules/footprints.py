@@ -20,8 +20,6 @@ class Footprint:
     must_lift: chess.Bitboard
     involved: chess.Bitboard
     placed: chess.Bitboard
-    capture_sq: chess.Square | None
-    castling_rook: chess.Square | None
 
 
 def castling_squares(board: chess.Board, move: chess.Move) -> tuple[chess.Square, chess.Square, chess.Square]:
@@ -43,22 +41,18 @@ def footprint(board: chess.Board, move: chess.Move) -> Footprint:
         rook_from, king_to, rook_to = castling_squares(board, move)
         lifted = src | chess.BB_SQUARES[rook_from]
         placed = chess.BB_SQUARES[king_to] | chess.BB_SQUARES[rook_to]
-        return Footprint(move, (occ & ~lifted) | placed, lifted, lifted | placed, placed, None, rook_from)
+        return Footprint(move, (occ & ~lifted) | placed, lifted, lifted | placed, placed)
     dst = chess.BB_SQUARES[move.to_square]
     if board.is_en_passant(move):
         victim = move.to_square + (-8 if board.turn == chess.WHITE else 8)
         vbb = chess.BB_SQUARES[victim]
-        return Footprint(move, (occ & ~src & ~vbb) | dst, src | vbb, src | vbb | dst, dst, victim, None)
+        return Footprint(move, (occ & ~src & ~vbb) | dst, src | vbb, src | vbb | dst, dst)
     if occ & dst:
-        return Footprint(move, occ & ~src, src | dst, src | dst, dst, move.to_square, None)
-    return Footprint(move, (occ & ~src) | dst, src, src | dst, dst, None, None)
+        return Footprint(move, occ & ~src, src | dst, src | dst, dst)
+    return Footprint(move, (occ & ~src) | dst, src, src | dst, dst)
 
 
 PROMOTION_PIECES = (chess.QUEEN, chess.ROOK, chess.BISHOP, chess.KNIGHT)
-
-
-def _popcount(bb: chess.Bitboard) -> int:
-    return bb.bit_count()
 
 
 class Position:
@@ -88,7 +82,7 @@ class Position:
         """
         vacated = self.occ & ~occ
         filled = occ & ~self.occ
-        nv, nf = _popcount(vacated), _popcount(filled)
+        nv, nf = vacated.bit_count(), filled.bit_count()
         board = self.board
         if nv == 0:
             if nf or not held & board.kings or not board.chess960:
@@ -143,11 +137,6 @@ class Position:
         if ep is not None and sq == ep + (-8 if board.turn == chess.WHITE else 8):
             return any(board.generate_legal_ep())
         return False
-
-    def legal_footprints(self) -> list[Footprint]:
-        """Return the footprint of every legal move (promotions: the queen only)."""
-        board = self.board
-        return [footprint(board, m) for m in board.legal_moves if m.promotion in (None, chess.QUEEN)]
 
     def continuable(self, occ: chess.Bitboard) -> bool:
         """Return whether ``occ`` could be a legal move of this position still in progress (pieces in hand).
