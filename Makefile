@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PORT ?= /dev/ttyACM0
 
-.PHONY: install system-deps test lint typecheck pytest demo broadcast-demo bench bench-broadcast flash clean
+.PHONY: install system-deps test lint typecheck pytest demo broadcast-demo bench bench-broadcast bench-bridge flash clean
 
 install: $(STAMP)
 
@@ -50,6 +50,9 @@ bench: install
 
 bench-broadcast: install system-deps
 	$(BIN)/python bench/broadcast_latency.py
+
+bench-bridge: install system-deps
+	$(BIN)/python bench/bridge_latency.py
 
 flash: install
 	@test -x $(BIN)/mpremote || $(BIN)/pip install -q mpremote
