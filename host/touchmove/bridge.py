@@ -618,6 +618,7 @@ class Bridge:
     # -- running ------------------------------------------------------------------------------------------
     async def run(self) -> None:
         self._loop = asyncio.get_running_loop()
+        self.journal.checkpoint_in_background()
         self.restore()
         self._publish_info()
         self.flush()

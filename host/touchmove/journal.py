@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,6 +81,28 @@ class Journal:
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
         self._in_tx = False
+        self._checkpointer: threading.Thread | None = None
+        self._closing = threading.Event()
+
+    def checkpoint_in_background(self, every_s: float = 5.0) -> None:
+        """Move the WAL into the database from a thread of its own, instead of inside a commit.
+
+        SQLite checkpoints (and syncs the file) inside whichever commit crosses the WAL's size threshold; on a
+        busy bridge that commit stalls the event loop for milliseconds. A passive checkpoint from another
+        connection never blocks the writer.
+        """
+        self.db.execute("PRAGMA wal_autocheckpoint=0")
+
+        def run() -> None:
+            other = sqlite3.connect(self.path, check_same_thread=False)
+            try:
+                while not self._closing.wait(every_s):
+                    other.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            finally:
+                other.close()
+
+        self._checkpointer = threading.Thread(target=run, name="journal checkpoint", daemon=True)
+        self._checkpointer.start()
 
     def _begin(self) -> None:
         if not self._in_tx:
@@ -94,6 +117,9 @@ class Journal:
 
     def close(self) -> None:
         self.commit()
+        self._closing.set()
+        if self._checkpointer is not None:
+            self._checkpointer.join(5)
         self.db.close()
 
     # -- writes -------------------------------------------------------------------------------------------

@@ -207,14 +207,19 @@ class MqttLink:
                             f"publish failed: {error!r}")
                     if message.tag is not None:
                         self._on_acked(message.tag)
-                while len(inflight) < self._window:
+                built = 0
+                while len(inflight) < self._window and built < 4:
                     nxt = self._take_one()
                     if nxt is None:
                         break
+                    built += nxt.retain    # retained payloads (state, PGN) are built now: a few at a time
                     fut = asyncio.ensure_future(client.publish(nxt.topic, nxt.payload, qos=nxt.qos,
                                                                retain=nxt.retain))
                     fut.add_done_callback(wake)
                     inflight.append((nxt, fut))
+                if built >= 4:
+                    await asyncio.sleep(0)     # let the serial side and the settle timers run in between
+                    continue
                 self._wake.clear()
                 if (inflight and inflight[0][1].done()) or (len(inflight) < self._window and self._has_work()):
                     continue
