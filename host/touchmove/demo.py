@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -92,23 +92,48 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@contextlib.contextmanager
-def broker_for(url: str | None, workdir: Path) -> Iterator[str]:
-    """Yield a broker URL: the one given, a local Mosquitto on 1883, or a private Mosquitto we start."""
+@contextlib.asynccontextmanager
+async def embedded_broker() -> AsyncIterator[str]:
+    """Run an MQTT broker inside this process (amqtt), on a free loopback port."""
+    from amqtt.broker import Broker
+
+    port = _free_port()
+    broker = Broker({"listeners": {"default": {"type": "tcp", "bind": f"127.0.0.1:{port}"}},
+                     "plugins": {"amqtt.plugins.authentication.AnonymousAuthPlugin": {"allow_anonymous": True}}})
+    await broker.start()
+    try:
+        yield f"mqtt://127.0.0.1:{port}"
+    finally:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(broker.shutdown(), 5)
+
+
+@contextlib.asynccontextmanager
+async def broker_for(url: str | None, workdir: Path, *, embedded: bool = False) -> AsyncIterator[str]:
+    """Yield a broker URL: the one given, a Mosquitto on localhost:1883, a private Mosquitto we start, or an
+    embedded broker (amqtt) when there is no Mosquitto (or ``embedded`` asks for it)."""
     if url:
         yield url
         return
-    if _answers("127.0.0.1", 1883):
+    if not embedded and _answers("127.0.0.1", 1883):
         yield "mqtt://127.0.0.1:1883"
         return
     binary = shutil.which("mosquitto") or ("/usr/sbin/mosquitto" if os.path.exists("/usr/sbin/mosquitto")
                                            else None)
-    if binary is None:
-        raise SystemExit("no MQTT broker: give --broker URL, run one on localhost:1883, or install mosquitto "
-                         "(`make demo` installs it)")
+    if binary is None or embedded:
+        async with embedded_broker() as embedded_url:
+            yield embedded_url
+        return
+    with private_mosquitto(binary, workdir) as private_url:
+        yield private_url
+
+
+@contextlib.contextmanager
+def private_mosquitto(binary: str, workdir: Path) -> Iterator[str]:
+    """Start ``mosquitto`` on a free loopback port for the demo's lifetime."""
     port = _free_port()
     conf = workdir / "mosquitto.conf"
-    conf.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n")
+    conf.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\nset_tcp_nodelay true\n")
     proc = subprocess.Popen([binary, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 10
@@ -260,7 +285,7 @@ async def run_demo(args: argparse.Namespace) -> int:
     board.plug()
     loop = asyncio.get_running_loop()
     done = asyncio.Event()
-    with broker_for(args.broker, workdir) as url:
+    async with broker_for(args.broker, workdir, embedded=args.embedded_broker) as url:
         mqtt = replace(MqttConfig(**parse_broker_url(url)), base_topic=args.base_topic)
         config = BridgeConfig(mqtt=mqtt, serial=SerialConfig(ports=(str(workdir / "board*"),), rescan_s=0.5),
                               settle_ms=args.settle_ms, journal=args.journal or str(workdir / "journal.sqlite3"))
@@ -316,6 +341,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-topic", default="touchmove", help="MQTT base topic (default touchmove)")
     parser.add_argument("--settle-ms", type=int, default=200, help="the engine's settle time")
     parser.add_argument("--journal", metavar="FILE", help="keep the journal here (default: a temporary file)")
+    parser.add_argument("--embedded-broker", action="store_true",
+                        help="use the built-in broker (amqtt) even when Mosquitto is available")
     parser.set_defaults(handler=demo_command)
 
 

@@ -100,3 +100,11 @@ def test_demo_plays_the_opera_game(broker: Broker) -> None:
         assert ends and ends[0]["result"] == "1-0"
     finally:
         sub.close()
+
+
+def test_demo_with_the_embedded_broker() -> None:
+    require_binary("micropython", str(REPO / ".venv" / "bin" / "micropython"))
+    out = subprocess.run([sys.executable, "-m", "touchmove.cli", "demo", "--no-ui", "--speed", "5",
+                          "--embedded-broker"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert '[White "Morphy, Paul"]' in out.stdout and "17. Rd8# 1-0" in out.stdout
