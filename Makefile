@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PORT ?= /dev/ttyACM0
 
-.PHONY: install system-deps test lint typecheck pytest demo broadcast-demo bench bench-broadcast bench-bridge flash clean
+.PHONY: install broker-deps system-deps test lint typecheck pytest demo broadcast-demo bench bench-broadcast bench-bridge flash clean
 
 install: $(STAMP)
 
@@ -17,15 +17,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	@touch $(STAMP)
 
-# Services and programs the tests use for real: a Mosquitto broker binary and Debian's Chromium.
-system-deps:
-	@missing=""; \
-	command -v mosquitto >/dev/null 2>&1 || missing="$$missing mosquitto"; \
-	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
-	  $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q $$missing; \
-	fi
+# Programs used for real: a Mosquitto broker binary (demo and tests) and Debian's Chromium (dashboard tests).
+broker-deps:
+	@command -v mosquitto >/dev/null 2>&1 || \
+	  ( echo "installing mosquitto"; $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q mosquitto )
+
+system-deps: broker-deps
+	@command -v chromium >/dev/null 2>&1 || \
+	  ( echo "installing chromium"; $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium )
 
 lint: install
 	$(BIN)/ruff check host tests bench
@@ -38,20 +37,20 @@ pytest: install system-deps
 
 test: lint typecheck pytest
 
-demo: install system-deps
+demo: install broker-deps
 	$(BIN)/touchmove demo
 
 # A simulated 20-board round through a private Mosquitto into the broadcaster; the round PGN is checked.
-broadcast-demo: install system-deps
+broadcast-demo: install broker-deps
 	$(BIN)/touchmove broadcast-demo --boards 20
 
 bench: install
 	$(BIN)/python bench/replay_throughput.py
 
-bench-broadcast: install system-deps
+bench-broadcast: install broker-deps
 	$(BIN)/python bench/broadcast_latency.py
 
-bench-bridge: install system-deps
+bench-bridge: install broker-deps
 	$(BIN)/python bench/bridge_latency.py
 
 flash: install
