@@ -289,11 +289,7 @@ class Engine:
         number = len(self._games) + 1
         self._games.append(GameRecord(number, fen, chess960, t))
         board = chess.Board(fen, chess960=chess960)
-        self._position = Position(board)
-        self._previous = None
-        self._ply = self._new_ply()
-        self._match = None
-        self._checkpoint = None
+        self._start_ply(board, None)
         self._over = False
         self._in_sync = True
         self._cleared = False
@@ -327,6 +323,14 @@ class Engine:
 
     def _new_ply(self) -> _Ply:
         return _Ply(touches=Touches(), lift_times={})
+
+    def _start_ply(self, board: chess.Board, previous: tuple[Position, _Ply] | None) -> None:
+        """Play on from ``board``: nothing lifted, nothing matched; ``previous`` is what an amendment re-reads."""
+        self._position = Position(board)
+        self._previous = previous
+        self._ply = self._new_ply()
+        self._match = None
+        self._checkpoint = None
 
     def _change(self, t: int, sq: chess.Square, occupied: bool) -> list[Event]:
         bb = chess.BB_SQUARES[sq]
@@ -493,12 +497,8 @@ class Engine:
         game.moves.append(move)
         game.clocks.append(None)
         self._occs.append(after.occupied)
-        self._previous = (position, ply)
-        self._position = Position(after)
-        self._ply = self._new_ply()
+        self._start_ply(after, (position, ply))
         self._pressed = False
-        self._match = None
-        self._checkpoint = None
         out.append(MoveMade(game.number, t, number, move.uci(), san, fen_of(after)))
         late = [(lifted_at, sq) for lifted_at, sq in ply.lift_log if lifted_at > t]
         if late:
@@ -620,9 +620,7 @@ class Engine:
         game.moves.append(fp.move)
         game.clocks.append(None)
         self._occs.append(after.occupied)
-        self._position = Position(after)
-        self._ply = self._new_ply()
-        self._checkpoint = None
+        self._start_ply(after, self._previous)
         self._over = False
         out.append(MoveAmended(game.number, t, number, fp.move.uci(), san, fen_of(after)))
         if rook_part:
@@ -721,11 +719,7 @@ class Engine:
         game.truncate(keep)
         del self._occs[keep + 1:]
         board = game.board()
-        self._position = Position(board)
-        self._previous = None
-        self._ply = self._new_ply()
-        self._match = None
-        self._checkpoint = None
+        self._start_ply(board, None)
         self._over = False
         self._pressed = True
         self._repetitions.rebuild(game.board(0), game.moves)
