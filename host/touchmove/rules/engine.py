@@ -745,7 +745,9 @@ class Engine:
                     touches.king_on_castling_square = rook
 
     def _report_mismatch(self, t: int, *, force: bool) -> list[Event]:
-        if self._over or (not force and self._position.continuable(self._occ)):
+        exchanging = self._exchange_sq is not None and self._occ ^ self._position.occ == chess.BB_SQUARES[
+            self._exchange_sq]  # the promoted pawn taken off to be exchanged for the new piece (4.6)
+        if self._over or (not force and (exchanging or self._position.continuable(self._occ))):
             self._mismatch_reported = True
             return []
         self._mismatch_reported = True
@@ -796,7 +798,9 @@ class Engine:
         if board.turn == side and not self._over:
             self._illegal[side] += 1
             count = self._illegal[side]
-            shown = self._occ != self._position.occ
+            # A position no legal move can continue is an illegal move completed; the game position, or a move
+            # still in progress (a piece in the hand), is a press without a move.
+            shown = self._occ != self._position.occ and not self._position.continuable(self._occ)
             detail: dict[str, object] = {"side": "white" if side else "black", "count": count}
             if shown:
                 out += self._report_mismatch(t, force=True) if not self._mismatch_reported else []
