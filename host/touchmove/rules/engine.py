@@ -623,6 +623,8 @@ class Engine:
         self._start_ply(after, self._previous)
         self._over = False
         out.append(MoveAmended(game.number, t, number, fp.move.uci(), san, fen_of(after)))
+        if not self._in_sync:
+            out += self._restored(t, "amended move")
         if rook_part:
             out.append(self._alert(t, "castling_rook_first", "4.4.2", number, {
                 "played": fp.move.uci(), "replaces": last.uci(),
@@ -747,7 +749,9 @@ class Engine:
     def _report_mismatch(self, t: int, *, force: bool) -> list[Event]:
         exchanging = self._exchange_sq is not None and self._occ ^ self._position.occ == chess.BB_SQUARES[
             self._exchange_sq]  # the promoted pawn taken off to be exchanged for the new piece (4.6)
-        if self._over or (not force and (exchanging or self._position.continuable(self._occ))):
+        # The last move being made again (rook-first castling, a piece moved on) is no mismatch either.
+        redoing = self._previous is not None and self._previous[0].continuable(self._occ)
+        if self._over or (not force and (exchanging or redoing or self._position.continuable(self._occ))):
             self._mismatch_reported = True
             return []
         self._mismatch_reported = True
