@@ -143,10 +143,8 @@ def _scripted_board(clock):
     return ScriptedBoard(clock, script, presses)
 
 
-def test_scripted_board_scan_no_alloc():
-    clock = SteppedClock()
-    board = _scripted_board(clock)
-    s = Scanner(board, build_map(None), EventQueue(64), ScriptedButtons(board), False, 4, 0, 1000)
+def _scan_locked(s, board, clock):
+    """Scan the scripted board to its end every 5 ms with the heap locked; return how many events came."""
     s.prime(0)
     q = s.queue
     n = 0
@@ -160,6 +158,14 @@ def test_scripted_board_scan_no_alloc():
                 n += 1
     finally:
         micropython.heap_unlock()
+    return n
+
+
+def test_scripted_board_scan_no_alloc():
+    clock = SteppedClock()
+    board = _scripted_board(clock)
+    s = Scanner(board, build_map(None), EventQueue(64), ScriptedButtons(board), False, 4, 0, 1000)
+    n = _scan_locked(s, board, clock)
     assert n == 120 + 6, n  # 60 lifts, 60 places, 6 button presses: no chatter
 
 
@@ -167,19 +173,7 @@ def test_time_mode_debounce_no_alloc():
     clock = SteppedClock()
     board = _scripted_board(clock)
     s = Scanner(board, build_map(None), EventQueue(64), None, False, 3, 15, 1000)
-    s.prime(0)
-    q = s.queue
-    n = 0
-    micropython.heap_lock()
-    try:
-        while not board.done(clock.now - 100):
-            s.scan(clock.now)
-            clock.now += 5
-            while q.n:
-                q.pop()
-                n += 1
-    finally:
-        micropython.heap_unlock()
+    n = _scan_locked(s, board, clock)
     assert n == 120, n
 
 
