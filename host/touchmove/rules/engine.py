@@ -95,8 +95,8 @@ class _Ply:
     lifted: chess.Bitboard = 0
     blind: bool = False  # a snapshot changed squares whose lifts were not seen
     held: chess.Bitboard = 0  # squares off the board together with another one (two pieces in hand)
-    touches: Touches | None = None
-    lift_times: dict[int, int] | None = None  # the first lift of each square
+    touches: Touches = field(default_factory=Touches)
+    lift_times: dict[int, int] = field(default_factory=dict)  # the first lift of each square
     lift_log: list[tuple[int, chess.Square]] = field(default_factory=list)  # every lift, in order
     lifted_at: dict[int, int] = field(default_factory=dict)  # the last lift of each square
     placed_at: dict[int, int] = field(default_factory=dict)  # the last place on each square
@@ -140,7 +140,7 @@ class Engine:
         self._pressed = True
         self._position: Position = Position(start)
         self._previous: tuple[Position, _Ply] | None = None
-        self._ply = self._new_ply()
+        self._ply = _Ply()
         self._match: Footprint | None = None
         self._match_t = 0
         self._checkpoint: _Checkpoint | None = None
@@ -321,14 +321,11 @@ class Engine:
     # ----------------------------------------------------------------------------------------------------------
     # square changes
 
-    def _new_ply(self) -> _Ply:
-        return _Ply(touches=Touches(), lift_times={})
-
     def _start_ply(self, board: chess.Board, previous: tuple[Position, _Ply] | None) -> None:
         """Play on from ``board``: nothing lifted, nothing matched; ``previous`` is what an amendment re-reads."""
         self._position = Position(board)
         self._previous = previous
-        self._ply = self._new_ply()
+        self._ply = _Ply()
         self._match = None
         self._checkpoint = None
 
@@ -351,7 +348,6 @@ class Engine:
         else:
             ply.lifted_at[sq] = t
             if not ply.lifted & bb:
-                assert ply.lift_times is not None
                 ply.lift_times[sq] = t
             ply.lifted |= bb
             ply.lift_log.append((t, sq))
@@ -454,7 +450,7 @@ class Engine:
         position = self._position
         piece = position.board.piece_at(sq)
         touches = self._ply.touches
-        if piece is None or touches is None or sq == self._exchange_sq:
+        if piece is None or sq == self._exchange_sq:
             return []  # the promoted pawn being exchanged for the new piece (4.6) is no touch
         side = "mover" if piece.color == position.board.turn else "opponent"
         if side == "opponent" and self._has_clock and not self._pressed:
@@ -504,14 +500,12 @@ class Engine:
         if late:
             # Lifts after the move showed belong to the next ply (the opponent started before the settle time
             # was over); they are judged there, not here.
-            assert ply.lift_times is not None and ply.touches is not None
             earlier = Touches()
             for sq in ply.touches.order:
                 if ply.lift_times.get(sq, t) <= t:
                     earlier.touch(position, sq)
             ply.touches = earlier
             nxt = self._ply
-            assert nxt.lift_times is not None and nxt.touches is not None
             for lifted_at, sq in late:
                 nxt.lifted |= chess.BB_SQUARES[sq]
                 nxt.lift_times.setdefault(sq, lifted_at)
@@ -520,7 +514,6 @@ class Engine:
                 nxt.touches.touch(self._position, sq)
             nxt.placed_at.update({sq: placed for sq, placed in ply.placed_at.items() if placed > t})
         self._exchange_sq = move.to_square if move.promotion is not None else None
-        assert ply.touches is not None and ply.lift_times is not None
         for breach in judge(position, ply.touches, move, ply.lift_times):
             out.append(self._alert(t, breach.code, breach.article, number, breach.detail))
         for sq in out_of_turn(position, ply.touches, move):
@@ -737,7 +730,7 @@ class Engine:
         board = self._position.board
         touches = self._ply.touches
         king = board.king(board.turn)
-        if king is None or touches is None or not self._ply.lifted & chess.BB_SQUARES[king]:
+        if king is None or not self._ply.lifted & chess.BB_SQUARES[king]:
             return
         for move in board.generate_castling_moves():
             if move.from_square == king:
