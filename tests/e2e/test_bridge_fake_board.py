@@ -6,8 +6,6 @@ import sqlite3
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.e2e.helpers import (
     OPERA,
     REPO,
@@ -23,14 +21,6 @@ from tests.e2e.helpers import (
 from touchmove.ptyboard import PtyBoard
 
 FAKE = REPO / "tests" / "e2e" / "fake_board.py"
-
-
-@pytest.fixture
-def broker(tmp_path: Path):
-    b = Broker(tmp_path)
-    b.start()
-    yield b
-    b.stop()
 
 
 def test_opera_game_through_the_daemon(tmp_path: Path, broker: Broker) -> None:

@@ -9,19 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from tests.e2e.helpers import REPO, Broker, Subscriber, require_binary
 from touchmove.config import MqttConfig
 from touchmove.mqtt_bridge import MqttLink
-
-
-@pytest.fixture
-def broker(tmp_path: Path):
-    b = Broker(tmp_path)
-    b.start()
-    yield b
-    b.stop()
 
 
 async def _nothing(topic: str, raw: bytes, retained: bool) -> None:
