@@ -26,7 +26,7 @@ from pathlib import Path
 import chess
 
 from touchmove import records
-from touchmove.hands import Hands, Style, game_timing, play, read_games, with_heartbeats
+from touchmove.hands import Hands, Style, game_timing, play, playable_moves, read_games, with_heartbeats
 from touchmove.replay import replay
 from touchmove.rules import Engine
 
@@ -42,8 +42,8 @@ def recordings(limit: int | None) -> tuple[Recordings, Recordings]:
     paced: Recordings = []
     for path in sorted(GAMES_DIR.glob("*.pgn")):
         for game in read_games(str(path)):
-            moves = list(game.mainline_moves())
-            if game.errors or not moves or chess.Move.null() in moves:
+            moves = playable_moves(game)
+            if moves is None:
                 continue
             board = game.board()
             hands = Hands(random.Random(len(quick)), Style())

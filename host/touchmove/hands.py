@@ -312,6 +312,14 @@ def read_games(path: str) -> list[chess.pgn.Game]:
     return games
 
 
+def playable_moves(game: chess.pgn.Game) -> list[chess.Move] | None:
+    """Return a game's moves if a board can play them: read without errors, not empty, no null move."""
+    moves = list(game.mainline_moves())
+    if game.errors or not moves or chess.Move.null() in moves:
+        return None
+    return moves
+
+
 def play_session(games: list[tuple[chess.Board, list[chess.Move]]], hands: Hands) -> None:
     """Play several games on one board: between games the board is cleared and set up again piece by piece.
 

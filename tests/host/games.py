@@ -10,7 +10,7 @@ import chess
 import chess.pgn
 import pytest
 
-from touchmove.hands import read_games
+from touchmove.hands import playable_moves, read_games
 
 GAMES_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "games"
 
@@ -21,8 +21,8 @@ def load_games() -> list[tuple[str, chess.Board, list[chess.Move]]]:
     out = []
     for path in sorted(GAMES_DIR.glob("*.pgn")):
         for index, game in enumerate(read_games(str(path)), start=1):
-            moves = list(game.mainline_moves())
-            if game.errors or not moves or chess.Move.null() in moves:
+            moves = playable_moves(game)
+            if moves is None:
                 continue
             out.append((f"{path.stem}#{index}", game.board(), moves))
     return out
