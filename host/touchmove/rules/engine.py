@@ -199,9 +199,7 @@ class Engine:
 
     def finish(self) -> list[Event]:
         """Return the events still pending at the end of the input (everything counts as settled)."""
-        out: list[Event] = []
-        for change in self._chatter.flush():
-            out += self._change(*change)
+        out = self._flush_chatter()
         deadline = self._decision_deadline()
         while deadline is not None:
             out += self.advance(deadline)
@@ -231,6 +229,13 @@ class Engine:
 
     # ----------------------------------------------------------------------------------------------------------
     # time
+
+    def _flush_chatter(self) -> list[Event]:
+        """Take every held square change as certain now (end of input, a snapshot, a clock press)."""
+        out: list[Event] = []
+        for change in self._chatter.flush():
+            out += self._change(*change)
+        return out
 
     def _decision_deadline(self) -> int | None:
         if self._match is not None:
@@ -359,9 +364,7 @@ class Engine:
 
     def _snapshot(self, t: int, occ: chess.Bitboard) -> list[Event]:
         """A full occupancy report (or heartbeat): resynchronise if it differs from what the changes said."""
-        out: list[Event] = []
-        for change in self._chatter.flush():
-            out += self._change(*change)
+        out = self._flush_chatter()
         if occ == self._occ:
             return out
         gone = self._occ & ~occ
@@ -767,9 +770,7 @@ class Engine:
     def _clock(self, record: Clock) -> list[Event]:
         """A clock press completes the mover's move (6.2.1); pressing without a move is illegal (7.5.3)."""
         t = record.t if record.t >= self._t else self._t
-        out: list[Event] = []
-        for change in self._chatter.flush():
-            out += self._change(*change)
+        out = self._flush_chatter()
         if not self._games or self._over:
             return out
         side = record.side
