@@ -12,7 +12,7 @@ from touchmove.hands import Hands, Style, play
 from touchmove.records import Lift, Place, Snapshot
 from touchmove.rules import Engine, MoveMade
 from touchmove.rules.footprints import Position, fen_of
-from touchmove.rules.outcome import Repetitions, game_over
+from touchmove.rules.outcome import game_over
 
 
 def test_a_move_waits_for_its_settle_time_then_advance_makes_it() -> None:
@@ -89,6 +89,26 @@ def test_fen_of_is_python_chess_fen(seed: int) -> None:
         assert fen_of(board) == board.fen()
 
 
+@settings(max_examples=50, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_a_position_after_a_move_writes_the_fen_of_python_chess(seed: int) -> None:
+    # Only the squares a move changes are written again: castling (both encodings), en passant, promotions.
+    rng = random.Random(seed)
+    board = chess.Board(chess960=rng.random() < 0.3)
+    if board.chess960:
+        board.set_chess960_pos(rng.randrange(960))
+    position = Position(board.copy())
+    for _ in range(rng.randint(0, 120)):
+        legal = list(board.legal_moves)
+        if not legal:
+            break
+        special = [m for m in legal if board.is_castling(m) or board.is_en_passant(m) or m.promotion]
+        move = rng.choice(special if special and rng.random() < 0.5 else legal)
+        board.push(move)
+        position = position.after(move, board.copy(stack=False))
+        assert position.fen() == board.fen()
+
+
 def test_every_legal_move_is_explained_by_its_own_footprint() -> None:
     for fen in [chess.STARTING_FEN, "r3k2r/pppq1ppp/2np1n2/2b1p3/2B1P1b1/2NP1N2/PPPQ1PPP/R3K2R w KQkq - 0 1",
                 "rnbqkbnr/1pp1pppp/p7/3pP3/8/8/PPPP1PPP/RNBQKBNR w KQkq d6 0 3", "3r4/4P3/8/8/8/8/k7/4K3 w - - 0 1"]:
@@ -114,4 +134,4 @@ def test_a_lone_lift_explains_nothing() -> None:
 def test_checkmate_takes_precedence_over_the_75_move_rule() -> None:
     board = chess.Board("7k/8/6K1/8/8/8/8/R7 w - - 149 100")
     board.push_san("Ra8#")
-    assert game_over(board, Repetitions()) == ("1-0", "checkmate", "5.1.1")
+    assert game_over(board) == ("1-0", "checkmate", "5.1.1")

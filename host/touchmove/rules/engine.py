@@ -251,7 +251,8 @@ class Engine:
         for change in self._chatter.release(t):
             out += self._decide(change[0])
             out += self._change(*change)
-        out += self._decide(t)
+        if self._started and t >= self._changed_at + self.settle_ms:
+            out += self._decide(t)
         return out
 
     def _decide(self, t: int) -> list[Event]:
@@ -294,7 +295,7 @@ class Engine:
         number = len(self._games) + 1
         self._games.append(GameRecord(number, fen, chess960, t))
         board = chess.Board(fen, chess960=chess960)
-        self._start_ply(board, None)
+        self._start_ply(Position(board), None)
         self._over = False
         self._in_sync = True
         self._cleared = False
@@ -326,9 +327,9 @@ class Engine:
     # ----------------------------------------------------------------------------------------------------------
     # square changes
 
-    def _start_ply(self, board: chess.Board, previous: tuple[Position, _Ply] | None) -> None:
-        """Play on from ``board``: nothing lifted, nothing matched; ``previous`` is what an amendment re-reads."""
-        self._position = Position(board)
+    def _start_ply(self, position: Position, previous: tuple[Position, _Ply] | None) -> None:
+        """Play on from ``position``: nothing lifted, nothing matched; ``previous`` is what an amendment re-reads."""
+        self._position = position
         self._previous = previous
         self._ply = _Ply()
         self._match = None
@@ -462,7 +463,7 @@ class Engine:
                 return []
             touches.adjusted.append(sq)
             return [Touch(self._game_no, t, self._ply_no, chess.square_name(sq), piece.symbol(), side, False)]
-        binds = touches.touch(position, sq)
+        binds = touches.touch(position, sq, piece)
         if binds is None:
             return []
         return [Touch(self._game_no, t, self._ply_no, chess.square_name(sq), piece.symbol(), side, binds)]
@@ -496,9 +497,9 @@ class Engine:
         game.moves.append(move)
         game.clocks.append(None)
         self._occs.append(after.occupied)
-        self._start_ply(after, (position, ply))
+        self._start_ply(position.after(move, after), (position, ply))
         self._pressed = False
-        out.append(MoveMade(game.number, t, number, move.uci(), san, fen_of(after)))
+        out.append(MoveMade(game.number, t, number, move.uci(), san, self._position.fen()))
         late = [(lifted_at, sq) for lifted_at, sq in ply.lift_log if lifted_at > t]
         if late:
             # Lifts after the move showed belong to the next ply (the opponent started before the settle time
@@ -537,15 +538,14 @@ class Engine:
     def _after_move(self, t: int, board: chess.Board) -> list[Event]:
         out: list[Event] = []
         game = self._games[-1]
-        self._repetitions.add(board)
-        ended = game_over(board, self._repetitions)
+        count = self._repetitions.add(board)
+        ended = game_over(board, count)
         if ended is not None:
             result, reason, article = ended
             game.result, game.end_reason = result, reason
             self._over = True
             out.append(GameEnd(game.number, t, result, reason, article))
             return out
-        count = self._repetitions.count(board)
         if count >= 3:
             out.append(self._alert(t, "draw_claimable", "9.2", len(game.moves) + 1, {
                 "reason": "threefold repetition", "occurrences": count,
@@ -616,9 +616,9 @@ class Engine:
         game.moves.append(fp.move)
         game.clocks.append(None)
         self._occs.append(after.occupied)
-        self._start_ply(after, self._previous)
+        self._start_ply(position.after(fp.move, after), self._previous)
         self._over = False
-        out.append(MoveAmended(game.number, t, number, fp.move.uci(), san, fen_of(after)))
+        out.append(MoveAmended(game.number, t, number, fp.move.uci(), san, self._position.fen()))
         if not self._in_sync:
             out += self._restored(t, "amended move")
         if rook_part:
@@ -717,7 +717,7 @@ class Engine:
         game.truncate(keep)
         del self._occs[keep + 1:]
         board = game.board()
-        self._start_ply(board, None)
+        self._start_ply(Position(board), None)
         self._over = False
         self._pressed = True
         self._repetitions.rebuild(game.board(0), game.moves)

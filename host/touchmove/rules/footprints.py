@@ -62,11 +62,64 @@ class Position:
     an event costs microseconds.
     """
 
-    __slots__ = ("board", "occ")
+    __slots__ = ("_captured", "_cells", "_from", "_rows", "board", "occ")
 
     def __init__(self, board: chess.Board) -> None:
         self.board = board
         self.occ: chess.Bitboard = board.occupied
+        self._from: dict[chess.Square, list[chess.Move]] = {}
+        self._captured: dict[chess.Square, bool] = {}
+        self._cells: list[str] | None = None  # the FEN symbol on each square ("1" when empty), a1 first
+        self._rows: list[str] | None = None  # each rank as FEN writes it, rank 1 first
+
+    def after(self, move: chess.Move, board: chess.Board) -> Position:
+        """Return the position ``board`` shows, this one with legal ``move`` played; its FEN comes from this one's.
+
+        A move changes at most four squares and two ranks: only those are written again.
+        """
+        child = Position(board)
+        if self._cells is None:
+            self.fen()
+        assert self._cells is not None and self._rows is not None
+        cells = self._cells.copy()
+        src, dst = move.from_square, move.to_square
+        here = self.board
+        changed = [src, dst]
+        if here.is_castling(move):
+            rook_from, king_to, rook_to = castling_squares(here, move)
+            king, rook = cells[src], cells[rook_from]
+            cells[src] = cells[rook_from] = "1"
+            cells[king_to], cells[rook_to] = king, rook
+        else:
+            if move.promotion is not None:
+                symbol = chess.piece_symbol(move.promotion)
+                cells[dst] = symbol.upper() if here.turn == chess.WHITE else symbol
+            else:
+                cells[dst] = cells[src]
+            cells[src] = "1"
+            if here.is_en_passant(move):
+                victim = dst + (-8 if here.turn == chess.WHITE else 8)
+                cells[victim] = "1"
+                changed.append(victim)
+        rows = self._rows.copy()
+        for rank in {sq >> 3 for sq in changed}:
+            rows[rank] = _row(cells, rank)
+        child._cells, child._rows = cells, rows
+        return child
+
+    def fen(self) -> str:
+        """Return the position's FEN (as ``board.fen()``)."""
+        if self._rows is None:
+            self._cells = _cells(self.board)
+            self._rows = [_row(self._cells, rank) for rank in range(8)]
+        return f"{'/'.join(reversed(self._rows))} {_fen_fields(self.board)}"
+
+    def moves_from(self, sq: chess.Square) -> list[chess.Move]:
+        """Return the legal moves of the piece on ``sq`` (castling included for the king), kept for reuse."""
+        moves = self._from.get(sq)
+        if moves is None:
+            moves = self._from[sq] = list(self.board.generate_legal_moves(chess.BB_SQUARES[sq]))
+        return moves
 
     def explain(self, occ: chess.Bitboard, lifted: chess.Bitboard, blind: bool = False,
                 held: chess.Bitboard = 0, lifted_at: dict[int, int] | None = None,
@@ -110,7 +163,11 @@ class Position:
             targets = filled
         if not targets:
             return found
-        for move in board.generate_legal_moves(vacated, targets):
+        # Only the legal moves of the mover's pieces that left their squares can explain it (kept per square: a
+        # touch looked them up already).
+        candidates = [move for from_sq in chess.scan_reversed(vacated & board.occupied_co[board.turn])
+                      for move in self.moves_from(from_sq) if chess.BB_SQUARES[move.to_square] & targets]
+        for move in candidates:
             if move.promotion not in (None, chess.QUEEN):
                 continue
             fp = footprint(board, move)
@@ -126,17 +183,19 @@ class Position:
 
     def can_move(self, sq: chess.Square) -> bool:
         """Return whether the piece on ``sq`` has a legal move (castling counts for the king only)."""
-        return any(self.board.generate_legal_moves(chess.BB_SQUARES[sq]))
+        return bool(self.moves_from(sq))
 
     def can_be_captured(self, sq: chess.Square) -> bool:
         """Return whether the piece on ``sq`` can be captured by a legal move (en passant included)."""
-        board = self.board
-        if any(board.generate_legal_moves(chess.BB_ALL, chess.BB_SQUARES[sq])):
-            return True
-        ep = board.ep_square
-        if ep is not None and sq == ep + (-8 if board.turn == chess.WHITE else 8):
-            return any(board.generate_legal_ep())
-        return False
+        captured = self._captured.get(sq)
+        if captured is None:
+            board = self.board
+            captured = any(board.generate_legal_moves(chess.BB_ALL, chess.BB_SQUARES[sq]))
+            ep = board.ep_square
+            if not captured and ep is not None and sq == ep + (-8 if board.turn == chess.WHITE else 8):
+                captured = any(board.generate_legal_ep())
+            self._captured[sq] = captured
+        return captured
 
     def continuable(self, occ: chess.Bitboard) -> bool:
         """Return whether ``occ`` could be a legal move of this position still in progress (pieces in hand).
@@ -195,8 +254,8 @@ def _castling_field(board: chess.Board) -> str:
     return field or "-"
 
 
-def fen_of(board: chess.Board) -> str:
-    """Return ``board.fen()``, built from the bitboards (several times faster; the engine needs one a move)."""
+def _cells(board: chess.Board) -> list[str]:
+    """Return the FEN symbol on each square of ``board`` ("1" when empty), a1 first."""
     cells = ["1"] * 64
     white = board.occupied_co[chess.WHITE]
     for bb, upper, lower in ((board.pawns, "P", "p"), (board.knights, "N", "n"), (board.bishops, "B", "b"),
@@ -205,11 +264,32 @@ def fen_of(board: chess.Board) -> str:
             lsb = bb & -bb
             cells[lsb.bit_length() - 1] = upper if lsb & white else lower
             bb ^= lsb
+    return cells
+
+
+def _row(cells: list[str], rank: int) -> str:
+    """Return one rank as FEN writes it (empty squares counted)."""
+    row = "".join(cells[rank * 8:rank * 8 + 8])
+    if "11" in row:
+        for run, digit in _RUNS:
+            if run in row:
+                row = row.replace(run, digit)
+    return row
+
+
+def _fen_fields(board: chess.Board) -> str:
+    """Return the FEN after its placement: turn, castling, en passant square, halfmove clock, move number."""
+    ep = board.ep_square
+    ep_name = chess.SQUARE_NAMES[ep] if ep is not None and board.has_legal_en_passant() else "-"
+    turn = "w" if board.turn else "b"
+    return f"{turn} {_castling_field(board)} {ep_name} {board.halfmove_clock} {board.fullmove_number}"
+
+
+def fen_of(board: chess.Board) -> str:
+    """Return ``board.fen()``, built from the bitboards (several times faster)."""
+    cells = _cells(board)
     placement = "/".join(["".join(cells[i:i + 8]) for i in (56, 48, 40, 32, 24, 16, 8, 0)])
     for run, digit in _RUNS:
         if run in placement:
             placement = placement.replace(run, digit)
-    ep = board.ep_square
-    ep_name = chess.SQUARE_NAMES[ep] if ep is not None and board.has_legal_en_passant() else "-"
-    turn = "w" if board.turn else "b"
-    return f"{placement} {turn} {_castling_field(board)} {ep_name} {board.halfmove_clock} {board.fullmove_number}"
+    return f"{placement} {_fen_fields(board)}"

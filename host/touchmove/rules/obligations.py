@@ -26,23 +26,27 @@ class Touches:
     king_on_castling_square: chess.Square | None = None  # rook of the castling the king was released for
     adjusted: list[chess.Square] = field(default_factory=list)  # the last mover's pieces, before his press
 
-    def touch(self, position: Position, sq: chess.Square) -> bool | None:
-        """Record a lift of the piece on ``sq``; return whether it binds, or None if already touched."""
+    def touch(self, position: Position, sq: chess.Square, piece: chess.Piece | None = None) -> bool | None:
+        """Record a lift of the piece on ``sq``; return whether it binds, or None if already touched.
+
+        ``piece`` is what stands on ``sq`` in the position, where the caller has looked it up already.
+        """
         if sq in self.order:
             return None
         board = position.board
-        piece = board.piece_at(sq)
         if piece is None:
-            return None
+            piece = board.piece_at(sq)
+            if piece is None:
+                return None
         self.order.append(sq)
-        bb = chess.BB_SQUARES[sq]
         if piece.color == board.turn:
             if (
-                self.own == board.king(board.turn)
+                piece.piece_type == chess.ROOK
                 and self.castle_rook is None
-                and piece.piece_type == chess.ROOK
-                and board.castling_rights & bb
+                and board.castling_rights & chess.BB_SQUARES[sq]
+                and self.own is not None
                 and self.order[0] == self.own
+                and self.own == board.king(board.turn)
             ):
                 self.castle_rook = sq
             if self.own is None and position.can_move(sq):
@@ -58,11 +62,12 @@ class Touches:
 
 
 def _capture_square(board: chess.Board, move: chess.Move) -> chess.Square | None:
+    """Return the square of the piece ``move`` captures (castling lands on no opponent piece), or None."""
+    if board.occupied_co[not board.turn] & chess.BB_SQUARES[move.to_square]:
+        return move.to_square
     if board.is_en_passant(move):
         return move.to_square + (-8 if board.turn == chess.WHITE else 8)
-    if board.is_castling(move):
-        return None
-    return move.to_square if board.piece_at(move.to_square) else None
+    return None
 
 
 @dataclass(frozen=True)
@@ -77,10 +82,13 @@ class Breach:
 def judge(position: Position, touches: Touches, move: chess.Move, lift_times: dict[int, int]) -> list[Breach]:
     """Return the breaches of 4.3, 4.4 and 4.7.2 that ``move`` shows, given the ply's touches."""
     board = position.board
-    played = move.uci()
-    names = [chess.square_name(sq) for sq in touches.order]
     castling = board.is_castling(move)
     breaches: list[Breach] = []
+    if not (castling or touches.king_on_castling_square is not None or touches.castle_rook is not None
+            or touches.opponent is not None or (touches.own is not None and touches.own != move.from_square)):
+        return breaches  # nothing touched binds to anything but this move
+    played = move.uci()
+    names = [chess.square_name(sq) for sq in touches.order]
 
     if castling:
         rook_from, _, _ = castling_squares(board, move)
@@ -123,8 +131,7 @@ def judge(position: Position, touches: Touches, move: chess.Move, lift_times: di
     moved_own = own is not None and move.from_square == own
     captured_opp = opp is not None and _capture_square(board, move) == opp
     if own is not None and opp is not None:
-        combined = [m for m in board.generate_legal_moves(chess.BB_SQUARES[own])
-                    if _capture_square(board, m) == opp]
+        combined = [m for m in position.moves_from(own) if _capture_square(board, m) == opp]
         if combined:
             ok = moved_own and captured_opp
             required = f"capture {chess.square_name(opp)} with {chess.square_name(own)}"
@@ -154,11 +161,9 @@ def judge(position: Position, touches: Touches, move: chess.Move, lift_times: di
 def out_of_turn(position: Position, touches: Touches, move: chess.Move) -> list[chess.Square]:
     """Return the opponent's pieces lifted and put back that could not be captured (4.2.1, 6.2.5)."""
     board = position.board
+    theirs = board.occupied_co[not board.turn]
+    lifted = [sq for sq in touches.order if theirs & chess.BB_SQUARES[sq]]
+    if not lifted:
+        return lifted
     captured = _capture_square(board, move)
-    return [
-        sq for sq in touches.order
-        if (piece := board.piece_at(sq)) is not None
-        and piece.color != board.turn
-        and sq != captured
-        and not position.can_be_captured(sq)
-    ]
+    return [sq for sq in lifted if sq != captured and not position.can_be_captured(sq)]

@@ -26,11 +26,12 @@ class Repetitions:
         self._counts: Counter[PositionKey] = Counter()
         self._keys: list[PositionKey] = []
 
-    def add(self, board: chess.Board) -> None:
-        """Count the position now on ``board``."""
+    def add(self, board: chess.Board) -> int:
+        """Count the position now on ``board``; return how often it has stood, this time included."""
         key = position_key(board)
-        self._counts[key] += 1
+        count = self._counts[key] = self._counts[key] + 1
         self._keys.append(key)
+        return count
 
     def remove_last(self) -> None:
         """Forget the position counted last (its move was replaced)."""
@@ -52,8 +53,10 @@ class Repetitions:
             self.add(board)
 
 
-def game_over(board: chess.Board, repetitions: Repetitions) -> tuple[str, str, str] | None:
+def game_over(board: chess.Board, occurrences: int = 1) -> tuple[str, str, str] | None:
     """Return (result, reason, article) if the position ends the game on the board, else None.
+
+    ``occurrences`` is how often this position has stood in the game, this time included (9.6.1).
 
     Checkmate comes first: it takes precedence over the 75-move rule (9.6.2).
     """
@@ -63,7 +66,7 @@ def game_over(board: chess.Board, repetitions: Repetitions) -> tuple[str, str, s
         return "1/2-1/2", "stalemate", "5.2.1"
     if board.is_insufficient_material():
         return "1/2-1/2", "dead position", "5.2.2"
-    if repetitions.count(board) >= 5:
+    if occurrences >= 5:
         return "1/2-1/2", "fivefold repetition", "9.6.1"
     if board.halfmove_clock >= 150:
         return "1/2-1/2", "seventy-five-move rule", "9.6.2"
