@@ -32,6 +32,7 @@ import chess
 
 PIECE_LETTERS = ("q", "r", "b", "n")
 _PIECE_TYPES = {"q": chess.QUEEN, "r": chess.ROOK, "b": chess.BISHOP, "n": chess.KNIGHT}
+_SQUARES = {name: sq for sq, name in enumerate(chess.SQUARE_NAMES)}
 
 #: Types the firmware sends that the rules engine has no use for (accepted silently).
 PROTOCOL_ONLY_TYPES = frozenset({"hello", "pong", "error", "button"})
@@ -122,10 +123,12 @@ def _square(obj: dict[str, Any]) -> chess.Square:
     name = obj.get("sq")
     if not isinstance(name, str):
         raise RecordError("'sq' must be a square name such as \"e4\"")
-    try:
-        return chess.parse_square(name.lower())
-    except ValueError:
-        raise RecordError(f"'sq' is not a square: {name!r}") from None
+    sq = _SQUARES.get(name)
+    if sq is None:
+        sq = _SQUARES.get(name.lower())
+        if sq is None:
+            raise RecordError(f"'sq' is not a square: {name!r}")
+    return sq
 
 
 def _occupancy(obj: dict[str, Any]) -> chess.Bitboard:
@@ -143,7 +146,7 @@ def from_dict(obj: Any) -> Record:
     if not isinstance(obj, dict):
         raise RecordError("a record must be a JSON object")
     t = obj.get("t")
-    if isinstance(t, bool) or not isinstance(t, int) or t < 0:
+    if type(t) is not int or t < 0:  # bool is an int to isinstance
         raise RecordError("'t' must be a non-negative integer (device milliseconds)")
     kind = obj.get("type")
     if not isinstance(kind, str):
@@ -250,7 +253,7 @@ def read(lines: Iterable[str | bytes]) -> Iterator[Record | Problem]:
     last_t = 0
     for lineno, raw in enumerate(lines, start=1):
         text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-        if not text.strip():
+        if not text or text.isspace():
             continue
         try:
             record = parse_line(text, lineno)
