@@ -4,7 +4,8 @@ Each game is played by the modelled hands (touchmove.hands: captures in varied o
 clock presses) into a recording; the recordings are made first and not timed. Then, on one core:
 
 * engine: parsed records through ``Engine.feed`` (records/s and µs per record);
-* replay: JSON lines through ``touchmove.replay.replay`` (parsing included), as ``touchmove replay`` does;
+* replay: JSON lines through ``touchmove.replay.replay`` (parsing included), as ``touchmove replay --pgn`` does;
+* jsonl: the same, with every event written as a JSON line, as ``touchmove replay --jsonl`` does;
 * both again with the firmware's heartbeat (one occupancy report a second) woven in, as a real capture has it;
 * and with the games' own thinking times (from their ``[%clk]`` comments, else the hands' own) and heartbeats:
   what a board at those games' pace would really send.
@@ -70,11 +71,17 @@ def run_engine(games: list[tuple[chess.Board, list[chess.Move], list[records.Rec
     return time.process_time() - start
 
 
-def run_replay(games: list[tuple[chess.Board, list[str]]]) -> float:
+def run_replay(games: list[tuple[chess.Board, list[str]]], write: bool = False) -> float:
     start = time.process_time()
     for board, lines in games:
-        for _ in replay(lines, Engine(fen=board.fen(), chess960=board.chess960)):
-            pass
+        events = replay(lines, Engine(fen=board.fen(), chess960=board.chess960))
+        if write:
+            # As `touchmove replay --jsonl` does, without the terminal: every event as a JSON line.
+            out = [event.to_json() for event in events]
+            del out
+        else:
+            for _ in events:
+                pass
     return time.process_time() - start
 
 
@@ -97,11 +104,14 @@ def main() -> int:
         lines = [(b, [records.to_line(x) for x in r]) for b, _, r in data]
         engine_s = statistics.median(run_engine(data) for _ in range(args.runs))
         replay_s = statistics.median(run_replay(lines) for _ in range(args.runs))
+        jsonl_s = statistics.median(run_replay(lines, write=True) for _ in range(args.runs))
         print(f"\n{label}: {len(data)} games, {plies} plies, {count} records ({count / plies:.1f} a ply)")
         print(f"  engine  {count / engine_s:>9,.0f} records/s  {engine_s / count * 1e6:6.1f} µs/record"
               f"  {engine_s / plies * 1e6:6.1f} µs/ply")
         print(f"  replay  {count / replay_s:>9,.0f} records/s  {replay_s / count * 1e6:6.1f} µs/record"
-              "  (JSON parsing included)")
+              "  (JSON lines read)")
+        print(f"  jsonl   {count / jsonl_s:>9,.0f} records/s  {jsonl_s / count * 1e6:6.1f} µs/record"
+              "  (JSON lines read, every event written as a JSON line)")
     return 0
 
 

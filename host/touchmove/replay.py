@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Iterable, Iterator
 from typing import TextIO
@@ -56,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         events = replay(source, engine, warn=sys.stderr)
         if args.jsonl:
             for event in events:
-                sys.stdout.write(json.dumps(event.to_dict(), separators=(",", ":")) + "\n")
+                sys.stdout.write(event.to_json() + "\n")
         else:
             for _ in events:
                 pass

@@ -6,8 +6,11 @@ the record that caused it). Games count from 1; plies count from 1 within each g
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
+
+_JSON = json.JSONEncoder(separators=(",", ":"))  # one encoder for every event: json.dumps makes one a call
 
 #: The fixed alert vocabulary: code -> the FIDE Laws articles it refers to.
 ALERT_ARTICLES: dict[str, tuple[str, ...]] = {
@@ -55,6 +58,10 @@ class Event:
         for name in self.__dataclass_fields__:
             out[name] = getattr(self, name)
         return out
+
+    def to_json(self) -> str:
+        """Return the event as one compact JSON line (without the newline)."""
+        return _JSON.encode(self.to_dict())
 
 
 @dataclass(frozen=True, slots=True)

@@ -216,7 +216,9 @@ class Position:
             return bool(diff & board.rooks & board.castling_rights) and any(
                 castling_squares(board, m)[0] == sq for m in board.generate_castling_moves())
         # Only moves that touch a changed square can explain it: from it, to it, or castling / en passant.
-        candidates = [*board.generate_legal_moves(diff), *board.generate_legal_moves(chess.BB_ALL, diff)]
+        candidates = [move for sq in chess.scan_reversed(diff & board.occupied_co[board.turn])
+                      for move in self.moves_from(sq)]
+        candidates += board.generate_legal_moves(chess.BB_ALL, diff)
         if diff & board.rooks & board.castling_rights:
             candidates += board.generate_castling_moves()
         if board.ep_square is not None:
