@@ -43,6 +43,12 @@ class ChatterFilter:
             out.append(held.popleft())
         return out
 
+    def pending(self, occ: chess.Bitboard) -> chess.Bitboard:
+        """Return the occupancy ``occ`` with the held changes applied (what the board shows now)."""
+        for _, sq, occupied in self._held:
+            occ = occ | chess.BB_SQUARES[sq] if occupied else occ & ~chess.BB_SQUARES[sq]
+        return occ
+
     def flush(self) -> list[tuple[int, chess.Square, bool]]:
         """Return every held change (end of input, or a full snapshot replaces them)."""
         out = list(self._held)

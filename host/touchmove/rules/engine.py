@@ -169,8 +169,8 @@ class Engine:
             case Place(sq=sq):
                 for change in self._chatter.push(t, sq, True):
                     out += self._change(*change)
-            case Snapshot(occ=occ):
-                out += self._snapshot(t, occ)
+            case Snapshot(occ=occ, type=kind):
+                out += self._snapshot(t, occ, heartbeat=kind == "heartbeat")
             case Clock():
                 out += self._clock(record)
             case Promote(piece=piece):
@@ -363,8 +363,21 @@ class Engine:
             out += self._touch(t, sq)
         return out + self._after_change(t)
 
-    def _snapshot(self, t: int, occ: chess.Bitboard) -> list[Event]:
-        """A full occupancy report (or heartbeat): resynchronise if it differs from what the changes said."""
+    def _snapshot(self, t: int, occ: chess.Bitboard, heartbeat: bool = False) -> list[Event]:
+        """A full occupancy report: resynchronise if it differs from what the changes said.
+
+        A snapshot one square off is one change not reported as such (a board that sends only snapshots): it
+        is read as that lift or place. A heartbeat off (it repeats what the changes said), or a snapshot more
+        squares off, means changes were lost: their order is unknown, and what was lifted and put back in
+        between cannot be seen (the ply turns ``blind``).
+        """
+        diff = occ ^ self._chatter.pending(self._occ)
+        if not heartbeat and diff and not diff & (diff - 1):
+            sq = diff.bit_length() - 1
+            out: list[Event] = []
+            for change in self._chatter.push(t, sq, bool(occ & diff)):
+                out += self._change(*change)
+            return out
         out = self._flush_chatter()
         if occ == self._occ:
             return out

@@ -126,7 +126,8 @@ class Position:
                 placed_at: dict[int, int] | None = None) -> Footprint | None:
         """Return the legal move that leaves ``occ``, proven by the ``lifted`` squares, or None.
 
-        ``blind`` (after a snapshot) waives the proof. Castling wins over a rook or king move with the same
+        ``blind`` (after lost changes) waives the proof, but a capture whose victim square was not seen lifted
+        must then be the only one that fits. Castling wins over a rook or king move with the same
         footprint only when both king and rook were lifted (Chess960); promotions give the queen. A Chess960
         castling that swaps king and rook leaves the board as it was: it needs both off the board at once
         (``held``), or it would be a touch of each. With ``lifted_at`` and ``placed_at`` (the last lift and place
@@ -157,7 +158,7 @@ class Position:
         if nf == 0:
             # A capture: the victim's square was lifted and refilled.
             targets = board.occupied_co[not board.turn] & occ
-            if not blind:
+            if not blind or targets & lifted:
                 targets &= lifted
         else:
             targets = filled
@@ -178,7 +179,11 @@ class Position:
                 # The victim's square was refilled before the capturing piece left its square (a promotion's
                 # new piece may come first: it is not the pawn).
                 continue
-            return fp
+            if not (blind and nf == 0):
+                return fp
+            if found is not None:
+                return None  # lifts unseen and two captures fit: no guess
+            found = fp
         return found
 
     def can_move(self, sq: chess.Square) -> bool:
