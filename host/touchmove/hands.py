@@ -38,6 +38,9 @@ class Style:
     promote_record: bool = True  # a board button or operator confirms an under-promotion
     adjust: float = 0.0  # after the move, the mover straightens the piece (lift and put back)
     jadoube: float = 0.0  # before the move, another own piece is lifted and put back (alerts, same moves)
+    #: The piece is slid onto its square (the victim, if any, removed first) and sensed there a moment before
+    #: its own square empties.
+    overlap: float = 0.1
 
 
 class Hands:
@@ -90,6 +93,13 @@ class Hands:
                     self.t += self.rng.randint(5, 30)
         self.place(dst)
 
+    def slide_onto(self, src: chess.Square, dst: chess.Square) -> None:
+        """Slide a piece from ``src`` onto ``dst``: sensed on ``dst`` before ``src`` empties (the sensors overlap)."""
+        self.records.append(Place(self.t, dst))
+        self.t += self.rng.randint(5, 120)
+        self.records.append(Lift(self.t, src))
+        self.wait(*(self.style.release_ms or (self.style.settle_ms + 60, self.style.settle_ms + 400)))
+
     # -- moves -----------------------------------------------------------------------------------------------
 
     def move(self, board: chess.Board, move: chess.Move, remaining_ms: int | None = None,
@@ -124,11 +134,17 @@ class Hands:
             if rng.random() < self.style.victim_first:
                 self.lift(move.to_square)
                 self.wait(100, 600)
-                self.lift(move.from_square)
+                if rng.random() < self.style.overlap:
+                    self.slide_onto(move.from_square, move.to_square)
+                else:
+                    self.lift(move.from_square)
+                    self.carry(board, move.from_square, move.to_square)
             else:
                 self.lift(move.from_square)
                 self.lift(move.to_square)
-            self.carry(board, move.from_square, move.to_square)
+                self.carry(board, move.from_square, move.to_square)
+        elif rng.random() < self.style.overlap:
+            self.slide_onto(move.from_square, move.to_square)
         else:
             self.lift(move.from_square)
             self.carry(board, move.from_square, move.to_square)

@@ -90,6 +90,7 @@ styles = st.builds(
     release_ms=st.sampled_from([None, (120, 400), (300, 2000)]),
     adjust=st.floats(0, 0.5),
     jadoube=st.floats(0, 0.3),
+    overlap=st.floats(0, 0.5),
 )
 
 

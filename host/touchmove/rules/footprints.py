@@ -54,6 +54,10 @@ def footprint(board: chess.Board, move: chess.Move) -> Footprint:
 
 PROMOTION_PIECES = (chess.QUEEN, chess.ROOK, chess.BISHOP, chess.KNIGHT)
 
+#: A piece slid from one square to the next is sensed on the new square a moment before the old one empties:
+#: a capture's square refilled up to this long before the capturing piece's square emptied is that piece.
+SLIDE_OVERLAP_MS = 150
+
 
 class Position:
     """A position of the game, with what its legal moves leave on the board, computed as needed.
@@ -175,9 +179,9 @@ class Position:
             if fp.occ_after != occ or not (blind or fp.must_lift & ~lifted == 0):
                 continue
             if (not blind and nf == 0 and move.promotion is None and lifted_at is not None and placed_at is not None
-                    and placed_at.get(move.to_square, -1) < lifted_at.get(move.from_square, 0)):
+                    and placed_at.get(move.to_square, -1) < lifted_at.get(move.from_square, 0) - SLIDE_OVERLAP_MS):
                 # The victim's square was refilled before the capturing piece left its square (a promotion's
-                # new piece may come first: it is not the pawn).
+                # new piece may come first: it is not the pawn); a piece slid across is sensed on both at once.
                 continue
             if not (blind and nf == 0):
                 return fp
