@@ -76,6 +76,28 @@ def test_every_third_game_comes_back_from_a_board_that_sends_only_snapshots() ->
         assert_given_back(replay_session(chunk, hands, snapshots=True), chunk)
 
 
+FASTEST_HANDS = {
+    "bullet without clocks": Style(clock=False, release_ms=(30, 150), think_ms=(100, 600)),
+    "bullet, sliding and noisy": Style(clock=False, release_ms=(30, 150), think_ms=(100, 600), overlap=0.5,
+                                      slide=1.0, bounce=0.5, chatter=0.5),
+    "bullet with clocks, adjusting": Style(release_ms=(30, 150), think_ms=(100, 600), overlap=0.5, adjust=0.3,
+                                          jadoube=0.2),
+    "blitz without clocks, adjusting": Style(clock=False, release_ms=(120, 400), think_ms=(100, 600), overlap=0.5,
+                                            adjust=0.3, jadoube=0.2, victim_first=0.0),
+    "settle 150, hesitating": Style(clock=False, settle_ms=150, release_ms=(30, 150), think_ms=(50, 300),
+                                   overlap=0.3, hesitate=0.5),
+}
+
+
+@pytest.mark.parametrize("name", FASTEST_HANDS)
+def test_the_fastest_hands_lose_nothing(name: str) -> None:
+    """The opponent answers 30-150 ms after the release, before the settle time is over: every fifth game."""
+    style = FASTEST_HANDS[name]
+    for index, game in enumerate(games()[list(FASTEST_HANDS).index(name)::5]):
+        hands = Hands(random.Random(f"{name}-{index}"), style)
+        assert_given_back(replay_session([game], hands, settle_ms=style.settle_ms), [game])
+
+
 styles = st.builds(
     Style,
     settle_ms=st.sampled_from([150, 200, 250]),

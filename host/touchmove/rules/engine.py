@@ -410,12 +410,14 @@ class Engine:
             return out
         fp = self._explain(self._position, self._ply)
         if fp is not None:
-            self._checkpoint = None
+            if self._checkpoint is not None and not self._checkpoint_stands(fp):
+                self._checkpoint = None
         elif self._checkpoint is not None:
             # The board may show the checkpoint move and the opponent's answer.
             cp = self._checkpoint
             ply = self._ply
-            answer = self._after_checkpoint().explain(self._occ, self._lifted_since(cp.t), ply.blind, 0,
+            since = self._lifted_since(cp.t)
+            answer = self._after_checkpoint().explain(self._occ, since, ply.blind, ply.held & since,
                                                       ply.lifted_at, ply.placed_at)
             if answer is not None:
                 out += self._commit_checkpoint()
@@ -432,6 +434,21 @@ class Engine:
         if fp is None and self._occ == self._position.occ and not self._in_sync:
             out += self._restored(t, "game position")
         return out
+
+    def _checkpoint_stands(self, fp: Footprint) -> bool:
+        """Return whether the checkpoint move stays in question beside ``fp``, another move of the same piece.
+
+        The checkpoint's landing square is still occupied: ``fp`` needs it refilled by another piece while its
+        own piece was in the air, the checkpoint only an opponent quick to answer (a piece slid onto its square
+        is sensed there before its own square empties). ``fp`` is matched; the next change decides, and if none
+        comes, ``fp`` is made once it has rested.
+        """
+        cp = self._checkpoint
+        assert cp is not None
+        made = cp.footprint
+        if fp.move == made.move or fp.move.from_square != made.move.from_square or not made.placed & ~fp.placed:
+            return False  # the same move, another piece, or fp lands there too (the king's step, then castling)
+        return self._occ & made.placed == made.placed
 
     def _after_checkpoint(self) -> Position:
         assert self._checkpoint is not None
@@ -524,12 +541,18 @@ class Engine:
             ply.touches = earlier
             nxt = self._ply
             for lifted_at, sq in late:
+                nxt.held |= ply.held & chess.BB_SQUARES[sq]  # two pieces in hand (a Chess960 swap castling)
                 nxt.lifted |= chess.BB_SQUARES[sq]
                 nxt.lift_times.setdefault(sq, lifted_at)
                 nxt.lift_log.append((lifted_at, sq))
                 nxt.lifted_at[sq] = lifted_at
                 nxt.touches.touch(self._position, sq)
             nxt.placed_at.update({sq: placed for sq, placed in ply.placed_at.items() if placed > t})
+            # The answer may be on the board already (a Chess960 castling that leaves the squares as they were).
+            answer = self._explain(self._position, nxt)
+            if answer is not None:
+                self._match, self._match_t = answer, self._changed_at
+                nxt.first_match = (answer.move, self._changed_at)
         self._exchange_sq = move.to_square if move.promotion is not None else None
         for breach in judge(position, ply.touches, move, ply.lift_times):
             out.append(self._alert(t, breach.code, breach.article, number, breach.detail))
