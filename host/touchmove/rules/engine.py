@@ -264,7 +264,14 @@ class Engine:
             fp = self._match
             self._match = None
             self._unresolved_checked = True
-            out += self._make(fp, self._match_t)
+            cp = self._checkpoint
+            if (cp is not None and cp.footprint.move != fp.move and not cp.footprint.placed & ~self._occ
+                    and self._after_checkpoint().continuable(self._occ)):
+                # Both in question (see _checkpoint_stands) and the board shows the opponent's answer in progress
+                # (a promotion's new piece placed first): the checkpoint move was made.
+                out += self._commit_checkpoint()
+            else:
+                out += self._make(fp, self._match_t)
         elif not self._unresolved_checked:
             self._unresolved_checked = True
             out += self._unexplained(self._changed_at)
@@ -409,12 +416,10 @@ class Engine:
                 out += self._try_new_game(t)
             return out
         fp = self._explain(self._position, self._ply)
-        if fp is not None:
-            if self._checkpoint is not None and not self._checkpoint_stands(fp):
-                self._checkpoint = None
-        elif self._checkpoint is not None:
-            # The board may show the checkpoint move and the opponent's answer.
-            cp = self._checkpoint
+        cp = self._checkpoint
+        if cp is not None and (fp is None or fp.move == cp.footprint.move):
+            # The board may show the checkpoint move and the opponent's answer (when it shows the checkpoint move
+            # alone, an answer that leaves the squares as they were: a Chess960 castling of king and rook).
             ply = self._ply
             since = self._lifted_since(cp.t)
             answer = self._after_checkpoint().explain(self._occ, since, ply.blind, ply.held & since,
@@ -422,6 +427,10 @@ class Engine:
             if answer is not None:
                 out += self._commit_checkpoint()
                 fp = answer
+            elif fp is not None:
+                self._checkpoint = None
+        elif cp is not None and fp is not None and not self._checkpoint_stands(fp):
+            self._checkpoint = None
         self._match = fp
         self._match_t = t
         if fp is not None:
@@ -440,8 +449,8 @@ class Engine:
 
         The checkpoint's landing square is still occupied: ``fp`` needs it refilled by another piece while its
         own piece was in the air, the checkpoint only an opponent quick to answer (a piece slid onto its square
-        is sensed there before its own square empties). ``fp`` is matched; the next change decides, and if none
-        comes, ``fp`` is made once it has rested.
+        is sensed there before its own square empties). ``fp`` is matched; the next change decides, and if the
+        board rests first, ``fp`` is made unless it shows an answer in progress after the checkpoint move.
         """
         cp = self._checkpoint
         assert cp is not None
