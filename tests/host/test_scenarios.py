@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -61,3 +62,14 @@ def test_scenario(scenario: Scenario) -> None:
             position += 1
         assert position < len(dicts), f"no event {pattern} in order among {dicts}"
         position += 1
+
+
+def test_every_event_writes_the_json_of_its_dict() -> None:
+    # Touch, move and clock events write their JSON lines themselves (the hot path of `replay --jsonl`).
+    seen = set()
+    for scenario in SCENARIOS:
+        _, events = run(scenario)
+        for event in events:
+            seen.add(event.type)
+            assert event.to_json() == json.dumps(event.to_dict(), separators=(",", ":")), event
+    assert {"touch", "move", "move_amended", "clock", "alert", "game_start", "game_end", "takeback"} <= seen

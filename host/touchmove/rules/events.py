@@ -88,6 +88,13 @@ class Touch(Event):
     def type(self) -> str:
         return "touch"
 
+    def to_json(self) -> str:
+        """Return the event as one compact JSON line (the most frequent event: written without the encoder)."""
+        # Numbers, a boolean and names from fixed alphabets (squares, piece letters, mover/opponent): nothing to
+        # escape. Tests hold this to the encoder's output.
+        return (f'{{"type":"touch","game":{self.game},"t":{self.t},"ply":{self.ply},"sq":"{self.sq}",'
+                f'"piece":"{self.piece}","side":"{self.side}","binds":{"true" if self.binds else "false"}}}')
+
 
 @dataclass(frozen=True, slots=True)
 class MoveMade(Event):
@@ -99,6 +106,12 @@ class MoveMade(Event):
     @property
     def type(self) -> str:
         return "move"
+
+    def to_json(self) -> str:
+        """Return the event as one compact JSON line (one a ply: written without the encoder)."""
+        # UCI, SAN and FEN use fixed alphabets (letters, digits, "/+#=-" and spaces): nothing to escape.
+        return (f'{{"type":"{self.type}","game":{self.game},"t":{self.t},"ply":{self.ply},"uci":"{self.uci}",'
+                f'"san":"{self.san}","fen":"{self.fen}"}}')
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +134,12 @@ class ClockPress(Event):
     @property
     def type(self) -> str:
         return "clock"
+
+    def to_json(self) -> str:
+        """Return the event as one compact JSON line (one a ply on boards with clocks: written without the encoder)."""
+        remaining = "null" if self.remaining is None else self.remaining
+        return (f'{{"type":"clock","game":{self.game},"t":{self.t},"ply":{self.ply},"side":"{self.side}",'
+                f'"remaining":{remaining}}}')
 
 
 @dataclass(frozen=True, slots=True)
