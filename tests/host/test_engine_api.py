@@ -78,25 +78,11 @@ def test_replaying_the_same_records_gives_the_same_events(seed: int) -> None:
     assert list(played.values()) == [m.uci() for m in moves]
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2**32 - 1))
-def test_fen_of_is_python_chess_fen(seed: int) -> None:
-    rng = random.Random(seed)
-    board = chess.Board(chess960=rng.random() < 0.3)
-    if board.chess960:
-        board.set_chess960_pos(rng.randrange(960))
-    for _ in range(rng.randint(0, 80)):
-        legal = list(board.legal_moves)
-        if not legal:
-            break
-        board.push(rng.choice(legal))
-        assert fen_of(board) == board.fen()
-
-
-@settings(max_examples=50, deadline=None)
-@given(st.integers(0, 2**32 - 1))
-def test_a_position_after_a_move_writes_the_fen_of_python_chess(seed: int) -> None:
-    # Only the squares a move changes are written again: castling (both encodings), en passant, promotions.
+def test_the_engine_writes_the_fen_of_python_chess(seed: int) -> None:
+    # From the bitboards (fen_of), and move by move: a position after a move writes again only the squares the
+    # move changes (castling in both encodings, en passant and promotions are played often here).
     rng = random.Random(seed)
     board = chess.Board(chess960=rng.random() < 0.3)
     if board.chess960:
@@ -110,6 +96,7 @@ def test_a_position_after_a_move_writes_the_fen_of_python_chess(seed: int) -> No
         move = rng.choice(special if special and rng.random() < 0.5 else legal)
         board.push(move)
         position = position.after(move, board.copy(stack=False))
+        assert fen_of(board) == board.fen()
         assert position.fen() == board.fen()
 
 
