@@ -77,8 +77,8 @@ def run_replay(games: list[tuple[chess.Board, list[str]]], write: bool = False) 
         events = replay(lines, Engine(fen=board.fen(), chess960=board.chess960))
         if write:
             # As `touchmove replay --jsonl` does, without the terminal: every event as a JSON line.
-            out = [event.to_json() for event in events]
-            del out
+            for event in events:
+                event.to_json()
         else:
             for _ in events:
                 pass

@@ -35,12 +35,9 @@ class ChatterFilter:
 
     def release(self, t: int) -> list[tuple[int, chess.Square, bool]]:
         """Return the held changes that have lasted the window by device time ``t``."""
-        held = self._held
-        if not held or held[0][0] + self.window_ms > t:
-            return []
-        out = [held.popleft()]
-        while held and held[0][0] + self.window_ms <= t:
-            out.append(held.popleft())
+        out = []
+        while self._held and self._held[0][0] + self.window_ms <= t:
+            out.append(self._held.popleft())
         return out
 
     def pending(self, occ: chess.Bitboard) -> chess.Bitboard:

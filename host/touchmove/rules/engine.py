@@ -220,7 +220,7 @@ class Engine:
         return EngineState(
             game=game.number if game else 0,
             ply=len(game.moves) if game else 0,
-            fen=fen_of(self._position.board),
+            fen=self._position.fen(),
             last_move=game.moves[-1].uci() if game and game.moves else None,
             in_sync=self._in_sync and self._occ == self._position.occ,
             occupancy=self._occ,
@@ -251,8 +251,7 @@ class Engine:
         for change in self._chatter.release(t):
             out += self._decide(change[0])
             out += self._change(*change)
-        if self._started and t >= self._changed_at + self.settle_ms:
-            out += self._decide(t)
+        out += self._decide(t)
         return out
 
     def _decide(self, t: int) -> list[Event]:
@@ -768,7 +767,7 @@ class Engine:
         self._repetitions.rebuild(game.board(0), game.moves)
         for number in [n for n in self._promotion_verified if n > keep]:
             del self._promotion_verified[number]
-        out: list[Event] = [Takeback(game.number, t, keep + 1, fen_of(board))]
+        out: list[Event] = [Takeback(game.number, t, keep + 1, self._position.fen())]
         if self._occ == self._position.occ and not self._in_sync:
             out += self._restored(t, "takeback")
         return out

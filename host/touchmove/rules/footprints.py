@@ -82,10 +82,8 @@ class Position:
         A move changes at most four squares and two ranks: only those are written again.
         """
         child = Position(board)
-        if self._cells is None:
-            self.fen()
-        assert self._cells is not None and self._rows is not None
-        cells = self._cells.copy()
+        cells, rows = self._placement()
+        cells = cells.copy()
         src, dst = move.from_square, move.to_square
         here = self.board
         changed = [src, dst]
@@ -105,7 +103,7 @@ class Position:
                 victim = dst + (-8 if here.turn == chess.WHITE else 8)
                 cells[victim] = "1"
                 changed.append(victim)
-        rows = self._rows.copy()
+        rows = rows.copy()
         for rank in {sq >> 3 for sq in changed}:
             rows[rank] = _row(cells, rank)
         child._cells, child._rows = cells, rows
@@ -113,10 +111,15 @@ class Position:
 
     def fen(self) -> str:
         """Return the position's FEN (as ``board.fen()``)."""
-        if self._rows is None:
+        _, rows = self._placement()
+        return f"{'/'.join(reversed(rows))} {_fen_fields(self.board)}"
+
+    def _placement(self) -> tuple[list[str], list[str]]:
+        """Return the FEN symbol of each square and the FEN of each rank, written once when first asked."""
+        if self._cells is None or self._rows is None:
             self._cells = _cells(self.board)
             self._rows = [_row(self._cells, rank) for rank in range(8)]
-        return f"{'/'.join(reversed(self._rows))} {_fen_fields(self.board)}"
+        return self._cells, self._rows
 
     def moves_from(self, sq: chess.Square) -> list[chess.Move]:
         """Return the legal moves of the piece on ``sq`` (castling included for the king), kept for reuse."""

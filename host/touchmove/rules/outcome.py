@@ -38,10 +38,6 @@ class Repetitions:
         key = self._keys.pop()
         self._counts[key] -= 1
 
-    def count(self, board: chess.Board) -> int:
-        """Return how often the position on ``board`` has stood, this time included."""
-        return self._counts[position_key(board)]
-
     def rebuild(self, start: chess.Board, moves: Iterable[chess.Move]) -> None:
         """Count again from a start position and moves (after a takeback or an amendment)."""
         self._counts.clear()
