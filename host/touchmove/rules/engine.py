@@ -16,6 +16,7 @@ How a ply is decided (FIDE 4.7, for a board that sees only occupancy):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 
 import chess
 
@@ -78,6 +79,43 @@ class EngineState:
     game_over: bool
 
 
+class Phase(Enum):
+    """Where a board is in its games."""
+
+    NEW = "new"  # no record yet
+    PLAYING = "playing"  # a game is on and moves are read
+    CLEARED = "cleared"  # a game is on, but the board is being cleared or set up: no moves are read
+    OVER = "over"  # no game is on: the last one ended, or the board waits for a start position
+
+
+#: The phases in which a game is on.
+_READING = (Phase.PLAYING, Phase.CLEARED)
+
+
+class Sync(Enum):
+    """What the arbiter was told about the board and the game position."""
+
+    SHOWN = "shown"  # the board shows the game, or a difference not yet judged at rest
+    EXCUSED = "excused"  # a difference judged at rest as no mismatch (a move made again, a promotion exchange)
+    MISMATCH = "mismatch"  # board_mismatch was raised; board_restored ends it
+
+
+@dataclass
+class _GameState:
+    """What the engine keeps of the current game beside its record."""
+
+    start_occ: chess.Bitboard
+    repetitions: Repetitions = field(default_factory=Repetitions)
+    #: Each promotion's ply -> whether the piece is known (else a queen is assumed).
+    promotions: dict[int, bool] = field(default_factory=dict)
+    occs: list[chess.Bitboard] = field(default_factory=list)  # the occupancy after each ply (0: the start)
+    illegal: dict[chess.Color, int] = field(default_factory=lambda: {chess.WHITE: 0, chess.BLACK: 0})
+    pressed: bool = True  # the clock was pressed since the last move
+
+    def __post_init__(self) -> None:
+        self.occs.append(self.start_occ)
+
+
 @dataclass
 class _Checkpoint:
     """A matched move interrupted before its settle time by another change on the board."""
@@ -96,10 +134,10 @@ class _Ply:
     blind: bool = False  # a snapshot changed squares whose lifts were not seen
     held: chess.Bitboard = 0  # squares off the board together with another one (two pieces in hand)
     touches: Touches = field(default_factory=Touches)
-    lift_times: dict[int, int] = field(default_factory=dict)  # the first lift of each square
-    lift_log: list[tuple[int, chess.Square]] = field(default_factory=list)  # every lift, in order
-    lifted_at: dict[int, int] = field(default_factory=dict)  # the last lift of each square
-    placed_at: dict[int, int] = field(default_factory=dict)  # the last place on each square
+    first_lift: dict[int, int] = field(default_factory=dict)  # the first lift of each square
+    lifts: list[tuple[int, chess.Square]] = field(default_factory=list)  # every lift, in order
+    last_lift: dict[int, int] = field(default_factory=dict)  # the last lift of each square
+    last_place: dict[int, int] = field(default_factory=dict)  # the last place on each square
     first_match: tuple[chess.Move, int] | None = None  # a matched move and when it first showed
 
 
@@ -129,15 +167,11 @@ class Engine:
         self._chatter = ChatterFilter(chatter_ms)
         self._games: list[GameRecord] = []
         self._occ: chess.Bitboard = start.occupied
-        self._started = False
+        self._phase = Phase.NEW
         self._t = 0
         self._changed_at = 0
         self._setup: tuple[str, bool] | None = None
-        self._over = False
-        self._in_sync = True
-        self._cleared = False
-        self._illegal = {chess.WHITE: 0, chess.BLACK: 0}
-        self._pressed = True
+        self._sync = Sync.SHOWN
         self._position: Position = Position(start)
         self._previous: tuple[Position, _Ply] | None = None
         self._ply = _Ply()
@@ -147,11 +181,8 @@ class Engine:
         self._exchange_sq: chess.Square | None = None  # the last move's promotion square
         self._chosen_piece: chess.PieceType | None = None  # a promote record that came before its promotion
         self._has_clock = False  # the board has clock buttons: presses tell whose clock runs
-        self._unresolved_checked = True
-        self._mismatch_reported = False
-        self._repetitions = Repetitions()
-        self._promotion_verified: dict[int, bool] = {}
-        self._occs: list[chess.Bitboard] = []  # the occupancy after each ply of the game (0: the start)
+        self._unjudged = False  # a change came that the board has not yet been judged on at rest
+        self._cur = _GameState(start.occupied)
 
     # ----------------------------------------------------------------------------------------------------------
     # public API
@@ -160,7 +191,7 @@ class Engine:
         """Return the events caused by one record (time first advances to ``record.t``)."""
         t = max(record.t, self._t)
         out = self._tick(t)
-        if not self._started:
+        if self._phase is Phase.NEW:
             out += self._start_first(record, t)
         match record:
             case Lift(sq=sq):
@@ -222,9 +253,9 @@ class Engine:
             ply=len(game.moves) if game else 0,
             fen=self._position.fen(),
             last_move=game.moves[-1].uci() if game and game.moves else None,
-            in_sync=self._in_sync and self._occ == self._position.occ,
+            in_sync=self._sync is not Sync.MISMATCH and self._occ == self._position.occ,
             occupancy=self._occ,
-            game_over=self._over,
+            game_over=self._phase is Phase.OVER,
         )
 
     # ----------------------------------------------------------------------------------------------------------
@@ -240,9 +271,9 @@ class Engine:
     def _decision_deadline(self) -> int | None:
         if self._match is not None:
             return self._changed_at + self.settle_ms
-        if not self._unresolved_checked:
+        if self._unjudged:
             return self._changed_at + self.settle_ms
-        if self._started and not self._over and not self._mismatch_reported and self._occ != self._position.occ:
+        if self._phase in _READING and self._sync is Sync.SHOWN and self._occ != self._position.occ:
             return self._changed_at + self.mismatch_ms
         return None
 
@@ -257,12 +288,12 @@ class Engine:
     def _decide(self, t: int) -> list[Event]:
         """Take the decisions due by ``t``: made moves, unexplained states, mismatches."""
         out: list[Event] = []
-        if not self._started or t < self._changed_at + self.settle_ms:
+        if self._phase is Phase.NEW or t < self._changed_at + self.settle_ms:
             return out
         if self._match is not None:
             fp = self._match
             self._match = None
-            self._unresolved_checked = True
+            self._unjudged = False
             cp = self._checkpoint
             if (cp is not None and cp.footprint.move != fp.move and not cp.footprint.placed & ~self._occ
                     and self._after_checkpoint().continuable(self._occ)):
@@ -271,12 +302,12 @@ class Engine:
                 out += self._commit_checkpoint()
             else:
                 out += self._make(fp, self._match_t)
-        elif not self._unresolved_checked:
-            self._unresolved_checked = True
+        elif self._unjudged:
+            self._unjudged = False
             out += self._unexplained(self._changed_at)
         if (
-            not self._mismatch_reported
-            and not self._over
+            self._sync is Sync.SHOWN
+            and self._phase is not Phase.OVER
             and self._occ != self._position.occ
             and t >= self._changed_at + self.mismatch_ms
             and self._match is None
@@ -288,11 +319,10 @@ class Engine:
     # games
 
     def _start_first(self, record: Record, t: int) -> list[Event]:
-        self._started = True
         if isinstance(record, Snapshot) and record.occ != self._position.occ:
             # The board is not (yet) in the start position: wait for it as for a set-up.
             self._occ = record.occ
-            self._over = True
+            self._phase = Phase.OVER
             self._setup = (self._first_fen, self._chess960)
             return []
         return self._begin_game(t, self._first_fen, self._chess960)
@@ -302,17 +332,11 @@ class Engine:
         self._games.append(GameRecord(number, fen, chess960, t))
         board = chess.Board(fen, chess960=chess960)
         self._start_ply(Position(board), None)
-        self._over = False
-        self._in_sync = True
-        self._cleared = False
-        self._mismatch_reported = False
-        self._unresolved_checked = True
-        self._illegal = {chess.WHITE: 0, chess.BLACK: 0}
-        self._pressed = True
-        self._repetitions = Repetitions()
-        self._repetitions.add(board)
-        self._promotion_verified = {}
-        self._occs = [board.occupied]
+        self._phase = Phase.PLAYING
+        self._sync = Sync.SHOWN
+        self._unjudged = False
+        self._cur = _GameState(board.occupied)
+        self._cur.repetitions.add(board)
         self._setup = None
         return [GameStart(number, t, fen, chess960)]
 
@@ -326,7 +350,7 @@ class Engine:
         if self._occ != START_OCCUPANCY or self._occ == self._position.occ:
             return []
         game = self._games[-1] if self._games else None
-        if self._over or self._cleared or game is None or len(game.moves) > 2:
+        if self._phase is not Phase.PLAYING or game is None or len(game.moves) > 2:
             return self._begin_game(t, self._default_fen, self._chess960 and self._default_fen != chess.STARTING_FEN)
         return []
 
@@ -348,7 +372,7 @@ class Engine:
         out: list[Event] = []
         self._occ ^= bb
         self._changed_at = t
-        self._unresolved_checked = False
+        self._unjudged = True
         ply = self._ply
         match = self._match
         if match is not None and self._checkpoint is None:
@@ -356,13 +380,13 @@ class Engine:
             # opponent starting already (fast play without clocks). Keep the move as a checkpoint.
             self._checkpoint = _Checkpoint(match, self._match_t, moved_on=not occupied and bool(match.placed & bb))
         if occupied:
-            ply.placed_at[sq] = t
+            ply.last_place[sq] = t
         else:
-            ply.lifted_at[sq] = t
+            ply.last_lift[sq] = t
             if not ply.lifted & bb:
-                ply.lift_times[sq] = t
+                ply.first_lift[sq] = t
             ply.lifted |= bb
-            ply.lift_log.append((t, sq))
+            ply.lifts.append((t, sq))
             vacated = self._position.occ & ~self._occ
             if vacated & (vacated - 1):
                 ply.held |= vacated
@@ -390,26 +414,26 @@ class Engine:
         gone = self._occ & ~occ
         self._occ = occ
         self._changed_at = t
-        self._unresolved_checked = False
+        self._unjudged = True
         self._ply.lifted |= gone
         self._ply.blind = True
         return out + self._after_change(t)
 
     def _after_change(self, t: int) -> list[Event]:
         out: list[Event] = []
-        if self._over:
+        if self._phase is Phase.OVER:
             self._match = None
             return self._try_new_game(t)
-        if self._started and self._setup is not None:
+        if self._setup is not None:
             started = self._try_new_game(t)
             if started:
                 return started
         if (self._occ ^ self._position.occ).bit_count() >= CLEARED_SQUARES:
-            self._cleared = True
-        if self._cleared:
+            self._phase = Phase.CLEARED
+        if self._phase is Phase.CLEARED:
             self._match = None
             if self._occ == self._position.occ:
-                self._cleared = False
+                self._phase = Phase.PLAYING
                 out += self._restored(t, "game position")
             else:
                 out += self._try_new_game(t)
@@ -422,7 +446,7 @@ class Engine:
             ply = self._ply
             since = self._lifted_since(cp.t)
             answer = self._after_checkpoint().explain(self._occ, since, ply.blind, ply.held & since,
-                                                      ply.lifted_at, ply.placed_at)
+                                                      ply.last_lift, ply.last_place)
             if answer is not None:
                 out += self._commit_checkpoint()
                 fp = answer
@@ -439,7 +463,7 @@ class Engine:
                 self._match_t = first[1]
             else:
                 self._ply.first_match = (fp.move, t)
-        if fp is None and self._occ == self._position.occ and not self._in_sync:
+        if fp is None and self._occ == self._position.occ and self._sync is Sync.MISMATCH:
             out += self._restored(t, "game position")
         return out
 
@@ -477,17 +501,17 @@ class Engine:
     def _lifted_since(self, t: int) -> chess.Bitboard:
         """Return the squares lifted after device time ``t`` in this ply."""
         lifted = 0
-        for lifted_at, sq in self._ply.lift_log:
-            if lifted_at > t:
+        for at, sq in self._ply.lifts:
+            if at > t:
                 lifted |= chess.BB_SQUARES[sq]
         return lifted
 
     def _explain(self, position: Position, ply: _Ply) -> Footprint | None:
         """Return the legal move the board shows from ``position`` with the lifts of ``ply``, if any."""
-        return position.explain(self._occ, ply.lifted, ply.blind, ply.held, ply.lifted_at, ply.placed_at)
+        return position.explain(self._occ, ply.lifted, ply.blind, ply.held, ply.last_lift, ply.last_place)
 
     def _touch(self, t: int, sq: chess.Square) -> list[Event]:
-        if not self._games or self._over or self._cleared:
+        if self._phase is not Phase.PLAYING:
             return []
         position = self._position
         piece = position.board.piece_at(sq)
@@ -495,7 +519,7 @@ class Engine:
         if piece is None or sq == self._exchange_sq:
             return []  # the promoted pawn being exchanged for the new piece (4.6) is no touch
         side = "mover" if piece.color == position.board.turn else "opponent"
-        if side == "opponent" and self._has_clock and not self._pressed:
+        if side == "opponent" and self._has_clock and not self._cur.pressed:
             # The player who just moved adjusts a piece before pressing: his clock still runs (6.2.5).
             if sq in touches.order or sq in touches.adjusted:
                 return []
@@ -528,50 +552,50 @@ class Engine:
             move = chess.Move(move.from_square, move.to_square, chosen)
         number = len(game.moves) + 1
         out: list[Event] = []
-        if not self._in_sync:
+        if self._sync is Sync.MISMATCH:
             out += self._restored(t, "legal move")
         after = board.copy(stack=False)
         san = after.san_and_push(move)
         game.moves.append(move)
         game.clocks.append(None)
-        self._occs.append(after.occupied)
+        self._cur.occs.append(after.occupied)
         self._start_ply(position.after(move, after), (position, ply))
-        self._pressed = False
+        self._cur.pressed = False
         out.append(MoveMade(game.number, t, number, move.uci(), san, self._position.fen()))
-        late = [(lifted_at, sq) for lifted_at, sq in ply.lift_log if lifted_at > t]
+        late = [(at, sq) for at, sq in ply.lifts if at > t]
         if late:
             # Lifts after the move showed belong to the next ply (the opponent started before the settle time
             # was over); they are judged there, not here.
             earlier = Touches()
             for sq in ply.touches.order:
-                if ply.lift_times.get(sq, t) <= t:
+                if ply.first_lift.get(sq, t) <= t:
                     earlier.touch(position, sq)
             ply.touches = earlier
             nxt = self._ply
-            for lifted_at, sq in late:
+            for at, sq in late:
                 nxt.held |= ply.held & chess.BB_SQUARES[sq]  # two pieces in hand (a Chess960 swap castling)
                 nxt.lifted |= chess.BB_SQUARES[sq]
-                nxt.lift_times.setdefault(sq, lifted_at)
-                nxt.lift_log.append((lifted_at, sq))
-                nxt.lifted_at[sq] = lifted_at
+                nxt.first_lift.setdefault(sq, at)
+                nxt.lifts.append((at, sq))
+                nxt.last_lift[sq] = at
                 nxt.touches.touch(self._position, sq)
-            nxt.placed_at.update({sq: placed for sq, placed in ply.placed_at.items() if placed > t})
+            nxt.last_place.update({sq: placed for sq, placed in ply.last_place.items() if placed > t})
             # The answer may be on the board already (a Chess960 castling that leaves the squares as they were).
             answer = self._explain(self._position, nxt)
             if answer is not None:
                 self._match, self._match_t = answer, self._changed_at
                 nxt.first_match = (answer.move, self._changed_at)
         self._exchange_sq = move.to_square if move.promotion is not None else None
-        for breach in judge(position, ply.touches, move, ply.lift_times):
+        for breach in judge(position, ply.touches, move, ply.first_lift):
             out.append(self._alert(t, breach.code, breach.article, number, breach.detail))
         for sq in out_of_turn(position, ply.touches, move):
             out.append(self._alert(t, "touch_out_of_turn", "4.2.1", number, {
                 "sq": chess.square_name(sq), "piece": str(board.piece_at(sq)),
             }))
         if move.promotion is not None and chosen is not None:
-            self._promotion_verified[number] = True
+            self._cur.promotions[number] = True
         elif move.promotion is not None:
-            self._promotion_verified[number] = False
+            self._cur.promotions[number] = False
             out.append(self._alert(t, "promotion_unverified", "4.4.4", number, {
                 "sq": chess.square_name(move.to_square), "assumed": "q",
                 "note": "the board cannot see the new piece; a promote record confirms it (7.5.2 if a pawn)",
@@ -582,12 +606,12 @@ class Engine:
     def _after_move(self, t: int, board: chess.Board) -> list[Event]:
         out: list[Event] = []
         game = self._games[-1]
-        count = self._repetitions.add(board)
+        count = self._cur.repetitions.add(board)
         ended = game_over(board, count)
         if ended is not None:
             result, reason, article = ended
             game.result, game.end_reason = result, reason
-            self._over = True
+            self._phase = Phase.OVER
             out.append(GameEnd(game.number, t, result, reason, article))
             return out
         if count >= 3:
@@ -609,7 +633,7 @@ class Engine:
 
     def _unexplained(self, t: int) -> list[Event]:
         """The board rests in a state the current position does not explain: amend, take back, or wait."""
-        if self._over or self._cleared or self._occ == self._position.occ:
+        if self._phase is not Phase.PLAYING or self._occ == self._position.occ:
             return []
         cp = self._checkpoint
         if cp is not None and not cp.moved_on and self._after_checkpoint().continuable(self._occ):
@@ -639,7 +663,7 @@ class Engine:
         last = game.moves[-1]
         now = self._ply
         merged = _Ply(lifted=ply.lifted | now.lifted, blind=ply.blind or now.blind,
-                      lifted_at={**ply.lifted_at, **now.lifted_at}, placed_at={**ply.placed_at, **now.placed_at})
+                      last_lift={**ply.last_lift, **now.last_lift}, last_place={**ply.last_place, **now.last_place})
         fp = self._explain(position, merged)
         if fp is None or fp.move == last:
             return []
@@ -653,17 +677,17 @@ class Engine:
         out: list[Event] = []
         game.moves.pop()
         game.clocks.pop()
-        self._occs.pop()
-        self._repetitions.remove_last()
+        self._cur.occs.pop()
+        self._cur.repetitions.remove_last()
         after = board.copy(stack=False)
         san = after.san_and_push(fp.move)
         game.moves.append(fp.move)
         game.clocks.append(None)
-        self._occs.append(after.occupied)
+        self._cur.occs.append(after.occupied)
         self._start_ply(position.after(fp.move, after), self._previous)
-        self._over = False
+        self._phase = Phase.PLAYING
         out.append(MoveAmended(game.number, t, number, fp.move.uci(), san, self._position.fen()))
-        if not self._in_sync:
+        if self._sync is Sync.MISMATCH:
             out += self._restored(t, "amended move")
         if rook_part:
             out.append(self._alert(t, "castling_rook_first", "4.4.2", number, {
@@ -676,7 +700,7 @@ class Engine:
                 "replaces": last.uci(), "played": fp.move.uci(),
             }))
         if fp.move.promotion is not None:
-            self._promotion_verified[number] = False
+            self._cur.promotions[number] = False
             out.append(self._alert(t, "promotion_unverified", "4.4.4", number, {
                 "sq": chess.square_name(fp.move.to_square), "assumed": "q",
             }))
@@ -686,8 +710,8 @@ class Engine:
     def _promotion_piece_seen(self, t: int) -> list[Event]:
         """A promoted piece moving as another piece would: the board shows what was really chosen."""
         game = self._games[-1]
-        for number in sorted(self._promotion_verified, reverse=True):
-            if self._promotion_verified[number] or number < len(game.moves) - 2:
+        for number in sorted(self._cur.promotions, reverse=True):
+            if self._cur.promotions[number] or number < len(game.moves) - 2:
                 continue
             original = game.moves[number - 1]
             before = game.board(number - 1)
@@ -725,9 +749,9 @@ class Engine:
         before = game.board(number - 1)
         san = before.san_and_push(move)
         game.moves[number - 1] = move
-        self._promotion_verified[number] = True
+        self._cur.promotions[number] = True
         self._position = Position(board)
-        self._repetitions.rebuild(game.board(0), game.moves)
+        self._cur.repetitions.rebuild(game.board(0), game.moves)
         return [MoveAmended(game.number, t, number, move.uci(), san, fen_of(before))]
 
     def _promote(self, t: int, piece: chess.PieceType) -> list[Event]:
@@ -735,19 +759,19 @@ class Engine:
         if self._match is not None and self._match.move.promotion is not None:
             self._chosen_piece = piece  # chosen before the promotion was made: it is made with this piece
             return []
-        if not self._games or not self._promotion_verified:
+        if not self._games or not self._cur.promotions:
             return []
-        number = max(self._promotion_verified)
+        number = max(self._cur.promotions)
         original = self._games[-1].moves[number - 1]
         if original.promotion == piece:
-            self._promotion_verified[number] = True
+            self._cur.promotions[number] = True
             return []
         return self._set_promotion(t, number, chess.Move(original.from_square, original.to_square, piece))
 
     def _earlier_position(self) -> int | None:
         """Return how many plies to keep if the board shows an earlier position of this game, else None."""
-        for plies in range(len(self._occs) - 2, -1, -1):
-            if self._occs[plies] == self._occ:
+        for plies in range(len(self._cur.occs) - 2, -1, -1):
+            if self._cur.occs[plies] == self._occ:
                 return plies
         return None
 
@@ -759,16 +783,16 @@ class Engine:
         if keep < 0 or keep >= len(game.moves):
             return []
         game.truncate(keep)
-        del self._occs[keep + 1:]
+        del self._cur.occs[keep + 1:]
         board = game.board()
         self._start_ply(Position(board), None)
-        self._over = False
-        self._pressed = True
-        self._repetitions.rebuild(game.board(0), game.moves)
-        for number in [n for n in self._promotion_verified if n > keep]:
-            del self._promotion_verified[number]
+        self._phase = Phase.PLAYING
+        self._cur.pressed = True
+        self._cur.repetitions.rebuild(game.board(0), game.moves)
+        for number in [n for n in self._cur.promotions if n > keep]:
+            del self._cur.promotions[number]
         out: list[Event] = [Takeback(game.number, t, keep + 1, self._position.fen())]
-        if self._occ == self._position.occ and not self._in_sync:
+        if self._occ == self._position.occ and self._sync is Sync.MISMATCH:
             out += self._restored(t, "takeback")
         return out
 
@@ -791,11 +815,11 @@ class Engine:
             self._exchange_sq]  # the promoted pawn taken off to be exchanged for the new piece (4.6)
         # The last move being made again (rook-first castling, a piece moved on) is no mismatch either.
         redoing = self._previous is not None and self._previous[0].continuable(self._occ)
-        if self._over or (not force and (exchanging or redoing or self._position.continuable(self._occ))):
-            self._mismatch_reported = True
+        excused = exchanging or redoing or self._position.continuable(self._occ)
+        if self._phase is Phase.OVER or (not force and excused):
+            self._sync = Sync.EXCUSED
             return []
-        self._mismatch_reported = True
-        self._in_sync = False
+        self._sync = Sync.MISMATCH
         extra = self._occ & ~self._position.occ
         missing = self._position.occ & ~self._occ
         return [self._alert(t, "board_mismatch", "7.4", self._ply_no, {
@@ -804,8 +828,7 @@ class Engine:
         })]
 
     def _restored(self, t: int, how: str) -> list[Event]:
-        self._in_sync = True
-        self._mismatch_reported = False
+        self._sync = Sync.SHOWN
         return [self._alert(t, "board_restored", "7.4", self._ply_no, {"by": how})]
 
     # ----------------------------------------------------------------------------------------------------------
@@ -815,37 +838,37 @@ class Engine:
         """A clock press completes the mover's move (6.2.1); pressing without a move is illegal (7.5.3)."""
         t = record.t if record.t >= self._t else self._t
         out = self._flush_chatter()
-        if not self._games or self._over:
+        if self._phase is Phase.NEW or self._phase is Phase.OVER:
             return out
         side = record.side
         self._has_clock = True
         if self._match is not None and self._position.board.turn == side:
             fp = self._match
             self._match = None
-            self._unresolved_checked = True
+            self._unjudged = False
             out += self._make(fp, self._match_t)
         elif self._checkpoint is not None and self._position.board.turn == side:
             out += self._commit_checkpoint()  # the mover's press: the opponent's hand was already moving
-        elif not self._unresolved_checked:
-            self._unresolved_checked = True
+        elif self._unjudged:
+            self._unjudged = False
             out += self._unexplained(self._changed_at)
         game = self._games[-1]
         board = self._position.board
-        if board.turn != side and game.moves and not self._pressed:
-            self._pressed = True
+        if board.turn != side and game.moves and not self._cur.pressed:
+            self._cur.pressed = True
             game.clocks[-1] = record.remaining
             out.append(ClockPress(game.number, t, len(game.moves), "white" if side else "black",
                                   record.remaining))
             return out
-        if board.turn == side and not self._over:
-            self._illegal[side] += 1
-            count = self._illegal[side]
+        if board.turn == side and self._phase in _READING:  # the move made may have ended the game
+            self._cur.illegal[side] += 1
+            count = self._cur.illegal[side]
             # A position no legal move can continue is an illegal move completed; the game position, or a move
             # still in progress (a piece in the hand), is a press without a move.
             shown = self._occ != self._position.occ and not self._position.continuable(self._occ)
             detail: dict[str, object] = {"side": "white" if side else "black", "count": count}
             if shown:
-                out += self._report_mismatch(t, force=True) if not self._mismatch_reported else []
+                out += self._report_mismatch(t, force=True) if self._sync is Sync.SHOWN else []
                 article = "7.5.1"
                 detail["reason"] = "clock pressed after a move that is not legal"
             else:
