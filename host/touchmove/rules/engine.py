@@ -15,6 +15,8 @@ How a ply is decided (FIDE 4.7, for a board that sees only occupancy):
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -27,6 +29,7 @@ from touchmove.records import (
     Place,
     Promote,
     Record,
+    Resync,
     Setup,
     Snapshot,
     TakebackRequest,
@@ -38,9 +41,12 @@ from touchmove.rules.events import (
     ClockPress,
     Event,
     GameEnd,
+    GameResumed,
     GameStart,
     MoveAmended,
     MoveMade,
+    RecoveredMove,
+    ResyncRejected,
     Takeback,
     Touch,
 )
@@ -49,11 +55,13 @@ from touchmove.rules.footprints import (
     Position,
     castling_squares,
     fen_of,
+    footprint,
     promotion_alternatives,
 )
 from touchmove.rules.gamelog import GameRecord
 from touchmove.rules.obligations import Touches, judge, out_of_turn
 from touchmove.rules.outcome import Repetitions, game_over
+from touchmove.rules.recovery import Explanation, explanations, position_key
 
 __all__ = ["DEFAULT_SETTLE_MS", "Engine", "EngineState", "GameRecord"]
 
@@ -98,6 +106,11 @@ class Sync(Enum):
     SHOWN = "shown"  # the board shows the game, or a difference not yet judged at rest
     EXCUSED = "excused"  # a difference judged at rest as no mismatch (a move made again, a promotion exchange)
     MISMATCH = "mismatch"  # board_mismatch was raised; board_restored ends it
+    LOST = "lost"  # changes were lost and no plies explain the board yet (changes_lost was raised)
+
+
+#: The states in which the arbiter was told that the board does not show the game.
+_OUT_OF_SYNC = (Sync.MISMATCH, Sync.LOST)
 
 
 @dataclass
@@ -139,6 +152,25 @@ class _Ply:
     last_lift: dict[int, int] = field(default_factory=dict)  # the last lift of each square
     last_place: dict[int, int] = field(default_factory=dict)  # the last place on each square
     first_match: tuple[chess.Move, int] | None = None  # a matched move and when it first showed
+
+
+@dataclass
+class _Hypothesis:
+    """One way the lost plies may have gone: the game played on from there, with the events it gave so far."""
+
+    sans: list[str]
+    engine: Engine
+    events: list[Event]
+
+
+@dataclass
+class _Blind:
+    """Lost changes: when the board went blind, when that was seen, and the occupancy last searched."""
+
+    since: int
+    seen: int
+    searched: chess.Bitboard
+    hypotheses: list[_Hypothesis] | None = None
 
 
 class Engine:
@@ -183,12 +215,17 @@ class Engine:
         self._has_clock = False  # the board has clock buttons: presses tell whose clock runs
         self._unjudged = False  # a change came that the board has not yet been judged on at rest
         self._cur = _GameState(start.occupied)
+        self._blind: _Blind | None = None  # changes were lost: recovery under way
 
     # ----------------------------------------------------------------------------------------------------------
     # public API
 
     def feed(self, record: Record) -> list[Event]:
         """Return the events caused by one record (time first advances to ``record.t``)."""
+        if self._hypotheses is not None:
+            if not isinstance(record, Resync | Setup | TakebackRequest):
+                return self._feed_hypotheses(lambda engine: engine.feed(record), record.t)
+            self._drop_hypotheses()
         t = max(record.t, self._t)
         out = self._tick(t)
         if self._phase is Phase.NEW:
@@ -211,6 +248,8 @@ class Engine:
                 out += self._try_new_game(t)
             case TakebackRequest(ply=ply):
                 out += self._takeback_to(t, ply - 1)
+            case Resync():
+                out += self._resync(t, record)
             case Other():
                 pass
         self._t = t
@@ -218,6 +257,8 @@ class Engine:
 
     def advance(self, t: int) -> list[Event]:
         """Return the events due by device time ``t`` when no record has come (settled moves, mismatches)."""
+        if self._hypotheses is not None:
+            return self._feed_hypotheses(lambda engine: engine.advance(t), t)
         t = max(t, self._t)
         out = self._tick(t)
         self._t = t
@@ -225,11 +266,16 @@ class Engine:
 
     def next_deadline(self) -> int | None:
         """Return the device time at which :meth:`advance` may have events to give, or None."""
+        if self._hypotheses is not None:
+            times = [d for h in self._hypotheses if (d := h.engine.next_deadline()) is not None]
+            return min(times) if times else None
         deadlines = [d for d in (self._chatter.next_deadline(), self._decision_deadline()) if d is not None]
         return min(deadlines) if deadlines else None
 
     def finish(self) -> list[Event]:
         """Return the events still pending at the end of the input (everything counts as settled)."""
+        if self._hypotheses is not None:
+            return self._feed_hypotheses(lambda engine: engine.finish(), self._t)
         out = self._flush_chatter()
         deadline = self._decision_deadline()
         while deadline is not None:
@@ -417,7 +463,10 @@ class Engine:
         self._unjudged = True
         self._ply.lifted |= gone
         self._ply.blind = True
-        return out + self._after_change(t)
+        out += self._after_change(t)
+        if self._phase is Phase.PLAYING and self._occ != self._position.occ:
+            out += self._changes_lost(t)
+        return out
 
     def _after_change(self, t: int) -> list[Event]:
         out: list[Event] = []
@@ -463,7 +512,7 @@ class Engine:
                 self._match_t = first[1]
             else:
                 self._ply.first_match = (fp.move, t)
-        if fp is None and self._occ == self._position.occ and self._sync is Sync.MISMATCH:
+        if fp is None and self._occ == self._position.occ and self._sync in _OUT_OF_SYNC:
             out += self._restored(t, "game position")
         return out
 
@@ -552,7 +601,7 @@ class Engine:
             move = chess.Move(move.from_square, move.to_square, chosen)
         number = len(game.moves) + 1
         out: list[Event] = []
-        if self._sync is Sync.MISMATCH:
+        if self._sync in _OUT_OF_SYNC:
             out += self._restored(t, "legal move")
         after = board.copy(stack=False)
         san = after.san_and_push(move)
@@ -635,6 +684,9 @@ class Engine:
         """The board rests in a state the current position does not explain: amend, take back, or wait."""
         if self._phase is not Phase.PLAYING or self._occ == self._position.occ:
             return []
+        if self._sync is Sync.LOST and self._blind is not None and self._blind.searched != self._occ:
+            # Still blind: what the board shows now may be explained by more of the lost plies.
+            return self._changes_lost(t)
         cp = self._checkpoint
         if cp is not None and not cp.moved_on and self._after_checkpoint().continuable(self._occ):
             return self._commit_checkpoint()
@@ -829,7 +881,219 @@ class Engine:
 
     def _restored(self, t: int, how: str) -> list[Event]:
         self._sync = Sync.SHOWN
+        self._blind = None
         return [self._alert(t, "board_restored", "7.4", self._ply_no, {"by": how})]
+
+    # ----------------------------------------------------------------------------------------------------------
+    # lost changes: recovery, hypotheses, an arbiter's resync
+
+    @property
+    def _hypotheses(self) -> list[_Hypothesis] | None:
+        return self._blind.hypotheses if self._blind is not None else None
+
+    def _changes_lost(self, t: int) -> list[Event]:
+        """The board shows what the changes seen do not explain: find the plies played meanwhile."""
+        if self._position.continuable(self._occ) and self._blind is None:
+            return []  # a move under way from the game position (read as such; the lifts were not seen)
+        if self._blind is None:
+            self._blind = _Blind(since=self._t, seen=t, searched=self._occ)
+        blind = self._blind
+        blind.searched = self._occ
+        found = explanations(self._position.board, self._occ)
+        detail: dict[str, object] = {"blind_ms": blind.seen - blind.since}
+        if not found:
+            first = self._sync is not Sync.LOST
+            self._sync = Sync.LOST
+            self._match = None
+            if not first:
+                return []
+            detail.update(candidates=[], note="no legal sequence of plies found leads to what the board shows: "
+                          "resync the game (the moves since the last sure position, or a FEN)")
+            return [self._alert(t, "changes_lost", "7.4", self._ply_no, detail)]
+        groups: dict[str, list[Explanation]] = {}
+        for found_one in found:
+            groups.setdefault(position_key(found_one.board), []).append(found_one)
+        start = self._position.board
+        if len(groups) == 1:
+            chosen = found[0]
+            detail["plies"] = chosen.sans(start)
+            if len(found) > 1:
+                detail["other_orders"] = [e.sans(start) for e in found[1:5]]
+            alert = self._alert(t, "changes_lost", "7.4", self._ply_no, detail)
+            return [alert, *self._make_recovered(t, chosen.moves)]
+        # Several positions fit: follow each until the board shows which (the first later change only one allows).
+        hypotheses = []
+        for group in groups.values():
+            child = copy.copy(self)
+            child.__dict__ = copy.deepcopy({k: v for k, v in self.__dict__.items() if k != "_blind"})
+            child._blind = None
+            events = child._make_recovered(t, group[0].moves)
+            hypotheses.append(_Hypothesis(group[0].sans(start), child, events))
+        self._sync = Sync.LOST
+        self._match = None
+        blind.hypotheses = hypotheses
+        detail["candidates"] = [h.sans for h in hypotheses]
+        return [self._alert(t, "changes_lost", "7.4", self._ply_no, detail)]
+
+    def _make_recovered(self, t: int, moves: tuple[chess.Move, ...] | list[chess.Move]) -> list[Event]:
+        """Make plies not seen being made (recovered, or from a resync); the board may show one more under way."""
+        out: list[Event] = []
+        game = self._games[-1]
+        for move in moves:
+            position = self._position
+            after = position.board.copy(stack=False)
+            san = after.san_and_push(move)
+            number = len(game.moves) + 1
+            game.moves.append(move)
+            game.clocks.append(None)
+            self._cur.occs.append(after.occupied)
+            unseen = _Ply(lifted=footprint(position.board, move).must_lift, blind=True)
+            self._start_ply(position.after(move, after), (position, unseen))
+            out.append(RecoveredMove(game.number, t, number, move.uci(), san, self._position.fen()))
+            if move.promotion is not None:
+                self._cur.promotions[number] = False
+                out.append(self._alert(t, "promotion_unverified", "4.4.4", number, {
+                    "sq": chess.square_name(move.to_square), "assumed": "q",
+                }))
+            out += self._after_move(t, after)
+            if self._phase is Phase.OVER:
+                break
+        if moves:
+            self._cur.pressed = False
+        self._exchange_sq = None
+        restored = self._sync is Sync.MISMATCH
+        self._sync = Sync.SHOWN
+        self._blind = None
+        if restored:
+            out.append(self._alert(t, "board_restored", "7.4", self._ply_no, {"by": "recovered plies"}))
+        if self._phase is Phase.PLAYING and self._occ != self._position.occ:
+            # One more move under way: its lifts were not seen.
+            self._ply.lifted = self._position.occ & ~self._occ
+            self._ply.blind = True
+            self._unjudged = True
+            out += self._after_change(t)
+        return out
+
+    def _feed_hypotheses(self, step: Callable[[Engine], list[Event]], t: int) -> list[Event]:
+        """Give a record (or the time) to every hypothesis; adopt the one the board leaves."""
+        hypotheses = self._hypotheses
+        assert hypotheses is not None
+        for hypothesis in hypotheses:
+            hypothesis.events += step(hypothesis.engine)
+        first = hypotheses[0].engine
+        self._occ, self._t = first._occ, max(self._t, t)
+        alive = [h for h in hypotheses if not h.engine._contradicted()]
+        if len(alive) == 1:
+            return self._adopt(alive[0], [h for h in hypotheses if h is not alive[0]])
+        if not alive:
+            return self._drop_hypotheses()
+        assert self._blind is not None
+        self._blind.hypotheses = alive
+        return []
+
+    def _adopt(self, chosen: _Hypothesis, rejected: list[_Hypothesis]) -> list[Event]:
+        """The board showed which lost plies were played: go on from there, with the events of that line."""
+        blind = self._blind
+        assert blind is not None
+        child = chosen.engine
+        alert = self._alert(child._t, "changes_lost", "7.4", self._ply_no, {
+            "blind_ms": blind.seen - blind.since, "plies": chosen.sans, "rejected": [h.sans for h in rejected],
+        })
+        self.__dict__.update(child.__dict__)
+        return [alert, *chosen.events]
+
+    def _drop_hypotheses(self) -> list[Event]:
+        """Every hypothesis is contradicted (or an operator acts): play on from the last sure position, blind."""
+        hypotheses = self._hypotheses
+        assert hypotheses is not None and self._blind is not None
+        first = hypotheses[0].engine
+        self._blind.hypotheses = None
+        self._occ, self._chatter, self._changed_at = first._occ, first._chatter, first._changed_at
+        self._t = max(self._t, first._t)
+        self._ply.lifted |= self._position.occ & ~self._occ
+        self._ply.blind = True
+        self._unjudged = True
+        self._blind.searched = -1
+        return self._after_change(self._t)
+
+    def _contradicted(self) -> bool:
+        """Return whether the board, at rest, shows what this game cannot go on to (a hypothesis ruled out)."""
+        if self._hypotheses is not None:
+            return False
+        if self._sync in _OUT_OF_SYNC:
+            return True
+        if self._phase is not Phase.PLAYING or self._unjudged or self._match is not None:
+            return False
+        occ = self._occ
+        if occ == self._position.occ or self._position.continuable(occ):
+            return False
+        return not (self._checkpoint is not None and self._after_checkpoint().continuable(occ))
+
+    def _resync(self, t: int, record: Resync) -> list[Event]:
+        """An arbiter's resync: the plies since the last sure position (or the position now) given by hand."""
+        game = self._games[-1] if self._games else None
+
+        def rejected(reason: str) -> list[Event]:
+            return [ResyncRejected(self._game_no, t, reason, list(record.moves), record.fen)]
+
+        if game is None or self._phase is Phase.NEW:
+            return rejected("no game on this board")
+        if self._phase is Phase.OVER and not self._games[-1].moves:
+            return rejected("no game on this board")
+        out = self._flush_chatter()
+        board = self._position.board.copy(stack=False)
+        moves: list[chess.Move] = []
+        if record.fen is not None:
+            try:
+                wanted = chess.Board(record.fen, chess960=board.chess960)
+            except ValueError as exc:
+                return out + rejected(f"invalid FEN: {exc}")
+            if position_key(wanted) != position_key(board):
+                found = [e for e in explanations(board, wanted.occupied) or []
+                         if position_key(e.board) == position_key(wanted) and not e.in_progress]
+                if not found:
+                    return out + rejected(
+                        f"the FEN is not reached from the last sure position ({self._position.fen()}) by a few "
+                        "legal plies: give the moves instead")
+                moves = list(found[0].moves)
+        else:
+            for number, text in enumerate(record.moves, start=1):
+                move = _parse_move(board, text)
+                if move is None:
+                    return out + rejected(
+                        f"move {number} ({text!r}) is not legal in {board.fen()} (the moves count from the last "
+                        f"sure position, {self._position.fen()})")
+                moves.append(move)
+                board.push(move)
+        final = Position(board)
+        if final.occ != self._occ and not final.continuable(self._occ):
+            extra = self._occ & ~final.occ
+            missing = final.occ & ~self._occ
+            return out + rejected(
+                "the moves do not lead to what the board shows: "
+                f"extra {[chess.square_name(sq) for sq in chess.scan_forward(extra)]}, "
+                f"missing {[chess.square_name(sq) for sq in chess.scan_forward(missing)]}")
+        was_out = self._sync in _OUT_OF_SYNC
+        if self._phase is Phase.OVER and moves:
+            out += self._resume(t)
+        self._phase = Phase.PLAYING
+        self._sync = Sync.SHOWN
+        self._blind = None
+        self._match = None
+        self._checkpoint = None
+        out += self._make_recovered(t, moves)
+        if was_out and self._sync is Sync.SHOWN:
+            out.append(self._alert(t, "board_restored", "7.4", self._ply_no, {"by": "resync"}))
+        return out
+
+    def _resume(self, t: int) -> list[Event]:
+        """The game end announced is withdrawn: the board shows play going on."""
+        game = self._games[-1]
+        if game.result == "*" and self._phase is not Phase.OVER:
+            return []
+        game.result, game.end_reason = "*", None
+        self._phase = Phase.PLAYING
+        return [GameResumed(game.number, t, len(game.moves) + 1)]
 
     # ----------------------------------------------------------------------------------------------------------
     # clock and promotion records
@@ -860,6 +1124,8 @@ class Engine:
             out.append(ClockPress(game.number, t, len(game.moves), "white" if side else "black",
                                   record.remaining))
             return out
+        if self._sync is Sync.LOST or self._ply.blind:
+            return out  # changes were lost: the position may be behind the board, a press proves nothing (7.5.3)
         if board.turn == side and self._phase in _READING:  # the move made may have ended the game
             self._cur.illegal[side] += 1
             count = self._cur.illegal[side]
@@ -878,3 +1144,16 @@ class Engine:
                 detail["note"] = "second completed illegal move by this player (7.5.5)"
             out.append(self._alert(t, "illegal_move", article, self._ply_no, detail))
         return out
+
+
+def _parse_move(board: chess.Board, text: str) -> chess.Move | None:
+    """Return the legal move ``text`` (SAN or UCI) in ``board``, or None."""
+    try:
+        return board.parse_san(text)
+    except ValueError:
+        pass
+    try:
+        move = chess.Move.from_uci(text)
+    except ValueError:
+        return None
+    return move if board.is_legal(move) else None
