@@ -145,6 +145,9 @@ class _Ply:
 
     lifted: chess.Bitboard = 0
     blind: bool = False  # a snapshot changed squares whose lifts were not seen
+    #: A snapshot one square off was read as a lift or place: changes before it may have been lost (the device
+    #: time of the record before that snapshot).
+    unsure: int | None = None
     held: chess.Bitboard = 0  # squares off the board together with another one (two pieces in hand)
     touches: Touches = field(default_factory=Touches)
     first_lift: dict[int, int] = field(default_factory=dict)  # the first lift of each square
@@ -216,6 +219,7 @@ class Engine:
         self._unjudged = False  # a change came that the board has not yet been judged on at rest
         self._cur = _GameState(start.occupied)
         self._blind: _Blind | None = None  # changes were lost: recovery under way
+        self._reports_changes = False  # the board sends lifts and places (not only snapshots)
 
     # ----------------------------------------------------------------------------------------------------------
     # public API
@@ -232,9 +236,11 @@ class Engine:
             out += self._start_first(record, t)
         match record:
             case Lift(sq=sq):
+                self._reports_changes = True
                 for change in self._chatter.push(t, sq, False):
                     out += self._change(*change)
             case Place(sq=sq):
+                self._reports_changes = True
                 for change in self._chatter.push(t, sq, True):
                     out += self._change(*change)
             case Snapshot(occ=occ, type=kind):
@@ -419,6 +425,8 @@ class Engine:
         self._occ ^= bb
         self._changed_at = t
         self._unjudged = True
+        if self._sync is Sync.EXCUSED:
+            self._sync = Sync.SHOWN  # a new state of the board: judged again when it rests
         ply = self._ply
         match = self._match
         if match is not None and self._checkpoint is None:
@@ -453,6 +461,8 @@ class Engine:
             out: list[Event] = []
             for change in self._chatter.push(t, sq, bool(occ & diff)):
                 out += self._change(*change)
+            if self._reports_changes and self._ply.unsure is None:
+                self._ply.unsure = self._t  # a board that reports lifts and places sent this as a snapshot
             return out
         out = self._flush_chatter()
         if occ == self._occ:
@@ -464,7 +474,9 @@ class Engine:
         self._ply.lifted |= gone
         self._ply.blind = True
         out += self._after_change(t)
-        if self._phase is Phase.PLAYING and self._occ != self._position.occ:
+        if self._phase is Phase.PLAYING and self._occ != self._position.occ and (
+                self._blind is not None or not self._position.continuable(self._occ)):
+            # (A move under way from the game position is read as such: its lifts were not seen.)
             out += self._changes_lost(t)
         return out
 
@@ -695,6 +707,11 @@ class Engine:
             # castling square).
             self._note_king_on_castling_square()
             return []
+        if self._ply.unsure is not None:
+            # A snapshot was read as one change, and nothing explains the board: changes may have been lost.
+            out = self._changes_lost(t, since=self._ply.unsure, quiet=True)
+            if out:
+                return out
         out = self._amend_last(t)
         if out:
             return out
@@ -891,15 +908,19 @@ class Engine:
     def _hypotheses(self) -> list[_Hypothesis] | None:
         return self._blind.hypotheses if self._blind is not None else None
 
-    def _changes_lost(self, t: int) -> list[Event]:
-        """The board shows what the changes seen do not explain: find the plies played meanwhile."""
-        if self._position.continuable(self._occ) and self._blind is None:
-            return []  # a move under way from the game position (read as such; the lifts were not seen)
+    def _changes_lost(self, t: int, since: int | None = None, quiet: bool = False) -> list[Event]:
+        """The board shows what the changes seen do not explain: find the plies played meanwhile.
+
+        ``since``: the device time of the last record before the changes were lost (by default, the last record
+        seen); ``quiet``: if nothing explains the board, say nothing and change nothing (it may be no loss).
+        """
+        found = explanations(self._position.board, self._occ)
+        if quiet and not found:
+            return []
         if self._blind is None:
-            self._blind = _Blind(since=self._t, seen=t, searched=self._occ)
+            self._blind = _Blind(since=self._t if since is None else since, seen=t, searched=self._occ)
         blind = self._blind
         blind.searched = self._occ
-        found = explanations(self._position.board, self._occ)
         detail: dict[str, object] = {"blind_ms": blind.seen - blind.since}
         if not found:
             first = self._sync is not Sync.LOST
@@ -983,6 +1004,9 @@ class Engine:
         first = hypotheses[0].engine
         self._occ, self._t = first._occ, max(self._t, t)
         alive = [h for h in hypotheses if not h.engine._contradicted()]
+        if len({position_key(h.engine._position.board) for h in alive}) == 1 and len(alive) > 1:
+            # The lines have met (a move under way in one was made in another): the same game from here on.
+            alive = [min(alive, key=lambda h: len(h.engine._games[-1].moves))]
         if len(alive) == 1:
             return self._adopt(alive[0], [h for h in hypotheses if h is not alive[0]])
         if not alive:
@@ -1116,6 +1140,13 @@ class Engine:
         elif self._unjudged:
             self._unjudged = False
             out += self._unexplained(self._changed_at)
+        if (self._ply.unsure is not None and self._position.board.turn == side and self._sync is not Sync.LOST
+                and self._occ != self._position.occ):
+            # The mover presses while the board shows a move under way that a snapshot told: it may be a move
+            # whose changes were lost (a capture looks like a piece in the hand).
+            out += self._changes_lost(t, since=self._ply.unsure, quiet=True)
+        if self._hypotheses is not None:
+            return out
         game = self._games[-1]
         board = self._position.board
         if board.turn != side and game.moves and not self._cur.pressed:
@@ -1124,8 +1155,10 @@ class Engine:
             out.append(ClockPress(game.number, t, len(game.moves), "white" if side else "black",
                                   record.remaining))
             return out
-        if self._sync is Sync.LOST or self._ply.blind:
-            return out  # changes were lost: the position may be behind the board, a press proves nothing (7.5.3)
+        if self._sync in _OUT_OF_SYNC or self._ply.blind:
+            # The board was out of sync before this press (changes lost, or a mismatch already raised): the game
+            # position may be behind the board, a press proves nothing.
+            return out
         if board.turn == side and self._phase in _READING:  # the move made may have ended the game
             self._cur.illegal[side] += 1
             count = self._cur.illegal[side]

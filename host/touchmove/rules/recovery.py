@@ -83,10 +83,11 @@ def explanations(board: chess.Board, target: chess.Bitboard, max_plies: int = MA
                  max_nodes: int = MAX_NODES) -> list[Explanation] | None:
     """Return the shortest legal sequences from ``board`` that leave ``target``, or None if the search gave up.
 
-    Complete sequences come first: the shortest length that has any gives all of that length. Only if there is
-    none, sequences of full plies followed by a move under way (``in_progress``), shortest first; the sure
-    position itself with a move under way is not searched for (the engine reads that as a move being made).
-    An empty list: no legal sequence of up to ``max_plies`` plies explains the board.
+    A sequence of ``n`` plies that leaves ``target`` (complete) is as long as one of ``n - 1`` plies followed by
+    a move under way (``in_progress``: a piece in the hand, a capture's victim already off): the shortest length
+    that has any gives all of that length, complete ones first. The sure position itself with a move under way
+    is not searched for (the engine reads that as a move being made). An empty list: no legal sequence of up to
+    ``max_plies`` plies explains the board.
     """
     budget = _Budget(max_nodes)
     start = board.copy(stack=False)
@@ -94,11 +95,7 @@ def explanations(board: chess.Board, target: chess.Bitboard, max_plies: int = MA
         found: list[Explanation] = []
         if not _search(start, target, plies, [], found, budget, in_progress=False):
             return None
-        if found:
-            return found
-    for plies in range(1, max_plies):
-        found = []
-        if not _search(start, target, plies, [], found, budget, in_progress=True):
+        if plies > 1 and not _search(start, target, plies - 1, [], found, budget, in_progress=True):
             return None
         if found:
             return found
