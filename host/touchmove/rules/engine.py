@@ -61,7 +61,7 @@ from touchmove.rules.footprints import (
 from touchmove.rules.gamelog import GameRecord
 from touchmove.rules.obligations import Touches, judge, out_of_turn
 from touchmove.rules.outcome import Repetitions, game_over
-from touchmove.rules.recovery import Explanation, explanations, position_key
+from touchmove.rules.recovery import MAX_PLIES, Explanation, explanations, position_key
 
 __all__ = ["DEFAULT_SETTLE_MS", "Engine", "EngineState", "GameRecord"]
 
@@ -124,6 +124,10 @@ class _GameState:
     occs: list[chess.Bitboard] = field(default_factory=list)  # the occupancy after each ply (0: the start)
     illegal: dict[chess.Color, int] = field(default_factory=lambda: {chess.WHITE: 0, chess.BLACK: 0})
     pressed: bool = True  # the clock was pressed since the last move
+    #: Plies were recovered after lost changes: how many plies the game had before (the last sure position)
+    #: and when the board went blind; the recovery is searched again if the board contradicts it soon after.
+    recovered_from: tuple[int, int] | None = None
+    searched_again: bool = False  # the recovery was searched again once (the next is the arbiter's resync)
 
     def __post_init__(self) -> None:
         self.occs.append(self.start_occ)
@@ -220,6 +224,7 @@ class Engine:
         self._cur = _GameState(start.occupied)
         self._blind: _Blind | None = None  # changes were lost: recovery under way
         self._reports_changes = False  # the board sends lifts and places (not only snapshots)
+        self._is_hypothesis = False  # this engine follows one hypothesis of another (it is ruled out, not fixed)
 
     # ----------------------------------------------------------------------------------------------------------
     # public API
@@ -466,6 +471,10 @@ class Engine:
             return out
         out = self._flush_chatter()
         if occ == self._occ:
+            if not heartbeat and self._reports_changes and self._ply.unsure is None:
+                # A board that reports its changes sends a snapshot when it (re)connects: changes may have been
+                # lost that left the squares as they were (a capture looks like a piece in the hand).
+                self._ply.unsure = self._t
             return out
         gone = self._occ & ~occ
         self._occ = occ
@@ -718,6 +727,9 @@ class Engine:
         out = self._promotion_piece_seen(t)
         if out:
             return out
+        out = self._recover_again(t)
+        if out:
+            return out
         ply = self._earlier_position()
         if ply is not None:
             return self._takeback_to(t, ply)
@@ -931,6 +943,8 @@ class Engine:
             detail.update(candidates=[], note="no legal sequence of plies found leads to what the board shows: "
                           "resync the game (the moves since the last sure position, or a FEN)")
             return [self._alert(t, "changes_lost", "7.4", self._ply_no, detail)]
+        if self._cur.recovered_from is None and not self._cur.searched_again:
+            self._cur.recovered_from = (len(self._games[-1].moves), blind.since)
         groups: dict[str, list[Explanation]] = {}
         for found_one in found:
             groups.setdefault(position_key(found_one.board), []).append(found_one)
@@ -948,6 +962,7 @@ class Engine:
             child = copy.copy(self)
             child.__dict__ = copy.deepcopy({k: v for k, v in self.__dict__.items() if k != "_blind"})
             child._blind = None
+            child._is_hypothesis = True
             events = child._make_recovered(t, group[0].moves)
             hypotheses.append(_Hypothesis(group[0].sans(start), child, events))
         self._sync = Sync.LOST
@@ -955,6 +970,26 @@ class Engine:
         blind.hypotheses = hypotheses
         detail["candidates"] = [h.sans for h in hypotheses]
         return [self._alert(t, "changes_lost", "7.4", self._ply_no, detail)]
+
+    def _recover_again(self, t: int) -> list[Event]:
+        """The board contradicts plies recovered a moment ago: search again from the position before them."""
+        recovered = self._cur.recovered_from
+        game = self._games[-1]
+        if recovered is None or self._cur.searched_again or self._is_hypothesis:
+            return []
+        keep, since = recovered
+        played = len(game.moves) - keep
+        if played > MAX_PLIES + 2:
+            self._cur.recovered_from = None
+            return []
+        found = explanations(game.board(keep), self._occ, max_plies=min(played + 3, MAX_PLIES + 2))
+        if not found:
+            return []
+        out = self._takeback_to(t, keep) if played else []
+        self._blind = _Blind(since=since, seen=t, searched=-1)
+        out += self._changes_lost(t)
+        self._cur.searched_again = True
+        return out
 
     def _make_recovered(self, t: int, moves: tuple[chess.Move, ...] | list[chess.Move]) -> list[Event]:
         """Make plies not seen being made (recovered, or from a resync); the board may show one more under way."""
@@ -1024,6 +1059,7 @@ class Engine:
             "blind_ms": blind.seen - blind.since, "plies": chosen.sans, "rejected": [h.sans for h in rejected],
         })
         self.__dict__.update(child.__dict__)
+        self._is_hypothesis = False
         return [alert, *chosen.events]
 
     def _drop_hypotheses(self) -> list[Event]:

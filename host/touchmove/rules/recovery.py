@@ -73,10 +73,13 @@ def _reachable(board: chess.Board, target: chess.Bitboard, plies: int, extra: in
     """Return whether ``target`` may be reached in ``plies`` plies (a bound: False is sure, True is a maybe)."""
     occ = board.occupied
     captures = occ.bit_count() - target.bit_count()
-    if captures < 0 or captures > plies + (1 if extra else 0):
+    if extra:
+        # A move under way may have two pieces off the board (a capture's victim and the capturing piece).
+        return -2 <= captures <= plies + 2 and (occ ^ target).bit_count() <= 2 * plies + _slack(board) + extra
+    if captures < 0 or captures > plies:
         return False
     # Each ply changes two squares at most; a capture only one (the capturing piece's own square).
-    return (occ ^ target).bit_count() <= 2 * plies - captures + _slack(board) + extra
+    return (occ ^ target).bit_count() <= 2 * plies - captures + _slack(board)
 
 
 def explanations(board: chess.Board, target: chess.Bitboard, max_plies: int = MAX_PLIES,
@@ -107,7 +110,11 @@ def _search(board: chess.Board, target: chess.Bitboard, plies: int, line: list[c
     """Add the sequences of exactly ``plies`` more plies to ``found``; return False once the budget is spent."""
     if plies == 0:
         if in_progress:
-            if board.occupied != target and Position(board).continuable(target):
+            # A move under way changes three squares at most (a capture's two pieces off, or a promotion's new
+            # piece placed before the pawn is lifted), castling four.
+            changed = (board.occupied ^ target).bit_count()
+            castling = board.castling_rights & board.occupied_co[board.turn]
+            if 0 < changed <= (4 if castling else 3) and Position(board).continuable(target):
                 found.append(Explanation(tuple(line), board.copy(stack=False), True))
         elif board.occupied == target:
             found.append(Explanation(tuple(line), board.copy(stack=False)))
