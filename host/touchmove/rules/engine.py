@@ -487,6 +487,8 @@ class Engine:
                 self._blind is not None or not self._position.continuable(self._occ)):
             # (A move under way from the game position is read as such: its lifts were not seen.)
             out += self._changes_lost(t)
+        elif self._ply.unsure is None:
+            self._ply.unsure = self._t  # read as a move under way; if the board contradicts that, search then
         return out
 
     def _after_change(self, t: int) -> list[Event]:
