@@ -71,6 +71,8 @@ DEFAULT_MISMATCH_MS = 1000
 #: How many squares off the game position mean the board is being cleared or set up (no moves are read then);
 #: two plies of castling change eight.
 CLEARED_SQUARES = 10
+#: How many plies back an assumed promotion piece may still be corrected by how the piece moves.
+PROMOTION_LOOKBACK = 40
 START_OCCUPANCY = chess.BB_RANK_1 | chess.BB_RANK_2 | chess.BB_RANK_7 | chess.BB_RANK_8
 
 
@@ -232,9 +234,14 @@ class Engine:
     def feed(self, record: Record) -> list[Event]:
         """Return the events caused by one record (time first advances to ``record.t``)."""
         if self._hypotheses is not None:
-            if not isinstance(record, Resync | Setup | TakebackRequest):
+            if isinstance(record, Resync):
+                plies = self._resync_plies(record)
+                if isinstance(plies, str):  # rejected: the hypotheses stay
+                    return [ResyncRejected(self._game_no, max(record.t, self._t), plies, list(record.moves),
+                                           record.fen)]
+            elif not isinstance(record, Setup | TakebackRequest):
                 return self._feed_hypotheses(lambda engine: engine.feed(record), record.t)
-            self._drop_hypotheses()
+            self._drop_hypotheses(search_again=False)  # the operator says what happened
         t = max(record.t, self._t)
         out = self._tick(t)
         if self._phase is Phase.NEW:
@@ -511,6 +518,10 @@ class Engine:
                 out += self._try_new_game(t)
             return out
         fp = self._explain(self._position, self._ply)
+        if fp is None and self._castling_completed():
+            # The king lands beside the rook moved first: castling, at once (the opponent may answer within the
+            # settle time).
+            return out + self._amend_last(t)
         cp = self._checkpoint
         if cp is not None and (fp is None or fp.move == cp.footprint.move):
             # The board may show the checkpoint move and the opponent's answer (when it shows the checkpoint move
@@ -705,6 +716,8 @@ class Engine:
 
     def _unexplained(self, t: int) -> list[Event]:
         """The board rests in a state the current position does not explain: amend, take back, or wait."""
+        if self._phase is Phase.OVER and self._end_in_question():
+            return self._reopen(t)
         if self._phase is not Phase.PLAYING or self._occ == self._position.occ:
             return []
         if self._sync is Sync.LOST and self._blind is not None and self._blind.searched != self._occ:
@@ -736,6 +749,45 @@ class Engine:
         if ply is not None:
             return self._takeback_to(t, ply)
         return []
+
+    def _end_in_question(self) -> bool:
+        """Return whether the board, a few squares off the final position, may show the game going on."""
+        if not self._games or self._games[-1].result == "*" or not self._games[-1].moves:
+            return False
+        diff = self._occ ^ self._position.occ
+        return bool(diff) and diff.bit_count() < CLEARED_SQUARES
+
+    def _reopen(self, t: int) -> list[Event]:
+        """The game ended, and the board shows play going on: if the end rested on an assumed promotion piece or
+        on a move now amended, withdraw it (``game_resumed``) and go on."""
+        game = self._games[-1]
+        ended = (game.result, game.end_reason)
+        ply = len(game.moves) + 1
+        self._phase = Phase.PLAYING
+        out = self._promotion_piece_seen(t)
+        if out:
+            return out
+        game.result, game.end_reason = "*", None
+        out = self._amend_last(t)
+        if out:
+            at = next(i for i, e in enumerate(out) if isinstance(e, MoveAmended)) + 1
+            out.insert(at, GameResumed(game.number, t, ply))
+            return out
+        game.result, game.end_reason = ended
+        self._phase = Phase.OVER
+        return []
+
+    def _castling_completed(self) -> bool:
+        """Return whether the last move was a rook's that the king has now completed into castling (4.4.2)."""
+        if self._previous is None or not self._games or not self._games[-1].moves:
+            return False
+        last = self._games[-1].moves[-1]
+        board = self._previous[0].board
+        rook = chess.BB_SQUARES[last.from_square]
+        if not board.rooks & rook & board.castling_rights:
+            return False
+        return any(castling_squares(board, move)[0] == last.from_square
+                   and footprint(board, move).occ_after == self._occ for move in board.generate_castling_moves())
 
     def _amend_last(self, t: int) -> list[Event]:
         """Re-explain the board from the position before the last move (what the board shows wins)."""
@@ -794,7 +846,7 @@ class Engine:
         """A promoted piece moving as another piece would: the board shows what was really chosen."""
         game = self._games[-1]
         for number in sorted(self._cur.promotions, reverse=True):
-            if self._cur.promotions[number] or number < len(game.moves) - 2:
+            if self._cur.promotions[number] or number < len(game.moves) - PROMOTION_LOOKBACK:
                 continue
             original = game.moves[number - 1]
             before = game.board(number - 1)
@@ -806,7 +858,7 @@ class Engine:
                 fp = self._explain(position, self._ply)
                 if fp is None:
                     continue
-                out = self._set_promotion(t, number, alternative)
+                out = self._set_promotion(t, number, alternative, confirmed=False)
                 if out:
                     match = self._explain(self._position, self._ply)
                     if match is not None:
@@ -824,7 +876,9 @@ class Engine:
             board.push(m)
         return board
 
-    def _set_promotion(self, t: int, number: int, move: chess.Move) -> list[Event]:
+    def _set_promotion(self, t: int, number: int, move: chess.Move, confirmed: bool = True) -> list[Event]:
+        """Replace the piece of the promotion at ply ``number``; ``confirmed`` by a record, or read from how the
+        piece moved (then later moves may still correct it, always to a piece that fits every move since)."""
         game = self._games[-1]
         board = self._replay_with(number, move)
         if board is None:
@@ -832,15 +886,25 @@ class Engine:
         before = game.board(number - 1)
         san = before.san_and_push(move)
         game.moves[number - 1] = move
-        self._cur.promotions[number] = True
+        self._cur.promotions[number] = confirmed
         self._position = Position(board)
         self._cur.repetitions.rebuild(game.board(0), game.moves)
-        return [MoveAmended(game.number, t, number, move.uci(), san, fen_of(before))]
+        out: list[Event] = [MoveAmended(game.number, t, number, move.uci(), san, fen_of(before))]
+        # The game end (or its absence) rested on the piece assumed: judge the position again.
+        ended = game_over(board)
+        if ended is None and game.result != "*":
+            out += self._resume(t)
+        elif ended is not None and game.result == "*" and number == len(game.moves):
+            out += self._after_move(t, board)
+        return out
 
     def _promote(self, t: int, piece: chess.PieceType) -> list[Event]:
         """A ``promote`` record: the piece chosen for the latest promotion of the game."""
         if self._match is not None and self._match.move.promotion is not None:
             self._chosen_piece = piece  # chosen before the promotion was made: it is made with this piece
+            return []
+        if self._promotion_under_way():
+            self._chosen_piece = piece  # the pawn is in the hand: the choice is for this promotion, not the last
             return []
         if not self._games or not self._cur.promotions:
             return []
@@ -850,6 +914,15 @@ class Engine:
             self._cur.promotions[number] = True
             return []
         return self._set_promotion(t, number, chess.Move(original.from_square, original.to_square, piece))
+
+    def _promotion_under_way(self) -> bool:
+        """Return whether a pawn of the mover that can promote is off its square (a promotion being made)."""
+        if self._phase is not Phase.PLAYING:
+            return False
+        board = self._position.board
+        last_rank_next = chess.BB_RANK_7 if board.turn == chess.WHITE else chess.BB_RANK_2
+        pawns = board.pawns & board.occupied_co[board.turn] & last_rank_next & ~self._occ
+        return bool(pawns)
 
     def _earlier_position(self) -> int | None:
         """Return how many plies to keep if the board shows an earlier position of this game, else None."""
@@ -1064,7 +1137,7 @@ class Engine:
         self._is_hypothesis = False
         return [alert, *chosen.events]
 
-    def _drop_hypotheses(self) -> list[Event]:
+    def _drop_hypotheses(self, search_again: bool = True) -> list[Event]:
         """Every hypothesis is contradicted (or an operator acts): play on from the last sure position, blind."""
         hypotheses = self._hypotheses
         assert hypotheses is not None and self._blind is not None
@@ -1075,7 +1148,11 @@ class Engine:
         self._ply.lifted |= self._position.occ & ~self._occ
         self._ply.blind = True
         self._unjudged = True
-        self._blind.searched = -1
+        self._blind.searched = -1 if search_again else self._occ
+        if not search_again:
+            self._unjudged = False
+            self._cur.searched_again = True
+            return []
         return self._after_change(self._t)
 
     def _contradicted(self) -> bool:
@@ -1091,50 +1168,48 @@ class Engine:
             return False
         return not (self._checkpoint is not None and self._after_checkpoint().continuable(occ))
 
-    def _resync(self, t: int, record: Resync) -> list[Event]:
-        """An arbiter's resync: the plies since the last sure position (or the position now) given by hand."""
-        game = self._games[-1] if self._games else None
-
-        def rejected(reason: str) -> list[Event]:
-            return [ResyncRejected(self._game_no, t, reason, list(record.moves), record.fen)]
-
-        if game is None or self._phase is Phase.NEW:
-            return rejected("no game on this board")
-        if self._phase is Phase.OVER and not self._games[-1].moves:
-            return rejected("no game on this board")
-        out = self._flush_chatter()
+    def _resync_plies(self, record: Resync) -> list[chess.Move] | str:
+        """Return the plies an arbiter's resync gives from the last sure position, or why it cannot be applied."""
+        if not self._games or self._phase is Phase.NEW or (self._phase is Phase.OVER and not self._games[-1].moves):
+            return "no game on this board"
         board = self._position.board.copy(stack=False)
         moves: list[chess.Move] = []
         if record.fen is not None:
             try:
                 wanted = chess.Board(record.fen, chess960=board.chess960)
             except ValueError as exc:
-                return out + rejected(f"invalid FEN: {exc}")
+                return f"invalid FEN: {exc}"
             if position_key(wanted) != position_key(board):
                 found = [e for e in explanations(board, wanted.occupied) or []
                          if position_key(e.board) == position_key(wanted) and not e.in_progress]
                 if not found:
-                    return out + rejected(
-                        f"the FEN is not reached from the last sure position ({self._position.fen()}) by a few "
-                        "legal plies: give the moves instead")
+                    return (f"the FEN is not reached from the last sure position ({self._position.fen()}) by a few "
+                            "legal plies: give the moves instead")
                 moves = list(found[0].moves)
+                board = found[0].board.copy(stack=False)
         else:
             for number, text in enumerate(record.moves, start=1):
                 move = _parse_move(board, text)
                 if move is None:
-                    return out + rejected(
-                        f"move {number} ({text!r}) is not legal in {board.fen()} (the moves count from the last "
-                        f"sure position, {self._position.fen()})")
+                    return (f"move {number} ({text!r}) is not legal in {board.fen()} (the moves count from the last "
+                            f"sure position, {self._position.fen()})")
                 moves.append(move)
                 board.push(move)
         final = Position(board)
         if final.occ != self._occ and not final.continuable(self._occ):
             extra = self._occ & ~final.occ
             missing = final.occ & ~self._occ
-            return out + rejected(
-                "the moves do not lead to what the board shows: "
-                f"extra {[chess.square_name(sq) for sq in chess.scan_forward(extra)]}, "
-                f"missing {[chess.square_name(sq) for sq in chess.scan_forward(missing)]}")
+            return ("the moves do not lead to what the board shows: "
+                    f"extra {[chess.square_name(sq) for sq in chess.scan_forward(extra)]}, "
+                    f"missing {[chess.square_name(sq) for sq in chess.scan_forward(missing)]}")
+        return moves
+
+    def _resync(self, t: int, record: Resync) -> list[Event]:
+        """An arbiter's resync: the plies since the last sure position (or the position now) given by hand."""
+        out = self._flush_chatter()
+        moves = self._resync_plies(record)
+        if isinstance(moves, str):
+            return [*out, ResyncRejected(self._game_no, t, moves, list(record.moves), record.fen)]
         was_out = self._sync in _OUT_OF_SYNC
         if self._phase is Phase.OVER and moves:
             out += self._resume(t)
