@@ -129,15 +129,15 @@ class Position:
         return moves
 
     def explain(self, occ: chess.Bitboard, lifted: chess.Bitboard, blind: bool = False,
-                held: chess.Bitboard = 0, lifted_at: dict[int, int] | None = None,
-                placed_at: dict[int, int] | None = None) -> Footprint | None:
+                held: chess.Bitboard = 0, last_lift: dict[int, int] | None = None,
+                last_place: dict[int, int] | None = None) -> Footprint | None:
         """Return the legal move that leaves ``occ``, proven by the ``lifted`` squares, or None.
 
         ``blind`` (after lost changes) waives the proof, but a capture whose victim square was not seen lifted
         must then be the only one that fits. Castling wins over a rook or king move with the same
         footprint only when both king and rook were lifted (Chess960); promotions give the queen. A Chess960
         castling that swaps king and rook leaves the board as it was: it needs both off the board at once
-        (``held``), or it would be a touch of each. With ``lifted_at`` and ``placed_at`` (the last lift and place
+        (``held``), or it would be a touch of each. With ``last_lift`` and ``last_place`` (the last lift and place
         of each square), a capture also needs its square refilled after the capturing piece was lifted: a
         victim square lifted and put back before (an adjustment) proves nothing.
         """
@@ -181,8 +181,8 @@ class Position:
             fp = footprint(board, move)
             if fp.occ_after != occ or not (blind or fp.must_lift & ~lifted == 0):
                 continue
-            if (not blind and nf == 0 and move.promotion is None and lifted_at is not None and placed_at is not None
-                    and placed_at.get(move.to_square, -1) < lifted_at.get(move.from_square, 0) - SLIDE_OVERLAP_MS):
+            if (not blind and nf == 0 and move.promotion is None and last_lift is not None and last_place is not None
+                    and last_place.get(move.to_square, -1) < last_lift.get(move.from_square, 0) - SLIDE_OVERLAP_MS):
                 # The victim's square was refilled before the capturing piece left its square (a promotion's
                 # new piece may come first: it is not the pawn); a piece slid across is sensed on both at once.
                 continue
@@ -246,12 +246,12 @@ class Position:
 
 
 def promotion_alternatives(board: chess.Board, move: chess.Move) -> list[chess.Move]:
-    """Return the same promotion with each other piece, in the order q, r, b, n."""
+    """Return the same promotion with each other piece, most often chosen first (q, n, r, b)."""
     if move.promotion is None:
         return []
     return [
         chess.Move(move.from_square, move.to_square, promotion=piece)
-        for piece in PROMOTION_PIECES
+        for piece in (chess.QUEEN, chess.KNIGHT, chess.ROOK, chess.BISHOP)
         if piece != move.promotion
     ]
 
