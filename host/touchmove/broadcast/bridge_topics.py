@@ -224,7 +224,7 @@ def check_event(event: dict[str, Any]) -> str | None:
         if event.get("chess960") is not None and not isinstance(event.get("chess960"), bool):
             return "game_start: chess960 must be true or false"
     elif kind == "game_end":
-        if event.get("result") not in RESULT_VALUES:
+        if not isinstance(event.get("result"), str) or event["result"] not in RESULT_VALUES:
             return "game_end: result must be 1-0, 0-1, 1/2-1/2 or *"
         if event.get("reason") is not None and not isinstance(event.get("reason"), str):
             return "game_end: reason must be a string"

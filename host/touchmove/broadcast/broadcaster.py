@@ -49,8 +49,10 @@ PROMOTION_PIECES = ("q", "r", "b", "n")
 ALERT_FEED_LIMIT = 1000
 LISTENER_QUEUE = 2000
 SVG_BATCH = 16
-#: Unknown board ids remembered (each is logged once); beyond this the oldest are forgotten.
+#: Unknown board ids remembered (beyond this the oldest are forgotten) and logged one by one (then in sums).
 UNKNOWN_BOARDS_KEPT = 1024
+UNKNOWN_BOARDS_LOGGED = 50
+UNKNOWN_BOARDS_SUM_EVERY = 500
 #: Rejected events logged per board (then every REJECTS_LOG_EVERY-th).
 REJECTS_LOGGED = 5
 REJECTS_LOG_EVERY = 100
@@ -388,6 +390,10 @@ class Broadcaster:
         self._saved_at = time.monotonic()
         self._saved_version = self.version
 
+    def save_if_due(self) -> None:
+        """Save the round state if a result or a new game needs it (the writer calls this)."""
+        self._maybe_save()
+
     def _maybe_save(self) -> None:
         if self._save_due or (self._saved_version != self.version
                               and time.monotonic() - self._saved_at >= SAVE_INTERVAL):
@@ -661,9 +667,9 @@ class Broadcaster:
         self.unknown_boards += 1
         if len(self._unknown) > UNKNOWN_BOARDS_KEPT:
             self._unknown.popitem(last=False)
-        if self.unknown_boards <= UNKNOWN_BOARDS_KEPT:
+        if self.unknown_boards <= UNKNOWN_BOARDS_LOGGED:
             log.info("board %s is not in round %s's pairings: ignored", key, self.round.number)
-        elif self.unknown_boards % UNKNOWN_BOARDS_KEPT == 1:
+        elif self.unknown_boards % UNKNOWN_BOARDS_SUM_EVERY == 0:
             log.warning("%s board ids not in round %s's pairings so far (latest %s): ignored",
                         self.unknown_boards, self.round.number, key)
 

@@ -205,9 +205,10 @@ class LichessPusher:
         for i, game in enumerate(games if isinstance(games, list) else []):
             if not isinstance(game, dict) or not game.get("error"):
                 continue
-            tags = game.get("tags") if isinstance(game.get("tags"), dict) else {}
-            entry = {"index": i + 1, "round": tags.get("Round"), "white": tags.get("White"),
-                     "black": tags.get("Black"), "error": str(game["error"])[:300]}
+            raw_tags = game.get("tags")
+            tags: dict[str, Any] = raw_tags if isinstance(raw_tags, dict) else {}
+            entry: dict[str, Any] = {"index": i + 1, "round": tags.get("Round"), "white": tags.get("White"),
+                                     "black": tags.get("Black"), "error": str(game["error"])[:300]}
             errors.append(entry)
             key = (str(entry["round"]), entry["error"])
             if key not in self._errors_logged:
@@ -310,9 +311,12 @@ class LichessPush:
         self._round = number
         self.pushers = [
             LichessPusher(t.round_id, self.tokens, base_url=self.base_url, interval=self.interval, boards=t.boards,
-                          source=lambda b=t.boards: self.render(b), **self.kwargs)
+                          source=self._source(t.boards), **self.kwargs)
             for t in self.targets(number)
         ]
+
+    def _source(self, boards: range) -> Callable[[], str]:
+        return lambda: self.render(boards)
 
     @property
     def url(self) -> str:

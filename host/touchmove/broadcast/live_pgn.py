@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 
 import chess
 import chess.pgn
@@ -285,7 +285,7 @@ class LiveGame:
         return self._touch()
 
 
-def _is_ply(value: Any) -> bool:
+def _is_ply(value: Any) -> TypeGuard[int]:
     return type(value) is int and value >= 1
 
 

@@ -332,9 +332,9 @@ def _lichess(raw: dict[str, Any], pairings: list[Pairing], number: int, max_game
         default_round = _round_id(raw["lichess_round"], f"{what} lichess_round")
     if raw.get("lichess") is not None:
         for i, item in enumerate(_list(raw["lichess"], "rounds.lichess")):
-            t = _table(item, f"{what} lichess #{i + 1}", LICHESS_KEYS)
-            targets.append(LichessTarget(_round_id(t.get("round_id"), f"{what} lichess #{i + 1} round_id"),
-                                         _board_range(t.get("boards"), f"{what} lichess #{i + 1} boards")))
+            item_t = _table(item, f"{what} lichess #{i + 1}", LICHESS_KEYS)
+            targets.append(LichessTarget(_round_id(item_t.get("round_id"), f"{what} lichess #{i + 1} round_id"),
+                                         _board_range(item_t.get("boards"), f"{what} lichess #{i + 1} boards")))
     elif default_round is not None:
         boards = [p.board for p in pairings]
         targets.append(LichessTarget(default_round, range(min(boards), max(boards) + 1)))
