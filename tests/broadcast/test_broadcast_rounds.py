@@ -208,7 +208,7 @@ JSONISH = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | 
                        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
                                                                                     max_size=3), max_leaves=6)
 FIELDS = st.fixed_dictionaries({}, optional={
-    "type": st.sampled_from(sorted(bridge_topics.EVENT_TYPES) + ["odd"]) | JSONISH,
+    "type": st.sampled_from([*sorted(bridge_topics.EVENT_TYPES), "odd"]) | JSONISH,
     "game": st.integers(-1, 3) | JSONISH, "ply": st.integers(-1, 12) | JSONISH,
     "uci": st.sampled_from(["e2e4", "e7e5", "g1f3", "zz", "e7e8q"]) | JSONISH,
     "remaining": JSONISH, "result": st.sampled_from(["1-0", "*", "x"]) | JSONISH, "code": JSONISH,
