@@ -543,7 +543,8 @@ class Broadcaster:
             self._dirty.set()
             if view is not None:
                 games = view.games
-                self.delay_line.record(view.pairing.board, self.clock(), games.snapshots())
+                if self.delay_line.delay > 0:
+                    self.delay_line.record(view.pairing.board, self.clock(), games.snapshots())
                 if len(games.entries) > 1 or games.held is not None or games.current.has_result:
                     self._save_due = True  # what the bridge no longer shows must be on disk at once
         if view is not None and self._listeners:
