@@ -270,6 +270,9 @@ class Broadcaster:
         self.delay_line = DelayLine(self.tournament.delay_seconds(number))
         now = self.clock()
         for n, view in self.by_number.items():
+            seen = record.public_snapshots(n) if record is not None and self.delay > 0 else None
+            if seen is not None:  # what was public before the restart stays public; the rest waits
+                self.delay_line.record(n, 0.0, seen)
             self.delay_line.record(n, now, view.games.snapshots())
         self._pgn_cache = self._public_cache = None
         self._save_due = True
@@ -372,8 +375,13 @@ class Broadcaster:
                 view.game.set_result("arbiter", norm)
 
     def record(self) -> RoundRecord:
+        public: dict[int, list[tuple[int | None, int, str]]] = {}
+        if self.delay > 0:
+            now = self.clock()
+            for n in self.by_number:
+                public[n] = [(g.number, g.ply, g.result) for g in self.delay_line.public(n, now)]
         return RoundRecord(self.round.number, self.round_started,
-                           {n: v.games for n, v in self.by_number.items()})
+                           {n: v.games for n, v in self.by_number.items()}, public)
 
     def save_state(self) -> None:
         """Save every board's games of the round (``round-<n>-state.json``) and the results export
