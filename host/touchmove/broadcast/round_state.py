@@ -56,6 +56,8 @@ class BoardGames:
     allow: Allow | None = None
     #: The bridge's games numbered up to this one belong to earlier rounds.
     floor: int | None = None
+    _snaps: tuple[tuple[int, int, int], tuple[GameSnapshot, ...]] | None = field(default=None, repr=False,
+                                                                              compare=False)
 
     @property
     def current(self) -> LiveGame:
@@ -78,8 +80,13 @@ class BoardGames:
         return None
 
     def snapshots(self) -> tuple[GameSnapshot, ...]:
-        """The round's games of this board as they stand (the held game is not the round's)."""
-        return tuple(game.snapshot() for game in self.entries)
+        """The round's games of this board as they stand (the held game is not the round's); the same
+        tuple until one of them changes (renders are cached by it)."""
+        entries = self.entries
+        key = (len(entries), id(entries[-1]), sum(g.version for g in entries))
+        if self._snaps is None or self._snaps[0] != key:
+            self._snaps = (key, tuple(game.snapshot() for game in entries))
+        return self._snaps[1]
 
     def _old(self, number: int | None) -> bool:
         return number is not None and self.floor is not None and number <= self.floor
