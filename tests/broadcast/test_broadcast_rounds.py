@@ -138,6 +138,13 @@ def test_a_game_with_moves_but_no_result_is_not_wiped(tmp_path: Path) -> None:
     feed(hub, "b01", events(SCHOLAR[:6]))  # a draw agreed, or a resignation: the board cannot tell
     set_up_again(hub, "b01", 2, [])
     assert hub.by_number[1].game.ply == 6 and hub.by_number[1].games.held is not None
+    saved = tmp_path / "round-3-state.json"
+    hub.save_if_due()  # the new game held: on disk at once
+    assert json.loads(saved.read_text())["boards"]["1"]["held"]["number"] == 2
+    mtime = saved.stat().st_mtime_ns
+    feed(hub, "b01", events(["e2e4", "e7e5"], game=2, start=False))  # the held game's moves: the bridge has them
+    hub.save_if_due()
+    assert saved.stat().st_mtime_ns == mtime
     hub.record_result(1, "1/2-1/2")  # the arbiter enters the handshake's result later
     assert '[Result "1/2-1/2"]' in hub.round_pgn() and "Nf6 { [%clk 0:02:49] } 1/2-1/2" in flat(hub.round_pgn())
     # a game with no moves and no result is simply replaced (nothing to lose)

@@ -277,6 +277,7 @@ class Broadcaster:
         self._pgn_cache = self._public_cache = None
         self._snaps: dict[int, tuple[GameSnapshot, ...]] = {}
         self._snaps_dirty: set[int] = set(self.by_number)
+        self._durable: dict[int, tuple[Any, ...]] = {n: v.games.durable_key() for n, v in self.by_number.items()}
         self._save_due = True
         self._changed(None)
 
@@ -395,8 +396,7 @@ class Broadcaster:
         save_round(self.output_dir, self.record())
         rounds = {n: (self.public_games(n) if n != self.round.number
                       else dict(self.live_games()))
-                  for n in sorted(self.tournament.rounds)
-                  if n == self.round.number or self.past_round(n) is not None}
+                  for n in self.rounds_so_far()}
         write_atomically(self.output_dir / f"round-{self.round.number}-results.csv",
                          results_csv(self.tournament, {self.round.number: rounds[self.round.number]}))
         write_atomically(self.output_dir / "results.trf", results_trf(self.tournament, rounds, self.round_date))
@@ -444,9 +444,16 @@ class Broadcaster:
             now = self.clock()
             return {n: self.delay_line.public(n, now) for n in self.by_number}
         record = self.past_round(number)
-        if record is None:
-            return {}
+        if record is None:  # a round not broadcast here: the results the file gives
+            rnd = self.tournament.rounds.get(number)
+            return {p.board: (dataclasses.replace(EMPTY_GAME, result=p.result, source="arbiter"),)
+                    for p in (rnd.pairings if rnd is not None else ()) if p.result}
         return {n: g.snapshots() for n, g in record.boards.items()}
+
+    def rounds_so_far(self) -> list[int]:
+        """The rounds up to the current one, and any later one with a saved state."""
+        return [n for n in sorted(self.tournament.rounds)
+                if n <= self.round.number or self.past_round(n) is not None]
 
     def public_pgn(self, number: int | None = None, boards: range | None = None) -> str:
         """A round's PGN as the public sees it (``boards``: only those board numbers)."""
@@ -455,9 +462,12 @@ class Broadcaster:
         if current and self.delay <= 0 and boards is None:
             return self.round_pgn()
         games = self.public_games(number)
-        key = (number, boards, tuple(id(g) for g in games.values()))
-        if self._public_cache is not None and self._public_cache[0] == key:
-            return self._public_cache[1]
+        # the cache holds the games themselves (compared by identity: an id could be reused once freed)
+        key = (number, boards, tuple(games.items()))
+        hit = self._public_cache
+        if hit is not None and hit[0][:2] == key[:2] and len(hit[0][2]) == len(key[2]) and all(
+                a[0] == b[0] and a[1] is b[1] for a, b in zip(hit[0][2], key[2], strict=True)):
+            return hit[1]
         renderer = self._pgn if current else RoundPgn(self.tournament, number, self.round_date(number))
         text = renderer.render(games, boards)
         self._public_cache = (key, text)
@@ -498,8 +508,7 @@ class Broadcaster:
 
     def all_rounds_pgn(self) -> str:
         """Every round of the file up to the current one, as the public sees them."""
-        return "\n".join(self.public_pgn(n) for n in sorted(self.tournament.rounds)
-                         if n <= self.round.number or self.past_round(n) is not None)
+        return "\n".join(self.public_pgn(n) for n in self.rounds_so_far())
 
     def on_pgn(self, callback: Callable[[str], None]) -> None:
         """Call ``callback(pgn_text)`` after each write of the public round PGN."""
@@ -570,8 +579,10 @@ class Broadcaster:
                 self._snaps_dirty.add(view.pairing.board)
                 if self.delay_line.delay > 0:
                     self.delay_line.record(view.pairing.board, self.clock(), games.snapshots())
-                if len(games.entries) > 1 or games.held is not None or games.current.has_result:
-                    self._save_due = True  # what the bridge no longer shows must be on disk at once
+                key = games.durable_key()
+                if self._durable.get(view.pairing.board) != key:
+                    self._durable[view.pairing.board] = key
+                    self._save_due = True  # results, and what the bridge no longer shows: on disk at once
         if view is not None and self._listeners:
             number = view.pairing.board
             self._pending[number] = self._pending.get(number, False) or game_changed
@@ -729,7 +740,7 @@ class Broadcaster:
             return
         if view.games.apply(event):
             self._changed(view)
-        if view.games.live().needs_resync:
+        elif view.games.live().needs_resync:
             self._resync(view)
 
     def _resync(self, view: BoardView) -> None:
