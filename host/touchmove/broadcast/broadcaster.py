@@ -208,6 +208,7 @@ class Broadcaster:
         #: Where pictures are rendered (a process pool set by the service); None: in the event loop.
         self.svg_executor: concurrent.futures.Executor | None = None
         self._pgn_listeners: list[Callable[[str], None]] = []
+        self._round_listeners: list[Callable[[int], None]] = []
         self._unknown: OrderedDict[str, None] = OrderedDict()
         self.unknown_boards = 0
         self._transactions = 0
@@ -319,6 +320,8 @@ class Broadcaster:
         log.info("round %s -> round %s", old, number)
         self.save_state()
         self._notify("round", {"round": number, "previous": old})
+        for cb in self._round_listeners:
+            cb(number)
         self._notify("snapshot", self.snapshot(svg=False))
         return {"round": number, "previous": old, "changed": True}
 
@@ -509,6 +512,10 @@ class Broadcaster:
     def all_rounds_pgn(self) -> str:
         """Every round of the file up to the current one, as the public sees them."""
         return "\n".join(self.public_pgn(n) for n in self.rounds_so_far())
+
+    def on_round(self, callback: Callable[[int], None]) -> None:
+        """Call ``callback(round_number)`` after each switch of the round (the service re-assigns)."""
+        self._round_listeners.append(callback)
 
     def on_pgn(self, callback: Callable[[str], None]) -> None:
         """Call ``callback(pgn_text)`` after each write of the public round PGN."""

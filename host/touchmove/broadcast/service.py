@@ -103,6 +103,8 @@ class BroadcastService:
             self._tasks.append(asyncio.create_task(self.hub.run_schedule(), name="round-schedule"))
         if self.tournament.settings.assign:
             self._tasks.append(asyncio.create_task(self._assign_all(), name="assign"))
+            self.hub.on_round(lambda _n: self._tasks.append(
+                asyncio.create_task(self._assign_all(), name="assign")))
         if wait_mqtt:
             await self.link.wait_ready(wait_mqtt)
         log.info("broadcast of round %s: %s (PGN %s)", self.hub.round.number, self.url, self.pgn_url)
