@@ -130,7 +130,27 @@ def test_a_finished_game_is_frozen_and_kept_across_a_restart(tmp_path: Path, sou
     again.permit_game(1, "next")
     text = again.round_pgn()
     assert text.startswith(before.split("\n\n[Event")[0]) and '[Round "3.1.2"]' in text
-    assert "1. Nf3 Nf6 *" in text
+    assert "1. Nf3 { [%clk 0:02:58] } 1... Nf6 { [%clk 0:02:56] } *" in flat(text)  # clocks kept
+
+
+def test_a_restart_mid_round_takes_the_live_games_back_from_the_bridge(tmp_path: Path) -> None:
+    t = tournament(tmp_path)
+    hub = Broadcaster(t, output_dir=tmp_path, clock=Clock())
+    feed(hub, "b01", events(SCHOLAR))
+    feed(hub, "b01", [{"type": "game_end", "game": 1, "result": "1-0", "reason": "checkmate", "t": 9}])
+    feed(hub, "b02", events(["d2d4", "d7d5"]))
+    hub.save_state()
+    feed(hub, "b02", events(["d2d4", "d7d5", "c2c4"], first_ply=3, start=False))  # not saved yet
+    again = Broadcaster(t, output_dir=tmp_path, clock=Clock())
+    assert again.by_number[2].game.needs_resync  # until the bridge's retained PGN says where the game is
+    pgn = "1. e4 e5 2. Bc4 Nc6 3. Qh5 Nf6 4. Qxf7# 1-0\n"
+    again.handle(BridgeMessage("touchmove", "b01", "state", {"game": 1, "ply": 7, "in_sync": True}))
+    again.handle(BridgeMessage("touchmove", "b01", "pgn", pgn))
+    again.handle(BridgeMessage("touchmove", "b02", "state", {"game": 1, "ply": 3, "in_sync": True}))
+    again.handle(BridgeMessage("touchmove", "b02", "pgn", "1. d4 {[%clk 0:02:58]} d5 {[%clk 0:02:56]} "
+                                                           "2. c4 {[%clk 0:02:54]} *\n"))
+    assert again.round_pgn() == hub.round_pgn()
+    assert again.by_number[1].game.results.board_reason == "checkmate"
 
 
 def test_a_game_with_moves_but_no_result_is_not_wiped(tmp_path: Path) -> None:
