@@ -153,6 +153,18 @@ def test_a_restart_mid_round_takes_the_live_games_back_from_the_bridge(tmp_path:
     assert again.by_number[1].game.results.board_reason == "checkmate"
 
 
+def test_the_state_of_another_event_is_not_taken(tmp_path: Path) -> None:
+    hub = Broadcaster(tournament(tmp_path), output_dir=tmp_path, clock=Clock())
+    hub.save_state()
+    data = tournament_data(2, out=tmp_path)
+    data["event"] = "Another Open"
+    with pytest.raises(ValueError, match="is the state of 'Test Open', not 'Another Open'"):
+        Broadcaster(parse_tournament(data), output_dir=tmp_path, clock=Clock())
+    (tmp_path / "round-3-state.json").write_text("{not json")
+    with pytest.raises(ValueError, match="cannot be read"):
+        Broadcaster(tournament(tmp_path), output_dir=tmp_path, clock=Clock())
+
+
 def test_a_game_with_moves_but_no_result_is_not_wiped(tmp_path: Path) -> None:
     hub = Broadcaster(tournament(tmp_path), output_dir=tmp_path, clock=Clock())
     feed(hub, "b01", events(SCHOLAR[:6]))  # a draw agreed, or a resignation: the board cannot tell

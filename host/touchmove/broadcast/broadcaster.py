@@ -249,7 +249,7 @@ class Broadcaster:
         """Make ``number`` the current round: its boards, from its saved state if there is one."""
         self.tournament = dataclasses.replace(self.tournament, round=number)
         self.round = self.tournament.current_round()
-        record = load_round(self.output_dir, number)
+        record = load_round(self.output_dir, number, self.tournament.event)
         today = dt.datetime.fromtimestamp(self.clock(), dt.UTC).date()
         self.round_started = record.started if record is not None else today
         self.boards: dict[str, BoardView] = {}
@@ -301,7 +301,7 @@ class Broadcaster:
         if number == self.round.number:
             return {"round": number, "changed": False}
         try:
-            load_round(self.output_dir, number)
+            load_round(self.output_dir, number, self.tournament.event)
         except ValueError as exc:
             raise ActionError(str(exc)) from None
         self.save_state()
@@ -354,7 +354,7 @@ class Broadcaster:
         if hit is not None and hit[0] == mtime:
             return hit[1]
         try:
-            record = load_round(self.output_dir, number)
+            record = load_round(self.output_dir, number, self.tournament.event)
         except ValueError as exc:
             log.warning("%s", exc)
             record = None
@@ -391,7 +391,7 @@ class Broadcaster:
             for n in self.by_number:
                 public[n] = [(g.number, g.ply, g.result) for g in self.delay_line.public(n, now)]
         return RoundRecord(self.round.number, self.round_started,
-                           {n: v.games for n, v in self.by_number.items()}, public)
+                           {n: v.games for n, v in self.by_number.items()}, public, self.tournament.event)
 
     def save_state(self) -> None:
         """Save every board's games of the round (``round-<n>-state.json``) and the results export
