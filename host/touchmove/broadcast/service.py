@@ -89,7 +89,12 @@ class BroadcastService:
         try:
             await site.start()
         except OSError as exc:
-            await self.stop()
+            await self._runner.cleanup()
+            self._runner = None
+            if self._pool is not None:
+                self.hub.svg_executor = None
+                self._pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = None
             raise TournamentError(f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc}") from None
         if self.port == 0:
             self.port = int(self._runner.addresses[0][1])
