@@ -58,7 +58,9 @@ TOP_KEYS = frozenset({"event", "site", "time_control", "round", "broadcast", "br
 BROADCAST_KEYS = frozenset({"output_dir", "host", "port", "token", "lichess_round", "lichess_url",
                             "lichess_interval", "lichess_max_games", "lichess_token_file", "assign",
                             "delay_minutes"})
-BROKER_KEYS = {"url", "bases", "base", "username", "password", "password_env", "tls", "ca_file", "share_group"}
+#: (``urls``, ``password_file``, ``cert_file``, ``key_file``: the cluster work's broker lists and secrets)
+BROKER_KEYS = {"url", "bases", "base", "username", "password", "password_env", "tls", "ca_file", "share_group",
+               "urls", "password_file", "cert_file", "key_file"}
 ROUND_KEYS = frozenset({"number", "date", "start", "delay_minutes", "boards", "lichess_round", "lichess"})
 BOARD_KEYS = frozenset({"board", "board_id", "white", "black", "result"})
 PLAYER_KEYS = frozenset({"name", "fide_id", "title", "elo", "federation"})
