@@ -1,6 +1,7 @@
 """The tournament model: a TOML file with the event, the rounds' pairings and their results.
 
-Example (the README has a longer one)::
+Every key is checked (an unknown one is refused, naming the nearest known key); every error is one line.
+Example (docs/broadcast.md has every key)::
 
     event = "Touchmove Open 2026"
     site = "Lisbon POR"
@@ -14,6 +15,7 @@ Example (the README has a longer one)::
     # token = "..."              # arbiter token; else env TOUCHMOVE_ARBITER_TOKEN
     # lichess_round = "abcd1234" # push to a lichess broadcast round; token from env LICHESS_TOKEN
     # assign = true              # send the pairings to the bridges (their own PGNs get the names)
+    # delay_minutes = 15         # every public output 15 minutes behind (also per round)
 
     [[brokers]]
     url = "mqtt://127.0.0.1:1883"
@@ -22,6 +24,8 @@ Example (the README has a longer one)::
     [[rounds]]
     number = 3
     date = 2026-11-29
+    # start = 2026-11-29T15:00:00+01:00   # switch to this round by itself then
+    # lichess = [{ boards = "1-64", round_id = "abcd1234" }, { boards = "65-128", round_id = "efgh5678" }]
 
     [[rounds.boards]]
     board = 1
