@@ -202,6 +202,21 @@ def test_allowed_before_it_starts_and_replace(tmp_path: Path) -> None:
         hub.record_result(1, "1-0", 3)
 
 
+def test_a_position_set_up_by_the_arbiter_is_the_rounds_game(tmp_path: Path) -> None:
+    async def publish(broker: int, topic: str, payload: bytes) -> None:
+        return None
+
+    hub = Broadcaster(tournament(tmp_path), output_dir=tmp_path, publish=publish, clock=Clock())
+    feed(hub, "b01", events(SCHOLAR[:3]))
+    fen = "4k3/8/8/8/8/8/4P3/4K3 w - - 0 1"
+    asyncio.run(hub.setup(1, fen))
+    feed(hub, "b01", [{"type": "game_start", "game": 2, "fen": fen, "t": 1},
+                      {"type": "move", "game": 2, "ply": 1, "uci": "e2e4", "t": 2}])
+    view = hub.by_number[1]
+    assert len(view.games.entries) == 1 and view.game.number == 2 and view.games.held is None
+    assert '[FEN "4k3/8/8/8/8/8/4P3/4K3 w - - 0 1"]' in hub.round_pgn()
+
+
 def test_game_resumed_withdraws_the_board_result(tmp_path: Path) -> None:
     hub = Broadcaster(tournament(tmp_path), output_dir=tmp_path, clock=Clock())
     feed(hub, "b01", events(SCHOLAR[:4]))
