@@ -138,7 +138,8 @@ async def timeline(request: web.Request) -> web.Response:
     journal = _journal(request, view, record_.game)
     out = ply_timeline(record_, ply, meanings=hub._meanings, timing=hub.console.timing,
                        records=journal.get(ply, ()))
-    return _json({"board": view.pairing.board, "board_id": view.pairing.board_id, **out})
+    fen = view.game.board(ply - 1).fen() if record_.game == view.game.number and ply <= view.game.ply + 1 else None
+    return _json({"board": view.pairing.board, "board_id": view.pairing.board_id, "fen": fen, **out})
 
 
 def _evidence(request: web.Request) -> tuple[BoardView, GameEvents, list[dict[str, Any]], str]:

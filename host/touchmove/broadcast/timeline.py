@@ -332,14 +332,17 @@ def evidence_pgn(pgn_text: str, plies: Iterable[Mapping[str, Any]]) -> str:
     by_ply = {p["ply"]: p for p in plies}
     for ply, node in enumerate(list(game.mainline()), start=1):
         info = by_ply.get(ply)
-        if info is not None:
-            node.comment = (node.comment + " " if node.comment else "") + ply_comment(info)
+        comment = ply_comment(info) if info is not None else ""
+        if comment:
+            node.comment = (node.comment + " " if node.comment else "") + comment
     game.headers["Annotator"] = "touchmove console: touch timeline"
     return str(game) + "\n"
 
 
 def ply_comment(info: Mapping[str, Any]) -> str:
-    """One ply's evidence in a PGN comment (no braces inside)."""
+    """One ply's evidence in a PGN comment (no braces inside); empty when nothing was touched or alerted."""
+    if not any(e["kind"] in ("touch", "lift", "place", "alert") for e in info["entries"]):
+        return ""
     parts = []
     for e in info["entries"]:
         when = str(e.get("ts") or "")[11:23]
