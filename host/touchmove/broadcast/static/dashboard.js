@@ -656,6 +656,11 @@ function snapshot(data) {
   state.alerts.clear();
   for (const a of data.alerts) state.alerts.set(a.id, a);
   indexAlerts();
+  const present = new Set(data.boards.map((b) => b.board));
+  for (const [n, row] of rows) {   // a new round may have fewer boards
+    if (!present.has(n)) { observer.unobserve(row.el); row.el.remove(); rows.delete(n); state.boards.delete(n); }
+  }
+  if (state.selected != null && !present.has(state.selected)) closeDetail();
   for (const b of data.boards) { state.boards.set(b.board, b); if (!rows.has(b.board)) makeRow(b.board); }
   text($("#board-count"), `${data.boards.length} boards`);
   layoutTable();
