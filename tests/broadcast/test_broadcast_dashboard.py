@@ -164,6 +164,15 @@ async def _console(broker: LocalBroker, tmp_path: Path, executable: str) -> None
             await expect(page.locator("#audit li").first).to_contain_text("Bob Deputy: result board 11")
             await expect(page.locator("#audit li").first).to_contain_text('result_source "board"→"arbiter"')
             await expect(page.locator("#queue .q-title", has_text="Board 11")).to_have_count(0)
+            await page.locator("#d-actions form[data-action=promote] select").select_option("n")
+            await page.locator("#d-actions form[data-action=promote] button").click()
+            await expect(page.locator("#messages li").first).to_contain_text("board 4: promote sent")
+            for _ in range(100):
+                if commands:
+                    break
+                await asyncio.sleep(0.02)
+            assert commands and commands[0]["topic"] == "touchmove/boards/b04/set"
+            assert commands[0]["command"] == "promote" and commands[0]["piece"] == "n"
             await page.screenshot(path=str(ARTIFACTS / "console.png"))
 
             # the chief revokes the deputy's token from his own console: the deputy's next action is refused
@@ -186,7 +195,8 @@ async def _console(broker: LocalBroker, tmp_path: Path, executable: str) -> None
             lines = (tmp_path / "arbiter-audit.jsonl").read_text().splitlines()
             logged = [json.loads(line) for line in lines]
             assert [(e["arbiter"], e["action"], e["board"]) for e in logged] == [
-                ("Bob Deputy", "acknowledge", 8), ("Bob Deputy", "result", 11), ("Anna Chief", "revoke", None)]
+                ("Bob Deputy", "acknowledge", 8), ("Bob Deputy", "result", 11), ("Bob Deputy", "promote", 4),
+                ("Anna Chief", "revoke", None)]
             assert logged[1]["before"]["result_source"] == "board" and logged[1]["after"]["result"] == "1-0"
             exported_log = await (await page.request.get(svc.url + "/api/audit.jsonl")).text()
             assert exported_log.splitlines() == lines

@@ -77,8 +77,9 @@ function boardStatus(b, now) {
   if (open.length) return ["s-alert", "!" + open.length];
   if (b.online === false) return ["s-offline", "offl"];
   if (outOfSyncLong(b, now)) return ["s-sync", "sync"];
-  if (needsConfirm(b)) return ["s-confirm", b.result];
-  if (b.result !== "*") return ["s-over", b.result];
+  const shortResult = b.result === "1/2-1/2" ? "½-½" : b.result;
+  if (needsConfirm(b)) return ["s-confirm", shortResult];
+  if (b.result !== "*") return ["s-over", shortResult];
   return ["", b.online == null ? "" : "live"];
 }
 const alertsByBoard = new Map();
@@ -393,10 +394,11 @@ function drawDetail() {
   text($("#d-clk-black"), clock((b.clocks || {}).black) || "–");
   cls($("#d-clk-white"), "clk" + (side === "white" ? " tomove" : ""));
   cls($("#d-clk-black"), "clk" + (side === "black" ? " tomove" : ""));
-  const lastUci = d && d.moves.length ? d.moves[d.moves.length - 1].uci : "";
-  const touched = state.timeline && state.timeline.board === n && state.timeline.first_touch ? [state.timeline.first_touch.sq] : [];
-  drawPosition(state.timeline && state.timeline.board === n && state.timeline.fen ? state.timeline.fen : b.fen,
-    { last: lastUci ? [lastUci.slice(0, 2), lastUci.slice(2, 4)] : [], touched });
+  // with a timeline open: the position before that ply, its first touched piece and the move it made
+  const tl = state.timeline && state.timeline.board === n && state.timeline.fen ? state.timeline : null;
+  const lastUci = tl ? (tl.move ? tl.move.uci : "") : d && d.moves.length ? d.moves[d.moves.length - 1].uci : "";
+  const touched = tl && tl.first_touch ? [tl.first_touch.sq] : [];
+  drawPosition(tl ? tl.fen : b.fen, { last: lastUci ? [lastUci.slice(0, 2), lastUci.slice(2, 4)] : [], touched });
   const flags = $("#d-flags");
   const bits = [];
   bits.push([b.online === false ? "offline" : b.online ? "online" : "no data", b.online === false ? "bad" : b.online ? "ok" : "off"]);
@@ -697,6 +699,7 @@ function connect() {
 buildBoard();
 $("#auth").addEventListener("submit", unlock);
 $("#d-close").addEventListener("click", closeDetail);
+$("#tl-close").addEventListener("click", () => { state.timeline = null; $("#d-timeline").hidden = true; drawDetail(); });
 for (const form of document.querySelectorAll("#d-actions form")) {
   form.addEventListener("submit", (ev) => { ev.preventDefault(); boardAction(form); });
 }
