@@ -30,6 +30,7 @@ from touchmove.broadcast.timeline import (
     ply_timeline,
     time_class,
 )
+from touchmove.broadcast.timeline import main as timeline_main
 from touchmove.journal import Journal
 from touchmove.rules.engine import Engine
 
@@ -80,7 +81,7 @@ def test_touch_timeline_from_the_engine() -> None:
     assert window["closed_at"] == ts(5000) and window["closed_by"] == "black knight on g8 touched (ply 4)"
 
 
-def test_journal_adds_lifts_and_places() -> None:
+def test_journal_adds_lifts_and_places(capsys: pytest.CaptureFixture[str]) -> None:
     recs, events = engine_events()
     import tempfile
 
@@ -95,6 +96,13 @@ def test_journal_adds_lifts_and_places() -> None:
         j.commit()
         by_ply = journal_records(path, "e66", 1)
         assert journal_records(path, "nope", 1) == {}
+        j.commit()
+        assert timeline_main([str(path), "--board", "e66", "--ply", "3", "--time-control", "180+2"]) == 0
+        text = capsys.readouterr().out
+        assert "13:00:03.000  t=3000  lift from f1" in text and "obligation 4.3.1: move the white bishop" in text
+        assert "window closed: black knight on g8 touched (ply 4)" in text
+        assert timeline_main([str(path), "--board", "nope"]) == 1
+        assert capsys.readouterr().err == "error: no events of board nope\n"
         j.close()
     assert [(r["type"], r["sq"]) for r in by_ply[3]] == [("lift", "f1"), ("place", "f1"), ("lift", "g1"),
                                                          ("place", "f3")]
@@ -287,3 +295,12 @@ async def _routes(tmp_path: Path) -> None:
     assert [(a["arbiter"], a["action"], a["ok"]) for a in audit] == [
         ("Bob", "result", True), ("Bob", "result", False), ("Bob", "revoke", False), ("Anna", "revoke", True)]
     assert audit[0]["before"]["result"] == "*" and audit[0]["after"]["result"] == "1-0"
+
+
+def test_second_illegal_move_of_a_player_is_counted() -> None:
+    first = ev("alert", 5, 1, code="illegal_move", article="7.5.1")
+    other_side = ev("alert", 6, 3, code="illegal_move", article="7.5.1")
+    second = ev("alert", 7, 5, code="illegal_move", article="7.5.1")
+    events = [first, ev("move", 5, 2), other_side, ev("move", 6, 4), second]
+    counts = [claim_window(a, events, timing="blitz") for a in (first, other_side, second)]
+    assert [(w["offender"], w["count"]) for w in counts if w] == [("white", 1), ("black", 1), ("white", 2)]

@@ -156,6 +156,9 @@ def claim_window(alert: Mapping[str, Any], events: Sequence[Mapping[str, Any]], 
         closer = _first_after(alert, events, lambda e: _claimant_acts(e, claimant, white_starts))
     elif code == "illegal_move":
         offender = mover
+        nth = sum(1 for e in events if e.get("type") == "alert" and e.get("code") == "illegal_move"
+                  and isinstance(e.get("ply"), int) and colour_of_ply(e["ply"], white_starts) == offender
+                  and (e is alert or _before(e, alert)))
         if timing in ("rapid", "blitz"):
             rule = "A.5" if timing == "rapid" else "B.3"
             text = f"the illegal move stands unless seen before {other(offender)}'s next move"
@@ -166,7 +169,9 @@ def claim_window(alert: Mapping[str, Any], events: Sequence[Mapping[str, Any]], 
             closer = _first_after(alert, events, lambda e: e.get("type") == "game_end")
     else:
         return None
-    out: dict[str, Any] = {"rule": rule, "open": closer is None, "text": text}
+    out: dict[str, Any] = {"rule": rule, "open": closer is None, "text": text, "offender": offender}
+    if code == "illegal_move":
+        out["count"] = nth  # the offender's completed illegal moves in this game so far (7.5.5)
     if closer is not None:
         out["closed_at"] = closer.get("ts")
         out["closed_by"] = _describe(closer, white_starts)
@@ -174,6 +179,11 @@ def claim_window(alert: Mapping[str, Any], events: Sequence[Mapping[str, Any]], 
         out["open"] = False
         out["closed_by"] = "the game is over"
     return out
+
+
+def _before(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    sa, sb = a.get("seq"), b.get("seq")
+    return isinstance(sa, int) and isinstance(sb, int) and sa < sb
 
 
 def _first_after(alert: Mapping[str, Any], events: Sequence[Mapping[str, Any]],
@@ -418,3 +428,77 @@ def _game_end_t(db: sqlite3.Connection, board_id: str, game: int) -> int:
         return int(json.loads(row[0]).get("t", 2**62)) - 1
     except ValueError:
         return 2**62
+
+
+# -- offline: the timeline from a journal alone ------------------------------------------------------------
+def journal_store(path: Path, board_id: str) -> EventStore:
+    """The board's events from a bridge journal, as the broadcaster would have received them."""
+    store = EventStore(per_board=10**9)
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        for seq, payload in db.execute("SELECT seq, payload FROM events WHERE board = ? ORDER BY seq", (board_id,)):
+            event = json.loads(payload)
+            if isinstance(event, dict):
+                store.add(0, {**event, "seq": seq})
+    finally:
+        db.close()
+    return store
+
+
+def format_timeline(line: Mapping[str, Any]) -> str:
+    """One ply's timeline as text for a terminal."""
+    move = line.get("move") or {}
+    out = [f"game {line['game']} ply {line['ply']} ({line['mover']} to move)" + (f": {move['san']}" if move else "")]
+    for e in line["entries"]:
+        when = str(e.get("ts") or "")[11:23] or "?"
+        out.append(f"  {when}  t={e.get('t')}  {e.get('text') or e.get('kind')}")
+    if line.get("first_touch"):
+        out.append(f"  {line['first_touch']['text']}")
+    if line.get("obligation"):
+        out.append(f"  obligation {line['obligation']}")
+    for a in line["alerts"]:
+        w = a.get("window")
+        state = "" if not w else (" (can be acted on)" if w["open"] else f" (window closed: {w.get('closed_by')})")
+        out.append(f"  alert {a['code']} art. {a['article']}{state}")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m touchmove.broadcast.timeline JOURNAL --board ID [--game G] [--ply P] [--json]``."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m touchmove.broadcast.timeline",
+                                     description="The touch timeline of a board's plies, from a bridge journal.")
+    parser.add_argument("journal", type=Path)
+    parser.add_argument("--board", required=True, help="the board id (as in the journal)")
+    parser.add_argument("--game", type=int, help="the game number (default: the board's last game)")
+    parser.add_argument("--ply", type=int, help="one ply (default: every ply with something to show)")
+    parser.add_argument("--time-control", default="", help="PGN TimeControl, e.g. 180+2 (for A.5/B.3)")
+    parser.add_argument("--json", action="store_true", help="JSON instead of text")
+    args = parser.parse_args(argv)
+    if not args.journal.is_file():
+        print(f"error: no journal at {args.journal}", file=sys.stderr)
+        return 1
+    try:
+        record = journal_store(args.journal, args.board).game(0, args.game)
+    except (sqlite3.Error, ValueError) as exc:
+        print(f"error: cannot read {args.journal}: {exc}", file=sys.stderr)
+        return 1
+    if record is None:
+        print(f"error: no events of board {args.board}" + (f" game {args.game}" if args.game else ""),
+              file=sys.stderr)
+        return 1
+    raw = journal_records(args.journal, args.board, record.game)
+    timing = time_class(args.time_control)
+    plies = [args.ply] if args.ply else game_plies(record)
+    lines = [ply_timeline(record, p, timing=timing, records=raw.get(p, ())) for p in plies]
+    if args.json:
+        print(json.dumps({"board": args.board, "game": record.game, "plies": lines}, indent=1))
+    else:
+        print("\n".join(format_timeline(line) for line in lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -95,19 +95,17 @@ function indexAlerts() {
 
 function queueItems(now) {
   const items = [];
-  const illegal = new Map();
-  for (const a of state.alerts.values()) {
-    if (a.code === "illegal_move") illegal.set(a.board, (illegal.get(a.board) || 0) + 1);
-  }
   for (const a of state.alerts.values()) {
     if (a.acked) continue;
     let sev = SEVERITY[a.code] ?? 60;
     const closed = a.window && !a.window.open;
     if (closed) sev -= 30;
-    const nth = a.code === "illegal_move" ? illegal.get(a.board) : 0;
-    if (nth >= 2) sev += 10;
+    // 7.5.5: a player's second completed illegal move loses the game
+    const nth = a.code === "illegal_move" && a.window ? a.window.count || 0 : 0;
+    if (nth >= 2) sev += 20;
     items.push({ key: "a" + a.id, sev, board: a.board, alert: a, ts: a.ts,
-                 title: `Board ${a.board} · ${a.code}` + (nth >= 2 ? ` (${nth} on this board)` : ""),
+                 title: `Board ${a.board} · ${a.code}` +
+                   (nth >= 2 ? ` · ${a.window.offender}'s ${nth === 2 ? "2nd" : nth + "th"} (7.5.5)` : ""),
                  text: `art. ${a.article} · ply ${a.ply ?? "?"} · ${ago(a.ts)}` +
                        (state.meanings[a.code] ? " · " + state.meanings[a.code] : "") });
   }
