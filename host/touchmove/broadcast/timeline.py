@@ -367,7 +367,8 @@ def ply_comment(info: Mapping[str, Any]) -> str:
             parts.append(f"{when} alert {e.get('code')} art. {e.get('article')}{state}")
         elif e["kind"] == "clock":
             parts.append(f"{when} clock")
-    if info.get("obligation"):
+    touches = sum(1 for e in info["entries"] if e["kind"] == "touch")
+    if info.get("obligation") and (touches > 1 or info.get("alerts")):  # not on every plain move
         parts.append("duty " + str(info["obligation"]).split(":")[0])
     return ("touchmove: " + "; ".join(parts)).replace("{", "(").replace("}", ")")
 
