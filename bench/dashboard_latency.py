@@ -59,23 +59,27 @@ def pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
-def latencies(published: dict[tuple[int, int], float], shown: list[list[float]]) -> tuple[list[float], int]:
-    """Per published move, the time until its board first showed that ply or a later one; and the unseen."""
-    by_board: dict[int, tuple[list[float], list[int]]] = {}
-    for board, ply, at in sorted(shown, key=lambda s: s[2]):
-        times, plies = by_board.setdefault(int(board), ([], []))
+def latencies(published: dict[tuple[int, int], float], shown: list[list[float]]
+              ) -> tuple[list[float], list[float], int]:
+    """Per published move, the time until its board first showed that ply or a later one, the part of it
+    spent in the page (from the stream's update arriving to the frame), and how many were never shown."""
+    by_board: dict[int, tuple[list[float], list[int], list[float]]] = {}
+    for board, ply, at, arrived in sorted(shown, key=lambda s: s[2]):
+        times, plies, arrivals = by_board.setdefault(int(board), ([], [], []))
         times.append(at)
         plies.append(int(ply))
-    out, missing = [], 0
+        arrivals.append(arrived)
+    out, in_page, missing = [], [], 0
     for (board, ply), t_pub in published.items():
-        times, plies = by_board.get(board, ([], []))
+        times, plies, arrivals = by_board.get(board, ([], [], []))
         i = bisect.bisect_left(times, t_pub)
-        seen = next((times[j] for j in range(i, len(times)) if plies[j] >= ply), None)
-        if seen is None:
+        j = next((j for j in range(i, len(times)) if plies[j] >= ply), None)
+        if j is None:
             missing += 1
         else:
-            out.append(seen - t_pub)
-    return out, missing
+            out.append(times[j] - t_pub)
+            in_page.append(times[j] - max(arrivals[j], t_pub))
+    return out, in_page, missing
 
 
 async def run(args: argparse.Namespace) -> None:
@@ -87,7 +91,8 @@ async def run(args: argparse.Namespace) -> None:
         config.write_text(tournament_toml(args.boards, args.bridges, broker.port, Path(tmp) / "out"))
         http_port = free_port()
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        proc = subprocess.Popen([sys.executable, "-m", "touchmove.cli", "broadcast", "--config", str(config),
+        profile = ["-m", "cProfile", "-o", args.profile] if args.profile else []
+        proc = subprocess.Popen([sys.executable, *profile, "-m", "touchmove.cli", "broadcast", "--config", str(config),
                                  "--port", str(http_port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 env=env)
         url = f"http://127.0.0.1:{http_port}"
@@ -147,7 +152,7 @@ async def run(args: argparse.Namespace) -> None:
         finally:
             proc.terminate()
             proc.wait(30)
-    lat, missing = latencies(published, shown)
+    lat, in_page, missing = latencies(published, shown)
     rate = len(published) / args.seconds
     print(f"{len(published)} moves on {args.boards} boards in {args.seconds:.0f} s ({rate:.1f} moves/s, "
           f"4 MQTT messages each); {len(lat)} seen on the page, {missing} not seen")
@@ -156,6 +161,8 @@ async def run(args: argparse.Namespace) -> None:
         print(f"load average during the run: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores")
     except OSError:
         pass
+    print(f"of which in the page (stream update -> frame drawn): p50 {pct(in_page, 50):.0f} ms "
+          f"p99 {pct(in_page, 99):.0f} ms")
     print(f"dashboard move->page p50 {pct(lat, 50):.0f} ms p99 {pct(lat, 99):.0f} ms "
           f"max {max(lat, default=float('nan')):.0f} ms ({args.boards} boards, {rate:.0f} moves/s)")
 
@@ -168,6 +175,7 @@ def main() -> None:
     parser.add_argument("--bridges", type=int, default=4, help="bridges (base topics) sharing the boards")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--chromium", default=os.environ.get("TOUCHMOVE_CHROMIUM", "/usr/bin/chromium"))
+    parser.add_argument("--profile", metavar="FILE", help="run the broadcaster under cProfile, stats to FILE")
     parser.add_argument("--screenshot", metavar="PNG", help="save the console at the end of the run")
     args = parser.parse_args()
     logging.getLogger("mqtt").setLevel(logging.ERROR)

@@ -223,18 +223,24 @@ async def _big_round(broker: LocalBroker, tmp_path: Path, executable: str) -> No
             async_playwright() as pw:
         bridge = SimBridge(client, publish_pgn=False)
         await bridge.online()
-        boards = {n: bridge.board(f"b{n:03d}") for n in range(1, 201)}
+        boards = {n: bridge.board(f"b{n:02d}") for n in range(1, 201)}
         for b in boards.values():
             await b.start()
         for n in range(1, 201, 3):
             await play(boards[n], "d2d4", "d7d5", ms=150_000 - n)
         await boards[150].alert("board_mismatch", "7.4")
+        await play(boards[37], "e2e4", "e7e5")
+        await boards[37].alert("touch_move", "4.3.1", {"square": "f1"})
+        await boards[88].alert("illegal_move", "7.5.1")
+        await boards[120].availability(False)
+        await boards[64].end("1-0", "checkmate", "5.1.1")
         browser = await pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         try:
             page = await browser.new_page(viewport={"width": 1920, "height": 1080})
             await page.goto(svc.url + "/")
             await expect(page.locator(".row")).to_have_count(200)
             await expect(page.locator('.row[data-board="199"] .lm')).to_have_text("1... d5")
+            await expect(page.locator('.row[data-board="37"] .lm')).to_have_text("2... e5")
             # every board of the round on one screen, no name cut
             boxes = await page.eval_on_selector_all(".row", "rs => rs.map(r => r.getBoundingClientRect().bottom)")
             await page.screenshot(path=str(ARTIFACTS / "console-200.png"))
@@ -243,15 +249,16 @@ async def _big_round(broker: LocalBroker, tmp_path: Path, executable: str) -> No
             assert await long_name.evaluate("e => e.scrollWidth <= e.clientWidth + 1")
             await expect(long_name).to_contain_text("Nodirbek Maximilian")
             await page.screenshot(path=str(ARTIFACTS / "console-200.png"))
-            await page.locator("#queue li").first.click()
+            await expect(page.locator("#queue li").first).to_contain_text("Board 88 · illegal_move")
+            await page.locator("#queue li", has_text="Board 150").click()
             await expect(page.locator("#d-white")).to_contain_text("Abdusattorov-Wojtaszek, Nodirbek Maximilian")
 
             # the phone: the queue first, then the board it points to
             phone = await browser.new_page(viewport={"width": 390, "height": 844}, device_scale_factor=2,
                                            is_mobile=True, has_touch=True)
             await phone.goto(svc.url + "/")
-            await expect(phone.locator("#queue li").first).to_contain_text("Board 150 · board_mismatch")
-            await expect(phone.locator("#d-title")).to_have_text("Board 150 · b150 · game 1")
+            await expect(phone.locator("#queue li").first).to_contain_text("Board 88 · illegal_move")
+            await expect(phone.locator("#d-title")).to_have_text("Board 88 · b88 · game 1")
             queue_box = await phone.locator("#queue-panel").bounding_box()
             detail_box = await phone.locator("#detail").bounding_box()
             table_box = await phone.locator("#boards-panel").bounding_box()

@@ -50,6 +50,8 @@ PROMOTION_PIECES = ("q", "r", "b", "n")
 ALERT_FEED_LIMIT = 1000
 LISTENER_QUEUE = 2000
 SVG_BATCH = 16
+#: How long the dashboard streams gather changes before sending (one update per board, one write per stream).
+NOTIFY_GATHER_S = 0.025
 #: Unknown board ids remembered (beyond this the oldest are forgotten) and logged one by one (then in sums).
 UNKNOWN_BOARDS_KEPT = 1024
 UNKNOWN_BOARDS_LOGGED = 50
@@ -582,6 +584,8 @@ class Broadcaster:
         """Feed the dashboard streams: what changed while messages were being handled, once."""
         while True:
             await self._pending_event.wait()
+            # a move comes as several messages (move, clock, state): gather them, one update per board
+            await asyncio.sleep(NOTIFY_GATHER_S)
             self._pending_event.clear()
             self.flush_notifications()
 

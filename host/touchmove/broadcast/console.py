@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-import chess
-
 from touchmove.broadcast.timeline import EventStore, claim_window, time_class
 
 
@@ -32,10 +30,8 @@ class AlertLike(Protocol):
 
 def both_clocks(start_fen: str, clocks: Iterable[int | None]) -> dict[str, int | None]:
     """Each side's clock (ms) at its latest press, from the plies' clock times in order."""
-    try:
-        white_first = chess.Board(start_fen).turn == chess.WHITE
-    except ValueError:
-        white_first = True
+    fields = start_fen.split()
+    white_first = len(fields) < 2 or fields[1] != "b"  # no board built: this runs for every update
     out: dict[str, int | None] = {"white": None, "black": None}
     for ply, ms in enumerate(clocks, start=1):
         if ms is not None:

@@ -295,11 +295,19 @@ function frame() {
   if (queueDirty) renderQueue();
   if (MEASURE && shown.length) {
     const at = performance.timeOrigin + performance.now();
-    for (const n of shown) window.touchmoveShown.push([n, state.boards.get(n).ply, at]);
+    for (const n of shown) {
+      window.touchmoveShown.push([n, state.boards.get(n).ply, at, arrived.get(n) ?? at]);
+      arrived.delete(n);
+    }
   }
 }
 
-function boardUpdate(b) { pending.set(b.board, b); askFrame(); }
+const arrived = new Map();      // board number -> when its oldest undrawn update arrived (with ?measure)
+function boardUpdate(b) {
+  if (MEASURE && !arrived.has(b.board)) arrived.set(b.board, performance.timeOrigin + performance.now());
+  pending.set(b.board, b);
+  askFrame();
+}
 
 // -- the board detail ----------------------------------------------------------------------------------------
 const squares = [];
