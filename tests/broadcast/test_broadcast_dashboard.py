@@ -60,6 +60,8 @@ async def set_the_scene(bridge: SimBridge) -> dict[int, SimBoard]:
     await play(boards[7], "g1f3", "b8c6")
     # board 8: an illegal move just now: can still be acted on
     await boards[8].alert("illegal_move", "7.5.1", {"uci": "d1d5"})
+    await play(boards[5], "d2d4", ms=1500)               # White has 1.5 s left and is to move again:
+    await play(boards[5], "d7d5")                        # his flag falls while the console watches
     await boards[9].availability(False)                # offline
     boards[2].in_sync = False                           # out of sync (pieces knocked over)
     await boards[2].publish_state()
@@ -110,7 +112,8 @@ async def _console(broker: LocalBroker, tmp_path: Path, executable: str) -> None
             await expect(page).to_have_title("(3) Test Open · round 3 · arbiter")
             titles = [await q.text_content() for q in await queue.locator(".q-title").all()]
             for wanted in ["Board 7 · illegal_move", "Board 4 · touch_move", "Board 9 · offline",
-                           "Board 2 · out of sync", "Board 10 · 1/2-1/2 to confirm", "Board 11 · 1-0 to confirm"]:
+                           "Board 2 · out of sync", "Board 10 · 1/2-1/2 to confirm", "Board 11 · 1-0 to confirm",
+                           "Board 5 · white's flag"]:
                 await expect(page.locator("#queue .q-title", has_text=wanted)).to_have_count(1)
             titles = [await q.text_content() for q in await queue.locator(".q-title").all()]
             assert titles.index("Board 8 · illegal_move") < titles.index("Board 7 · illegal_move") \

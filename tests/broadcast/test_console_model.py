@@ -81,29 +81,32 @@ def test_touch_timeline_from_the_engine() -> None:
     assert window["closed_at"] == ts(5000) and window["closed_by"] == "black knight on g8 touched (ply 4)"
 
 
-def test_journal_adds_lifts_and_places(capsys: pytest.CaptureFixture[str]) -> None:
+def write_journal(path: Path, board_id: str = "e66") -> Journal:
+    """A bridge journal of the scenario: the records and the engine's events, as the bridge writes them."""
     recs, events = engine_events()
-    import tempfile
+    j = Journal(path)
+    j.ensure_board(board_id)
+    for rec in recs:
+        j.add_entry(board_id, "record", rec["t"], json.dumps(rec), "serial", ts(rec["t"]))
+    for e in events:
+        j.add_event(board_id, e["seq"], {k: v for k, v in e.items() if k not in ("seq", "ts", "board")})
+    j.commit()
+    return j
 
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "journal.sqlite"
-        j = Journal(path)
-        j.ensure_board("e66")
-        for rec in recs:
-            j.add_entry("e66", "record", rec["t"], json.dumps(rec), "serial", ts(rec["t"]))
-        for e in events:
-            j.add_event("e66", e["seq"], {k: v for k, v in e.items() if k not in ("seq", "ts", "board")})
-        j.commit()
-        by_ply = journal_records(path, "e66", 1)
-        assert journal_records(path, "nope", 1) == {}
-        j.commit()
-        assert timeline_main([str(path), "--board", "e66", "--ply", "3", "--time-control", "180+2"]) == 0
-        text = capsys.readouterr().out
-        assert "13:00:03.000  t=3000  lift from f1" in text and "obligation 4.3.1: move the white bishop" in text
-        assert "window closed: black knight on g8 touched (ply 4)" in text
-        assert timeline_main([str(path), "--board", "nope"]) == 1
-        assert capsys.readouterr().err == "error: no events of board nope\n"
-        j.close()
+
+def test_journal_adds_lifts_and_places(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    _, events = engine_events()
+    path = tmp_path / "journal.sqlite"
+    j = write_journal(path)
+    by_ply = journal_records(path, "e66", 1)
+    assert journal_records(path, "nope", 1) == {}
+    assert timeline_main([str(path), "--board", "e66", "--ply", "3", "--time-control", "180+2"]) == 0
+    text = capsys.readouterr().out
+    assert "13:00:03.000  t=3000  lift from f1" in text and "obligation 4.3.1: move the white bishop" in text
+    assert "window closed: black knight on g8 touched (ply 4)" in text
+    assert timeline_main([str(path), "--board", "nope"]) == 1
+    assert capsys.readouterr().err == "error: no events of board nope\n"
+    j.close()
     assert [(r["type"], r["sq"]) for r in by_ply[3]] == [("lift", "f1"), ("place", "f1"), ("lift", "g1"),
                                                          ("place", "f3")]
     assert [(r["type"], r["sq"]) for r in by_ply[4]] == [("lift", "g8"), ("place", "f6")]
@@ -269,7 +272,9 @@ async def _routes(tmp_path: Path) -> None:
     for e in events:
         hub.handle(BridgeMessage("touchmove", "b01", "events", {**e, "board": "b01", "session": "s1"}))
     book = ArbiterBook(env="chief:Anna=tok-a;Bob=tok-b", revoked_path=tmp_path / "revoked.json")
-    app = make_app(hub, None, arbiters=book, audit=AuditLog(tmp_path / "audit.jsonl"), journals=[])
+    journal = write_journal(tmp_path / "journal.sqlite", "b01")
+    app = make_app(hub, None, arbiters=book, audit=AuditLog(tmp_path / "audit.jsonl"),
+                   journals=[tmp_path / "absent.sqlite", tmp_path / "journal.sqlite"])
     async with TestClient(TestServer(app)) as client:
         bob, anna = {"Authorization": "Bearer tok-b"}, {"Authorization": "Bearer tok-a"}
         assert (await client.post("/api/boards/1/result", json={"result": "1-0"})).status == 401
@@ -287,6 +292,12 @@ async def _routes(tmp_path: Path) -> None:
         assert (await client.get("/api/boards/9/timeline?ply=1")).status == 404
         line = await (await client.get("/api/boards/1/timeline?ply=3")).json()
         assert line["first_touch"]["sq"] == "f1" and line["alerts"][0]["window"]["closed_by"].startswith("black")
+        assert line["sources"] == ["events", "journal"]
+        assert [e["text"] for e in line["entries"] if e.get("raw")] == [
+            "lift from f1", "place on f1", "lift from g1", "place on f3"]
+        evidence = await (await client.get("/api/boards/1/evidence.json")).json()
+        assert [p["ply"] for p in evidence["plies"]] == [1, 2, 3, 4] and evidence["white"] == "White, Player 1"
+        journal.close()
         detail = await (await client.get("/api/boards/1")).json()
         assert [m["san"] for m in detail["moves"]] == ["e4", "e5", "Nf3", "Nf6"] and detail["evidence_plies"]
         alert = hub.alerts[0]
