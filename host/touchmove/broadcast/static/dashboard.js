@@ -413,8 +413,11 @@ function drawDetail() {
   bits.push([`ply ${b.ply}`, ""]);
   if (b.result !== "*") bits.push([`${b.result} (${b.result_source})`, b.result_source === "arbiter" ? "ok" : "warn"]);
   if (b.needs_resync) bits.push(["resync", "warn"]);
-  const html = bits.map(([t, c]) => `<span class="badge ${c}">${t}</span>`).join(" ");
-  if (flags.dataset.html !== html) { flags.innerHTML = html; flags.dataset.html = html; }
+  const key = JSON.stringify(bits);
+  if (flags.dataset.key !== key) {
+    flags.dataset.key = key;
+    flags.replaceChildren(...bits.map(([t, c]) => el("span", "badge " + c, t)));
+  }
   $("#d-confirm").hidden = !needsConfirm(b);
   $("#d-actions input[name=ply]").max = String(b.ply);
   if (d) drawMoves(d);
