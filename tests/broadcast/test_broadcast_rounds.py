@@ -262,6 +262,14 @@ async def _delay(tmp_path: Path) -> None:
         assert hub.write_now().read_text() == hub.public_pgn()  # the file is public too
         # the push reads the same delayed text
         assert "Bc4" in hub.public_pgn(boards=range(1, 2))
+    # a restart keeps what was public, and the rest still waits for its time
+    feed(hub, "b01", events(SCHOLAR[:6], first_ply=5, start=False))
+    hub.save_state()
+    public = hub.public_pgn()
+    restarted = Broadcaster(data_delay, output_dir=tmp_path, clock=clock)
+    assert restarted.public_pgn() == public and "Qh5" not in public
+    clock.now += 900
+    assert "3. Qh5" in restarted.public_pgn()
 
 
 def test_etag_last_modified_and_date(tmp_path: Path) -> None:

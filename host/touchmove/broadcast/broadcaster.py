@@ -283,8 +283,13 @@ class Broadcaster:
         self.delay_line = DelayLine(self.tournament.delay_seconds(number))
         now = self.clock()
         for n, view in self.by_number.items():
+            seen = record.public_snapshots(n) if record is not None and self.delay > 0 else None
+            if seen is not None:  # what was public before the restart stays public; the rest waits
+                self.delay_line.record(n, 0.0, seen)
             self.delay_line.record(n, now, view.games.snapshots())
         self._pgn_cache = self._public_cache = None
+        self._snaps: dict[int, tuple[GameSnapshot, ...]] = {}
+        self._snaps_dirty: set[int] = set(self.by_number)
         self._save_due = True
         self._changed(None)
 
@@ -306,6 +311,10 @@ class Broadcaster:
             raise ActionError(f"round {number} has no pairings in the tournament file")
         if number == self.round.number:
             return {"round": number, "changed": False}
+        try:
+            load_round(self.output_dir, number)
+        except ValueError as exc:
+            raise ActionError(str(exc)) from None
         self.save_state()
         with contextlib.suppress(OSError):
             self.write_now()
@@ -385,15 +394,20 @@ class Broadcaster:
                 view.game.set_result("arbiter", norm)
 
     def record(self) -> RoundRecord:
+        public: dict[int, list[tuple[int | None, int, str]]] = {}
+        if self.delay > 0:
+            now = self.clock()
+            for n in self.by_number:
+                public[n] = [(g.number, g.ply, g.result) for g in self.delay_line.public(n, now)]
         return RoundRecord(self.round.number, self.round_started,
-                           {n: v.games for n, v in self.by_number.items()})
+                           {n: v.games for n, v in self.by_number.items()}, public)
 
     def save_state(self) -> None:
         """Save every board's games of the round (``round-<n>-state.json``) and the results export
         (``round-<n>-results.csv``, ``results.trf``: the arbiter's, without the delay)."""
         save_round(self.output_dir, self.record())
         rounds = {n: (self.public_games(n) if n != self.round.number
-                      else {b: v.games.snapshots() for b, v in self.by_number.items()})
+                      else dict(self.live_games()))
                   for n in sorted(self.tournament.rounds)
                   if n == self.round.number or self.past_round(n) is not None}
         write_atomically(self.output_dir / f"round-{self.round.number}-results.csv",
@@ -413,11 +427,21 @@ class Broadcaster:
             self.save_state()
 
     # -- the round PGN -----------------------------------------------------------------------------
+    def live_games(self) -> dict[int, tuple[GameSnapshot, ...]]:
+        """Each board's games of the current round as they stand (only the boards changed since the last
+        call are looked at again)."""
+        if self._snaps_dirty:
+            dirty, self._snaps_dirty = self._snaps_dirty, set()
+            for n in dirty:
+                view = self.by_number.get(n)
+                if view is not None:
+                    self._snaps[n] = view.games.snapshots()
+        return self._snaps
+
     def round_pgn(self) -> str:
         """The current round's PGN as it stands (the arbiter's live view, no delay)."""
         if self._pgn_cache is None or self._pgn_cache[0] != self.version:
-            games = {n: v.games.snapshots() for n, v in self.by_number.items()}
-            self._pgn_cache = (self.version, self._pgn.render(games))
+            self._pgn_cache = (self.version, self._pgn.render(self.live_games()))
         return self._pgn_cache[1]
 
     @property
@@ -429,7 +453,7 @@ class Broadcaster:
         """Each board's games of a round as the public sees them (the current round after the delay)."""
         if number is None or number == self.round.number:
             if self.delay <= 0:
-                return {n: v.games.snapshots() for n, v in self.by_number.items()}
+                return dict(self.live_games())
             now = self.clock()
             return {n: self.delay_line.public(n, now) for n in self.by_number}
         record = self.past_round(number)
@@ -562,7 +586,9 @@ class Broadcaster:
             self._dirty.set()
             if view is not None:
                 games = view.games
-                self.delay_line.record(view.pairing.board, self.clock(), games.snapshots())
+                self._snaps_dirty.add(view.pairing.board)
+                if self.delay_line.delay > 0:
+                    self.delay_line.record(view.pairing.board, self.clock(), games.snapshots())
                 if len(games.entries) > 1 or games.held is not None or games.current.has_result:
                     self._save_due = True  # what the bridge no longer shows must be on disk at once
         if view is not None and self._listeners:

@@ -380,7 +380,7 @@ class RoundPgn:
 
     def game_text(self, pairing: Pairing, game: GameSnapshot | LiveGame, entry: int = 1) -> str:
         """One game's PGN (``entry``: its place among the board's games of the round, from 1)."""
-        snap = game.snapshot() if isinstance(game, LiveGame) else game
+        snap = game if type(game) is GameSnapshot else game.snapshot()  # type: ignore[union-attr]
         key = (pairing.board, entry)
         hit = self._cache.get(key)
         if hit is not None and hit[0] is snap:
@@ -401,7 +401,9 @@ class RoundPgn:
                 continue
             found = games.get(pairing.board)
             entries: Sequence[GameSnapshot | LiveGame]
-            if found is None:
+            if type(found) is tuple:
+                entries = found or (EMPTY_GAME,)
+            elif found is None:
                 entries = (EMPTY_GAME,)
             elif isinstance(found, LiveGame | GameSnapshot):
                 entries = (found,)

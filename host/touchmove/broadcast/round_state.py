@@ -56,6 +56,8 @@ class BoardGames:
     allow: Allow | None = None
     #: The bridge's games numbered up to this one belong to earlier rounds.
     floor: int | None = None
+    _snaps: tuple[tuple[int, int, int], tuple[GameSnapshot, ...]] | None = field(default=None, repr=False,
+                                                                              compare=False)
 
     @property
     def current(self) -> LiveGame:
@@ -78,8 +80,13 @@ class BoardGames:
         return None
 
     def snapshots(self) -> tuple[GameSnapshot, ...]:
-        """The round's games of this board as they stand (the held game is not the round's)."""
-        return tuple(game.snapshot() for game in self.entries)
+        """The round's games of this board as they stand (the held game is not the round's); the same
+        tuple until one of them changes (renders are cached by it)."""
+        entries = self.entries
+        key = (len(entries), id(entries[-1]), sum(g.version for g in entries))
+        if self._snaps is None or self._snaps[0] != key:
+            self._snaps = (key, tuple(game.snapshot() for game in entries))
+        return self._snaps[1]
 
     def _old(self, number: int | None) -> bool:
         return number is not None and self.floor is not None and number <= self.floor
@@ -236,6 +243,22 @@ class RoundRecord:
     number: int
     started: dt.date
     boards: dict[int, BoardGames]
+    #: What the public saw of each board (with a delay): per game, its number, plies and result.
+    public: dict[int, list[tuple[int | None, int, str]]] = field(default_factory=dict)
+
+    def public_snapshots(self, board: int) -> tuple[GameSnapshot, ...] | None:
+        """The board's games as the public saw them when saved (None if not kept)."""
+        seen = self.public.get(board)
+        games = self.boards.get(board)
+        if seen is None or games is None:
+            return None
+        out: list[GameSnapshot] = []
+        for (number, ply, result), game in zip(seen, games.entries, strict=False):
+            snap = game.snapshot()
+            same = result == snap.result
+            out.append(GameSnapshot(snap.start_fen, snap.chess960, number, snap.moves[:ply], result,
+                                    snap.source if same else None, snap.reason if same else None))
+        return tuple(out)
 
 
 def state_path(output_dir: Path, number: int) -> Path:
@@ -247,6 +270,7 @@ def save_round(output_dir: Path, record: RoundRecord) -> None:
     data = {
         "version": STATE_VERSION, "round": record.number, "started": record.started.isoformat(),
         "boards": {str(n): games.to_json() for n, games in sorted(record.boards.items())},
+        "public": {str(n): [list(item) for item in seen] for n, seen in sorted(record.public.items())},
     }
     write_atomically(state_path(output_dir, record.number), json.dumps(data, separators=(",", ":")) + "\n")
 
@@ -275,7 +299,14 @@ def load_round(output_dir: Path, number: int) -> RoundRecord | None:
             boards[int(key)] = BoardGames.from_json(raw)
         except (ValueError, KeyError) as exc:
             raise ValueError(f"{path}: board {key}: {exc}") from exc
-    return RoundRecord(number, started, boards)
+    public: dict[int, list[tuple[int | None, int, str]]] = {}
+    raw_public = data.get("public")
+    for key, seen in (raw_public.items() if isinstance(raw_public, dict) else ()):
+        if str(key).isdigit() and isinstance(seen, list):
+            public[int(key)] = [(item[0] if type(item[0]) is int else None, int(item[1]), str(item[2]))
+                                for item in seen if isinstance(item, list) and len(item) == 3
+                                and type(item[1]) is int and item[2] in RESULTS]
+    return RoundRecord(number, started, boards, public)
 
 
 class DelayLine:

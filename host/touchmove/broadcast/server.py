@@ -59,6 +59,7 @@ log = logging.getLogger(__name__)
 STATIC = Path(__file__).with_name("static")
 HUB_KEY: web.AppKey[Broadcaster] = web.AppKey("hub", Broadcaster)
 TOKEN_KEY: web.AppKey[str | None] = web.AppKey("token", str)
+ENCODED_KEY: web.AppKey[dict[str, tuple[str, bytes, str]]] = web.AppKey("encoded", dict)
 KEEPALIVE = 15.0
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -87,8 +88,14 @@ def public(request: web.Request, key: str, body: str, content_type: str) -> web.
     """A public document with caching headers: ETag from its content, Last-Modified from when this
     content was first served (so a poller never gets 304 for new content, whatever restarts)."""
     hub = request.app[HUB_KEY]
-    raw = body.encode("utf-8")
-    etag = '"' + hashlib.blake2b(raw, digest_size=12).hexdigest() + '"'
+    cache = request.app[ENCODED_KEY]
+    hit = cache.get(key)
+    if hit is not None and hit[0] is body:  # the same text object: cached renders are not encoded again
+        raw, etag = hit[1], hit[2]
+    else:
+        raw = body.encode("utf-8")
+        etag = '"' + hashlib.blake2b(raw, digest_size=12).hexdigest() + '"'
+        cache[key] = (body, raw, etag)
     seen = hub.modified.get(key)
     if seen is None or seen[0] != etag:
         seen = (etag, float(int(hub.clock())))
@@ -366,6 +373,7 @@ def make_app(hub: Broadcaster, token: str | None, *, arbiters: ArbiterBook | Non
     app = web.Application()
     app[HUB_KEY] = hub
     app[TOKEN_KEY] = token
+    app[ENCODED_KEY] = {}
     if arbiters is None:
         file = os.environ.get(ARBITERS_FILE_ENV)
         arbiters = ArbiterBook(file=Path(file) if file else hub.output_dir / "arbiters.toml",
