@@ -67,6 +67,7 @@ async def set_the_scene(bridge: SimBridge) -> dict[int, SimBoard]:
     await boards[2].publish_state()
     await boards[10].kings_to_centre("1/2-1/2")         # a draw shown with the kings: not "out of sync"
     await boards[11].end("1-0", "checkmate", "5.1.1")   # a result to confirm
+    await boards[11].start()                            # and the players set up again: a held game
     return boards
 
 
@@ -113,7 +114,7 @@ async def _console(broker: LocalBroker, tmp_path: Path, executable: str) -> None
             titles = [await q.text_content() for q in await queue.locator(".q-title").all()]
             for wanted in ["Board 7 · illegal_move", "Board 4 · touch_move", "Board 9 · offline",
                            "Board 2 · out of sync", "Board 10 · 1/2-1/2 to confirm", "Board 11 · 1-0 to confirm",
-                           "Board 5 · white's flag"]:
+                           "Board 5 · white's flag", "Board 11 · a new game is held"]:
                 await expect(page.locator("#queue .q-title", has_text=wanted)).to_have_count(1)
             titles = [await q.text_content() for q in await queue.locator(".q-title").all()]
             assert titles.index("Board 8 · illegal_move") < titles.index("Board 7 · illegal_move") \
@@ -166,7 +167,7 @@ async def _console(broker: LocalBroker, tmp_path: Path, executable: str) -> None
             await page.locator("#queue li", has_text="Board 11 · 1-0 to confirm").locator("button").click()
             await expect(page.locator("#audit li").first).to_contain_text("Bob Deputy: result board 11")
             await expect(page.locator("#audit li").first).to_contain_text('result_source "board"→"arbiter"')
-            await expect(page.locator("#queue .q-title", has_text="Board 11")).to_have_count(0)
+            await expect(page.locator("#queue .q-title", has_text="Board 11 · 1-0 to confirm")).to_have_count(0)
             await page.locator("#d-actions form[data-action=promote] select").select_option("n")
             await page.locator("#d-actions form[data-action=promote] button").click()
             await expect(page.locator("#messages li").first).to_contain_text("board 4: promote sent")

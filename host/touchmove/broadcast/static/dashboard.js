@@ -123,6 +123,11 @@ function queueItems(now) {
       items.push({ key: "f" + b.board, sev: 68, board: b.board, title: `Board ${b.board} · ${flag.side}'s flag`,
                    text: `${flag.side}'s clock has run out (estimated from the last presses)` });
     }
+    if (b.held) {
+      items.push({ key: "h" + b.board, sev: 40, board: b.board, title: `Board ${b.board} · a new game is held`,
+                   text: `game ${b.held.game ?? "?"} (${b.held.ply} plies) started after the round's game: ` +
+                         "allow it as the next game, in place of the round's, or leave it out" });
+    }
     if (needsConfirm(b)) {
       items.push({ key: "r" + b.board, sev: 35, board: b.board, confirm: b.result,
                    title: `Board ${b.board} · ${b.result} to confirm`,
@@ -413,6 +418,8 @@ function drawDetail() {
   bits.push([`ply ${b.ply}`, ""]);
   if (b.result !== "*") bits.push([`${b.result} (${b.result_source})`, b.result_source === "arbiter" ? "ok" : "warn"]);
   if (b.needs_resync) bits.push(["resync", "warn"]);
+  if (b.held) bits.push([`held: game ${b.held.game ?? "?"}, ${b.held.ply} plies`, "warn"]);
+  if (b.allow) bits.push([`allowed: ${b.allow}`, "ok"]);
   const key = JSON.stringify(bits);
   if (flags.dataset.key !== key) {
     flags.dataset.key = key;
@@ -626,6 +633,7 @@ function boardAction(form) {
   if (action === "takeback") body.ply = Number(f.get("ply"));
   if (action === "setup") { body.fen = String(f.get("fen") || "").trim(); body.chess960 = f.get("chess960") === "on"; }
   if (action === "result") body.result = f.get("result");
+  if (action === "allow") body.allow = f.get("allow");
   postAction(n, action, body);
 }
 
