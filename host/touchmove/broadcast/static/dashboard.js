@@ -70,6 +70,13 @@ function flagEstimate(b, now) {
   if (left == null) return null;
   return { side, left: left - (now - Date.parse(b.moved_at)) };
 }
+function shownClocks(b, now) {
+  // both clocks as the players see them: the side to move's runs from the opponent's move
+  const c = { ...(b.clocks || {}) };
+  const flag = flagEstimate(b, now);
+  if (flag) c[flag.side] = Math.max(0, flag.left);
+  return c;
+}
 function needsConfirm(b) { return b.result !== "*" && b.result_source !== "arbiter"; }
 
 function boardStatus(b, now) {
@@ -243,7 +250,7 @@ function drawRow(n, now = Date.now()) {
   text(c.w, b.white.name);
   text(c.b, b.black.name);
   const side = b.result === "*" ? toMove(b) : "";
-  const clocks = b.clocks || {};
+  const clocks = shownClocks(b, now);
   text(c.cw, clock(clocks.white));
   text(c.cb, clock(clocks.black));
   cls(c.cw, "cw" + (side === "white" ? " tomove" : "") + (clocks.white != null && clocks.white < 60000 ? " low" : ""));
@@ -401,8 +408,9 @@ function drawDetail() {
   text($("#d-white"), "○ " + playerName(b.white));
   text($("#d-black"), "● " + playerName(b.black));
   const side = b.result === "*" ? toMove(b) : "";
-  text($("#d-clk-white"), clock((b.clocks || {}).white) || "–");
-  text($("#d-clk-black"), clock((b.clocks || {}).black) || "–");
+  const clocks = shownClocks(b, Date.now());
+  text($("#d-clk-white"), clock(clocks.white) || "–");
+  text($("#d-clk-black"), clock(clocks.black) || "–");
   cls($("#d-clk-white"), "clk" + (side === "white" ? " tomove" : ""));
   cls($("#d-clk-black"), "clk" + (side === "black" ? " tomove" : ""));
   // with a timeline open: the position before that ply, its first touched piece and the move it made
@@ -729,7 +737,10 @@ $("#only-attention").addEventListener("change", redrawAll);
 window.addEventListener("resize", layoutTable);
 setInterval(() => {   // ages, out-of-sync durations, flags: they change with time alone
   queueDirty = true;
-  for (const b of state.boards.values()) if (b.in_sync === false && !pending.has(b.board)) pending.set(b.board, b);
+  for (const b of state.boards.values()) {
+    const ticking = b.result === "*" && b.moved_at && visible.has(b.board);   // its running clock
+    if ((b.in_sync === false || ticking) && !pending.has(b.board)) pending.set(b.board, b);
+  }
   askFrame();
 }, 1000);
 if (token) { $("#token").value = token; unlock(); }
