@@ -52,6 +52,15 @@ def tournament_toml(boards: int, bridges: int, port: int, out: Path) -> str:
     return "\n".join(lines)
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process (Linux ``/proc``); None elsewhere."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def pct(values: list[float], p: float) -> float:
     if not values:
         return float("nan")
@@ -97,6 +106,7 @@ async def run(args: argparse.Namespace) -> None:
                                 env=env)
         url = f"http://127.0.0.1:{http_port}"
         published: dict[tuple[int, int], float] = {}
+        cpu0 = cpu1 = None
         try:
             async with aiohttp.ClientSession() as http:
                 for _ in range(400):
@@ -138,7 +148,9 @@ async def run(args: argparse.Namespace) -> None:
                             due += rng.uniform(0.5, 1.5) * per_board  # the pace holds whatever publishing took
 
                     deadline = time.monotonic() + args.seconds
+                    cpu0 = cpu_seconds(proc.pid)
                     await asyncio.gather(*(play(b, n, deadline) for b, n in boards))
+                    cpu1 = cpu_seconds(proc.pid)
                     await asyncio.sleep(3.0)  # the last moves come through
                     shown = await page.evaluate("window.touchmoveShown")
                     if args.screenshot:
@@ -156,6 +168,9 @@ async def run(args: argparse.Namespace) -> None:
     rate = len(published) / args.seconds
     print(f"{len(published)} moves on {args.boards} boards in {args.seconds:.0f} s ({rate:.1f} moves/s, "
           f"4 MQTT messages each); {len(lat)} seen on the page, {missing} not seen")
+    if cpu0 is not None and cpu1 is not None:
+        print(f"broadcaster CPU while playing: {100 * (cpu1 - cpu0) / args.seconds:.0f}% of a core "
+              f"({1000 * (cpu1 - cpu0) / max(1, len(published)):.2f} ms a move)")
     try:
         load = os.getloadavg()
         print(f"load average during the run: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores")

@@ -196,7 +196,7 @@ function renderQueue() {
   cls($("#alert-count"), "badge " + (openCount ? "bad" : "ok"));
   const title = (openCount ? `(${openCount}) ` : "") + `${state.event || "touchmove"} · round ${state.round ?? "?"} · arbiter`;
   if (document.title !== title) document.title = title;
-  if (isPhone() && state.selected == null && items.length) select(items[0].board, false);
+  if (isPhone() && state.selected == null && !closedByHand && items.length) select(items[0].board, false);
   return items;
 }
 
@@ -356,6 +356,7 @@ function setSquare(i, piece, marks) {
 }
 
 let detailFetch = null;
+let closedByHand = false;   // on a phone, the top item's board opens by itself until the arbiter closes one
 function select(n, fromQueue) {
   if (!state.boards.has(n)) return;
   const changed = state.selected !== n;
@@ -696,6 +697,7 @@ function snapshot(data) {
   renderQueue();
   state.bridges = data.bridges || {};
   renderBridges();
+  loadAudit();   // entries made while the stream was down
   const m = location.hash.match(/^#board-(\d+)$/);
   if (m && state.selected == null) select(Number(m[1]), true);
   else if (state.selected != null) { drawDetail(); loadDetail(); }
@@ -723,7 +725,7 @@ function connect() {
 
 buildBoard();
 $("#auth").addEventListener("submit", unlock);
-$("#d-close").addEventListener("click", closeDetail);
+$("#d-close").addEventListener("click", () => { closedByHand = true; closeDetail(); });
 $("#tl-close").addEventListener("click", () => { state.timeline = null; $("#d-timeline").hidden = true; drawDetail(); });
 for (const form of document.querySelectorAll("#d-actions form")) {
   form.addEventListener("submit", (ev) => { ev.preventDefault(); boardAction(form); });
@@ -744,5 +746,4 @@ setInterval(() => {   // ages, out-of-sync durations, flags: they change with ti
   askFrame();
 }, 1000);
 if (token) { $("#token").value = token; unlock(); }
-loadAudit();
 connect();
