@@ -558,6 +558,7 @@ function alertUpdate(a) {
 }
 
 function auditEntry(e, prepend = true) {
+  if (document.querySelector(`#audit li[data-audit-id="${Number(e.id)}"]`)) return;
   const li = el("li", e.ok ? "" : "failed");
   li.dataset.auditId = e.id;
   const what = e.action + (e.board != null ? ` board ${e.board}` : "") +
