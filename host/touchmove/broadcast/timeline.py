@@ -35,7 +35,7 @@ ARTICLE_4_ALERTS = frozenset({"touch_move", "castling_rook_first", "castling_obl
                               "touch_out_of_turn"})
 #: Alerts whose offender is the player NOT having the move at the alert's ply.
 OPPONENT_OFFENCES = frozenset({"touch_out_of_turn"})
-EVENTS_PER_BOARD = 20_000
+EVENTS_PER_BOARD = 4_000  # about ten long games of touches, moves and clocks: a round and more
 PIECE_NAMES = {"p": "pawn", "n": "knight", "b": "bishop", "r": "rook", "q": "queen", "k": "king"}
 TIMELINE_TYPES = frozenset({"touch", "move", "move_amended", "clock", "alert", "takeback", "game_end"})
 _PERIOD = re.compile(r"^(?:(\d+)/)?(\d+)(?:\+(\d+))?$")
