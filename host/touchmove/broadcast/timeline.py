@@ -37,7 +37,6 @@ ARTICLE_4_ALERTS = frozenset({"touch_move", "castling_rook_first", "castling_obl
 OPPONENT_OFFENCES = frozenset({"touch_out_of_turn"})
 EVENTS_PER_BOARD = 4_000  # about ten long games of touches, moves and clocks: a round and more
 PIECE_NAMES = {"p": "pawn", "n": "knight", "b": "bishop", "r": "rook", "q": "queen", "k": "king"}
-TIMELINE_TYPES = frozenset({"touch", "move", "move_amended", "clock", "alert", "takeback", "game_end"})
 _PERIOD = re.compile(r"^(?:(\d+)/)?(\d+)(?:\+(\d+))?$")
 
 
@@ -99,7 +98,7 @@ class EventStore:
         """Keep one event; return its game's events (None for events the timeline does not use)."""
         kind = event.get("type")
         game = event.get("game")
-        if not isinstance(game, int) or (kind not in TIMELINE_TYPES and kind != "game_start"):
+        if not isinstance(game, int) or not isinstance(kind, str):
             return None
         games = self.boards.setdefault(board, {})
         record = games.get(game)
@@ -244,7 +243,7 @@ def ply_timeline(record: GameEvents, ply: int, *, meanings: Mapping[str, str] | 
     alerts: list[dict[str, Any]] = []
     move: Mapping[str, Any] | None = None
     for e in record.events:
-        if ply_of(e) != ply or e.get("type") not in TIMELINE_TYPES:
+        if ply_of(e) != ply or e.get("type") == "game_start":
             continue
         kind = e.get("type")
         entry: dict[str, Any] = {"kind": kind, "ts": e.get("ts"), "t": e.get("t"), "seq": e.get("seq")}
@@ -277,6 +276,9 @@ def ply_timeline(record: GameEvents, ply: int, *, meanings: Mapping[str, str] | 
             entry["text"] = f"takeback: plies {ply} and later removed"
         elif kind == "game_end":
             entry["text"] = f"game over: {e.get('result')} ({e.get('reason')})"
+        else:  # the engine's other events (resync, recovered moves, game_resumed ...): shown as they came
+            extra = {k: v for k, v in e.items() if k not in ("type", "game", "t", "ply", "seq", "ts")}
+            entry["text"] = f"{kind} {json.dumps(extra, separators=(',', ':'))}" if extra else str(kind)
         entries.append(entry)
     for r in records:
         entries.append({"kind": r.get("type"), "ts": r.get("ts"), "t": r.get("t"), "sq": r.get("sq"),
@@ -323,7 +325,7 @@ def _clock_text(ms: int) -> str:
 
 def game_plies(record: GameEvents) -> list[int]:
     """The plies of a game that have any timeline entry."""
-    return sorted({p for e in record.events if (p := ply_of(e)) is not None and e.get("type") in TIMELINE_TYPES})
+    return sorted({p for e in record.events if (p := ply_of(e)) is not None and e.get("type") != "game_start"})
 
 
 def game_evidence(record: GameEvents, *, meanings: Mapping[str, str] | None = None, timing: str = "standard",
