@@ -326,9 +326,9 @@ def test_header_values_are_escaped() -> None:
 
 
 def test_readme_tournament_example_parses(tmp_path: Path) -> None:
-    """The tournament.toml shown in the README is a valid file."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Broadcast and arbiter dashboard"):]
+    """The tournament.toml files shown in docs/broadcast.md are valid files."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "broadcast.md").read_text(encoding="utf-8")
+    section = doc[doc.index("## Running a broadcast"):]
     block = section[section.index("1. Write `tournament.toml`"):section.index("2. Start it")]
     toml = "\n".join(line[7:] for line in block.splitlines()[1:] if line.startswith("       ") or not line)
     path = tmp_path / "tournament.toml"
@@ -336,6 +336,12 @@ def test_readme_tournament_example_parses(tmp_path: Path) -> None:
     t = load_tournament(path)
     assert t.round == 3 and [p.board_id for p in t.current_round().pairings] == ["e6614103e7", "e6614103f2"]
     assert t.brokers[0].bases == ("hall-a", "hall-b")
+    reference = doc[doc.index("## The tournament file"):]
+    reference = reference[reference.index("```toml\n") + 8:]
+    path.write_text(reference[:reference.index("```")], encoding="utf-8")
+    t = load_tournament(path)
+    assert t.delay_seconds() == 900 and [x.round_id for x in t.lichess_targets()] == ["AbCd1234", "EfGh5678"]
+    assert t.current_round().pairings[0].white.federation == "NOR"
 
 
 def test_missed_game_start_is_resynced_from_the_bridge_pgn(tmp_path: Path) -> None:

@@ -130,7 +130,39 @@ def test_a_finished_game_is_frozen_and_kept_across_a_restart(tmp_path: Path, sou
     again.permit_game(1, "next")
     text = again.round_pgn()
     assert text.startswith(before.split("\n\n[Event")[0]) and '[Round "3.1.2"]' in text
-    assert "1. Nf3 Nf6 *" in text
+    assert "1. Nf3 { [%clk 0:02:58] } 1... Nf6 { [%clk 0:02:56] } *" in flat(text)  # clocks kept
+
+
+def test_a_restart_mid_round_takes_the_live_games_back_from_the_bridge(tmp_path: Path) -> None:
+    t = tournament(tmp_path)
+    hub = Broadcaster(t, output_dir=tmp_path, clock=Clock())
+    feed(hub, "b01", events(SCHOLAR))
+    feed(hub, "b01", [{"type": "game_end", "game": 1, "result": "1-0", "reason": "checkmate", "t": 9}])
+    feed(hub, "b02", events(["d2d4", "d7d5"]))
+    hub.save_state()
+    feed(hub, "b02", events(["d2d4", "d7d5", "c2c4"], first_ply=3, start=False))  # not saved yet
+    again = Broadcaster(t, output_dir=tmp_path, clock=Clock())
+    assert again.by_number[2].game.needs_resync  # until the bridge's retained PGN says where the game is
+    pgn = "1. e4 e5 2. Bc4 Nc6 3. Qh5 Nf6 4. Qxf7# 1-0\n"
+    again.handle(BridgeMessage("touchmove", "b01", "state", {"game": 1, "ply": 7, "in_sync": True}))
+    again.handle(BridgeMessage("touchmove", "b01", "pgn", pgn))
+    again.handle(BridgeMessage("touchmove", "b02", "state", {"game": 1, "ply": 3, "in_sync": True}))
+    again.handle(BridgeMessage("touchmove", "b02", "pgn", "1. d4 {[%clk 0:02:58]} d5 {[%clk 0:02:56]} "
+                                                           "2. c4 {[%clk 0:02:54]} *\n"))
+    assert again.round_pgn() == hub.round_pgn()
+    assert again.by_number[1].game.results.board_reason == "checkmate"
+
+
+def test_the_state_of_another_event_is_not_taken(tmp_path: Path) -> None:
+    hub = Broadcaster(tournament(tmp_path), output_dir=tmp_path, clock=Clock())
+    hub.save_state()
+    data = tournament_data(2, out=tmp_path)
+    data["event"] = "Another Open"
+    with pytest.raises(ValueError, match="is the state of 'Test Open', not 'Another Open'"):
+        Broadcaster(parse_tournament(data), output_dir=tmp_path, clock=Clock())
+    (tmp_path / "round-3-state.json").write_text("{not json")
+    with pytest.raises(ValueError, match="cannot be read"):
+        Broadcaster(tournament(tmp_path), output_dir=tmp_path, clock=Clock())
 
 
 def test_a_game_with_moves_but_no_result_is_not_wiped(tmp_path: Path) -> None:
@@ -138,6 +170,13 @@ def test_a_game_with_moves_but_no_result_is_not_wiped(tmp_path: Path) -> None:
     feed(hub, "b01", events(SCHOLAR[:6]))  # a draw agreed, or a resignation: the board cannot tell
     set_up_again(hub, "b01", 2, [])
     assert hub.by_number[1].game.ply == 6 and hub.by_number[1].games.held is not None
+    saved = tmp_path / "round-3-state.json"
+    hub.save_if_due()  # the new game held: on disk at once
+    assert json.loads(saved.read_text())["boards"]["1"]["held"]["number"] == 2
+    mtime = saved.stat().st_mtime_ns
+    feed(hub, "b01", events(["e2e4", "e7e5"], game=2, start=False))  # the held game's moves: the bridge has them
+    hub.save_if_due()
+    assert saved.stat().st_mtime_ns == mtime
     hub.record_result(1, "1/2-1/2")  # the arbiter enters the handshake's result later
     assert '[Result "1/2-1/2"]' in hub.round_pgn() and "Nf6 { [%clk 0:02:49] } 1/2-1/2" in flat(hub.round_pgn())
     # a game with no moves and no result is simply replaced (nothing to lose)

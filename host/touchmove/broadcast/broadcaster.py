@@ -220,6 +220,7 @@ class Broadcaster:
         #: Where pictures are rendered (a process pool set by the service); None: in the event loop.
         self.svg_executor: concurrent.futures.Executor | None = None
         self._pgn_listeners: list[Callable[[str], None]] = []
+        self._round_listeners: list[Callable[[int], None]] = []
         self._unknown: OrderedDict[str, None] = OrderedDict()
         self.unknown_boards = 0
         self._transactions = 0
@@ -261,7 +262,7 @@ class Broadcaster:
         self.tournament = dataclasses.replace(self.tournament, round=number)
         self.round = self.tournament.current_round()
         self.console = ConsoleState(self.tournament.time_control)  # timelines and windows are per round
-        record = load_round(self.output_dir, number)
+        record = load_round(self.output_dir, number, self.tournament.event)
         today = dt.datetime.fromtimestamp(self.clock(), dt.UTC).date()
         self.round_started = record.started if record is not None else today
         self.boards: dict[str, BoardView] = {}
@@ -290,6 +291,7 @@ class Broadcaster:
         self._pgn_cache = self._public_cache = None
         self._snaps: dict[int, tuple[GameSnapshot, ...]] = {}
         self._snaps_dirty: set[int] = set(self.by_number)
+        self._durable: dict[int, tuple[Any, ...]] = {n: v.games.durable_key() for n, v in self.by_number.items()}
         self._save_due = True
         self._changed(None)
 
@@ -312,7 +314,7 @@ class Broadcaster:
         if number == self.round.number:
             return {"round": number, "changed": False}
         try:
-            load_round(self.output_dir, number)
+            load_round(self.output_dir, number, self.tournament.event)
         except ValueError as exc:
             raise ActionError(str(exc)) from None
         self.save_state()
@@ -331,6 +333,8 @@ class Broadcaster:
         log.info("round %s -> round %s", old, number)
         self.save_state()
         self._notify("round", {"round": number, "previous": old})
+        for cb in self._round_listeners:
+            cb(number)
         self._notify("snapshot", self.snapshot(svg=False))
         return {"round": number, "previous": old, "changed": True}
 
@@ -363,7 +367,7 @@ class Broadcaster:
         if hit is not None and hit[0] == mtime:
             return hit[1]
         try:
-            record = load_round(self.output_dir, number)
+            record = load_round(self.output_dir, number, self.tournament.event)
         except ValueError as exc:
             log.warning("%s", exc)
             record = None
@@ -400,7 +404,7 @@ class Broadcaster:
             for n in self.by_number:
                 public[n] = [(g.number, g.ply, g.result) for g in self.delay_line.public(n, now)]
         return RoundRecord(self.round.number, self.round_started,
-                           {n: v.games for n, v in self.by_number.items()}, public)
+                           {n: v.games for n, v in self.by_number.items()}, public, self.tournament.event)
 
     def save_state(self) -> None:
         """Save every board's games of the round (``round-<n>-state.json``) and the results export
@@ -408,8 +412,7 @@ class Broadcaster:
         save_round(self.output_dir, self.record())
         rounds = {n: (self.public_games(n) if n != self.round.number
                       else dict(self.live_games()))
-                  for n in sorted(self.tournament.rounds)
-                  if n == self.round.number or self.past_round(n) is not None}
+                  for n in self.rounds_so_far()}
         write_atomically(self.output_dir / f"round-{self.round.number}-results.csv",
                          results_csv(self.tournament, {self.round.number: rounds[self.round.number]}))
         write_atomically(self.output_dir / "results.trf", results_trf(self.tournament, rounds, self.round_date))
@@ -457,9 +460,16 @@ class Broadcaster:
             now = self.clock()
             return {n: self.delay_line.public(n, now) for n in self.by_number}
         record = self.past_round(number)
-        if record is None:
-            return {}
+        if record is None:  # a round not broadcast here: the results the file gives
+            rnd = self.tournament.rounds.get(number)
+            return {p.board: (dataclasses.replace(EMPTY_GAME, result=p.result, source="arbiter"),)
+                    for p in (rnd.pairings if rnd is not None else ()) if p.result}
         return {n: g.snapshots() for n, g in record.boards.items()}
+
+    def rounds_so_far(self) -> list[int]:
+        """The rounds up to the current one, and any later one with a saved state."""
+        return [n for n in sorted(self.tournament.rounds)
+                if n <= self.round.number or self.past_round(n) is not None]
 
     def public_pgn(self, number: int | None = None, boards: range | None = None) -> str:
         """A round's PGN as the public sees it (``boards``: only those board numbers)."""
@@ -468,9 +478,12 @@ class Broadcaster:
         if current and self.delay <= 0 and boards is None:
             return self.round_pgn()
         games = self.public_games(number)
-        key = (number, boards, tuple(id(g) for g in games.values()))
-        if self._public_cache is not None and self._public_cache[0] == key:
-            return self._public_cache[1]
+        # the cache holds the games themselves (compared by identity: an id could be reused once freed)
+        key = (number, boards, tuple(games.items()))
+        hit = self._public_cache
+        if hit is not None and hit[0][:2] == key[:2] and len(hit[0][2]) == len(key[2]) and all(
+                a[0] == b[0] and a[1] is b[1] for a, b in zip(hit[0][2], key[2], strict=True)):
+            return hit[1]
         renderer = self._pgn if current else RoundPgn(self.tournament, number, self.round_date(number))
         text = renderer.render(games, boards)
         self._public_cache = (key, text)
@@ -511,8 +524,11 @@ class Broadcaster:
 
     def all_rounds_pgn(self) -> str:
         """Every round of the file up to the current one, as the public sees them."""
-        return "\n".join(self.public_pgn(n) for n in sorted(self.tournament.rounds)
-                         if n <= self.round.number or self.past_round(n) is not None)
+        return "\n".join(self.public_pgn(n) for n in self.rounds_so_far())
+
+    def on_round(self, callback: Callable[[int], None]) -> None:
+        """Call ``callback(round_number)`` after each switch of the round (the service re-assigns)."""
+        self._round_listeners.append(callback)
 
     def on_pgn(self, callback: Callable[[str], None]) -> None:
         """Call ``callback(pgn_text)`` after each write of the public round PGN."""
@@ -589,8 +605,10 @@ class Broadcaster:
                 self._snaps_dirty.add(view.pairing.board)
                 if self.delay_line.delay > 0:
                     self.delay_line.record(view.pairing.board, self.clock(), games.snapshots())
-                if len(games.entries) > 1 or games.held is not None or games.current.has_result:
-                    self._save_due = True  # what the bridge no longer shows must be on disk at once
+                key = games.durable_key()
+                if self._durable.get(view.pairing.board) != key:
+                    self._durable[view.pairing.board] = key
+                    self._save_due = True  # results, and what the bridge no longer shows: on disk at once
         if view is not None and self._listeners:
             number = view.pairing.board
             self._pending[number] = self._pending.get(number, False) or game_changed
@@ -755,7 +773,7 @@ class Broadcaster:
             return
         if view.games.apply(event):
             self._changed(view)
-        if view.games.live().needs_resync:
+        elif view.games.live().needs_resync:
             self._resync(view)
 
     def _resync(self, view: BoardView) -> None:

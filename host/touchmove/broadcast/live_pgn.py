@@ -260,11 +260,16 @@ class LiveGame:
     def adopt(self, pgn_game: chess.pgn.Game, number: int | None = None) -> bool:
         """Take the moves of a game read from PGN (the bridge's retained PGN, for a resync)."""
         board = pgn_game.board()
+        same = board.fen() == chess.Board(self.start_fen, chess960=self.chess960).fen()
         moves: list[PlyRecord] = []
-        for node in pgn_game.mainline():
+        for i, node in enumerate(pgn_game.mainline()):
             clk = node.clock()
-            moves.append(PlyRecord(node.move.uci(), board.san(node.move),
-                                   None if clk is None else round(clk * 1000)))
+            uci = node.move.uci()
+            ms = None if clk is None else round(clk * 1000)
+            same = same and i < len(self.moves) and self.moves[i].uci == uci
+            if ms is None and same:
+                ms = self.moves[i].clock_ms  # the same ply as here: its clock time, known here, is kept
+            moves.append(PlyRecord(uci, board.san(node.move), ms))
             board.push(node.move)
         if self.needs_resync and len(moves) < self.resync_ply:
             return False  # an older PGN than the event that showed the gap: wait for the next one
@@ -280,8 +285,8 @@ class LiveGame:
         self._position = None
         self.needs_resync, self.resync_ply = False, 0
         result = pgn_game.headers.get("Result", "*")
-        if result in ("1-0", "0-1", "1/2-1/2"):
-            self.results.set("board", result, "pgn")
+        if result in ("1-0", "0-1", "1/2-1/2") and self.results.board != result:
+            self.results.set("board", result, "pgn")  # (the reason the game_end gave is kept when it came)
         return self._touch()
 
 

@@ -88,6 +88,19 @@ class BoardGames:
             self._snaps = (key, tuple(game.snapshot() for game in entries))
         return self._snaps[1]
 
+    def durable_key(self) -> tuple[Any, ...]:
+        """What must be on disk at once when it changes: results, the games of the round and the held
+        one, the permission, the moves of games no longer played (the bridge's retained PGN holds only
+        the live game's)."""
+        live = self.live()
+        held = self.held
+        return (
+            self.allow, None if held is None else (id(held), held.results.arbiter, held.results.board,
+                                                   held.results.kings),
+            tuple((id(g), g.number, g.results.arbiter, g.results.board, g.results.kings,
+                   None if g is live else g.version) for g in self.entries),
+        )
+
     def _old(self, number: int | None) -> bool:
         return number is not None and self.floor is not None and number <= self.floor
 
@@ -245,6 +258,8 @@ class RoundRecord:
     boards: dict[int, BoardGames]
     #: What the public saw of each board (with a delay): per game, its number, plies and result.
     public: dict[int, list[tuple[int | None, int, str]]] = field(default_factory=dict)
+    #: The tournament's event: a state is never taken for another event's.
+    event: str | None = None
 
     def public_snapshots(self, board: int) -> tuple[GameSnapshot, ...] | None:
         """The board's games as the public saw them when saved (None if not kept)."""
@@ -268,16 +283,17 @@ def state_path(output_dir: Path, number: int) -> Path:
 def save_round(output_dir: Path, record: RoundRecord) -> None:
     """Write the round's state atomically (readers see the old file or the new one)."""
     data = {
-        "version": STATE_VERSION, "round": record.number, "started": record.started.isoformat(),
+        "version": STATE_VERSION, "event": record.event, "round": record.number,
+        "started": record.started.isoformat(),
         "boards": {str(n): games.to_json() for n, games in sorted(record.boards.items())},
         "public": {str(n): [list(item) for item in seen] for n, seen in sorted(record.public.items())},
     }
     write_atomically(state_path(output_dir, record.number), json.dumps(data, separators=(",", ":")) + "\n")
 
 
-def load_round(output_dir: Path, number: int) -> RoundRecord | None:
-    """The round's saved state, or None when there is none. A board that cannot be read is left out
-    (and said: ValueError is raised only for a file that is not a round state at all)."""
+def load_round(output_dir: Path, number: int, event: str | None = None) -> RoundRecord | None:
+    """The round's saved state, or None when there is none; ValueError (one line) for a file that cannot
+    be read, or that is another event's (``event`` given)."""
     path = state_path(output_dir, number)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -287,6 +303,10 @@ def load_round(output_dir: Path, number: int) -> RoundRecord | None:
         raise ValueError(f"{path}: cannot be read: {exc}") from exc
     if not isinstance(data, dict) or data.get("round") != number or not isinstance(data.get("boards"), dict):
         raise ValueError(f"{path}: not the state of round {number}")
+    saved_event = data.get("event")
+    if event is not None and isinstance(saved_event, str) and saved_event != event:
+        raise ValueError(f"{path} is the state of {saved_event!r}, not {event!r}: move it away or use another "
+                         "output_dir")
     try:
         started = dt.date.fromisoformat(str(data.get("started")))
     except ValueError:
@@ -306,7 +326,7 @@ def load_round(output_dir: Path, number: int) -> RoundRecord | None:
             public[int(key)] = [(item[0] if type(item[0]) is int else None, int(item[1]), str(item[2]))
                                 for item in seen if isinstance(item, list) and len(item) == 3
                                 and type(item[1]) is int and item[2] in RESULTS]
-    return RoundRecord(number, started, boards, public)
+    return RoundRecord(number, started, boards, public, saved_event if isinstance(saved_event, str) else None)
 
 
 class DelayLine:

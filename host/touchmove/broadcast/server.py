@@ -154,8 +154,7 @@ async def all_pgn(request: web.Request) -> web.Response:
 
 
 def _rounds_so_far(hub: Broadcaster) -> dict[int, dict[int, tuple[Any, ...]]]:
-    return {n: hub.public_games(n) for n in sorted(hub.tournament.rounds)
-            if n == hub.round.number or hub.past_round(n) is not None}
+    return {n: hub.public_games(n) for n in hub.rounds_so_far()}
 
 
 async def round_results_csv(request: web.Request) -> web.Response:

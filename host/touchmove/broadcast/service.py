@@ -89,7 +89,12 @@ class BroadcastService:
         try:
             await site.start()
         except OSError as exc:
-            await self.stop()
+            await self._runner.cleanup()
+            self._runner = None
+            if self._pool is not None:
+                self.hub.svg_executor = None
+                self._pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = None
             raise TournamentError(f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc}") from None
         if self.port == 0:
             self.port = int(self._runner.addresses[0][1])
@@ -103,6 +108,8 @@ class BroadcastService:
             self._tasks.append(asyncio.create_task(self.hub.run_schedule(), name="round-schedule"))
         if self.tournament.settings.assign:
             self._tasks.append(asyncio.create_task(self._assign_all(), name="assign"))
+            self.hub.on_round(lambda _n: self._tasks.append(
+                asyncio.create_task(self._assign_all(), name="assign")))
         if wait_mqtt:
             await self.link.wait_ready(wait_mqtt)
         log.info("broadcast of round %s: %s (PGN %s)", self.hub.round.number, self.url, self.pgn_url)
