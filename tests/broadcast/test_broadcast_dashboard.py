@@ -94,7 +94,7 @@ async def _console(broker: LocalBroker, tmp_path: Path, executable: str) -> None
         collector = asyncio.create_task(collect())
         bridge = SimBridge(client)
         await bridge.online()
-        await set_the_scene(bridge)
+        boards_ = await set_the_scene(bridge)
         browser = await pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         errors: list[str] = []
         try:
@@ -145,12 +145,19 @@ async def _console(broker: LocalBroker, tmp_path: Path, executable: str) -> None
             await expect(page.locator('#d-board [data-sq="f1"]')).to_have_class("sq l wp touched")
             await expect(page.locator('#d-board [data-sq="g5"]')).to_have_text("")  # the position before the ply
             await page.screenshot(path=str(ARTIFACTS / "console-timeline.png"))
+            # back to the live position: the picture is updated in place, square by square
+            await page.click("#tl-close")
+            f6 = await page.query_selector('#d-board [data-sq="f6"]')
+            assert f6 is not None and await f6.text_content() == ""
+            await play(boards_[4], "g8f6")
+            await expect(page.locator('#d-board [data-sq="f6"]')).to_have_text("♞")
+            assert await f6.evaluate("e => e.isConnected && e.textContent === '♞'")
             exported = await (await page.request.get(svc.url + "/api/boards/4/evidence.json")).json()
             ply5 = next(p for p in exported["plies"] if p["ply"] == 5)
             assert ply5["first_touch"]["sq"] == "f1" and ply5["alerts"][0]["window"]["rule"] == "4.8"
             pgn = await (await page.request.get(svc.url + "/api/boards/4/evidence.pgn")).text()
             assert "3. Ng5 { [%clk 0:02:50] touchmove: " in pgn and "lift Bf1 binds" in pgn
-            assert "alert touch_move art. 4.3.1 window closed" in pgn and pgn.count("touchmove:") == 1
+            assert "alert touch_move art. 4.3.1 window closed" in pgn and pgn.count("touchmove:") == 2  # + ply 6
 
             # a wrong token is refused; the deputy's is accepted, and his acknowledgement is logged by name
             await page.fill("#token", "not-a-token")
@@ -270,6 +277,14 @@ async def _big_round(broker: LocalBroker, tmp_path: Path, executable: str) -> No
             assert queue_box["y"] < 150 and queue_box["y"] < detail_box["y"] < table_box["y"]
             assert detail_box["x"] >= 0 and detail_box["x"] + detail_box["width"] <= 391
             assert await phone.evaluate("document.documentElement.scrollWidth") <= 390
+            # only rows on screen are written: board 200, far below, catches up when it scrolls in
+            row200 = phone.locator('.row[data-board="200"] .lm')
+            await play(boards[200], "e2e4")
+            await phone.wait_for_function("state.boards.get(200).ply === 1")  # the page has the move
+            await asyncio.sleep(0.5)
+            assert await row200.text_content() == ""  # but has not written it off screen
+            await row200.scroll_into_view_if_needed()
+            await expect(row200).to_have_text("1. e4")
             await phone.screenshot(path=str(ARTIFACTS / "console-phone.png"), full_page=False)
         finally:
             await browser.close()
