@@ -260,8 +260,9 @@ function drawRow(n, now = Date.now()) {
   text(c.st, label);
   const filter = filtered(b, status);
   cls(row.el, "row" + (status ? " " + status : "") + (n === state.selected ? " selected" : "") + (filter ? " filtered" : ""));
-  row.el.title = `${playerName(b.white)} – ${playerName(b.black)} · ${b.board_id}` +
+  const tip = `${playerName(b.white)} – ${playerName(b.black)} · ${b.board_id}` +
     (b.in_sync === false && kingsFinished(b) ? " · kings in the centre" : "");
+  if (row.el.title !== tip) row.el.title = tip;
   return true;
 }
 
@@ -297,7 +298,7 @@ function frame() {
     if (before && before._seenOutOfSync && b.in_sync === false) b._seenOutOfSync = before._seenOutOfSync;
     else if (b.in_sync === false && !b.out_of_sync_since) b._seenOutOfSync = now;
     const attention = !before || before.online !== b.online || before.in_sync !== b.in_sync ||
-      before.result !== b.result || before.result_source !== b.result_source;
+      before.result !== b.result || before.result_source !== b.result_source || !before.held !== !b.held;
     state.boards.set(n, b);
     if (attention) queueDirty = true;
     if (drawRow(n, now) && MEASURE) shown.push(n);
