@@ -20,6 +20,7 @@ import bisect
 import logging
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -32,6 +33,7 @@ import aiomqtt
 from touchmove.broadcast.local_broker import LocalBroker, free_port
 from touchmove.broadcast.simboards import SimBoard, SimBridge
 
+EVENT_PLY = re.compile(rb'"ply":(\d+),')
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run",
                  "--disable-background-timer-throttling", "--disable-renderer-backgrounding"]
@@ -59,6 +61,36 @@ def cpu_seconds(pid: int) -> float | None:
     except OSError:
         return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def reference_subscriber(port: int, out: Path) -> None:
+    """``--reference PORT FILE``: note when each move event reaches a plain subscriber (a process of its own,
+    so that the benchmark's own work does not delay it): what the broker and the machine take."""
+    async def run() -> None:
+        async with aiomqtt.Client("127.0.0.1", port) as sub:
+            await sub.subscribe("+/boards/+/events", qos=1)
+            with out.open("w") as fh:
+                async for message in sub.messages:
+                    now = time.time() * 1000
+                    raw = message.payload
+                    if isinstance(raw, bytes | bytearray) and b'"type":"move"' in raw:
+                        m = EVENT_PLY.search(raw)
+                        if m:
+                            board = str(message.topic).split("/")[2].split("-")[1]
+                            fh.write(f"{board} {int(m.group(1))} {now:.1f}\n")
+                            fh.flush()
+    asyncio.run(run())
+
+
+def read_reference(path: Path) -> dict[tuple[int, int], float]:
+    out: dict[tuple[int, int], float] = {}
+    try:
+        for line in path.read_text().splitlines():
+            board, ply, at = line.split()
+            out.setdefault((int(board), int(ply)), float(at))
+    except (OSError, ValueError):
+        pass
+    return out
 
 
 def pct(values: list[float], p: float) -> float:
@@ -106,6 +138,9 @@ async def run(args: argparse.Namespace) -> None:
                                 env=env)
         url = f"http://127.0.0.1:{http_port}"
         published: dict[tuple[int, int], float] = {}
+        ref_file = Path(tmp) / "reference.txt"
+        ref_proc = subprocess.Popen([sys.executable, __file__, "--reference", str(broker.port), str(ref_file)],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         cpu0 = cpu1 = None
         try:
             async with aiohttp.ClientSession() as http:
@@ -164,6 +199,9 @@ async def run(args: argparse.Namespace) -> None:
         finally:
             proc.terminate()
             proc.wait(30)
+            ref_proc.terminate()
+            ref_proc.wait(30)
+        reference = read_reference(ref_file)
     lat, in_page, missing = latencies(published, shown)
     rate = len(published) / args.seconds
     print(f"{len(published)} moves on {args.boards} boards in {args.seconds:.0f} s ({rate:.1f} moves/s, "
@@ -176,6 +214,9 @@ async def run(args: argparse.Namespace) -> None:
         print(f"load average during the run: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores")
     except OSError:
         pass
+    ref = [reference[k] - t for k, t in published.items() if k in reference]
+    print(f"reference, move event -> a plain MQTT subscriber (its own process): p50 {pct(ref, 50):.0f} ms "
+          f"p99 {pct(ref, 99):.0f} ms ({len(ref)}/{len(published)} seen)")
     print(f"of which in the page (stream update -> frame drawn): p50 {pct(in_page, 50):.0f} ms "
           f"p99 {pct(in_page, 99):.0f} ms")
     print(f"dashboard move->page p50 {pct(lat, 50):.0f} ms p99 {pct(lat, 99):.0f} ms "
@@ -183,6 +224,9 @@ async def run(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
+    if len(sys.argv) == 4 and sys.argv[1] == "--reference":
+        reference_subscriber(int(sys.argv[2]), Path(sys.argv[3]))
+        return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--boards", type=int, default=200)
     parser.add_argument("--rate", type=float, default=150.0, help="moves per second over all boards")
