@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PORT ?= /dev/ttyACM0
 
-.PHONY: install broker-deps system-deps test lint typecheck pytest demo broadcast-demo bench bench-broadcast bench-bridge flash clean
+.PHONY: install broker-deps system-deps test lint typecheck pytest demo broadcast-demo bench bench-broadcast bench-bridge bench-console flash clean
 
 install: $(STAMP)
 
@@ -52,6 +52,10 @@ bench-broadcast: install broker-deps
 
 bench-bridge: install broker-deps
 	$(BIN)/python bench/bridge_latency.py
+
+# The arbiter's console in Debian's Chromium: 200 boards at 150 moves/s, move -> on screen.
+bench-console: install system-deps
+	$(BIN)/python bench/dashboard_latency.py --boards 200 --rate 150 --seconds 60
 
 flash: install
 	@test -x $(BIN)/mpremote || $(BIN)/pip install -q mpremote
