@@ -288,7 +288,7 @@ class Bridge:
             sess.link = None
             self.mqtt.retain(self._topic(sess.board, "availability"), OFFLINE)
             self._publish_info()
-            for other in self.links.values():        # a port held back for this id takes over now
+            for other in [*self.pending_lines]:      # a port held back for this id takes over now
                 if other.held_back == sess.board:
                     log.info("board %s: port %s, held back, is asked to say hello again", sess.board, other.path)
                     other.send({"cmd": "hello"})
