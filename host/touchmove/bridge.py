@@ -60,6 +60,7 @@ from touchmove.mqtt_schema import (
     validate,
 )
 from touchmove.rules import Engine, Event
+from touchmove.rules.engine import DEFAULT_SETTLE_MS
 from touchmove.serial_link import DecodeError, Message, SerialLink, decode, find_ports
 
 log = logging.getLogger(__name__)
@@ -141,11 +142,11 @@ class IdentityConflict:
                 "held_by": self.held_by, "since": self.since, "message": self.message()}
 
 
-def replay_entries(journal: Journal, board: str, settle_ms: int, *,
+def replay_entries(journal: Journal, board: str, settle_ms: int | None, *,
                    use_checkpoint: bool = True) -> tuple[Engine, int, dict[str, str]]:
-    """Rebuild a board's engine from its journal (from its latest checkpoint when this code wrote it); return
-    it, the number of events it has given, and the PGN headers."""
-    engine = Engine(settle_ms=settle_ms)
+    """Rebuild a board's engine from its journal (from its latest checkpoint when this code wrote it with this
+    settle time; None takes the checkpoint's); return it, the number of events it has given, and PGN headers."""
+    engine = Engine(settle_ms=DEFAULT_SETTLE_MS if settle_ms is None else settle_ms)
     count = 0
     headers: dict[str, str] = {}
     after = 0
@@ -154,7 +155,7 @@ def replay_entries(journal: Journal, board: str, settle_ms: int, *,
         try:
             engine = checkpoint.load(cp.state)
             count, headers, after = cp.event_seq, dict(cp.headers), cp.after_entry
-            if engine.settle_ms != settle_ms:
+            if settle_ms is not None and engine.settle_ms != settle_ms:
                 log.info("board %s: checkpoint made with another settle time; replaying the whole journal", board)
                 engine, count, headers, after = Engine(settle_ms=settle_ms), 0, {}, 0
         except ValueError as exc:

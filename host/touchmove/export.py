@@ -20,7 +20,8 @@ def recording_lines(journal: Journal, board: str) -> list[str]:
     return [e.body for e in journal.entries(board) if e.kind == "record" and e.body]
 
 
-def pgn_games(journal: Journal, board: str, settle_ms: int) -> list[chess.pgn.Game]:
+def pgn_games(journal: Journal, board: str, settle_ms: int | None = None) -> list[chess.pgn.Game]:
+    """Return the board's games; ``settle_ms`` None means the bridge's (from its checkpoint, else 200)."""
     from touchmove.bridge import replay_entries
 
     engine, _, headers = replay_entries(journal, board, settle_ms)
@@ -70,5 +71,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--board", help="board id (may be omitted when the journal has one board)")
     parser.add_argument("--recording", metavar="FILE", help="recording output (default BOARD.jsonl; - = stdout)")
     parser.add_argument("--pgn", metavar="FILE", help="PGN output (default BOARD.pgn; - = stdout)")
-    parser.add_argument("--settle-ms", type=int, default=200, help="the settle time the bridge ran with")
+    parser.add_argument("--settle-ms", type=int, default=None,
+                        help="the settle time the bridge ran with (default: the one in the journal's checkpoint, "
+                             "else 200)")
     parser.set_defaults(handler=export_command)

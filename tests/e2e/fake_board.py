@@ -3,6 +3,10 @@ also run the real firmware). Usage: fake_board.py TIMELINE BOARD_ID [--speed N] 
 
 The timeline is recording-format lift/place lines (raw sensor changes, already debounced); the board starts in
 the standard position, says hello and sends a snapshot, then plays the timeline in real time / speed.
+
+Faults for the bridge's tests (device times are the timeline's): ``--inject T:LINE`` writes a raw line at T;
+``--time-warp T:MS`` turns the board's clock back by MS at T (same boot); ``--rehello T:ID`` says hello as
+another board id at T (same boot, as if its id had been changed while it ran).
 """
 
 from __future__ import annotations
@@ -25,7 +29,17 @@ def main() -> int:
     parser.add_argument("--speed", type=float, default=1.0)
     parser.add_argument("--boot", default=None)
     parser.add_argument("--start-ms", type=int, default=0, help="skip the timeline before this time")
+    parser.add_argument("--inject", action="append", default=[], metavar="T:LINE")
+    parser.add_argument("--time-warp", action="append", default=[], metavar="T:MS")
+    parser.add_argument("--rehello", action="append", default=[], metavar="T:ID")
     args = parser.parse_args()
+    faults: list[tuple[int, str, str]] = []
+    for kind in ("inject", "time_warp", "rehello"):
+        for spec in getattr(args, kind):
+            at, _, value = spec.partition(":")
+            faults.append((int(at), kind, value))
+    faults.sort(key=lambda f: f[0])
+    warp = 0
     with open(args.timeline) as fh:
         timeline = [json.loads(line) for line in fh if line.strip()]
     occ = chess.BB_RANK_1 | chess.BB_RANK_2 | chess.BB_RANK_7 | chess.BB_RANK_8
@@ -34,7 +48,7 @@ def main() -> int:
     t0 = time.monotonic()
 
     def now() -> int:  # device time runs ``speed`` times faster than real time, like the firmware's sim
-        return int((time.monotonic() - t0) * 1000 * args.speed)
+        return int((time.monotonic() - t0) * 1000 * args.speed) - warp
 
     def send(kind: str, **fields: object) -> None:
         nonlocal seq
@@ -45,8 +59,19 @@ def main() -> int:
     def snapshot(kind: str = "snapshot") -> None:
         send(kind, occ=f"{occ:016x}")
 
-    def hello() -> None:
-        send("hello", proto=1, fw="fake-1", board=args.board, boot=boot)
+    def hello(board: str = args.board) -> None:
+        send("hello", proto=1, fw="fake-1", board=board, boot=boot)
+
+    def run_faults(upto: int) -> None:
+        nonlocal warp
+        while faults and faults[0][0] <= upto:
+            _, kind, value = faults.pop(0)
+            if kind == "inject":
+                os.write(1, value.encode() + b"\n")
+            elif kind == "time_warp":
+                warp += int(value)
+            else:
+                hello(value)
 
     hello()
     snapshot()
@@ -87,6 +112,7 @@ def main() -> int:
         while i < len(timeline) and (timeline[i]["t"] - start) / args.speed / 1000 <= time.monotonic() - t0:
             rec = timeline[i]
             i += 1
+            run_faults(rec["t"])
             if rec["type"] in ("lift", "place"):
                 bit = chess.BB_SQUARES[chess.parse_square(rec["sq"])]
                 occ = occ & ~bit if rec["type"] == "lift" else occ | bit
