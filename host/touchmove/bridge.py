@@ -76,7 +76,7 @@ MAX_HELD_WRITES = 500_000
 #: Seconds between two attempts to write held journal writes.
 JOURNAL_RETRY_S = 1.0
 #: A board's engine is checkpointed after this many journal entries (and at every game end).
-CHECKPOINT_EVERY = 500
+CHECKPOINT_EVERY = 100
 #: A device clock running ahead of the host's estimate by more than this (ms) within a boot is a jump.
 MAX_FORWARD_JUMP_MS = 3_600_000
 
@@ -198,7 +198,8 @@ class Bridge:
         self._pump_boards: set[BoardSession] = set()
         self._stopped = asyncio.Event()
         self._journal_retry: asyncio.TimerHandle | None = None
-        self.journal_loss: dict[str, int] = {"records": 0, "events_published": 0, "events_dropped": 0}
+        self.journal_loss: dict[str, int] = {"records_not_journaled": 0, "events_not_journaled": 0,
+                                           "events_lost": 0}
         self.identity_conflicts: dict[tuple[str, str], IdentityConflict] = {}
 
     # -- start-up: resume from the journal ----------------------------------------------------------------
@@ -695,7 +696,7 @@ class Bridge:
                 records_lost[write.board] = records_lost.get(write.board, 0) + 1
         recheckpoint = {w.board for w in dropped if w.kind in superseded}
         if records_lost:
-            self.journal_loss["records"] += sum(records_lost.values())
+            self.journal_loss["records_not_journaled"] += sum(records_lost.values())
             log.error("journal: %d writes held, over the bound of %d: %d record(s) of %d board(s) given up "
                       "(engines checkpointed instead; the export recording has a gap)", journal.held + len(dropped),
                       MAX_HELD_WRITES, sum(records_lost.values()), len(records_lost))
@@ -714,7 +715,7 @@ class Bridge:
         # Events the broker has (or the MQTT queue holds) are the next to go, then the oldest others.
         queued = {sess.board: sess.queued_seq for sess in self.boards.values()}
         gone = journal.drop_held(lambda w: w.kind == "event" and w.seq <= queued.get(w.board, 0))
-        self.journal_loss["events_published"] += len(gone)
+        self.journal_loss["events_not_journaled"] += len(gone)
         excess = journal.held - MAX_HELD_WRITES // 2
         if excess > 0:
             chosen: set[tuple[str, int]] = set()
@@ -728,7 +729,7 @@ class Bridge:
                 lost_sess = self.boards.get(write.board)
                 if lost_sess is not None and write.seq > lost_sess.queued_seq:
                     lost_sess.queued_seq = write.seq      # never published: the board's stream has a gap there
-            self.journal_loss["events_dropped"] += len(lost)
+            self.journal_loss["events_lost"] += len(lost)
             log.error("journal: %d event(s) neither journaled nor published dropped (bound %d)", len(lost),
                       MAX_HELD_WRITES)
         self._publish_bridge_state()
