@@ -691,8 +691,12 @@ class Bridge:
         dropped = journal.drop_held(lambda w: w.kind in superseded or (w.kind == "board" and
                                                                       w.sql.startswith("UPDATE")))
         records_lost: dict[str, int] = {}
+        earlier: dict[str, int] = {}         # the gap notes of earlier passes, merged into this one
         for write in dropped:
-            if write.kind == "entry":
+            if write.kind == "entry" and write.params[1] == "gap":
+                count = json.loads(write.params[3])["records_not_journaled"]
+                earlier[write.board] = earlier.get(write.board, 0) + count
+            elif write.kind == "entry":
                 records_lost[write.board] = records_lost.get(write.board, 0) + 1
         recheckpoint = {w.board for w in dropped if w.kind in superseded}
         if records_lost:
@@ -704,10 +708,10 @@ class Bridge:
             journal.update_board(sess.board, boot=sess.boot, last_seq=sess.last_seq, t_offset=sess.t_offset,
                                  last_t=sess.last_t)
             journal.mark_published(sess.board, sess.published)
-            if sess.board in records_lost:
-                journal.add_entry(sess.board, "gap", sess.last_t,
-                                  json.dumps({"records_not_journaled": records_lost[sess.board]}), "bridge",
-                                  iso_now())
+            gap = records_lost.get(sess.board, 0) + earlier.get(sess.board, 0)
+            if gap:
+                journal.add_entry(sess.board, "gap", sess.last_t, json.dumps({"records_not_journaled": gap}),
+                                  "bridge", iso_now())
             if sess.board in recheckpoint:
                 self.checkpoint(sess)
         if journal.held <= MAX_HELD_WRITES:

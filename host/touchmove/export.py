@@ -7,6 +7,7 @@ monotonic time, so ``touchmove replay`` on it gives the same games, for arbiter 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -18,6 +19,12 @@ from touchmove.journal import Journal
 def recording_lines(journal: Journal, board: str) -> list[str]:
     """Return the board's records as JSON lines (advance calls and metadata are not records)."""
     return [e.body for e in journal.entries(board) if e.kind == "record" and e.body]
+
+
+def recording_gaps(journal: Journal, board: str) -> int:
+    """Return how many records the bridge could not journal (a full disk past its bound; see docs/bridge.md)."""
+    return sum(json.loads(e.body).get("records_not_journaled", 0) for e in journal.entries(board)
+               if e.kind == "gap" and e.body)
 
 
 def pgn_games(journal: Journal, board: str, settle_ms: int | None = None) -> list[chess.pgn.Game]:
@@ -61,6 +68,10 @@ def export_command(args: argparse.Namespace) -> int:
         _write(pgn, "".join(str(game) + "\n\n" for game in games))
         if recording != "-" and pgn != "-":
             print(f"{board}: {recording} ({len(games)} game(s)), {pgn}")
+        missing = recording_gaps(journal, board)
+        if missing:
+            print(f"touchmove export: note: {missing} record(s) of {board} were never journaled (the journal could "
+                  "not write); the recording has gaps there, the PGN is complete", file=sys.stderr)
         return 0
     finally:
         journal.close()
