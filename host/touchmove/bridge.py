@@ -432,7 +432,9 @@ class Bridge:
 
         Device time never runs backwards within a boot, and never runs ahead of the host's clock by more than
         :data:`MAX_FORWARD_JUMP_MS`: a clock that does either (a firmware fault, a clock set while running)
-        is logged, and the board's time goes on from the host's estimate (board time stays monotonic).
+        is logged, and the board's time goes on from the host's estimate (board time stays monotonic). A line
+        stamped before the board time a settle timer already reached (it arrived late) moves the offset on
+        by the overlap, so the lines keep their spacing.
         """
         last = sess.device_t
         jump = None
@@ -451,7 +453,14 @@ class Bridge:
             sess.t_offset = estimate - device_t
             sess.rate_anchor = None
             self._mark(sess)
-        return max(device_t + sess.t_offset, sess.last_t)
+        board_t = device_t + sess.t_offset
+        if board_t < sess.last_t:
+            # Stamped before a timer's advance but arriving after it (a late line): shift this boot's offset
+            # rather than pile it and the lines behind it onto one time, which would read as chatter.
+            sess.t_offset += sess.last_t - board_t
+            board_t = sess.last_t
+            self._mark(sess)
+        return board_t
 
     @staticmethod
     def _learn_rate(sess: BoardSession, device_t: int, now: float) -> None:

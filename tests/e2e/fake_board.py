@@ -47,29 +47,33 @@ def main() -> int:
     seq = 0
     t0 = time.monotonic()
 
-    def now() -> int:  # device time runs ``speed`` times faster than real time, like the firmware's sim
-        return int((time.monotonic() - t0) * 1000 * args.speed) - warp
+    last_t = 0
 
-    def send(kind: str, **fields: object) -> None:
+    def send(kind: str, at: int | None = None, **fields: object) -> None:
         nonlocal seq
-        msg = {"seq": seq, "t": now(), "type": kind, **fields}
+        nonlocal last_t
+        # Device time is when a change was due, not when this process got round to it: a busy test machine
+        # must not pile changes onto one time (the firmware stamps each at its own scan).
+        last_t = max(last_t, last_t if at is None else at - warp)
+        msg = {"seq": seq, "t": last_t, "type": kind, **fields}
         seq += 1
         os.write(1, (json.dumps(msg, separators=(",", ":")) + "\n").encode())
 
-    def snapshot(kind: str = "snapshot") -> None:
-        send(kind, occ=f"{occ:016x}")
+    def snapshot(kind: str = "snapshot", at: int | None = None) -> None:
+        send(kind, at, occ=f"{occ:016x}")
 
     def hello(board: str = args.board) -> None:
         send("hello", proto=1, fw="fake-1", board=board, boot=boot)
 
     def run_faults(upto: int) -> None:
-        nonlocal warp
+        nonlocal warp, last_t
         while faults and faults[0][0] <= upto:
             _, kind, value = faults.pop(0)
             if kind == "inject":
                 os.write(1, value.encode() + b"\n")
             elif kind == "time_warp":
                 warp += int(value)
+                last_t -= int(value)       # the clock goes back
             else:
                 hello(value)
 
@@ -85,8 +89,8 @@ def main() -> int:
         occ = occ & ~bit if rec["type"] == "lift" else occ | bit
         i += 1
     while i < len(timeline):
-        due = (timeline[i]["t"] - start) / args.speed / 1000
-        wait = max(0.0, min(due - (time.monotonic() - t0), (next_beat - now()) / 1000 / args.speed))
+        due = min(timeline[i]["t"] - start, next_beat)
+        wait = max(0.0, due / args.speed / 1000 - (time.monotonic() - t0))
         ready, _, _ = select.select([0], [], [], wait)
         if ready:
             data = os.read(0, 4096)
@@ -106,19 +110,22 @@ def main() -> int:
                     snapshot()
                 elif cmd.get("cmd") == "ping":
                     send("pong", id=cmd.get("id"))
-        if now() >= next_beat:
-            snapshot("heartbeat")
-            next_beat += 1000
-        while i < len(timeline) and (timeline[i]["t"] - start) / args.speed / 1000 <= time.monotonic() - t0:
+        elapsed = (time.monotonic() - t0) * 1000 * args.speed
+        while i < len(timeline) and min(timeline[i]["t"] - start, next_beat) <= elapsed:
+            if next_beat < timeline[i]["t"] - start:
+                snapshot("heartbeat", next_beat)
+                next_beat += 1000
+                continue
             rec = timeline[i]
             i += 1
             run_faults(rec["t"])
+            at = rec["t"] - start
             if rec["type"] in ("lift", "place"):
                 bit = chess.BB_SQUARES[chess.parse_square(rec["sq"])]
                 occ = occ & ~bit if rec["type"] == "lift" else occ | bit
-                send(rec["type"], sq=rec["sq"])
+                send(rec["type"], at, sq=rec["sq"])
             elif rec["type"] == "clock":
-                send("button", id=f"clock_{rec['side']}")
+                send("button", at, id=f"clock_{rec['side']}")
     # stay connected a little so the host settles the last move
     time.sleep(float(os.environ.get("FAKE_BOARD_LINGER", "2")))
     return 0
