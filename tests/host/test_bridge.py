@@ -526,3 +526,17 @@ def test_a_checkpointed_engine_goes_on_exactly_like_the_original(seed: int, cut:
         assert [e.to_dict() for e in copy.feed(rec)] == [e.to_dict() for e in engine.feed(rec)]
     assert [e.to_dict() for e in copy.finish()] == [e.to_dict() for e in engine.finish()]
     assert copy.state() == engine.state()
+
+
+def test_lines_arriving_after_a_settle_timer_keep_their_spacing(
+        tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
+    bridge = make_bridge(tmp_path, loop)
+    link = FakeLink()
+    play_e4(bridge, link, loop)                     # e4 placed at 1100; the settle timer advanced past 1150
+    assert bridge.boards["brd"].last_t >= 1150
+    # stamped 1120 and 1300 but delivered only now (a busy host): the second stays 180 ms after the first
+    bridge.handle_lines(link, [line(4, 1120, "lift", sq="e7"), line(5, 1300, "place", sq="e5")])
+    settle(loop)
+    recs = [e for e in bridge.journal.entries("brd") if e.kind == "record"]
+    assert recs[-1].t - recs[-2].t == 180
+    assert moves_queued(bridge) == ["e2e4", "e7e5"] and bridge.stats["time_jumps"] == 0
