@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import io
 import json
 import os
 import random
@@ -33,6 +34,7 @@ import chess.pgn
 
 from touchmove import records
 from touchmove.bridge import Bridge
+from touchmove.cli import CommandError
 from touchmove.config import BridgeConfig, MqttConfig, SerialConfig, parse_broker_url
 from touchmove.ptyboard import PtyBoard
 
@@ -285,6 +287,7 @@ async def run_demo(args: argparse.Namespace) -> int:
     board.plug()
     loop = asyncio.get_running_loop()
     done = asyncio.Event()
+    timed_out = False
     async with broker_for(args.broker, workdir, embedded=args.embedded_broker) as url:
         mqtt = replace(MqttConfig(**parse_broker_url(url)), base_topic=args.base_topic)
         config = BridgeConfig(mqtt=mqtt, serial=SerialConfig(ports=(str(workdir / "board*"),), rescan_s=0.5),
@@ -302,15 +305,18 @@ async def run_demo(args: argparse.Namespace) -> int:
         board.start()
         if args.no_ui:
             print(f"demo: broker {url}, journal {config.journal}, firmware on {board.link_path}", flush=True)
+        plies = len(list(game.mainline_moves()))
         try:
             deadline = loop.time() + budget
             while not done.is_set():
                 sess = bridge.boards.get(DEMO_BOARD_ID)
-                if sess is not None and sess.engine.state().game_over and sess.published == sess.event_seq:
+                if watcher.done() and not watcher.cancelled() and watcher.exception() is not None:
+                    raise DemoError(f"the subscriber lost the broker {url}: {watcher.exception()}")
+                if sess is not None and played_out(sess, plies):
                     await asyncio.sleep(0.5)      # let the subscriber show the end
                     done.set()
                 elif loop.time() > deadline:
-                    print("demo: the game did not end in time", file=sys.stderr)
+                    timed_out = True
                     done.set()
                 else:
                     with contextlib.suppress(TimeoutError):
@@ -325,12 +331,51 @@ async def run_demo(args: argparse.Namespace) -> int:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(bridge_task, 10)
             board.stop()
-    if pgn:
-        print(pgn, flush=True)
-    ended = bool(sess and sess.engine.state().game_over)
     if not args.journal:
         shutil.rmtree(workdir, ignore_errors=True)
-    return 0 if ended else 130
+    board_ended = bool(sess and sess.engine.state().game_over)
+    played = bool(sess and played_out(sess, plies))
+    if played and not board_ended:
+        pgn = with_result_tag(pgn, game)
+    if pgn:
+        print(pgn, flush=True)
+    if timed_out:
+        raise DemoError(f"the game did not end in time ({budget:.0f} s): the board or the bridge stalled")
+    return 0 if played else 130
+
+
+class DemoError(CommandError):
+    """The demo could not play its game through (the broker, the board or the bridge failed)."""
+
+
+def played_out(sess: Any, plies: int) -> bool:
+    """True when the board's game has ended, or every ply of the PGN has been made and published."""
+    state = sess.engine.state()
+    return bool((state.game_over or state.ply >= plies) and sess.published == sess.event_seq)
+
+
+def with_result_tag(pgn: str, game: chess.pgn.Game) -> str:
+    """Return the bridge's PGN with the source game's result: the board sees mate and stalemate, but not a
+    resignation, a flag fall or a draw agreed (the PGN's ``Result`` and ``Termination`` tags tell them)."""
+    result = game.headers.get("Result", "*")
+    played = chess.pgn.read_game(io.StringIO(pgn))
+    if result not in ("1-0", "0-1", "1/2-1/2") or played is None:
+        return pgn
+    played.headers["Result"] = result
+    if "Termination" in game.headers:
+        played.headers["Termination"] = game.headers["Termination"]
+    print(f"demo: the board cannot see how this game ended (resignation, time, agreement): result {result}"
+          " from the PGN's Result tag", file=sys.stderr, flush=True)
+    return str(played)
+
+
+def check_broker(url: str) -> None:
+    """Raise :class:`DemoError` unless the broker at ``url`` accepts a connection."""
+    kw = parse_broker_url(url)
+    try:
+        socket.create_connection((kw["host"], kw["port"]), timeout=3).close()
+    except OSError as exc:
+        raise DemoError(f"the broker {url} is unreachable: {exc.strerror or exc}") from None
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -349,6 +394,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def demo_command(args: argparse.Namespace) -> int:
     if args.speed < 1:
         raise SystemExit("--speed must be >= 1")
+    read_game(Path(args.pgn) if args.pgn else DEFAULT_PGN)   # a bad PGN is an error before anything starts
+    if args.broker:
+        check_broker(args.broker)
     with contextlib.suppress(KeyboardInterrupt):
         return asyncio.run(run_demo(args))
     return 130

@@ -141,6 +141,19 @@ def _occupancy(obj: dict[str, Any]) -> chess.Bitboard:
         raise RecordError(f"'occ' is not hexadecimal: {occ!r}") from None
 
 
+def fen_problem(fen: str, chess960: bool = False) -> str | None:
+    """Return why a FEN cannot start a game (not FEN, no king, an impossible position), or None when it can."""
+    try:
+        board = chess.Board(fen, chess960=chess960)
+    except ValueError as exc:
+        return str(exc)
+    status = board.status()
+    if status == chess.STATUS_VALID:
+        return None
+    flags = [flag.name.lower().replace("_", " ") for flag in chess.Status if flag and flag in status and flag.name]
+    return "illegal position: " + ", ".join(flags)
+
+
 def from_dict(obj: Any) -> Record:
     """Return the record for a decoded JSON object, or raise :class:`RecordError`."""
     if not isinstance(obj, dict):
@@ -175,10 +188,9 @@ def from_dict(obj: Any) -> Record:
         chess960 = obj.get("chess960", False)
         if not isinstance(fen, str) or not isinstance(chess960, bool):
             raise RecordError("'setup' needs 'fen' (string) and optional 'chess960' (boolean)")
-        try:
-            chess.Board(fen, chess960=chess960)
-        except ValueError as exc:
-            raise RecordError(f"invalid FEN: {exc}") from None
+        problem = fen_problem(fen, chess960)
+        if problem is not None:
+            raise RecordError(f"invalid FEN: {problem}")
         return Setup(t, fen, chess960)
     if kind == "takeback":
         ply = obj.get("ply")

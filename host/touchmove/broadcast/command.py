@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import dataclasses
 import logging
-import signal
+import sys
 from pathlib import Path
 
 from touchmove.broadcast.service import BroadcastService
 from touchmove.broadcast.tournament import TournamentError, load_tournament
+from touchmove.stop_signals import StopSignals
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -55,17 +55,14 @@ def run(args: argparse.Namespace) -> int:
             tournament = dataclasses.replace(tournament, settings=settings)
         svc = BroadcastService(tournament, host=args.host, port=args.port)
     except (OSError, TournamentError, ValueError) as exc:
-        print(f"touchmove broadcast: {exc}")
+        print(f"touchmove broadcast: {exc}", file=sys.stderr)
         return 2
 
-    async def main() -> None:
+    async def main() -> int:
         stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError):
-                loop.add_signal_handler(sig, stop.set)
+        signals = StopSignals(asyncio.get_running_loop(), stop.set)
         await serve(svc, stop)
+        return signals.status
 
-    asyncio.run(main())
-    return 0
+    return asyncio.run(main())
 
