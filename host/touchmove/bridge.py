@@ -22,6 +22,7 @@ import io
 import json
 import logging
 import os
+import sys
 import time
 import uuid
 from collections import deque
@@ -682,7 +683,7 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         config = load(args.config)
     except ConfigError as exc:
-        log.error("%s", exc)
+        print(f"touchmove run: {exc}", file=sys.stderr)
         return 2
     if args.port:
         config = replace(config, serial=replace(config.serial, ports=config.serial.ports + tuple(args.port)))
