@@ -13,6 +13,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.cli.conftest import one_line_error, touchmove
 from touchmove import __version__, cli, records
@@ -231,3 +233,22 @@ def test_the_console_script_reports_errors_the_same_way(tmp_path: Path) -> None:
     done = touchmove("replay", str(tmp_path / "missing.jsonl"), "--pgn")
     assert done.returncode == 2
     assert "missing.jsonl" in one_line_error(done.stderr)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(
+    st.text(max_size=60),
+    st.sampled_from([*E4, '{"t":5,"type":"setup","fen":"8/8/8/8/8/8/8/8 w - - 0 1"}', '{"t":-1}', "{}", "[]"]),
+    st.builds(lambda t, kind, sq: json.dumps({"t": t, "type": kind, "sq": sq}),
+              st.integers(-5, 10**12), st.sampled_from(["lift", "place", "clock", "snapshot", "bogus"]),
+              st.sampled_from(["e2", "e4", "z9", "", 3])),
+), max_size=30), st.sampled_from(["--pgn", "--jsonl"]))
+def test_replay_fuzzed(capsys: pytest.CaptureFixture[str], tmp_path: Path, lines: list[str], mode: str) -> None:
+    """Any text: the replay exits 0 (something replayed) or 1 (no valid record), every message on stderr is
+    one of its own lines, and nothing raises."""
+    path = tmp_path / "fuzz.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogatepass")
+    status, _, err = run_main(capsys, "replay", str(path), mode)
+    assert status in (0, 1)
+    assert all(line.startswith("touchmove replay: ") for line in err.splitlines()), err
+    assert (status == 1) == err.rstrip().endswith("no valid record to replay")
