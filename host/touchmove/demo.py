@@ -55,14 +55,27 @@ def read_game(path: Path) -> chess.pgn.Game:
     return game
 
 
-def timeline_for(game: chess.pgn.Game, seed: int = 1858, settle_ms: int = 200) -> list[records.Record]:
-    """Human-timed sensor changes for a game (the hand model), starting after a short pause."""
+def timeline_for(game: chess.pgn.Game, seed: int = 1858, settle_ms: int = 200,
+                 start_ms: int = 1500) -> list[records.Record]:
+    """Human-timed sensor changes for a game (the hand model), starting after a short pause; a game from its
+    own position starts with that position's occupancy (the sim board's first snapshot)."""
     from touchmove import hands
 
     style = hands.Style(settle_ms=settle_ms, promote_record=False)
-    player = hands.Hands(random.Random(seed), style, t=1500)
+    player = hands.Hands(random.Random(seed), style, t=start_ms)
     hands.play(game.board(), list(game.mainline_moves()), player)
-    return [r for r in player.records if r.type in ("lift", "place", "clock")]
+    changes = [r for r in player.records if r.type in ("lift", "place", "clock")]
+    if setup_command(game) is None:
+        return changes
+    return [records.Snapshot(0, game.board().occupied), *changes]
+
+
+def setup_command(game: chess.pgn.Game) -> dict[str, Any] | None:
+    """Return the bridge's ``setup`` command for a game from its own position (FEN, Chess960), else None."""
+    board = game.board()
+    if board.fen() == chess.STARTING_FEN and not board.chess960:
+        return None
+    return {"command": "setup", "fen": board.fen(), "chess960": board.chess960}
 
 
 def write_timeline(path: Path, recs: list[records.Record]) -> None:
@@ -239,7 +252,7 @@ class View:
 
 
 async def watch(url: str, base: str, view: View, *, ui: bool, done: asyncio.Event,
-                assign: dict[str, str] | None = None) -> None:
+                assign: dict[str, str] | None = None, setup: dict[str, Any] | None = None) -> None:
     """Subscribe to the bridge's topics and show them until the game ends; name the players once the board
     is online (an ``assign`` command, as a tournament operator would send)."""
     kw = parse_broker_url(url)
@@ -260,6 +273,9 @@ async def watch(url: str, base: str, view: View, *, ui: bool, done: asyncio.Even
                     view.apply(str(message.topic), payload)
                 except (ValueError, KeyError, TypeError):
                     continue
+                if setup and view.status == "board online":
+                    await client.publish(f"{base}/boards/{view.board}/set", json.dumps(setup), qos=1)
+                    setup = None
                 if assign and view.status == "board online":
                     await client.publish(f"{base}/boards/{view.board}/set",
                                          json.dumps({"command": "assign", **assign}), qos=1)
@@ -282,7 +298,8 @@ async def run_demo(args: argparse.Namespace) -> int:
     game = read_game(Path(args.pgn) if args.pgn else DEFAULT_PGN)
     workdir = Path(tempfile.mkdtemp(prefix="touchmove-demo-"))
     timeline = workdir / "timeline.jsonl"
-    recs = timeline_for(game, settle_ms=args.settle_ms)
+    setup = setup_command(game)   # a game from its own position: the bridge is told before the first move
+    recs = timeline_for(game, settle_ms=args.settle_ms, start_ms=1500 if setup is None else 1500 + 3000 * args.speed)
     write_timeline(timeline, recs)
     # the longest the game can take: its timeline at this speed, and a margin for a loaded machine
     budget = recs[-1].t / 1000 / args.speed + 30
@@ -305,7 +322,7 @@ async def run_demo(args: argparse.Namespace) -> int:
         players = {"white": game.headers.get("White", "?"), "black": game.headers.get("Black", "?"),
                    "event": game.headers.get("Event", "touchmove demo")}
         watcher = asyncio.create_task(watch(url, args.base_topic, View(), ui=not args.no_ui, done=done,
-                                            assign=players))
+                                            assign=players, setup=setup))
         await asyncio.sleep(0.5)     # the subscriber is in before the first move
         board.start()
         if args.no_ui:

@@ -29,3 +29,18 @@ def test_a_game_ended_by_resignation(tmp_path: Path, broker: LocalBroker) -> Non
     assert game is not None
     assert game.headers["Result"] == "0-1" and game.headers["Termination"] == "White resigns"
     assert [m.uci() for m in game.mainline_moves()] == ["e2e4", "e7e5", "g1f3", "b8c6", "f1b5", "a7a6"]
+
+
+def test_a_game_from_its_own_position(tmp_path: Path, broker: LocalBroker) -> None:
+    """A PGN with a FEN: the sim board starts from that position and the bridge is told (``setup``)."""
+    pgn = tmp_path / "ending.pgn"
+    pgn.write_text('[Event "Ending"]\n[Result "1/2-1/2"]\n[SetUp "1"]\n[FEN "4k3/8/8/8/8/8/4P3/4K2R w K - 0 1"]\n\n'
+                   "1. O-O Kd7 2. e4 Ke6 1/2-1/2\n")
+    done = subprocess.run([sys.executable, "-m", "touchmove.cli", "demo", "--pgn", str(pgn), "--no-ui",
+                           "--speed", "4", "--broker", broker.url], capture_output=True, text=True, timeout=180,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    game = chess.pgn.read_game(io.StringIO(done.stdout[done.stdout.index("[Event"):]))
+    assert game is not None
+    assert game.headers["FEN"] == "4k3/8/8/8/8/8/4P3/4K2R w K - 0 1" and game.headers["Result"] == "1/2-1/2"
+    assert [m.uci() for m in game.mainline_moves()] == ["e1g1", "e8d7", "e2e4", "d7e6"]
