@@ -68,14 +68,14 @@ def build_parser() -> argparse.ArgumentParser:
 def describe(exc: BaseException) -> str:
     """Return one line saying what went wrong, for an exception no subcommand caught."""
     if isinstance(exc, OSError) and exc.strerror:
-        where = exc.filename if exc.filename is not None else None
-        text = f"{where}: {exc.strerror}" if where is not None else exc.strerror
+        text = f"{exc.filename}: {exc.strerror}" if exc.filename is not None else exc.strerror
     elif isinstance(exc, sqlite3.Error):
         text = f"database error: {exc}"
+    elif isinstance(exc, CommandError | ValueError) and str(exc):
+        text = str(exc)
     else:
-        text = str(exc) or type(exc).__name__
-        if not isinstance(exc, CommandError | ValueError):
-            text = f"{type(exc).__name__}: {text}"
+        text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        text += " (run with --debug for the traceback)"
     return " ".join(text.split())
 
 
@@ -112,10 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if _debugging(argv):
             raise
-        line = describe(exc)
-        if not isinstance(exc, CommandError | OSError | sqlite3.Error | ValueError):
-            line += " (run with --debug for the traceback)"
-        print(f"{_prog(argv)}: {line}", file=sys.stderr)
+        print(f"{_prog(argv)}: {describe(exc)}", file=sys.stderr)
         return exc.status if isinstance(exc, CommandError) else EXIT_ERROR
 
 

@@ -252,3 +252,18 @@ def test_replay_fuzzed(capsys: pytest.CaptureFixture[str], tmp_path: Path, lines
     assert status in (0, 1)
     assert all(line.startswith("touchmove replay: ") for line in err.splitlines()), err
     assert (status == 1) == err.rstrip().endswith("no valid record to replay")
+
+
+def test_broadcast_demo_with_an_unreachable_broker(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run_main(capsys, "broadcast-demo", "--broker", f"mqtt://127.0.0.1:{closed_port()}")
+    assert status == 1
+    assert "unreachable" in one_line_error(err)
+
+
+@pytest.mark.parametrize("exc, line", [
+    (TimeoutError(), "TimeoutError (run with --debug for the traceback)"),
+    (FileNotFoundError(2, "No such file or directory", "x.pgn"), "x.pgn: No such file or directory"),
+    (ValueError("bad value"), "bad value"),
+])
+def test_describe_says_what_went_wrong_in_one_line(exc: BaseException, line: str) -> None:
+    assert cli.describe(exc) == line
