@@ -110,6 +110,6 @@ def test_bad_config_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixtu
     config = tmp_path / "t.toml"
     config.write_text('event = "x"\nround = 4\n')
     assert main(["broadcast", "--config", str(config)]) == 2
-    assert "round 4" in capsys.readouterr().out
+    assert "round 4" in capsys.readouterr().err
 
 
