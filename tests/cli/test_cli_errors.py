@@ -220,8 +220,10 @@ def test_ctrl_c_stops_the_bridge_with_130(tmp_path: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "touchmove.cli", "run", "--config", str(config)],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
-    line = proc.stderr.readline()           # the bridge's start-up log line: its signal handlers are set
-    assert "touchmove bridge" in line, line
+    seen = [proc.stderr.readline() for _ in range(1)]
+    while "touchmove bridge" not in seen[-1] and seen[-1] and len(seen) < 50:
+        seen.append(proc.stderr.readline())   # until the start-up log line: its signal handlers are set
+    assert "touchmove bridge" in seen[-1], seen
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
