@@ -39,6 +39,7 @@ test: lint typecheck pytest
 
 demo: install broker-deps
 	$(BIN)/touchmove demo
+	@echo "touchmove is installed in $(VENV): run \`. $(VENV)/bin/activate\` to call it (touchmove --help)"
 
 # A simulated 20-board round through a private Mosquitto into the broadcaster; the round PGN is checked.
 broadcast-demo: install broker-deps

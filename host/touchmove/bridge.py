@@ -37,12 +37,13 @@ import io
 import json
 import logging
 import os
-import signal
+import sys
 import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import chess
@@ -62,6 +63,7 @@ from touchmove.mqtt_schema import (
 from touchmove.rules import Engine, Event
 from touchmove.rules.engine import DEFAULT_SETTLE_MS
 from touchmove.serial_link import DecodeError, Message, SerialLink, decode, find_ports
+from touchmove.stop_signals import StopSignals
 
 log = logging.getLogger(__name__)
 
@@ -955,11 +957,15 @@ class Bridge:
 
 
 # -- the ``touchmove run`` subcommand ---------------------------------------------------------------------
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", "-c", metavar="FILE", required=True, help="TOML configuration file")
     parser.add_argument("--port", action="append", default=[], metavar="PATH",
                         help="serial port path or glob (added to the config's [serial] ports)")
-    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING ...")
+    parser.add_argument("--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS, metavar="LEVEL",
+                        help=f"one of {', '.join(LOG_LEVELS)} (default INFO)")
     parser.set_defaults(handler=run_command)
 
 
@@ -969,20 +975,18 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         config = load(args.config)
     except ConfigError as exc:
-        log.error("%s", exc)
+        print(f"touchmove run: {exc}", file=sys.stderr)
         return 2
     if args.port:
         config = replace(config, serial=replace(config.serial, ports=config.serial.ports + tuple(args.port)))
+    Path(config.journal).parent.mkdir(parents=True, exist_ok=True)   # an OSError is the CLI's one-line error
     return asyncio.run(serve(config))
 
 
 async def serve(config: BridgeConfig) -> int:
     bridge = Bridge(config)
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, bridge.stop)
+    signals = StopSignals(asyncio.get_running_loop(), bridge.stop)
     log.info("touchmove bridge %s, session %s, journal %s, broker %s", __version__, bridge.session,
              config.journal, config.mqtt.url)
     await bridge.run()
-    return 0
+    return signals.status

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import chess
+from touchmove.records import fen_problem
 
 #: Largest command payload accepted (bytes).
 MAX_PAYLOAD = 4096
@@ -68,10 +68,9 @@ EVENT_ENVELOPE = ("type", "game", "t", "board", "seq", "session", "ts")
 
 def _extra(check: str, value: Any) -> str | None:
     if check == "fen":
-        try:
-            chess.Board(value, chess960=True)
-        except ValueError as exc:
-            return f"invalid FEN ({exc})"
+        problem = fen_problem(value, chess960=True)
+        if problem is not None:
+            return f"invalid FEN ({problem})"
     elif check == "squares":
         if len(value) > 64 or not all(isinstance(s, str) and _SQUARE.match(s) for s in value):
             return "must be a list of square names such as \"e4\""

@@ -183,6 +183,19 @@ def _occupancy(obj: dict[str, Any]) -> chess.Bitboard:
     return int(occ, 16)
 
 
+def fen_problem(fen: str, chess960: bool = False) -> str | None:
+    """Return why a FEN cannot start a game (not FEN, no king, an impossible position), or None when it can."""
+    try:
+        board = chess.Board(fen, chess960=chess960)
+    except ValueError as exc:
+        return str(exc)
+    status = board.status()
+    if status == chess.STATUS_VALID:
+        return None
+    flags = [flag.name.lower().replace("_", " ") for flag in chess.Status if flag and flag in status and flag.name]
+    return "illegal position: " + ", ".join(flags)
+
+
 def from_dict(obj: Any) -> Record:
     """Return the record for a decoded JSON object, or raise :class:`RecordError`."""
     if not isinstance(obj, dict):
@@ -217,10 +230,9 @@ def from_dict(obj: Any) -> Record:
             raise RecordError("'setup' needs 'fen' (string) and optional 'chess960' (boolean)")
         if len(fen) > MAX_FEN:
             raise OutOfRange(f"'fen' longer than {MAX_FEN} characters")
-        try:
-            chess.Board(fen, chess960=chess960)
-        except ValueError as exc:
-            raise RecordError(f"invalid FEN: {exc}") from None
+        problem = fen_problem(fen, chess960)
+        if problem is not None:
+            raise RecordError(f"invalid FEN: {problem}")
         return Setup(t, fen, chess960)
     if kind == "takeback":
         return TakebackRequest(t, int_in_range(obj, "ply", 1, MAX_PLY, "the first ply to remove"))
