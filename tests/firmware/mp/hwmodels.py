@@ -81,13 +81,24 @@ class MatrixModel:
 
 
 class MCP23017Model:
-    """One MCP23017: 16 switches to GND on GPA/GPB; ``closed`` bit i = pin i (GPA0..7, GPB0..7)."""
+    """One MCP23017: switches to GND on GPA/GPB; ``closed`` bit i = pin i (GPA0..7, GPB0..7).
+    ``fail`` > 0: that many transactions raise OSError(EIO) (a glitch or a stuck bus); ``fail`` < 0: all do.
+    ``gp7_inputs_at_read`` counts reads while GPA7 or GPB7 is an input (output-only pins since the 2022
+    datasheet: an input there can corrupt SDA)."""
 
     def __init__(self, addr):
         self.regs = bytearray(0x16)
         self.regs[0] = self.regs[1] = 0xFF  # IODIR: inputs at power-on
         self.closed = 0
+        self.fail = 0
+        self.gp7_inputs_at_read = 0
         machine.I2C_DEVICES[addr] = self
+
+    def _maybe_fail(self):
+        if self.fail:
+            if self.fail > 0:
+                self.fail -= 1
+            raise OSError(5)
 
     def _port(self, b):
         closed = (self.closed >> (8 * b)) & 0xFF
@@ -96,10 +107,14 @@ class MCP23017Model:
         return (~closed & pullups) & 0xFF
 
     def write_mem(self, reg, buf):
+        self._maybe_fail()
         for i in range(len(buf)):
             self.regs[reg + i] = buf[i]
 
     def read_mem_into(self, reg, buf):
+        self._maybe_fail()
+        if (self.regs[0] | self.regs[1]) & 0x80:
+            self.gp7_inputs_at_read += 1
         for i in range(len(buf)):
             r = reg + i
             buf[i] = self._port(r - 0x12) if r in (0x12, 0x13) else self.regs[r]

@@ -5,7 +5,7 @@ import json
 
 import machine
 from hwmodels import HallModel, HC165Chain, MatrixModel, MCP23017Model
-from touchmove_fw import board, config
+from touchmove_fw import assemble, board, config
 
 
 def setup():
@@ -33,8 +33,12 @@ def _occupy_start(name, model):
         for k in range(8):
             model.closed[k] = start[k]
     elif name == "mcp23017":
-        for c in range(4):
-            model[c].closed = start[2 * c] | (start[2 * c + 1] << 8)
+        bits = 0
+        for k in range(8):
+            bits |= start[k] << (8 * k)
+        for c in range(5):  # 14 inputs a chip: GPA0..6, GPB0..6
+            v = (bits >> (14 * c)) & 0x3FFF
+            model[c].closed = (v & 0x7F) | ((v >> 7) << 8)
     else:
         for j in range(64):
             model.values[j] = 45000 if (start[j >> 3] >> (j & 7)) & 1 else 30000
@@ -48,10 +52,12 @@ def test_build_every_profile():
             machine.set_input(cfg["pins"][b], 1)  # buttons up (pull-ups)
         model = _models(name, cfg)
         _occupy_start(name, model)
-        app, stream, wdt, cleanup = board.build(cfg, machine)
-        assert wdt is not None and stream is not None and cleanup is None
+        config.check(cfg)
+        app, stream, wdt, cleanup, inp = assemble.build(cfg, machine)
+        assert wdt is not None and stream is not None and cleanup is None and inp is not None
         assert app.leds is not None and app.leds.strip.n == 64
         lines = []
+        app.out.port = None
         app.out.write = lines.append
         app.start()
         hello = json.loads(lines[0])
@@ -93,8 +99,9 @@ def test_calibrate_command_on_a_hall_board():
     model = _models("hall_mux", cfg)
     for j in range(64):
         model.values[j] = 20000 + 100 * j  # an empty board, every sensor a little different
-    app, _, _, _ = board.build(cfg, machine)
+    app = assemble.build(cfg, machine)[0]
     lines = []
+    app.out.port = None
     app.out.write = lines.append
     app.start()
     app.command(b'{"cmd":"calibrate"}')
@@ -109,5 +116,5 @@ def test_calibrate_command_on_a_hall_board():
     app.flush()
     assert json.loads(lines[-1])["type"] == "place" and json.loads(lines[-1])["sq"] == "e4"
     # the thresholds come back at the next start
-    app2, _, _, _ = board.build(cfg, machine)
+    app2 = assemble.build(cfg, machine)[0]
     assert list(app2.driver.thresholds) == saved
