@@ -80,12 +80,17 @@ class Port:
         self.out = out
         self.inp = inp
         self.one = bytearray(1)
-        self.po = select.poll()
-        self.po.register(out, select.POLLOUT)
-        self.pi = select.poll()
-        self.pi.register(inp, select.POLLIN)
+        self.any = getattr(inp, "any", None)  # a UART: bytes waiting without a poll
+        self.po = self.pi = None
+        if self.any is None:
+            self.po = select.poll()
+            self.po.register(out, select.POLLOUT)
+            self.pi = select.poll()
+            self.pi.register(inp, select.POLLIN)
 
     def ready(self):
+        if self.po is None:
+            return True  # a UART sends at its baud rate whether or not anyone listens: it never waits long
         for _, ev in self.po.ipoll(0):
             return ev & 4 != 0  # POLLOUT
         return False
@@ -95,6 +100,8 @@ class Port:
         return len(mv) if n is None else n
 
     def waiting(self):
+        if self.any is not None:
+            return self.any() > 0
         for _, ev in self.pi.ipoll(0):
             return ev & 1 != 0  # POLLIN
         return False
@@ -123,8 +130,8 @@ class Output:
         self.start = 0
         self.end = 0
         self.seq = 0
-        self.last_t = 0  # the last message's device time (modulo 2**30)
-        self.wire_t = 0  # ... unwrapped: what the wire says
+        self.last_t = clock.ms()  # the last message's device time (modulo 2**30)
+        self.wire_t = self.last_t  # ... unwrapped: what the wire says
         self.lost = 0  # messages that found no room (replies while the host is not reading)
         self.blocked = 0  # writes the port did not take whole
 

@@ -59,11 +59,11 @@ class Scanner:
         self._sample()
         self.deb.update(self.raw, t)
         self.scans = (self.scans + 1) & 0x3FFFFFFF  # wraps: stays a small int
-        if t >= self.next_heartbeat:
+        if diff(t, self.next_heartbeat) >= 0:
             self.heartbeat_due = True
             self.heartbeat_t = t
-            self.next_heartbeat += self.heartbeat_ms
-            if self.next_heartbeat <= t:  # fell far behind (stalled loop): don't burst heartbeats
+            self.next_heartbeat = add(self.next_heartbeat, self.heartbeat_ms)
+            if diff(self.next_heartbeat, t) <= 0:  # fell far behind (stalled loop): don't burst heartbeats
                 self.next_heartbeat = add(t, self.heartbeat_ms)
 
     def _changed(self, j, state, t):

@@ -100,6 +100,41 @@ def test_sim_bad_timeline_fails_loudly(micropython: str, tmp_path) -> None:
     assert proc.returncode == 1 and b"bad square" in proc.stderr
 
 
+def test_fatal_error_is_a_record_on_the_wire(micropython: str, mpy_build, tmp_path) -> None:
+    """A fatal error while running: the wire gets an error record in sequence (never a traceback), the
+    traceback goes to stderr (on a board: last_error.txt), then the process ends (a board resets)."""
+    path = tmp_path / "late.jsonl"
+    path.write_text('{"t":100,"type":"lift","sq":"e2"}\n{"t":400,"type":"place","sq":"e4"}\n'
+                    '{"t":800,"type":"lift","sq":"a1"}\n{"t":900,"type":"place","sq":"q9"}\n')
+    proc = _run_sim(micropython, path, str(mpy_build / "main.py"), heapsize="64K")
+    assert proc.returncode == 1
+    lines = proc.stdout.decode().splitlines()
+    msgs = [json.loads(x) for x in lines]  # every line is a record: no traceback on the wire
+    assert [m["seq"] for m in msgs] == list(range(len(msgs)))
+    assert msgs[-1]["type"] == "error" and msgs[-1]["why"].startswith("fatal: ValueError"), msgs[-1]
+    assert "bad square" in msgs[-1]["why"]
+    assert [m["type"] for m in msgs if m["type"] in ("lift", "place")] == ["lift", "place"]
+    assert b"Traceback" in proc.stderr and b"Traceback" not in proc.stdout
+
+
+def test_runs_across_the_device_time_wrap_in_64k(micropython: str, mpy_build, tmp_path) -> None:
+    """Started 3 s before device time wraps at 2**30 ms (12.4 days up): events and heartbeats go on, their
+    wire times continue past 2**30, and the run fits the same 64 KB heap."""
+    start = 2**30 - 3000
+    tl = game(seed=3, plies=10, think_ms=(400, 900), chatter=0.5, slide=0.3)
+    path = tmp_path / "wrap.jsonl"
+    tl.write(path)
+    proc = _run_sim(micropython, path, str(mpy_build / "main.py"), heapsize="64K",
+                    TOUCHMOVE_CLOCK_START=str(start), TOUCHMOVE_MEMSTATS="1")
+    assert proc.returncode == 0, proc.stderr.decode()
+    msgs = [json.loads(x) for x in proc.stdout.decode().splitlines()]
+    for m in msgs:
+        m["t"] -= start
+    shifted = "\n".join(json.dumps(m) for m in msgs)
+    check_stream(shifted, tl)
+    assert msgs[-1]["t"] + start > 2**30
+
+
 def test_ten_minute_game_in_64k_heap(micropython: str, mpy_build, tmp_path) -> None:
     """The deployed form (.mpy) plays a 10-minute game in a 64 KB heap; the peak is printed for the report."""
     tl = game(seed=11, plies=160, think_ms=(2500, 4400), chatter=0.5, slide=0.2)

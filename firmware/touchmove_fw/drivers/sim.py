@@ -12,6 +12,7 @@
 # is a PC tool, and streaming keeps a long game's RAM flat.
 from array import array
 
+from ..clock import diff
 from ..squares import START_OCC, index
 
 _LIFT = 0
@@ -47,6 +48,7 @@ class SimBoard:
         self.release = array("i", [-1, -1])  # device time each clock button is released, -1 = up
         self.pressed = 0
         self.linger = 2000
+        self.t0 = clock.ms()  # timeline times are relative to the start (device time may start anywhere)
         if not isinstance(lines, str):
             self.begin()
 
@@ -57,6 +59,7 @@ class SimBoard:
         if isinstance(src, str):
             src = self.file = open(src)
         self.source = None
+        self.t0 = self.clock.ms()
         self.records = _records(src, self)
         self._next()
         if self.next_t >= 0 and self.next_code >> 6 == _SNAP and self.first_snap:
@@ -79,7 +82,8 @@ class SimBoard:
         self.end_t = t
 
     def done(self, t):
-        return self.records is not None and self.next_t < 0 and t > self.end_t
+        """The timeline is over at device time ``t``."""
+        return self.records is not None and self.next_t < 0 and diff(t, self.t0) > self.end_t
 
     def over(self, t):
         """The timeline ended ``linger`` ms ago (the app's stop_when in stepped/test runs)."""
@@ -109,7 +113,7 @@ class SimBoard:
                 self.release[b] = -1
 
     def read(self, buf):
-        self._advance(self.clock.ms())
+        self._advance(diff(self.clock.ms(), self.t0))
         state = self.state
         for k in range(8):
             buf[k] = state[k]
