@@ -16,6 +16,7 @@ SUBCOMMANDS: list[tuple[str, str, str]] = [
     ("export", "touchmove.export", "write a board's recording and PGN from the bridge's journal"),
     ("broadcast", "touchmove.broadcast.command", "live round PGN and the arbiter's dashboard"),
     ("broadcast-demo", "touchmove.broadcast.demo", "a simulated round through Mosquitto, checked"),
+    ("board-check", "touchmove.board_check", "bring-up: a live 8x8 view of a board's sensors, what looks wrong"),
 ]
 
 

@@ -35,7 +35,7 @@ _PIECE_TYPES = {"q": chess.QUEEN, "r": chess.ROOK, "b": chess.BISHOP, "n": chess
 _SQUARES = {name: sq for sq, name in enumerate(chess.SQUARE_NAMES)}
 
 #: Types the firmware sends that the rules engine has no use for (accepted silently).
-PROTOCOL_ONLY_TYPES = frozenset({"hello", "pong", "error", "button"})
+PROTOCOL_ONLY_TYPES = frozenset({"hello", "pong", "error", "button", "diag"})
 
 
 class RecordError(ValueError):

@@ -6,6 +6,7 @@
 #   {"t": 1900, "type": "place", "sq": "e4"}    the e4 sensor goes occupied
 #   {"t": 0, "type": "snapshot", "occ": "..."}  every sensor at once (16 hex digits, a1 = bit 0)
 #   {"t": 5000, "type": "clock", "side": "white"}  the white clock button is pressed for 100 ms
+#   {"t": 0, "type": "fault", "chain": "dead"}  what the chain check (diag) reports from then on
 # Chatter is just more lines a few ms apart: the firmware's debounce must hide it. Other types are ignored.
 # The board starts in the standard position unless the timeline's first record is a snapshot.
 # Unlike the hardware drivers, read() allocates when a record falls due (it reads the next line): the sim
@@ -18,7 +19,8 @@ from ..squares import START_OCC, index
 _LIFT = 0
 _PLACE = 1
 _SNAP = 2
-_CLOCK = 3  # arg 0 white, 1 black
+_CLOCK = 3  # arg 0 white, 1 black; arg 2..4: a chain fault (ok, dead, flat)
+_CHAINS = ("ok", "dead", "flat")
 PRESS_MS = 100
 
 
@@ -48,6 +50,7 @@ class SimBoard:
         self.release = array("i", [-1, -1])  # device time each clock button is released, -1 = up
         self.pressed = 0
         self.linger = 2000
+        self.chain = "ok"
         self.t0 = clock.ms()  # timeline times are relative to the start (device time may start anywhere)
         if not isinstance(lines, str):
             self.begin()
@@ -89,6 +92,10 @@ class SimBoard:
         """The timeline ended ``linger`` ms ago (the app's stop_when in stepped/test runs)."""
         return self.done(t - self.linger)
 
+    def chain_check(self):
+        """What a 74HC165 chain check would say (timeline "fault" records set it)."""
+        return self.chain
+
     def _advance(self, t):
         state = self.state
         while 0 <= self.next_t <= t:
@@ -102,6 +109,8 @@ class SimBoard:
             elif kind == _SNAP:
                 for k in range(8):
                     state[k] = self.snap[k]
+            elif arg >= 2:  # a chain fault
+                self.chain = _CHAINS[arg - 2]
             else:  # a clock button
                 self.pressed |= 1 << arg
                 self.release[arg] = self.next_t + PRESS_MS
@@ -158,6 +167,8 @@ def _records(lines, board):
             code, arg = _SNAP, 0
         elif kind == "clock":
             code, arg = _CLOCK, 0 if rec.get("side") == "white" else 1
+        elif kind == "fault" and rec.get("chain") in _CHAINS:
+            code, arg = _CLOCK, 2 + _CHAINS.index(rec["chain"])
         else:
             continue
         first = False
