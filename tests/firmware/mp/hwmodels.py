@@ -10,6 +10,8 @@ class HC165Chain:
         self.inputs = bytearray(8)
         self.reg = bytearray(8)
         self.pos = 0  # bits shifted out since the last load (bit-banged reading)
+        self.cut = False  # the data wire to the MCU is cut: MISO's pull-up reads 1
+        self.stuck = False  # CLK or SH/LD does not reach the chips: Q7 keeps showing chip 0's D7
         self.loads = 0
         self.clocks = 0
         machine.SPI_DEVICES[spi_id] = self
@@ -30,6 +32,10 @@ class HC165Chain:
 
     def _q7(self, pin):
         p = self.pos
+        if self.cut:
+            return 1
+        if self.stuck:
+            return (self.inputs[0] >> 7) & 1
         if p >= 64:
             return 0  # the last chip's DS is tied low
         return (self.reg[p >> 3] >> (7 - (p & 7))) & 1
@@ -38,7 +44,12 @@ class HC165Chain:
         # MSB first: the first byte clocked in is chip 0's D7..D0; past 64 bits the chain reads zeros
         n = len(buf)
         for k in range(n):
-            buf[k] = self.reg[k] if k < 8 else 0
+            if self.cut:
+                buf[k] = 0xFF
+            elif self.stuck:
+                buf[k] = 0xFF if self.inputs[0] & 0x80 else 0
+            else:
+                buf[k] = self.reg[k] if k < 8 else 0
         self.pos = 8 * n
         self.clocks += 8 * n
 
