@@ -41,7 +41,7 @@ def test_board_check_on_the_firmware_sim(micropython: str, mpy_build, tmp_path) 
     link = str(tmp_path / "board")
     board = PtyBoard([micropython, "-X", "heapsize=64K", str(mpy_build / "main.py")], link, env=env)
     board.plug()
-    check = subprocess.Popen([sys.executable, "-m", "touchmove.cli", "board-check", link, "--seconds", "5",
+    check = subprocess.Popen([sys.executable, "-m", "touchmove.cli", "board-check", link, "--seconds", "6",
                               "--interval", "0.1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 30
