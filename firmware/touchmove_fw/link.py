@@ -25,6 +25,8 @@ MAX_LINE = const(256)
 OUT_BUF = const(512)  # bytes of formatted messages waiting for the port (a few heartbeats' worth)
 WRITE_CHUNK = const(32)  # bytes per port write: small, so a port with any room left rarely has to wait
 READ_CHUNK = const(64)  # bytes read per reader pass
+HOLD_MIN = const(250)  # ms without writes after a write the port did not take whole ...
+HOLD_MAX = const(4000)  # ... doubling up to this while the host is not reading
 
 # LineAssembler.feed() results
 NONE = const(0)  # byte consumed, no complete line yet
@@ -134,6 +136,8 @@ class Output:
         self.wire_t = self.last_t  # ... unwrapped: what the wire says
         self.lost = 0  # messages that found no room (replies while the host is not reading)
         self.blocked = 0  # writes the port did not take whole
+        self.hold = -1  # device time before which no write is tried (after a short write), or -1
+        self.backoff = HOLD_MIN
 
     def open(self):
         if self.buf is None:
@@ -173,10 +177,18 @@ class Output:
         return True
 
     def pump(self):
-        """Write what the port accepts now; returns the bytes still waiting."""
+        """Write what the port accepts now; returns the bytes still waiting.
+
+        A write the port did not take whole means it waited (its TX timeout) for a host that is not reading:
+        no write is tried for ``backoff`` ms (doubling to HOLD_MAX while it goes on). Ports whose poll always
+        says writable (esp32's stdio) can then cost one wait per backoff, never one per message."""
         port = self.port
         if port is None:
             return 0
+        if self.hold >= 0:
+            if ((self.clock.ms() - self.hold) & _MASK) >= _HALF:  # before the hold ends
+                return self.end - self.start
+            self.hold = -1
         while self.start < self.end and port.ready():
             k = self.end - self.start
             if k > WRITE_CHUNK:
@@ -184,8 +196,12 @@ class Output:
             n = port.write(self.mv[self.start : self.start + k])
             if n < k:
                 self.blocked += 1
-            if n <= 0:
+                self.hold = (self.clock.ms() + self.backoff) & _MASK
+                self.backoff = min(2 * self.backoff, HOLD_MAX)
+                if n > 0:
+                    self.start += n
                 break
+            self.backoff = HOLD_MIN
             self.start += n
         if self.start == self.end:
             self.start = self.end = 0
