@@ -15,6 +15,7 @@ import argparse
 import collections
 import csv
 import logging
+import os
 import re
 import sys
 import tempfile
@@ -23,6 +24,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 HW = HERE.parent
 sys.path.insert(0, str(HERE))
+_WORK = tempfile.TemporaryDirectory()
+os.chdir(_WORK.name)  # SKiDL writes its logs and a parts backup into the current directory: not the repo
 
 import common  # noqa: E402,F401  (sets up the KiCad library paths)
 import skidl  # noqa: E402
