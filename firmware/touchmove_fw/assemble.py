@@ -37,6 +37,9 @@ def build(cfg, machine=None):
         clock = Clock(start)
     if machine is None and not sim:
         import machine
+    import gc
+
+    gc.collect()
     drv_mod = __import__("touchmove_fw.drivers." + cfg["driver"], None, None, ["from_config"])
     driver = drv_mod.from_config(cfg, machine, clock)
 
@@ -84,6 +87,9 @@ def build(cfg, machine=None):
         board_id = cfg.get("board_id") or _hex(b"touchmove-sim")
     else:
         board_id = _hex(machine.unique_id())
+    import gc
+
+    gc.collect()  # the modules are loaded: compact before the app's buffers are made (start-up peak)
     app = App(cfg, driver, clock, None, board_id, _boot_id(), buttons, leds, port)
     if sim and cfg.get("sim_exit"):
         # a bound method, not a closure: a closure would keep this module (unloaded after set-up) alive
