@@ -62,7 +62,7 @@ from touchmove.mqtt_schema import (
 )
 from touchmove.rules import Engine, Event
 from touchmove.rules.engine import DEFAULT_SETTLE_MS
-from touchmove.serial_link import DecodeError, Message, SerialLink, decode, find_ports
+from touchmove.serial_link import DecodeError, Message, SerialLink, decode, find_ports, leds_command
 from touchmove.stop_signals import StopSignals
 
 log = logging.getLogger(__name__)
@@ -594,7 +594,7 @@ class Bridge:
             detail = payload.get("detail") or {}
             squares = [s for key in ("extra", "missing") for s in detail.get(key, []) if isinstance(s, str)]
             if squares:
-                sess.link.send({"cmd": "leds", "squares": squares, "color": LED_CORRECT})
+                sess.link.send(leds_command(squares, LED_CORRECT))
         elif kind in ("takeback", "game_start") or (
                 kind == "alert" and payload.get("code") == "board_restored"):
             sess.link.send({"cmd": "leds", "clear": True})
@@ -899,7 +899,7 @@ class Bridge:
             if payload.get("clear"):
                 target.link.send({"cmd": "leds", "clear": True})
             elif "squares" in payload and "color" in payload:
-                target.link.send({"cmd": "leds", "squares": payload["squares"], "color": payload["color"]})
+                target.link.send(leds_command(payload["squares"], payload["color"]))
             else:
                 return self._reply(reply_topic, transaction, "give 'squares' and 'color', or 'clear': true")
         self._reply(reply_topic, transaction, data={})

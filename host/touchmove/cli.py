@@ -26,6 +26,7 @@ SUBCOMMANDS: list[tuple[str, str, str]] = [
     ("broadcast", "touchmove.broadcast.command", "live round PGN and the arbiter's dashboard"),
     ("broadcast-demo", "touchmove.broadcast.demo", "a simulated round through Mosquitto, checked"),
     ("init", "touchmove.samples", "write a commented sample configuration (bridge or tournament)"),
+    ("board-check", "touchmove.board_check", "bring-up: a live 8x8 view of a board's sensors, what looks wrong"),
 ]
 
 EXIT_ERROR = 1

@@ -54,7 +54,7 @@ MAX_FEN = 120
 _HEX = re.compile(r"[0-9a-fA-F]{1,16}")
 
 #: Types the firmware sends that the rules engine has no use for (accepted silently).
-PROTOCOL_ONLY_TYPES = frozenset({"hello", "pong", "error", "button"})
+PROTOCOL_ONLY_TYPES = frozenset({"hello", "pong", "error", "button", "diag"})
 
 
 class RecordError(ValueError):
