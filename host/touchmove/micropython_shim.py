@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import runpy
+import select as _select
 import sys
 import time
 import traceback
@@ -25,6 +26,11 @@ _T0 = time.monotonic_ns()
 def ticks_ms() -> int:
     """Return milliseconds since start, wrapping as MicroPython's ``time.ticks_ms``."""
     return ((time.monotonic_ns() - _T0) // 1_000_000) % TICKS_PERIOD
+
+
+def ticks_us() -> int:
+    """Return microseconds since start, wrapping as MicroPython's ``time.ticks_us``."""
+    return ((time.monotonic_ns() - _T0) // 1_000) % TICKS_PERIOD
 
 
 def ticks_diff(end: int, start: int) -> int:
@@ -75,6 +81,33 @@ class RawOutput:
     def flush(self) -> None:
         return None
 
+    def fileno(self) -> int:
+        return self.fd
+
+
+class Poll:
+    """MicroPython's ``select.poll()`` with its ``ipoll``, over CPython's poll (the firmware's non-blocking link)."""
+
+    def __init__(self) -> None:
+        self._poll = _select.poll()
+        self._streams: dict[int, Any] = {}
+
+    def register(self, stream: Any, events: int = _select.POLLIN | _select.POLLOUT) -> None:
+        fd = stream if isinstance(stream, int) else stream.fileno()
+        self._streams[fd] = stream
+        self._poll.register(fd, events)
+
+    def unregister(self, stream: Any) -> None:
+        fd = stream if isinstance(stream, int) else stream.fileno()
+        self._streams.pop(fd, None)
+        self._poll.unregister(fd)
+
+    def poll(self, timeout: int = -1) -> list[tuple[Any, int]]:
+        return [(self._streams[fd], ev) for fd, ev in self._poll.poll(None if timeout < 0 else timeout)]
+
+    def ipoll(self, timeout: int = -1, flags: int = 0) -> list[tuple[Any, int]]:
+        return self.poll(timeout)
+
 
 class TextOutput:
     """``sys.stdout`` with its raw ``buffer``: text written is encoded and sent at once."""
@@ -104,8 +137,10 @@ def install() -> None:
         (micropython, "heap_unlock", lambda: 0),
         (time, "ticks_ms", ticks_ms),
         (time, "ticks_diff", ticks_diff),
+        (time, "ticks_us", ticks_us),
         (time, "sleep_ms", lambda ms: time.sleep(ms / 1000)),
         (time, "sleep_us", lambda us: time.sleep(us / 1_000_000)),
+        (time, "ticks_add", lambda ticks, delta: (ticks + delta) % TICKS_PERIOD),
         (asyncio, "sleep_ms", sleep_ms),
         (asyncio, "StreamReader", StreamReader),
         (sys, "print_exception", print_exception),
@@ -113,6 +148,11 @@ def install() -> None:
     ]
     for module, name, value in parts:
         setattr(module, name, value)
+    # the firmware polls its streams with MicroPython's select.poll() (ipoll); CPython's has no ipoll
+    select = types.ModuleType("select")
+    select.__dict__.update({k: v for k, v in vars(_select).items() if not k.startswith("__")})
+    select.poll = Poll  # type: ignore[attr-defined]
+    sys.modules["select"] = select
 
 
 def main(argv: list[str]) -> int:
