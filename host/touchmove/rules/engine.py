@@ -129,6 +129,7 @@ class _GameState:
     #: Plies were recovered after lost changes: how many plies the game had before (the last sure position)
     #: and when the board went blind; the recovery is searched again if the board contradicts it soon after.
     recovered_from: tuple[int, int] | None = None
+    unseen_last: bool = False  # the last ply was recovered or resynced, not seen made: presses prove nothing yet
     searched_again: bool = False  # the recovery was searched again once (the next is the arbiter's resync)
 
     def __post_init__(self) -> None:
@@ -644,6 +645,7 @@ class Engine:
         self._cur.occs.append(after.occupied)
         self._start_ply(position.after(move, after), (position, ply))
         self._cur.pressed = False
+        self._cur.unseen_last = False
         out.append(MoveMade(game.number, t, number, move.uci(), san, self._position.fen()))
         late = [(at, sq) for at, sq in ply.lifts if at > t]
         if late:
@@ -1091,6 +1093,7 @@ class Engine:
                 break
         if moves:
             self._cur.pressed = False
+            self._cur.unseen_last = True
         self._exchange_sq = None
         restored = self._sync is Sync.MISMATCH
         self._sync = Sync.SHOWN
@@ -1268,7 +1271,7 @@ class Engine:
             out.append(ClockPress(game.number, t, len(game.moves), "white" if side else "black",
                                   record.remaining))
             return out
-        if self._sync in _OUT_OF_SYNC or self._ply.blind:
+        if self._sync in _OUT_OF_SYNC or self._ply.blind or self._cur.unseen_last:
             # The board was out of sync before this press (changes lost, or a mismatch already raised): the game
             # position may be behind the board, a press proves nothing.
             return out
