@@ -227,7 +227,8 @@ json_scalars = st.none() | st.booleans() | st.integers(-3, 10**6) | st.text(max_
 json_any = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=3) |
                         st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=6)
 board_payloads = st.fixed_dictionaries({}, optional={
-    "command": st.sampled_from(["new_game", "setup", "promote", "takeback", "assign", "resync", "resign", ""]) | json_any,
+    "command": st.sampled_from(["new_game", "setup", "promote", "takeback", "assign", "resync", "resign", ""])
+    | json_any,
     "fen": st.sampled_from([chess.STARTING_FEN, "8/8/8/8/8/8/8/8 w - - 0 1", "garbage"]) | json_any,
     "chess960": json_any, "piece": st.sampled_from(["q", "n", "k", "Q"]) | json_any,
     "ply": st.integers(-2, 20_000) | json_any, "white": json_any, "transaction": json_any, "extra": json_any,
