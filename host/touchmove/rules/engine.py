@@ -234,7 +234,7 @@ class Engine:
 
     def feed(self, record: Record) -> list[Event]:
         """Return the events caused by one record (time first advances to ``record.t``)."""
-        if self._hypotheses is not None:
+        if self._blind is not None and self._blind.hypotheses is not None:
             if isinstance(record, Resync):
                 plies = self._resync_plies(record)
                 if isinstance(plies, str):  # rejected: the hypotheses stay
@@ -249,7 +249,6 @@ class Engine:
             out += self._start_first(record, t)
         match record:
             case Lift(sq=sq):
-                self._reports_changes = True
                 for change in self._chatter.push(t, sq, False):
                     out += self._change(*change)
             case Place(sq=sq):
@@ -276,7 +275,7 @@ class Engine:
 
     def advance(self, t: int) -> list[Event]:
         """Return the events due by device time ``t`` when no record has come (settled moves, mismatches)."""
-        if self._hypotheses is not None:
+        if self._blind is not None and self._blind.hypotheses is not None:
             return self._feed_hypotheses(lambda engine: engine.advance(t), t)
         t = max(t, self._t)
         out = self._tick(t)
@@ -519,7 +518,7 @@ class Engine:
                 out += self._try_new_game(t)
             return out
         fp = self._explain(self._position, self._ply)
-        if fp is None and self._castling_completed():
+        if fp is None and self._occ & ~self._position.occ and self._castling_completed():
             # The king lands beside the rook moved first: castling, at once (the opponent may answer within the
             # settle time).
             return out + self._amend_last(t)
