@@ -129,6 +129,7 @@ class _GameState:
     #: Plies were recovered after lost changes: how many plies the game had before (the last sure position)
     #: and when the board went blind; the recovery is searched again if the board contradicts it soon after.
     recovered_from: tuple[int, int] | None = None
+    unseen_last: bool = False  # the last ply was recovered or resynced, not seen made: presses prove nothing yet
     searched_again: bool = False  # the recovery was searched again once (the next is the arbiter's resync)
 
     def __post_init__(self) -> None:
@@ -233,7 +234,7 @@ class Engine:
 
     def feed(self, record: Record) -> list[Event]:
         """Return the events caused by one record (time first advances to ``record.t``)."""
-        if self._hypotheses is not None:
+        if self._blind is not None and self._blind.hypotheses is not None:
             if isinstance(record, Resync):
                 plies = self._resync_plies(record)
                 if isinstance(plies, str):  # rejected: the hypotheses stay
@@ -248,7 +249,6 @@ class Engine:
             out += self._start_first(record, t)
         match record:
             case Lift(sq=sq):
-                self._reports_changes = True
                 for change in self._chatter.push(t, sq, False):
                     out += self._change(*change)
             case Place(sq=sq):
@@ -275,7 +275,7 @@ class Engine:
 
     def advance(self, t: int) -> list[Event]:
         """Return the events due by device time ``t`` when no record has come (settled moves, mismatches)."""
-        if self._hypotheses is not None:
+        if self._blind is not None and self._blind.hypotheses is not None:
             return self._feed_hypotheses(lambda engine: engine.advance(t), t)
         t = max(t, self._t)
         out = self._tick(t)
@@ -518,7 +518,7 @@ class Engine:
                 out += self._try_new_game(t)
             return out
         fp = self._explain(self._position, self._ply)
-        if fp is None and self._castling_completed():
+        if fp is None and self._occ & ~self._position.occ and self._castling_completed():
             # The king lands beside the rook moved first: castling, at once (the opponent may answer within the
             # settle time).
             return out + self._amend_last(t)
@@ -644,6 +644,7 @@ class Engine:
         self._cur.occs.append(after.occupied)
         self._start_ply(position.after(move, after), (position, ply))
         self._cur.pressed = False
+        self._cur.unseen_last = False
         out.append(MoveMade(game.number, t, number, move.uci(), san, self._position.fen()))
         late = [(at, sq) for at, sq in ply.lifts if at > t]
         if late:
@@ -1091,6 +1092,7 @@ class Engine:
                 break
         if moves:
             self._cur.pressed = False
+            self._cur.unseen_last = True
         self._exchange_sq = None
         restored = self._sync is Sync.MISMATCH
         self._sync = Sync.SHOWN
@@ -1268,7 +1270,7 @@ class Engine:
             out.append(ClockPress(game.number, t, len(game.moves), "white" if side else "black",
                                   record.remaining))
             return out
-        if self._sync in _OUT_OF_SYNC or self._ply.blind:
+        if self._sync in _OUT_OF_SYNC or self._ply.blind or self._cur.unseen_last:
             # The board was out of sync before this press (changes lost, or a mismatch already raised): the game
             # position may be behind the board, a press proves nothing.
             return out

@@ -101,7 +101,9 @@ def explanations(board: chess.Board, target: chess.Bitboard, max_plies: int = MA
         if plies > 1 and not _search(start, target, plies - 1, [], found, budget, in_progress=True):
             return None
         if found:
-            return found
+            # A move under way that the board shows completed is that complete sequence, found already.
+            complete = {e.moves[:-1] for e in found if not e.in_progress}
+            return [e for e in found if not (e.in_progress and e.moves in complete)]
     return []
 
 
