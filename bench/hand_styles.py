@@ -74,8 +74,8 @@ def main() -> int:
         start = time.monotonic()
         lost: list[tuple[str, int]] = []
         alarmed = 0
-        for index, game in enumerate(games):
-            differ, alarms = replay_game(game, style, f"{name}-{index}")
+        for game in games:
+            differ, alarms = replay_game(game, style, f"{name}-{game[0]}")
             if differ is not None:
                 lost.append((game[0], differ))
             alarmed += bool(alarms)

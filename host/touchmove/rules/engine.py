@@ -614,6 +614,9 @@ class Engine:
         cp = self._checkpoint
         if cp is not None and not cp.moved_on and self._after_checkpoint().continuable(self._occ):
             return self._commit_checkpoint()
+        pushed = self._pushed_capture()
+        if pushed is not None:
+            return self._amend_last(t, pushed)
         if self._position.continuable(self._occ):
             # A move in progress (a piece in hand, a promotion's new piece placed first, the king on its
             # castling square).
@@ -630,17 +633,53 @@ class Engine:
             return self._takeback_to(t, ply)
         return []
 
-    def _amend_last(self, t: int) -> list[Event]:
-        """Re-explain the board from the position before the last move (what the board shows wins)."""
+    def _reexplained_last(self) -> Footprint | None:
+        """Return the move the board shows from the position before the last move, with both plies' lifts."""
         if self._previous is None:
-            return []
+            return None
         position, ply = self._previous
-        game = self._games[-1]
-        last = game.moves[-1]
         now = self._ply
         merged = _Ply(lifted=ply.lifted | now.lifted, blind=ply.blind or now.blind,
                       lifted_at={**ply.lifted_at, **now.lifted_at}, placed_at={**ply.placed_at, **now.placed_at})
-        fp = self._explain(position, merged)
+        return self._explain(position, merged)
+
+    def _pushed_capture(self) -> Footprint | None:
+        """Return the capture the last move really was when its piece only pushed the victim aside, else None.
+
+        The last move landed next to a piece the same piece could capture; that piece's square was emptied and
+        refilled after the landing (the victim pushed onto the landing square, the capturing piece set down in
+        its place), and the landing square is empty again (the victim taken off): the board shows the capture.
+        The opponent lifting the piece that just landed, to capture it, refills no square next to it.
+        """
+        if self._previous is None or not self._games:
+            return None
+        last = self._games[-1].moves[-1]
+        landing = chess.BB_SQUARES[last.to_square]
+        if not self._ply.lifted & landing or self._occ & landing:
+            return None
+        position, ply = self._previous
+        landed = ply.placed_at.get(last.to_square)
+        fp = self._reexplained_last()
+        if fp is None or landed is None or fp.move.from_square != last.from_square:
+            return None
+        victim = fp.move.to_square
+        refilled = self._ply.placed_at.get(victim, ply.placed_at.get(victim, -1))
+        if (not position.board.occupied_co[not position.board.turn] & chess.BB_SQUARES[victim]
+                or not chess.BB_KING_ATTACKS[victim] & landing or refilled <= landed):
+            return None
+        return fp
+
+    def _amend_last(self, t: int, pushed: Footprint | None = None) -> list[Event]:
+        """Re-explain the board from the position before the last move (what the board shows wins).
+
+        ``pushed``: the capture the last move was, its victim pushed aside first (no alert: no rule broken).
+        """
+        if self._previous is None:
+            return []
+        position, _ = self._previous
+        game = self._games[-1]
+        last = game.moves[-1]
+        fp = pushed or self._reexplained_last()
         if fp is None or fp.move == last:
             return []
         board = position.board
@@ -670,7 +709,7 @@ class Engine:
                 "played": fp.move.uci(), "replaces": last.uci(),
                 "rook": chess.square_name(last.from_square),
             }))
-        elif not king_part:
+        elif not king_part and pushed is None:
             out.append(self._alert(t, "moved_after_release", "4.7", number, {
                 "released": chess.square_name(last.to_square), "final": chess.square_name(fp.move.to_square),
                 "replaces": last.uci(), "played": fp.move.uci(),
