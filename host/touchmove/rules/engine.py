@@ -622,6 +622,8 @@ class Engine:
             # castling square).
             self._note_king_on_castling_square()
             return []
+        if self._victim_set_aside():
+            return []
         out = self._amend_last(t)
         if out:
             return out
@@ -668,6 +670,20 @@ class Engine:
                 or not chess.BB_KING_ATTACKS[victim] & landing or refilled <= landed):
             return None
         return fp
+
+    def _victim_set_aside(self) -> bool:
+        """Return whether the board shows a capture made but for its victim, pushed onto a square next to it.
+
+        The victim is still to be taken off: a capture in progress, which no other explanation may preempt.
+        """
+        filled = self._occ & ~self._position.occ
+        if not filled or filled & (filled - 1):
+            return False
+        ply = self._ply
+        fp = self._position.explain(self._occ & ~filled, ply.lifted, ply.blind, ply.held, ply.lifted_at,
+                                    ply.placed_at)
+        return (fp is not None and bool(chess.BB_KING_ATTACKS[fp.move.to_square] & filled)
+                and bool(self._position.occ & chess.BB_SQUARES[fp.move.to_square]))
 
     def _amend_last(self, t: int, pushed: Footprint | None = None) -> list[Event]:
         """Re-explain the board from the position before the last move (what the board shows wins).
