@@ -171,6 +171,9 @@ class Position:
             targets = filled
         if not targets:
             return found
+        # Several victims lifted and refilled (a sleeve knocked one off, put back after the capturing piece
+        # landed): the capture is of the one lifted first.
+        several = nf == 0 and not blind and targets & (targets - 1) and lifted_at is not None
         # Only the legal moves of the mover's pieces that left their squares can explain it (kept per square: a
         # touch looked them up already).
         candidates = [move for from_sq in chess.scan_reversed(vacated & board.occupied_co[board.turn])
@@ -185,6 +188,11 @@ class Position:
                     and placed_at.get(move.to_square, -1) < lifted_at.get(move.from_square, 0) - SLIDE_OVERLAP_MS):
                 # The victim's square was refilled before the capturing piece left its square (a promotion's
                 # new piece may come first: it is not the pawn); a piece slid across is sensed on both at once.
+                continue
+            if several:
+                assert lifted_at is not None
+                if found is None or lifted_at.get(move.to_square, 0) < lifted_at.get(found.move.to_square, 0):
+                    found = fp
                 continue
             if not (blind and nf == 0):
                 return fp
