@@ -62,6 +62,9 @@ DEFAULT_MISMATCH_MS = 1000
 #: How many squares off the game position mean the board is being cleared or set up (no moves are read then);
 #: two plies of castling change eight.
 CLEARED_SQUARES = 10
+#: A victim pushed aside is replaced by the capturing piece in one motion: its square refilled within this long
+#: after the push (a piece knocked off by a sleeve and put back takes a separate, slower reach).
+PUSH_ASIDE_MS = 250
 START_OCCUPANCY = chess.BB_RANK_1 | chess.BB_RANK_2 | chess.BB_RANK_7 | chess.BB_RANK_8
 
 
@@ -650,10 +653,11 @@ class Engine:
 
         The last move landed next to a piece the same piece could capture; that piece's square was emptied and
         refilled after the landing (the victim pushed onto the landing square, the capturing piece set down in
-        its place), and the landing square is empty again (the victim taken off): the board shows the capture.
-        The opponent lifting the piece that just landed, to capture it, refills no square next to it.
+        its place, in the same motion), and the landing square is empty again (the victim taken off, before
+        the mover's clock is pressed): the board shows the capture. The opponent lifting the piece that just
+        landed, to capture it, refills no square next to it.
         """
-        if self._previous is None or not self._games:
+        if self._previous is None or not self._games or (self._has_clock and self._pressed):
             return None
         last = self._games[-1].moves[-1]
         landing = chess.BB_SQUARES[last.to_square]
@@ -667,7 +671,7 @@ class Engine:
         victim = fp.move.to_square
         refilled = self._ply.placed_at.get(victim, ply.placed_at.get(victim, -1))
         if (not position.board.occupied_co[not position.board.turn] & chess.BB_SQUARES[victim]
-                or not chess.BB_KING_ATTACKS[victim] & landing or refilled <= landed):
+                or not chess.BB_KING_ATTACKS[victim] & landing or not landed < refilled <= landed + PUSH_ASIDE_MS):
             return None
         return fp
 
