@@ -141,6 +141,7 @@ class Engine:
         self._cleared = False
         self._illegal = {chess.WHITE: 0, chess.BLACK: 0}
         self._pressed = True
+        self._pressed_at = 0  # device time of the last mover's clock press
         self._position: Position = Position(start)
         self._previous: tuple[Position, _Ply] | None = None
         self._ply = _Ply()
@@ -657,12 +658,14 @@ class Engine:
         the mover's clock is pressed): the board shows the capture. The opponent lifting the piece that just
         landed, to capture it, refills no square next to it.
         """
-        if self._previous is None or not self._games or (self._has_clock and self._pressed):
+        if self._previous is None or not self._games:
             return None
         last = self._games[-1].moves[-1]
         landing = chess.BB_SQUARES[last.to_square]
         if not self._ply.lifted & landing or self._occ & landing:
             return None
+        if self._has_clock and self._pressed and self._pressed_at < self._ply.lift_times.get(last.to_square, self._t):
+            return None  # taken off after the press: the opponent's hand
         position, ply = self._previous
         landed = ply.placed_at.get(last.to_square)
         fp = self._reexplained_last()
@@ -892,6 +895,7 @@ class Engine:
         board = self._position.board
         if board.turn != side and game.moves and not self._pressed:
             self._pressed = True
+            self._pressed_at = t
             game.clocks[-1] = record.remaining
             out.append(ClockPress(game.number, t, len(game.moves), "white" if side else "black",
                                   record.remaining))
