@@ -420,6 +420,10 @@ class Engine:
             return out
         fp = self._explain(self._position, self._ply)
         cp = self._checkpoint
+        if fp is None and cp is None:
+            pushed = self._pushed_capture()
+            if pushed is not None:
+                return self._amend_last(t, pushed)  # the pushed-aside victim taken off: the capture, at once
         if cp is not None and (fp is None or fp.move == cp.footprint.move):
             # The board may show the checkpoint move and the opponent's answer (when it shows the checkpoint move
             # alone, an answer that leaves the squares as they were: a Chess960 castling of king and rook).
@@ -672,9 +676,11 @@ class Engine:
         if fp is None or landed is None or fp.move.from_square != last.from_square:
             return None
         victim = fp.move.to_square
-        refilled = self._ply.placed_at.get(victim, ply.placed_at.get(victim, -1))
+        # The first refill after the landing (the mover may straighten the capturing piece later).
+        refilled = min((placed for placed in (ply.placed_at.get(victim), self._ply.placed_at.get(victim))
+                        if placed is not None and placed > landed), default=-1)
         if (not position.board.occupied_co[not position.board.turn] & chess.BB_SQUARES[victim]
-                or not chess.BB_KING_ATTACKS[victim] & landing or not landed < refilled <= landed + PUSH_ASIDE_MS):
+                or not chess.BB_KING_ATTACKS[victim] & landing or not 0 <= refilled - landed <= PUSH_ASIDE_MS):
             return None
         return fp
 
