@@ -273,7 +273,11 @@ class Hands:
         """
         rng = self.rng
         style = self.style
-        if not self.bullet_reply(board, move):
+        bullet = self.bullet_reply(board, move)
+        # A piece slid onto its square is sensed there before its own square empties; a reply begun at once can
+        # do so only to a neighbouring square (a longer slide is sensed on the way, or the piece is lifted).
+        can_overlap = not bullet or chess.square_distance(move.from_square, move.to_square) == 1
+        if not bullet:
             if think_ms is None:
                 lo, hi = style.think_ms
                 think_ms = rng.randint(lo, hi)
@@ -299,7 +303,7 @@ class Hands:
             elif rng.random() < style.victim_first:
                 self.lift(move.to_square)
                 self.wait(100, 600)
-                if rng.random() < style.overlap:
+                if rng.random() < style.overlap and can_overlap:
                     self.slide_onto(move.from_square, move.to_square)
                 else:
                     self.lift(move.from_square)
@@ -308,7 +312,7 @@ class Hands:
                 self.lift(move.from_square)
                 self.lift(move.to_square)
                 self.carry(board, move.from_square, move.to_square, knock=self.chance(style.sleeve))
-        elif rng.random() < style.overlap:
+        elif rng.random() < style.overlap and can_overlap:
             self.slide_onto(move.from_square, move.to_square)
         else:
             self.lift(move.from_square)
