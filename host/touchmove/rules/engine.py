@@ -103,6 +103,7 @@ class _Ply:
     lift_log: list[tuple[int, chess.Square]] = field(default_factory=list)  # every lift, in order
     lifted_at: dict[int, int] = field(default_factory=dict)  # the last lift of each square
     placed_at: dict[int, int] = field(default_factory=dict)  # the last place on each square
+    adjusted: chess.Bitboard = 0  # squares last lifted by the last mover adjusting before his press (6.2.5)
     first_match: tuple[chess.Move, int] | None = None  # a matched move and when it first showed
 
 
@@ -366,6 +367,7 @@ class Engine:
             if not ply.lifted & bb:
                 ply.lift_times[sq] = t
             ply.lifted |= bb
+            ply.adjusted &= ~bb
             ply.lift_log.append((t, sq))
             vacated = self._position.occ & ~self._occ
             if vacated & (vacated - 1):
@@ -492,7 +494,21 @@ class Engine:
 
     def _explain(self, position: Position, ply: _Ply) -> Footprint | None:
         """Return the legal move the board shows from ``position`` with the lifts of ``ply``, if any."""
-        return position.explain(self._occ, ply.lifted, ply.blind, ply.held, ply.lifted_at, ply.placed_at)
+        return position.explain(self._occ, ply.lifted, ply.blind, ply.held, ply.lifted_at, ply.placed_at,
+                                self._straightened(ply) if ply.adjusted else 0)
+
+    def _straightened(self, ply: _Ply) -> chess.Bitboard:
+        """Return the squares the last mover lifted and put back before his press (adjustments, 6.2.5).
+
+        A lift before the press whose square was refilled only after it may be the opponent's, taking the piece
+        as a victim (a bullet reply): that one is not counted.
+        """
+        squares = 0
+        for sq in chess.scan_forward(ply.adjusted):
+            placed = ply.placed_at.get(sq)
+            if placed is not None and (not self._pressed or placed <= self._pressed_at):
+                squares |= chess.BB_SQUARES[sq]
+        return squares
 
     def _touch(self, t: int, sq: chess.Square) -> list[Event]:
         if not self._games or self._over or self._cleared:
@@ -505,6 +521,7 @@ class Engine:
         side = "mover" if piece.color == position.board.turn else "opponent"
         if side == "opponent" and self._has_clock and not self._pressed:
             # The player who just moved adjusts a piece before pressing: his clock still runs (6.2.5).
+            self._ply.adjusted |= chess.BB_SQUARES[sq]
             if sq in touches.order or sq in touches.adjusted:
                 return []
             touches.adjusted.append(sq)

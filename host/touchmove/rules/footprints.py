@@ -130,7 +130,7 @@ class Position:
 
     def explain(self, occ: chess.Bitboard, lifted: chess.Bitboard, blind: bool = False,
                 held: chess.Bitboard = 0, lifted_at: dict[int, int] | None = None,
-                placed_at: dict[int, int] | None = None) -> Footprint | None:
+                placed_at: dict[int, int] | None = None, adjusted: chess.Bitboard = 0) -> Footprint | None:
         """Return the legal move that leaves ``occ``, proven by the ``lifted`` squares, or None.
 
         ``blind`` (after lost changes) waives the proof, but a capture whose victim square was not seen lifted
@@ -139,7 +139,8 @@ class Position:
         castling that swaps king and rook leaves the board as it was: it needs both off the board at once
         (``held``), or it would be a touch of each. With ``lifted_at`` and ``placed_at`` (the last lift and place
         of each square), a capture also needs its square refilled after the capturing piece was lifted: a
-        victim square lifted and put back before (an adjustment) proves nothing.
+        victim square lifted and put back before (an adjustment) proves nothing; on the ``adjusted`` squares
+        (its owner straightening it before his press) the refill must follow the capturing piece's lift.
         """
         vacated = self.occ & ~occ
         filled = occ & ~self.occ
@@ -185,7 +186,8 @@ class Position:
             if fp.occ_after != occ or not (blind or fp.must_lift & ~lifted == 0):
                 continue
             if (not blind and nf == 0 and move.promotion is None and lifted_at is not None and placed_at is not None
-                    and placed_at.get(move.to_square, -1) < lifted_at.get(move.from_square, 0) - SLIDE_OVERLAP_MS):
+                    and placed_at.get(move.to_square, -1) < lifted_at.get(move.from_square, 0)
+                    - (0 if adjusted & chess.BB_SQUARES[move.to_square] else SLIDE_OVERLAP_MS)):
                 # The victim's square was refilled before the capturing piece left its square (a promotion's
                 # new piece may come first: it is not the pawn); a piece slid across is sensed on both at once.
                 continue
