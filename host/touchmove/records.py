@@ -14,6 +14,8 @@ promote    ``piece`` (q, r, b, n)           the piece chosen for the latest prom
 clock      ``side`` (white, black)          a clock press; optional ``remaining`` ms on that clock
 setup      ``fen``, optional ``chess960``   the next game starts from that position once the board matches
 takeback   ``ply``                          operator correction: plies >= ``ply`` are removed
+resync     ``moves`` (SAN/UCI) or ``fen``   arbiter's correction: the plies since the last sure position,
+                                            or the position now; the current game goes on
 ========== ================================ ==========================================================
 
 Other keys (``seq``, ``board``, ...) are allowed and ignored here. The serial protocol's other messages
@@ -31,6 +33,8 @@ from typing import Any, Literal
 import chess
 
 PIECE_LETTERS = ("q", "r", "b", "n")
+#: The most plies one ``resync`` record may give.
+MAX_RESYNC_MOVES = 600
 _PIECE_TYPES = {"q": chess.QUEEN, "r": chess.ROOK, "b": chess.BISHOP, "n": chess.KNIGHT}
 _SQUARES = {name: sq for sq, name in enumerate(chess.SQUARE_NAMES)}
 
@@ -103,6 +107,17 @@ class TakebackRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class Resync:
+    """An arbiter's resync of the current game: the plies played since the last position the engine is sure of
+    (SAN or UCI, in order), or the position the board shows now (``fen``)."""
+
+    t: int
+    moves: tuple[str, ...] = ()
+    fen: str | None = None
+    type: Literal["resync"] = "resync"
+
+
+@dataclass(frozen=True, slots=True)
 class Other:
     """A record of a type the rules engine does not use (``hello``, ``button``, or an unknown type)."""
 
@@ -116,7 +131,7 @@ class Other:
         return self.type in PROTOCOL_ONLY_TYPES
 
 
-Record = Lift | Place | Snapshot | Promote | Clock | Setup | TakebackRequest | Other
+Record = Lift | Place | Snapshot | Promote | Clock | Setup | TakebackRequest | Resync | Other
 
 
 def _square(obj: dict[str, Any]) -> chess.Square:
@@ -185,8 +200,29 @@ def from_dict(obj: Any) -> Record:
         if isinstance(ply, bool) or not isinstance(ply, int) or ply < 1:
             raise RecordError("'ply' must be an integer >= 1")
         return TakebackRequest(t, ply)
+    if kind == "resync":
+        return _resync(t, obj)
     fields = tuple((k, v) for k, v in obj.items() if k not in ("t", "type"))
     return Other(t, kind, fields)
+
+
+def _resync(t: int, obj: dict[str, Any]) -> Resync:
+    moves, fen = obj.get("moves"), obj.get("fen")
+    if (moves is None) == (fen is None):
+        raise RecordError("'resync' needs either 'moves' (a list of SAN or UCI moves) or 'fen'")
+    if fen is not None:
+        if not isinstance(fen, str):
+            raise RecordError("'fen' must be a string")
+        try:
+            chess.Board(fen, chess960=True)
+        except ValueError as exc:
+            raise RecordError(f"invalid FEN: {exc}") from None
+        return Resync(t, fen=fen)
+    if not isinstance(moves, list) or not all(isinstance(m, str) and 0 < len(m) <= 12 for m in moves):
+        raise RecordError("'moves' must be a list of SAN or UCI moves such as [\"Nf3\", \"e7e5\"]")
+    if len(moves) > MAX_RESYNC_MOVES:
+        raise RecordError(f"'moves' may hold at most {MAX_RESYNC_MOVES} moves")
+    return Resync(t, tuple(moves))
 
 
 def parse_line(line: str | bytes, lineno: int | None = None) -> Record:
@@ -221,6 +257,11 @@ def to_dict(record: Record) -> dict[str, Any]:
                 out["chess960"] = True
         case TakebackRequest(ply=ply):
             out["ply"] = ply
+        case Resync(moves=moves, fen=fen):
+            if fen is not None:
+                out["fen"] = fen
+            else:
+                out["moves"] = list(moves)
         case Other(fields=fields):
             out.update(fields)
     return out

@@ -129,15 +129,15 @@ class Position:
         return moves
 
     def explain(self, occ: chess.Bitboard, lifted: chess.Bitboard, blind: bool = False,
-                held: chess.Bitboard = 0, lifted_at: dict[int, int] | None = None,
-                placed_at: dict[int, int] | None = None, adjusted: chess.Bitboard = 0) -> Footprint | None:
+                held: chess.Bitboard = 0, last_lift: dict[int, int] | None = None,
+                last_place: dict[int, int] | None = None, adjusted: chess.Bitboard = 0) -> Footprint | None:
         """Return the legal move that leaves ``occ``, proven by the ``lifted`` squares, or None.
 
         ``blind`` (after lost changes) waives the proof, but a capture whose victim square was not seen lifted
         must then be the only one that fits. Castling wins over a rook or king move with the same
         footprint only when both king and rook were lifted (Chess960); promotions give the queen. A Chess960
         castling that swaps king and rook leaves the board as it was: it needs both off the board at once
-        (``held``), or it would be a touch of each. With ``lifted_at`` and ``placed_at`` (the last lift and place
+        (``held``), or it would be a touch of each. With ``last_lift`` and ``last_place`` (the last lift and place
         of each square), a capture also needs its square refilled after the capturing piece was lifted: a
         victim square lifted and put back before (an adjustment) proves nothing; on the ``adjusted`` squares
         (its owner straightening it before his press) the refill must follow the capturing piece's lift.
@@ -174,7 +174,7 @@ class Position:
             return found
         # Several victims lifted and refilled (a sleeve knocked one off, put back after the capturing piece
         # landed): the capture is of the one lifted first.
-        several = nf == 0 and not blind and targets & (targets - 1) and lifted_at is not None
+        several = nf == 0 and not blind and targets & (targets - 1) and last_lift is not None
         # Only the legal moves of the mover's pieces that left their squares can explain it (kept per square: a
         # touch looked them up already).
         candidates = [move for from_sq in chess.scan_reversed(vacated & board.occupied_co[board.turn])
@@ -185,15 +185,15 @@ class Position:
             fp = footprint(board, move)
             if fp.occ_after != occ or not (blind or fp.must_lift & ~lifted == 0):
                 continue
-            if (not blind and nf == 0 and move.promotion is None and lifted_at is not None and placed_at is not None
-                    and placed_at.get(move.to_square, -1) < lifted_at.get(move.from_square, 0)
+            if (not blind and nf == 0 and move.promotion is None and last_lift is not None and last_place is not None
+                    and last_place.get(move.to_square, -1) < last_lift.get(move.from_square, 0)
                     - (0 if adjusted & chess.BB_SQUARES[move.to_square] else SLIDE_OVERLAP_MS)):
                 # The victim's square was refilled before the capturing piece left its square (a promotion's
                 # new piece may come first: it is not the pawn); a piece slid across is sensed on both at once.
                 continue
             if several:
-                assert lifted_at is not None
-                if found is None or lifted_at.get(move.to_square, 0) < lifted_at.get(found.move.to_square, 0):
+                assert last_lift is not None
+                if found is None or last_lift.get(move.to_square, 0) < last_lift.get(found.move.to_square, 0):
                     found = fp
                 continue
             if not (blind and nf == 0):
