@@ -743,7 +743,8 @@ class Engine:
         position, ply = self._previous
         now = self._ply
         merged = _Ply(lifted=ply.lifted | now.lifted, blind=ply.blind or now.blind,
-                      last_lift={**ply.last_lift, **now.last_lift}, last_place={**ply.last_place, **now.last_place})
+                      last_lift={**ply.last_lift, **now.last_lift}, last_place={**ply.last_place, **now.last_place},
+                      adjusted=ply.adjusted | now.adjusted)
         return self._explain(position, merged)
 
     def _pushed_capture(self) -> Footprint | None:
