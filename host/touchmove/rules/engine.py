@@ -51,6 +51,7 @@ from touchmove.rules.events import (
     Touch,
 )
 from touchmove.rules.footprints import (
+    SLIDE_OVERLAP_MS,
     Footprint,
     Position,
     castling_squares,
@@ -779,6 +780,20 @@ class Engine:
             return None
         return fp
 
+    def _refilled_before_moving_on(self, position: Position, last: chess.Move, fp: Footprint) -> bool:
+        """Return whether ``fp``, the last move's piece moved on to a capture, had its victim's square refilled
+        before that piece left its landing square: then the refill was someone else's hand (the victim's owner
+        straightening it), not the piece moving on, which a slide may sense there only a moment early.
+        """
+        victim = fp.move.to_square
+        left = self._ply.first_lift.get(last.to_square)
+        if left is None or victim == last.to_square or not position.occ & chess.BB_SQUARES[victim]:
+            return False
+        refilled = self._ply.last_place.get(victim)
+        if refilled is None and self._previous is not None:
+            refilled = self._previous[1].last_place.get(victim)
+        return refilled is not None and refilled < left - SLIDE_OVERLAP_MS
+
     def _victim_set_aside(self) -> bool:
         """Return whether the board shows a capture made but for its victim, pushed onto a square next to it.
 
@@ -813,6 +828,8 @@ class Engine:
         king_part = castling and last.from_square == fp.move.from_square
         if not (last.from_square == fp.move.from_square or rook_part):
             return []  # a different piece: not this move replayed, leave it to a takeback or a mismatch
+        if pushed is None and not castling and self._refilled_before_moving_on(position, last, fp):
+            return []
         out: list[Event] = []
         game.moves.pop()
         game.clocks.pop()
