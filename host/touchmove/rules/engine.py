@@ -348,9 +348,10 @@ class Engine:
             self._unjudged = False
             cp = self._checkpoint
             if (cp is not None and cp.footprint.move != fp.move and not cp.footprint.placed & ~self._occ
-                    and self._after_checkpoint().continuable(self._occ)):
+                    and self._occ != self._after_checkpoint().occ and self._after_checkpoint().continuable(self._occ)):
                 # Both in question (see _checkpoint_stands) and the board shows the opponent's answer in progress
-                # (a promotion's new piece placed first): the checkpoint move was made.
+                # (a promotion's new piece placed first): the checkpoint move was made. A board that shows both
+                # moves alike (two captures by one piece) shows no answer: the later match, the better proven.
                 out += self._commit_checkpoint()
             else:
                 out += self._make(fp, self._match_t)

@@ -173,8 +173,9 @@ class Position:
         if not targets:
             return found
         # Several victims lifted and refilled (a sleeve knocked one off, put back after the capturing piece
-        # landed): the capture is of the one lifted first.
-        several = nf == 0 and not blind and targets & (targets - 1) and last_lift is not None
+        # landed; its owner straightened one just before): see _capture_proof.
+        several = (nf == 0 and not blind and targets & (targets - 1) and last_lift is not None
+                   and last_place is not None)
         # Only the legal moves of the mover's pieces that left their squares can explain it (kept per square: a
         # touch looked them up already).
         candidates = [move for from_sq in chess.scan_reversed(vacated & board.occupied_co[board.turn])
@@ -192,8 +193,8 @@ class Position:
                 # new piece may come first: it is not the pawn); a piece slid across is sensed on both at once.
                 continue
             if several:
-                assert last_lift is not None
-                if found is None or last_lift.get(move.to_square, 0) < last_lift.get(found.move.to_square, 0):
+                if found is None or self._capture_proof(move, last_lift, last_place) < self._capture_proof(
+                        found.move, last_lift, last_place):
                     found = fp
                 continue
             if not (blind and nf == 0):
@@ -202,6 +203,19 @@ class Position:
                 return None  # lifts unseen and two captures fit: no guess
             found = fp
         return found
+
+    @staticmethod
+    def _capture_proof(move: chess.Move, last_lift: dict[int, int] | None,
+                       last_place: dict[int, int] | None) -> tuple[bool, int]:
+        """Return how weakly the lifts prove a capture, for ranking several (smaller is stronger).
+
+        A victim square refilled only after the capturing piece left its square is the better proof (a refill
+        just before is allowed for a piece slid onto it, but is as likely its owner straightening it); then the
+        victim lifted first (a piece knocked off by the sleeve on the way comes later).
+        """
+        assert last_lift is not None and last_place is not None
+        before = last_place.get(move.to_square, -1) < last_lift.get(move.from_square, 0)
+        return before, last_lift.get(move.to_square, 0)
 
     def can_move(self, sq: chess.Square) -> bool:
         """Return whether the piece on ``sq`` has a legal move (castling counts for the king only)."""
