@@ -159,6 +159,13 @@ class _Ply:
     adjusted: chess.Bitboard = 0  # squares last lifted by the last mover adjusting before his press (6.2.5)
     first_match: tuple[chess.Move, int] | None = None  # a matched move and when it first showed
 
+    def then(self, later: _Ply) -> _Ply:
+        """Return this ply's lifts and places followed by ``later``'s (a move re-read over both)."""
+        return _Ply(lifted=self.lifted | later.lifted, blind=self.blind or later.blind, held=self.held,
+                    touches=self.touches, first_lift={**later.first_lift, **self.first_lift},
+                    lifts=self.lifts + later.lifts, last_lift={**self.last_lift, **later.last_lift},
+                    last_place={**self.last_place, **later.last_place}, adjusted=self.adjusted | later.adjusted)
+
 
 @dataclass
 class _Hypothesis:
@@ -743,11 +750,7 @@ class Engine:
         if self._previous is None:
             return None
         position, ply = self._previous
-        now = self._ply
-        merged = _Ply(lifted=ply.lifted | now.lifted, blind=ply.blind or now.blind,
-                      last_lift={**ply.last_lift, **now.last_lift}, last_place={**ply.last_place, **now.last_place},
-                      adjusted=ply.adjusted | now.adjusted)
-        return self._explain(position, merged)
+        return self._explain(position, ply.then(self._ply))
 
     def _pushed_capture(self) -> Footprint | None:
         """Return the capture the last move really was when its piece only pushed the victim aside, else None.
@@ -841,7 +844,8 @@ class Engine:
         game.moves.append(fp.move)
         game.clocks.append(None)
         self._cur.occs.append(after.occupied)
-        self._start_ply(position.after(fp.move, after), self._previous)
+        # What was seen since the amended move was first made stays its evidence for a later re-reading.
+        self._start_ply(position.after(fp.move, after), (position, self._previous[1].then(self._ply)))
         self._phase = Phase.PLAYING
         out.append(MoveAmended(game.number, t, number, fp.move.uci(), san, self._position.fen()))
         if self._sync is Sync.MISMATCH:
