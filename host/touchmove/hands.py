@@ -3,7 +3,11 @@
 Used by the demo (the simulated board's timeline), the property tests and the benchmarks. Hands vary: captures
 victim first or mover first, all en passant orders, castling king first, two-handed or rook first, the four
 promotion manners of FIDE 4.6, slides across squares, bounces and sensor chatter, hesitation with a piece in the
-air, and clock presses. Everything is drawn from the ``random.Random`` passed in, so a seed reproduces a timeline.
+air, and clock presses. Harder habits (off unless the style asks, see ``HARDER_HANDS`` and docs/hands.md): the
+player not to move straightening his own pieces, a sleeve knocking a neighbouring piece off, castling slid square
+by square, bullet replies 60-120 ms after the last change, and victims pushed aside before the capturing piece
+lands. Everything is drawn from the ``random.Random`` passed in, so a seed reproduces a timeline (and a style with
+the harder habits off gives the very timeline it gave before they existed).
 """
 
 from __future__ import annotations
