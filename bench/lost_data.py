@@ -22,7 +22,7 @@ from pathlib import Path
 
 import chess
 
-from touchmove.hands import Hands, Style, play, playable_moves, read_games
+from touchmove.hands import Hands, Style, playable_moves, read_games
 from touchmove.lost_data import lose_window
 from touchmove.records import Record
 from touchmove.rules import Alert, Engine
@@ -31,9 +31,10 @@ from touchmove.rules.recovery import explanations
 GAMES_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "games"
 
 
-def classify(board: chess.Board, moves: list[chess.Move], recording: list[Record], start: int, end: int,
-             occ: chess.Bitboard) -> str:
-    """Return how many explanations the window has: none lost, unique, several, none found."""
+def classify(board: chess.Board, moves: list[chess.Move], starts: list[int], recording: list[Record], start: int,
+             end: int, occ: chess.Bitboard) -> str:
+    """Return what the lost window is: nothing to recover, one explanation (the plies really lost are the only
+    legal sequence of that length or shorter), several, a shorter one than the truth, or none found."""
     engine = Engine(fen=board.fen(), chess960=board.chess960)
     for record in recording:
         if record.t >= start:
@@ -49,7 +50,24 @@ def classify(board: chess.Board, moves: list[chess.Move], recording: list[Record
         return "search gave up"
     if not found:
         return "no legal sequence"
+    # The plies begun before the snapshot, after the sure position (the last one may be under way).
+    truth = moves[len(engine.games[-1].moves):sum(1 for t in starts if t < end)]
+    shorter = any(len(e.moves) + e.in_progress < len(truth) for e in found)
+    if shorter:
+        return "shorter than the truth"
     return "one explanation" if len(found) == 1 else "several explanations"
+
+
+def play_timed(board: chess.Board, moves: list[chess.Move], hands: Hands) -> list[int]:
+    """Play the moves with ``hands``; return the device time of each move's first record."""
+    board = board.copy()
+    starts = []
+    for move in moves:
+        first = len(hands.records)
+        hands.move(board, move)
+        starts.append(hands.records[first].t)
+        board.push(move)
+    return starts
 
 
 def run(limit: int | None, seed: int) -> int:
@@ -66,9 +84,9 @@ def run(limit: int | None, seed: int) -> int:
             rng = random.Random(f"{seed}-{count}")
             board = game.board()
             hands = Hands(rng, Style())
-            play(board, moves, hands)
+            starts = play_timed(board, moves, hands)
             recording, window = lose_window(hands.records, board.occupied, rng)
-            kind = classify(board, moves, hands.records, window.start, window.end, window.occ)
+            kind = classify(board, moves, starts, hands.records, window.start, window.end, window.occ)
             engine = Engine(fen=board.fen(), chess960=board.chess960)
             t0 = time.process_time()
             events = []
@@ -88,8 +106,8 @@ def run(limit: int | None, seed: int) -> int:
             break
     print(f"{count} games, one lost window each (0.5-8 s mid-game, then a snapshot)")
     exact_all = sum(n for (_, exact), n in rows.items() if exact)
-    for kind in ("nothing to recover", "one explanation", "several explanations", "no legal sequence",
-                 "search gave up"):
+    for kind in ("nothing to recover", "one explanation", "several explanations", "shorter than the truth",
+                 "no legal sequence", "search gave up"):
         total = rows[(kind, True)] + rows[(kind, False)]
         if total:
             print(f"  {kind:<22} {total:>5} games, {rows[(kind, True)]:>5} back exactly "

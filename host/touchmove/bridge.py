@@ -562,6 +562,12 @@ class Bridge:
             record = records.from_dict({"t": t, "type": "promote", "piece": payload["piece"]})
         elif command == "takeback":
             record = records.TakebackRequest(t, payload["ply"])
+        elif command == "resync":
+            try:
+                record = records.from_dict({"t": t, "type": "resync",
+                                            **{k: payload[k] for k in ("moves", "fen") if k in payload}})
+            except records.RecordError as exc:
+                return self._reply(reply_topic, transaction, exc.reason, command=command)
         elif command == "assign":
             names = {"round": "Round", "board": "Board", "white": "White", "black": "Black", "event": "Event",
                      "site": "Site"}
@@ -569,10 +575,15 @@ class Bridge:
             sess.headers.update(headers)
             self.journal.add_entry(board, "meta", sess.last_t, json.dumps(headers), "operator", iso_now())
             self._publish_board_retained(sess)
+        seq = sess.event_seq
         if record is not None:
             sess.arrival_t, sess.arrival_host = t, time.monotonic()
             self.feed(sess, record, "operator")
         self._schedule_flush()
+        # A resync the engine could not apply is answered with its reason (the event is published as well).
+        rejected = [line for event_seq, line in sess.backlog if event_seq > seq and b'"resync_rejected"' in line]
+        if rejected:
+            return self._reply(reply_topic, transaction, json.loads(rejected[0])["reason"], command=command)
         self._reply(reply_topic, transaction, command=command)
 
     def _bridge_request(self, cmd: str, raw: bytes, retained: bool) -> None:

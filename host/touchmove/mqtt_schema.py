@@ -41,6 +41,7 @@ BOARD_COMMANDS: dict[str, Schema] = {
     "setup": {"fen": Field(str, required=True, max_len=200, check="fen"), "chess960": Field(bool)},
     "promote": {"piece": Field(str, required=True, choices=("q", "r", "b", "n"))},
     "takeback": {"ply": Field(int, required=True, minimum=1, maximum=10_000)},
+    "resync": {"moves": Field(list), "fen": Field(str, max_len=200, check="fen")},
     "assign": {"round": _TEXT, "board": _TEXT, "white": _TEXT, "black": _TEXT, "event": _TEXT,
                "site": _TEXT},
 }

@@ -62,7 +62,7 @@ from touchmove.rules.footprints import (
 from touchmove.rules.gamelog import GameRecord
 from touchmove.rules.obligations import Touches, judge, out_of_turn
 from touchmove.rules.outcome import Repetitions, game_over
-from touchmove.rules.recovery import Explanation, explanations, position_key
+from touchmove.rules.recovery import MAX_PLIES, Explanation, explanations, position_key
 
 __all__ = ["DEFAULT_SETTLE_MS", "Engine", "EngineState", "GameRecord"]
 
@@ -75,6 +75,8 @@ CLEARED_SQUARES = 10
 #: A victim pushed aside is replaced by the capturing piece in one motion: its square refilled within this long
 #: after the push (a piece knocked off by a sleeve and put back takes a separate, slower reach).
 PUSH_ASIDE_MS = 250
+#: How many plies back an assumed promotion piece may still be corrected by how the piece moves.
+PROMOTION_LOOKBACK = 40
 START_OCCUPANCY = chess.BB_RANK_1 | chess.BB_RANK_2 | chess.BB_RANK_7 | chess.BB_RANK_8
 
 
@@ -129,6 +131,11 @@ class _GameState:
     illegal: dict[chess.Color, int] = field(default_factory=lambda: {chess.WHITE: 0, chess.BLACK: 0})
     pressed: bool = True  # the clock was pressed since the last move
     pressed_at: int = 0  # device time of that press
+    #: Plies were recovered after lost changes: how many plies the game had before (the last sure position)
+    #: and when the board went blind; the recovery is searched again if the board contradicts it soon after.
+    recovered_from: tuple[int, int] | None = None
+    unseen_last: bool = False  # the last ply was recovered or resynced, not seen made: presses prove nothing yet
+    searched_again: bool = False  # the recovery was searched again once (the next is the arbiter's resync)
 
     def __post_init__(self) -> None:
         self.occs.append(self.start_occ)
@@ -150,6 +157,9 @@ class _Ply:
 
     lifted: chess.Bitboard = 0
     blind: bool = False  # a snapshot changed squares whose lifts were not seen
+    #: A snapshot one square off was read as a lift or place: changes before it may have been lost (the device
+    #: time of the record before that snapshot).
+    unsure: int | None = None
     held: chess.Bitboard = 0  # squares off the board together with another one (two pieces in hand)
     touches: Touches = field(default_factory=Touches)
     first_lift: dict[int, int] = field(default_factory=dict)  # the first lift of each square
@@ -229,6 +239,8 @@ class Engine:
         self._unjudged = False  # a change came that the board has not yet been judged on at rest
         self._cur = _GameState(start.occupied)
         self._blind: _Blind | None = None  # changes were lost: recovery under way
+        self._reports_changes = False  # the board sends lifts and places (not only snapshots)
+        self._is_hypothesis = False  # this engine follows one hypothesis of another (it is ruled out, not fixed)
 
     # ----------------------------------------------------------------------------------------------------------
     # public API
@@ -236,18 +248,25 @@ class Engine:
     def feed(self, record: Record) -> list[Event]:
         """Return the events caused by one record (time first advances to ``record.t``)."""
         if self._hypotheses is not None:
-            if not isinstance(record, Resync | Setup | TakebackRequest):
+            if isinstance(record, Resync):
+                plies = self._resync_plies(record)
+                if isinstance(plies, str):  # rejected: the hypotheses stay
+                    return [ResyncRejected(self._game_no, max(record.t, self._t), plies, list(record.moves),
+                                           record.fen)]
+            elif not isinstance(record, Setup | TakebackRequest):
                 return self._feed_hypotheses(lambda engine: engine.feed(record), record.t)
-            self._drop_hypotheses()
+            self._drop_hypotheses(search_again=False)  # the operator says what happened
         t = max(record.t, self._t)
         out = self._tick(t)
         if self._phase is Phase.NEW:
             out += self._start_first(record, t)
         match record:
             case Lift(sq=sq):
+                self._reports_changes = True
                 for change in self._chatter.push(t, sq, False):
                     out += self._change(*change)
             case Place(sq=sq):
+                self._reports_changes = True
                 for change in self._chatter.push(t, sq, True):
                     out += self._change(*change)
             case Snapshot(occ=occ, type=kind):
@@ -433,6 +452,8 @@ class Engine:
         self._occ ^= bb
         self._changed_at = t
         self._unjudged = True
+        if self._sync is Sync.EXCUSED:
+            self._sync = Sync.SHOWN  # a new state of the board: judged again when it rests
         ply = self._ply
         match = self._match
         if match is not None and self._checkpoint is None:
@@ -468,9 +489,15 @@ class Engine:
             out: list[Event] = []
             for change in self._chatter.push(t, sq, bool(occ & diff)):
                 out += self._change(*change)
+            if self._reports_changes and self._ply.unsure is None:
+                self._ply.unsure = self._t  # a board that reports lifts and places sent this as a snapshot
             return out
         out = self._flush_chatter()
         if occ == self._occ:
+            if not heartbeat and self._reports_changes and self._ply.unsure is None:
+                # A board that reports its changes sends a snapshot when it (re)connects: changes may have been
+                # lost that left the squares as they were (a capture looks like a piece in the hand).
+                self._ply.unsure = self._t
             return out
         gone = self._occ & ~occ
         self._occ = occ
@@ -479,8 +506,12 @@ class Engine:
         self._ply.lifted |= gone
         self._ply.blind = True
         out += self._after_change(t)
-        if self._phase is Phase.PLAYING and self._occ != self._position.occ:
+        if self._phase is Phase.PLAYING and self._occ != self._position.occ and (
+                self._blind is not None or not self._position.continuable(self._occ)):
+            # (A move under way from the game position is read as such: its lifts were not seen.)
             out += self._changes_lost(t)
+        elif self._ply.unsure is None:
+            self._ply.unsure = self._t  # read as a move under way; if the board contradicts that, search then
         return out
 
     def _after_change(self, t: int) -> list[Event]:
@@ -503,6 +534,10 @@ class Engine:
                 out += self._try_new_game(t)
             return out
         fp = self._explain(self._position, self._ply)
+        if fp is None and self._castling_completed():
+            # The king lands beside the rook moved first: castling, at once (the opponent may answer within the
+            # settle time).
+            return out + self._amend_last(t)
         cp = self._checkpoint
         if fp is None and cp is None:
             pushed = self._pushed_capture()
@@ -644,6 +679,7 @@ class Engine:
         self._cur.occs.append(after.occupied)
         self._start_ply(position.after(move, after), (position, ply))
         self._cur.pressed = False
+        self._cur.unseen_last = False
         out.append(MoveMade(game.number, t, number, move.uci(), san, self._position.fen()))
         late = [(at, sq) for at, sq in ply.lifts if at > t]
         if late:
@@ -716,6 +752,8 @@ class Engine:
 
     def _unexplained(self, t: int) -> list[Event]:
         """The board rests in a state the current position does not explain: amend, take back, or wait."""
+        if self._phase is Phase.OVER and self._end_in_question():
+            return self._reopen(t)
         if self._phase is not Phase.PLAYING or self._occ == self._position.occ:
             return []
         if self._sync is Sync.LOST and self._blind is not None and self._blind.searched != self._occ:
@@ -734,16 +772,63 @@ class Engine:
             return []
         if self._victim_set_aside():
             return []
+        if self._ply.unsure is not None:
+            # A snapshot was read as one change, and nothing explains the board: changes may have been lost.
+            out = self._changes_lost(t, since=self._ply.unsure, quiet=True)
+            if out:
+                return out
         out = self._amend_last(t)
         if out:
             return out
         out = self._promotion_piece_seen(t)
         if out:
             return out
+        out = self._recover_again(t)
+        if out:
+            return out
         ply = self._earlier_position()
         if ply is not None:
             return self._takeback_to(t, ply)
         return []
+
+    def _end_in_question(self) -> bool:
+        """Return whether the board, a few squares off the final position, may show the game going on."""
+        if not self._games or self._games[-1].result == "*" or not self._games[-1].moves:
+            return False
+        diff = self._occ ^ self._position.occ
+        return bool(diff) and diff.bit_count() < CLEARED_SQUARES
+
+    def _reopen(self, t: int) -> list[Event]:
+        """The game ended, and the board shows play going on: if the end rested on an assumed promotion piece or
+        on a move now amended, withdraw it (``game_resumed``) and go on."""
+        game = self._games[-1]
+        ended = (game.result, game.end_reason)
+        ply = len(game.moves) + 1
+        self._phase = Phase.PLAYING
+        out = self._promotion_piece_seen(t)
+        if out:
+            return out
+        game.result, game.end_reason = "*", None
+        out = self._amend_last(t)
+        if out:
+            at = next(i for i, e in enumerate(out) if isinstance(e, MoveAmended)) + 1
+            out.insert(at, GameResumed(game.number, t, ply))
+            return out
+        game.result, game.end_reason = ended
+        self._phase = Phase.OVER
+        return []
+
+    def _castling_completed(self) -> bool:
+        """Return whether the last move was a rook's that the king has now completed into castling (4.4.2)."""
+        if self._previous is None or not self._games or not self._games[-1].moves:
+            return False
+        last = self._games[-1].moves[-1]
+        board = self._previous[0].board
+        rook = chess.BB_SQUARES[last.from_square]
+        if not board.rooks & rook & board.castling_rights:
+            return False
+        return any(castling_squares(board, move)[0] == last.from_square
+                   and footprint(board, move).occ_after == self._occ for move in board.generate_castling_moves())
 
     def _reexplained_last(self) -> Footprint | None:
         """Return the move the board shows from the position before the last move, with both plies' lifts."""
@@ -872,7 +957,7 @@ class Engine:
         """A promoted piece moving as another piece would: the board shows what was really chosen."""
         game = self._games[-1]
         for number in sorted(self._cur.promotions, reverse=True):
-            if self._cur.promotions[number] or number < len(game.moves) - 2:
+            if self._cur.promotions[number] or number < len(game.moves) - PROMOTION_LOOKBACK:
                 continue
             original = game.moves[number - 1]
             before = game.board(number - 1)
@@ -884,7 +969,7 @@ class Engine:
                 fp = self._explain(position, self._ply)
                 if fp is None:
                     continue
-                out = self._set_promotion(t, number, alternative)
+                out = self._set_promotion(t, number, alternative, confirmed=False)
                 if out:
                     match = self._explain(self._position, self._ply)
                     if match is not None:
@@ -902,7 +987,9 @@ class Engine:
             board.push(m)
         return board
 
-    def _set_promotion(self, t: int, number: int, move: chess.Move) -> list[Event]:
+    def _set_promotion(self, t: int, number: int, move: chess.Move, confirmed: bool = True) -> list[Event]:
+        """Replace the piece of the promotion at ply ``number``; ``confirmed`` by a record, or read from how the
+        piece moved (then later moves may still correct it, always to a piece that fits every move since)."""
         game = self._games[-1]
         board = self._replay_with(number, move)
         if board is None:
@@ -910,15 +997,25 @@ class Engine:
         before = game.board(number - 1)
         san = before.san_and_push(move)
         game.moves[number - 1] = move
-        self._cur.promotions[number] = True
+        self._cur.promotions[number] = confirmed
         self._position = Position(board)
         self._cur.repetitions.rebuild(game.board(0), game.moves)
-        return [MoveAmended(game.number, t, number, move.uci(), san, fen_of(before))]
+        out: list[Event] = [MoveAmended(game.number, t, number, move.uci(), san, fen_of(before))]
+        # The game end (or its absence) rested on the piece assumed: judge the position again.
+        ended = game_over(board)
+        if ended is None and game.result != "*":
+            out += self._resume(t)
+        elif ended is not None and game.result == "*" and number == len(game.moves):
+            out += self._after_move(t, board)
+        return out
 
     def _promote(self, t: int, piece: chess.PieceType) -> list[Event]:
         """A ``promote`` record: the piece chosen for the latest promotion of the game."""
         if self._match is not None and self._match.move.promotion is not None:
             self._chosen_piece = piece  # chosen before the promotion was made: it is made with this piece
+            return []
+        if self._promotion_under_way():
+            self._chosen_piece = piece  # the pawn is in the hand: the choice is for this promotion, not the last
             return []
         if not self._games or not self._cur.promotions:
             return []
@@ -928,6 +1025,15 @@ class Engine:
             self._cur.promotions[number] = True
             return []
         return self._set_promotion(t, number, chess.Move(original.from_square, original.to_square, piece))
+
+    def _promotion_under_way(self) -> bool:
+        """Return whether a pawn of the mover that can promote is off its square (a promotion being made)."""
+        if self._phase is not Phase.PLAYING:
+            return False
+        board = self._position.board
+        last_rank_next = chess.BB_RANK_7 if board.turn == chess.WHITE else chess.BB_RANK_2
+        pawns = board.pawns & board.occupied_co[board.turn] & last_rank_next & ~self._occ
+        return bool(pawns)
 
     def _earlier_position(self) -> int | None:
         """Return how many plies to keep if the board shows an earlier position of this game, else None."""
@@ -1000,15 +1106,19 @@ class Engine:
     def _hypotheses(self) -> list[_Hypothesis] | None:
         return self._blind.hypotheses if self._blind is not None else None
 
-    def _changes_lost(self, t: int) -> list[Event]:
-        """The board shows what the changes seen do not explain: find the plies played meanwhile."""
-        if self._position.continuable(self._occ) and self._blind is None:
-            return []  # a move under way from the game position (read as such; the lifts were not seen)
+    def _changes_lost(self, t: int, since: int | None = None, quiet: bool = False) -> list[Event]:
+        """The board shows what the changes seen do not explain: find the plies played meanwhile.
+
+        ``since``: the device time of the last record before the changes were lost (by default, the last record
+        seen); ``quiet``: if nothing explains the board, say nothing and change nothing (it may be no loss).
+        """
+        found = explanations(self._position.board, self._occ)
+        if quiet and not found:
+            return []
         if self._blind is None:
-            self._blind = _Blind(since=self._t, seen=t, searched=self._occ)
+            self._blind = _Blind(since=self._t if since is None else since, seen=t, searched=self._occ)
         blind = self._blind
         blind.searched = self._occ
-        found = explanations(self._position.board, self._occ)
         detail: dict[str, object] = {"blind_ms": blind.seen - blind.since}
         if not found:
             first = self._sync is not Sync.LOST
@@ -1019,6 +1129,8 @@ class Engine:
             detail.update(candidates=[], note="no legal sequence of plies found leads to what the board shows: "
                           "resync the game (the moves since the last sure position, or a FEN)")
             return [self._alert(t, "changes_lost", "7.4", self._ply_no, detail)]
+        if self._cur.recovered_from is None and not self._cur.searched_again:
+            self._cur.recovered_from = (len(self._games[-1].moves), blind.since)
         groups: dict[str, list[Explanation]] = {}
         for found_one in found:
             groups.setdefault(position_key(found_one.board), []).append(found_one)
@@ -1036,6 +1148,7 @@ class Engine:
             child = copy.copy(self)
             child.__dict__ = copy.deepcopy({k: v for k, v in self.__dict__.items() if k != "_blind"})
             child._blind = None
+            child._is_hypothesis = True
             events = child._make_recovered(t, group[0].moves)
             hypotheses.append(_Hypothesis(group[0].sans(start), child, events))
         self._sync = Sync.LOST
@@ -1043,6 +1156,26 @@ class Engine:
         blind.hypotheses = hypotheses
         detail["candidates"] = [h.sans for h in hypotheses]
         return [self._alert(t, "changes_lost", "7.4", self._ply_no, detail)]
+
+    def _recover_again(self, t: int) -> list[Event]:
+        """The board contradicts plies recovered a moment ago: search again from the position before them."""
+        recovered = self._cur.recovered_from
+        game = self._games[-1]
+        if recovered is None or self._cur.searched_again or self._is_hypothesis:
+            return []
+        keep, since = recovered
+        played = len(game.moves) - keep
+        if played > MAX_PLIES + 2:
+            self._cur.recovered_from = None
+            return []
+        found = explanations(game.board(keep), self._occ, max_plies=min(played + 3, MAX_PLIES + 2))
+        if not found:
+            return []
+        out = self._takeback_to(t, keep) if played else []
+        self._blind = _Blind(since=since, seen=t, searched=-1)
+        out += self._changes_lost(t)
+        self._cur.searched_again = True
+        return out
 
     def _make_recovered(self, t: int, moves: tuple[chess.Move, ...] | list[chess.Move]) -> list[Event]:
         """Make plies not seen being made (recovered, or from a resync); the board may show one more under way."""
@@ -1069,6 +1202,7 @@ class Engine:
                 break
         if moves:
             self._cur.pressed = False
+            self._cur.unseen_last = True
         self._exchange_sq = None
         restored = self._sync is Sync.MISMATCH
         self._sync = Sync.SHOWN
@@ -1092,6 +1226,9 @@ class Engine:
         first = hypotheses[0].engine
         self._occ, self._t = first._occ, max(self._t, t)
         alive = [h for h in hypotheses if not h.engine._contradicted()]
+        if len({position_key(h.engine._position.board) for h in alive}) == 1 and len(alive) > 1:
+            # The lines have met (a move under way in one was made in another): the same game from here on.
+            alive = [min(alive, key=lambda h: len(h.engine._games[-1].moves))]
         if len(alive) == 1:
             return self._adopt(alive[0], [h for h in hypotheses if h is not alive[0]])
         if not alive:
@@ -1109,9 +1246,10 @@ class Engine:
             "blind_ms": blind.seen - blind.since, "plies": chosen.sans, "rejected": [h.sans for h in rejected],
         })
         self.__dict__.update(child.__dict__)
+        self._is_hypothesis = False
         return [alert, *chosen.events]
 
-    def _drop_hypotheses(self) -> list[Event]:
+    def _drop_hypotheses(self, search_again: bool = True) -> list[Event]:
         """Every hypothesis is contradicted (or an operator acts): play on from the last sure position, blind."""
         hypotheses = self._hypotheses
         assert hypotheses is not None and self._blind is not None
@@ -1122,7 +1260,11 @@ class Engine:
         self._ply.lifted |= self._position.occ & ~self._occ
         self._ply.blind = True
         self._unjudged = True
-        self._blind.searched = -1
+        self._blind.searched = -1 if search_again else self._occ
+        if not search_again:
+            self._unjudged = False
+            self._cur.searched_again = True
+            return []
         return self._after_change(self._t)
 
     def _contradicted(self) -> bool:
@@ -1138,50 +1280,48 @@ class Engine:
             return False
         return not (self._checkpoint is not None and self._after_checkpoint().continuable(occ))
 
-    def _resync(self, t: int, record: Resync) -> list[Event]:
-        """An arbiter's resync: the plies since the last sure position (or the position now) given by hand."""
-        game = self._games[-1] if self._games else None
-
-        def rejected(reason: str) -> list[Event]:
-            return [ResyncRejected(self._game_no, t, reason, list(record.moves), record.fen)]
-
-        if game is None or self._phase is Phase.NEW:
-            return rejected("no game on this board")
-        if self._phase is Phase.OVER and not self._games[-1].moves:
-            return rejected("no game on this board")
-        out = self._flush_chatter()
+    def _resync_plies(self, record: Resync) -> list[chess.Move] | str:
+        """Return the plies an arbiter's resync gives from the last sure position, or why it cannot be applied."""
+        if not self._games or self._phase is Phase.NEW or (self._phase is Phase.OVER and not self._games[-1].moves):
+            return "no game on this board"
         board = self._position.board.copy(stack=False)
         moves: list[chess.Move] = []
         if record.fen is not None:
             try:
                 wanted = chess.Board(record.fen, chess960=board.chess960)
             except ValueError as exc:
-                return out + rejected(f"invalid FEN: {exc}")
+                return f"invalid FEN: {exc}"
             if position_key(wanted) != position_key(board):
                 found = [e for e in explanations(board, wanted.occupied) or []
                          if position_key(e.board) == position_key(wanted) and not e.in_progress]
                 if not found:
-                    return out + rejected(
-                        f"the FEN is not reached from the last sure position ({self._position.fen()}) by a few "
-                        "legal plies: give the moves instead")
+                    return (f"the FEN is not reached from the last sure position ({self._position.fen()}) by a few "
+                            "legal plies: give the moves instead")
                 moves = list(found[0].moves)
+                board = found[0].board.copy(stack=False)
         else:
             for number, text in enumerate(record.moves, start=1):
                 move = _parse_move(board, text)
                 if move is None:
-                    return out + rejected(
-                        f"move {number} ({text!r}) is not legal in {board.fen()} (the moves count from the last "
-                        f"sure position, {self._position.fen()})")
+                    return (f"move {number} ({text!r}) is not legal in {board.fen()} (the moves count from the last "
+                            f"sure position, {self._position.fen()})")
                 moves.append(move)
                 board.push(move)
         final = Position(board)
         if final.occ != self._occ and not final.continuable(self._occ):
             extra = self._occ & ~final.occ
             missing = final.occ & ~self._occ
-            return out + rejected(
-                "the moves do not lead to what the board shows: "
-                f"extra {[chess.square_name(sq) for sq in chess.scan_forward(extra)]}, "
-                f"missing {[chess.square_name(sq) for sq in chess.scan_forward(missing)]}")
+            return ("the moves do not lead to what the board shows: "
+                    f"extra {[chess.square_name(sq) for sq in chess.scan_forward(extra)]}, "
+                    f"missing {[chess.square_name(sq) for sq in chess.scan_forward(missing)]}")
+        return moves
+
+    def _resync(self, t: int, record: Resync) -> list[Event]:
+        """An arbiter's resync: the plies since the last sure position (or the position now) given by hand."""
+        out = self._flush_chatter()
+        moves = self._resync_plies(record)
+        if isinstance(moves, str):
+            return [*out, ResyncRejected(self._game_no, t, moves, list(record.moves), record.fen)]
         was_out = self._sync in _OUT_OF_SYNC
         if self._phase is Phase.OVER and moves:
             out += self._resume(t)
@@ -1225,6 +1365,13 @@ class Engine:
         elif self._unjudged:
             self._unjudged = False
             out += self._unexplained(self._changed_at)
+        if (self._ply.unsure is not None and self._position.board.turn == side and self._sync is not Sync.LOST
+                and self._occ != self._position.occ):
+            # The mover presses while the board shows a move under way that a snapshot told: it may be a move
+            # whose changes were lost (a capture looks like a piece in the hand).
+            out += self._changes_lost(t, since=self._ply.unsure, quiet=True)
+        if self._hypotheses is not None:
+            return out
         game = self._games[-1]
         board = self._position.board
         if board.turn != side and game.moves and not self._cur.pressed:
@@ -1234,8 +1381,10 @@ class Engine:
             out.append(ClockPress(game.number, t, len(game.moves), "white" if side else "black",
                                   record.remaining))
             return out
-        if self._sync is Sync.LOST or self._ply.blind:
-            return out  # changes were lost: the position may be behind the board, a press proves nothing (7.5.3)
+        if self._sync in _OUT_OF_SYNC or self._ply.blind or self._cur.unseen_last:
+            # The board was out of sync before this press (changes lost, or a mismatch already raised): the game
+            # position may be behind the board, a press proves nothing.
+            return out
         if board.turn == side and self._phase in _READING:  # the move made may have ended the game
             self._cur.illegal[side] += 1
             count = self._cur.illegal[side]

@@ -270,12 +270,12 @@ class Position:
 
 
 def promotion_alternatives(board: chess.Board, move: chess.Move) -> list[chess.Move]:
-    """Return the same promotion with each other piece, in the order q, r, b, n."""
+    """Return the same promotion with each other piece, most often chosen first (q, n, r, b)."""
     if move.promotion is None:
         return []
     return [
         chess.Move(move.from_square, move.to_square, promotion=piece)
-        for piece in PROMOTION_PIECES
+        for piece in (chess.QUEEN, chess.KNIGHT, chess.ROOK, chess.BISHOP)
         if piece != move.promotion
     ]
 

@@ -73,20 +73,24 @@ def _reachable(board: chess.Board, target: chess.Bitboard, plies: int, extra: in
     """Return whether ``target`` may be reached in ``plies`` plies (a bound: False is sure, True is a maybe)."""
     occ = board.occupied
     captures = occ.bit_count() - target.bit_count()
-    if captures < 0 or captures > plies + (1 if extra else 0):
+    if extra:
+        # A move under way may have two pieces off the board (a capture's victim and the capturing piece).
+        return -2 <= captures <= plies + 2 and (occ ^ target).bit_count() <= 2 * plies + _slack(board) + extra
+    if captures < 0 or captures > plies:
         return False
     # Each ply changes two squares at most; a capture only one (the capturing piece's own square).
-    return (occ ^ target).bit_count() <= 2 * plies - captures + _slack(board) + extra
+    return (occ ^ target).bit_count() <= 2 * plies - captures + _slack(board)
 
 
 def explanations(board: chess.Board, target: chess.Bitboard, max_plies: int = MAX_PLIES,
                  max_nodes: int = MAX_NODES) -> list[Explanation] | None:
     """Return the shortest legal sequences from ``board`` that leave ``target``, or None if the search gave up.
 
-    Complete sequences come first: the shortest length that has any gives all of that length. Only if there is
-    none, sequences of full plies followed by a move under way (``in_progress``), shortest first; the sure
-    position itself with a move under way is not searched for (the engine reads that as a move being made).
-    An empty list: no legal sequence of up to ``max_plies`` plies explains the board.
+    A sequence of ``n`` plies that leaves ``target`` (complete) is as long as one of ``n - 1`` plies followed by
+    a move under way (``in_progress``: a piece in the hand, a capture's victim already off): the shortest length
+    that has any gives all of that length, complete ones first. The sure position itself with a move under way
+    is not searched for (the engine reads that as a move being made). An empty list: no legal sequence of up to
+    ``max_plies`` plies explains the board.
     """
     budget = _Budget(max_nodes)
     start = board.copy(stack=False)
@@ -94,14 +98,12 @@ def explanations(board: chess.Board, target: chess.Bitboard, max_plies: int = MA
         found: list[Explanation] = []
         if not _search(start, target, plies, [], found, budget, in_progress=False):
             return None
-        if found:
-            return found
-    for plies in range(1, max_plies):
-        found = []
-        if not _search(start, target, plies, [], found, budget, in_progress=True):
+        if plies > 1 and not _search(start, target, plies - 1, [], found, budget, in_progress=True):
             return None
         if found:
-            return found
+            # A move under way that the board shows completed is that complete sequence, found already.
+            complete = {e.moves[:-1] for e in found if not e.in_progress}
+            return [e for e in found if not (e.in_progress and e.moves in complete)]
     return []
 
 
@@ -110,7 +112,11 @@ def _search(board: chess.Board, target: chess.Bitboard, plies: int, line: list[c
     """Add the sequences of exactly ``plies`` more plies to ``found``; return False once the budget is spent."""
     if plies == 0:
         if in_progress:
-            if board.occupied != target and Position(board).continuable(target):
+            # A move under way changes three squares at most (a capture's two pieces off, or a promotion's new
+            # piece placed before the pawn is lifted), castling four.
+            changed = (board.occupied ^ target).bit_count()
+            castling = board.castling_rights & board.occupied_co[board.turn]
+            if 0 < changed <= (4 if castling else 3) and Position(board).continuable(target):
                 found.append(Explanation(tuple(line), board.copy(stack=False), True))
         elif board.occupied == target:
             found.append(Explanation(tuple(line), board.copy(stack=False)))
