@@ -1082,7 +1082,10 @@ class Engine:
             self._exchange_sq]  # the promoted pawn taken off to be exchanged for the new piece (4.6)
         # The last move being made again (rook-first castling, a piece moved on) is no mismatch either.
         redoing = self._previous is not None and self._previous[0].continuable(self._occ)
-        excused = exchanging or redoing or self._position.continuable(self._occ)
+        # A move kept in question (a checkpoint) with the opponent's answer in progress after it (a bullet
+        # recapture, victim lifted first, the capturing piece still in the hand) is no mismatch either.
+        answering = self._checkpoint is not None and self._after_checkpoint().continuable(self._occ)
+        excused = exchanging or redoing or answering or self._position.continuable(self._occ)
         if self._phase is Phase.OVER or (not force and excused):
             self._sync = Sync.EXCUSED
             return []
