@@ -51,6 +51,7 @@ from touchmove.rules.events import (
     Touch,
 )
 from touchmove.rules.footprints import (
+    SLIDE_OVERLAP_MS,
     Footprint,
     Position,
     castling_squares,
@@ -71,6 +72,9 @@ DEFAULT_MISMATCH_MS = 1000
 #: How many squares off the game position mean the board is being cleared or set up (no moves are read then);
 #: two plies of castling change eight.
 CLEARED_SQUARES = 10
+#: A victim pushed aside is replaced by the capturing piece in one motion: its square refilled within this long
+#: after the push (a piece knocked off by a sleeve and put back takes a separate, slower reach).
+PUSH_ASIDE_MS = 250
 #: How many plies back an assumed promotion piece may still be corrected by how the piece moves.
 PROMOTION_LOOKBACK = 40
 START_OCCUPANCY = chess.BB_RANK_1 | chess.BB_RANK_2 | chess.BB_RANK_7 | chess.BB_RANK_8
@@ -126,6 +130,7 @@ class _GameState:
     occs: list[chess.Bitboard] = field(default_factory=list)  # the occupancy after each ply (0: the start)
     illegal: dict[chess.Color, int] = field(default_factory=lambda: {chess.WHITE: 0, chess.BLACK: 0})
     pressed: bool = True  # the clock was pressed since the last move
+    pressed_at: int = 0  # device time of that press
     #: Plies were recovered after lost changes: how many plies the game had before (the last sure position)
     #: and when the board went blind; the recovery is searched again if the board contradicts it soon after.
     recovered_from: tuple[int, int] | None = None
@@ -161,7 +166,15 @@ class _Ply:
     lifts: list[tuple[int, chess.Square]] = field(default_factory=list)  # every lift, in order
     last_lift: dict[int, int] = field(default_factory=dict)  # the last lift of each square
     last_place: dict[int, int] = field(default_factory=dict)  # the last place on each square
+    adjusted: chess.Bitboard = 0  # squares last lifted by the last mover adjusting before his press (6.2.5)
     first_match: tuple[chess.Move, int] | None = None  # a matched move and when it first showed
+
+    def then(self, later: _Ply) -> _Ply:
+        """Return this ply's lifts and places followed by ``later``'s (a move re-read over both)."""
+        return _Ply(lifted=self.lifted | later.lifted, blind=self.blind or later.blind, held=self.held,
+                    touches=self.touches, first_lift={**later.first_lift, **self.first_lift},
+                    lifts=self.lifts + later.lifts, last_lift={**self.last_lift, **later.last_lift},
+                    last_place={**self.last_place, **later.last_place}, adjusted=self.adjusted | later.adjusted)
 
 
 @dataclass
@@ -360,9 +373,10 @@ class Engine:
             self._unjudged = False
             cp = self._checkpoint
             if (cp is not None and cp.footprint.move != fp.move and not cp.footprint.placed & ~self._occ
-                    and self._after_checkpoint().continuable(self._occ)):
+                    and self._occ != self._after_checkpoint().occ and self._after_checkpoint().continuable(self._occ)):
                 # Both in question (see _checkpoint_stands) and the board shows the opponent's answer in progress
-                # (a promotion's new piece placed first): the checkpoint move was made.
+                # (a promotion's new piece placed first): the checkpoint move was made. A board that shows both
+                # moves alike (two captures by one piece) shows no answer: the later match, the better proven.
                 out += self._commit_checkpoint()
             else:
                 out += self._make(fp, self._match_t)
@@ -452,6 +466,7 @@ class Engine:
             if not ply.lifted & bb:
                 ply.first_lift[sq] = t
             ply.lifted |= bb
+            ply.adjusted &= ~bb
             ply.lifts.append((t, sq))
             vacated = self._position.occ & ~self._occ
             if vacated & (vacated - 1):
@@ -523,6 +538,10 @@ class Engine:
             # settle time).
             return out + self._amend_last(t)
         cp = self._checkpoint
+        if fp is None and cp is None:
+            pushed = self._pushed_capture()
+            if pushed is not None:
+                return self._amend_last(t, pushed)  # the pushed-aside victim taken off: the capture, at once
         if cp is not None and (fp is None or fp.move == cp.footprint.move):
             # The board may show the checkpoint move and the opponent's answer (when it shows the checkpoint move
             # alone, an answer that leaves the squares as they were: a Chess960 castling of king and rook).
@@ -591,7 +610,21 @@ class Engine:
 
     def _explain(self, position: Position, ply: _Ply) -> Footprint | None:
         """Return the legal move the board shows from ``position`` with the lifts of ``ply``, if any."""
-        return position.explain(self._occ, ply.lifted, ply.blind, ply.held, ply.last_lift, ply.last_place)
+        return position.explain(self._occ, ply.lifted, ply.blind, ply.held, ply.last_lift, ply.last_place,
+                                self._straightened(ply) if ply.adjusted else 0)
+
+    def _straightened(self, ply: _Ply) -> chess.Bitboard:
+        """Return the squares the last mover lifted and put back before his press (adjustments, 6.2.5).
+
+        A lift before the press whose square was refilled only after it may be the opponent's, taking the piece
+        as a victim (a bullet reply): that one is not counted.
+        """
+        squares = 0
+        for sq in chess.scan_forward(ply.adjusted):
+            placed = ply.last_place.get(sq)
+            if placed is not None and (not self._cur.pressed or placed <= self._cur.pressed_at):
+                squares |= chess.BB_SQUARES[sq]
+        return squares
 
     def _touch(self, t: int, sq: chess.Square) -> list[Event]:
         if self._phase is not Phase.PLAYING:
@@ -604,6 +637,7 @@ class Engine:
         side = "mover" if piece.color == position.board.turn else "opponent"
         if side == "opponent" and self._has_clock and not self._cur.pressed:
             # The player who just moved adjusts a piece before pressing: his clock still runs (6.2.5).
+            self._ply.adjusted |= chess.BB_SQUARES[sq]
             if sq in touches.order or sq in touches.adjusted:
                 return []
             touches.adjusted.append(sq)
@@ -727,10 +761,15 @@ class Engine:
         cp = self._checkpoint
         if cp is not None and not cp.moved_on and self._after_checkpoint().continuable(self._occ):
             return self._commit_checkpoint()
+        pushed = self._pushed_capture()
+        if pushed is not None:
+            return self._amend_last(t, pushed)
         if self._position.continuable(self._occ):
             # A move in progress (a piece in hand, a promotion's new piece placed first, the king on its
             # castling square).
             self._note_king_on_castling_square()
+            return []
+        if self._victim_set_aside():
             return []
         if self._ply.unsure is not None:
             # A snapshot was read as one change, and nothing explains the board: changes may have been lost.
@@ -790,17 +829,84 @@ class Engine:
         return any(castling_squares(board, move)[0] == last.from_square
                    and footprint(board, move).occ_after == self._occ for move in board.generate_castling_moves())
 
-    def _amend_last(self, t: int) -> list[Event]:
-        """Re-explain the board from the position before the last move (what the board shows wins)."""
+    def _reexplained_last(self) -> Footprint | None:
+        """Return the move the board shows from the position before the last move, with both plies' lifts."""
+        if self._previous is None:
+            return None
+        position, ply = self._previous
+        return self._explain(position, ply.then(self._ply))
+
+    def _pushed_capture(self) -> Footprint | None:
+        """Return the capture the last move really was when its piece only pushed the victim aside, else None.
+
+        The last move landed next to a piece the same piece could capture; that piece's square was emptied and
+        refilled after the landing (the victim pushed onto the landing square, the capturing piece set down in
+        its place, in the same motion), and the landing square is empty again (the victim taken off, before
+        the mover's clock is pressed): the board shows the capture. The opponent lifting the piece that just
+        landed, to capture it, refills no square next to it.
+        """
+        if self._previous is None or not self._games:
+            return None
+        last = self._games[-1].moves[-1]
+        landing = chess.BB_SQUARES[last.to_square]
+        if not self._ply.lifted & landing or self._occ & landing:
+            return None
+        taken_off = self._ply.first_lift.get(last.to_square, self._t)
+        if self._has_clock and self._cur.pressed and self._cur.pressed_at < taken_off:
+            return None  # taken off after the press: the opponent's hand
+        position, ply = self._previous
+        landed = ply.last_place.get(last.to_square)
+        fp = self._reexplained_last()
+        if fp is None or landed is None or fp.move.from_square != last.from_square:
+            return None
+        victim = fp.move.to_square
+        # The first refill after the landing (the mover may straighten the capturing piece later).
+        refilled = min((placed for placed in (ply.last_place.get(victim), self._ply.last_place.get(victim))
+                        if placed is not None and placed > landed), default=-1)
+        if (not position.board.occupied_co[not position.board.turn] & chess.BB_SQUARES[victim]
+                or not chess.BB_KING_ATTACKS[victim] & landing or not 0 <= refilled - landed <= PUSH_ASIDE_MS):
+            return None
+        return fp
+
+    def _refilled_before_moving_on(self, position: Position, last: chess.Move, fp: Footprint) -> bool:
+        """Return whether ``fp``, the last move's piece moved on to a capture, had its victim's square refilled
+        before that piece left its landing square: then the refill was someone else's hand (the victim's owner
+        straightening it), not the piece moving on, which a slide may sense there only a moment early.
+        """
+        victim = fp.move.to_square
+        left = self._ply.first_lift.get(last.to_square)
+        if left is None or victim == last.to_square or not position.occ & chess.BB_SQUARES[victim]:
+            return False
+        refilled = self._ply.last_place.get(victim)
+        if refilled is None and self._previous is not None:
+            refilled = self._previous[1].last_place.get(victim)
+        return refilled is not None and refilled < left - SLIDE_OVERLAP_MS
+
+    def _victim_set_aside(self) -> bool:
+        """Return whether the board shows a capture made but for its victim, pushed onto a square next to it.
+
+        The victim is still to be taken off: a capture in progress, which no other explanation may preempt.
+        """
+        filled = self._occ & ~self._position.occ
+        if not filled or filled & (filled - 1):
+            return False
+        ply = self._ply
+        fp = self._position.explain(self._occ & ~filled, ply.lifted, ply.blind, ply.held, ply.last_lift,
+                                    ply.last_place)
+        return (fp is not None and bool(chess.BB_KING_ATTACKS[fp.move.to_square] & filled)
+                and bool(self._position.occ & chess.BB_SQUARES[fp.move.to_square]))
+
+    def _amend_last(self, t: int, pushed: Footprint | None = None) -> list[Event]:
+        """Re-explain the board from the position before the last move (what the board shows wins).
+
+        ``pushed``: the capture the last move was, its victim pushed aside first (no alert: no rule broken).
+        """
         if self._previous is None:
             return []
-        position, ply = self._previous
+        position, _ = self._previous
         game = self._games[-1]
         last = game.moves[-1]
-        now = self._ply
-        merged = _Ply(lifted=ply.lifted | now.lifted, blind=ply.blind or now.blind,
-                      last_lift={**ply.last_lift, **now.last_lift}, last_place={**ply.last_place, **now.last_place})
-        fp = self._explain(position, merged)
+        fp = pushed or self._reexplained_last()
         if fp is None or fp.move == last:
             return []
         board = position.board
@@ -810,6 +916,8 @@ class Engine:
         king_part = castling and last.from_square == fp.move.from_square
         if not (last.from_square == fp.move.from_square or rook_part):
             return []  # a different piece: not this move replayed, leave it to a takeback or a mismatch
+        if pushed is None and not castling and self._refilled_before_moving_on(position, last, fp):
+            return []
         out: list[Event] = []
         game.moves.pop()
         game.clocks.pop()
@@ -820,7 +928,8 @@ class Engine:
         game.moves.append(fp.move)
         game.clocks.append(None)
         self._cur.occs.append(after.occupied)
-        self._start_ply(position.after(fp.move, after), self._previous)
+        # What was seen since the amended move was first made stays its evidence for a later re-reading.
+        self._start_ply(position.after(fp.move, after), (position, self._previous[1].then(self._ply)))
         self._phase = Phase.PLAYING
         out.append(MoveAmended(game.number, t, number, fp.move.uci(), san, self._position.fen()))
         if self._sync is Sync.MISMATCH:
@@ -830,7 +939,7 @@ class Engine:
                 "played": fp.move.uci(), "replaces": last.uci(),
                 "rook": chess.square_name(last.from_square),
             }))
-        elif not king_part:
+        elif not king_part and pushed is None:
             out.append(self._alert(t, "moved_after_release", "4.7", number, {
                 "released": chess.square_name(last.to_square), "final": chess.square_name(fp.move.to_square),
                 "replaces": last.uci(), "played": fp.move.uci(),
@@ -972,7 +1081,10 @@ class Engine:
             self._exchange_sq]  # the promoted pawn taken off to be exchanged for the new piece (4.6)
         # The last move being made again (rook-first castling, a piece moved on) is no mismatch either.
         redoing = self._previous is not None and self._previous[0].continuable(self._occ)
-        excused = exchanging or redoing or self._position.continuable(self._occ)
+        # A move kept in question (a checkpoint) with the opponent's answer in progress after it (a bullet
+        # recapture, victim lifted first, the capturing piece still in the hand) is no mismatch either.
+        answering = self._checkpoint is not None and self._after_checkpoint().continuable(self._occ)
+        excused = exchanging or redoing or answering or self._position.continuable(self._occ)
         if self._phase is Phase.OVER or (not force and excused):
             self._sync = Sync.EXCUSED
             return []
@@ -1266,6 +1378,7 @@ class Engine:
         board = self._position.board
         if board.turn != side and game.moves and not self._cur.pressed:
             self._cur.pressed = True
+            self._cur.pressed_at = t
             game.clocks[-1] = record.remaining
             out.append(ClockPress(game.number, t, len(game.moves), "white" if side else "black",
                                   record.remaining))
