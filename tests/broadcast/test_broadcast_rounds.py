@@ -24,7 +24,7 @@ from touchmove.broadcast import bridge_topics
 from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.broadcaster import UNKNOWN_BOARDS_KEPT, ActionError, Broadcaster
 from touchmove.broadcast.server import make_app
-from touchmove.broadcast.tournament import parse_tournament
+from touchmove.broadcast.tournament import TournamentError, parse_tournament
 
 SCHOLAR = ["e2e4", "e7e5", "f1c4", "b8c6", "d1h5", "g8f6", "h5f7"]  # mate: the board says 1-0
 
@@ -452,3 +452,42 @@ async def _outputs(tmp_path: Path) -> None:
     hub.save_state()
     assert (tmp_path / "round-3-results.csv").read_text() == text
     assert (tmp_path / "results.trf").read_text().splitlines() == trf
+
+
+TOML_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**12, 10**12) | st.floats(allow_nan=False) | st.text(max_size=12)
+    | st.dates() | st.datetimes(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8)
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix] if prefix else []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_any_tournament_file_is_accepted_or_refused_in_one_line(data: st.DataObject) -> None:
+    """Whatever a value in the file is replaced with, parsing returns a tournament or a TournamentError."""
+    raw = tournament_data(2, out=Path("out"))
+    for _ in range(data.draw(st.integers(1, 3))):
+        paths = _paths(raw)
+        path = data.draw(st.sampled_from(paths))
+        target = raw
+        for key in path[:-1]:
+            target = target[key]
+        if data.draw(st.booleans()) and isinstance(target, dict):
+            target[data.draw(st.text(max_size=8))] = data.draw(TOML_VALUES)
+        else:
+            target[path[-1]] = data.draw(TOML_VALUES)
+    try:
+        parse_tournament(raw)
+    except TournamentError as exc:
+        assert "\n" not in str(exc)
