@@ -491,3 +491,28 @@ def test_any_tournament_file_is_accepted_or_refused_in_one_line(data: st.DataObj
         parse_tournament(raw)
     except TournamentError as exc:
         assert "\n" not in str(exc)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_a_damaged_round_state_is_taken_or_refused_in_one_line(tmp_path_factory: pytest.TempPathFactory,
+                                                                data: st.DataObject) -> None:
+    out = tmp_path_factory.mktemp("state")
+    hub = Broadcaster(tournament(out, boards=1), output_dir=out, clock=Clock())
+    feed(hub, "b01", events(SCHOLAR[:3]))
+    hub.record_result(1, "1-0")
+    path = out / "round-3-state.json"
+    raw = json.loads(path.read_text())
+    for _ in range(data.draw(st.integers(1, 3))):
+        where = data.draw(st.sampled_from(_paths(raw)))
+        target = raw
+        for key in where[:-1]:
+            target = target[key]
+        target[where[-1]] = data.draw(JSONISH)
+    path.write_text(json.dumps(raw))
+    try:
+        again = Broadcaster(tournament(out, boards=1), output_dir=out, clock=Clock())
+    except ValueError as exc:
+        assert "\n" not in str(exc) and "round-3-state.json" in str(exc)
+    else:
+        assert chess.pgn.read_game(io.StringIO(again.round_pgn())) is not None
