@@ -404,6 +404,17 @@ async def _rounds(tmp_path: Path) -> None:
     # a restart stays on round 4 (the file still says 3)
     hub.save_state()
     assert Broadcaster(t, output_dir=tmp_path, clock=clock).round.number == 4
+    # the schedule switches by itself when a round's start has come
+    fresh = tmp_path / "fresh"
+    scheduled = Broadcaster(t, output_dir=fresh, clock=clock)
+    assert scheduled.round.number == 3
+    task = asyncio.create_task(scheduled.run_schedule(period=0.01))
+    for _ in range(100):
+        if scheduled.round.number == 4:
+            break
+        await asyncio.sleep(0.01)
+    task.cancel()
+    assert scheduled.round.number == 4 and (fresh / "current-round.json").exists()
 
 
 def test_livechess_json_and_results_export(tmp_path: Path) -> None:
