@@ -452,6 +452,7 @@ async def _outputs(tmp_path: Path) -> None:
         assert [(r["board"], r["result"], r["source"]) for r in rows] == \
             [("1", "1-0", "board"), ("2", "0-1", "arbiter"), ("3", "1/2-1/2", "kings")]
         assert rows[0]["reason"] == "checkmate" and rows[0]["white_fide_id"] == "1001"
+        assert rows[2]["reason"] == "kings in the centre" and rows[1]["reason"] == ""
         trf = (await (await client.get("/results.trf")).text()).splitlines()
     assert trf[0] == "012 Test Open" and trf[2] == "042 2026/11/29"
     players = [line for line in trf if line.startswith("001")]
