@@ -24,7 +24,7 @@ from touchmove.broadcast import bridge_topics
 from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.broadcaster import UNKNOWN_BOARDS_KEPT, ActionError, Broadcaster
 from touchmove.broadcast.server import make_app
-from touchmove.broadcast.tournament import parse_tournament
+from touchmove.broadcast.tournament import TournamentError, parse_tournament
 
 SCHOLAR = ["e2e4", "e7e5", "f1c4", "b8c6", "d1h5", "g8f6", "h5f7"]  # mate: the board says 1-0
 
@@ -404,6 +404,17 @@ async def _rounds(tmp_path: Path) -> None:
     # a restart stays on round 4 (the file still says 3)
     hub.save_state()
     assert Broadcaster(t, output_dir=tmp_path, clock=clock).round.number == 4
+    # the schedule switches by itself when a round's start has come
+    fresh = tmp_path / "fresh"
+    scheduled = Broadcaster(t, output_dir=fresh, clock=clock)
+    assert scheduled.round.number == 3
+    task = asyncio.create_task(scheduled.run_schedule(period=0.01))
+    for _ in range(100):
+        if scheduled.round.number == 4:
+            break
+        await asyncio.sleep(0.01)
+    task.cancel()
+    assert scheduled.round.number == 4 and (fresh / "current-round.json").exists()
 
 
 def test_livechess_json_and_results_export(tmp_path: Path) -> None:
@@ -441,6 +452,7 @@ async def _outputs(tmp_path: Path) -> None:
         assert [(r["board"], r["result"], r["source"]) for r in rows] == \
             [("1", "1-0", "board"), ("2", "0-1", "arbiter"), ("3", "1/2-1/2", "kings")]
         assert rows[0]["reason"] == "checkmate" and rows[0]["white_fide_id"] == "1001"
+        assert rows[2]["reason"] == "kings in the centre" and rows[1]["reason"] == ""
         trf = (await (await client.get("/results.trf")).text()).splitlines()
     assert trf[0] == "012 Test Open" and trf[2] == "042 2026/11/29"
     players = [line for line in trf if line.startswith("001")]
@@ -452,3 +464,67 @@ async def _outputs(tmp_path: Path) -> None:
     hub.save_state()
     assert (tmp_path / "round-3-results.csv").read_text() == text
     assert (tmp_path / "results.trf").read_text().splitlines() == trf
+
+
+TOML_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**12, 10**12) | st.floats(allow_nan=False) | st.text(max_size=12)
+    | st.dates() | st.datetimes(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8)
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix] if prefix else []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_any_tournament_file_is_accepted_or_refused_in_one_line(data: st.DataObject) -> None:
+    """Whatever a value in the file is replaced with, parsing returns a tournament or a TournamentError."""
+    raw = tournament_data(2, out=Path("out"))
+    for _ in range(data.draw(st.integers(1, 3))):
+        paths = _paths(raw)
+        path = data.draw(st.sampled_from(paths))
+        target = raw
+        for key in path[:-1]:
+            target = target[key]
+        if data.draw(st.booleans()) and isinstance(target, dict):
+            target[data.draw(st.text(max_size=8))] = data.draw(TOML_VALUES)
+        else:
+            target[path[-1]] = data.draw(TOML_VALUES)
+    try:
+        parse_tournament(raw)
+    except TournamentError as exc:
+        assert "\n" not in str(exc)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_a_damaged_round_state_is_taken_or_refused_in_one_line(tmp_path_factory: pytest.TempPathFactory,
+                                                                data: st.DataObject) -> None:
+    out = tmp_path_factory.mktemp("state")
+    hub = Broadcaster(tournament(out, boards=1), output_dir=out, clock=Clock())
+    feed(hub, "b01", events(SCHOLAR[:3]))
+    hub.record_result(1, "1-0")
+    path = out / "round-3-state.json"
+    raw = json.loads(path.read_text())
+    for _ in range(data.draw(st.integers(1, 3))):
+        where = data.draw(st.sampled_from(_paths(raw)))
+        target = raw
+        for key in where[:-1]:
+            target = target[key]
+        target[where[-1]] = data.draw(JSONISH)
+    path.write_text(json.dumps(raw))
+    try:
+        again = Broadcaster(tournament(out, boards=1), output_dir=out, clock=Clock())
+    except ValueError as exc:
+        assert "\n" not in str(exc) and "round-3-state.json" in str(exc)
+    else:
+        assert chess.pgn.read_game(io.StringIO(again.round_pgn())) is not None

@@ -262,6 +262,8 @@ def _player(raw: Any, what: str) -> Player:
         raise TournamentError(f"{what} must be a name or a table with a name")
     check_keys(raw, PLAYER_KEYS, what)
     title = raw.get("title")
+    if title is not None and not isinstance(title, str):
+        raise TournamentError(f"{what}.title must be a string such as \"GM\", not {title!r}")
     fed = _text(raw.get("federation"), f"{what}.federation", required=False)
     return Player(
         name=str(_text(raw.get("name"), f"{what}.name")),
@@ -486,13 +488,18 @@ def parse_tournament(data: dict[str, Any], *, base_dir: Path | None = None) -> T
         delay_minutes=_number(raw_b.get("delay_minutes", 0), "broadcast.delay_minutes", 0, MAX_DELAY_MINUTES),
         assign=assign,
     )
-    brokers = tuple(_broker(b) for b in _list(data.get("brokers", [{}]), "brokers"))
+    try:
+        brokers = tuple(_broker(b) for b in _list(data.get("brokers", [{}]), "brokers"))
+    except TournamentError:
+        raise
+    except ValueError as exc:  # a URL that does not parse (bad port, bad address)
+        raise TournamentError(f"[[brokers]]: {exc}") from None
     if not brokers:
         raise TournamentError("at least one [[brokers]] entry is needed")
     return Tournament(
         event=str(_text(data["event"], "event")),
-        site=str(data.get("site", "?")),
-        time_control=str(data.get("time_control", "?")),
+        site=str(_text(data.get("site", "?"), "site")),
+        time_control=str(_text(data.get("time_control", "?"), "time_control")),
         round=current,
         rounds=rounds,
         brokers=brokers,
