@@ -24,7 +24,7 @@ from touchmove.broadcast import bridge_topics
 from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.broadcaster import UNKNOWN_BOARDS_KEPT, ActionError, Broadcaster
 from touchmove.broadcast.server import make_app
-from touchmove.broadcast.tournament import parse_tournament
+from touchmove.broadcast.tournament import TournamentError, parse_tournament
 
 SCHOLAR = ["e2e4", "e7e5", "f1c4", "b8c6", "d1h5", "g8f6", "h5f7"]  # mate: the board says 1-0
 
@@ -200,6 +200,21 @@ def test_allowed_before_it_starts_and_replace(tmp_path: Path) -> None:
         hub.permit_game(1, "sometimes")
     with pytest.raises(ActionError):
         hub.record_result(1, "1-0", 3)
+
+
+def test_a_position_set_up_by_the_arbiter_is_the_rounds_game(tmp_path: Path) -> None:
+    async def publish(broker: int, topic: str, payload: bytes) -> None:
+        return None
+
+    hub = Broadcaster(tournament(tmp_path), output_dir=tmp_path, publish=publish, clock=Clock())
+    feed(hub, "b01", events(SCHOLAR[:3]))
+    fen = "4k3/8/8/8/8/8/4P3/4K3 w - - 0 1"
+    asyncio.run(hub.setup(1, fen))
+    feed(hub, "b01", [{"type": "game_start", "game": 2, "fen": fen, "t": 1},
+                      {"type": "move", "game": 2, "ply": 1, "uci": "e2e4", "t": 2}])
+    view = hub.by_number[1]
+    assert len(view.games.entries) == 1 and view.game.number == 2 and view.games.held is None
+    assert '[FEN "4k3/8/8/8/8/8/4P3/4K3 w - - 0 1"]' in hub.round_pgn()
 
 
 def test_game_resumed_withdraws_the_board_result(tmp_path: Path) -> None:
@@ -437,3 +452,67 @@ async def _outputs(tmp_path: Path) -> None:
     hub.save_state()
     assert (tmp_path / "round-3-results.csv").read_text() == text
     assert (tmp_path / "results.trf").read_text().splitlines() == trf
+
+
+TOML_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**12, 10**12) | st.floats(allow_nan=False) | st.text(max_size=12)
+    | st.dates() | st.datetimes(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8)
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix] if prefix else []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_any_tournament_file_is_accepted_or_refused_in_one_line(data: st.DataObject) -> None:
+    """Whatever a value in the file is replaced with, parsing returns a tournament or a TournamentError."""
+    raw = tournament_data(2, out=Path("out"))
+    for _ in range(data.draw(st.integers(1, 3))):
+        paths = _paths(raw)
+        path = data.draw(st.sampled_from(paths))
+        target = raw
+        for key in path[:-1]:
+            target = target[key]
+        if data.draw(st.booleans()) and isinstance(target, dict):
+            target[data.draw(st.text(max_size=8))] = data.draw(TOML_VALUES)
+        else:
+            target[path[-1]] = data.draw(TOML_VALUES)
+    try:
+        parse_tournament(raw)
+    except TournamentError as exc:
+        assert "\n" not in str(exc)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_a_damaged_round_state_is_taken_or_refused_in_one_line(tmp_path_factory: pytest.TempPathFactory,
+                                                                data: st.DataObject) -> None:
+    out = tmp_path_factory.mktemp("state")
+    hub = Broadcaster(tournament(out, boards=1), output_dir=out, clock=Clock())
+    feed(hub, "b01", events(SCHOLAR[:3]))
+    hub.record_result(1, "1-0")
+    path = out / "round-3-state.json"
+    raw = json.loads(path.read_text())
+    for _ in range(data.draw(st.integers(1, 3))):
+        where = data.draw(st.sampled_from(_paths(raw)))
+        target = raw
+        for key in where[:-1]:
+            target = target[key]
+        target[where[-1]] = data.draw(JSONISH)
+    path.write_text(json.dumps(raw))
+    try:
+        again = Broadcaster(tournament(out, boards=1), output_dir=out, clock=Clock())
+    except ValueError as exc:
+        assert "\n" not in str(exc) and "round-3-state.json" in str(exc)
+    else:
+        assert chess.pgn.read_game(io.StringIO(again.round_pgn())) is not None

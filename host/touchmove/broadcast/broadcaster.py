@@ -874,7 +874,14 @@ class Broadcaster:
             raise ActionError(f"bad FEN: {exc}") from None
         if not position.is_valid():
             raise ActionError("the FEN is not a valid position")
-        return await self._send(self.view(board), "setup", fen=position.fen(), chess960=chess960)
+        view = self.view(board)
+        sent = await self._send(view, "setup", fen=position.fen(), chess960=chess960)
+        games = view.games
+        if games.allow is None and games.held is None and (games.current.ply or games.current.has_result):
+            # the game the arbiter sets up is the round's: in place of an unfinished one, after a finished one
+            games.permit(Allow.NEXT if games.current.has_result else Allow.REPLACE)
+            self._changed(view)
+        return sent
 
     async def assign(self, board: int) -> dict[str, Any]:
         """Tell the bridge who plays on a board (so its own PGN carries the names)."""

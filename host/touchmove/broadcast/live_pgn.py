@@ -382,6 +382,8 @@ class RoundPgn:
         self.round_number = tournament.round if round_number is None else round_number
         self.date = date
         self._cache: dict[tuple[int, int], tuple[GameSnapshot, str]] = {}
+        self._pairings = tournament.rounds[self.round_number].pairings
+        self._boards: dict[int, tuple[object, list[str]]] = {}
 
     def game_text(self, pairing: Pairing, game: GameSnapshot | LiveGame, entry: int = 1) -> str:
         """One game's PGN (``entry``: its place among the board's games of the round, from 1)."""
@@ -399,23 +401,30 @@ class RoundPgn:
     def render(self, games: Mapping[int, LiveGame | GameSnapshot | Sequence[GameSnapshot]],
                boards: range | None = None) -> str:
         """Every pairing of the round in board order (``boards``: those board numbers only), each board's
-        games in order; a board not started yet is a game with no moves."""
-        parts = []
-        for pairing in self.tournament.rounds[self.round_number].pairings:
-            if boards is not None and pairing.board not in boards:
+        games in order; a board not started yet is a game with no moves. A board given the same tuple of
+        snapshots as last time is not looked at again."""
+        parts: list[str] = []
+        seen = self._boards
+        for pairing in self._pairings:
+            board = pairing.board
+            if boards is not None and board not in boards:
                 continue
-            found = games.get(pairing.board)
+            found = games.get(board)
+            hit = seen.get(board)
+            if hit is not None and hit[0] is found:  # the same (immutable) tuple of snapshots
+                parts.extend(hit[1])
+                continue
             entries: Sequence[GameSnapshot | LiveGame]
-            if type(found) is tuple:
-                entries = found or (EMPTY_GAME,)
-            elif found is None:
+            if found is None:
                 entries = (EMPTY_GAME,)
             elif isinstance(found, LiveGame | GameSnapshot):
                 entries = (found,)
             else:
                 entries = found or (EMPTY_GAME,)
-            for k, game in enumerate(entries, 1):
-                parts.append(self.game_text(pairing, game, k))
+            texts = [self.game_text(pairing, game, k) for k, game in enumerate(entries, 1)]
+            if type(found) is tuple:
+                seen[board] = (found, texts)
+            parts.extend(texts)
         return "\n\n".join(parts) + "\n" if parts else ""
 
 

@@ -317,15 +317,17 @@ def load_round(output_dir: Path, number: int, event: str | None = None) -> Round
             continue
         try:
             boards[int(key)] = BoardGames.from_json(raw)
-        except (ValueError, KeyError) as exc:
-            raise ValueError(f"{path}: board {key}: {exc}") from exc
+        except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+            raise ValueError(f"{path}: board {key}: {exc}") from None
     public: dict[int, list[tuple[int | None, int, str]]] = {}
     raw_public = data.get("public")
-    for key, seen in (raw_public.items() if isinstance(raw_public, dict) else ()):
+    if not isinstance(raw_public, dict):
+        raw_public = {}
+    for key, seen in raw_public.items():
         if str(key).isdigit() and isinstance(seen, list):
             public[int(key)] = [(item[0] if type(item[0]) is int else None, int(item[1]), str(item[2]))
                                 for item in seen if isinstance(item, list) and len(item) == 3
-                                and type(item[1]) is int and item[2] in RESULTS]
+                                and type(item[1]) is int and isinstance(item[2], str) and item[2] in RESULTS]
     return RoundRecord(number, started, boards, public, saved_event if isinstance(saved_event, str) else None)
 
 

@@ -1,6 +1,7 @@
 """The tournament model: a TOML file with the event, the rounds' pairings and their results.
 
-Example (the README has a longer one)::
+Every key is checked (an unknown one is refused, naming the nearest known key); every error is one line.
+Example (docs/broadcast.md has every key)::
 
     event = "Touchmove Open 2026"
     site = "Lisbon POR"
@@ -14,6 +15,7 @@ Example (the README has a longer one)::
     # token = "..."              # arbiter token; else env TOUCHMOVE_ARBITER_TOKEN
     # lichess_round = "abcd1234" # push to a lichess broadcast round; token from env LICHESS_TOKEN
     # assign = true              # send the pairings to the bridges (their own PGNs get the names)
+    # delay_minutes = 15         # every public output 15 minutes behind (also per round)
 
     [[brokers]]
     url = "mqtt://127.0.0.1:1883"
@@ -22,6 +24,8 @@ Example (the README has a longer one)::
     [[rounds]]
     number = 3
     date = 2026-11-29
+    # start = 2026-11-29T15:00:00+01:00   # switch to this round by itself then
+    # lichess = [{ boards = "1-64", round_id = "abcd1234" }, { boards = "65-128", round_id = "efgh5678" }]
 
     [[rounds.boards]]
     board = 1
@@ -58,7 +62,9 @@ TOP_KEYS = frozenset({"event", "site", "time_control", "round", "broadcast", "br
 BROADCAST_KEYS = frozenset({"output_dir", "host", "port", "token", "lichess_round", "lichess_url",
                             "lichess_interval", "lichess_max_games", "lichess_token_file", "assign",
                             "delay_minutes"})
-BROKER_KEYS = {"url", "bases", "base", "username", "password", "password_env", "tls", "ca_file", "share_group"}
+#: (``urls``, ``password_file``, ``cert_file``, ``key_file``: the cluster work's broker lists and secrets)
+BROKER_KEYS = {"url", "bases", "base", "username", "password", "password_env", "tls", "ca_file", "share_group",
+               "urls", "password_file", "cert_file", "key_file"}
 ROUND_KEYS = frozenset({"number", "date", "start", "delay_minutes", "boards", "lichess_round", "lichess"})
 BOARD_KEYS = frozenset({"board", "board_id", "white", "black", "result"})
 PLAYER_KEYS = frozenset({"name", "fide_id", "title", "elo", "federation"})
@@ -256,6 +262,8 @@ def _player(raw: Any, what: str) -> Player:
         raise TournamentError(f"{what} must be a name or a table with a name")
     check_keys(raw, PLAYER_KEYS, what)
     title = raw.get("title")
+    if title is not None and not isinstance(title, str):
+        raise TournamentError(f"{what}.title must be a string such as \"GM\", not {title!r}")
     fed = _text(raw.get("federation"), f"{what}.federation", required=False)
     return Player(
         name=str(_text(raw.get("name"), f"{what}.name")),
@@ -480,13 +488,18 @@ def parse_tournament(data: dict[str, Any], *, base_dir: Path | None = None) -> T
         delay_minutes=_number(raw_b.get("delay_minutes", 0), "broadcast.delay_minutes", 0, MAX_DELAY_MINUTES),
         assign=assign,
     )
-    brokers = tuple(_broker(b) for b in _list(data.get("brokers", [{}]), "brokers"))
+    try:
+        brokers = tuple(_broker(b) for b in _list(data.get("brokers", [{}]), "brokers"))
+    except TournamentError:
+        raise
+    except ValueError as exc:  # a URL that does not parse (bad port, bad address)
+        raise TournamentError(f"[[brokers]]: {exc}") from None
     if not brokers:
         raise TournamentError("at least one [[brokers]] entry is needed")
     return Tournament(
         event=str(_text(data["event"], "event")),
-        site=str(data.get("site", "?")),
-        time_control=str(data.get("time_control", "?")),
+        site=str(_text(data.get("site", "?"), "site")),
+        time_control=str(_text(data.get("time_control", "?"), "time_control")),
         round=current,
         rounds=rounds,
         brokers=brokers,
