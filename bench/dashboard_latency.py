@@ -26,9 +26,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import aiomqtt
+import chess
 
 from touchmove.broadcast.local_broker import LocalBroker, free_port
 from touchmove.broadcast.simboards import SimBoard, SimBridge
@@ -37,6 +39,27 @@ EVENT_PLY = re.compile(rb'"ply":(\d+),')
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run",
                  "--disable-background-timer-throttling", "--disable-renderer-backgrounding"]
+
+
+class QuickPgnBoard(SimBoard):
+    """A simulated board whose retained PGN is built move by move (python-chess's writer, 2 ms a move at 40
+    plies, would make the benchmark's own process the bottleneck at 150 moves/s)."""
+
+    def __init__(self, bridge: SimBridge, board_id: str) -> None:
+        super().__init__(bridge, board_id)
+        self.movetext: list[str] = []
+
+    async def move(self, uci: str, remaining_ms: int | None = None) -> dict[str, Any]:
+        ply = self.ply + 1
+        san = self.position.san(chess.Move.from_uci(uci))
+        number = f"{(ply + 1) // 2}. " if ply % 2 else ""
+        clock = f" {{ [%clk {remaining_ms // 3_600_000}:{remaining_ms // 60_000 % 60:02d}:" \
+                f"{remaining_ms // 1000 % 60:02d}] }}" if remaining_ms is not None else ""
+        self.movetext.append(f"{number}{san}{clock}")
+        return await super().move(uci, remaining_ms)
+
+    def pgn(self) -> str:
+        return f'[Event "?"]\n[Result "{self.result}"]\n\n' + " ".join([*self.movetext, self.result]) + "\n"
 
 
 def tournament_toml(boards: int, bridges: int, port: int, out: Path) -> str:
@@ -163,8 +186,11 @@ async def run(args: argparse.Namespace) -> None:
                     sims = [SimBridge(c, f"bench-{i}") for i, c in enumerate(clients)]
                     for s in sims:
                         await s.online()
-                    boards = [(sims[(n - 1) % args.bridges].board(f"board-{n:03d}"), n)
-                              for n in range(1, args.boards + 1)]
+                    boards = []
+                    for n in range(1, args.boards + 1):
+                        sim = sims[(n - 1) % args.bridges]
+                        board = sim.boards[f"board-{n:03d}"] = QuickPgnBoard(sim, f"board-{n:03d}")
+                        boards.append((board, n))
                     for b, _ in boards:
                         await b.start()
                     page = await browser.new_page(viewport={"width": 1920, "height": 1080})

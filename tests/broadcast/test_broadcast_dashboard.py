@@ -175,6 +175,10 @@ async def _console(broker: LocalBroker, tmp_path: Path, executable: str) -> None
             await expect(page.locator("#audit li").first).to_contain_text("Bob Deputy: result board 11")
             await expect(page.locator("#audit li").first).to_contain_text('result_source "board"→"arbiter"')
             await expect(page.locator("#queue .q-title", has_text="Board 11 · 1-0 to confirm")).to_have_count(0)
+            # the kings' draw confirmed: the kings still stand in the centre, and that is no alarm either
+            await page.locator("#queue li", has_text="Board 10 · 1/2-1/2 to confirm").locator("button").click()
+            await expect(page.locator("#queue .q-title", has_text="Board 10")).to_have_count(0)
+            await expect(page.locator('.row[data-board="10"]')).to_have_class("row s-over")
             await page.locator("#d-actions form[data-action=promote] select").select_option("n")
             await page.locator("#d-actions form[data-action=promote] button").click()
             await expect(page.locator("#messages li").first).to_contain_text("board 4: promote sent")
@@ -206,7 +210,8 @@ async def _console(broker: LocalBroker, tmp_path: Path, executable: str) -> None
             lines = (tmp_path / "arbiter-audit.jsonl").read_text().splitlines()
             logged = [json.loads(line) for line in lines]
             assert [(e["arbiter"], e["action"], e["board"]) for e in logged] == [
-                ("Bob Deputy", "acknowledge", 8), ("Bob Deputy", "result", 11), ("Bob Deputy", "promote", 4),
+                ("Bob Deputy", "acknowledge", 8), ("Bob Deputy", "result", 11), ("Bob Deputy", "result", 10),
+                ("Bob Deputy", "promote", 4),
                 ("Anna Chief", "revoke", None)]
             assert logged[1]["before"]["result_source"] == "board" and logged[1]["after"]["result"] == "1-0"
             exported_log = await (await page.request.get(svc.url + "/api/audit.jsonl")).text()

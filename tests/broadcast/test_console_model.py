@@ -288,6 +288,10 @@ async def _routes(tmp_path: Path) -> None:
         assert (await client.post("/api/arbiters/Bob/revoke", headers=anna)).status == 200
         assert (await client.post("/api/boards/1/result", json={"result": "*"}, headers=bob)).status == 401
         assert (await client.get("/api/arbiters")).status == 401
+        alert_id = hub.alerts[0].id
+        assert (await client.post(f"/api/alerts/{alert_id}/ack", headers=anna)).status == 200
+        assert (await client.post(f"/api/alerts/{alert_id}/ack", headers=anna)).status == 200  # again: no entry
+        assert (await client.post("/api/alerts/999/ack", headers=anna)).status == 404
         assert (await client.get("/api/boards/1/timeline?ply=x")).status == 400
         assert (await client.get("/api/boards/9/timeline?ply=1")).status == 404
         line = await (await client.get("/api/boards/1/timeline?ply=3")).json()
@@ -302,9 +306,11 @@ async def _routes(tmp_path: Path) -> None:
         assert [m["san"] for m in detail["moves"]] == ["e4", "e5", "Nf3", "Nf6"] and detail["evidence_plies"]
         alert = hub.alerts[0]
         assert alert.window is not None and not alert.window["open"]  # closed by the later touch, live
+        assert alert.acked_by == "Anna"
         audit = [json.loads(x) for x in (tmp_path / "audit.jsonl").read_text().splitlines()]
     assert [(a["arbiter"], a["action"], a["ok"]) for a in audit] == [
-        ("Bob", "result", True), ("Bob", "result", False), ("Bob", "revoke", False), ("Anna", "revoke", True)]
+        ("Bob", "result", True), ("Bob", "result", False), ("Bob", "revoke", False), ("Anna", "revoke", True),
+        ("Anna", "acknowledge", True)]
     assert audit[0]["before"]["result"] == "*" and audit[0]["after"]["result"] == "1-0"
 
 

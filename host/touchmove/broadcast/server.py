@@ -283,11 +283,14 @@ async def auth(request: web.Request) -> web.Response:
 
 async def ack(request: web.Request) -> web.Response:
     arbiter = _authorized(request)
+    hub = request.app[HUB_KEY]
     try:
-        entry = request.app[HUB_KEY].acknowledge(int(request.match_info["id"]), by=arbiter.name)
+        alert_id = int(request.match_info["id"])
+        was_open = any(a.id == alert_id and not a.acked for a in hub.alerts)
+        entry = hub.acknowledge(alert_id, by=arbiter.name)
     except (ValueError, ActionError) as exc:
         return _json({"error": str(exc)}, 404)
-    if entry.acked_by == arbiter.name and entry.acked_at is not None:
+    if was_open:  # acknowledging an acknowledged alert changes nothing: nothing to log
         console_api.record(request, arbiter, "acknowledge", board=entry.board, before={"acked": False},
                            after={"acked": True}, detail={"alert": entry.id, "code": entry.code,
                                                           "article": entry.article, "ply": entry.ply})

@@ -58,7 +58,8 @@ function toMove(b) { return b.fen && b.fen.split(" ")[1] === "b" ? "black" : "wh
 // -- what a board needs ---------------------------------------------------------------------------------
 function kingsFinished(b) { return b.result_source === "kings"; }
 function outOfSyncLong(b, now) {
-  if (b.in_sync !== false || kingsFinished(b)) return false;
+  // once the game is over (the kings in the centre, a mate, a result recorded) the pieces may go anywhere
+  if (b.in_sync !== false || kingsFinished(b) || b.result !== "*") return false;
   const since = b.out_of_sync_since ? Date.parse(b.out_of_sync_since) : (b._seenOutOfSync || now);
   return now - since > SYNC_GRACE_S * 1000;
 }
@@ -424,6 +425,7 @@ function drawDetail() {
   const bits = [];
   bits.push([b.online === false ? "offline" : b.online ? "online" : "no data", b.online === false ? "bad" : b.online ? "ok" : "off"]);
   if (kingsFinished(b)) bits.push(["finished: kings in the centre", "ok"]);
+  else if (b.result !== "*" && b.in_sync === false) bits.push(["game over: pieces moved", "off"]);
   else bits.push([b.in_sync === false ? "out of sync" : b.in_sync ? "in sync" : "sync ?", b.in_sync === false ? "warn" : b.in_sync ? "ok" : "off"]);
   bits.push([`ply ${b.ply}`, ""]);
   if (b.result !== "*") bits.push([`${b.result} (${b.result_source})`, b.result_source === "arbiter" ? "ok" : "warn"]);
