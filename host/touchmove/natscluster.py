@@ -194,10 +194,11 @@ def mqtt_round_trip(port: int, user: tuple[str, str] | None = None, host: str = 
                     timeout: float = 5.0) -> str:
     """Publish a QoS 1 message to ourselves through the broker; return "" on success, else what failed."""
     import paho.mqtt.client as mqtt
+    from paho.mqtt.enums import CallbackAPIVersion
 
     topic = f"{PROBE_PREFIX}/{user[0] if user else 'anonymous'}/{uuid.uuid4().hex[:10]}"
     got: list[bytes] = []
-    client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"probe-{uuid.uuid4().hex[:10]}")
+    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"probe-{uuid.uuid4().hex[:10]}")
     if user is not None:
         client.username_pw_set(*user)
     client.on_message = lambda c, u, m: got.append(bytes(m.payload))
