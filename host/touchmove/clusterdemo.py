@@ -15,12 +15,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import io
 import json
 import logging
 import os
 import random
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -42,6 +44,7 @@ from touchmove.ptyboard import PtyBoard
 
 log = logging.getLogger(__name__)
 
+MIN_GAP_MS = 300
 HALLS = ("hall-a", "hall-b", "hall-c", "hall-d", "hall-e")
 
 
@@ -96,7 +99,14 @@ def board_timeline(moves: list[chess.Move], seed: int, settle_ms: int) -> list[r
                         bounce=0.0, chatter=0.0, hesitate=0.0, clock=False, release_ms=(3 * settle_ms, 5 * settle_ms))
     player = hands.Hands(random.Random(seed), style, t=1500)
     hands.play(chess.Board(), moves, player)
-    return list(player.records)
+    # changes at least MIN_GAP_MS apart: a simulated board N times faster on a busy machine must not have its
+    # debouncer merge a victim's lift with the capturer's place (tens of real ms apart otherwise)
+    out: list[records.Record] = []
+    t = 0
+    for rec in player.records:
+        t = max(rec.t, t + MIN_GAP_MS)
+        out.append(dataclasses.replace(rec, t=t))
+    return out
 
 
 def bridge_toml(hall: Hall, urls: list[str], ports_glob: str, journal: Path, settle_ms: int) -> str:
@@ -122,6 +132,19 @@ def connected_node(cluster: NatsCluster, client_id: str) -> int | None:
         if any(c.get("mqtt_client") == client_id for c in data.get("connections") or []):
             return i
     return None
+
+
+def journal_plies(journal: Path, board_id: str) -> int:
+    """How many plies of the board's current game its bridge's journal holds (to tell sensing from delivery)."""
+    plies: dict[int, str] = {}
+    with contextlib.closing(sqlite3.connect(journal)) as db:
+        for (payload,) in db.execute("SELECT payload FROM events WHERE board = ? ORDER BY seq", (board_id,)):
+            ev = json.loads(payload)
+            if ev.get("type") in ("move", "move_amended"):
+                plies[ev["ply"]] = ev["uci"]
+            elif ev.get("type") == "takeback":
+                plies = {p: u for p, u in plies.items() if p < ev["ply"]}
+    return len(plies)
 
 
 def check_pgn(text: str, boards: list[Board]) -> tuple[int, int, int, list[str]]:
@@ -287,6 +310,13 @@ async def cluster_round(args: argparse.Namespace, workdir: Path, cluster: NatsCl
           f"failover (dropped by seq); round PGN {svc.hub.pgn_path}", flush=True)
     for problem in problems:
         print(f"  PROBLEM {problem}", flush=True)
+    for hall in halls:
+        for b in hall.boards:
+            if any(p.startswith(f"board {b.number} ") for p in problems):
+                n = journal_plies(hall.config.parent / "journal.sqlite3", b.board_id)
+                print(f"  board {b.number}: its bridge's journal holds {n} plies "
+                      f"({'a delivery problem' if n == len(b.moves) else 'the engine did not see them all'})",
+                      flush=True)
     print(f"plies played {played}, in the round PGN {matched}, plies lost: {lost}, duplicates: {extra}, "
           f"node down for {down_for:.1f} s", flush=True)
     return 1 if problems else 0

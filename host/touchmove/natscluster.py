@@ -104,7 +104,8 @@ class NatsCluster:
             f"http: 127.0.0.1:{node.monitor_port}\n"
             f"{log}"
             f'jetstream {{ store_dir: "{node.store}", max_memory_store: 256MB, max_file_store: 2GB }}\n'
-            f"cluster {{ name: {self.name}, listen: 127.0.0.1:{node.cluster_port}, routes: [{routes}] }}\n"
+            + (f"cluster {{ name: {self.name}, listen: 127.0.0.1:{node.cluster_port}, routes: [{routes}] }}\n"
+               if len(self.nodes) > 1 else "") +
             f"mqtt {{ listen: 127.0.0.1:{node.mqtt_port}, stream_replicas: {min(3, len(self.nodes))} }}\n"
             f"{self.auth}\n",
             encoding="utf-8")
