@@ -12,7 +12,9 @@ survives the process being killed). The bridge commits before it publishes anyth
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -76,6 +78,9 @@ class Journal:
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
+        # created readable by its owner only (games, names, arbiter actions); SQLite gives -wal/-shm the same mode
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
