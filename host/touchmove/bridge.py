@@ -593,7 +593,7 @@ class Bridge:
         if cmd == "health_check":
             online = sum(1 for s in self.boards.values() if s.link is not None)
             return self._reply(reply_topic, transaction, data={"healthy": True, "session": self.session,
-                                                                "boards_online": online})
+                                                                "boards_online": online, "time": iso_now()})
         if cmd == "boards":
             data = []
             for sess in self.boards.values():

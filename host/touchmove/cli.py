@@ -16,6 +16,7 @@ SUBCOMMANDS: list[tuple[str, str, str]] = [
     ("export", "touchmove.export", "write a board's recording and PGN from the bridge's journal"),
     ("broadcast", "touchmove.broadcast.command", "live round PGN and the arbiter's dashboard"),
     ("broadcast-demo", "touchmove.broadcast.demo", "a simulated round through Mosquitto, checked"),
+    ("doctor", "touchmove.doctor", "check a deployment (brokers, credentials, journal, ports, clocks)"),
     ("broker-auth", "touchmove.brokerauth", "per-service broker users and access rules (Mosquitto, NATS)"),
     ("cluster-demo", "touchmove.clusterdemo", "three halls on a 3-node NATS cluster, a node killed mid-round"),
 ]
