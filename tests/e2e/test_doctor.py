@@ -5,6 +5,7 @@ from __future__ import annotations
 import getpass
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tests.e2e.helpers import REPO, Broker, free_port, start_daemon
@@ -37,6 +38,10 @@ def test_doctor_passes_a_good_deployment_and_names_each_fault(tmp_path: Path) ->
         '[[rounds]]\nnumber = 1\n[[rounds.boards]]\nboard_id = "b1"\nwhite = "A"\nblack = "B"\n')
     daemon = start_daemon(bridge, tmp_path / "daemon.log")
     try:
+        deadline = time.monotonic() + 30
+        while "connected to" not in (tmp_path / "daemon.log").read_text(errors="replace"):
+            assert time.monotonic() < deadline, "the bridge did not connect"
+            time.sleep(0.1)
         good = doctor("--config", str(bridge), "--tournament", str(tournament))
         assert good.returncode == 0, good.stdout + good.stderr
         assert "connected (user hall-a), QoS 1 round trip" in good.stdout
