@@ -75,9 +75,10 @@ class CpuMeter:
         return out
 
 
-def tournament_toml(boards: list[str], bases: list[str], urls: list[str], out: Path) -> str:
+def tournament_toml(boards: list[str], bases: list[str], urls: list[str], out: Path, qos: int) -> str:
     lines = ['event = "Cluster bench"', "round = 1", "", "[broadcast]", f'output_dir = "{out}"', 'token = "bench"',
-             "", "[[brokers]]", f"urls = {json.dumps(urls)}", f"bases = {json.dumps(bases)}", "",
+             "", "[[brokers]]", f"urls = {json.dumps(urls)}", f"bases = {json.dumps(bases)}",
+             f"subscribe_qos = {qos}", "",
              "[[rounds]]", "number = 1", ""]
     for n, board in enumerate(boards, start=1):
         lines += ["[[rounds.boards]]", f"board = {n}", f'board_id = "{board}"', f'white = "White {n}"',
@@ -112,7 +113,8 @@ def run_one(kind: str, args: argparse.Namespace, workdir: Path) -> dict[str, Any
     boards = [f"{bases[b]}-{i:03d}" for b in range(args.bridges) for i in range(per)]
     number = {board: n for n, board in enumerate(boards, start=1)}
     broadcaster_node = 2 % len(urls)
-    (workdir / "t.toml").write_text(tournament_toml(boards, bases, rotated(urls, broadcaster_node), workdir / "out"))
+    (workdir / "t.toml").write_text(tournament_toml(boards, bases, rotated(urls, broadcaster_node), workdir / "out",
+                                                    0 if kind == "nats" else 1))
     http_port = free_port()
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     bcast = subprocess.Popen([sys.executable, "-m", "touchmove.cli", "broadcast", "--config", str(workdir / "t.toml"),

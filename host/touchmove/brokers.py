@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import ssl
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -114,6 +114,12 @@ def tls_context(ca_file: str | None, cert_file: str | None = None, key_file: str
     except (OSError, ssl.SSLError) as exc:
         raise BrokerSettingError(f"TLS files: {exc}") from exc
     return context
+
+
+def refused_subscription(granted: Sequence[object]) -> bool:
+    """Whether a SUBACK refused a filter (code 0x80 or above: e.g. a NATS node that could not create the
+    subscription's JetStream consumer during a leader election). Subscribe again rather than wait in vain."""
+    return any(int(getattr(code, "value", code)) >= 0x80 for code in granted)  # type: ignore[call-overload]
 
 
 class Endpoints:

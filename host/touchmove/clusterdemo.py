@@ -55,6 +55,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kill-after", type=float, default=8.0,
                         help="seconds after the boards start when a node is killed (default 8)")
     parser.add_argument("--down", type=float, default=6.0, help="seconds before it is restarted (default 6)")
+    parser.add_argument("--kill-node-of", choices=["bridge", "broadcaster"], default="bridge",
+                        help="kill the node of the first hall's bridge (default) or of the broadcaster")
     parser.add_argument("--seed", type=int, default=13, help="random seed of the games")
     parser.add_argument("--workdir", type=Path, help="keep configurations, logs and journals here")
     parser.set_defaults(handler=run)
@@ -120,7 +122,7 @@ def rotated(urls: list[str], start: int) -> list[str]:
 
 
 def connected_node(cluster: NatsCluster, client_id: str) -> int | None:
-    """The index of the node holding the MQTT connection ``client_id`` (from the nodes' /connz)."""
+    """The index of the node holding the MQTT connection ``client_id`` (a prefix; from the nodes' /connz)."""
     for i, node in enumerate(cluster.nodes):
         if node.pid is None:
             continue
@@ -129,7 +131,7 @@ def connected_node(cluster: NatsCluster, client_id: str) -> int | None:
                 data = json.load(r)
         except OSError:
             continue
-        if any(c.get("mqtt_client") == client_id for c in data.get("connections") or []):
+        if any(str(c.get("mqtt_client", "")).startswith(client_id) for c in data.get("connections") or []):
             return i
     return None
 
@@ -230,7 +232,7 @@ async def cluster_round(args: argparse.Namespace, workdir: Path, cluster: NatsCl
     tournament = parse_tournament({
         "event": "touchmove cluster demo", "site": "Loopback", "round": 1,
         "broadcast": {"output_dir": str(workdir / "broadcast"), "token": "demo"},
-        "brokers": [{"urls": rotated(urls, broadcaster_node), "bases": bases}],
+        "brokers": [{"urls": rotated(urls, broadcaster_node), "bases": bases, "subscribe_qos": 0}],
         "rounds": [{"number": 1, "boards": pairings}],
     })
     print(f"NATS cluster: {', '.join(urls)} (nodes n1-n3, data in {cluster.workdir})", flush=True)
@@ -259,26 +261,26 @@ async def cluster_round(args: argparse.Namespace, workdir: Path, cluster: NatsCl
                 b.pty.start()
             started = time.monotonic()
             await asyncio.sleep(args.kill_after)
-            victim = await asyncio.to_thread(connected_node, cluster, f"bridge-{halls[0].name}")
+            client, whose = ((f"bridge-{halls[0].name}", f"bridge {halls[0].name}")
+                             if args.kill_node_of == "bridge" else ("touchmove-broadcast-", "the broadcaster"))
+            victim = await asyncio.to_thread(connected_node, cluster, client)
             if victim is None:
-                raise RuntimeError(f"bridge {halls[0].name} is connected to no node")
-            if victim == broadcaster_node:
-                print("note: the bridge shares its node with the broadcaster", flush=True)
+                raise RuntimeError(f"{whose} is connected to no node")
             pid = cluster.kill(victim)
             killed_at = time.monotonic()
-            print(f"{killed_at - started:.1f} s: killed node n{victim + 1} (PID {pid}), the node of bridge "
-                  f"{halls[0].name}", flush=True)
+            print(f"{killed_at - started:.1f} s: killed node n{victim + 1} (PID {pid}), the node of {whose}",
+                  flush=True)
             await asyncio.sleep(args.down)
             await asyncio.to_thread(cluster.restart, victim)
             down_for = time.monotonic() - killed_at
             now_on = None
             for _ in range(30):
-                now_on = await asyncio.to_thread(connected_node, cluster, f"bridge-{halls[0].name}")
+                now_on = await asyncio.to_thread(connected_node, cluster, client)
                 if now_on is not None:
                     break
                 await asyncio.sleep(0.5)
-            print(f"{time.monotonic() - started:.1f} s: node n{victim + 1} back after {down_for:.1f} s; bridge "
-                  f"{halls[0].name} now on " + (f"n{now_on + 1}" if now_on is not None else "no node"), flush=True)
+            print(f"{time.monotonic() - started:.1f} s: node n{victim + 1} back after {down_for:.1f} s; {whose} "
+                  "now on " + (f"n{now_on + 1}" if now_on is not None else "no node"), flush=True)
             end_of_play = started + max(b.duration for b in boards) + 2
             await asyncio.sleep(max(0.0, end_of_play - time.monotonic()))
             deadline = time.monotonic() + 60
@@ -290,6 +292,11 @@ async def cluster_round(args: argparse.Namespace, workdir: Path, cluster: NatsCl
                         break
                 await asyncio.sleep(0.5)
             matched, lost, extra, problems = check_pgn(svc.hub.pgn_path.read_text(encoding="utf-8"), boards)
+            for b in boards:
+                view = svc.hub.by_number[b.number]
+                log.debug("board %s: resync %s at %s, %s plies, bridge PGN %s chars, seqs %s", b.board_id,
+                          view.game.needs_resync, view.game.resync_ply, view.game.ply,
+                          len(view.bridge_pgn or ""), view.sessions_seq)
     finally:
         await svc.stop()
         stop.set()

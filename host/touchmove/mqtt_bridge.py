@@ -31,7 +31,7 @@ from typing import Any
 
 import aiomqtt
 
-from touchmove.brokers import Endpoint, Endpoints, tls_context
+from touchmove.brokers import Endpoint, Endpoints, refused_subscription, tls_context
 from touchmove.config import MqttConfig
 
 log = logging.getLogger(__name__)
@@ -144,8 +144,9 @@ class MqttLink:
                     last = node
                     delay = 0.25
                     log.info("connected to %s", node.url)
-                    await client.subscribe(f"{self.base}/boards/+/set", qos=1)
-                    await client.subscribe(f"{self.base}/bridge/request/+", qos=1)
+                    for topic in (f"{self.base}/boards/+/set", f"{self.base}/bridge/request/+"):
+                        if refused_subscription(await client.subscribe(topic, qos=1)):
+                            raise aiomqtt.MqttError(f"the broker refused the subscription {topic}")
                     self.retain(f"{self.base}/bridge/state", ONLINE)
                     for topic in list(self._retained):
                         self._dirty[topic] = None

@@ -18,7 +18,7 @@ import aiomqtt
 from touchmove.broadcast import bridge_topics
 from touchmove.broadcast.broadcaster import ActionError, Broadcaster
 from touchmove.broadcast.tournament import BrokerConfig
-from touchmove.brokers import Endpoint, Endpoints, tls_context
+from touchmove.brokers import Endpoint, Endpoints, refused_subscription, tls_context
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +76,8 @@ class MqttLink:
                 async with make_client(cfg, f"touchmove-broadcast-{self._tag}-{index}", node) as client:
                     for base in cfg.bases:
                         for topic in bridge_topics.subscriptions(base, cfg.share_group):
-                            await client.subscribe(topic, qos=1)
+                            if refused_subscription(await client.subscribe(topic, qos=cfg.subscribe_qos)):
+                                raise aiomqtt.MqttError(f"the broker refused the subscription {topic}")
                     self._clients[index] = client
                     self.ready[index].set()
                     log.info("subscribed to %s on %s", ", ".join(cfg.bases), node.url)

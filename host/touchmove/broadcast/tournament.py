@@ -104,6 +104,9 @@ class BrokerConfig:
     fallbacks: tuple[Endpoint, ...] = ()
     cert_file: str | None = None
     key_file: str | None = None
+    #: QoS of the broadcaster's subscriptions: 0 on a NATS cluster (plain subscriptions that survive a node's
+    #: death; a QoS 1 one is a JetStream consumer there), 1 elsewhere. Gaps are filled from the retained PGN.
+    subscribe_qos: int = 1
 
     @property
     def endpoints(self) -> tuple[Endpoint, ...]:
@@ -274,10 +277,13 @@ def _cluster_and_secrets(cfg: BrokerConfig, raw: dict[str, Any]) -> BrokerConfig
                                default_env=PASSWORD_ENV if cfg.username else None)
         context_tls = cfg.tls or bool(raw.get("cert_file"))
         first = nodes[0]
+        qos = raw.get("subscribe_qos", 1)
+        if qos not in (0, 1) or isinstance(qos, bool):
+            raise TournamentError("brokers.subscribe_qos must be 0 or 1")
         return dataclasses.replace(
             cfg, host=first.host, port=first.port, password=password, tls=context_tls or first.tls,
             fallbacks=tuple(dataclasses.replace(n, tls=n.tls or context_tls) for n in nodes[1:]),
-            cert_file=raw.get("cert_file"), key_file=raw.get("key_file"))
+            cert_file=raw.get("cert_file"), key_file=raw.get("key_file"), subscribe_qos=qos)
     except BrokerSettingError as exc:
         raise TournamentError(f"[[brokers]] {exc}") from exc
 
