@@ -240,6 +240,9 @@ async def check_bridges(report: Report, node: Endpoint, login: Login, bases: Seq
                         f"touchmove-bridge@{base}; then touchmove doctor --config there")
             continue
         data, t_sent, t_back = replies[base]
+        if data.get("healthy") is False:
+            report.fail(f"bridge {base}: reports itself unhealthy: {data.get('problems')}",
+                        f"on the hall PC: journalctl -u touchmove-bridge@{base} (docs/bridge-faults.md)")
         remote = data.get("time")
         if not isinstance(remote, str):
             report.warn(f"bridge {base}: online, {data.get('boards_online')} board(s); clock not reported",

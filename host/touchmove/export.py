@@ -7,6 +7,7 @@ monotonic time, so ``touchmove replay`` on it gives the same games, for arbiter 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -20,7 +21,14 @@ def recording_lines(journal: Journal, board: str) -> list[str]:
     return [e.body for e in journal.entries(board) if e.kind == "record" and e.body]
 
 
-def pgn_games(journal: Journal, board: str, settle_ms: int) -> list[chess.pgn.Game]:
+def recording_gaps(journal: Journal, board: str) -> int:
+    """Return how many records the bridge could not journal (a full disk past its bound; see docs/bridge.md)."""
+    return sum(json.loads(e.body).get("records_not_journaled", 0) for e in journal.entries(board)
+               if e.kind == "gap" and e.body)
+
+
+def pgn_games(journal: Journal, board: str, settle_ms: int | None = None) -> list[chess.pgn.Game]:
+    """Return the board's games; ``settle_ms`` None means the bridge's (from its checkpoint, else 200)."""
     from touchmove.bridge import replay_entries
 
     engine, _, headers = replay_entries(journal, board, settle_ms)
@@ -60,6 +68,10 @@ def export_command(args: argparse.Namespace) -> int:
         _write(pgn, "".join(str(game) + "\n\n" for game in games))
         if recording != "-" and pgn != "-":
             print(f"{board}: {recording} ({len(games)} game(s)), {pgn}")
+        missing = recording_gaps(journal, board)
+        if missing:
+            print(f"touchmove export: note: {missing} record(s) of {board} were never journaled (the journal could "
+                  "not write); the recording has gaps there, the PGN is complete", file=sys.stderr)
         return 0
     finally:
         journal.close()
@@ -70,5 +82,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--board", help="board id (may be omitted when the journal has one board)")
     parser.add_argument("--recording", metavar="FILE", help="recording output (default BOARD.jsonl; - = stdout)")
     parser.add_argument("--pgn", metavar="FILE", help="PGN output (default BOARD.pgn; - = stdout)")
-    parser.add_argument("--settle-ms", type=int, default=200, help="the settle time the bridge ran with")
+    parser.add_argument("--settle-ms", type=int, default=None,
+                        help="the settle time the bridge ran with (default: the one in the journal's checkpoint, "
+                             "else 200)")
     parser.set_defaults(handler=export_command)

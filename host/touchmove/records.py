@@ -16,6 +16,9 @@ setup      ``fen``, optional ``chess960``   the next game starts from that posit
 takeback   ``ply``                          operator correction: plies >= ``ply`` are removed
 ========== ================================ ==========================================================
 
+Numbers are range-checked: ``t`` is 0 .. 2**40 ms (about 35 years), ``remaining`` 0 .. 100 hours, ``ply``
+1 .. 10000, ``occ`` exactly hex digits; a value outside raises :class:`OutOfRange` (a :class:`RecordError`).
+
 Other keys (``seq``, ``board``, ...) are allowed and ignored here. The serial protocol's other messages
 (``hello``, ``pong``, ``error``, ``button``) are known but carry nothing for the rules engine; any other type
 is unknown and skipped with a warning by the readers.
@@ -24,6 +27,7 @@ is unknown and skipped with a warning by the readers.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -33,6 +37,17 @@ import chess
 PIECE_LETTERS = ("q", "r", "b", "n")
 _PIECE_TYPES = {"q": chess.QUEEN, "r": chess.ROOK, "b": chess.BISHOP, "n": chess.KNIGHT}
 _SQUARES = {name: sq for sq, name in enumerate(chess.SQUARE_NAMES)}
+
+#: Largest device time accepted (ms): 2**40 ms is about 35 years of uptime, far below SQLite's 64-bit integers
+#: even after the bridge adds its reboot offsets.
+MAX_T = 2**40
+#: Largest clock reading accepted (ms): 100 hours.
+MAX_REMAINING_MS = 100 * 3600 * 1000
+#: Largest ply a takeback may name.
+MAX_PLY = 10_000
+#: Longest FEN accepted in a setup record.
+MAX_FEN = 120
+_HEX = re.compile(r"[0-9a-fA-F]{1,16}")
 
 #: Types the firmware sends that the rules engine has no use for (accepted silently).
 PROTOCOL_ONLY_TYPES = frozenset({"hello", "pong", "error", "button"})
@@ -45,6 +60,20 @@ class RecordError(ValueError):
         self.lineno = lineno
         self.reason = message
         super().__init__(f"line {lineno}: {message}" if lineno is not None else message)
+
+
+class OutOfRange(RecordError):
+    """A record whose numbers are well-formed but outside the accepted range."""
+
+
+def int_in_range(obj: dict[str, Any], name: str, low: int, high: int, what: str) -> int:
+    """Return ``obj[name]`` if it is an integer (not a bool) in ``low..high``; raise otherwise."""
+    value = obj.get(name)
+    if type(value) is not int:  # bool is an int to isinstance
+        raise RecordError(f"{name!r} must be an integer ({what})")
+    if not low <= value <= high:
+        raise OutOfRange(f"{name!r} out of range: {value} not in {low}..{high} ({what})")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,21 +162,17 @@ def _square(obj: dict[str, Any]) -> chess.Square:
 
 def _occupancy(obj: dict[str, Any]) -> chess.Bitboard:
     occ = obj.get("occ")
-    if not isinstance(occ, str) or not 1 <= len(occ) <= 16:
-        raise RecordError("'occ' must be up to 16 hex digits (bit 0 = a1)")
-    try:
-        return int(occ, 16)
-    except ValueError:
-        raise RecordError(f"'occ' is not hexadecimal: {occ!r}") from None
+    if not isinstance(occ, str) or not _HEX.fullmatch(occ):
+        # int(x, 16) alone would take "-1", " ff" and "f_f"
+        raise RecordError(f"'occ' must be 1 to 16 hexadecimal digits (bit 0 = a1): {str(occ)[:20]!r}")
+    return int(occ, 16)
 
 
 def from_dict(obj: Any) -> Record:
     """Return the record for a decoded JSON object, or raise :class:`RecordError`."""
     if not isinstance(obj, dict):
         raise RecordError("a record must be a JSON object")
-    t = obj.get("t")
-    if type(t) is not int or t < 0:  # bool is an int to isinstance
-        raise RecordError("'t' must be a non-negative integer (device milliseconds)")
+    t = int_in_range(obj, "t", 0, MAX_T, "device milliseconds")
     kind = obj.get("type")
     if not isinstance(kind, str):
         raise RecordError("'type' must be a string")
@@ -167,24 +192,23 @@ def from_dict(obj: Any) -> Record:
         if side not in ("white", "black"):
             raise RecordError("'side' must be \"white\" or \"black\"")
         remaining = obj.get("remaining")
-        if remaining is not None and (isinstance(remaining, bool) or not isinstance(remaining, int)):
-            raise RecordError("'remaining' must be integer milliseconds")
+        if remaining is not None:
+            remaining = int_in_range(obj, "remaining", 0, MAX_REMAINING_MS, "milliseconds on the clock")
         return Clock(t, side == "white", remaining)
     if kind == "setup":
         fen = obj.get("fen")
         chess960 = obj.get("chess960", False)
         if not isinstance(fen, str) or not isinstance(chess960, bool):
             raise RecordError("'setup' needs 'fen' (string) and optional 'chess960' (boolean)")
+        if len(fen) > MAX_FEN:
+            raise OutOfRange(f"'fen' longer than {MAX_FEN} characters")
         try:
             chess.Board(fen, chess960=chess960)
         except ValueError as exc:
             raise RecordError(f"invalid FEN: {exc}") from None
         return Setup(t, fen, chess960)
     if kind == "takeback":
-        ply = obj.get("ply")
-        if isinstance(ply, bool) or not isinstance(ply, int) or ply < 1:
-            raise RecordError("'ply' must be an integer >= 1")
-        return TakebackRequest(t, ply)
+        return TakebackRequest(t, int_in_range(obj, "ply", 1, MAX_PLY, "the first ply to remove"))
     fields = tuple((k, v) for k, v in obj.items() if k not in ("t", "type"))
     return Other(t, kind, fields)
 
@@ -198,7 +222,7 @@ def parse_line(line: str | bytes, lineno: int | None = None) -> Record:
     try:
         return from_dict(obj)
     except RecordError as exc:
-        raise RecordError(exc.reason, lineno) from None
+        raise type(exc)(exc.reason, lineno) from None
 
 
 def to_dict(record: Record) -> dict[str, Any]:

@@ -19,6 +19,8 @@ _PLACE = 1
 _SNAP = 2
 _CLOCK = 3  # arg 0 white, 1 black
 PRESS_MS = 100
+# A real board (200 Hz, 4 equal scans) reports every change that lasts this long (ms); shorter ones are chatter.
+SEEN_MS = 20
 
 
 def _parse_occ(s):
@@ -33,8 +35,15 @@ class SimBoard:
     device time reaches them (a game of any length needs no more RAM than one line); ``begin()`` opens the
     file, and the app calls it once the set-up code has been unloaded."""
 
-    def __init__(self, lines, clock):
+    def __init__(self, lines, clock, hold=5):
         self.clock = clock
+        # A late scan (a busy PC, a sped-up clock) must not skip a square's state that a real board would have
+        # seen: a change that comes SEEN_MS or more after the square's previous one waits until that state has
+        # been read by ``hold`` scans (the debounce count + 1). Chatter (closer changes) is applied as it falls.
+        self.hold = hold
+        self.scans = 0
+        self.changed_t = array("i", [-SEEN_MS] * 64)  # timeline time of each square's last change
+        self.changed_scan = array("i", [-hold] * 64)  # the scan that applied it
         self.state = bytearray(START_OCC)
         self.snap = bytearray(8)
         self.first_snap = False
@@ -87,10 +96,16 @@ class SimBoard:
 
     def _advance(self, t):
         state = self.state
+        self.scans += 1
         while 0 <= self.next_t <= t:
             code = self.next_code
             kind = code >> 6
             arg = code & 63
+            if kind <= _PLACE:
+                if self.next_t - self.changed_t[arg] >= SEEN_MS and self.scans - self.changed_scan[arg] < self.hold:
+                    break  # the square's state has not been scanned long enough yet: this and later ones wait
+                self.changed_t[arg] = self.next_t
+                self.changed_scan[arg] = self.scans
             if kind == _PLACE:
                 state[arg >> 3] |= 1 << (arg & 7)
             elif kind == _LIFT:
@@ -171,7 +186,7 @@ class SimButtons:
 
 
 def from_config(cfg, machine, clock):
-    return SimBoard(cfg["timeline"], clock)  # loaded by begin(), when the app starts
+    return SimBoard(cfg["timeline"], clock, cfg.get("debounce_n", 4) + 1)  # loaded by begin(), at app start
 
 
 def raw_tty():
