@@ -93,6 +93,15 @@ def pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) a process has used so far (Linux ``/proc``; NaN elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def run(args: argparse.Namespace) -> None:
     rng = random.Random(args.seed)
     with LocalBroker() as broker, tempfile.TemporaryDirectory(prefix="touchmove-bench-") as tmp:
@@ -112,6 +121,7 @@ async def run(args: argparse.Namespace) -> None:
         svg_seen: dict[tuple[int, int], float] = {}
         polls: list[float] = []
         stop = asyncio.Event()
+        cpu_used = float("nan")
         try:
             async with aiohttp.ClientSession() as http:
                 for _ in range(200):
@@ -212,10 +222,12 @@ async def run(args: argparse.Namespace) -> None:
                             break
                         await asyncio.sleep(0.05)
                     await asyncio.sleep(0.5)
+                    cpu_start = process_cpu(proc.pid)
                     start = time.perf_counter()
                     deadline = start + args.seconds
                     await asyncio.gather(*(play(b, n, deadline) for b, n in boards))
                     await asyncio.sleep(2.0)  # the last moves come through
+                    cpu_used = process_cpu(proc.pid) - cpu_start
                     stop.set()
                     await poll_task
                     sse_task.cancel()
@@ -251,6 +263,9 @@ async def run(args: argparse.Namespace) -> None:
           f"p99 {pct(mqtt_lat, 99):.1f} ms ({len(mqtt_lat)}/{len(moves)} seen)")
     if pgn_lat:
         print(f"mean PGN latency {statistics.fmean(pgn_lat):.1f} ms")
+    if moves and cpu_used == cpu_used:
+        print(f"broadcaster process CPU while playing: {cpu_used:.1f} s, {cpu_used * 1000 / len(moves):.2f} ms per "
+              "move (the picture workers not included)")
     if os.environ.get("BENCH_DEBUG"):
         t0 = min(published.values())
         worst = sorted(((pgn_seen[k] - published[k]) * 1000, published[k] - t0, k) for k in moves if k in pgn_seen)

@@ -6,15 +6,18 @@ import io
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import chess.pgn
 import pytest
 
+from tests.broadcast.broadcast_helpers import tournament_data
 from touchmove.broadcast.local_broker import LocalBroker, free_port
 from touchmove.cli import main
 
@@ -110,6 +113,104 @@ def test_bad_config_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixtu
     config = tmp_path / "t.toml"
     config.write_text('event = "x"\nround = 4\n')
     assert main(["broadcast", "--config", str(config)]) == 2
-    assert "round 4" in capsys.readouterr().out
+    err = capsys.readouterr().err
+    assert "round 4" in err and err.count("\n") == 1
 
 
+def _toml_value(value: object) -> str:
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return str(value)
+
+
+def _toml(data: dict) -> str:
+    """Just enough TOML for the tournament files of these tests."""
+    lines = [f"{k} = {_toml_value(v)}" for k, v in data.items() if not isinstance(v, dict | list)
+             or (isinstance(v, list) and not all(isinstance(x, dict) for x in v))]
+    for key, value in data.items():
+        if isinstance(value, dict):
+            lines.append(f"[{key}]")
+            lines += [f"{k} = {_toml_value(v)}" for k, v in value.items()]
+        elif isinstance(value, list) and value and all(isinstance(x, dict) for x in value):
+            for item in value:
+                lines.append(f"[[{key}]]")
+                for k, v in item.items():
+                    if isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+                        continue
+                    lines.append(f"{k} = {_toml_value(v)}")
+                for k, v in item.items():
+                    if isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+                        for sub in v:
+                            lines.append(f"[[{key}.{k}]]")
+                            lines += [f"{kk} = {_toml_value(vv)}" for kk, vv in sub.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _busy_port() -> tuple[socket.socket, int]:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    return sock, sock.getsockname()[1]
+
+
+CONFIG_CASES = [
+    ("port 99999", lambda d: d["broadcast"].update(port=99999), "broadcast.port must be between 0 and 65535"),
+    ("rounds = 5", lambda d: d.update(rounds=5), "rounds must be a list"),
+    ("board = -3", lambda d: d["rounds"][0]["boards"][0].update(board=-3), "board must be between 1"),
+    ("empty name", lambda d: d["rounds"][0]["boards"][0].update(white=""), "white name must be a non-empty"),
+    ("empty table name", lambda d: d["rounds"][0]["boards"][1].update(black={"name": " "}),
+     "black.name must be a non-empty"),
+    ("no boards", lambda d: d["rounds"][0].update(boards=[]), "round 3 has no boards"),
+    ("fideid typo", lambda d: d["rounds"][0]["boards"][0]["white"].update(fideid=1),
+     "unknown key 'fideid' (did you mean 'fide_id'?)"),
+    ("top typo", lambda d: d.update(evnt="x"), "unknown key 'evnt' (did you mean 'event'?)"),
+    ("broadcast typo", lambda d: d["broadcast"].update(delay_minute=5), "did you mean 'delay_minutes'?"),
+    ("board_id number", lambda d: d["rounds"][0]["boards"][0].update(board_id=1234),
+     'board_id must be the bridge\'s board id as a string (board_id = "1234")'),
+    ("negative delay", lambda d: d["broadcast"].update(delay_minutes=-1), "delay_minutes must be a number"),
+    ("lichess above the limit", lambda d: d["rounds"][0].update(lichess_round="abcd1234")
+     or d["broadcast"].update(lichess_max_games=2), "above lichess's 2 per round"),
+]
+
+
+@pytest.mark.parametrize(("name", "mutate", "message"), CONFIG_CASES, ids=[c[0] for c in CONFIG_CASES])
+def test_config_errors_are_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str,
+                                              mutate: Any, message: str) -> None:
+    data = tournament_data(3, out=tmp_path / "out")
+    mutate(data)
+    config = tmp_path / "t.toml"
+    config.write_text(_toml(data))
+    assert main(["broadcast", "--config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert message in err, err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_runtime_config_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    """The port in use and an unwritable output_dir, through the real command (a process)."""
+    sock, port = _busy_port()
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory\n")
+    cases = [({"port": port}, f"cannot listen on 127.0.0.1:{port}"),
+             ({"output_dir": str(blocker / "sub")}, "is not writable")]
+    try:
+        for change, message in cases:
+            data = tournament_data(2, out=tmp_path / "out")
+            data["broadcast"].update(change)
+            config = tmp_path / "t.toml"
+            config.write_text(_toml(data))
+            proc = subprocess.run([sys.executable, "-m", "touchmove.cli", "broadcast", "--config", str(config)],
+                                  capture_output=True, text=True, timeout=60, cwd=REPO)
+            assert proc.returncode == 2, proc.stderr
+            assert message in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+        proc = subprocess.run([sys.executable, "-m", "touchmove.cli", "broadcast", "--config", str(config),
+                               "--port", "99999"], capture_output=True, text=True, timeout=60, cwd=REPO)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    finally:
+        sock.close()

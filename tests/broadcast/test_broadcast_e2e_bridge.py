@@ -10,9 +10,11 @@ import asyncio
 import io
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import aiohttp
+import chess
 import chess.pgn
 
 from tests.broadcast.broadcast_helpers import tournament_data
@@ -79,3 +81,133 @@ async def _opera(tmp_path: Path, broker: Broker) -> None:
     assert list(game.mainline_moves()) == moves
     assert game.headers["Result"] == "1-0" and game.headers["Round"] == "3.1"
     assert game.headers["White"] == "White, Player 1"
+
+
+START_OCC = chess.BB_RANK_1 | chess.BB_RANK_2 | chess.BB_RANK_7 | chess.BB_RANK_8
+
+
+def _occupancy(recs: list[dict], occ: int = START_OCC) -> int:
+    for r in recs:
+        bit = chess.BB_SQUARES[chess.parse_square(r["sq"])]
+        occ = occ | bit if r["type"] == "place" else occ & ~bit
+    return occ
+
+
+def _cleared_and_set_up(occ: int, t: int, hand: int = 120) -> tuple[list[dict], int]:
+    """Every piece lifted off the board, then the start position set up (a new game, for the bridge)."""
+    recs: list[dict] = []
+    for sq in chess.SquareSet(occ):
+        recs.append({"t": t, "type": "lift", "sq": chess.square_name(sq)})
+        t += hand
+    t += 1500
+    for sq in chess.SquareSet(START_OCC):
+        recs.append({"t": t, "type": "place", "sq": chess.square_name(sq)})
+        t += hand
+    return recs, t + 1500
+
+
+def _timeline(ucis: list[str], *, kings: bool = False) -> list[dict]:
+    """A game, (the kings put in the centre,) the board cleared and set up again, and two plies of the next."""
+    moves = [chess.Move.from_uci(u) for u in ucis]
+    recs = simple_timeline(moves, think=400, hand=120)
+    t = recs[-1]["t"] + 2500
+    if kings:  # white king e1 -> d4, black king e8 -> d5, quickly: a draw (one dark, one light square)
+        for kind, sq in (("lift", "e1"), ("place", "d4"), ("lift", "e8"), ("place", "d5")):
+            recs.append({"t": t, "type": kind, "sq": sq})
+            t += 120
+        t += 3000
+    cleared, t = _cleared_and_set_up(_occupancy(recs), t)
+    recs += cleared
+    recs += simple_timeline([chess.Move.from_uci("d2d4"), chess.Move.from_uci("d7d5")], t0=t, think=400, hand=120)
+    return recs
+
+
+SCHOLAR = ["e2e4", "e7e5", "f1c4", "b8c6", "d1h5", "g8f6", "h5f7"]
+KINGS_GAME = ["e2e4", "e7e5", "g1f3", "b8c6"]
+RESIGNED = ["c2c4", "e7e5", "b1c3", "g8f6"]
+
+
+def test_results_survive_the_board_set_up_again_and_a_restart(tmp_path: Path) -> None:
+    """Three boards through the real bridge: a mate (the board's result), a draw by the kings in the centre,
+    a resignation (the arbiter's result); each board cleared and set up again, a new game started. The
+    round PGN keeps every result and game, and is byte for byte the same after a broadcaster restart."""
+    broker = Broker(tmp_path)
+    broker.start()
+    try:
+        asyncio.run(_set_up_again(tmp_path, broker))
+    finally:
+        broker.stop()
+
+
+async def _set_up_again(tmp_path: Path, broker: Broker) -> None:
+    data = tournament_data(3, port=broker.port, out=tmp_path / "out")
+    for i in range(3):
+        data["rounds"][0]["boards"][i]["board_id"] = f"fake{i + 1}"
+    t = parse_tournament(data)
+    boards = []
+    for i, (ucis, kings) in enumerate(((SCHOLAR, False), (KINGS_GAME, True), (RESIGNED, False)), start=1):
+        timeline = write_timeline(tmp_path / f"t{i}.jsonl", _timeline(ucis, kings=kings))
+        board = PtyBoard([sys.executable, str(FAKE), str(timeline), f"fake{i}", "--speed", "4"],
+                         str(tmp_path / f"board{i}"))
+        board.plug()
+        boards.append(board)
+    cfg = write_config(tmp_path / "c.toml", broker_port=broker.port, ports=[str(tmp_path / "board*")],
+                       journal=tmp_path / "j.sqlite3", settle_ms=150)
+    daemon = start_daemon(cfg, tmp_path / "daemon.log")
+    log_tail = lambda: (tmp_path / "daemon.log").read_text()[-3000:]  # noqa: E731
+    try:
+        async with BroadcastService(t, port=0, svg_workers=0) as svc:
+            hub = svc.hub
+            await _until(lambda: hub.bridges.get("touchmove") == "online", 20, "the bridge online", log_tail)
+            for board in boards:
+                board.start()
+            held = lambda: all(v.games.held is not None and v.games.held.ply == 2  # noqa: E731
+                               for v in hub.by_number.values())
+            await _until(held, 90, "every board's next game, held", log_tail)
+            # the resigned game: the arbiter enters its result after the board was set up again
+            async with aiohttp.ClientSession() as http:
+                async with http.post(f"{svc.url}/api/boards/3/result", json={"result": "0-1"},
+                                     headers={"Authorization": "Bearer s3cret"}) as resp:
+                    assert resp.status == 200
+                await _until(lambda: hub.written_version == hub.version, 5, "the PGN written", log_tail)
+                async with http.get(svc.pgn_url) as resp:
+                    before = await resp.text()
+        games = _read_all(before)
+        assert [g.headers["Result"] for g in games] == ["1-0", "1/2-1/2", "0-1"]
+        assert [[m.uci() for m in g.mainline_moves()] for g in games] == [SCHOLAR, KINGS_GAME, RESIGNED]
+        sources = [v.game.results.source() for v in hub.by_number.values()]
+        assert sources == ["board", "kings", "arbiter"]
+        # a restart: the bridge still runs (its retained topics now show the new games)
+        async with BroadcastService(t, port=0, svg_workers=0) as svc2:
+            hub2 = svc2.hub
+            await _until(lambda: all(v.games.held is not None and v.games.held.ply == 2
+                                     and not v.games.held.needs_resync for v in hub2.by_number.values()),
+                         20, "the held games back from the retained PGNs", log_tail)
+            async with aiohttp.ClientSession() as http, http.get(svc2.pgn_url) as resp:
+                after = await resp.text()
+            assert after == before
+            # the arbiter allows the next game on board 1: it becomes round 3.1.2, game 1 stays
+            hub2.permit_game(1, "next")
+            text = hub2.round_pgn()
+            assert text.startswith(before.split("\n\n[Event")[0]) and '[Round "3.1.2"]' in text
+    finally:
+        daemon.terminate()
+        daemon.wait(10)
+        for board in boards:
+            board.stop()
+
+
+async def _until(predicate: Callable[[], bool], timeout: float, what: str, tail: Callable[[], str]) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}\n{tail()}"
+        await asyncio.sleep(0.1)
+
+
+def _read_all(text: str) -> list[chess.pgn.Game]:
+    stream = io.StringIO(text)
+    out = []
+    while (game := chess.pgn.read_game(stream)) is not None:
+        assert not game.errors
+        out.append(game)
+    return out

@@ -190,7 +190,11 @@ async def _lichess(broker: LocalBroker, tmp_path: Path, monkeypatch: Any) -> Non
             assert last["method"] == "POST" and last["path"] == "/api/broadcast/round/AbCd1234/push"
             assert last["auth"] == "Bearer lip_test" and last["type"] == "text/plain"
             assert [g.headers["Round"] for g in read_games(last["body"])] == ["3.1", "3.2"]
-            assert svc.pusher is not None and svc.pusher.failures == 0
+            assert svc.pusher is not None and svc.pusher.pushers[0].failures == 0
+            async with aiohttp.ClientSession() as http, http.get(f"{svc.url}/status.json") as resp:
+                push = (await resp.json())["push"]
+            assert push["state"] == "ok" and push["targets"][0]["round_id"] == "AbCd1234"
+            assert push["targets"][0]["last_success"] is not None
     finally:
         await runner.cleanup()
 
@@ -264,36 +268,3 @@ async def _assign(broker: LocalBroker, tmp_path: Path) -> None:
     assert [g["topic"] for g in got] == ["touchmove/boards/b01/set", "touchmove/boards/b02/set"]
     assert got[1]["command"] == "assign" and got[1]["round"] == "3" and got[1]["board"] == "2"
     assert got[1]["white"] == "White, Player 2" and got[1]["black"] == "Black, Player 2"
-
-
-def test_lichess_push_errors_are_counted_and_retried() -> None:
-    asyncio.run(_lichess_errors())
-
-
-async def _lichess_errors() -> None:
-    from touchmove.broadcast.lichess_push import LichessPusher
-
-    calls: list[str | None] = []
-
-    async def push(request: web.Request) -> web.Response:
-        calls.append(request.headers.get("Authorization"))
-        if len(calls) == 1:
-            return web.json_response({"error": "rate limited"}, status=429)
-        return web.json_response({"games": []})
-
-    app = web.Application()
-    app.router.add_post("/api/broadcast/round/{id}/push", push)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    port = runner.addresses[0][1]
-    pusher = LichessPusher("r1", "tok", base_url=f"http://127.0.0.1:{port}", interval=0.05)
-    task = asyncio.create_task(pusher.run())
-    try:
-        pusher.update("[Event \"x\"]\n\n*\n")
-        await wait_for(lambda: pusher.pushes == 1, 5, "the retry")
-        assert pusher.failures == 1 and calls == ["Bearer tok", "Bearer tok"]
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        await runner.cleanup()

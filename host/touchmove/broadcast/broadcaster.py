@@ -9,10 +9,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import datetime as dt
 import io
 import json
 import logging
+import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,8 +27,17 @@ import chess.pgn
 from touchmove.broadcast import bridge_topics
 from touchmove.broadcast.board_svg import render_many, render_svg
 from touchmove.broadcast.bridge_topics import BridgeMessage
-from touchmove.broadcast.live_pgn import LiveGame, RoundPgn, write_atomically
+from touchmove.broadcast.live_pgn import EMPTY_GAME, GameSnapshot, LiveGame, RoundPgn, write_atomically
 from touchmove.broadcast.results import kings_result, normalize_result
+from touchmove.broadcast.results_export import results_csv, results_trf
+from touchmove.broadcast.round_state import (
+    Allow,
+    BoardGames,
+    DelayLine,
+    RoundRecord,
+    load_round,
+    save_round,
+)
 from touchmove.broadcast.tournament import Pairing, Tournament
 
 log = logging.getLogger(__name__)
@@ -37,6 +49,15 @@ PROMOTION_PIECES = ("q", "r", "b", "n")
 ALERT_FEED_LIMIT = 1000
 LISTENER_QUEUE = 2000
 SVG_BATCH = 16
+#: Unknown board ids remembered (beyond this the oldest are forgotten) and logged one by one (then in sums).
+UNKNOWN_BOARDS_KEPT = 1024
+UNKNOWN_BOARDS_LOGGED = 50
+UNKNOWN_BOARDS_SUM_EVERY = 500
+#: Rejected events logged per board (then every REJECTS_LOG_EVERY-th).
+REJECTS_LOGGED = 5
+REJECTS_LOG_EVERY = 100
+#: The whole round state is saved at least this often while it changes (results and new games at once).
+SAVE_INTERVAL = 30.0
 
 
 class ActionError(Exception):
@@ -69,7 +90,7 @@ class BoardView:
     """One physical board of the round and what is known of it."""
 
     pairing: Pairing
-    game: LiveGame = field(default_factory=LiveGame)
+    games: BoardGames = field(default_factory=BoardGames)
     online: bool | None = None
     in_sync: bool | None = None
     occupancy: int | None = None
@@ -80,7 +101,13 @@ class BoardView:
     last_event_ts: str | None = None
     state_game: int | None = None
     alerts_seen: set[tuple[Any, ...]] = field(default_factory=set)
+    rejected: int = 0
     _svg: tuple[int, str] | None = None
+
+    @property
+    def game(self) -> LiveGame:
+        """The round's (latest) game on this board."""
+        return self.games.current
 
     def last_move(self) -> str | None:
         if not self.game.moves:
@@ -121,12 +148,24 @@ class BoardView:
             "in_sync": self.in_sync, "online": self.online,
             "result": self.game.results.effective(), "result_source": self.game.results.source(),
             "needs_resync": self.game.needs_resync, "version": self.game.version,
+            "entries": len(self.games.entries),
+            "held": _held_json(self.games.held),
+            "allow": self.games.allow.value if self.games.allow is not None else None,
+            "rejected_events": self.rejected,
         }
         if svg:
             cached = self.cached_svg()
             if cached is not None:
                 out["svg"] = cached
         return out
+
+
+def _held_json(game: LiveGame | None) -> dict[str, Any] | None:
+    """A game the board plays that is not (yet) the round's: what the arbiter needs to decide."""
+    if game is None:
+        return None
+    return {"game": game.number, "ply": game.ply, "fen": game.position().fen(),
+            "result": game.results.effective()}
 
 
 def alert_meanings() -> dict[str, str]:
@@ -144,23 +183,21 @@ def _now_iso() -> str:
 
 
 class Broadcaster:
-    """All the boards of the round being broadcast."""
+    """All the boards of the round being broadcast (and the rounds before it, from their saved state)."""
 
     def __init__(self, tournament: Tournament, *, output_dir: Path | None = None,
-                 publish: Publish | None = None, write_interval: float = 0.1) -> None:
+                 publish: Publish | None = None, write_interval: float = 0.1,
+                 clock: Callable[[], float] = time.time) -> None:
         self.tournament = tournament
-        self.round = tournament.current_round()
         self.output_dir = output_dir if output_dir is not None else tournament.settings.output_dir
         self.publish = publish
         self.write_interval = write_interval
-        self.boards: dict[str, BoardView] = {p.board_id: BoardView(p) for p in self.round.pairings}
-        self.by_number: dict[int, BoardView] = {b.pairing.board: b for b in self.boards.values()}
+        #: Wall-clock seconds (injected by tests: the delay and the dates follow it).
+        self.clock = clock
         self.alerts: list[AlertEntry] = []
         self._next_alert = 1
         self.bridges: dict[str, str] = {}
         self._listeners: set[asyncio.Queue[tuple[str, dict[str, Any]]]] = set()
-        self._pgn = RoundPgn(tournament)
-        self._pgn_cache: tuple[int, str] | None = None
         self.version = 0
         self.written_version = -1
         self._dirty = asyncio.Event()
@@ -171,14 +208,158 @@ class Broadcaster:
         #: Where pictures are rendered (a process pool set by the service); None: in the event loop.
         self.svg_executor: concurrent.futures.Executor | None = None
         self._pgn_listeners: list[Callable[[str], None]] = []
-        self._unknown: set[str] = set()
+        self._round_listeners: list[Callable[[int], None]] = []
+        self._unknown: OrderedDict[str, None] = OrderedDict()
+        self.unknown_boards = 0
         self._transactions = 0
         self._meanings = alert_meanings()
-        for pairing in self.round.pairings:
-            if pairing.result:
-                self.by_number[pairing.board].game.set_result("arbiter", pairing.result)
-        self._load_results()
+        self._save_due = False
+        self._saved_at = 0.0
+        self._saved_version = -1
+        self._pgn_cache: tuple[int, str] | None = None
+        self._public_cache: tuple[Any, str] | None = None
+        self._past: dict[int, tuple[float, RoundRecord | None]] = {}
+        #: Public documents: (ETag, when that content was first served), for Last-Modified.
+        self.modified: dict[str, tuple[str, float]] = {}
+        #: The lichess push's status and token setter (set by the service when a push is configured).
+        self.push_status: Callable[[], dict[str, Any]] | None = None
+        self.set_lichess_token: Callable[[str], None] | None = None
+        #: The file's ``round``: a switch is kept across restarts while the file still says this.
+        self.file_round = tournament.round
+        self._open_round(self._saved_round(), {})
+
+    # -- rounds ------------------------------------------------------------------------------------
+    @property
+    def round_file(self) -> Path:
+        return self.output_dir / "current-round.json"
+
+    def _saved_round(self) -> int:
+        """The round an arbiter (or the schedule) switched to, while the file's ``round`` is unchanged."""
+        t = self.tournament
+        try:
+            saved = json.loads(self.round_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return t.round
+        if (isinstance(saved, dict) and saved.get("file_round") == t.round
+                and saved.get("round") in t.rounds):
+            return int(saved["round"])
+        return t.round
+
+    def _open_round(self, number: int, floors: dict[str, int]) -> None:
+        """Make ``number`` the current round: its boards, from its saved state if there is one."""
+        self.tournament = dataclasses.replace(self.tournament, round=number)
+        self.round = self.tournament.current_round()
+        record = load_round(self.output_dir, number, self.tournament.event)
+        today = dt.datetime.fromtimestamp(self.clock(), dt.UTC).date()
+        self.round_started = record.started if record is not None else today
+        self.boards: dict[str, BoardView] = {}
+        for p in self.round.pairings:
+            games = record.boards.get(p.board) if record is not None else None
+            if games is None:
+                games = BoardGames(floor=floors.get(p.board_id))
+                if p.result:
+                    games.current.set_result("arbiter", p.result)
+            live = games.live()
+            if live.ply and not live.needs_resync:
+                # moves since the last save are in the bridge's retained PGN: take it when it comes
+                live.needs_resync, live.resync_ply = True, live.ply
+            self.boards[p.board_id] = BoardView(p, games)
+        self.by_number: dict[int, BoardView] = {b.pairing.board: b for b in self.boards.values()}
+        if record is None:
+            self._load_legacy_results()
+        self._pgn = RoundPgn(self.tournament, number, self.round_date(number))
+        self.delay_line = DelayLine(self.tournament.delay_seconds(number))
+        now = self.clock()
+        for n, view in self.by_number.items():
+            seen = record.public_snapshots(n) if record is not None and self.delay > 0 else None
+            if seen is not None:  # what was public before the restart stays public; the rest waits
+                self.delay_line.record(n, 0.0, seen)
+            self.delay_line.record(n, now, view.games.snapshots())
+        self._pgn_cache = self._public_cache = None
+        self._snaps: dict[int, tuple[GameSnapshot, ...]] = {}
+        self._snaps_dirty: set[int] = set(self.by_number)
+        self._durable: dict[int, tuple[Any, ...]] = {n: v.games.durable_key() for n, v in self.by_number.items()}
+        self._save_due = True
         self._changed(None)
+
+    def round_date(self, number: int | None = None) -> dt.date:
+        """The round's date: the file's, else the day the round started here (kept in its state)."""
+        number = self.round.number if number is None else number
+        rnd = self.tournament.rounds.get(number)
+        if rnd is not None and rnd.date is not None:
+            return rnd.date
+        if number == self.round.number:
+            return self.round_started
+        record = self.past_round(number)
+        return record.started if record is not None else self.round_started
+
+    def switch_round(self, number: int) -> dict[str, Any]:
+        """Broadcast round ``number`` from now on (the arbiter's action, or the schedule). The round
+        before is saved and stays served; games the bridges numbered so far belong to it."""
+        if number not in self.tournament.rounds:
+            raise ActionError(f"round {number} has no pairings in the tournament file")
+        if number == self.round.number:
+            return {"round": number, "changed": False}
+        try:
+            load_round(self.output_dir, number, self.tournament.event)
+        except ValueError as exc:
+            raise ActionError(str(exc)) from None
+        self.save_state()
+        with contextlib.suppress(OSError):
+            self.write_now()
+        floors: dict[str, int] = {}
+        for view in self.boards.values():
+            numbers = [g.number for g in (*view.games.entries, view.games.held) if g is not None and g.number]
+            floor = max([*numbers, view.games.floor or 0])
+            if floor:
+                floors[view.pairing.board_id] = floor
+        old = self.round.number
+        self._past.pop(old, None)
+        self._open_round(number, floors)
+        write_atomically(self.round_file, json.dumps({"round": number, "file_round": self.file_round}) + "\n")
+        log.info("round %s -> round %s", old, number)
+        self.save_state()
+        self._notify("round", {"round": number, "previous": old})
+        for cb in self._round_listeners:
+            cb(number)
+        self._notify("snapshot", self.snapshot(svg=False))
+        return {"round": number, "previous": old, "changed": True}
+
+    def scheduled_round(self) -> int | None:
+        """The latest round whose scheduled start has passed, when it is after the current one."""
+        now = dt.datetime.fromtimestamp(self.clock(), dt.UTC)
+        due = [n for n, r in self.tournament.rounds.items() if r.start is not None and r.start <= now]
+        latest = max(due, default=None)
+        return latest if latest is not None and latest > self.round.number else None
+
+    async def run_schedule(self, period: float = 1.0) -> None:
+        """Switch to a round when its ``start`` (in the file) has come."""
+        while True:
+            number = self.scheduled_round()
+            if number is not None:
+                try:
+                    self.switch_round(number)
+                except (ActionError, OSError, ValueError) as exc:
+                    log.error("switching to round %s failed: %s", number, exc)
+            await asyncio.sleep(period)
+
+    def past_round(self, number: int) -> RoundRecord | None:
+        """A round other than the current one, from its saved state (re-read when the file changes)."""
+        path = self.output_dir / f"round-{number}-state.json"
+        try:
+            mtime = path.stat().st_mtime
+        except OSError:
+            return None
+        hit = self._past.get(number)
+        if hit is not None and hit[0] == mtime:
+            return hit[1]
+        try:
+            record = load_round(self.output_dir, number, self.tournament.event)
+        except ValueError as exc:
+            log.warning("%s", exc)
+            record = None
+        self._past[number] = (mtime, record)
+        return record
 
     # -- files -------------------------------------------------------------------------------------
     @property
@@ -189,10 +370,11 @@ class Broadcaster:
     def results_path(self) -> Path:
         return self.output_dir / f"round-{self.round.number}-results.json"
 
-    def _load_results(self) -> None:
+    def _load_legacy_results(self) -> None:
+        """Arbiter results saved by an earlier version (``round-<n>-results.json``)."""
         try:
             saved = json.loads(self.results_path.read_text(encoding="utf-8"))
-        except (FileNotFoundError, ValueError):
+        except (OSError, ValueError):
             return
         if not isinstance(saved, dict):
             return
@@ -202,25 +384,147 @@ class Broadcaster:
             if view is not None and norm is not None:
                 view.game.set_result("arbiter", norm)
 
-    def _save_results(self) -> None:
-        data = {str(n): v.game.results.arbiter for n, v in sorted(self.by_number.items())
-                if v.game.results.arbiter}
-        write_atomically(self.results_path, json.dumps(data, indent=1) + "\n")
+    def record(self) -> RoundRecord:
+        public: dict[int, list[tuple[int | None, int, str]]] = {}
+        if self.delay > 0:
+            now = self.clock()
+            for n in self.by_number:
+                public[n] = [(g.number, g.ply, g.result) for g in self.delay_line.public(n, now)]
+        return RoundRecord(self.round.number, self.round_started,
+                           {n: v.games for n, v in self.by_number.items()}, public, self.tournament.event)
+
+    def save_state(self) -> None:
+        """Save every board's games of the round (``round-<n>-state.json``) and the results export
+        (``round-<n>-results.csv``, ``results.trf``: the arbiter's, without the delay)."""
+        save_round(self.output_dir, self.record())
+        rounds = {n: (self.public_games(n) if n != self.round.number
+                      else dict(self.live_games()))
+                  for n in self.rounds_so_far()}
+        write_atomically(self.output_dir / f"round-{self.round.number}-results.csv",
+                         results_csv(self.tournament, {self.round.number: rounds[self.round.number]}))
+        write_atomically(self.output_dir / "results.trf", results_trf(self.tournament, rounds, self.round_date))
+        self._save_due = False
+        self._saved_at = time.monotonic()
+        self._saved_version = self.version
+
+    def save_if_due(self) -> None:
+        """Save the round state if a result or a new game needs it (the writer calls this)."""
+        self._maybe_save()
+
+    def _maybe_save(self) -> None:
+        if self._save_due or (self._saved_version != self.version
+                              and time.monotonic() - self._saved_at >= SAVE_INTERVAL):
+            self.save_state()
 
     # -- the round PGN -----------------------------------------------------------------------------
+    def live_games(self) -> dict[int, tuple[GameSnapshot, ...]]:
+        """Each board's games of the current round as they stand (only the boards changed since the last
+        call are looked at again)."""
+        if self._snaps_dirty:
+            dirty, self._snaps_dirty = self._snaps_dirty, set()
+            for n in dirty:
+                view = self.by_number.get(n)
+                if view is not None:
+                    self._snaps[n] = view.games.snapshots()
+        return self._snaps
+
     def round_pgn(self) -> str:
+        """The current round's PGN as it stands (the arbiter's live view, no delay)."""
         if self._pgn_cache is None or self._pgn_cache[0] != self.version:
-            games = {n: v.game for n, v in self.by_number.items()}
-            self._pgn_cache = (self.version, self._pgn.render(games))
+            self._pgn_cache = (self.version, self._pgn.render(self.live_games()))
         return self._pgn_cache[1]
 
+    @property
+    def delay(self) -> float:
+        """The current round's broadcast delay in seconds."""
+        return self.delay_line.delay
+
+    def public_games(self, number: int | None = None) -> dict[int, tuple[GameSnapshot, ...]]:
+        """Each board's games of a round as the public sees them (the current round after the delay)."""
+        if number is None or number == self.round.number:
+            if self.delay <= 0:
+                return dict(self.live_games())
+            now = self.clock()
+            return {n: self.delay_line.public(n, now) for n in self.by_number}
+        record = self.past_round(number)
+        if record is None:  # a round not broadcast here: the results the file gives
+            rnd = self.tournament.rounds.get(number)
+            return {p.board: (dataclasses.replace(EMPTY_GAME, result=p.result, source="arbiter"),)
+                    for p in (rnd.pairings if rnd is not None else ()) if p.result}
+        return {n: g.snapshots() for n, g in record.boards.items()}
+
+    def rounds_so_far(self) -> list[int]:
+        """The rounds up to the current one, and any later one with a saved state."""
+        return [n for n in sorted(self.tournament.rounds)
+                if n <= self.round.number or self.past_round(n) is not None]
+
+    def public_pgn(self, number: int | None = None, boards: range | None = None) -> str:
+        """A round's PGN as the public sees it (``boards``: only those board numbers)."""
+        number = self.round.number if number is None else number
+        current = number == self.round.number
+        if current and self.delay <= 0 and boards is None:
+            return self.round_pgn()
+        games = self.public_games(number)
+        # the cache holds the games themselves (compared by identity: an id could be reused once freed)
+        key = (number, boards, tuple(games.items()))
+        hit = self._public_cache
+        if hit is not None and hit[0][:2] == key[:2] and len(hit[0][2]) == len(key[2]) and all(
+                a[0] == b[0] and a[1] is b[1] for a, b in zip(hit[0][2], key[2], strict=True)):
+            return hit[1]
+        renderer = self._pgn if current else RoundPgn(self.tournament, number, self.round_date(number))
+        text = renderer.render(games, boards)
+        self._public_cache = (key, text)
+        return text
+
+    def public_game_pgn(self, number: int, board: int, entry: int = 1) -> str | None:
+        """One game of a round as the public sees it (``entry``: the board's game, from 1), or None."""
+        rnd = self.tournament.rounds.get(number)
+        if rnd is None:
+            return None
+        try:
+            pairing = rnd.pairing(board)
+        except KeyError:
+            return None
+        games = self.public_games(number).get(board) or ()
+        if entry == 1 and not games:
+            games = (EMPTY_GAME,)
+        if not 1 <= entry <= len(games):
+            return None
+        renderer = self._pgn if number == self.round.number else RoundPgn(self.tournament, number,
+                                                                           self.round_date(number))
+        return renderer.game_text(pairing, games[entry - 1], entry) + "\n"
+
+    def status(self) -> dict[str, Any]:
+        """What ``/status.json`` shows: the round, the delay, the bridges, the lichess push."""
+        boards = list(self.by_number.values())
+        return {
+            "event": self.tournament.event, "round": self.round.number,
+            "rounds": sorted(self.tournament.rounds), "round_date": self.round_date().isoformat(),
+            "delay_minutes": self.delay / 60.0, "boards": len(boards),
+            "finished": sum(1 for v in boards if v.game.has_result),
+            "held_games": [v.pairing.board for v in boards if v.games.held is not None],
+            "needs_resync": [v.pairing.board for v in boards if v.games.live().needs_resync],
+            "online": sum(1 for v in boards if v.online), "bridges": dict(self.bridges),
+            "unknown_boards": self.unknown_boards, "rejected_events": sum(v.rejected for v in boards),
+            "push": self.push_status() if self.push_status is not None else None,
+        }
+
+    def all_rounds_pgn(self) -> str:
+        """Every round of the file up to the current one, as the public sees them."""
+        return "\n".join(self.public_pgn(n) for n in self.rounds_so_far())
+
+    def on_round(self, callback: Callable[[int], None]) -> None:
+        """Call ``callback(round_number)`` after each switch of the round (the service re-assigns)."""
+        self._round_listeners.append(callback)
+
     def on_pgn(self, callback: Callable[[str], None]) -> None:
-        """Call ``callback(pgn_text)`` after each write of the round PGN (the lichess push uses it)."""
+        """Call ``callback(pgn_text)`` after each write of the public round PGN."""
         self._pgn_listeners.append(callback)
 
     def write_now(self) -> Path:
+        """Write the public round PGN (after the delay) and the results export; return the PGN's path."""
         version = self.version
-        text = self.round_pgn()
+        text = self.public_pgn()
         write_atomically(self.pgn_path, text)
         self.written_version = version
         for cb in self._pgn_listeners:
@@ -228,11 +532,19 @@ class Broadcaster:
         return self.pgn_path
 
     async def run_writer(self) -> None:
-        """Keep ``round-N.pgn`` current: written at most ``write_interval`` after each change."""
+        """Keep ``round-N.pgn`` current: written at most ``write_interval`` after each change (and when a
+        delayed change falls due); the round state saved with results and new games at once."""
         while True:
-            await self._dirty.wait()
+            due = self.delay_line.next_due(self.clock()) if self.delay > 0 else None
+            timeout = None if due is None else max(0.0, due - self.clock())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._dirty.wait(), timeout)
             self._dirty.clear()
-            if self.written_version != self.version:
+            try:
+                self._maybe_save()
+            except OSError:
+                log.exception("saving the state of round %s failed", self.round.number)
+            if self.written_version != self.version or due is not None:
                 try:
                     self.write_now()
                 except OSError:
@@ -269,6 +581,15 @@ class Broadcaster:
         if game_changed:
             self.version += 1
             self._dirty.set()
+            if view is not None:
+                games = view.games
+                self._snaps_dirty.add(view.pairing.board)
+                if self.delay_line.delay > 0:
+                    self.delay_line.record(view.pairing.board, self.clock(), games.snapshots())
+                key = games.durable_key()
+                if self._durable.get(view.pairing.board) != key:
+                    self._durable[view.pairing.board] = key
+                    self._save_due = True  # results, and what the bridge no longer shows: on disk at once
         if view is not None and self._listeners:
             number = view.pairing.board
             self._pending[number] = self._pending.get(number, False) or game_changed
@@ -335,6 +656,8 @@ class Broadcaster:
                 self._svg_event.set()
         return {
             "event": t.event, "site": t.site, "round": self.round.number, "time_control": t.time_control,
+            "rounds": sorted(t.rounds), "delay_minutes": self.delay / 60.0,
+            "push": self.push_status() if self.push_status is not None else None,
             "boards": [self.by_number[n].to_json(svg=svg) for n in sorted(self.by_number)],
             "alerts": [a.to_json() for a in self.alerts],
             "bridges": dict(self.bridges),
@@ -357,10 +680,7 @@ class Broadcaster:
             return
         view = self.boards.get(msg.board_id)
         if view is None:
-            if msg.board_id not in self._unknown:
-                self._unknown.add(msg.board_id)
-                log.info("board %s/%s is not in round %s's pairings: ignored",
-                         msg.base, msg.board_id, self.round.number)
+            self._unknown_board(msg)
             return
         view.broker, view.base = broker, msg.base
         if msg.kind == "events" and isinstance(msg.payload, dict):
@@ -376,8 +696,31 @@ class Broadcaster:
             self._notify("response", {"board": view.pairing.board, **msg.payload})
         elif msg.kind == "pgn" and isinstance(msg.payload, str):
             view.bridge_pgn = msg.payload or None
-            if view.game.needs_resync or (view.game.number is None and not view.game.moves):
+            live = view.games.live()
+            if (live.needs_resync or (live.number is None and not live.moves)
+                    or (view.state_game is not None and live.number is not None and view.state_game > live.number)):
                 self._resync(view)
+
+    def _unknown_board(self, msg: BridgeMessage) -> None:
+        """Log a board id not in the round once (the ids remembered are bounded: old ones are forgotten)."""
+        key = f"{msg.base}/{msg.board_id}"
+        if key in self._unknown:
+            self._unknown.move_to_end(key)
+            return
+        self._unknown[key] = None
+        self.unknown_boards += 1
+        if len(self._unknown) > UNKNOWN_BOARDS_KEPT:
+            self._unknown.popitem(last=False)
+        if self.unknown_boards <= UNKNOWN_BOARDS_LOGGED:
+            log.info("board %s is not in round %s's pairings: ignored", key, self.round.number)
+        elif self.unknown_boards % UNKNOWN_BOARDS_SUM_EVERY == 0:
+            log.warning("%s board ids not in round %s's pairings so far (latest %s): ignored",
+                        self.unknown_boards, self.round.number, key)
+
+    def _reject(self, view: BoardView, event: dict[str, Any], why: str) -> None:
+        view.rejected += 1
+        if view.rejected <= REJECTS_LOGGED or view.rejected % REJECTS_LOG_EVERY == 0:
+            log.warning("board %s: event not used (%s; %s so far)", view.pairing.board_id, why, view.rejected)
 
     def _event(self, view: BoardView, event: dict[str, Any]) -> None:
         session, seq = event.get("session"), event.get("seq")
@@ -386,8 +729,13 @@ class Broadcaster:
             if last is not None and seq <= last:
                 return  # already seen (QoS 1 redelivery)
             view.sessions_seq[session] = seq
+        why = bridge_topics.check_event(event)
+        if why is not None:
+            if not why.startswith("unknown event type"):
+                self._reject(view, event, why)
+            return
         ts = event.get("ts")
-        view.last_event_ts = ts if isinstance(ts, str) else _now_iso()
+        view.last_event_ts = ts if isinstance(ts, str) and len(ts) <= 40 else _now_iso()
         kind = event.get("type")
         if kind == "alert":
             # ``seq`` survives bridge restarts (new session, same journal): an alert replayed then is no news
@@ -397,9 +745,9 @@ class Broadcaster:
             view.alerts_seen.add(key)
             self._alert(view, event)
             return
-        if view.game.apply(event):
+        if view.games.apply(event):
             self._changed(view)
-        elif view.game.needs_resync:
+        elif view.games.live().needs_resync:
             self._resync(view)
 
     def _resync(self, view: BoardView) -> None:
@@ -411,9 +759,9 @@ class Broadcaster:
             game = None
         if game is None or game.errors:
             return
-        if view.game.adopt(game, view.state_game):
+        if view.games.adopt(game, view.state_game):
             log.info("board %s: resynced from the bridge's PGN (%s plies)", view.pairing.board_id,
-                     view.game.ply)
+                     view.games.live().ply)
             self._changed(view)
 
     def _state(self, view: BoardView, payload: dict[str, Any]) -> None:
@@ -425,8 +773,11 @@ class Broadcaster:
             view.in_sync, changed = state.in_sync, True
         if state.occupancy is not None and state.occupancy != view.occupancy:
             view.occupancy = state.occupancy
-            result = kings_result(view.game.position(), state.occupancy)
-            if result is not None and view.game.set_result("kings", result, "kings in the centre"):
+            live = view.games.live()
+            if live.number is not None and state.game is not None and state.game != live.number:
+                pass  # the state of another game than the one followed: its position is not ours
+            elif (result := kings_result(live.position(), state.occupancy)) is not None and \
+                    live.set_result("kings", result, "kings in the centre"):
                 log.info("board %s: kings in the centre: %s", view.pairing.board, result)
                 self._changed(view)
                 return
@@ -494,7 +845,14 @@ class Broadcaster:
             raise ActionError(f"bad FEN: {exc}") from None
         if not position.is_valid():
             raise ActionError("the FEN is not a valid position")
-        return await self._send(self.view(board), "setup", fen=position.fen(), chess960=chess960)
+        view = self.view(board)
+        sent = await self._send(view, "setup", fen=position.fen(), chess960=chess960)
+        games = view.games
+        if games.allow is None and games.held is None and (games.current.ply or games.current.has_result):
+            # the game the arbiter sets up is the round's: in place of an unfinished one, after a finished one
+            games.permit(Allow.NEXT if games.current.has_result else Allow.REPLACE)
+            self._changed(view)
+        return sent
 
     async def assign(self, board: int) -> dict[str, Any]:
         """Tell the bridge who plays on a board (so its own PGN carries the names)."""
@@ -503,13 +861,33 @@ class Broadcaster:
         return await self._send(view, "assign", round=str(self.round.number), board=str(p.board),
                                 white=p.white.name, black=p.black.name)
 
-    def record_result(self, board: int, result: str) -> dict[str, Any]:
-        """Record the arbiter's result (``*`` clears it): it wins over the board and the kings."""
+    def record_result(self, board: int, result: str, entry: int | None = None) -> dict[str, Any]:
+        """Record the arbiter's result (``*`` clears it) for the board's game ``entry`` (from 1; the
+        latest by default): it wins over the board and the kings. Saved at once."""
         norm = normalize_result(result)
         if norm is None:
             raise ActionError(f"unknown result {result!r}")
         view = self.view(board)
-        if view.game.set_result("arbiter", norm):
-            self._save_results()
+        entries = view.games.entries
+        if entry is not None and not 1 <= entry <= len(entries):
+            raise ActionError(f"board {board} has {len(entries)} game(s) in this round")
+        game = entries[-1] if entry is None else entries[entry - 1]
+        if game.set_result("arbiter", norm):
             self._changed(view)
+            self._save_due = True
+            self.save_state()
         return view.to_json()
+
+    def permit_game(self, board: int, allow: str | None) -> dict[str, Any]:
+        """The arbiter allows the board's next game (``next``: a further game of the board in the round;
+        ``replace``: it replaces the round's game; None: withdraw). A game already held is taken at once."""
+        try:
+            mode = Allow(allow) if allow not in (None, "", "none") else None
+        except ValueError:
+            raise ActionError("allow must be next, replace or none") from None
+        view = self.view(board)
+        done = view.games.permit(mode)
+        log.info("arbiter: board %s: %s", board, done)
+        self._changed(view)
+        self.save_state()
+        return {**view.to_json(), "done": done}

@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import logging
 import signal
+import sys
 from pathlib import Path
 
 from touchmove.broadcast.service import BroadcastService
@@ -34,6 +35,8 @@ async def serve(svc: BroadcastService, stop: asyncio.Event) -> None:
         print("  arbiter actions are off: set [broadcast] token or TOUCHMOVE_ARBITER_TOKEN", flush=True)
     if svc.pusher is not None:
         print(f"  pushing to {svc.pusher.url}", flush=True)
+    if svc.hub.delay > 0:
+        print(f"  public outputs delayed by {svc.hub.delay / 60:g} min (the dashboard is live)", flush=True)
     try:
         await stop.wait()
     finally:
@@ -53,9 +56,11 @@ def run(args: argparse.Namespace) -> int:
         if args.output_dir is not None:
             settings = dataclasses.replace(tournament.settings, output_dir=args.output_dir)
             tournament = dataclasses.replace(tournament, settings=settings)
+        if args.port is not None and not 0 <= args.port <= 65535:
+            raise TournamentError(f"--port must be between 0 and 65535, not {args.port}")
         svc = BroadcastService(tournament, host=args.host, port=args.port)
     except (OSError, TournamentError, ValueError) as exc:
-        print(f"touchmove broadcast: {exc}")
+        print(f"touchmove broadcast: {_one_line(exc)}", file=sys.stderr)
         return 2
 
     async def main() -> None:
@@ -66,6 +71,14 @@ def run(args: argparse.Namespace) -> int:
                 loop.add_signal_handler(sig, stop.set)
         await serve(svc, stop)
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except (OSError, TournamentError) as exc:
+        print(f"touchmove broadcast: {_one_line(exc)}", file=sys.stderr)
+        return 2
     return 0
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
 

@@ -1,21 +1,24 @@
 """Per-board live games rebuilt from the bridge's events, and the round's multi-game PGN.
 
-A :class:`LiveGame` follows one board's current game: ``game_start`` resets it, ``move`` appends (a repeated
+A :class:`LiveGame` follows one game of a board: ``game_start`` resets it, ``move`` appends (a repeated
 ply with the same move is a duplicate and changes nothing), ``move_amended`` replaces a ply (later plies are
-kept while they stay legal), ``takeback`` removes plies, ``game_end`` sets the board's result. Every move is
-checked against python-chess before it is kept, so the PGN written is always legal.
+kept while they stay legal), ``takeback`` removes plies, ``game_end`` sets the board's result and
+``game_resumed`` withdraws it. Every move is checked against python-chess before it is kept, so the PGN
+written is always legal. Which game of a board belongs to the round is :mod:`.round_state`'s business.
+A :class:`GameSnapshot` is a game frozen at one moment: the public outputs (delayed or not) render those.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import logging
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeGuard
 
 import chess
 import chess.pgn
@@ -31,6 +34,37 @@ class PlyRecord:
     uci: str
     san: str
     clock_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GameSnapshot:
+    """One game as it stood at one moment (immutable: the delay line keeps these)."""
+
+    start_fen: str
+    chess960: bool
+    number: int | None
+    moves: tuple[PlyRecord, ...]
+    result: str
+    source: str | None
+    reason: str | None
+
+    @property
+    def ply(self) -> int:
+        return len(self.moves)
+
+
+class GameMoves(Protocol):
+    """What :func:`game_pgn` needs of a game (a :class:`LiveGame` or a :class:`GameSnapshot`)."""
+
+    @property
+    def start_fen(self) -> str: ...
+    @property
+    def chess960(self) -> bool: ...
+    @property
+    def moves(self) -> Sequence[PlyRecord]: ...
+
+
+EMPTY_GAME = GameSnapshot(chess.STARTING_FEN, False, None, (), "*", None, None)
 
 
 @dataclass
@@ -52,9 +86,26 @@ class LiveGame:
     pending_clocks: dict[int, int] = field(default_factory=dict)
     _position: chess.Board | None = field(default=None, repr=False, compare=False)
 
+    _snapshot: GameSnapshot | None = field(default=None, repr=False, compare=False)
+    _snapshot_version: int = field(default=-1, repr=False, compare=False)
+
     @property
     def ply(self) -> int:
         return len(self.moves)
+
+    @property
+    def has_result(self) -> bool:
+        """Whether any source (arbiter, board, kings) gave this game a result."""
+        return self.results.effective() != "*"
+
+    def snapshot(self) -> GameSnapshot:
+        """The game as it stands, immutable (cached until the next change)."""
+        snap = self._snapshot
+        if snap is None or self._snapshot_version != self.version:
+            snap = GameSnapshot(self.start_fen, self.chess960, self.number, tuple(self.moves),
+                                self.results.effective(), self.results.source(), self.results.board_reason)
+            self._snapshot, self._snapshot_version = snap, self.version
+        return snap
 
     def board(self, upto: int | None = None) -> chess.Board:
         """A new board with the position after ``upto`` plies (all of them by default)."""
@@ -123,7 +174,7 @@ class LiveGame:
             ply = event.get("ply")
             log.info("an event of game %s while following game %s: its start was missed", game, self.number)
             self.needs_resync = True
-            self.resync_ply = max(self.resync_ply, ply if isinstance(ply, int) else 0)
+            self.resync_ply = max(self.resync_ply, ply if _is_ply(ply) else 0)
             return False
         if isinstance(game, int) and self.number is None:
             self.number = game
@@ -133,9 +184,7 @@ class LiveGame:
             return self._apply_clock(event)
         if kind == "takeback":
             ply = event.get("ply")
-            if not isinstance(ply, int) or ply < 1:
-                return False
-            if ply > self.ply:
+            if not _is_ply(ply) or ply > self.ply:
                 return False
             del self.moves[ply - 1:]
             self._position = None
@@ -148,11 +197,13 @@ class LiveGame:
             if result not in ("1-0", "0-1", "1/2-1/2", "*"):
                 return False
             return self.results.set("board", str(result), str(event.get("reason") or "")) and self._touch()
+        if kind == "game_resumed":  # the board's game_end withdrawn: play went on
+            return self.results.set("board", None) and self._touch()
         return False
 
     def _apply_clock(self, event: Mapping[str, Any]) -> bool:
         ply, remaining = event.get("ply"), event.get("remaining")
-        if not isinstance(ply, int) or ply < 1 or type(remaining) is not int:
+        if not _is_ply(ply) or type(remaining) is not int or ply > self.ply + 1:
             return False
         if ply > self.ply:
             self.pending_clocks[ply] = remaining
@@ -165,11 +216,13 @@ class LiveGame:
 
     def _apply_move(self, event: Mapping[str, Any], *, amend: bool) -> bool:
         ply, uci = event.get("ply"), event.get("uci")
-        if not isinstance(ply, int) or not isinstance(uci, str) or ply < 1:
+        if not _is_ply(ply) or not isinstance(uci, str):
             return False
         if ply > self.ply + 1:
+            # Not used (a ply no further than one past the game): a lost event, or a wrong one. Either way the
+            # next ply is missing, so the bridge's PGN is taken once it has it (a bogus ply cannot block that).
             log.info("ply %s arrived with only %s known: gap", ply, self.ply)
-            self.needs_resync, self.resync_ply = True, max(self.resync_ply, ply)
+            self.needs_resync, self.resync_ply = True, max(self.resync_ply, self.ply + 1)
             return False
         if ply <= self.ply and not amend and self.moves[ply - 1].uci == uci:
             return False  # duplicate (QoS 1 redelivery, or a replay after a bridge restart)
@@ -193,6 +246,8 @@ class LiveGame:
                     break
                 self.moves.append(again)
         self._position = board
+        if self.needs_resync and self.ply >= self.resync_ply:
+            self.needs_resync, self.resync_ply = False, 0  # the missing ply came after all
         self.results.set("kings", None)  # play went on: the kings did not mean a result
         if self.results.board and not board.is_game_over():
             self.results.set("board", None)
@@ -205,11 +260,16 @@ class LiveGame:
     def adopt(self, pgn_game: chess.pgn.Game, number: int | None = None) -> bool:
         """Take the moves of a game read from PGN (the bridge's retained PGN, for a resync)."""
         board = pgn_game.board()
+        same = board.fen() == chess.Board(self.start_fen, chess960=self.chess960).fen()
         moves: list[PlyRecord] = []
-        for node in pgn_game.mainline():
+        for i, node in enumerate(pgn_game.mainline()):
             clk = node.clock()
-            moves.append(PlyRecord(node.move.uci(), board.san(node.move),
-                                   None if clk is None else round(clk * 1000)))
+            uci = node.move.uci()
+            ms = None if clk is None else round(clk * 1000)
+            same = same and i < len(self.moves) and self.moves[i].uci == uci
+            if ms is None and same:
+                ms = self.moves[i].clock_ms  # the same ply as here: its clock time, known here, is kept
+            moves.append(PlyRecord(uci, board.san(node.move), ms))
             board.push(node.move)
         if self.needs_resync and len(moves) < self.resync_ply:
             return False  # an older PGN than the event that showed the gap: wait for the next one
@@ -219,26 +279,32 @@ class LiveGame:
             return False
         self.start_fen = start.fen()
         self.chess960 = start.chess960
-        if number is not None and number != self.number:
-            self.results.clear_game()
+        if number is not None:
             self.number = number
         self.moves = moves
         self._position = None
         self.needs_resync, self.resync_ply = False, 0
         result = pgn_game.headers.get("Result", "*")
-        if result in ("1-0", "0-1", "1/2-1/2"):
-            self.results.set("board", result, "pgn")
+        if result in ("1-0", "0-1", "1/2-1/2") and self.results.board != result:
+            self.results.set("board", result, "pgn")  # (the reason the game_end gave is kept when it came)
         return self._touch()
 
 
-def pgn_headers(tournament: Tournament, pairing: Pairing, result: str) -> dict[str, str]:
-    """The headers of one board's game, in the order broadcasts expect."""
-    rnd = tournament.round
+def _is_ply(value: Any) -> TypeGuard[int]:
+    return type(value) is int and value >= 1
+
+
+def pgn_headers(tournament: Tournament, pairing: Pairing, result: str, *, round_number: int | None = None,
+                date: dt.date | None = None, entry: int = 1) -> dict[str, str]:
+    """The headers of one board's game, in the order broadcasts expect (``entry`` > 1: a further game
+    on the board in the same round, allowed by the arbiter, is round ``r.b.entry``)."""
+    rnd = tournament.round if round_number is None else round_number
+    day = date if date is not None else tournament.round_date(rnd)
     headers = {
         "Event": tournament.event,
         "Site": tournament.site,
-        "Date": tournament.round_date().strftime("%Y.%m.%d"),
-        "Round": f"{rnd}.{pairing.board}",
+        "Date": day.strftime("%Y.%m.%d"),
+        "Round": f"{rnd}.{pairing.board}" + (f".{entry}" if entry > 1 else ""),
         "White": pairing.white.name,
         "Black": pairing.black.name,
         "Result": result,
@@ -264,7 +330,7 @@ def _header_value(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
 
 
-def game_pgn(game: LiveGame, headers: Mapping[str, str], columns: int = 80) -> str:
+def game_pgn(game: GameMoves, headers: Mapping[str, str], columns: int = 80) -> str:
     """One game as PGN text: headers, moves with ``{ [%clk h:mm:ss] }`` comments, the result.
 
     The SAN of every ply was computed by python-chess when the move was checked, so the text is built
@@ -308,28 +374,58 @@ def game_pgn(game: LiveGame, headers: Mapping[str, str], columns: int = 80) -> s
 
 
 class RoundPgn:
-    """The round's multi-game PGN, rebuilt from per-board caches so one move re-renders one game."""
+    """A round's multi-game PGN, rebuilt from per-game caches so one move re-renders one game."""
 
-    def __init__(self, tournament: Tournament) -> None:
+    def __init__(self, tournament: Tournament, round_number: int | None = None,
+                 date: dt.date | None = None) -> None:
         self.tournament = tournament
-        self._cache: dict[int, tuple[int, str]] = {}
+        self.round_number = tournament.round if round_number is None else round_number
+        self.date = date
+        self._cache: dict[tuple[int, int], tuple[GameSnapshot, str]] = {}
+        self._pairings = tournament.rounds[self.round_number].pairings
+        self._boards: dict[int, tuple[object, list[str]]] = {}
 
-    def game_text(self, pairing: Pairing, game: LiveGame) -> str:
-        hit = self._cache.get(pairing.board)
-        if hit is not None and hit[0] == game.version:
+    def game_text(self, pairing: Pairing, game: GameSnapshot | LiveGame, entry: int = 1) -> str:
+        """One game's PGN (``entry``: its place among the board's games of the round, from 1)."""
+        snap = game if type(game) is GameSnapshot else game.snapshot()  # type: ignore[union-attr]
+        key = (pairing.board, entry)
+        hit = self._cache.get(key)
+        if hit is not None and hit[0] is snap:
             return hit[1]
-        headers = pgn_headers(self.tournament, pairing, game.results.effective())
-        text = game_pgn(game, headers)
-        self._cache[pairing.board] = (game.version, text)
+        headers = pgn_headers(self.tournament, pairing, snap.result, round_number=self.round_number,
+                              date=self.date, entry=entry)
+        text = game_pgn(snap, headers)
+        self._cache[key] = (snap, text)
         return text
 
-    def render(self, games: Mapping[int, LiveGame]) -> str:
-        """Every pairing of the round in board order; a board not started yet is a game with no moves."""
-        parts = []
-        for pairing in self.tournament.current_round().pairings:
-            game = games.get(pairing.board)
-            parts.append(self.game_text(pairing, game if game is not None else LiveGame()))
-        return "\n\n".join(parts) + "\n"
+    def render(self, games: Mapping[int, LiveGame | GameSnapshot | Sequence[GameSnapshot]],
+               boards: range | None = None) -> str:
+        """Every pairing of the round in board order (``boards``: those board numbers only), each board's
+        games in order; a board not started yet is a game with no moves. A board given the same tuple of
+        snapshots as last time is not looked at again."""
+        parts: list[str] = []
+        seen = self._boards
+        for pairing in self._pairings:
+            board = pairing.board
+            if boards is not None and board not in boards:
+                continue
+            found = games.get(board)
+            hit = seen.get(board)
+            if hit is not None and hit[0] is found:  # the same (immutable) tuple of snapshots
+                parts.extend(hit[1])
+                continue
+            entries: Sequence[GameSnapshot | LiveGame]
+            if found is None:
+                entries = (EMPTY_GAME,)
+            elif isinstance(found, LiveGame | GameSnapshot):
+                entries = (found,)
+            else:
+                entries = found or (EMPTY_GAME,)
+            texts = [self.game_text(pairing, game, k) for k, game in enumerate(entries, 1)]
+            if type(found) is tuple:
+                seen[board] = (found, texts)
+            parts.extend(texts)
+        return "\n\n".join(parts) + "\n" if parts else ""
 
 
 def write_atomically(path: Path, text: str) -> None:

@@ -1,12 +1,21 @@
 """The broadcaster's web side (aiohttp): the round PGN, the arbiter's dashboard and its actions.
 
-Public (read-only):
+Public (read-only; after the broadcast delay, with an ETag from the content, Last-Modified, CORS):
+    GET  /round/{n}.pgn                 a round's multi-game PGN (``current`` for the current round)
+    GET  /round/{n}/game/{b}.pgn        one game: board ``b`` (``b-2`` for the board's second game)
+    GET  /all.pgn                       every round so far
+    GET  /round/{n}/results.csv         the round's results (CSV); ``/results.csv`` every round
+    GET  /results.trf                   every round's results, FIDE TRF-style
+    GET  /live/tournament.json          DGT LiveChess Cloud shapes: the tournament,
+    GET  /live/round-{n}/index.json     a round's pairings and live state,
+    GET  /live/round-{n}/game-{i}.json  a game's moves and clocks
+    GET  /status.json                   rounds, delay, bridges, the lichess push status
+
+The arbiter's view (live, no delay):
     GET  /                     the dashboard (static HTML/JS/CSS, no build step)
-    GET  /round/{n}.pgn        the round's multi-game PGN (live for the current round, with an ETag for
-                               conditional polling; other rounds from their files)
     GET  /board/{n}.svg        one board's position (python-chess ``chess.svg``)
     GET  /api/state            everything as JSON (``?svg=0`` leaves the SVGs out)
-    GET  /api/stream           server-sent events: snapshot, board, svg, alert, ack, bridge, response
+    GET  /api/stream           server-sent events: snapshot, board, svg, alert, ack, bridge, response, round
 
 Arbiter actions (``Authorization: Bearer <token>``; refused when no token is configured):
     POST /api/auth                          check a token
@@ -14,13 +23,18 @@ Arbiter actions (``Authorization: Bearer <token>``; refused when no token is con
     POST /api/boards/{n}/promote   {"piece": "q"|"r"|"b"|"n"}
     POST /api/boards/{n}/takeback  {"ply": 7}
     POST /api/boards/{n}/setup     {"fen": "...", "chess960": false}
-    POST /api/boards/{n}/result    {"result": "1-0"|"0-1"|"1/2-1/2"|"*"}
+    POST /api/boards/{n}/result    {"result": "1-0"|"0-1"|"1/2-1/2"|"*", "game": 1}  (game: optional)
+    POST /api/boards/{n}/allow     {"allow": "next"|"replace"|"none"}  (the board's next game)
     POST /api/boards/{n}/assign    {}  (send the pairing's names to the bridge)
+    POST /api/round                {"round": 4}  (switch the round being broadcast)
+    POST /api/lichess/token        {"token": "lip_..."}  (a new lichess token after "token refused")
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
+import hashlib
 import hmac
 import json
 import logging
@@ -30,13 +44,16 @@ from typing import Any
 
 from aiohttp import web
 
+from touchmove.broadcast import livechess_json
 from touchmove.broadcast.broadcaster import ActionError, Broadcaster
+from touchmove.broadcast.results_export import results_csv, results_trf
 
 log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).with_name("static")
 HUB_KEY: web.AppKey[Broadcaster] = web.AppKey("hub", Broadcaster)
 TOKEN_KEY: web.AppKey[str | None] = web.AppKey("token", str)
+ENCODED_KEY: web.AppKey[dict[str, tuple[str, bytes, str]]] = web.AppKey("encoded", dict)
 KEEPALIVE = 15.0
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -57,24 +74,135 @@ async def dashboard(request: web.Request) -> web.FileResponse:
     return web.FileResponse(STATIC / "dashboard.html", headers={"Cache-Control": "no-cache"})
 
 
+def _http_date(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%a, %d %b %Y %H:%M:%S GMT")
+
+
+def public(request: web.Request, key: str, body: str, content_type: str) -> web.Response:
+    """A public document with caching headers: ETag from its content, Last-Modified from when this
+    content was first served (so a poller never gets 304 for new content, whatever restarts)."""
+    hub = request.app[HUB_KEY]
+    cache = request.app[ENCODED_KEY]
+    hit = cache.get(key)
+    if hit is not None and hit[0] is body:  # the same text object: cached renders are not encoded again
+        raw, etag = hit[1], hit[2]
+    else:
+        raw = body.encode("utf-8")
+        etag = '"' + hashlib.blake2b(raw, digest_size=12).hexdigest() + '"'
+        cache[key] = (body, raw, etag)
+    seen = hub.modified.get(key)
+    if seen is None or seen[0] != etag:
+        seen = (etag, float(int(hub.clock())))
+        hub.modified[key] = seen
+    headers = {"Cache-Control": "no-cache", "Access-Control-Allow-Origin": "*", "ETag": etag,
+               "Last-Modified": _http_date(seen[1])}
+    match = request.headers.get("If-None-Match")
+    if match is not None:
+        if etag in {tag.strip() for tag in match.split(",")} or match.strip() == "*":
+            return web.Response(status=304, headers=headers)
+    elif (since := request.headers.get("If-Modified-Since")) is not None:
+        try:
+            when = dt.datetime.strptime(since, "%a, %d %b %Y %H:%M:%S GMT").replace(tzinfo=dt.UTC)
+        except ValueError:
+            when = None
+        if when is not None and seen[1] <= when.timestamp():
+            return web.Response(status=304, headers=headers)
+    return web.Response(body=raw, content_type=content_type, charset="utf-8", headers=headers)
+
+
+def _round_number(request: web.Request, name: str = "n") -> int:
+    hub = request.app[HUB_KEY]
+    text = request.match_info[name]
+    if text == "current":
+        return hub.round.number
+    if not text.isdigit() or int(text) not in hub.tournament.rounds:
+        raise web.HTTPNotFound(text=f"no round {text}\n")
+    return int(text)
+
+
+PGN = "application/x-chess-pgn"
+JSON = "application/json"
+
+
 async def round_pgn(request: web.Request) -> web.Response:
     hub = request.app[HUB_KEY]
-    number = request.match_info["n"]
-    headers = {"Cache-Control": "no-cache", "Access-Control-Allow-Origin": "*"}
-    if number == str(hub.round.number) or number == "current":
-        etag = f'"r{hub.round.number}-v{hub.version}"'
-        headers["ETag"] = etag
-        if request.headers.get("If-None-Match") == etag:
-            return web.Response(status=304, headers=headers)
-        text = hub.round_pgn()
-    else:
-        if not number.isdigit():
-            raise web.HTTPNotFound()
-        path = hub.output_dir / f"round-{int(number)}.pgn"
-        if not path.is_file():
-            raise web.HTTPNotFound(text=f"no PGN for round {number}\n")
-        text = path.read_text(encoding="utf-8")
-    return web.Response(text=text, content_type="application/x-chess-pgn", charset="utf-8", headers=headers)
+    number = _round_number(request)
+    return public(request, f"round-{number}.pgn", hub.public_pgn(number), PGN)
+
+
+async def game_pgn(request: web.Request) -> web.Response:
+    hub = request.app[HUB_KEY]
+    number = _round_number(request)
+    board_text, _, entry_text = request.match_info["g"].partition("-")
+    if not board_text.isdigit() or not (entry_text or "1").isdigit():
+        raise web.HTTPNotFound()
+    board, entry = int(board_text), int(entry_text or "1")
+    text = hub.public_game_pgn(number, board, entry)
+    if text is None:
+        raise web.HTTPNotFound(text=f"no game {request.match_info['g']} in round {number}\n")
+    return public(request, f"round-{number}-game-{board}-{entry}.pgn", text, PGN)
+
+
+async def all_pgn(request: web.Request) -> web.Response:
+    return public(request, "all.pgn", request.app[HUB_KEY].all_rounds_pgn(), PGN)
+
+
+def _rounds_so_far(hub: Broadcaster) -> dict[int, dict[int, tuple[Any, ...]]]:
+    return {n: hub.public_games(n) for n in hub.rounds_so_far()}
+
+
+async def round_results_csv(request: web.Request) -> web.Response:
+    hub = request.app[HUB_KEY]
+    number = _round_number(request)
+    text = results_csv(hub.tournament, {number: hub.public_games(number)})
+    return public(request, f"round-{number}-results.csv", text, "text/csv")
+
+
+async def all_results_csv(request: web.Request) -> web.Response:
+    hub = request.app[HUB_KEY]
+    return public(request, "results.csv", results_csv(hub.tournament, _rounds_so_far(hub)), "text/csv")
+
+
+async def all_results_trf(request: web.Request) -> web.Response:
+    hub = request.app[HUB_KEY]
+    text = results_trf(hub.tournament, _rounds_so_far(hub), hub.round_date)
+    return public(request, "results.trf", text, "text/plain")
+
+
+def _dumps(data: Any) -> str:
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+async def live_tournament(request: web.Request) -> web.Response:
+    hub = request.app[HUB_KEY]
+    counts = {n: sum(len(g) or 1 for g in hub.public_games(n).values()) for n in _rounds_so_far(hub)}
+    chess960 = any(g.chess960 for games in hub.public_games().values() for g in games)
+    data = livechess_json.tournament_json(hub.tournament, hub.round.number, counts, chess960)
+    return public(request, "live/tournament.json", _dumps(data), JSON)
+
+
+async def live_index(request: web.Request) -> web.Response:
+    hub = request.app[HUB_KEY]
+    number = _round_number(request)
+    data = livechess_json.index_json(hub.tournament, number, hub.public_games(number), hub.round_date(number),
+                                     number == hub.round.number)
+    return public(request, f"live/round-{number}/index.json", _dumps(data), JSON)
+
+
+async def live_game(request: web.Request) -> web.Response:
+    hub = request.app[HUB_KEY]
+    number = _round_number(request)
+    index = request.match_info["i"]
+    found = livechess_json.game_at(hub.tournament, number, hub.public_games(number), int(index)) \
+        if index.isdigit() else None
+    if found is None:
+        raise web.HTTPNotFound(text=f"no game {index} in round {number}\n")
+    data = livechess_json.game_json(found[0], found[1], number == hub.round.number)
+    return public(request, f"live/round-{number}/game-{index}.json", _dumps(data), JSON)
+
+
+async def status(request: web.Request) -> web.Response:
+    return _json(request.app[HUB_KEY].status())
 
 
 async def board_svg(request: web.Request) -> web.Response:
@@ -181,7 +309,15 @@ async def action(request: web.Request) -> web.Response:
         elif name == "setup":
             out = await hub.setup(number, str(data.get("fen", "")), bool(data.get("chess960", False)))
         elif name == "result":
-            out = hub.record_result(number, str(data.get("result", "")))
+            game = data.get("game")
+            if game is not None and (type(game) is not int or game < 1):
+                raise ActionError("game must be a number from 1")
+            out = hub.record_result(number, str(data.get("result", "")), game)
+        elif name == "allow":
+            allow = data.get("allow")
+            if allow is not None and not isinstance(allow, str):
+                raise ActionError("allow must be next, replace or none")
+            out = hub.permit_game(number, allow)
         elif name == "assign":
             out = await hub.assign(number)
         else:
@@ -191,12 +327,50 @@ async def action(request: web.Request) -> web.Response:
     return _json({"ok": True, "sent": out} if "topic" in out else {"ok": True, "board": out})
 
 
+async def switch_round(request: web.Request) -> web.Response:
+    _authorized(request)
+    data = await _body(request)
+    number = data.get("round")
+    if type(number) is not int:
+        return _json({"error": "round must be a round number"}, 400)
+    try:
+        out = request.app[HUB_KEY].switch_round(number)
+    except ActionError as exc:
+        return _json({"error": str(exc)}, 400)
+    return _json({"ok": True, **out})
+
+
+async def lichess_token(request: web.Request) -> web.Response:
+    _authorized(request)
+    hub = request.app[HUB_KEY]
+    data = await _body(request)
+    token = data.get("token")
+    if not isinstance(token, str) or not token.strip() or len(token) > 500 or any(c.isspace() for c in token):
+        return _json({"error": "token must be a lichess token (one word)"}, 400)
+    if hub.set_lichess_token is None:
+        return _json({"error": "no lichess push is configured"}, 400)
+    hub.set_lichess_token(token.strip())
+    return _json({"ok": True})
+
+
 def make_app(hub: Broadcaster, token: str | None) -> web.Application:
     app = web.Application()
     app[HUB_KEY] = hub
     app[TOKEN_KEY] = token
+    app[ENCODED_KEY] = {}
     app.router.add_get("/", dashboard)
     app.router.add_get("/round/{n}.pgn", round_pgn)
+    app.router.add_get("/round/{n}/game/{g}.pgn", game_pgn)
+    app.router.add_get("/all.pgn", all_pgn)
+    app.router.add_get("/round/{n}/results.csv", round_results_csv)
+    app.router.add_get("/results.csv", all_results_csv)
+    app.router.add_get("/results.trf", all_results_trf)
+    app.router.add_get("/live/tournament.json", live_tournament)
+    app.router.add_get("/live/round-{n}/index.json", live_index)
+    app.router.add_get("/live/round-{n}/game-{i}.json", live_game)
+    app.router.add_get("/status.json", status)
+    app.router.add_post("/api/round", switch_round)
+    app.router.add_post("/api/lichess/token", lichess_token)
     app.router.add_get("/board/{n}.svg", board_svg)
     app.router.add_get("/api/state", state)
     app.router.add_get("/api/stream", stream)

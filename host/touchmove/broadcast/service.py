@@ -8,15 +8,27 @@ import contextlib
 import logging
 import multiprocessing
 import os
+from pathlib import Path
 from types import TracebackType
 
 from aiohttp import web
 
 from touchmove.broadcast.broadcaster import ActionError, Broadcaster
 from touchmove.broadcast.consumer import MqttLink
-from touchmove.broadcast.lichess_push import LichessPusher
+from touchmove.broadcast.lichess_push import LichessPush, TokenSource
 from touchmove.broadcast.server import make_app
-from touchmove.broadcast.tournament import LICHESS_TOKEN_ENV, Tournament
+from touchmove.broadcast.tournament import LICHESS_TOKEN_ENV, Tournament, TournamentError
+
+
+def check_output_dir(path: Path) -> None:
+    """Raise TournamentError (one line) unless ``path`` is a directory this process can write files in."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".touchmove-write-test-{os.getpid()}"
+        probe.write_text("ok\n")
+        probe.unlink()
+    except OSError as exc:
+        raise TournamentError(f"output_dir {path} is not writable: {exc.strerror or exc}") from None
 
 log = logging.getLogger(__name__)
 
@@ -31,17 +43,26 @@ class BroadcastService:
         self.host = host if host is not None else s.host
         self.port = port if port is not None else s.port
         self.token = token if token is not None else s.token
-        self.hub = Broadcaster(tournament)
+        check_output_dir(s.output_dir)
+        try:
+            self.hub = Broadcaster(tournament)
+        except ValueError as exc:  # a round state file that cannot be read
+            raise TournamentError(str(exc)) from None
         self.link = MqttLink(self.hub, tournament.brokers)
         self.hub.publish = self.link.publish
-        self.pusher: LichessPusher | None = None
-        if s.lichess_round:
-            lt = lichess_token or os.environ.get(LICHESS_TOKEN_ENV)
-            if not lt:
-                raise ValueError(f"lichess_round is set but {LICHESS_TOKEN_ENV} is not in the environment")
-            self.pusher = LichessPusher(s.lichess_round, lt, base_url=s.lichess_url,
-                                        interval=s.lichess_interval)
+        self.pusher: LichessPush | None = None
+        if any(r.lichess for r in tournament.rounds.values()):
+            tokens = TokenSource(lichess_token or os.environ.get(LICHESS_TOKEN_ENV), s.lichess_token_file)
+            if not tokens.current():
+                raise TournamentError(f"a lichess round is set but there is no token: set {LICHESS_TOKEN_ENV} "
+                                      "or [broadcast] lichess_token_file")
+            self.pusher = LichessPush(tournament.lichess_targets,
+                                      lambda boards: self.hub.public_pgn(boards=boards),
+                                      lambda: self.hub.round.number, tokens, base_url=s.lichess_url,
+                                      interval=s.lichess_interval)
             self.hub.on_pgn(self.pusher.update)
+            self.hub.push_status = self.pusher.status
+            self.hub.set_lichess_token = self.pusher.set_token
         self.svg_workers = svg_workers
         self._pool: concurrent.futures.ProcessPoolExecutor | None = None
         self._runner: web.AppRunner | None = None
@@ -65,7 +86,16 @@ class BroadcastService:
         self._runner = web.AppRunner(make_app(self.hub, self.token), shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as exc:
+            await self._runner.cleanup()
+            self._runner = None
+            if self._pool is not None:
+                self.hub.svg_executor = None
+                self._pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = None
+            raise TournamentError(f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc}") from None
         if self.port == 0:
             self.port = int(self._runner.addresses[0][1])
         self._tasks.append(asyncio.create_task(self.link.run(), name="mqtt"))
@@ -74,8 +104,12 @@ class BroadcastService:
         self._tasks.append(asyncio.create_task(self.hub.run_svg_renderer(), name="svg-renderer"))
         if self.pusher is not None:
             self._tasks.append(asyncio.create_task(self.pusher.run(), name="lichess-push"))
+        if any(r.start is not None for r in self.tournament.rounds.values()):
+            self._tasks.append(asyncio.create_task(self.hub.run_schedule(), name="round-schedule"))
         if self.tournament.settings.assign:
             self._tasks.append(asyncio.create_task(self._assign_all(), name="assign"))
+            self.hub.on_round(lambda _n: self._tasks.append(
+                asyncio.create_task(self._assign_all(), name="assign")))
         if wait_mqtt:
             await self.link.wait_ready(wait_mqtt)
         log.info("broadcast of round %s: %s (PGN %s)", self.hub.round.number, self.url, self.pgn_url)
@@ -110,6 +144,8 @@ class BroadcastService:
             self.hub.svg_executor = None
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+        with contextlib.suppress(OSError):
+            self.hub.save_state()
         with contextlib.suppress(OSError):
             self.hub.write_now()
 

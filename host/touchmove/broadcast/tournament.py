@@ -1,6 +1,7 @@
 """The tournament model: a TOML file with the event, the rounds' pairings and their results.
 
-Example (the README has a longer one)::
+Every key is checked (an unknown one is refused, naming the nearest known key); every error is one line.
+Example (docs/broadcast.md has every key)::
 
     event = "Touchmove Open 2026"
     site = "Lisbon POR"
@@ -14,6 +15,7 @@ Example (the README has a longer one)::
     # token = "..."              # arbiter token; else env TOUCHMOVE_ARBITER_TOKEN
     # lichess_round = "abcd1234" # push to a lichess broadcast round; token from env LICHESS_TOKEN
     # assign = true              # send the pairings to the bridges (their own PGNs get the names)
+    # delay_minutes = 15         # every public output 15 minutes behind (also per round)
 
     [[brokers]]
     url = "mqtt://127.0.0.1:1883"
@@ -22,6 +24,8 @@ Example (the README has a longer one)::
     [[rounds]]
     number = 3
     date = 2026-11-29
+    # start = 2026-11-29T15:00:00+01:00   # switch to this round by itself then
+    # lichess = [{ boards = "1-64", round_id = "abcd1234" }, { boards = "65-128", round_id = "efgh5678" }]
 
     [[rounds.boards]]
     board = 1
@@ -35,8 +39,10 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import difflib
 import os
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,10 +53,38 @@ from touchmove.brokers import PASSWORD_ENV, BrokerSettingError, Endpoint, parse_
 
 TOKEN_ENV = "TOUCHMOVE_ARBITER_TOKEN"
 LICHESS_TOKEN_ENV = "LICHESS_TOKEN"
+#: Games lichess shows in one broadcast round: 64 (100 for official broadcasts, lichess-org/api#500).
+LICHESS_MAX_GAMES = 64
+LICHESS_MAX_GAMES_LIMIT = 100
+MAX_BOARD = 10_000
+MAX_DELAY_MINUTES = 24 * 60
+
+#: The keys each table may hold (anything else is refused, with the nearest known key suggested).
+TOP_KEYS = frozenset({"event", "site", "time_control", "round", "broadcast", "brokers", "rounds"})
+BROADCAST_KEYS = frozenset({"output_dir", "host", "port", "token", "lichess_round", "lichess_url",
+                            "lichess_interval", "lichess_max_games", "lichess_token_file", "assign",
+                            "delay_minutes"})
+#: (``urls``, ``password_file``, ``cert_file``, ``key_file``: the cluster work's broker lists and secrets)
+BROKER_KEYS = {"url", "bases", "base", "username", "password", "password_env", "tls", "ca_file", "share_group",
+               "urls", "password_file", "cert_file", "key_file", "subscribe_qos"}
+ROUND_KEYS = frozenset({"number", "date", "start", "delay_minutes", "boards", "lichess_round", "lichess"})
+BOARD_KEYS = frozenset({"board", "board_id", "white", "black", "result"})
+PLAYER_KEYS = frozenset({"name", "fide_id", "title", "elo", "federation"})
+LICHESS_KEYS = frozenset({"boards", "round_id"})
 
 
 class TournamentError(ValueError):
     """The tournament file is missing something or has a wrong value."""
+
+
+def check_keys(table: dict[str, Any], known: Iterable[str], where: str) -> None:
+    """Refuse a key not in ``known``, naming the nearest known one (a typo must not lose a value)."""
+    known = sorted(known)
+    for key in table:
+        if key not in known:
+            near = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            hint = f" (did you mean {near[0]!r}?)" if near else f" (known: {', '.join(known)})"
+            raise TournamentError(f"{where}: unknown key {key!r}{hint}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +93,7 @@ class Player:
     fide_id: int | None = None
     title: str | None = None
     elo: int | None = None
+    federation: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,10 +108,22 @@ class Pairing:
 
 
 @dataclass(frozen=True, slots=True)
+class LichessTarget:
+    """A lichess broadcast round that shows the boards ``boards`` of a round."""
+
+    round_id: str
+    boards: range
+
+
+@dataclass(frozen=True, slots=True)
 class Round:
     number: int
     date: dt.date | None
     pairings: tuple[Pairing, ...]
+    #: When the broadcaster switches to this round by itself (None: by the arbiter only).
+    start: dt.datetime | None = None
+    delay_minutes: float | None = None
+    lichess: tuple[LichessTarget, ...] = ()
 
     def by_board_id(self) -> dict[str, Pairing]:
         return {p.board_id: p for p in self.pairings}
@@ -86,8 +133,6 @@ class Round:
             if p.board == board:
                 return p
         raise KeyError(board)
-
-
 @dataclass(frozen=True, slots=True)
 class BrokerConfig:
     """One MQTT broker and the bridges' base topics on it."""
@@ -138,6 +183,10 @@ class BroadcastSettings:
     lichess_round: str | None = None
     lichess_url: str = "https://lichess.org"
     lichess_interval: float = 2.0
+    lichess_max_games: int = LICHESS_MAX_GAMES
+    #: A file holding the lichess token (re-read after lichess refused the token: replace it to resume).
+    lichess_token_file: Path | None = None
+    delay_minutes: float = 0.0
     #: Send each board's pairing to its bridge (``assign`` command) when the broadcaster connects.
     assign: bool = False
 
@@ -155,6 +204,21 @@ class Tournament:
     def current_round(self) -> Round:
         return self.rounds[self.round]
 
+    def delay_seconds(self, number: int | None = None) -> float:
+        """The broadcast delay of a round (its own, else the tournament's), in seconds."""
+        rnd = self.rounds.get(self.round if number is None else number)
+        minutes = rnd.delay_minutes if rnd is not None and rnd.delay_minutes is not None \
+            else self.settings.delay_minutes
+        return minutes * 60.0
+
+    def lichess_targets(self, number: int | None = None) -> tuple[LichessTarget, ...]:
+        """Where a round is pushed on lichess (``[broadcast] lichess_round`` is the file's ``round``'s)."""
+        number = self.round if number is None else number
+        rnd = self.rounds.get(number)
+        if rnd is not None and rnd.lichess:
+            return rnd.lichess
+        return ()
+
     def round_date(self, number: int | None = None) -> dt.date:
         """The round's date from the file, else today's (UTC)."""
         rnd = self.rounds.get(self.round if number is None else number)
@@ -163,28 +227,63 @@ class Tournament:
         return dt.datetime.now(dt.UTC).date()
 
 
-def _opt_int(value: Any, what: str) -> int | None:
+def _opt_int(value: Any, what: str, low: int | None = None, high: int | None = None) -> int | None:
     if value is None or value == "":
         return None
     if isinstance(value, bool) or not isinstance(value, int | str):
-        raise TournamentError(f"{what} must be an integer")
+        raise TournamentError(f"{what} must be an integer, not {value!r}")
     try:
-        return int(value)
+        number = int(value)
     except ValueError as exc:
-        raise TournamentError(f"{what} must be an integer: {value!r}") from exc
+        raise TournamentError(f"{what} must be an integer, not {value!r}") from exc
+    if (low is not None and number < low) or (high is not None and number > high):
+        raise TournamentError(f"{what} must be between {low} and {high}, not {number}")
+    return number
+
+
+def _number(value: Any, what: str, low: float, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise TournamentError(f"{what} must be a number between {low:g} and {high:g}, not {value!r}")
+    return float(value)
+
+
+def _text(value: Any, what: str, *, required: bool = True) -> str | None:
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise TournamentError(f"{what} must be a non-empty string, not {value!r}")
+    return value.strip()
+
+
+def _table(value: Any, what: str, known: Iterable[str]) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise TournamentError(f"{what} must be a table, not {value!r}")
+    check_keys(value, known, what)
+    return value
+
+
+def _list(value: Any, what: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise TournamentError(f"{what} must be a list of tables ([[{what}]]), not {value!r}")
+    return value
 
 
 def _player(raw: Any, what: str) -> Player:
     if isinstance(raw, str):
-        return Player(raw)
-    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+        return Player(str(_text(raw, f"{what} name")))
+    if not isinstance(raw, dict):
         raise TournamentError(f"{what} must be a name or a table with a name")
+    check_keys(raw, PLAYER_KEYS, what)
     title = raw.get("title")
+    if title is not None and not isinstance(title, str):
+        raise TournamentError(f"{what}.title must be a string such as \"GM\", not {title!r}")
+    fed = _text(raw.get("federation"), f"{what}.federation", required=False)
     return Player(
-        name=raw["name"],
-        fide_id=_opt_int(raw.get("fide_id"), f"{what}.fide_id"),
+        name=str(_text(raw.get("name"), f"{what}.name")),
+        fide_id=_opt_int(raw.get("fide_id"), f"{what}.fide_id", 1, 10**10),
         title=str(title) if title else None,
-        elo=_opt_int(raw.get("elo"), f"{what}.elo"),
+        elo=_opt_int(raw.get("elo"), f"{what}.elo", 0, 4000),
+        federation=fed.upper() if fed else None,
     )
 
 
@@ -203,19 +302,99 @@ def _date(value: Any, what: str) -> dt.date | None:
     raise TournamentError(f"{what}: not a date: {value!r}")
 
 
-def _round(raw: Any) -> Round:
-    if not isinstance(raw, dict) or not isinstance(raw.get("number"), int):
-        raise TournamentError("every [[rounds]] needs an integer number")
-    number = raw["number"]
+def _start(value: Any, what: str) -> dt.datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value)
+        except ValueError as exc:
+            raise TournamentError(f"{what}: not a date and time: {value!r}") from exc
+    if not isinstance(value, dt.datetime):
+        raise TournamentError(f"{what}: a date and time is needed (2026-11-29T15:00:00+01:00), not {value!r}")
+    if value.tzinfo is None:
+        raise TournamentError(f"{what}: give the time zone (2026-11-29T15:00:00+01:00 or ...Z)")
+    return value
+
+
+def _board_range(value: Any, what: str) -> range:
+    """``"1-64"``, ``"65"`` or ``[1, 64]``: an inclusive range of board numbers."""
+    low: Any
+    high: Any
+    if isinstance(value, str) and value.strip():
+        low, _, high = value.partition("-")
+        high = high or low
+    elif isinstance(value, list) and len(value) == 2:
+        low, high = value
+    else:
+        raise TournamentError(f"{what} must be a board range such as \"1-64\", not {value!r}")
+    a = _opt_int(low.strip() if isinstance(low, str) else low, what, 1, MAX_BOARD)
+    b = _opt_int(high.strip() if isinstance(high, str) else high, what, 1, MAX_BOARD)
+    if a is None or b is None or b < a:
+        raise TournamentError(f"{what} must be a board range such as \"1-64\", not {value!r}")
+    return range(a, b + 1)
+
+
+def _round_id(value: Any, what: str) -> str:
+    rid = _text(value, what)
+    assert rid is not None
+    if not rid.isalnum():
+        raise TournamentError(f"{what} must be a lichess round id (letters and digits), not {value!r}")
+    return rid
+
+
+def _lichess(raw: dict[str, Any], pairings: list[Pairing], number: int, max_games: int,
+             default_round: str | None) -> tuple[LichessTarget, ...]:
+    what = f"round {number}"
+    targets: list[LichessTarget] = []
+    if raw.get("lichess_round") is not None:
+        if raw.get("lichess") is not None:
+            raise TournamentError(f"{what}: give lichess_round or [[rounds.lichess]], not both")
+        default_round = _round_id(raw["lichess_round"], f"{what} lichess_round")
+    if raw.get("lichess") is not None:
+        for i, item in enumerate(_list(raw["lichess"], "rounds.lichess")):
+            item_t = _table(item, f"{what} lichess #{i + 1}", LICHESS_KEYS)
+            targets.append(LichessTarget(_round_id(item_t.get("round_id"), f"{what} lichess #{i + 1} round_id"),
+                                         _board_range(item_t.get("boards"), f"{what} lichess #{i + 1} boards")))
+    elif default_round is not None:
+        boards = [p.board for p in pairings]
+        targets.append(LichessTarget(default_round, range(min(boards), max(boards) + 1)))
+    for i, t in enumerate(targets):
+        count = sum(1 for p in pairings if p.board in t.boards)
+        if count > max_games:
+            raise TournamentError(
+                f"{what}: lichess round {t.round_id} would get {count} boards, above lichess's {max_games} per "
+                f"round: split the boards with [[rounds.lichess]] boards = \"1-{max_games}\", round_id = ...")
+        for other in targets[:i]:
+            if set(t.boards) & set(other.boards):
+                raise TournamentError(f"{what}: lichess board ranges {t.boards.start}-{t.boards.stop - 1} and "
+                                      f"{other.boards.start}-{other.boards.stop - 1} overlap")
+    return tuple(targets)
+
+
+def _round(raw: Any, settings: dict[str, Any]) -> Round:
+    if not isinstance(raw, dict):
+        raise TournamentError("every [[rounds]] entry must be a table")
+    number = _opt_int(raw.get("number"), "[[rounds]] number", 1, 10_000)
+    if number is None:
+        raise TournamentError("every [[rounds]] needs a number")
+    check_keys(raw, ROUND_KEYS, f"round {number}")
+    boards = _list(raw.get("boards", []), "rounds.boards")
+    if not boards:
+        raise TournamentError(f"round {number} has no boards ([[rounds.boards]])")
     pairings: list[Pairing] = []
-    for i, b in enumerate(raw.get("boards", [])):
+    for i, b in enumerate(boards):
         what = f"round {number} board #{i + 1}"
-        if not isinstance(b, dict):
-            raise TournamentError(f"{what}: must be a table")
-        board = _opt_int(b.get("board", i + 1), f"{what}.board")
+        b = _table(b, what, BOARD_KEYS)
+        board = _opt_int(b.get("board", i + 1), f"{what}: board", 1, MAX_BOARD)
         board_id = b.get("board_id")
-        if not isinstance(board_id, str) or not board_id:
+        if board_id is None:
             raise TournamentError(f"{what}: board_id (the bridge's board id) is required")
+        if not isinstance(board_id, str) or not board_id.strip():
+            raise TournamentError(f"{what}: board_id must be the bridge's board id as a string "
+                                  f"(board_id = \"{board_id}\"), not {board_id!r}")
+        if any(c in board_id for c in "/+#") or board_id != board_id.strip():
+            raise TournamentError(f"{what}: board_id {board_id!r} cannot be an MQTT topic level")
         result = b.get("result")
         if result is not None:
             norm = normalize_result(str(result))
@@ -235,13 +414,21 @@ def _round(raw: Any) -> Round:
     ids = [p.board_id for p in pairings]
     if len(set(ids)) != len(ids):
         raise TournamentError(f"round {number}: a board id is used twice")
-    return Round(number, _date(raw.get("date"), f"round {number} date"),
-                 tuple(sorted(pairings, key=lambda p: p.board)))
+    delay = raw.get("delay_minutes")
+    return Round(
+        number, _date(raw.get("date"), f"round {number} date"),
+        tuple(sorted(pairings, key=lambda p: p.board)),
+        start=_start(raw.get("start"), f"round {number} start"),
+        delay_minutes=None if delay is None else _number(delay, f"round {number} delay_minutes", 0,
+                                                         MAX_DELAY_MINUTES),
+        lichess=_lichess(raw, pairings, number, settings["max_games"], settings.get("default_round")),
+    )
 
 
 def _broker(raw: Any) -> BrokerConfig:
     if not isinstance(raw, dict):
         raise TournamentError("[[brokers]] entries must be tables")
+    check_keys(raw, BROKER_KEYS, "[[brokers]]")
     bases = raw.get("bases", raw.get("base", "touchmove"))
     if isinstance(bases, str):
         bases = [bases]
@@ -290,37 +477,64 @@ def _cluster_and_secrets(cfg: BrokerConfig, raw: dict[str, Any]) -> BrokerConfig
 
 def parse_tournament(data: dict[str, Any], *, base_dir: Path | None = None) -> Tournament:
     """Build the model from parsed TOML; relative paths are taken from ``base_dir``."""
+    check_keys(data, TOP_KEYS, "the file")
     for key in ("event", "round"):
         if key not in data:
             raise TournamentError(f"missing top-level key {key!r}")
-    rounds = {r.number: r for r in (_round(raw) for raw in data.get("rounds", []))}
-    current = _opt_int(data["round"], "round")
+    current = _opt_int(data["round"], "round", 1, 10_000)
+    raw_b = _table(data.get("broadcast", {}), "[broadcast]", BROADCAST_KEYS)
+    max_games = int(_opt_int(raw_b.get("lichess_max_games", LICHESS_MAX_GAMES), "broadcast.lichess_max_games",
+                             1, LICHESS_MAX_GAMES_LIMIT) or LICHESS_MAX_GAMES)
+    default_round = raw_b.get("lichess_round") or None
+    if default_round is not None:
+        default_round = _round_id(default_round, "broadcast.lichess_round")
+    rounds: dict[int, Round] = {}
+    for raw in _list(data.get("rounds", []), "rounds"):
+        number = raw.get("number") if isinstance(raw, dict) else None
+        rnd = _round(raw, {"max_games": max_games,
+                           "default_round": default_round if number == current else None})
+        if rnd.number in rounds:
+            raise TournamentError(f"round {rnd.number} is given twice")
+        rounds[rnd.number] = rnd
     if current is None or current not in rounds:
         raise TournamentError(f"round {data['round']!r} has no [[rounds]] entry with its pairings")
-    raw_b = data.get("broadcast", {})
-    if not isinstance(raw_b, dict):
-        raise TournamentError("[broadcast] must be a table")
-    out = Path(str(raw_b.get("output_dir", "broadcast")))
+    out = Path(str(_text(raw_b.get("output_dir", "broadcast"), "broadcast.output_dir")))
     if not out.is_absolute() and base_dir is not None:
         out = base_dir / out
     token = raw_b.get("token") or os.environ.get(TOKEN_ENV) or None
+    token_file = raw_b.get("lichess_token_file")
+    if token_file is not None:
+        token_file = Path(str(_text(token_file, "broadcast.lichess_token_file")))
+        if not token_file.is_absolute() and base_dir is not None:
+            token_file = base_dir / token_file
+    assign = raw_b.get("assign", False)
+    if not isinstance(assign, bool):
+        raise TournamentError(f"broadcast.assign must be true or false, not {assign!r}")
     settings = BroadcastSettings(
         output_dir=out,
-        host=str(raw_b.get("host", "127.0.0.1")),
-        port=_opt_int(raw_b.get("port", 8080), "broadcast.port") or 0,
+        host=str(_text(raw_b.get("host", "127.0.0.1"), "broadcast.host")),
+        port=_opt_int(raw_b.get("port", 8080), "broadcast.port", 0, 65535) or 0,
         token=str(token) if token else None,
-        lichess_round=raw_b.get("lichess_round") or None,
-        lichess_url=str(raw_b.get("lichess_url", "https://lichess.org")).rstrip("/"),
-        lichess_interval=float(raw_b.get("lichess_interval", 2.0)),
-        assign=bool(raw_b.get("assign", False)),
+        lichess_round=default_round,
+        lichess_url=str(_text(raw_b.get("lichess_url", "https://lichess.org"), "broadcast.lichess_url")).rstrip("/"),
+        lichess_interval=_number(raw_b.get("lichess_interval", 2.0), "broadcast.lichess_interval", 0.1, 3600),
+        lichess_max_games=max_games,
+        lichess_token_file=token_file,
+        delay_minutes=_number(raw_b.get("delay_minutes", 0), "broadcast.delay_minutes", 0, MAX_DELAY_MINUTES),
+        assign=assign,
     )
-    brokers = tuple(_broker(b) for b in data.get("brokers", [{}]))
+    try:
+        brokers = tuple(_broker(b) for b in _list(data.get("brokers", [{}]), "brokers"))
+    except TournamentError:
+        raise
+    except ValueError as exc:  # a URL that does not parse (bad port, bad address)
+        raise TournamentError(f"[[brokers]]: {exc}") from None
     if not brokers:
         raise TournamentError("at least one [[brokers]] entry is needed")
     return Tournament(
-        event=str(data["event"]),
-        site=str(data.get("site", "?")),
-        time_control=str(data.get("time_control", "?")),
+        event=str(_text(data["event"], "event")),
+        site=str(_text(data.get("site", "?"), "site")),
+        time_control=str(_text(data.get("time_control", "?"), "time_control")),
         round=current,
         rounds=rounds,
         brokers=brokers,
@@ -336,4 +550,6 @@ def load_tournament(path: str | os.PathLike[str]) -> Tournament:
             data = tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise TournamentError(f"{p}: {exc}") from exc
+    except OSError as exc:
+        raise TournamentError(f"{p}: {exc.strerror or exc}") from exc
     return parse_tournament(data, base_dir=p.parent)

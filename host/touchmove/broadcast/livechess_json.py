@@ -1,0 +1,115 @@
+"""JSON in the shape of DGT LiveChess Cloud's public files, so viewers and scripts made for it can follow.
+
+Three documents (served under ``/live/``; docs/broadcast.md has examples):
+
+``tournament.json``
+    ``name``, ``location``, ``country`` (null), ``website`` (null), ``rules`` (``STANDARD``),
+    ``chess960`` (``STANDARD`` or ``ANY``), ``timecontrol``, ``rounds``: one ``{"count", "live"}`` per
+    round from 1 (``count`` games, ``live`` 1 for the round being broadcast), ``eboards``: the board ids.
+``round-<n>/index.json``
+    ``date`` (``YYYY-MM-DD``) and ``pairings``: ``{"white", "black", "result", "live"}`` in game order
+    (board order; a board's further games right after it). Players are ``{"fname", "mname", "lname",
+    "title", "federation", "gender", "fideid"}`` (``"Last, First"`` split at the comma).
+``round-<n>/game-<i>.json``
+    game ``i`` of the index (from 1): ``live``, ``serialNr`` (the board id), ``firstMove`` (null),
+    ``chess960`` (the Scharnagl number of the start, 518 for the standard position), ``result``
+    (``WHITEWIN``, ``BLACKWIN``, ``DRAW`` or null), ``comment`` (null), ``clock`` (``{"white", "black",
+    "run"}``: seconds left after each side's last move, and who is to move in a live game; null without
+    clock times) and ``moves``: ``"SAN seconds"`` per ply (``"e4 5371"``; just ``"e4"`` without a time).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import chess
+
+from touchmove.broadcast.live_pgn import EMPTY_GAME, GameSnapshot
+from touchmove.broadcast.tournament import Pairing, Player, Tournament
+
+RESULT_WORDS = {"1-0": "WHITEWIN", "0-1": "BLACKWIN", "1/2-1/2": "DRAW"}
+
+
+def player_json(player: Player) -> dict[str, Any]:
+    last, _, first = player.name.partition(",")
+    return {"fname": first.strip() or None, "mname": None, "lname": last.strip() or None,
+            "title": player.title, "federation": player.federation, "gender": None, "fideid": player.fide_id}
+
+
+def round_games(tournament: Tournament, number: int, games: Mapping[int, Sequence[GameSnapshot]]
+                ) -> list[tuple[Pairing, GameSnapshot]]:
+    """The round's games in index order: board order, a board's games in the order played."""
+    out: list[tuple[Pairing, GameSnapshot]] = []
+    for pairing in tournament.rounds[number].pairings:
+        for game in games.get(pairing.board) or (EMPTY_GAME,):
+            out.append((pairing, game))
+    return out
+
+
+def _live(game: GameSnapshot, current: bool) -> bool:
+    return current and game.number is not None and game.result == "*"
+
+
+def tournament_json(tournament: Tournament, current: int, counts: Mapping[int, int],
+                    chess960: bool = False) -> dict[str, Any]:
+    """``counts``: games per round (a round not in it counts its pairings)."""
+    last = max(tournament.rounds)
+    return {
+        "name": tournament.event, "location": tournament.site, "country": None, "website": None,
+        "rules": "STANDARD", "chess960": "ANY" if chess960 else "STANDARD",
+        "timecontrol": tournament.time_control,
+        "rounds": [{"count": counts.get(n, len(tournament.rounds[n].pairings) if n in tournament.rounds else 0),
+                    "live": 1 if n == current else 0} for n in range(1, last + 1)],
+        "eboards": [p.board_id for p in tournament.rounds[current].pairings],
+    }
+
+
+def index_json(tournament: Tournament, number: int, games: Mapping[int, Sequence[GameSnapshot]],
+               date: dt.date, current: bool) -> dict[str, Any]:
+    return {
+        "date": date.isoformat(),
+        "pairings": [{"white": player_json(p.white), "black": player_json(p.black), "result": g.result,
+                      "live": _live(g, current), "board": p.board}
+                     for p, g in round_games(tournament, number, games)],
+    }
+
+
+def _scharnagl(game: GameSnapshot) -> int:
+    board = chess.Board(game.start_fen, chess960=game.chess960)
+    n = board.chess960_pos()
+    return 518 if n is None else n
+
+
+def game_json(pairing: Pairing, game: GameSnapshot, current: bool) -> dict[str, Any]:
+    start = chess.Board(game.start_fen, chess960=game.chess960)
+    moves: list[str] = []
+    last: dict[bool, int | None] = {chess.WHITE: None, chess.BLACK: None}
+    turn = start.turn
+    for rec in game.moves:
+        if rec.clock_ms is None:
+            moves.append(rec.san)
+        else:
+            seconds = max(0, rec.clock_ms) // 1000
+            moves.append(f"{rec.san} {seconds}")
+            last[turn] = seconds
+        turn = not turn
+    clock = None
+    if last[chess.WHITE] is not None or last[chess.BLACK] is not None:
+        live = _live(game, current)
+        clock = {"white": last[chess.WHITE], "black": last[chess.BLACK],
+                 "run": ("white" if turn == chess.WHITE else "black") if live else None}
+    return {
+        "live": _live(game, current), "serialNr": pairing.board_id, "firstMove": None,
+        "chess960": _scharnagl(game), "result": RESULT_WORDS.get(game.result), "comment": None,
+        "clock": clock, "moves": moves,
+    }
+
+
+def game_at(tournament: Tournament, number: int, games: Mapping[int, Sequence[GameSnapshot]], index: int,
+            ) -> tuple[Pairing, GameSnapshot] | None:
+    """Game ``index`` (from 1) of the round's index, or None."""
+    listed = round_games(tournament, number, games)
+    return listed[index - 1] if 1 <= index <= len(listed) else None
+
