@@ -10,6 +10,8 @@ from touchmove.brokers import BrokerSettingError, Endpoint, Endpoints, parse_url
 from touchmove.config import ConfigError, from_dict
 
 
+ROUNDS = [{"number": 1, "boards": [{"board_id": "b1", "white": "A", "black": "B"}]}]
+
 def test_url_list_is_the_cluster() -> None:
     cfg = from_dict({"mqtt": {"urls": ["mqtt://n1:1883", "mqtt://n2:1884", "n3"]}}).mqtt
     assert [e.url for e in cfg.endpoints] == ["mqtt://n1:1883", "mqtt://n2:1884", "mqtt://n3:1883"]
@@ -74,7 +76,7 @@ def test_broadcaster_broker_urls_and_secret_file(tmp_path: Path) -> None:
 
     secret = tmp_path / "arbiters.password"
     secret.write_text("pw\n")
-    t = parse_tournament({"event": "E", "round": 1, "rounds": [{"number": 1, "boards": []}],
+    t = parse_tournament({"event": "E", "round": 1, "rounds": ROUNDS,
                           "brokers": [{"urls": ["mqtt://n3:1883", "mqtt://n1:1883"], "bases": ["hall-a"],
                                        "username": "arbiters", "password_file": str(secret),
                                        "ca_file": "/ca.pem", "cert_file": "/c.pem", "key_file": "/k.pem"}]})

@@ -14,6 +14,8 @@ from touchmove.config import load
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
 
+ROUNDS = [{"number": 1, "boards": [{"board_id": "b1", "white": "A", "black": "B"}]}]
+
 def test_shipped_acl_is_what_broker_auth_writes(tmp_path: Path) -> None:
     generate(tmp_path, ["hall-a", "hall-b", "hall-c"], ["arbiters"], ["screens"])
     assert (DEPLOY / "mosquitto" / "acl.example").read_text() == (tmp_path / "mosquitto" / "acl").read_text()
@@ -37,7 +39,7 @@ def test_example_broker_section_parses(tmp_path: Path, monkeypatch: pytest.Monke
     (tmp_path / "mqtt-password").write_text("pw\n")
     monkeypatch.setenv("CREDENTIALS_DIRECTORY", str(tmp_path))
     data = tomllib.loads((DEPLOY / "tournament-brokers.toml.example").read_text())
-    t = parse_tournament({"event": "E", "round": 1, "rounds": [{"number": 1}], **data})
+    t = parse_tournament({"event": "E", "round": 1, "rounds": ROUNDS, **data})
     assert len(t.brokers[0].endpoints) == 3 and t.brokers[0].password == "pw"
 
 
