@@ -9,7 +9,6 @@ import pytest
 from touchmove.brokers import BrokerSettingError, Endpoint, Endpoints, parse_urls, read_secret
 from touchmove.config import ConfigError, from_dict
 
-
 ROUNDS = [{"number": 1, "boards": [{"board_id": "b1", "white": "A", "black": "B"}]}]
 
 def test_url_list_is_the_cluster() -> None:
