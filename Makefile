@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PORT ?= /dev/ttyACM0
 
-.PHONY: install broker-deps system-deps test lint typecheck pytest demo broadcast-demo bench bench-broadcast bench-bridge bench-console flash mpy hardware-deps hardware-check hardware-draw bench-firmware clean
+.PHONY: install broker-deps system-deps test lint typecheck pytest demo broadcast-demo cluster-demo bench bench-broadcast bench-bridge bench-console bench-cluster flash mpy hardware-deps hardware-check hardware-draw bench-firmware clean
 
 install: $(STAMP)
 
@@ -17,10 +17,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	@touch $(STAMP)
 
-# Programs used for real: a Mosquitto broker binary (demo and tests) and Debian's Chromium (dashboard tests).
+# Programs used for real: Mosquitto and nats-server (demos and tests; Debian's packages) and Debian's Chromium
+# (dashboard tests). nats-server lives in /usr/sbin, which is not on every user's PATH.
 broker-deps:
 	@command -v mosquitto >/dev/null 2>&1 || \
 	  ( echo "installing mosquitto"; $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q mosquitto )
+	@command -v nats-server >/dev/null 2>&1 || test -x /usr/sbin/nats-server || \
+	  ( echo "installing nats-server"; $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q nats-server )
 
 system-deps: broker-deps
 	@command -v chromium >/dev/null 2>&1 || \
@@ -44,6 +47,13 @@ demo: install broker-deps
 # A simulated 20-board round through a private Mosquitto into the broadcaster; the round PGN is checked.
 broadcast-demo: install broker-deps
 	$(BIN)/touchmove broadcast-demo --boards 20
+
+# Three halls on a private 3-node NATS cluster; a node is killed mid-round; the round PGN is checked.
+cluster-demo: install broker-deps
+	$(BIN)/touchmove cluster-demo
+
+bench-cluster: install broker-deps
+	$(BIN)/python bench/cluster_latency.py
 
 bench: install
 	$(BIN)/python bench/replay_throughput.py

@@ -895,7 +895,7 @@ class Bridge:
             problems = self.problems()
             return self._reply(reply_topic, transaction, data={
                 "healthy": not problems, "session": self.session, "boards_online": online,
-                "problems": problems, "journal": self.journal_status()})
+                "problems": problems, "journal": self.journal_status(), "time": iso_now()})
         if cmd == "boards":
             data = []
             for sess in self.boards.values():

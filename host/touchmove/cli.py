@@ -27,6 +27,9 @@ SUBCOMMANDS: list[tuple[str, str, str]] = [
     ("broadcast-demo", "touchmove.broadcast.demo", "a simulated round through Mosquitto, checked"),
     ("init", "touchmove.samples", "write a commented sample configuration (bridge or tournament)"),
     ("board-check", "touchmove.board_check", "bring-up: a live 8x8 view of a board's sensors, what looks wrong"),
+    ("doctor", "touchmove.doctor", "check a deployment (brokers, credentials, journal, ports, clocks)"),
+    ("broker-auth", "touchmove.brokerauth", "per-service broker users and access rules (Mosquitto, NATS)"),
+    ("cluster-demo", "touchmove.clusterdemo", "three halls on a 3-node NATS cluster, a node killed mid-round"),
 ]
 
 EXIT_ERROR = 1

@@ -22,8 +22,10 @@ replays only the entries after it; a checkpoint is used only by the same rules c
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import sqlite3
 import threading
 from collections import deque
@@ -140,6 +142,9 @@ class Journal:
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
+        # created readable by its owner only (games, names, arbiter actions); SQLite gives -wal/-shm the same mode
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
                                   timeout=BUSY_TIMEOUT_S)
         self.db.execute("PRAGMA journal_mode=WAL")

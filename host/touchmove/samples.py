@@ -19,9 +19,13 @@ BRIDGE = """\
 [mqtt]
 url = "mqtt://127.0.0.1:1883"       # mqtts://host:8883 for TLS; user:password@ allowed in the URL
 base_topic = "touchmove"            # topics are <base_topic>/boards/<board id>/...
-# username = "bridge"               # or in the URL
-# password = "secret"
+# urls = ["mqtt://n1:1883", "mqtt://n2:1883", "mqtt://n3:1883"]  # instead of url: a cluster, tried in turn
+# username = "bridge"               # or in the URL, or env TOUCHMOVE_MQTT_USERNAME
+# password_file = "$CREDENTIALS_DIRECTORY/mqtt-password"   # or password_env = "VAR", or password = "...",
+#                                   # else env TOUCHMOVE_MQTT_PASSWORD (see docs/security.md)
 # ca_file = "/etc/touchmove/ca.pem" # a CA file turns TLS on
+# cert_file = "/etc/touchmove/hall-a.crt"   # a TLS client certificate, with key_file
+# keepalive = 15                    # seconds; a silent broker node is left after about 1.5x this
 # protocol = 5                      # 4 = MQTT 3.1.1 (default), 5 = MQTT 5
 # queue_size = 10000                # events held in memory while the broker is away (the rest wait in the journal)
 
@@ -58,6 +62,8 @@ port = 8080
 
 [[brokers]]                       # one entry per broker
 url = "mqtt://127.0.0.1:1883"     # mqtts:// for TLS; username/password (or password_env), ca_file
+# urls = ["mqtt://n3:1883", "mqtt://n1:1883"]  # a cluster's nodes, tried in turn (docs/deployment.md);
+# password_file, cert_file, key_file: docs/security.md
 bases = ["touchmove"]             # the bridges' base topics on this broker (base_topic in bridge.toml)
 # share_group = "broadcast"       # events as $share/<group>/... when several consumers share the load
 
