@@ -317,7 +317,7 @@ class Engine:
             ply=len(game.moves) if game else 0,
             fen=self._position.fen(),
             last_move=game.moves[-1].uci() if game and game.moves else None,
-            in_sync=self._sync is not Sync.MISMATCH and self._occ == self._position.occ,
+            in_sync=self._sync not in _OUT_OF_SYNC and self._occ == self._position.occ,
             occupancy=self._occ,
             game_over=self._phase is Phase.OVER,
         )
