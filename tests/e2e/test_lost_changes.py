@@ -67,12 +67,14 @@ def test_unplugged_mid_game(tmp_path: Path, seconds: float) -> None:
     rig = Rig(tmp_path, TIMELINE, speed=SPEED)
     try:
         rig.start()
+        started = time.monotonic()
         rig.wait_moves(8)
         rig.board.unplug()
         time.sleep(seconds)
         rig.board.plug()
         finished = False
-        deadline = time.monotonic() + 40
+        # The board's timeline ends this long after its start (device time runs SPEED times faster): wait for it.
+        deadline = max(started + TIMELINE[-1]["t"] / SPEED / 1000, time.monotonic()) + 4
         while time.monotonic() < deadline:
             events = rig.events()
             if any(e["type"] == "game_end" for e in events):
