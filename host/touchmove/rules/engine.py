@@ -62,7 +62,7 @@ from touchmove.rules.footprints import (
 from touchmove.rules.gamelog import GameRecord
 from touchmove.rules.obligations import Touches, judge, out_of_turn
 from touchmove.rules.outcome import Repetitions, game_over
-from touchmove.rules.recovery import MAX_PLIES, Explanation, explanations, position_key
+from touchmove.rules.recovery import MAX_PLIES, Explanation, explanations, likeliest_first, position_key
 
 __all__ = ["DEFAULT_SETTLE_MS", "Engine", "EngineState", "GameRecord"]
 
@@ -247,7 +247,7 @@ class Engine:
 
     def feed(self, record: Record) -> list[Event]:
         """Return the events caused by one record (time first advances to ``record.t``)."""
-        if self._hypotheses is not None:
+        if self._blind is not None and self._blind.hypotheses is not None:
             if isinstance(record, Resync):
                 plies = self._resync_plies(record)
                 if isinstance(plies, str):  # rejected: the hypotheses stay
@@ -262,7 +262,6 @@ class Engine:
             out += self._start_first(record, t)
         match record:
             case Lift(sq=sq):
-                self._reports_changes = True
                 for change in self._chatter.push(t, sq, False):
                     out += self._change(*change)
             case Place(sq=sq):
@@ -289,7 +288,7 @@ class Engine:
 
     def advance(self, t: int) -> list[Event]:
         """Return the events due by device time ``t`` when no record has come (settled moves, mismatches)."""
-        if self._hypotheses is not None:
+        if self._blind is not None and self._blind.hypotheses is not None:
             return self._feed_hypotheses(lambda engine: engine.advance(t), t)
         t = max(t, self._t)
         out = self._tick(t)
@@ -331,7 +330,7 @@ class Engine:
             ply=len(game.moves) if game else 0,
             fen=self._position.fen(),
             last_move=game.moves[-1].uci() if game and game.moves else None,
-            in_sync=self._sync is not Sync.MISMATCH and self._occ == self._position.occ,
+            in_sync=self._sync not in _OUT_OF_SYNC and self._occ == self._position.occ,
             occupancy=self._occ,
             game_over=self._phase is Phase.OVER,
         )
@@ -506,7 +505,7 @@ class Engine:
         self._ply.lifted |= gone
         self._ply.blind = True
         out += self._after_change(t)
-        if self._phase is Phase.PLAYING and self._occ != self._position.occ and (
+        if self._phase in _READING and self._occ != self._position.occ and (
                 self._blind is not None or not self._position.continuable(self._occ)):
             # (A move under way from the game position is read as such: its lifts were not seen.)
             out += self._changes_lost(t)
@@ -523,7 +522,12 @@ class Engine:
             started = self._try_new_game(t)
             if started:
                 return started
-        if (self._occ ^ self._position.occ).bit_count() >= CLEARED_SQUARES:
+        if self._sync is Sync.LOST:
+            if self._occ == START_OCCUPANCY:
+                started = self._try_new_game(t)  # set up again for a new game while blind
+                if started:
+                    return out + started
+        elif (self._occ ^ self._position.occ).bit_count() >= CLEARED_SQUARES:
             self._phase = Phase.CLEARED
         if self._phase is Phase.CLEARED:
             self._match = None
@@ -534,7 +538,7 @@ class Engine:
                 out += self._try_new_game(t)
             return out
         fp = self._explain(self._position, self._ply)
-        if fp is None and self._castling_completed():
+        if fp is None and self._occ & ~self._position.occ and self._castling_completed():
             # The king lands beside the rook moved first: castling, at once (the opponent may answer within the
             # settle time).
             return out + self._amend_last(t)
@@ -1118,6 +1122,7 @@ class Engine:
         found = explanations(self._position.board, self._occ)
         if quiet and not found:
             return []
+        self._phase = Phase.PLAYING  # many squares off after lost changes: plies lost, not the board cleared
         if self._blind is None:
             self._blind = _Blind(since=self._t if since is None else since, seen=t, searched=self._occ)
         blind = self._blind
@@ -1134,6 +1139,8 @@ class Engine:
             return [self._alert(t, "changes_lost", "7.4", self._ply_no, detail)]
         if self._cur.recovered_from is None and not self._cur.searched_again:
             self._cur.recovered_from = (len(self._games[-1].moves), blind.since)
+        game = self._games[-1]
+        found = likeliest_first(found, game.moves[-1].to_square if game.moves else None)
         groups: dict[str, list[Explanation]] = {}
         for found_one in found:
             groups.setdefault(position_key(found_one.board), []).append(found_one)

@@ -107,6 +107,21 @@ def explanations(board: chess.Board, target: chess.Bitboard, max_plies: int = MA
     return []
 
 
+def likeliest_first(found: list[Explanation], last_to: chess.Square | None) -> list[Explanation]:
+    """Return the explanations, those with more recaptures first (a capture on the square the ply before landed
+    on: the usual answer to a capture); ``last_to`` is where the last ply seen landed. Orders of the same plies
+    (transpositions) cannot be told apart by the board: this picks the usual one."""
+
+    def recaptures(explanation: Explanation) -> int:
+        count, previous = 0, last_to
+        for move in explanation.moves:
+            count += move.to_square == previous
+            previous = move.to_square
+        return count
+
+    return sorted(found, key=recaptures, reverse=True)
+
+
 def _search(board: chess.Board, target: chess.Bitboard, plies: int, line: list[chess.Move],
             found: list[Explanation], budget: _Budget, *, in_progress: bool) -> bool:
     """Add the sequences of exactly ``plies`` more plies to ``found``; return False once the budget is spent."""
