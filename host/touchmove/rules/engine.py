@@ -543,7 +543,7 @@ class Engine:
             # settle time).
             return out + self._amend_last(t)
         cp = self._checkpoint
-        if fp is None and cp is None:
+        if fp is None and cp is None and self._ply.lifted & self._position.occ & ~self._occ:
             pushed = self._pushed_capture()
             if pushed is not None:
                 return self._amend_last(t, pushed)  # the pushed-aside victim taken off: the capture, at once
