@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +82,9 @@ async def _console(broker: LocalBroker, tmp_path: Path, executable: str) -> None
     ARTIFACTS.mkdir(exist_ok=True)
     (tmp_path / "arbiters.toml").write_text(file_entry("Anna Chief", "chief", CHIEF)
                                             + file_entry("Bob Deputy", "arbiter", DEPUTY))
-    t = parse_tournament(tournament_data(12, port=broker.port, out=tmp_path))
+    data = tournament_data(12, port=broker.port, out=tmp_path)
+    data["rounds"].append({**data["rounds"][0], "number": 4, "date": "2026-11-30"})
+    t = parse_tournament(data)
     commands: list[dict[str, Any]] = []
     async with BroadcastService(t, port=0) as svc, aiomqtt.Client("127.0.0.1", broker.port) as client, \
             async_playwright() as pw:
@@ -216,6 +219,13 @@ async def _console(broker: LocalBroker, tmp_path: Path, executable: str) -> None
             assert logged[1]["before"]["result_source"] == "board" and logged[1]["after"]["result"] == "1-0"
             exported_log = await (await page.request.get(svc.url + "/api/audit.jsonl")).text()
             assert exported_log.splitlines() == lines
+            # the chief switches the round from the console: every console follows, and the log says who
+            await chief.select_option("#round-select", "4")
+            await chief.click("#round-form button")
+            await expect(page).to_have_title(re.compile(r"Test Open · round 4 · arbiter$"))
+            await expect(page.locator("#round-info")).to_contain_text("round 4")
+            assert svc.hub.round.number == 4
+            await expect(page.locator("#audit li").first).to_contain_text("Anna Chief: round")
             assert [e for e in errors if "status of 401" not in e] == []  # the refused tokens only
         finally:
             await browser.close()

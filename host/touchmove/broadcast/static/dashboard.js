@@ -653,6 +653,7 @@ function boardAction(form) {
 function locked(why) {
   state.arbiter = null;
   document.body.classList.remove("unlocked");
+  $("#round-form").hidden = true;
   text($("#auth-state"), why);
   cls($("#auth-state"), "badge bad");
   $("#arbiters-box").hidden = true;
@@ -668,6 +669,7 @@ async function unlock(ev) {
     document.body.classList.add("unlocked");
     text(badge, who.arbiter + (who.role === "chief" ? " (chief)" : ""));
     cls(badge, "badge ok");
+    $("#round-form").hidden = false;
     loadArbiters();
   } catch (e) {
     state.arbiter = null;
@@ -701,6 +703,19 @@ function snapshot(data) {
   renderQueue();
   state.bridges = data.bridges || {};
   renderBridges();
+  const push = $("#push");
+  push.hidden = !data.push;
+  if (data.push) {
+    text(push, "lichess: " + data.push.state);
+    cls(push, "badge " + (data.push.state === "ok" ? "ok" : data.push.state === "idle" ? "off" : "bad"));
+  }
+  const select = $("#round-select");
+  select.replaceChildren(...(data.rounds || [data.round]).map((r) => {
+    const o = el("option", "", "round " + r);
+    o.value = r;
+    o.selected = r === data.round;
+    return o;
+  }));
   loadAudit();   // entries made while the stream was down
   const m = location.hash.match(/^#board-(\d+)$/);
   if (m && state.selected == null) select(Number(m[1]), true);
@@ -729,6 +744,15 @@ function connect() {
 
 buildBoard();
 $("#auth").addEventListener("submit", unlock);
+$("#round-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const number = Number($("#round-select").value);
+  if (number === state.round || !confirm(`Broadcast round ${number} from now on?`)) return;
+  try {
+    await api("/api/round", { round: number });
+    message(`round ${number} is now broadcast`);
+  } catch (e) { message(`round switch failed: ${e.message}`, true); }
+});
 $("#d-close").addEventListener("click", () => { closedByHand = true; closeDetail(); });
 $("#tl-close").addEventListener("click", () => { state.timeline = null; $("#d-timeline").hidden = true; drawDetail(); });
 for (const form of document.querySelectorAll("#d-actions form")) {
