@@ -321,11 +321,13 @@ class Bridge:
             except DecodeError as exc:
                 self.stats["malformed"] += 1
                 if exc.out_of_range:
+                    # Well-formed but implausible: skipped and nothing else (the seq it used, if any, shows up
+                    # as a gap at the next line, which asks for a snapshot).
                     self.stats["out_of_range"] += 1
                     log.error("%s: line with an out-of-range number skipped (%s): %.120r", link.board or link.path,
                               exc, line)
-                else:
-                    log.warning("%s: malformed line skipped (%s): %.80r", link.board or link.path, exc, line)
+                    continue
+                log.warning("%s: malformed line skipped (%s): %.80r", link.board or link.path, exc, line)
                 if link.board is not None:
                     self.request_snapshot(self.boards[link.board])
                 continue

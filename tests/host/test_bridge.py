@@ -287,7 +287,12 @@ def test_an_out_of_range_line_is_an_error_and_changes_nothing(
            line(4, 1200, "clock", side="white", remaining=10**20), line(4, 2**63, "snapshot", occ=START),
            line(4, 1200, "snapshot", occ="-1")]
     caplog.clear()
-    bridge.handle_lines(link, bad)
+    link.commands.clear()
+    sess.last_snapshot_request = 0
+    bridge.handle_lines(link, bad[:4])
+    assert link.commands == []                       # not even a snapshot request
+    bridge.handle_lines(link, bad[4:])               # a malformed occupancy: a snapshot request, as before
+    assert link.commands == [{"cmd": "snapshot"}]
     settle(loop)
     errors = [r for r in caplog.records if r.levelname == "ERROR" and "out-of-range" in r.getMessage()]
     assert len(errors) == 4 and bridge.stats["out_of_range"] == 4 and bridge.stats["malformed"] == 5
