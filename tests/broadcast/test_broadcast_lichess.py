@@ -204,6 +204,17 @@ def test_a_round_is_split_over_lichess_rounds(broker: LocalBroker, tmp_path: Pat
                     push = (await resp.json())["push"]
                 assert [(p["round_id"], p["boards"]) for p in push["targets"]] == \
                     [("first123", "1-3"), ("second45", "4-5")]
+                # a new token from the dashboard (arbiter token needed)
+                async with aiohttp.ClientSession() as http:
+                    url = f"{svc.url}/api/lichess/token"
+                    async with http.post(url, json={"token": "lip_new"}) as resp:
+                        assert resp.status == 401
+                    auth = {"Authorization": "Bearer s3cret"}
+                    async with http.post(url, json={"token": "two words"}, headers=auth) as resp:
+                        assert resp.status == 400
+                    async with http.post(url, json={"token": "lip_new"}, headers=auth) as resp:
+                        assert resp.status == 200
+                assert all(p.token == "lip_new" for p in svc.pusher.pushers)
     run(go())
 
 

@@ -404,6 +404,17 @@ async def _rounds(tmp_path: Path) -> None:
     # a restart stays on round 4 (the file still says 3)
     hub.save_state()
     assert Broadcaster(t, output_dir=tmp_path, clock=clock).round.number == 4
+    # the schedule switches by itself when a round's start has come
+    fresh = tmp_path / "fresh"
+    scheduled = Broadcaster(t, output_dir=fresh, clock=clock)
+    assert scheduled.round.number == 3
+    task = asyncio.create_task(scheduled.run_schedule(period=0.01))
+    for _ in range(100):
+        if scheduled.round.number == 4:
+            break
+        await asyncio.sleep(0.01)
+    task.cancel()
+    assert scheduled.round.number == 4 and (fresh / "current-round.json").exists()
 
 
 def test_livechess_json_and_results_export(tmp_path: Path) -> None:
@@ -441,6 +452,7 @@ async def _outputs(tmp_path: Path) -> None:
         assert [(r["board"], r["result"], r["source"]) for r in rows] == \
             [("1", "1-0", "board"), ("2", "0-1", "arbiter"), ("3", "1/2-1/2", "kings")]
         assert rows[0]["reason"] == "checkmate" and rows[0]["white_fide_id"] == "1001"
+        assert rows[2]["reason"] == "kings in the centre" and rows[1]["reason"] == ""
         trf = (await (await client.get("/results.trf")).text()).splitlines()
     assert trf[0] == "012 Test Open" and trf[2] == "042 2026/11/29"
     players = [line for line in trf if line.startswith("001")]

@@ -2,8 +2,9 @@
 
 Simulated bridges play real (random, seeded) games on N boards, with clock times, an alert, a takeback and
 a promotion amendment here and there; games end by the board (mate, stalemate, ...), by the kings placed
-in the centre, or by the arbiter. The round PGN is then read back with python-chess and checked game for
-game against what was played. ``--serve`` keeps the dashboard up afterwards.
+in the centre, or by the arbiter; on every fourth board the players then set the board up again and start
+another game (held for the arbiter: the game played stays in the round). The round PGN is then read back
+with python-chess and checked game for game against what was played. ``--serve`` keeps the dashboard up afterwards.
 """
 
 from __future__ import annotations
@@ -127,6 +128,11 @@ async def play_board(sim: SimBoard, number: int, rng: random.Random, plies: int,
         except ValueError:  # centre squares taken: the arbiter enters it
             played.result, played.how = wanted, "arbiter"
             await arbiter(number, wanted)
+    if number % 4 == 2:  # the players clear the board and set it up again: the game played must stay
+        await asyncio.sleep(move_time)
+        await sim.start()
+        for _ in range(2):
+            await sim.move(rng.choice(list(sim.position.legal_moves)).uci())
     return played
 
 

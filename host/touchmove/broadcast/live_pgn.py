@@ -102,8 +102,10 @@ class LiveGame:
         """The game as it stands, immutable (cached until the next change)."""
         snap = self._snapshot
         if snap is None or self._snapshot_version != self.version:
+            source = self.results.source()
+            reason = {"board": self.results.board_reason, "kings": "kings in the centre"}.get(source or "")
             snap = GameSnapshot(self.start_fen, self.chess960, self.number, tuple(self.moves),
-                                self.results.effective(), self.results.source(), self.results.board_reason)
+                                self.results.effective(), source, reason)
             self._snapshot, self._snapshot_version = snap, self.version
         return snap
 
