@@ -237,18 +237,28 @@ async def poll_and_fault(args: argparse.Namespace, http_port: int, start: float,
             return
         cluster.kill(victim)
         killed = time.monotonic()
+        result["window"] = (killed, float("inf"))      # until the node serves MQTT again
+        result["node_down_s"] = float("nan")
+        result["note"] = f"killed n{victim + 1} at {killed - start:.0f} s; it was not back before the end"
         await asyncio.sleep(args.down_for)
-        await asyncio.to_thread(cluster.restart, victim)
+        try:
+            await asyncio.to_thread(cluster.restart, victim, 300.0)
+        except RuntimeError as exc:
+            result["note"] = f"restart of n{victim + 1}: {exc}"
+            return
         back = time.monotonic()
         pid = cluster.nodes[victim].pid
         if pid:
             meter.watch(f"nats-server n{victim + 1}", pid)
         result["window"] = (killed, back)
         result["node_down_s"] = back - killed
+        result.pop("note", None)
 
     async def sampler() -> None:
+        loads = result.setdefault("loads", [])
         while not stop.is_set():
             meter.sample()
+            loads.append(os.getloadavg()[0])
             await asyncio.sleep(0.5)
 
     tasks = [asyncio.create_task(poll()), asyncio.create_task(fault()), asyncio.create_task(sampler())]
@@ -256,6 +266,8 @@ async def poll_and_fault(args: argparse.Namespace, http_port: int, start: float,
     result["elapsed"] = time.monotonic() - start
     meter.sample()
     await asyncio.sleep(args.drain)     # what is late still arrives (or is lost)
+    while result.get("window", (0, 0))[1] == float("inf") and time.monotonic() - start < args.seconds + 300:
+        await asyncio.sleep(1.0)        # the killed node is still coming back: wait for it (and the moves)
     stop.set()
     for t in tasks:
         t.cancel()
@@ -296,6 +308,8 @@ def main() -> None:
                   f"p50 / p99 / max: {fmt(r['down'])}", flush=True)
         if r.get("note"):
             print(f"  note: {r['note']}")
+        loads = r.get("loads") or [float("nan")]
+        print(f"  load average (1 min) during the run: median {statistics.median(loads):.1f}, max {max(loads):.1f}")
         print("  CPU (% of one core): " + ", ".join(f"{k} {v:.0f}%" for k, v in sorted(r["cpu"].items())),
               flush=True)
     load = os.getloadavg()

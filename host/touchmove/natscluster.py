@@ -159,9 +159,10 @@ class NatsCluster:
     def restart(self, index: int, timeout: float = 60.0) -> float:
         """Start node ``index`` again with its data; return how long it was down (s) once it serves MQTT."""
         node = self.nodes[index]
+        since = node.down_since
         self._spawn(node)
         self.wait_ready(node, timeout)
-        return 0.0
+        return time.monotonic() - since if since is not None else 0.0
 
     def node_of_port(self, port: int) -> int | None:
         """The index of the node whose MQTT listener is ``port``."""
