@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PORT ?= /dev/ttyACM0
 
-.PHONY: install broker-deps system-deps test lint typecheck pytest demo broadcast-demo bench bench-broadcast bench-bridge bench-console flash clean
+.PHONY: install broker-deps system-deps test lint typecheck pytest demo broadcast-demo cluster-demo bench bench-broadcast bench-bridge bench-console bench-cluster flash mpy hardware-deps hardware-check hardware-draw bench-firmware clean
 
 install: $(STAMP)
 
@@ -17,10 +17,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	@touch $(STAMP)
 
-# Programs used for real: a Mosquitto broker binary (demo and tests) and Debian's Chromium (dashboard tests).
+# Programs used for real: Mosquitto and nats-server (demos and tests; Debian's packages) and Debian's Chromium
+# (dashboard tests). nats-server lives in /usr/sbin, which is not on every user's PATH.
 broker-deps:
 	@command -v mosquitto >/dev/null 2>&1 || \
 	  ( echo "installing mosquitto"; $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q mosquitto )
+	@command -v nats-server >/dev/null 2>&1 || test -x /usr/sbin/nats-server || \
+	  ( echo "installing nats-server"; $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q nats-server )
 
 system-deps: broker-deps
 	@command -v chromium >/dev/null 2>&1 || \
@@ -35,14 +38,22 @@ typecheck: install
 pytest: install system-deps
 	$(BIN)/pytest -q
 
-test: lint typecheck pytest
+test: lint typecheck pytest hardware-check
 
 demo: install broker-deps
 	$(BIN)/touchmove demo
+	@echo "touchmove is installed in $(VENV): run \`. $(VENV)/bin/activate\` to call it (touchmove --help)"
 
 # A simulated 20-board round through a private Mosquitto into the broadcaster; the round PGN is checked.
 broadcast-demo: install broker-deps
 	$(BIN)/touchmove broadcast-demo --boards 20
+
+# Three halls on a private 3-node NATS cluster; a node is killed mid-round; the round PGN is checked.
+cluster-demo: install broker-deps
+	$(BIN)/touchmove cluster-demo
+
+bench-cluster: install broker-deps
+	$(BIN)/python bench/cluster_latency.py
 
 bench: install
 	$(BIN)/python bench/replay_throughput.py
@@ -57,10 +68,39 @@ bench-bridge: install broker-deps
 bench-console: install system-deps
 	$(BIN)/python bench/dashboard_latency.py --boards 200 --rate 150 --seconds 60
 
-flash: install
+# Firmware for a board: BOARD=pico | pico_w (rp2, Cortex-M0+: armv6m) | esp32s3_devkitc (xtensawin).
+# `make mpy` precompiles every module with mpy-cross for the board's architecture; `make flash` installs the
+# .mpy files (and main.py) with mpremote, removing old sources first (a .py would shadow its .mpy).
+BOARD ?= pico
+MARCH := $(if $(filter esp32%,$(BOARD)),xtensawin,armv6m)
+MPY_DIR := build/mpy-$(BOARD)
+
+mpy: install
+	rm -rf $(MPY_DIR) && mkdir -p $(MPY_DIR)
+	cd firmware && for f in $$(find touchmove_fw -name '*.py'); do \
+	  mkdir -p ../$(MPY_DIR)/$$(dirname $$f) && \
+	  ../$(BIN)/mpy-cross -march=$(MARCH) -o ../$(MPY_DIR)/$${f%.py}.mpy -s $$f $$f || exit 1; done
+	cp firmware/main.py $(MPY_DIR)/main.py
+	@du -cb $$(find $(MPY_DIR) -name '*.mpy') | tail -1 | awk '{print "$(MPY_DIR): " $$1 " bytes of .mpy ($(MARCH))"}'
+
+flash: mpy
 	@test -x $(BIN)/mpremote || $(BIN)/pip install -q mpremote
-	find firmware -name __pycache__ -prune -exec rm -rf {} +
-	$(BIN)/mpremote connect $(PORT) fs cp -r firmware/touchmove_fw : + fs cp firmware/main.py : + reset
+	-$(BIN)/mpremote connect $(PORT) fs rm -r :touchmove_fw
+	$(BIN)/mpremote connect $(PORT) fs cp -r $(MPY_DIR)/touchmove_fw : + fs cp $(MPY_DIR)/main.py : + reset
+
+# Hardware: SKiDL (pyproject test extra) with KiCad 6 symbol libraries (Debian's kicad-symbols).
+hardware-deps:
+	@test -d /usr/share/kicad/symbols || \
+	  ( echo "installing kicad-symbols"; $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q kicad-symbols )
+
+hardware-check: install hardware-deps
+	$(BIN)/python hardware/schematics/check.py
+
+hardware-draw: install hardware-deps
+	$(BIN)/python hardware/schematics/check.py --write
+
+bench-firmware: install
+	$(BIN)/python bench/firmware_scan.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

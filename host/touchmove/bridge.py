@@ -11,6 +11,21 @@ monotonic across reboots; between records it is estimated as the last record's t
 elapsed since it arrived, and a timer calls ``engine.advance`` at ``engine.next_deadline()`` (settled moves).
 Every ``advance`` is journaled too, and records never go back before it, so replaying the journal rebuilds the
 engine exactly: after ``kill -9`` the daemon replays each board and publishes only what was not acknowledged.
+A device clock that jumps within one boot (backwards, or implausibly far forwards) is logged and the board's
+time goes on from the host's estimate instead.
+
+Journal faults: when a commit fails (disk full, I/O error, a lock), publishing goes on from memory, the fault is
+reported on ``<base>/bridge/state`` and by ``health_check``, and the held writes are retried every
+:data:`JOURNAL_RETRY_S`. At most :data:`MAX_HELD_WRITES` are held: beyond that the raw records are given up
+first (each board's engine is checkpointed instead, so games, PGN and events stay complete; the ``export``
+recording gets a gap), then events already handed to MQTT, then the oldest unpublished events.
+
+Restart time: each board's engine is checkpointed at every game end, every :data:`CHECKPOINT_EVERY` entries and
+at shutdown; a restart replays only the entries after the latest checkpoint.
+
+Board identity: a port keeps the board id of its first ``hello``. A later ``hello`` with another id on that port,
+or a second port saying the id of a board that is online elsewhere, raises a ``board_identity`` alert and
+changes no binding (the second port is held back until the first one closes).
 """
 
 from __future__ import annotations
@@ -22,18 +37,19 @@ import io
 import json
 import logging
 import os
-import signal
+import sys
 import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import chess
 import chess.pgn
 
-from touchmove import __version__, records
+from touchmove import __version__, checkpoint, records
 from touchmove.config import BridgeConfig, ConfigError, load
 from touchmove.journal import Journal
 from touchmove.mqtt_bridge import OFFLINE, ONLINE, MqttLink, dumps
@@ -45,7 +61,9 @@ from touchmove.mqtt_schema import (
     validate,
 )
 from touchmove.rules import Engine, Event
-from touchmove.serial_link import DecodeError, Message, SerialLink, decode, find_ports
+from touchmove.rules.engine import DEFAULT_SETTLE_MS
+from touchmove.serial_link import DecodeError, Message, SerialLink, decode, find_ports, leds_command
+from touchmove.stop_signals import StopSignals
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +73,14 @@ MAX_PENDING = 4000
 MAX_BACKLOG = 2000
 #: Minimum seconds between two snapshot requests to one board.
 SNAPSHOT_INTERVAL = 0.5
+#: Journal writes held in memory at most while the journal cannot write (about 300 bytes each).
+MAX_HELD_WRITES = 500_000
+#: Seconds between two attempts to write held journal writes.
+JOURNAL_RETRY_S = 1.0
+#: A board's engine is checkpointed after this many journal entries (and at every game end).
+CHECKPOINT_EVERY = 100
+#: A device clock running ahead of the host's estimate by more than this (ms) within a boot is a jump.
+MAX_FORWARD_JUMP_MS = 3_600_000
 
 LED_LAST_MOVE = [0, 48, 0]
 LED_CORRECT = [64, 0, 0]
@@ -78,6 +104,8 @@ class BoardSession:
     rate: float = 1.0                    # device ms per host ms (1 on real boards; N on a sped-up simulation)
     rate_anchor: tuple[int, float] | None = None
     rate_candidate: float = 1.0
+    device_t: int | None = None          # the latest device time of this boot (None: not seen since start)
+    since_checkpoint: int = 0            # journal entries since the last checkpoint
     event_seq: int = 0                   # events produced (and journaled)
     queued_seq: int = 0                  # events handed to MQTT
     published: int = 0                   # events acknowledged by the broker
@@ -90,12 +118,53 @@ class BoardSession:
     dirty: bool = False                  # board row needs saving
 
 
-def replay_entries(journal: Journal, board: str, settle_ms: int) -> tuple[Engine, int, dict[str, str]]:
-    """Rebuild a board's engine from its journal; return it, the number of events it gave, and PGN headers."""
-    engine = Engine(settle_ms=settle_ms)
+@dataclass
+class IdentityConflict:
+    """A ``hello`` that contradicts a binding: the port ``port`` said ``claimed`` although it serves ``bound``
+    (the board's id changed), or although port ``held_by`` serves that id (two boards with one id)."""
+
+    port: str
+    claimed: str
+    bound: str | None
+    held_by: str | None
+    since: str
+
+    def message(self) -> str:
+        """Return what happened and what the operator does, in one sentence each."""
+        if self.bound is not None:
+            return (f"port {self.port} serves board {self.bound} but its board now says it is {self.claimed!r}; "
+                    f"the port stays with {self.bound}. If another board is on that port, unplug it and plug it "
+                    f"in again (the port then takes the id it says); else correct the board's id.")
+        return (f"port {self.port} says board {self.claimed!r}, which port {self.held_by} already serves; "
+                f"{self.port} is held back (its lines are kept). Give one of the boards another id and plug it "
+                f"in again; or, if the board moved, unplug {self.held_by}: {self.port} then takes over.")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"code": "board_identity", "port": self.port, "claimed": self.claimed, "bound": self.bound,
+                "held_by": self.held_by, "since": self.since, "message": self.message()}
+
+
+def replay_entries(journal: Journal, board: str, settle_ms: int | None, *,
+                   use_checkpoint: bool = True) -> tuple[Engine, int, dict[str, str]]:
+    """Rebuild a board's engine from its journal (from its latest checkpoint when this code wrote it with this
+    settle time; None takes the checkpoint's); return it, the number of events it has given, and PGN headers."""
+    engine = Engine(settle_ms=DEFAULT_SETTLE_MS if settle_ms is None else settle_ms)
     count = 0
     headers: dict[str, str] = {}
-    for entry in journal.entries(board):
+    after = 0
+    cp = journal.checkpoint(board) if use_checkpoint else None
+    if cp is not None and cp.code == checkpoint.fingerprint():
+        try:
+            engine = checkpoint.load(cp.state)
+            count, headers, after = cp.event_seq, dict(cp.headers), cp.after_entry
+            if settle_ms is not None and engine.settle_ms != settle_ms:
+                log.info("board %s: checkpoint made with another settle time; replaying the whole journal", board)
+                engine, count, headers, after = Engine(settle_ms=settle_ms), 0, {}, 0
+        except ValueError as exc:
+            log.warning("board %s: %s; replaying the whole journal", board, exc)
+    elif cp is not None:
+        log.info("board %s: checkpoint written by other rules code; replaying the whole journal", board)
+    for entry in journal.entries(board, after=after):
         try:
             if entry.kind == "record" and entry.body:
                 count += len(engine.feed(records.parse_line(entry.body)))
@@ -123,12 +192,17 @@ class Bridge:
         self.pending_lines: dict[SerialLink, list[bytes | None]] = {}
         self.mqtt = MqttLink(config.mqtt, on_command=self.on_command, on_acked=self._on_acked,
                              on_connected=self._on_mqtt_connected)
-        self.stats: dict[str, int] = {"lines": 0, "records": 0, "malformed": 0, "gaps": 0, "events": 0}
+        self.stats: dict[str, int] = {"lines": 0, "records": 0, "malformed": 0, "out_of_range": 0, "gaps": 0,
+                                      "events": 0, "time_jumps": 0, "identity_conflicts": 0}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._flush_scheduled = False
         self._dirty_boards: set[BoardSession] = set()
         self._pump_boards: set[BoardSession] = set()
         self._stopped = asyncio.Event()
+        self._journal_retry: asyncio.TimerHandle | None = None
+        self.journal_loss: dict[str, int] = {"records_not_journaled": 0, "events_not_journaled": 0,
+                                           "events_lost": 0}
+        self.identity_conflicts: dict[tuple[str, str], IdentityConflict] = {}
 
     # -- start-up: resume from the journal ----------------------------------------------------------------
     def restore(self) -> None:
@@ -137,7 +211,7 @@ class Bridge:
         for row in self.journal.boards():
             engine, produced, headers = replay_entries(self.journal, row.board, self.config.settle_ms)
             journaled = self.journal.event_count(row.board)
-            if produced != journaled:
+            if produced > journaled:
                 log.warning("board %s: replay gave %d events, journal has %d", row.board, produced, journaled)
             sess = BoardSession(row.board, engine, boot=row.boot, last_seq=row.last_seq,
                                 t_offset=row.t_offset, last_t=row.last_t, arrival_t=row.last_t,
@@ -197,7 +271,7 @@ class Bridge:
                 for path in find_ports(cfg.ports, cfg.usb):
                     self.open_port(path)
                 for link in list(self.links.values()):
-                    if link.board is None:
+                    if link.board is None and link.held_back is None:
                         link.send({"cmd": "hello"})
             except Exception:
                 log.exception("port scan failed")
@@ -210,11 +284,35 @@ class Bridge:
             del self.link_paths[link.path]
         self.pending_lines.pop(link, None)
         log.info("port %s closed (%s)", link.path, reason)
+        if any(key[0] == link.path for key in self.identity_conflicts):
+            self.identity_conflicts = {k: v for k, v in self.identity_conflicts.items() if k[0] != link.path}
+            self._publish_bridge_state()
         sess = self.boards.get(link.board) if link.board else None
         if sess is not None and sess.link is link:
             sess.link = None
             self.mqtt.retain(self._topic(sess.board, "availability"), OFFLINE)
             self._publish_info()
+            for other in [*self.pending_lines]:      # a port held back for this id takes over now
+                if other.held_back == sess.board:
+                    log.info("board %s: port %s, held back, is asked to say hello again", sess.board, other.path)
+                    other.send({"cmd": "hello"})
+
+    def _identity_conflict(self, link: SerialLink, claimed: str, sess: BoardSession) -> None:
+        """Raise ``board_identity`` (once per port and id): ``link`` says ``claimed``, which the binding of
+        ``sess`` (the port's own board, or the board that holds the id on another port) contradicts."""
+        key = (link.path, claimed)
+        if key in self.identity_conflicts:
+            return
+        self.stats["identity_conflicts"] += 1
+        if link.board is not None:
+            conflict = IdentityConflict(link.path, claimed, bound=link.board, held_by=None, since=iso_now())
+        else:
+            holder = sess.link.path if sess.link is not None else None
+            conflict = IdentityConflict(link.path, claimed, bound=None, held_by=holder, since=iso_now())
+        self.identity_conflicts[key] = conflict
+        log.error("board identity: %s", conflict.message())
+        self.emit_bridge_alert(sess, "board_identity", conflict.as_dict())
+        self._publish_bridge_state()
 
     def handle_lines(self, link: SerialLink, lines: list[bytes | None]) -> None:
         """Process lines from one port (event loop)."""
@@ -224,6 +322,13 @@ class Bridge:
                 msg = decode(line)
             except DecodeError as exc:
                 self.stats["malformed"] += 1
+                if exc.out_of_range:
+                    # Well-formed but implausible: skipped and nothing else (the seq it used, if any, shows up
+                    # as a gap at the next line, which asks for a snapshot).
+                    self.stats["out_of_range"] += 1
+                    log.error("%s: line with an out-of-range number skipped (%s): %.120r", link.board or link.path,
+                              exc, line)
+                    continue
                 log.warning("%s: malformed line skipped (%s): %.80r", link.board or link.path, exc, line)
                 if link.board is not None:
                     self.request_snapshot(self.boards[link.board])
@@ -241,14 +346,22 @@ class Bridge:
     def _identify(self, link: SerialLink, hello: Message) -> None:
         board = str(hello.fields["board"])
         boot = str(hello.fields.get("boot", ""))
+        if link.board is not None and board != link.board:
+            # The port's board now says another id: the port keeps its first one (the game goes on there).
+            self._identity_conflict(link, board, self.boards[link.board])
+            board = link.board
         sess = self.boards.get(board)
+        if sess is not None and sess.link is not None and sess.link is not link:
+            # Another port that is still open serves this id: hold this one back (its lines wait) until that
+            # one closes, instead of moving the board back and forth between the two.
+            self._identity_conflict(link, board, sess)
+            link.held_back = board
+            return
+        link.held_back = None
         if sess is None:
             sess = BoardSession(board, Engine(settle_ms=self.config.settle_ms))
             self.boards[board] = sess
             self.journal.ensure_board(board)
-        if sess.link is not None and sess.link is not link:
-            log.warning("board %s now on %s (was %s)", board, link.path, sess.link.path)
-            sess.link.close()
         first_contact = link.board is None
         link.board = board
         sess.link = link
@@ -269,6 +382,7 @@ class Bridge:
             log.info("board %s: boot %s on %s", board, boot, link.path)
             sess.boot = boot
             sess.last_seq = None
+            sess.device_t = None
             self._mark(sess)
         else:
             log.info("board %s: back on %s (same boot)", board, link.path)
@@ -306,8 +420,8 @@ class Bridge:
             if msg.kind == "error":
                 log.warning("board %s reports an error: %s", sess.board, msg.fields.get("why"))
             return
-        board_t = max(msg.t + sess.t_offset, sess.last_t)
         now = time.monotonic()
+        board_t = self._board_time(sess, msg.t, now)
         self._learn_rate(sess, msg.t + sess.t_offset, now)
         sess.arrival_t = board_t
         sess.arrival_host = now
@@ -316,6 +430,41 @@ class Bridge:
                 and sess.engine.next_deadline() is None and sess.engine.state().occupancy == record.occ):
             return   # a heartbeat that tells the engine nothing new: not fed, not journaled (a small journal)
         self.feed(sess, replace(record, t=board_t), "serial")
+
+    def _board_time(self, sess: BoardSession, device_t: int, now: float) -> int:
+        """Return the board time of a record stamped ``device_t`` by the board's current boot.
+
+        Device time never runs backwards within a boot, and never runs ahead of the host's clock by more than
+        :data:`MAX_FORWARD_JUMP_MS`: a clock that does either (a firmware fault, a clock set while running)
+        is logged, and the board's time goes on from the host's estimate (board time stays monotonic). A line
+        stamped before the board time a settle timer already reached (it arrived late) moves the offset on
+        by the overlap, so the lines keep their spacing.
+        """
+        last = sess.device_t
+        jump = None
+        if last is not None and device_t < last:
+            jump = f"ran backwards by {last - device_t} ms"
+        elif last is not None and sess.arrival_host:
+            expected = (now - sess.arrival_host) * 1000 * max(sess.rate, 1.0)
+            if device_t - last > expected + MAX_FORWARD_JUMP_MS:
+                jump = f"jumped {device_t - last} ms ahead in {expected / 1000:.1f} s"
+        sess.device_t = device_t
+        if jump is not None:
+            self.stats["time_jumps"] += 1
+            estimate = self.board_now(sess)
+            log.warning("board %s: device time %s within boot %s; board time goes on from %d (the host's "
+                        "estimate)", sess.board, jump, sess.boot, estimate)
+            sess.t_offset = estimate - device_t
+            sess.rate_anchor = None
+            self._mark(sess)
+        board_t = device_t + sess.t_offset
+        if board_t < sess.last_t:
+            # Stamped before a timer's advance but arriving after it (a late line): shift this boot's offset
+            # rather than pile it and the lines behind it onto one time, which would read as chatter.
+            sess.t_offset += sess.last_t - board_t
+            board_t = sess.last_t
+            self._mark(sess)
+        return board_t
 
     @staticmethod
     def _learn_rate(sess: BoardSession, device_t: int, now: float) -> None:
@@ -348,6 +497,7 @@ class Bridge:
         sess.last_t = record.t
         self._mark(sess)
         self.journal.add_entry(sess.board, "record", record.t, records.to_line(record), source, iso_now())
+        sess.since_checkpoint += 1
         try:
             events = sess.engine.feed(record)
         except Exception:
@@ -370,10 +520,13 @@ class Bridge:
 
     def _on_deadline(self, sess: BoardSession, deadline: int) -> None:
         sess.timer = None
-        t = max(deadline, self.board_now(sess))
+        # The deadline itself, not the estimated "now": an estimate that runs ahead of the device (a rate
+        # learned from a burst of late lines) must not push later records back onto one frozen time.
+        t = max(deadline, sess.last_t)
         sess.last_t = t
         self._mark(sess)
         self.journal.add_entry(sess.board, "advance", t, None, "timer", iso_now())
+        sess.since_checkpoint += 1
         try:
             events = sess.engine.advance(t)
         except Exception:
@@ -388,7 +541,9 @@ class Bridge:
             return
         ts = iso_now()
         retained_changed = False
+        game_ended = False
         for event in events:
+            game_ended = game_ended or event.type == "game_end"
             sess.event_seq += 1
             self.stats["events"] += 1
             payload = event.to_dict()
@@ -401,6 +556,33 @@ class Bridge:
             retained_changed = retained_changed or event.type != "touch"
         if retained_changed:
             self._publish_board_retained(sess)
+        if game_ended or sess.since_checkpoint >= CHECKPOINT_EVERY:
+            self.checkpoint(sess)
+
+    def emit_bridge_alert(self, sess: BoardSession, code: str, detail: dict[str, Any]) -> None:
+        """Publish (and journal) an alert the bridge raises itself, in the board's event stream."""
+        st = sess.engine.state()
+        sess.event_seq += 1
+        self.stats["events"] += 1
+        payload = {"type": "alert", "game": st.game, "t": sess.last_t, "code": code, "ply": st.ply + 1,
+                   "article": "", "detail": detail, "origin": "bridge", "board": sess.board,
+                   "seq": sess.event_seq, "session": self.session, "ts": iso_now()}
+        self.journal.add_event(sess.board, sess.event_seq, payload)
+        sess.backlog.append((sess.event_seq, dumps(payload)))
+        self._mark(sess)
+        self._schedule_flush()
+
+    def checkpoint(self, sess: BoardSession) -> None:
+        """Journal the board's engine as it is now: a restart replays only what comes after."""
+        try:
+            state = checkpoint.dump(sess.engine)
+        except Exception:
+            log.exception("board %s: cannot checkpoint the engine (a restart replays more)", sess.board)
+            return
+        self.journal.add_checkpoint(sess.board, sess.event_seq, sess.last_t, checkpoint.fingerprint(), state,
+                                    dict(sess.headers), iso_now())
+        sess.since_checkpoint = 0
+        self._mark(sess)
 
     def _leds_for(self, sess: BoardSession, payload: dict[str, Any]) -> None:
         if sess.link is None:
@@ -414,7 +596,7 @@ class Bridge:
             detail = payload.get("detail") or {}
             squares = [s for key in ("extra", "missing") for s in detail.get(key, []) if isinstance(s, str)]
             if squares:
-                sess.link.send({"cmd": "leds", "squares": squares, "color": LED_CORRECT})
+                sess.link.send(leds_command(squares, LED_CORRECT))
         elif kind in ("takeback", "game_start") or (
                 kind == "alert" and payload.get("code") == "board_restored"):
             sess.link.send({"cmd": "leds", "clear": True})
@@ -454,6 +636,8 @@ class Bridge:
 
     def _on_mqtt_connected(self) -> None:
         self._publish_info()
+        if self.problems():
+            self._publish_bridge_state()
 
     def _on_acked(self, tag: Any) -> None:
         board, seq = tag
@@ -486,9 +670,114 @@ class Bridge:
             if sess.published > sess.published_saved:
                 self.journal.mark_published(sess.board, sess.published)
                 sess.published_saved = sess.published
-        self.journal.commit()
+        if self._journal_retry is None and not self.journal.commit():
+            self._journal_failed()
+        if self.journal.held > MAX_HELD_WRITES:
+            self._limit_held()
         self._pump_boards |= {sess for sess in dirty if sess.queued_seq < sess.event_seq}
         self.pump()
+
+    # -- journal faults -----------------------------------------------------------------------------------
+    def _journal_failed(self) -> None:
+        """The journal cannot write: say so, go on publishing from memory, and try again later."""
+        loop = self._loop or asyncio.get_running_loop()
+        self._journal_retry = loop.call_later(JOURNAL_RETRY_S, self._retry_journal)
+        self._publish_bridge_state()
+
+    def _retry_journal(self) -> None:
+        self._journal_retry = None
+        loop = self._loop or asyncio.get_running_loop()
+        if self.journal.commit(max_chunks=16):
+            log.info("journal: every held write is written")
+            self._publish_bridge_state()
+        elif self.journal.fault is None:           # writing again, more to write: go on after other work
+            self._journal_retry = loop.call_later(0, self._retry_journal)
+            self._publish_bridge_state()
+        else:
+            self._journal_retry = loop.call_later(JOURNAL_RETRY_S, self._retry_journal)
+            self._publish_bridge_state()
+
+    def _limit_held(self) -> None:
+        """Too many writes wait for the journal: give some up, the least needed first (see the module doc)."""
+        journal = self.journal
+        superseded = {"entry", "checkpoint"}
+        dropped = journal.drop_held(lambda w: w.kind in superseded or (w.kind == "board" and
+                                                                      w.sql.startswith("UPDATE")))
+        records_lost: dict[str, int] = {}
+        earlier: dict[str, int] = {}         # the gap notes of earlier passes, merged into this one
+        for write in dropped:
+            if write.kind == "entry" and write.params[1] == "gap":
+                count = json.loads(write.params[3])["records_not_journaled"]
+                earlier[write.board] = earlier.get(write.board, 0) + count
+            elif write.kind == "entry":
+                records_lost[write.board] = records_lost.get(write.board, 0) + 1
+        recheckpoint = {w.board for w in dropped if w.kind in superseded}
+        if records_lost:
+            self.journal_loss["records_not_journaled"] += sum(records_lost.values())
+            log.error("journal: %d writes held, over the bound of %d: %d record(s) of %d board(s) given up "
+                      "(engines checkpointed instead; the export recording has a gap)", journal.held + len(dropped),
+                      MAX_HELD_WRITES, sum(records_lost.values()), len(records_lost))
+        for sess in self.boards.values():     # the board rows and checkpoints given up, as they are now
+            journal.update_board(sess.board, boot=sess.boot, last_seq=sess.last_seq, t_offset=sess.t_offset,
+                                 last_t=sess.last_t)
+            journal.mark_published(sess.board, sess.published)
+            gap = records_lost.get(sess.board, 0) + earlier.get(sess.board, 0)
+            if gap:
+                journal.add_entry(sess.board, "gap", sess.last_t, json.dumps({"records_not_journaled": gap}),
+                                  "bridge", iso_now())
+            if sess.board in recheckpoint:
+                self.checkpoint(sess)
+        if journal.held <= MAX_HELD_WRITES:
+            return
+        # Events the broker has (or the MQTT queue holds) are the next to go, then the oldest others.
+        queued = {sess.board: sess.queued_seq for sess in self.boards.values()}
+        gone = journal.drop_held(lambda w: w.kind == "event" and w.seq <= queued.get(w.board, 0))
+        self.journal_loss["events_not_journaled"] += len(gone)
+        excess = journal.held - MAX_HELD_WRITES // 2
+        if excess > 0:
+            chosen: set[tuple[str, int]] = set()
+            for write in journal.held_writes():    # oldest first
+                if write.kind == "event":
+                    chosen.add((write.board, write.seq))
+                    if len(chosen) >= excess:
+                        break
+            lost = journal.drop_held(lambda w: w.kind == "event" and (w.board, w.seq) in chosen)
+            for write in lost:
+                lost_sess = self.boards.get(write.board)
+                if lost_sess is not None and write.seq > lost_sess.queued_seq:
+                    lost_sess.queued_seq = write.seq      # never published: the board's stream has a gap there
+            self.journal_loss["events_lost"] += len(lost)
+            log.error("journal: %d event(s) neither journaled nor published dropped (bound %d)", len(lost),
+                      MAX_HELD_WRITES)
+        self._publish_bridge_state()
+
+    def journal_status(self) -> dict[str, Any]:
+        """Return the journal's health: whether it writes, why not, and what is held or was given up."""
+        fault = self.journal.fault
+        out: dict[str, Any] = {"ok": fault is None, "held_writes": self.journal.held,
+                               "poisoned_writes": self.journal.poisoned, **self.journal_loss}
+        if fault is not None:
+            out.update(error=fault.reason, since=fault.since, failures=fault.failures)
+        return out
+
+    def problems(self) -> list[dict[str, Any]]:
+        """Return what the operator should know about now (empty when all is well)."""
+        out: list[dict[str, Any]] = []
+        fault = self.journal.fault
+        if fault is not None:
+            out.append({"code": "journal_write_failed", "reason": fault.reason, "since": fault.since,
+                        "held_writes": self.journal.held})
+        if any(self.journal_loss.values()):
+            out.append({"code": "journal_incomplete", **self.journal_loss})
+        out.extend(conflict.as_dict() for conflict in self.identity_conflicts.values())
+        return out
+
+    def _publish_bridge_state(self) -> None:
+        problems = self.problems()
+        payload: dict[str, Any] = {"state": "online"}
+        if problems:
+            payload["problems"] = problems
+        self.mqtt.retain(f"{self.base}/bridge/state", dumps(payload))
 
     def pump(self) -> None:
         """Offer journaled, not yet queued events to MQTT while its queue has room."""
@@ -562,6 +851,12 @@ class Bridge:
             record = records.from_dict({"t": t, "type": "promote", "piece": payload["piece"]})
         elif command == "takeback":
             record = records.TakebackRequest(t, payload["ply"])
+        elif command == "resync":
+            try:
+                record = records.from_dict({"t": t, "type": "resync",
+                                            **{k: payload[k] for k in ("moves", "fen") if k in payload}})
+            except records.RecordError as exc:
+                return self._reply(reply_topic, transaction, exc.reason, command=command)
         elif command == "assign":
             names = {"round": "Round", "board": "Board", "white": "White", "black": "Black", "event": "Event",
                      "site": "Site"}
@@ -569,10 +864,15 @@ class Bridge:
             sess.headers.update(headers)
             self.journal.add_entry(board, "meta", sess.last_t, json.dumps(headers), "operator", iso_now())
             self._publish_board_retained(sess)
+        seq = sess.event_seq
         if record is not None:
             sess.arrival_t, sess.arrival_host = t, time.monotonic()
             self.feed(sess, record, "operator")
         self._schedule_flush()
+        # A resync the engine could not apply is answered with its reason (the event is published as well).
+        rejected = [line for event_seq, line in sess.backlog if event_seq > seq and b'"resync_rejected"' in line]
+        if rejected:
+            return self._reply(reply_topic, transaction, json.loads(rejected[0])["reason"], command=command)
         self._reply(reply_topic, transaction, command=command)
 
     def _bridge_request(self, cmd: str, raw: bytes, retained: bool) -> None:
@@ -592,8 +892,10 @@ class Bridge:
             return self._reply(reply_topic, transaction, problem)
         if cmd == "health_check":
             online = sum(1 for s in self.boards.values() if s.link is not None)
-            return self._reply(reply_topic, transaction, data={"healthy": True, "session": self.session,
-                                                                "boards_online": online})
+            problems = self.problems()
+            return self._reply(reply_topic, transaction, data={
+                "healthy": not problems, "session": self.session, "boards_online": online,
+                "problems": problems, "journal": self.journal_status(), "time": iso_now()})
         if cmd == "boards":
             data = []
             for sess in self.boards.values():
@@ -610,7 +912,7 @@ class Bridge:
             if payload.get("clear"):
                 target.link.send({"cmd": "leds", "clear": True})
             elif "squares" in payload and "color" in payload:
-                target.link.send({"cmd": "leds", "squares": payload["squares"], "color": payload["color"]})
+                target.link.send(leds_command(payload["squares"], payload["color"]))
             else:
                 return self._reply(reply_topic, transaction, "give 'squares' and 'color', or 'clear': true")
         self._reply(reply_topic, transaction, data={})
@@ -644,6 +946,11 @@ class Bridge:
         for sess in self.boards.values():
             if sess.timer is not None:
                 sess.timer.cancel()
+            if sess.since_checkpoint:
+                self.checkpoint(sess)       # the next start replays nothing
+        if self._journal_retry is not None:
+            self._journal_retry.cancel()
+            self._journal_retry = None
         self.flush()
         # Give the queue a moment to drain, then say goodbye.
         with contextlib.suppress(TimeoutError):
@@ -663,11 +970,15 @@ class Bridge:
 
 
 # -- the ``touchmove run`` subcommand ---------------------------------------------------------------------
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", "-c", metavar="FILE", required=True, help="TOML configuration file")
     parser.add_argument("--port", action="append", default=[], metavar="PATH",
                         help="serial port path or glob (added to the config's [serial] ports)")
-    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING ...")
+    parser.add_argument("--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS, metavar="LEVEL",
+                        help=f"one of {', '.join(LOG_LEVELS)} (default INFO)")
     parser.set_defaults(handler=run_command)
 
 
@@ -677,20 +988,18 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         config = load(args.config)
     except ConfigError as exc:
-        log.error("%s", exc)
+        print(f"touchmove run: {exc}", file=sys.stderr)
         return 2
     if args.port:
         config = replace(config, serial=replace(config.serial, ports=config.serial.ports + tuple(args.port)))
+    Path(config.journal).parent.mkdir(parents=True, exist_ok=True)   # an OSError is the CLI's one-line error
     return asyncio.run(serve(config))
 
 
 async def serve(config: BridgeConfig) -> int:
     bridge = Bridge(config)
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, bridge.stop)
+    signals = StopSignals(asyncio.get_running_loop(), bridge.stop)
     log.info("touchmove bridge %s, session %s, journal %s, broker %s", __version__, bridge.session,
              config.journal, config.mqtt.url)
     await bridge.run()
-    return 0
+    return signals.status

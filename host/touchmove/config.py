@@ -4,10 +4,14 @@ Example (every key is optional; these are the defaults unless noted)::
 
     [mqtt]
     url = "mqtt://127.0.0.1:1883"      # mqtts:// for TLS
+    # urls = ["mqtt://n1:1883", "mqtt://n2:1883"]   # instead of url: a cluster's nodes, tried in turn
     base_topic = "touchmove"
     username = "bridge"                # no default
-    password = "secret"                # no default
+    password = "secret"                # no default; better password_file or password_env (or the
+    # password_file = "$CREDENTIALS_DIRECTORY/mqtt-password"   #  env TOUCHMOVE_MQTT_PASSWORD)
     ca_file = "/etc/touchmove/ca.pem"  # no default; implies TLS
+    # cert_file = "/etc/touchmove/bridge.crt"  # a TLS client certificate (with key_file)
+    keepalive = 15                     # seconds; a silent broker is given up after 1.5x this
     protocol = 4                       # 4 = MQTT 3.1.1, 5 = MQTT 5
     queue_size = 10000                 # events queued in memory (the rest wait in the journal)
 
@@ -26,11 +30,13 @@ Example (every key is optional; these are the defaults unless noted)::
 
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
+
+from touchmove.brokers import PASSWORD_ENV, USERNAME_ENV, BrokerSettingError, Endpoint, parse_url, read_secret
 
 DEFAULT_BASE_TOPIC = "touchmove"
 
@@ -60,10 +66,20 @@ class MqttConfig:
     protocol: int = 4
     queue_size: int = 10_000
     client_id: str | None = None
+    #: more broker nodes (a cluster), tried in turn after ``host:port``
+    fallbacks: tuple[Endpoint, ...] = ()
+    cert_file: str | None = None
+    key_file: str | None = None
+    keepalive: int = 15
 
     @property
     def url(self) -> str:
         return f"{'mqtts' if self.tls else 'mqtt'}://{self.host}:{self.port}"
+
+    @property
+    def endpoints(self) -> tuple[Endpoint, ...]:
+        """Every broker node, the first one first."""
+        return (Endpoint(self.host, self.port, self.tls), *self.fallbacks)
 
 
 @dataclass(frozen=True)
@@ -84,20 +100,55 @@ class BridgeConfig:
 
 def parse_broker_url(url: str) -> dict[str, Any]:
     """Return host, port, tls, username and password from ``mqtt://[user:pass@]host[:port]`` (or mqtts)."""
-    parts = urlsplit(url if "://" in url else f"mqtt://{url}")
-    if parts.scheme not in ("mqtt", "mqtts", "tcp", "ssl"):
-        raise ConfigError(f"broker URL scheme must be mqtt:// or mqtts://, not {parts.scheme!r}")
-    tls = parts.scheme in ("mqtts", "ssl")
     try:
-        port = parts.port or (8883 if tls else 1883)
-    except ValueError as exc:
-        raise ConfigError(f"bad port in broker URL {url!r}") from exc
-    out: dict[str, Any] = {"host": parts.hostname or "127.0.0.1", "port": port, "tls": tls}
-    if parts.username:
-        out["username"] = unquote(parts.username)
-    if parts.password:
-        out["password"] = unquote(parts.password)
+        parsed = parse_url(url)
+    except BrokerSettingError as exc:
+        raise ConfigError(str(exc)) from exc
+    ep = parsed.endpoint
+    out: dict[str, Any] = {"host": ep.host, "port": ep.port, "tls": ep.tls}
+    if parsed.username:
+        out["username"] = parsed.username
+    if parsed.password:
+        out["password"] = parsed.password
     return out
+
+
+def _mqtt_kwargs(mqtt_t: dict[str, Any]) -> dict[str, Any]:
+    """The :class:`MqttConfig` arguments of an ``[mqtt]`` table (URL list and secrets resolved)."""
+    _check(mqtt_t, "mqtt", {"url": str, "urls": list, "base_topic": str, "username": str, "password": str,
+                            "password_env": str, "password_file": str, "ca_file": str, "cert_file": str,
+                            "key_file": str, "keepalive": int, "protocol": int, "queue_size": int,
+                            "client_id": str})
+    if "url" in mqtt_t and "urls" in mqtt_t:
+        raise ConfigError("[mqtt] give url or urls, not both")
+    urls = mqtt_t.get("urls", [mqtt_t.get("url", "mqtt://127.0.0.1:1883")])
+    if not urls or not all(isinstance(u, str) for u in urls):
+        raise ConfigError("[mqtt] urls must be a non-empty list of broker URLs")
+    kw: dict[str, Any] = parse_broker_url(urls[0])
+    fallbacks = [parse_broker_url(u) for u in urls[1:]]
+    kw["fallbacks"] = tuple(Endpoint(f["host"], f["port"], f["tls"]) for f in fallbacks)
+    for key in ("username", "password", "ca_file", "cert_file", "key_file", "keepalive", "base_topic",
+                "protocol", "queue_size", "client_id"):
+        if key in mqtt_t:
+            kw[key] = mqtt_t[key]
+    if sum(k in mqtt_t for k in ("password", "password_env", "password_file")) > 1:
+        raise ConfigError("[mqtt] give one of password, password_env, password_file")
+    try:
+        kw["password"] = read_secret(kw.get("password"), env=mqtt_t.get("password_env"),
+                                     file=mqtt_t.get("password_file"), default_env=PASSWORD_ENV)
+    except BrokerSettingError as exc:
+        raise ConfigError(f"[mqtt] {exc}") from exc
+    if kw.get("username") is None and os.environ.get(USERNAME_ENV):
+        kw["username"] = os.environ[USERNAME_ENV]
+    if kw.get("key_file") and not kw.get("cert_file"):
+        raise ConfigError("[mqtt] key_file needs cert_file (the client certificate)")
+    if kw.get("ca_file") or kw.get("cert_file"):
+        kw["tls"] = True
+    if kw["tls"]:
+        kw["fallbacks"] = tuple(Endpoint(f.host, f.port, True) for f in kw["fallbacks"])
+    if not 2 <= kw.get("keepalive", 15) <= 600:
+        raise ConfigError("[mqtt] keepalive must be between 2 and 600 seconds")
+    return kw
 
 
 def _check(table: dict[str, Any], name: str, allowed: dict[str, type | tuple[type, ...]]) -> None:
@@ -116,15 +167,7 @@ def from_dict(data: dict[str, Any]) -> BridgeConfig:
     unknown = set(data) - {"mqtt", "serial", "engine", "journal"}
     if unknown:
         raise ConfigError(f"unknown section(s): {', '.join(sorted(unknown))}")
-    mqtt_t = data.get("mqtt", {})
-    _check(mqtt_t, "mqtt", {"url": str, "base_topic": str, "username": str, "password": str,
-                            "ca_file": str, "protocol": int, "queue_size": int, "client_id": str})
-    mqtt_kw: dict[str, Any] = parse_broker_url(mqtt_t.get("url", "mqtt://127.0.0.1:1883"))
-    for key in ("username", "password", "ca_file", "base_topic", "protocol", "queue_size", "client_id"):
-        if key in mqtt_t:
-            mqtt_kw[key] = mqtt_t[key]
-    if mqtt_kw.get("ca_file"):
-        mqtt_kw["tls"] = True
+    mqtt_kw = _mqtt_kwargs(data.get("mqtt", {}))
     if mqtt_kw.get("protocol", 4) not in (4, 5):
         raise ConfigError("[mqtt] protocol must be 4 (MQTT 3.1.1) or 5")
     base = mqtt_kw.get("base_topic", DEFAULT_BASE_TOPIC)

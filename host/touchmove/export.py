@@ -7,6 +7,9 @@ monotonic time, so ``touchmove replay`` on it gives the same games, for arbiter 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -20,7 +23,14 @@ def recording_lines(journal: Journal, board: str) -> list[str]:
     return [e.body for e in journal.entries(board) if e.kind == "record" and e.body]
 
 
-def pgn_games(journal: Journal, board: str, settle_ms: int) -> list[chess.pgn.Game]:
+def recording_gaps(journal: Journal, board: str) -> int:
+    """Return how many records the bridge could not journal (a full disk past its bound; see docs/bridge.md)."""
+    return sum(json.loads(e.body).get("records_not_journaled", 0) for e in journal.entries(board)
+               if e.kind == "gap" and e.body)
+
+
+def pgn_games(journal: Journal, board: str, settle_ms: int | None = None) -> list[chess.pgn.Game]:
+    """Return the board's games; ``settle_ms`` None means the bridge's (from its checkpoint, else 200)."""
     from touchmove.bridge import replay_entries
 
     engine, _, headers = replay_entries(journal, board, settle_ms)
@@ -35,9 +45,27 @@ def _write(path: str, text: str) -> None:
         Path(path).write_text(text, encoding="utf-8")
 
 
+JOURNAL_TABLES = {"boards", "entries", "events"}
+
+
+def journal_problem(path: str) -> str | None:
+    """Return why ``path`` is not a bridge journal (read-only look: nothing is created), or None."""
+    if not Path(path).is_file():
+        return f"no journal at {path}"
+    try:
+        with contextlib.closing(sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)) as db:
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as exc:
+        return f"{path} is not a touchmove journal ({exc})"
+    if not JOURNAL_TABLES.issubset(tables):
+        return f"{path} is not a touchmove journal (an SQLite file without its tables)"
+    return None
+
+
 def export_command(args: argparse.Namespace) -> int:
-    if not Path(args.journal).exists():
-        print(f"touchmove export: no journal at {args.journal}", file=sys.stderr)
+    problem = journal_problem(args.journal)
+    if problem is not None:
+        print(f"touchmove export: {problem}", file=sys.stderr)
         return 2
     journal = Journal(args.journal)
     try:
@@ -60,6 +88,10 @@ def export_command(args: argparse.Namespace) -> int:
         _write(pgn, "".join(str(game) + "\n\n" for game in games))
         if recording != "-" and pgn != "-":
             print(f"{board}: {recording} ({len(games)} game(s)), {pgn}")
+        missing = recording_gaps(journal, board)
+        if missing:
+            print(f"touchmove export: note: {missing} record(s) of {board} were never journaled (the journal could "
+                  "not write); the recording has gaps there, the PGN is complete", file=sys.stderr)
         return 0
     finally:
         journal.close()
@@ -70,5 +102,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--board", help="board id (may be omitted when the journal has one board)")
     parser.add_argument("--recording", metavar="FILE", help="recording output (default BOARD.jsonl; - = stdout)")
     parser.add_argument("--pgn", metavar="FILE", help="PGN output (default BOARD.pgn; - = stdout)")
-    parser.add_argument("--settle-ms", type=int, default=200, help="the settle time the bridge ran with")
+    parser.add_argument("--settle-ms", type=int, default=None,
+                        help="the settle time the bridge ran with (default: the one in the journal's checkpoint, "
+                             "else 200)")
     parser.set_defaults(handler=export_command)

@@ -6,19 +6,41 @@ device time passed without a record. The engine is deterministic, so replaying a
 engine exactly. Events are stored with a per-board ``seq`` and published ones are acknowledged by moving the
 board's ``published`` mark: after a crash, the daemon publishes exactly the events past that mark.
 
-Writes go into an open transaction; :meth:`Journal.commit` makes them durable (WAL with ``synchronous=NORMAL``
-survives the process being killed). The bridge commits before it publishes anything a batch produced.
+Writes are held in memory, in order, until :meth:`Journal.commit` writes them in one transaction and makes them
+durable (WAL with ``synchronous=NORMAL`` survives the process being killed). The bridge commits before it
+publishes anything a batch produced.
+
+A write error (disk full, I/O error, a lock held by another program: any :class:`sqlite3.Error` from the
+database) rolls the transaction back and leaves the writes held: :attr:`Journal.fault` says why and since when,
+and the next :meth:`commit` tries again. A write that can never succeed (a value SQLite cannot store, a
+duplicate key) is dropped with an error log line instead of blocking the ones behind it. How many writes may
+be held, and what is given up when that bound is hit, is the bridge's policy (:meth:`Journal.drop_held`).
+
+*Checkpoints* keep a board's engine (pickled, with the PGN headers) and the last entry it includes, so a restart
+replays only the entries after it; a checkpoint is used only by the same rules code that wrote it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
+import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+log = logging.getLogger(__name__)
+
+#: Writes per transaction when held writes are written after a fault (the first one is the probe).
+CHUNK = 2000
+#: How long a write waits for a lock held by another connection (seconds); the event loop waits with it.
+BUSY_TIMEOUT_S = 0.2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS boards (
@@ -49,7 +71,21 @@ CREATE TABLE IF NOT EXISTS events (
     payload TEXT NOT NULL,          -- the JSON published on <base>/boards/<id>/events
     PRIMARY KEY (board, seq)
 );
+CREATE TABLE IF NOT EXISTS checkpoints (
+    board       TEXT PRIMARY KEY,
+    after_entry INTEGER NOT NULL,   -- the board's last entry id the engine state includes
+    event_seq   INTEGER NOT NULL,   -- events the board had produced then
+    t           INTEGER NOT NULL,
+    code        TEXT NOT NULL,      -- fingerprint of the rules code that pickled the state
+    state       BLOB NOT NULL,      -- the pickled engine
+    headers     TEXT NOT NULL,      -- PGN headers from 'meta' entries up to then (JSON)
+    ts          TEXT NOT NULL
+);
 """
+
+#: Errors that one write causes by itself (retrying cannot help): the write is dropped and logged.
+POISON = (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError, sqlite3.DataError,
+          OverflowError, ValueError, TypeError)
 
 
 @dataclass(frozen=True)
@@ -58,6 +94,36 @@ class Entry:
     t: int
     body: str | None
     source: str
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    after_entry: int
+    event_seq: int
+    t: int
+    code: str
+    state: bytes
+    headers: dict[str, str]
+
+
+@dataclass
+class JournalFault:
+    """Why the journal cannot write, since when (UTC ISO-8601), and how many attempts failed."""
+
+    reason: str
+    since: str
+    failures: int = 1
+
+
+@dataclass(slots=True)
+class HeldWrite:
+    """One write waiting for a commit: ``kind`` is entry, event, board or checkpoint."""
+
+    kind: str
+    board: str
+    sql: str
+    params: tuple[Any, ...]
+    seq: int = 0
 
 
 @dataclass
@@ -76,11 +142,20 @@ class Journal:
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
-        self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        # created readable by its owner only (games, names, arbiter actions); SQLite gives -wal/-shm the same mode
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                                  timeout=BUSY_TIMEOUT_S)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
-        self._in_tx = False
+        self.fault: JournalFault | None = None
+        self.poisoned = 0                           # writes dropped because they could never succeed
+        self._open: list[HeldWrite] = []            # writes since the last commit
+        self._batches: deque[list[HeldWrite]] = deque()   # committed by the caller, not yet written
+        self._held_events: dict[str, dict[int, str]] = {}  # board -> seq -> payload, for reads meanwhile
+        self.held = 0
         self._checkpointer: threading.Thread | None = None
         self._closing = threading.Event()
 
@@ -89,7 +164,7 @@ class Journal:
 
         SQLite checkpoints (and syncs the file) inside whichever commit crosses the WAL's size threshold; on a
         busy bridge that commit stalls the event loop for milliseconds. A passive checkpoint from another
-        connection never blocks the writer.
+        connection never blocks the writer. A failing checkpoint (a full disk) is retried at the next turn.
         """
         self.db.execute("PRAGMA wal_autocheckpoint=0")
 
@@ -97,60 +172,165 @@ class Journal:
             other = sqlite3.connect(self.path, check_same_thread=False)
             try:
                 while not self._closing.wait(every_s):
-                    other.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                    try:
+                        other.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                    except sqlite3.Error as exc:
+                        log.warning("journal: WAL checkpoint failed (%s)", exc)
             finally:
                 other.close()
 
         self._checkpointer = threading.Thread(target=run, name="journal checkpoint", daemon=True)
         self._checkpointer.start()
 
-    def _begin(self) -> None:
-        if not self._in_tx:
-            self.db.execute("BEGIN")
-            self._in_tx = True
+    # -- committing ---------------------------------------------------------------------------------------
+    def commit(self, max_chunks: int | None = None) -> bool:
+        """Write every held write, in order; return True when none is left and the database took them.
 
-    def commit(self) -> None:
-        """Make every write since the last commit durable."""
-        if self._in_tx:
-            self.db.execute("COMMIT")
-            self._in_tx = False
+        Writes are grouped in transactions of about :data:`CHUNK` writes, each ending where a caller's
+        commit ended (a crash leaves a journal as it was after one of them). ``max_chunks`` bounds the work
+        of one call. On a database error the transaction is rolled back, the writes stay held,
+        :attr:`fault` says why and False is returned.
+        """
+        if self._open:
+            self._batches.append(self._open)
+            self._open = []
+        chunks = 0
+        while self._batches:
+            if max_chunks is not None and chunks >= max_chunks:
+                return False
+            count = size = 0
+            for batch in self._batches:
+                count += 1
+                size += len(batch)
+                if size >= CHUNK:
+                    break
+            try:
+                self._write([self._batches[i] for i in range(count)])
+            except sqlite3.Error as exc:
+                self._failed(exc)
+                return False
+            for _ in range(count):
+                self._forget(self._batches.popleft())
+            chunks += 1
+        if self.fault is not None:
+            log.warning("journal: writing again after %d failed attempt(s) since %s (%s)",
+                        self.fault.failures, self.fault.since, self.fault.reason)
+            self.fault = None
+        return True
+
+    def _write(self, batches: list[list[HeldWrite]]) -> None:
+        db = self.db
+        try:
+            db.execute("BEGIN")
+            for batch in batches:
+                for write in batch:
+                    try:
+                        db.execute(write.sql, write.params)
+                    except POISON as exc:
+                        self.poisoned += 1
+                        log.error("journal: %s write for board %s dropped (%s): %.120r", write.kind, write.board,
+                                  exc, write.params)
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                try:
+                    db.execute("ROLLBACK")
+                except sqlite3.Error:
+                    log.debug("journal: rollback failed", exc_info=True)
+            raise
+
+    def _failed(self, exc: sqlite3.Error) -> None:
+        reason = str(exc) or type(exc).__name__
+        if self.fault is None:
+            self.fault = JournalFault(reason, datetime.now(UTC).isoformat(timespec="seconds"))
+            log.error("journal: cannot write %s (%s); %d write(s) held in memory", self.path, reason, self.held)
+        else:
+            self.fault.failures += 1
+            self.fault.reason = reason
+
+    def _forget(self, batch: list[HeldWrite]) -> None:
+        self.held -= len(batch)
+        for write in batch:
+            if write.kind == "event":
+                held = self._held_events.get(write.board)
+                if held is not None:
+                    held.pop(write.seq, None)
+                    if not held:
+                        del self._held_events[write.board]
+
+    def drop_held(self, drop: Callable[[HeldWrite], bool]) -> list[HeldWrite]:
+        """Remove the held writes ``drop`` selects (the bridge's policy when too many are held); return them."""
+        dropped: list[HeldWrite] = []
+        batches: deque[list[HeldWrite]] = deque()
+        for batch in [*self._batches, self._open]:
+            keep: list[HeldWrite] = []
+            for write in batch:
+                (dropped if drop(write) else keep).append(write)
+            if keep:
+                batches.append(keep)
+        self._open = []
+        self._batches = batches
+        self._forget(dropped)
+        return dropped
+
+    def held_writes(self) -> Iterator[HeldWrite]:
+        """Yield the writes not yet in the database, oldest first."""
+        for batch in self._batches:
+            yield from batch
+        yield from self._open
 
     def close(self) -> None:
-        self.commit()
+        if not self.commit():
+            log.error("journal: closing with %d write(s) not written (%s)", self.held,
+                      self.fault.reason if self.fault else "?")
         self._closing.set()
         if self._checkpointer is not None:
             self._checkpointer.join(5)
         self.db.close()
 
-    # -- writes -------------------------------------------------------------------------------------------
+    # -- writes (held until the next commit) ---------------------------------------------------------------
+    def _hold(self, write: HeldWrite) -> None:
+        self._open.append(write)
+        self.held += 1
+
     def ensure_board(self, board: str) -> None:
-        self._begin()
-        self.db.execute("INSERT OR IGNORE INTO boards(board) VALUES (?)", (board,))
+        self._hold(HeldWrite("board", board, "INSERT OR IGNORE INTO boards(board) VALUES (?)", (board,)))
 
     def update_board(self, board: str, **fields: Any) -> None:
         allowed = {"boot", "last_seq", "t_offset", "last_t", "published", "port"}
         if not fields or set(fields) - allowed:
             raise ValueError(f"bad board fields: {sorted(fields)}")
-        self._begin()
         sets = ", ".join(f"{name} = ?" for name in fields)
-        self.db.execute(f"UPDATE boards SET {sets} WHERE board = ?", (*fields.values(), board))
+        self._hold(HeldWrite("board", board, f"UPDATE boards SET {sets} WHERE board = ?",
+                             (*fields.values(), board)))
 
     def add_entry(self, board: str, kind: str, t: int, body: str | None, source: str, ts: str) -> None:
-        self._begin()
-        self.db.execute("INSERT INTO entries(board, kind, t, body, source, ts) VALUES (?, ?, ?, ?, ?, ?)",
-                        (board, kind, t, body, source, ts))
+        self._hold(HeldWrite("entry", board,
+                             "INSERT INTO entries(board, kind, t, body, source, ts) VALUES (?, ?, ?, ?, ?, ?)",
+                             (board, kind, t, body, source, ts)))
 
     def add_event(self, board: str, seq: int, payload: dict[str, Any]) -> None:
-        self._begin()
         ply = payload.get("ply")
-        self.db.execute("INSERT INTO events(board, seq, game, type, ply, payload) VALUES (?, ?, ?, ?, ?, ?)",
-                        (board, seq, payload.get("game", 0), payload["type"],
-                         ply if isinstance(ply, int) else None, json.dumps(payload, separators=(",", ":"))))
+        body = json.dumps(payload, separators=(",", ":"))
+        self._hold(HeldWrite("event", board,
+                             "INSERT INTO events(board, seq, game, type, ply, payload) VALUES (?, ?, ?, ?, ?, ?)",
+                             (board, seq, payload.get("game", 0), payload["type"],
+                              ply if isinstance(ply, int) else None, body), seq))
+        self._held_events.setdefault(board, {})[seq] = body
 
     def mark_published(self, board: str, seq: int) -> None:
         """Acknowledge every event of ``board`` up to ``seq`` as published (never moves backwards)."""
-        self._begin()
-        self.db.execute("UPDATE boards SET published = MAX(published, ?) WHERE board = ?", (seq, board))
+        self._hold(HeldWrite("board", board, "UPDATE boards SET published = MAX(published, ?) WHERE board = ?",
+                             (seq, board)))
+
+    def add_checkpoint(self, board: str, event_seq: int, t: int, code: str, state: bytes,
+                       headers: dict[str, str], ts: str) -> None:
+        """Keep a board's engine state; it includes every entry of the board written before it."""
+        self._hold(HeldWrite(
+            "checkpoint", board,
+            "INSERT OR REPLACE INTO checkpoints(board, after_entry, event_seq, t, code, state, headers, ts) "
+            "VALUES (?, (SELECT COALESCE(MAX(id), 0) FROM entries WHERE board = ?), ?, ?, ?, ?, ?, ?)",
+            (board, board, event_seq, t, code, state, json.dumps(headers), ts)))
 
     # -- reads --------------------------------------------------------------------------------------------
     def boards(self) -> list[BoardRow]:
@@ -163,18 +343,35 @@ class Journal:
                               "WHERE board = ?", (board,)).fetchone()
         return BoardRow(*row) if row else None
 
-    def entries(self, board: str) -> Iterator[Entry]:
-        rows = self.db.execute("SELECT kind, t, body, source FROM entries WHERE board = ? ORDER BY id",
-                               (board,))
+    def entries(self, board: str, after: int = 0) -> Iterator[Entry]:
+        """Yield a board's written entries with id > ``after``, in order."""
+        rows = self.db.execute("SELECT kind, t, body, source FROM entries WHERE board = ? AND id > ? ORDER BY id",
+                               (board, after))
         for kind, t, body, source in rows:
             yield Entry(kind, t, body, source)
 
+    def checkpoint(self, board: str) -> Checkpoint | None:
+        """Return the board's latest written checkpoint, or None."""
+        row = self.db.execute("SELECT after_entry, event_seq, t, code, state, headers FROM checkpoints "
+                              "WHERE board = ?", (board,)).fetchone()
+        if row is None:
+            return None
+        return Checkpoint(int(row[0]), int(row[1]), int(row[2]), str(row[3]), bytes(row[4]), json.loads(row[5]))
+
     def event_count(self, board: str) -> int:
+        """Return the highest event seq of a board, held events included."""
         row = self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM events WHERE board = ?", (board,)).fetchone()
-        return int(row[0])
+        held = self._held_events.get(board)
+        return max(int(row[0]), max(held) if held else 0)
 
     def events(self, board: str, after: int = 0, limit: int = -1) -> list[tuple[int, str]]:
-        """Return ``(seq, payload JSON)`` of a board's events with seq > ``after``, in order."""
+        """Return ``(seq, payload JSON)`` of a board's events with seq > ``after``, in order (held ones too)."""
         rows = self.db.execute("SELECT seq, payload FROM events WHERE board = ? AND seq > ? ORDER BY seq "
                                "LIMIT ?", (board, after, limit))
-        return [(int(seq), str(payload)) for seq, payload in rows]
+        out = [(int(seq), str(payload)) for seq, payload in rows]
+        held = self._held_events.get(board)
+        if held and (limit < 0 or len(out) < limit):
+            last = out[-1][0] if out else after
+            more = sorted((seq, body) for seq, body in held.items() if seq > last)
+            out += more if limit < 0 else more[:limit - len(out)]
+        return out

@@ -11,6 +11,9 @@ Three kinds of outgoing message, sent in this order of priority:
   topic is kept, and after every (re)connect all of them are published again.
 
 Commands arrive on ``<base>/boards/+/set`` and ``<base>/bridge/request/+`` and go to ``on_command``.
+
+Several broker URLs (the nodes of a cluster) are tried in turn: when the connected node goes away the next
+one is tried at once; events not acknowledged are sent again there (consumers drop repeats by ``seq``).
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ import contextlib
 import json
 import logging
 import socket
-import ssl
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -29,6 +31,7 @@ from typing import Any
 
 import aiomqtt
 
+from touchmove.brokers import Endpoint, Endpoints, refused_subscription, tls_context
 from touchmove.config import MqttConfig
 
 log = logging.getLogger(__name__)
@@ -76,6 +79,10 @@ class MqttLink:
         self.connects = 0
         self.client_id = config.client_id or f"touchmove-bridge-{uuid.uuid4().hex[:8]}"
         self._client: aiomqtt.Client | None = None
+        self.nodes = Endpoints(config.endpoints)
+        #: the node connected to (None while connecting), and how many times the link moved to another node
+        self.endpoint: Endpoint | None = None
+        self.failovers = 0
 
     # -- publishing (from the event loop) -----------------------------------------------------------------
     def room(self) -> int:
@@ -104,16 +111,14 @@ class MqttLink:
         return len(self._events) + len(self._replies) + len(self._dirty)
 
     # -- connection ---------------------------------------------------------------------------------------
-    def _client_for(self) -> aiomqtt.Client:
+    def _client_for(self, node: Endpoint) -> aiomqtt.Client:
         cfg = self.config
-        tls_context = None
-        if cfg.tls:
-            tls_context = ssl.create_default_context(cafile=cfg.ca_file)
+        context = tls_context(cfg.ca_file, cfg.cert_file, cfg.key_file) if node.tls else None
         client = aiomqtt.Client(
-            cfg.host, cfg.port, username=cfg.username, password=cfg.password, identifier=self.client_id,
+            node.host, node.port, username=cfg.username, password=cfg.password, identifier=self.client_id,
             protocol=aiomqtt.ProtocolVersion.V5 if cfg.protocol == 5 else aiomqtt.ProtocolVersion.V311,
             will=aiomqtt.Will(f"{self.base}/bridge/state", OFFLINE, qos=1, retain=True),
-            tls_context=tls_context, keepalive=15, timeout=10, max_inflight_messages=self._window,
+            tls_context=context, keepalive=cfg.keepalive, timeout=10, max_inflight_messages=self._window,
             # small QoS 1 messages must not wait for Nagle's algorithm (tens of ms per round trip)
             socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
         )
@@ -122,18 +127,26 @@ class MqttLink:
         return client
 
     async def run(self) -> None:
-        """Connect, serve, and reconnect with backoff for ever (until cancelled)."""
+        """Connect, serve, and reconnect (to the next node at once, then with backoff) until cancelled."""
         delay = 0.25
+        last: Endpoint | None = None
         while True:
+            node = self.nodes.current
             try:
-                async with self._client_for() as client:
+                async with self._client_for(node) as client:
                     self._client = client
+                    self.endpoint = node
                     self.connected = True
                     self.connects += 1
+                    self.nodes.connected()
+                    if last is not None and last != node:
+                        self.failovers += 1
+                    last = node
                     delay = 0.25
-                    log.info("connected to %s", self.config.url)
-                    await client.subscribe(f"{self.base}/boards/+/set", qos=1)
-                    await client.subscribe(f"{self.base}/bridge/request/+", qos=1)
+                    log.info("connected to %s", node.url)
+                    for topic in (f"{self.base}/boards/+/set", f"{self.base}/bridge/request/+"):
+                        if refused_subscription(await client.subscribe(topic, qos=1)):
+                            raise aiomqtt.MqttError(f"the broker refused the subscription {topic}")
                     self.retain(f"{self.base}/bridge/state", ONLINE)
                     for topic in list(self._retained):
                         self._dirty[topic] = None
@@ -142,15 +155,19 @@ class MqttLink:
                         group.create_task(self._send_loop(client))
                         group.create_task(self._receive_loop(client))
             except* (aiomqtt.MqttError, OSError) as group_exc:
-                log.warning("broker %s: %s; retrying in %.1fs", self.config.url,
-                            "; ".join(str(e) for e in group_exc.exceptions), delay)
+                log.warning("broker %s: %s", node.url, "; ".join(str(e) for e in group_exc.exceptions))
             except* Exception:
-                log.exception("MQTT link failed; retrying in %.1fs", delay)
+                log.exception("MQTT link to %s failed", node.url)
             finally:
                 self._client = None
+                self.endpoint = None
                 self.connected = False
-            await asyncio.sleep(delay)
-            delay = min(self._backoff_max, delay * 2)
+            if self.nodes.failed():
+                log.info("no broker answered; next try in %.1fs", delay)
+                await asyncio.sleep(delay)
+                delay = min(self._backoff_max, delay * 2)
+            else:
+                log.info("trying the next broker node, %s", self.nodes.current.url)
 
     async def _receive_loop(self, client: aiomqtt.Client) -> None:
         async for message in client.messages:

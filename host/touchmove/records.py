@@ -14,7 +14,12 @@ promote    ``piece`` (q, r, b, n)           the piece chosen for the latest prom
 clock      ``side`` (white, black)          a clock press; optional ``remaining`` ms on that clock
 setup      ``fen``, optional ``chess960``   the next game starts from that position once the board matches
 takeback   ``ply``                          operator correction: plies >= ``ply`` are removed
+resync     ``moves`` (SAN/UCI) or ``fen``   arbiter's correction: the plies since the last sure position,
+                                            or the position now; the current game goes on
 ========== ================================ ==========================================================
+
+Numbers are range-checked: ``t`` is 0 .. 2**40 ms (about 35 years), ``remaining`` 0 .. 100 hours, ``ply``
+1 .. 10000, ``occ`` exactly hex digits; a value outside raises :class:`OutOfRange` (a :class:`RecordError`).
 
 Other keys (``seq``, ``board``, ...) are allowed and ignored here. The serial protocol's other messages
 (``hello``, ``pong``, ``error``, ``button``) are known but carry nothing for the rules engine; any other type
@@ -24,6 +29,7 @@ is unknown and skipped with a warning by the readers.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -31,11 +37,24 @@ from typing import Any, Literal
 import chess
 
 PIECE_LETTERS = ("q", "r", "b", "n")
+#: The most plies one ``resync`` record may give.
+MAX_RESYNC_MOVES = 600
 _PIECE_TYPES = {"q": chess.QUEEN, "r": chess.ROOK, "b": chess.BISHOP, "n": chess.KNIGHT}
 _SQUARES = {name: sq for sq, name in enumerate(chess.SQUARE_NAMES)}
 
+#: Largest device time accepted (ms): 2**40 ms is about 35 years of uptime, far below SQLite's 64-bit integers
+#: even after the bridge adds its reboot offsets.
+MAX_T = 2**40
+#: Largest clock reading accepted (ms): 100 hours.
+MAX_REMAINING_MS = 100 * 3600 * 1000
+#: Largest ply a takeback may name.
+MAX_PLY = 10_000
+#: Longest FEN accepted in a setup record.
+MAX_FEN = 120
+_HEX = re.compile(r"[0-9a-fA-F]{1,16}")
+
 #: Types the firmware sends that the rules engine has no use for (accepted silently).
-PROTOCOL_ONLY_TYPES = frozenset({"hello", "pong", "error", "button"})
+PROTOCOL_ONLY_TYPES = frozenset({"hello", "pong", "error", "button", "diag"})
 
 
 class RecordError(ValueError):
@@ -45,6 +64,20 @@ class RecordError(ValueError):
         self.lineno = lineno
         self.reason = message
         super().__init__(f"line {lineno}: {message}" if lineno is not None else message)
+
+
+class OutOfRange(RecordError):
+    """A record whose numbers are well-formed but outside the accepted range."""
+
+
+def int_in_range(obj: dict[str, Any], name: str, low: int, high: int, what: str) -> int:
+    """Return ``obj[name]`` if it is an integer (not a bool) in ``low..high``; raise otherwise."""
+    value = obj.get(name)
+    if type(value) is not int:  # bool is an int to isinstance
+        raise RecordError(f"{name!r} must be an integer ({what})")
+    if not low <= value <= high:
+        raise OutOfRange(f"{name!r} out of range: {value} not in {low}..{high} ({what})")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +136,17 @@ class TakebackRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class Resync:
+    """An arbiter's resync of the current game: the plies played since the last position the engine is sure of
+    (SAN or UCI, in order), or the position the board shows now (``fen``)."""
+
+    t: int
+    moves: tuple[str, ...] = ()
+    fen: str | None = None
+    type: Literal["resync"] = "resync"
+
+
+@dataclass(frozen=True, slots=True)
 class Other:
     """A record of a type the rules engine does not use (``hello``, ``button``, or an unknown type)."""
 
@@ -116,7 +160,7 @@ class Other:
         return self.type in PROTOCOL_ONLY_TYPES
 
 
-Record = Lift | Place | Snapshot | Promote | Clock | Setup | TakebackRequest | Other
+Record = Lift | Place | Snapshot | Promote | Clock | Setup | TakebackRequest | Resync | Other
 
 
 def _square(obj: dict[str, Any]) -> chess.Square:
@@ -133,21 +177,30 @@ def _square(obj: dict[str, Any]) -> chess.Square:
 
 def _occupancy(obj: dict[str, Any]) -> chess.Bitboard:
     occ = obj.get("occ")
-    if not isinstance(occ, str) or not 1 <= len(occ) <= 16:
-        raise RecordError("'occ' must be up to 16 hex digits (bit 0 = a1)")
+    if not isinstance(occ, str) or not _HEX.fullmatch(occ):
+        # int(x, 16) alone would take "-1", " ff" and "f_f"
+        raise RecordError(f"'occ' must be 1 to 16 hexadecimal digits (bit 0 = a1): {str(occ)[:20]!r}")
+    return int(occ, 16)
+
+
+def fen_problem(fen: str, chess960: bool = False) -> str | None:
+    """Return why a FEN cannot start a game (not FEN, no king, an impossible position), or None when it can."""
     try:
-        return int(occ, 16)
-    except ValueError:
-        raise RecordError(f"'occ' is not hexadecimal: {occ!r}") from None
+        board = chess.Board(fen, chess960=chess960)
+    except ValueError as exc:
+        return str(exc)
+    status = board.status()
+    if status == chess.STATUS_VALID:
+        return None
+    flags = [flag.name.lower().replace("_", " ") for flag in chess.Status if flag and flag in status and flag.name]
+    return "illegal position: " + ", ".join(flags)
 
 
 def from_dict(obj: Any) -> Record:
     """Return the record for a decoded JSON object, or raise :class:`RecordError`."""
     if not isinstance(obj, dict):
         raise RecordError("a record must be a JSON object")
-    t = obj.get("t")
-    if type(t) is not int or t < 0:  # bool is an int to isinstance
-        raise RecordError("'t' must be a non-negative integer (device milliseconds)")
+    t = int_in_range(obj, "t", 0, MAX_T, "device milliseconds")
     kind = obj.get("type")
     if not isinstance(kind, str):
         raise RecordError("'type' must be a string")
@@ -167,26 +220,45 @@ def from_dict(obj: Any) -> Record:
         if side not in ("white", "black"):
             raise RecordError("'side' must be \"white\" or \"black\"")
         remaining = obj.get("remaining")
-        if remaining is not None and (isinstance(remaining, bool) or not isinstance(remaining, int)):
-            raise RecordError("'remaining' must be integer milliseconds")
+        if remaining is not None:
+            remaining = int_in_range(obj, "remaining", 0, MAX_REMAINING_MS, "milliseconds on the clock")
         return Clock(t, side == "white", remaining)
     if kind == "setup":
         fen = obj.get("fen")
         chess960 = obj.get("chess960", False)
         if not isinstance(fen, str) or not isinstance(chess960, bool):
             raise RecordError("'setup' needs 'fen' (string) and optional 'chess960' (boolean)")
-        try:
-            chess.Board(fen, chess960=chess960)
-        except ValueError as exc:
-            raise RecordError(f"invalid FEN: {exc}") from None
+        if len(fen) > MAX_FEN:
+            raise OutOfRange(f"'fen' longer than {MAX_FEN} characters")
+        problem = fen_problem(fen, chess960)
+        if problem is not None:
+            raise RecordError(f"invalid FEN: {problem}")
         return Setup(t, fen, chess960)
     if kind == "takeback":
-        ply = obj.get("ply")
-        if isinstance(ply, bool) or not isinstance(ply, int) or ply < 1:
-            raise RecordError("'ply' must be an integer >= 1")
-        return TakebackRequest(t, ply)
+        return TakebackRequest(t, int_in_range(obj, "ply", 1, MAX_PLY, "the first ply to remove"))
+    if kind == "resync":
+        return _resync(t, obj)
     fields = tuple((k, v) for k, v in obj.items() if k not in ("t", "type"))
     return Other(t, kind, fields)
+
+
+def _resync(t: int, obj: dict[str, Any]) -> Resync:
+    moves, fen = obj.get("moves"), obj.get("fen")
+    if (moves is None) == (fen is None):
+        raise RecordError("'resync' needs either 'moves' (a list of SAN or UCI moves) or 'fen'")
+    if fen is not None:
+        if not isinstance(fen, str):
+            raise RecordError("'fen' must be a string")
+        try:
+            chess.Board(fen, chess960=True)
+        except ValueError as exc:
+            raise RecordError(f"invalid FEN: {exc}") from None
+        return Resync(t, fen=fen)
+    if not isinstance(moves, list) or not all(isinstance(m, str) and 0 < len(m) <= 12 for m in moves):
+        raise RecordError("'moves' must be a list of SAN or UCI moves such as [\"Nf3\", \"e7e5\"]")
+    if len(moves) > MAX_RESYNC_MOVES:
+        raise RecordError(f"'moves' may hold at most {MAX_RESYNC_MOVES} moves")
+    return Resync(t, tuple(moves))
 
 
 def parse_line(line: str | bytes, lineno: int | None = None) -> Record:
@@ -198,7 +270,7 @@ def parse_line(line: str | bytes, lineno: int | None = None) -> Record:
     try:
         return from_dict(obj)
     except RecordError as exc:
-        raise RecordError(exc.reason, lineno) from None
+        raise type(exc)(exc.reason, lineno) from None
 
 
 def to_dict(record: Record) -> dict[str, Any]:
@@ -221,6 +293,11 @@ def to_dict(record: Record) -> dict[str, Any]:
                 out["chess960"] = True
         case TakebackRequest(ply=ply):
             out["ply"] = ply
+        case Resync(moves=moves, fen=fen):
+            if fen is not None:
+                out["fen"] = fen
+            else:
+                out["moves"] = list(moves)
         case Other(fields=fields):
             out.update(fields)
     return out

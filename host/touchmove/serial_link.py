@@ -22,7 +22,7 @@ import os
 import select
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,8 +88,19 @@ class Message:
     fields: dict[str, Any] = field(default_factory=dict)
 
 
+#: Largest message counter accepted (the firmware counts per boot from 0).
+MAX_SEQ = 2**40
+#: Longest boot id accepted in a hello.
+MAX_BOOT = 64
+
+
 class DecodeError(ValueError):
-    pass
+    """A line that is not a valid message; ``out_of_range`` when it is well-formed but a number is not
+    plausible (the bridge logs those as errors)."""
+
+    def __init__(self, message: str, *, out_of_range: bool = False) -> None:
+        super().__init__(message)
+        self.out_of_range = out_of_range
 
 
 def decode(line: bytes | None) -> Message:
@@ -103,12 +114,12 @@ def decode(line: bytes | None) -> Message:
     if not isinstance(obj, dict):
         raise DecodeError("not a JSON object")
     seq = obj.get("seq")
-    if seq is not None and (isinstance(seq, bool) or not isinstance(seq, int) or seq < 0):
-        raise DecodeError("'seq' must be a non-negative integer")
     try:
+        if seq is not None:
+            seq = records.int_in_range(obj, "seq", 0, MAX_SEQ, "message counter")
         record = records.from_dict(obj)
     except records.RecordError as exc:
-        raise DecodeError(exc.reason) from None
+        raise DecodeError(exc.reason, out_of_range=isinstance(exc, records.OutOfRange)) from None
     kind = record.type
     fields = {k: v for k, v in obj.items() if k not in ("t", "type", "seq")}
     if isinstance(record, records.Other):
@@ -118,7 +129,10 @@ def decode(line: bytes | None) -> Message:
                 raise DecodeError("'hello' needs 'board', a short id without / # +")
             if obj.get("proto") != 1:
                 raise DecodeError(f"unsupported protocol {obj.get('proto')!r} (this host speaks 1)")
-            fields["boot"] = str(obj.get("boot", ""))
+            boot = obj.get("boot", "")
+            if type(boot) not in (str, int) or len(str(boot)) > MAX_BOOT:
+                raise DecodeError(f"'boot' must be a string or integer of at most {MAX_BOOT} characters")
+            fields["boot"] = str(boot)
             return Message(None, kind, seq, record.t, fields)
         if kind == "button":
             button = obj.get("id")
@@ -130,6 +144,22 @@ def decode(line: bytes | None) -> Message:
             raise DecodeError(f"unknown message type {kind!r}")
         return Message(None, kind, seq, record.t, fields)
     return Message(record, kind, seq, record.t, fields)
+
+
+#: Up to this many squares a ``leds`` command lists them by name; more go as a 64-bit mask (every square fits
+#: in one command line: the firmware reads at most 256 bytes a line).
+LEDS_BY_NAME = 8
+
+
+def leds_command(squares: Iterable[str], color: Sequence[int]) -> dict[str, Any]:
+    """Return the ``leds`` command lighting ``squares`` (names such as "e2") in ``color``."""
+    names = list(dict.fromkeys(squares))
+    if len(names) <= LEDS_BY_NAME:
+        return {"cmd": "leds", "squares": names, "color": list(color)}
+    mask = 0
+    for name in names:
+        mask |= 1 << chess.parse_square(name.lower())
+    return {"cmd": "leds", "mask": f"{mask:016x}", "color": list(color)}
 
 
 def encode_command(cmd: dict[str, Any]) -> bytes:
@@ -176,6 +206,7 @@ class SerialLink:
         self._splitter = LineSplitter()
         self._finished = False
         self.board: str | None = None    # set by the bridge once the board said hello
+        self.held_back: str | None = None  # the id it said, served by another open port (the bridge waits)
         self.key = path                  # the device it was opened as (the owner's key)
 
     def open(self, loop: asyncio.AbstractEventLoop | None = None) -> None:

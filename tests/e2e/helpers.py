@@ -212,3 +212,23 @@ def simple_timeline(moves: list[chess.Move], *, t0: int = 1500, think: int = 700
 def write_timeline(path: Path, recs: list[dict[str, Any]]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in recs))
     return path
+
+
+def journal_moves(journal: Path, board: str) -> list[str]:
+    """The game's moves (UCI) as the journal's events table has them."""
+    import sqlite3
+
+    with sqlite3.connect(journal) as db:
+        rows = db.execute("SELECT payload FROM events WHERE board = ? ORDER BY seq", (board,)).fetchall()
+    return unique_moves([json.loads(p) for (p,) in rows])
+
+
+def exported_moves(journal: Path, board: str, out: Path) -> list[str]:
+    """The first game's moves (UCI) in the PGN that ``touchmove export`` writes from the journal."""
+    pgn = out / f"{board}.pgn"
+    subprocess.run([sys.executable, "-m", "touchmove.cli", "export", str(journal), "--board", board, "--pgn",
+                    str(pgn), "--recording", str(out / f"{board}.jsonl")], cwd=REPO, check=True,
+                   capture_output=True, timeout=120)
+    with open(pgn) as fh:
+        game = chess.pgn.read_game(fh)
+    return [m.uci() for m in game.mainline_moves()] if game is not None else []

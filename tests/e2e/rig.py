@@ -35,7 +35,7 @@ def firmware_argv() -> list[str]:
 
 class Rig:
     def __init__(self, tmp: Path, timeline: list[dict[str, Any]], *, speed: int = 10, persistent_broker: bool = False,
-                 settle_ms: int = 200) -> None:
+                 settle_ms: int = 200, journal: Path | None = None) -> None:
         self.tmp = tmp
         self.speed = speed
         self.timeline = timeline
@@ -44,7 +44,7 @@ class Rig:
             (tmp / "mq").mkdir(exist_ok=True)
             self.broker.conf.write_text(self.broker.conf.read_text().replace(
                 "persistence false", f"persistence true\npersistence_location {tmp / 'mq'}/"))
-        self.journal = tmp / "journal.sqlite3"
+        self.journal = journal or tmp / "journal.sqlite3"
         self.link = tmp / "ttyBOARD0"
         self.config = write_config(tmp / "bridge.toml", broker_port=self.broker.port, ports=[str(tmp / "ttyBOARD*")],
                                    journal=self.journal, settle_ms=settle_ms, rescan_s=0.2)

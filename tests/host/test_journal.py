@@ -43,3 +43,69 @@ def test_uncommitted_writes_are_not_seen_by_others(tmp_path: Path) -> None:
     j.commit()
     with sqlite3.connect(path) as other:
         assert other.execute("SELECT COUNT(*) FROM events").fetchone()[0] == 1
+
+
+class FailingDb:
+    """A connection whose COMMIT fails while ``fail`` is set (the rest goes to the real one)."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self.fail: Exception | None = None
+
+    def execute(self, sql: str, params: object = ()) -> sqlite3.Cursor:
+        if self.fail is not None and sql == "COMMIT":
+            raise self.fail
+        return self.db.execute(sql, params)  # type: ignore[arg-type]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.db, name)
+
+
+def test_a_failed_commit_rolls_back_holds_the_writes_and_says_why(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite3"
+    j = Journal(path)
+    flaky = FailingDb(j.db)
+    j.db = flaky  # type: ignore[assignment]
+    j.ensure_board("b1")
+    j.add_event("b1", 1, {"type": "move", "game": 1, "ply": 1})
+    flaky.fail = sqlite3.OperationalError("database or disk is full")
+    assert j.commit() is False
+    assert j.fault is not None and j.fault.reason == "database or disk is full"
+    assert not flaky.db.in_transaction and j.held == 2
+    j.add_event("b1", 2, {"type": "move", "game": 1, "ply": 2})
+    assert j.commit() is False and j.fault.failures == 2
+    assert j.event_count("b1") == 2 and [s for s, _ in j.events("b1")] == [1, 2]    # readable meanwhile
+    with sqlite3.connect(path) as other:
+        assert other.execute("SELECT COUNT(*) FROM events").fetchone()[0] == 0
+    flaky.fail = None
+    assert j.commit() is True and j.fault is None and j.held == 0
+    with sqlite3.connect(path) as other:
+        assert other.execute("SELECT COUNT(*) FROM events").fetchone()[0] == 2
+
+
+def test_a_write_that_can_never_succeed_is_dropped_not_blocking(tmp_path: Path) -> None:
+    j = Journal(tmp_path / "j.sqlite3")
+    j.ensure_board("b1")
+    j.add_entry("b1", "record", 2**70, "{}", "serial", "ts")          # too big for SQLite
+    j.add_event("b1", 1, {"type": "move", "game": 1, "ply": 1})
+    j.add_event("b1", 1, {"type": "move", "game": 1, "ply": 1})         # a duplicate key
+    assert j.commit() is True and j.poisoned == 2
+    assert j.event_count("b1") == 1 and list(j.entries("b1")) == []
+
+
+def test_held_writes_can_be_dropped_by_kind_and_checkpoints_mark_their_entry(tmp_path: Path) -> None:
+    j = Journal(tmp_path / "j.sqlite3")
+    j.ensure_board("b1")
+    j.add_entry("b1", "record", 1, '{"t":1,"type":"lift","sq":"e2"}', "serial", "ts")
+    j.commit()
+    j.add_entry("b1", "record", 2, '{"t":2,"type":"place","sq":"e4"}', "serial", "ts")
+    j.add_event("b1", 1, {"type": "move", "game": 1, "ply": 1})
+    dropped = j.drop_held(lambda w: w.kind == "entry")
+    assert [w.kind for w in dropped] == ["entry"] and j.held == 1
+    j.add_checkpoint("b1", 1, 2, "code", b"state", {"White": "A"}, "ts")
+    j.add_entry("b1", "record", 3, '{"t":3,"type":"lift","sq":"e7"}', "serial", "ts")
+    assert j.commit()
+    cp = j.checkpoint("b1")
+    assert cp is not None and (cp.event_seq, cp.code, cp.state, cp.headers) == (1, "code", b"state", {"White": "A"})
+    assert [e.t for e in j.entries("b1", after=cp.after_entry)] == [3]     # the entry written after it
+    assert [e.t for e in j.entries("b1")] == [1, 3]

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from touchmove import records
+from touchmove import records, serial_link
 from touchmove.serial_link import MAX_LINE, DecodeError, LineSplitter, decode, encode_command
 
 
@@ -89,3 +89,46 @@ def test_decoder_never_fails_other_than_decode_error(line: bytes) -> None:
 
 def test_commands_are_one_line() -> None:
     assert encode_command({"cmd": "leds", "squares": ["e2", "e4"], "color": [0, 48, 0]}).count(b"\n") == 1
+
+
+# -- every number a board sends is range-checked -------------------------------------------------------------
+huge = st.one_of(st.integers(min_value=records.MAX_T + 1), st.integers(max_value=-1),
+                 st.sampled_from([10**20, 2**63, 2**64 + 1, -(2**63) - 1]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(field=st.sampled_from(["t", "seq", "remaining", "ply"]), value=huge,
+       kind=st.sampled_from(["lift", "clock", "takeback", "snapshot"]))
+def test_out_of_range_numbers_are_decode_errors_saying_so(field: str, value: int, kind: str) -> None:
+    msg = {"type": kind, "t": 5, "seq": 3, "sq": "e2", "side": "white", "remaining": 1000, "ply": 2,
+           "occ": "ffff00000000ffff", field: value}
+    if field == "remaining":
+        msg["type"] = "clock"          # where the field means something
+    elif field == "ply":
+        msg["type"] = "takeback"
+    with pytest.raises(DecodeError) as info:
+        decode(json.dumps(msg).encode())
+    assert info.value.out_of_range
+    assert repr(field) in str(info.value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(t=st.integers(0, records.MAX_T), seq=st.integers(0, serial_link.MAX_SEQ),
+       remaining=st.integers(0, records.MAX_REMAINING_MS))
+def test_numbers_in_range_are_kept_exactly(t: int, seq: int, remaining: int) -> None:
+    msg = decode(json.dumps({"type": "button", "id": "clock_black", "t": t, "seq": seq}).encode())
+    assert (msg.t, msg.seq) == (t, seq)
+    clock = decode(json.dumps({"type": "clock", "side": "black", "t": t, "remaining": remaining}).encode())
+    assert clock.record == records.Clock(t, False, remaining)
+
+
+@pytest.mark.parametrize("occ", ["-1", " ff", "f_f", "+1", "0x1", "1" * 17, ""])
+def test_occupancy_is_hex_digits_only(occ: str) -> None:
+    with pytest.raises(DecodeError):
+        decode(json.dumps({"type": "snapshot", "t": 1, "occ": occ}).encode())
+
+
+@pytest.mark.parametrize("boot", [{"a": 1}, [1], "x" * 65, 1.5, None])
+def test_hello_boot_is_a_short_string_or_integer(boot: object) -> None:
+    with pytest.raises(DecodeError):
+        decode(json.dumps({"type": "hello", "t": 1, "proto": 1, "board": "b", "boot": boot}).encode())

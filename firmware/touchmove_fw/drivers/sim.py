@@ -6,19 +6,24 @@
 #   {"t": 1900, "type": "place", "sq": "e4"}    the e4 sensor goes occupied
 #   {"t": 0, "type": "snapshot", "occ": "..."}  every sensor at once (16 hex digits, a1 = bit 0)
 #   {"t": 5000, "type": "clock", "side": "white"}  the white clock button is pressed for 100 ms
+#   {"t": 0, "type": "fault", "chain": "dead"}  what the chain check (diag) reports from then on
 # Chatter is just more lines a few ms apart: the firmware's debounce must hide it. Other types are ignored.
 # The board starts in the standard position unless the timeline's first record is a snapshot.
 # Unlike the hardware drivers, read() allocates when a record falls due (it reads the next line): the sim
 # is a PC tool, and streaming keeps a long game's RAM flat.
 from array import array
 
+from ..clock import diff
 from ..squares import START_OCC, index
 
 _LIFT = 0
 _PLACE = 1
 _SNAP = 2
-_CLOCK = 3  # arg 0 white, 1 black
+_CLOCK = 3  # arg 0 white, 1 black; arg 2..4: a chain fault (ok, dead, flat)
+_CHAINS = ("ok", "dead", "flat")
 PRESS_MS = 100
+# A real board (200 Hz, 4 equal scans) reports every change that lasts this long (ms); shorter ones are chatter.
+SEEN_MS = 20
 
 
 def _parse_occ(s):
@@ -33,8 +38,15 @@ class SimBoard:
     device time reaches them (a game of any length needs no more RAM than one line); ``begin()`` opens the
     file, and the app calls it once the set-up code has been unloaded."""
 
-    def __init__(self, lines, clock):
+    def __init__(self, lines, clock, hold=5):
         self.clock = clock
+        # A late scan (a busy PC, a sped-up clock) must not skip a square's state that a real board would have
+        # seen: a change that comes SEEN_MS or more after the square's previous one waits until that state has
+        # been read by ``hold`` scans (the debounce count + 1). Chatter (closer changes) is applied as it falls.
+        self.hold = hold
+        self.scans = 0
+        self.changed_t = array("i", [-SEEN_MS] * 64)  # timeline time of each square's last change
+        self.changed_scan = array("i", [-hold] * 64)  # the scan that applied it
         self.state = bytearray(START_OCC)
         self.snap = bytearray(8)
         self.first_snap = False
@@ -47,6 +59,8 @@ class SimBoard:
         self.release = array("i", [-1, -1])  # device time each clock button is released, -1 = up
         self.pressed = 0
         self.linger = 2000
+        self.chain = "ok"
+        self.t0 = clock.ms()  # timeline times are relative to the start (device time may start anywhere)
         if not isinstance(lines, str):
             self.begin()
 
@@ -57,6 +71,7 @@ class SimBoard:
         if isinstance(src, str):
             src = self.file = open(src)
         self.source = None
+        self.t0 = self.clock.ms()
         self.records = _records(src, self)
         self._next()
         if self.next_t >= 0 and self.next_code >> 6 == _SNAP and self.first_snap:
@@ -79,18 +94,29 @@ class SimBoard:
         self.end_t = t
 
     def done(self, t):
-        return self.records is not None and self.next_t < 0 and t > self.end_t
+        """The timeline is over at device time ``t``."""
+        return self.records is not None and self.next_t < 0 and diff(t, self.t0) > self.end_t
 
     def over(self, t):
         """The timeline ended ``linger`` ms ago (the app's stop_when in stepped/test runs)."""
         return self.done(t - self.linger)
 
+    def chain_check(self):
+        """What a 74HC165 chain check would say (timeline "fault" records set it)."""
+        return self.chain
+
     def _advance(self, t):
         state = self.state
+        self.scans += 1
         while 0 <= self.next_t <= t:
             code = self.next_code
             kind = code >> 6
             arg = code & 63
+            if kind <= _PLACE:
+                if self.next_t - self.changed_t[arg] >= SEEN_MS and self.scans - self.changed_scan[arg] < self.hold:
+                    break  # the square's state has not been scanned long enough yet: this and later ones wait
+                self.changed_t[arg] = self.next_t
+                self.changed_scan[arg] = self.scans
             if kind == _PLACE:
                 state[arg >> 3] |= 1 << (arg & 7)
             elif kind == _LIFT:
@@ -98,6 +124,8 @@ class SimBoard:
             elif kind == _SNAP:
                 for k in range(8):
                     state[k] = self.snap[k]
+            elif arg >= 2:  # a chain fault
+                self.chain = _CHAINS[arg - 2]
             else:  # a clock button
                 self.pressed |= 1 << arg
                 self.release[arg] = self.next_t + PRESS_MS
@@ -109,7 +137,7 @@ class SimBoard:
                 self.release[b] = -1
 
     def read(self, buf):
-        self._advance(self.clock.ms())
+        self._advance(diff(self.clock.ms(), self.t0))
         state = self.state
         for k in range(8):
             buf[k] = state[k]
@@ -154,6 +182,8 @@ def _records(lines, board):
             code, arg = _SNAP, 0
         elif kind == "clock":
             code, arg = _CLOCK, 0 if rec.get("side") == "white" else 1
+        elif kind == "fault" and rec.get("chain") in _CHAINS:
+            code, arg = _CLOCK, 2 + _CHAINS.index(rec["chain"])
         else:
             continue
         first = False
@@ -171,7 +201,7 @@ class SimButtons:
 
 
 def from_config(cfg, machine, clock):
-    return SimBoard(cfg["timeline"], clock)  # loaded by begin(), when the app starts
+    return SimBoard(cfg["timeline"], clock, cfg.get("debounce_n", 4) + 1)  # loaded by begin(), at app start
 
 
 def raw_tty():

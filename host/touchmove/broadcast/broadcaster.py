@@ -721,6 +721,8 @@ class Broadcaster:
             if (live.needs_resync or (live.number is None and not live.moves)
                     or (view.state_game is not None and live.number is not None and view.state_game > live.number)):
                 self._resync(view)
+            elif msg.retained:
+                self._catch_up(view)
 
     def _unknown_board(self, msg: BridgeMessage) -> None:
         """Log a board id not in the round once (the ids remembered are bounded: old ones are forgotten)."""
@@ -775,6 +777,24 @@ class Broadcaster:
             self._changed(view)
         elif view.games.live().needs_resync:
             self._resync(view)
+
+    def _catch_up(self, view: BoardView) -> None:
+        """After a (re)subscription: take the plies made while this consumer was away from the retained PGN when
+        it extends the game as known here (no later event may come to show the gap: the game may be over)."""
+        live = view.games.live()
+        try:
+            game = chess.pgn.read_game(io.StringIO(view.bridge_pgn or ""))
+        except (ValueError, IndexError):
+            return
+        if game is None or game.errors or game.board().fen() != chess.Board(live.start_fen,
+                                                                             chess960=live.chess960).fen():
+            return
+        theirs = [m.uci() for m in game.mainline_moves()]
+        ours = [p.uci for p in live.moves]
+        if len(theirs) > len(ours) and theirs[:len(ours)] == ours and view.games.adopt(game, view.state_game):
+            log.info("board %s: %d plies made while away, from the bridge's PGN", view.pairing.board_id,
+                     len(theirs) - len(ours))
+            self._changed(view)
 
     def _resync(self, view: BoardView) -> None:
         if not view.bridge_pgn:

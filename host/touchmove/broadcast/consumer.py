@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import ssl
 import uuid
 from collections.abc import Sequence
 
@@ -19,6 +18,7 @@ import aiomqtt
 from touchmove.broadcast import bridge_topics
 from touchmove.broadcast.broadcaster import ActionError, Broadcaster
 from touchmove.broadcast.tournament import BrokerConfig
+from touchmove.brokers import Endpoint, Endpoints, refused_subscription, tls_context
 
 log = logging.getLogger(__name__)
 
@@ -26,14 +26,13 @@ BACKOFF_START = 0.5
 BACKOFF_MAX = 10.0
 
 
-def make_client(cfg: BrokerConfig, identifier: str) -> aiomqtt.Client:
-    """An aiomqtt client for one broker of the configuration (auth and TLS included)."""
-    tls_context = None
-    if cfg.tls:
-        tls_context = ssl.create_default_context(cafile=cfg.ca_file)
+def make_client(cfg: BrokerConfig, identifier: str, node: Endpoint | None = None) -> aiomqtt.Client:
+    """An aiomqtt client for one broker (``node``: one of its cluster nodes) with auth and TLS."""
+    node = node or cfg.endpoints[0]
+    context = tls_context(cfg.ca_file, cfg.cert_file, cfg.key_file) if node.tls else None
     return aiomqtt.Client(
-        cfg.host, cfg.port, username=cfg.username, password=cfg.password, identifier=identifier,
-        tls_context=tls_context, keepalive=30, max_queued_outgoing_messages=10_000,
+        node.host, node.port, username=cfg.username, password=cfg.password, identifier=identifier,
+        tls_context=context, keepalive=15, max_queued_outgoing_messages=10_000,
     )
 
 
@@ -70,15 +69,19 @@ class MqttLink:
 
     async def _serve(self, index: int, cfg: BrokerConfig) -> None:
         backoff = BACKOFF_START
+        nodes = Endpoints(cfg.endpoints)
         while True:
+            node = nodes.current
             try:
-                async with make_client(cfg, f"touchmove-broadcast-{self._tag}-{index}") as client:
+                async with make_client(cfg, f"touchmove-broadcast-{self._tag}-{index}", node) as client:
                     for base in cfg.bases:
                         for topic in bridge_topics.subscriptions(base, cfg.share_group):
-                            await client.subscribe(topic, qos=1)
+                            if refused_subscription(await client.subscribe(topic, qos=cfg.subscribe_qos)):
+                                raise aiomqtt.MqttError(f"the broker refused the subscription {topic}")
                     self._clients[index] = client
                     self.ready[index].set()
-                    log.info("subscribed to %s on %s:%s", ", ".join(cfg.bases), cfg.host, cfg.port)
+                    log.info("subscribed to %s on %s", ", ".join(cfg.bases), node.url)
+                    nodes.connected()
                     backoff = BACKOFF_START
                     async for message in client.messages:
                         payload = message.payload
@@ -96,9 +99,11 @@ class MqttLink:
                         except Exception:  # one bad message must not stop the stream
                             log.exception("message on %s could not be handled", message.topic.value)
             except aiomqtt.MqttError as exc:
-                log.warning("broker %s:%s: %s; retrying in %.1f s", cfg.host, cfg.port, exc, backoff)
+                log.warning("broker %s: %s", node.url, exc)
             finally:
                 self._clients.pop(index, None)
                 self.ready[index].clear()
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, BACKOFF_MAX)
+            if nodes.failed():      # every node tried: back off
+                log.info("no node of broker #%d answered; retrying in %.1f s", index + 1, backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, BACKOFF_MAX)

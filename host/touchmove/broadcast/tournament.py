@@ -37,6 +37,7 @@ Example (docs/broadcast.md has every key)::
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import difflib
 import os
@@ -48,6 +49,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from touchmove.broadcast.results import normalize_result
+from touchmove.brokers import PASSWORD_ENV, BrokerSettingError, Endpoint, parse_urls, read_secret
 
 TOKEN_ENV = "TOUCHMOVE_ARBITER_TOKEN"
 LICHESS_TOKEN_ENV = "LICHESS_TOKEN"
@@ -64,7 +66,7 @@ BROADCAST_KEYS = frozenset({"output_dir", "host", "port", "token", "lichess_roun
                             "delay_minutes"})
 #: (``urls``, ``password_file``, ``cert_file``, ``key_file``: the cluster work's broker lists and secrets)
 BROKER_KEYS = {"url", "bases", "base", "username", "password", "password_env", "tls", "ca_file", "share_group",
-               "urls", "password_file", "cert_file", "key_file"}
+               "urls", "password_file", "cert_file", "key_file", "subscribe_qos"}
 ROUND_KEYS = frozenset({"number", "date", "start", "delay_minutes", "boards", "lichess_round", "lichess"})
 BOARD_KEYS = frozenset({"board", "board_id", "white", "black", "result"})
 PLAYER_KEYS = frozenset({"name", "fide_id", "title", "elo", "federation"})
@@ -143,6 +145,17 @@ class BrokerConfig:
     tls: bool = False
     ca_file: str | None = None
     share_group: str | None = None
+    #: more nodes of the same (clustered) broker, tried in turn after ``host:port``
+    fallbacks: tuple[Endpoint, ...] = ()
+    cert_file: str | None = None
+    key_file: str | None = None
+    #: QoS of the broadcaster's subscriptions: 0 on a NATS cluster (plain subscriptions that survive a node's
+    #: death; a QoS 1 one is a JetStream consumer there), 1 elsewhere. Gaps are filled from the retained PGN.
+    subscribe_qos: int = 1
+
+    @property
+    def endpoints(self) -> tuple[Endpoint, ...]:
+        return (Endpoint(self.host, self.port, self.tls), *self.fallbacks)
 
     @classmethod
     def from_url(cls, url: str, **kwargs: Any) -> BrokerConfig:
@@ -437,7 +450,29 @@ def _broker(raw: Any) -> BrokerConfig:
     elif raw.get("tls"):
         cfg = BrokerConfig(cfg.host, cfg.port, cfg.bases, cfg.username, cfg.password, True,
                            cfg.ca_file, cfg.share_group)
-    return cfg
+    return _cluster_and_secrets(cfg, raw)
+
+
+def _cluster_and_secrets(cfg: BrokerConfig, raw: dict[str, Any]) -> BrokerConfig:
+    """Add ``urls`` (a cluster's other nodes), ``password_file``, the default password variable, client TLS."""
+    try:
+        urls = raw.get("urls", [])
+        if not isinstance(urls, list) or not all(isinstance(u, str) for u in urls):
+            raise TournamentError("brokers.urls must be a list of broker URLs")
+        nodes = parse_urls([str(raw["url"]), *urls] if "url" in raw else urls) if urls else cfg.endpoints
+        password = read_secret(cfg.password, file=raw.get("password_file"),
+                               default_env=PASSWORD_ENV if cfg.username else None)
+        context_tls = cfg.tls or bool(raw.get("cert_file"))
+        first = nodes[0]
+        qos = raw.get("subscribe_qos", 1)
+        if qos not in (0, 1) or isinstance(qos, bool):
+            raise TournamentError("brokers.subscribe_qos must be 0 or 1")
+        return dataclasses.replace(
+            cfg, host=first.host, port=first.port, password=password, tls=context_tls or first.tls,
+            fallbacks=tuple(dataclasses.replace(n, tls=n.tls or context_tls) for n in nodes[1:]),
+            cert_file=raw.get("cert_file"), key_file=raw.get("key_file"), subscribe_qos=qos)
+    except BrokerSettingError as exc:
+        raise TournamentError(f"[[brokers]] {exc}") from exc
 
 
 def parse_tournament(data: dict[str, Any], *, base_dir: Path | None = None) -> Tournament:

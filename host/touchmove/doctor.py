@@ -1,0 +1,370 @@
+"""``touchmove doctor``: check a deployment and say what to fix.
+
+On a hall PC (``--config bridge.toml``): the configuration, every broker node (reachable, TLS, credentials
+accepted, the user's access rules), the journal (directory writable, owner-only, free space), the serial
+ports (boards found and openable) and the host clock (NTP synchronised). On the broadcaster's host
+(``--tournament tournament.toml``): every broker node, each hall's bridge (online, answering
+``health_check``) with the clock skew between that hall PC and this host, the output directory and the
+dashboard port. One line per check: ``ok``, ``warn`` or ``FAIL`` with what to do; exit status 1 when
+something failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import glob
+import json
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiomqtt
+
+from touchmove.brokers import BrokerSettingError, Endpoint, tls_context
+from touchmove.natscluster import PROBE_PREFIX
+
+#: Clock skew between hosts above which the journals' and the PGN's times disagree visibly.
+SKEW_WARN_S = 0.5
+SKEW_FAIL_S = 5.0
+FREE_SPACE_WARN = 1 << 30
+
+_CREDENTIALS = ("check username and password_file / password_env (touchmove broker-auth wrote "
+                "secrets/<user>.password), and that the broker was reloaded with the same event's password file "
+                "or NATS accounts")
+#: CONNACK codes (3.1.1 and their MQTT 5 reason codes) -> what to fix. Mosquitto answers a wrong password
+#: with "not authorised".
+CONNACK_FIX = {4: "bad user name or password: " + _CREDENTIALS, 134: "bad user name or password: " + _CREDENTIALS,
+               5: "not authorised: " + _CREDENTIALS, 135: "not authorised: " + _CREDENTIALS}
+
+
+@dataclass
+class Report:
+    lines: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def ok(self, what: str) -> None:
+        self._add("ok", what, "")
+
+    def warn(self, what: str, fix: str) -> None:
+        self._add("warn", what, fix)
+
+    def fail(self, what: str, fix: str) -> None:
+        self._add("FAIL", what, fix)
+
+    def _add(self, level: str, what: str, fix: str) -> None:
+        self.lines.append((level, what, fix))
+        print(f"{level:<4} {what}" + (f"\n     -> {fix}" if fix else ""), flush=True)
+
+    @property
+    def failed(self) -> bool:
+        return any(level == "FAIL" for level, _, _ in self.lines)
+
+
+@dataclass(frozen=True)
+class Login:
+    username: str | None
+    password: str | None
+    ca_file: str | None
+    cert_file: str | None
+    key_file: str | None
+
+
+def check_tcp(report: Report, node: Endpoint, timeout: float) -> bool:
+    try:
+        with socket.create_connection((node.host, node.port), timeout=timeout):
+            return True
+    except OSError as exc:
+        report.fail(f"broker {node.url}: not reachable ({exc.strerror or exc})",
+                    "start the broker / this cluster node, or fix host and port in the URL; check the firewall "
+                    f"between this host and {node.host} (port {node.port})")
+        return False
+
+
+async def check_mqtt(report: Report, node: Endpoint, login: Login, timeout: float) -> bool:
+    """Connect with the service's credentials, then make a QoS 1 round trip on the doctor's own topic."""
+    try:
+        context = tls_context(login.ca_file, login.cert_file, login.key_file) if node.tls else None
+    except BrokerSettingError as exc:
+        report.fail(f"broker {node.url}: {exc}", "fix ca_file / cert_file / key_file")
+        return False
+    who = f"user {login.username}" if login.username else "anonymous"
+    try:
+        async with asyncio.timeout(timeout), aiomqtt.Client(
+                node.host, node.port, username=login.username, password=login.password, tls_context=context,
+                identifier=f"touchmove-doctor-{uuid.uuid4().hex[:8]}", timeout=timeout) as client:
+            topic = f"{PROBE_PREFIX}/{login.username or 'anonymous'}/{uuid.uuid4().hex[:8]}"
+            await client.subscribe(topic, qos=1)
+            await client.publish(topic, b"probe", qos=1)
+            try:
+                async with asyncio.timeout(timeout):
+                    async for _ in client.messages:
+                        break
+                report.ok(f"broker {node.url}: connected ({who}), QoS 1 round trip")
+            except TimeoutError:
+                report.warn(f"broker {node.url}: connected ({who}), but no QoS 1 round trip on {topic}",
+                            "the broker's rules do not give this user its doctor topic (regenerate them with "
+                            "touchmove broker-auth), or the cluster has no JetStream quorum (nats-server logs)")
+            return True
+    except aiomqtt.MqttCodeError as exc:
+        rc = int(exc.rc.value if hasattr(exc.rc, "value") else exc.rc)  # type: ignore[union-attr,arg-type]
+        report.fail(f"broker {node.url}: connection refused ({who}): {exc}",
+                    CONNACK_FIX.get(rc, "see the broker's log for why it refused the connection"))
+    except (ssl.SSLError, ssl.CertificateError) as exc:
+        report.fail(f"broker {node.url}: TLS failed: {exc}", "the broker's certificate must be signed by ca_file and "
+                    "name the host in the URL; with require_certificate give cert_file and key_file")
+    except (aiomqtt.MqttError, OSError, TimeoutError) as exc:
+        report.fail(f"broker {node.url}: no MQTT session ({who}): {exc or type(exc).__name__}",
+                    "is this port the broker's MQTT listener (not NATS client port 4222, not the TLS port "
+                    "with mqtt://)? For NATS: is JetStream up with a quorum of nodes?")
+    return False
+
+
+def check_clock(report: Report) -> None:
+    """Whether this host's clock is synchronised (systemd-timesyncd, chrony, ntpd all report to timedatectl)."""
+    tool = shutil.which("timedatectl")
+    if tool is None:
+        report.warn("host clock: timedatectl not found, synchronisation unknown", "run an NTP client on every host")
+        return
+    try:
+        out = subprocess.run([tool, "show", "-p", "NTPSynchronized", "--value"], capture_output=True, text=True,
+                             timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        out = ""
+    if out == "yes":
+        report.ok("host clock: NTP synchronised")
+    else:
+        report.warn(f"host clock: NTP synchronisation {'off' if out == 'no' else 'unknown'}",
+                    "enable NTP (timedatectl set-ntp true, or chrony) on every hall PC and the broadcaster's host: "
+                    "event times (ts) and the PGN's clock comments come from the hosts' clocks")
+
+
+def check_journal(report: Report, path: Path) -> None:
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        report.fail(f"journal {path}: the folder {folder} does not exist",
+                    "create it for the service user (systemd StateDirectory=touchmove does: /var/lib/touchmove)")
+        return
+    if not os.access(folder, os.W_OK | os.X_OK):
+        report.fail(f"journal {path}: the folder {folder} is not writable by this user",
+                    f"chown it to the user the bridge runs as (now {os.getuid()})")
+        return
+    if path.exists():
+        if not os.access(path, os.R_OK | os.W_OK):
+            report.fail(f"journal {path}: not readable and writable by this user", "chown it to the bridge's user")
+            return
+        mode = path.stat().st_mode & 0o777
+        if mode & 0o077:
+            report.warn(f"journal {path}: mode {mode:o}, readable by others", f"chmod 600 {path}")
+        else:
+            report.ok(f"journal {path}: writable, owner-only")
+    else:
+        report.ok(f"journal {path}: will be created (owner-only) in a writable folder")
+    free = shutil.disk_usage(folder).free
+    if free < FREE_SPACE_WARN:
+        report.warn(f"journal {path}: only {free / 1e6:.0f} MB free", "free disk space: a full disk stops journaling")
+
+
+def check_serial(report: Report, patterns: Sequence[str]) -> None:
+    if not patterns:
+        report.ok("serial: no port patterns (boards found by USB ids only)")
+        return
+    found = sorted({p for pattern in patterns for p in glob.glob(pattern)} | {p for p in patterns if os.path.exists(p)})
+    if not found:
+        report.warn(f"serial: no board at {', '.join(patterns)}",
+                    "plug the boards in; check the udev rule (deploy/udev/99-touchmove.rules) names them as "
+                    "configured and `ls -l /dev/serial/by-id/`")
+        return
+    denied = [p for p in found if not os.access(p, os.R_OK | os.W_OK)]
+    if denied:
+        report.fail(f"serial: {len(denied)} port(s) not openable by this user: {', '.join(denied[:5])}",
+                    "add the bridge's user to the dialout group, or give the udev rule GROUP/MODE")
+    else:
+        report.ok(f"serial: {len(found)} port(s) openable")
+
+
+async def check_bridges(report: Report, node: Endpoint, login: Login, bases: Sequence[str],
+                        timeout: float) -> None:
+    """Each bridge's retained state and a health_check round trip; the clock skew from the reply's time."""
+    try:
+        context = tls_context(login.ca_file, login.cert_file, login.key_file) if node.tls else None
+        async with aiomqtt.Client(node.host, node.port, username=login.username, password=login.password,
+                                  tls_context=context, identifier=f"touchmove-doctor-{uuid.uuid4().hex[:8]}",
+                                  timeout=timeout) as client:
+            for base in bases:
+                await client.subscribe(f"{base}/bridge/state", qos=1)
+                await client.subscribe(f"{base}/bridge/response/health_check", qos=1)
+            states: dict[str, bytes] = {}
+            replies: dict[str, tuple[dict[str, object], float, float]] = {}
+            sent: dict[str, float] = {}
+            tag = uuid.uuid4().hex[:8]
+            for base in bases:
+                sent[base] = time.time()
+                await client.publish(f"{base}/bridge/request/health_check",
+                                     json.dumps({"transaction": f"doctor-{tag}"}).encode(), qos=1)
+            try:
+                async with asyncio.timeout(timeout):
+                    async for m in client.messages:
+                        topic = str(m.topic)
+                        base = topic.split("/bridge/")[0]
+                        raw = bytes(m.payload) if isinstance(m.payload, bytes | bytearray) else b""
+                        if topic.endswith("/bridge/state"):
+                            states[base] = raw
+                        else:
+                            try:
+                                msg = json.loads(raw)
+                            except ValueError:
+                                continue
+                            if msg.get("transaction") == f"doctor-{tag}":
+                                replies[base] = (msg.get("data") or {}, sent[base], time.time())
+                        if len(replies) == len(bases):
+                            break
+            except TimeoutError:
+                pass
+    except (aiomqtt.MqttError, OSError, BrokerSettingError) as exc:
+        report.fail(f"bridges via {node.url}: {exc}", "fix the broker connection first (see above)")
+        return
+    for base in bases:
+        state = states.get(base, b"")
+        if base not in replies:
+            why = "offline (its last will)" if b"offline" in state else "never seen" if not state else "silent"
+            report.fail(f"bridge {base}: no health_check answer within {timeout:.0f} s; bridge/state {why}",
+                        f"on the hall PC: systemctl status touchmove-bridge@{base}; journalctl -u "
+                        f"touchmove-bridge@{base}; then touchmove doctor --config there")
+            continue
+        data, t_sent, t_back = replies[base]
+        if data.get("healthy") is False:
+            report.fail(f"bridge {base}: reports itself unhealthy: {data.get('problems')}",
+                        f"on the hall PC: journalctl -u touchmove-bridge@{base} (docs/bridge-faults.md)")
+        remote = data.get("time")
+        if not isinstance(remote, str):
+            report.warn(f"bridge {base}: online, {data.get('boards_online')} board(s); clock not reported",
+                        "update touchmove on that hall PC (health_check reports its time from 0.1)")
+            continue
+        try:
+            their = dt.datetime.fromisoformat(remote.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            report.warn(f"bridge {base}: unreadable time {remote!r}", "update touchmove on that hall PC")
+            continue
+        skew = their - (t_sent + t_back) / 2
+        rtt = t_back - t_sent
+        what = (f"bridge {base}: online, {data.get('boards_online')} board(s); clock {skew * 1000:+.0f} ms from "
+                f"this host (±{rtt * 500:.0f} ms)")
+        if abs(skew) - rtt / 2 > SKEW_FAIL_S:
+            report.fail(what, "the hosts' clocks disagree: enable NTP on both (timedatectl set-ntp true)")
+        elif abs(skew) - rtt / 2 > SKEW_WARN_S:
+            report.warn(what, "enable NTP on both hosts (timedatectl set-ntp true, or chrony)")
+        else:
+            report.ok(what)
+
+
+def check_port(report: Report, host: str, port: int) -> None:
+    if port == 0:
+        report.ok("dashboard: any free port")
+        return
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+            report.ok(f"dashboard: {host}:{port} is free")
+        except OSError as exc:
+            report.warn(f"dashboard: {host}:{port} is in use ({exc.strerror})",
+                        "fine if the broadcaster is already running there; otherwise choose another port or stop "
+                        "what holds it (ss -ltnp)")
+
+
+def check_folder(report: Report, what: str, folder: Path) -> None:
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if os.access(probe, os.W_OK | os.X_OK):
+        report.ok(f"{what} {folder}: writable")
+    else:
+        report.fail(f"{what} {folder}: not writable by this user", "create it and chown it to the service user")
+
+
+async def doctor_bridge(report: Report, path: Path, timeout: float) -> None:
+    from touchmove.config import ConfigError, load
+
+    try:
+        cfg = load(path)
+    except ConfigError as exc:
+        report.fail(f"bridge configuration {path}: {exc}", "fix the file (see README, Running the bridge)")
+        return
+    report.ok(f"bridge configuration {path}: base topic {cfg.mqtt.base_topic}, {len(cfg.mqtt.endpoints)} broker "
+              f"node(s), user {cfg.mqtt.username or '(anonymous)'}")
+    if cfg.mqtt.username and cfg.mqtt.password is None:
+        report.warn("bridge: a user name without a password",
+                    "set password_file (e.g. $CREDENTIALS_DIRECTORY/mqtt-password) or TOUCHMOVE_MQTT_PASSWORD")
+    login = Login(cfg.mqtt.username, cfg.mqtt.password, cfg.mqtt.ca_file, cfg.mqtt.cert_file, cfg.mqtt.key_file)
+    reachable = 0
+    for node in cfg.mqtt.endpoints:
+        if check_tcp(report, node, timeout) and await check_mqtt(report, node, login, timeout):
+            reachable += 1
+    if len(cfg.mqtt.endpoints) > 1 and reachable < len(cfg.mqtt.endpoints) and reachable:
+        report.warn(f"brokers: {reachable} of {len(cfg.mqtt.endpoints)} nodes answer",
+                    "the bridge runs on the others, but the cluster has less slack: restart the missing node")
+    check_journal(report, Path(cfg.journal))
+    check_serial(report, cfg.serial.ports)
+    check_clock(report)
+
+
+async def doctor_broadcast(report: Report, path: Path, timeout: float) -> None:
+    from touchmove.broadcast.tournament import TournamentError, load_tournament
+
+    try:
+        t = load_tournament(path)
+    except (TournamentError, OSError) as exc:
+        report.fail(f"tournament {path}: {exc}", "fix the file (see README, Running a broadcast)")
+        return
+    report.ok(f"tournament {path}: round {t.round}, {len(t.current_round().pairings)} boards, "
+              f"{len(t.brokers)} broker(s)")
+    for b in t.brokers:
+        login = Login(b.username, b.password, b.ca_file, b.cert_file, b.key_file)
+        working: Endpoint | None = None
+        for node in b.endpoints:
+            if check_tcp(report, node, timeout) and await check_mqtt(report, node, login, timeout) and not working:
+                working = node
+        if working is not None:
+            await check_bridges(report, working, login, b.bases, timeout)
+    check_folder(report, "output", t.settings.output_dir)
+    check_port(report, t.settings.host, t.settings.port)
+    if not t.settings.token:
+        report.warn("arbiter token: none", "set TOUCHMOVE_ARBITER_TOKEN, or every dashboard action is refused")
+    check_clock(report)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, help="a bridge's configuration (on a hall PC)")
+    parser.add_argument("--tournament", type=Path, help="the broadcaster's tournament file (on its host)")
+    parser.add_argument("--timeout", type=float, default=5.0, help="seconds per network check (default 5)")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.config and not args.tournament:
+        print("doctor: give --config bridge.toml (hall PC) and/or --tournament tournament.toml (broadcaster)")
+        return 2
+    report = Report()
+
+    async def main() -> None:
+        if args.config:
+            await doctor_bridge(report, args.config, args.timeout)
+        if args.tournament:
+            await doctor_broadcast(report, args.tournament, args.timeout)
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        return 130
+    bad = sum(1 for level, _, _ in report.lines if level == "FAIL")
+    warn = sum(1 for level, _, _ in report.lines if level == "warn")
+    print(f"{len(report.lines)} checks: {bad} failed, {warn} warnings" + ("" if bad else " - ready"))
+    return 1 if report.failed else 0

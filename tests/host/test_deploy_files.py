@@ -1,0 +1,50 @@
+"""The shipped deployment files stay in step with the code that reads or writes them."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from touchmove.brokerauth import generate
+from touchmove.config import load
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+
+
+ROUNDS = [{"number": 1, "boards": [{"board_id": "b1", "white": "A", "black": "B"}]}]
+
+def test_shipped_acl_is_what_broker_auth_writes(tmp_path: Path) -> None:
+    generate(tmp_path, ["hall-a", "hall-b", "hall-c"], ["arbiters"], ["screens"])
+    assert (DEPLOY / "mosquitto" / "acl.example").read_text() == (tmp_path / "mosquitto" / "acl").read_text()
+    shipped = (DEPLOY / "nats" / "auth.conf").read_text() if (DEPLOY / "nats" / "auth.conf").exists() else None
+    assert shipped is None, "no real passwords are shipped"
+    example = (DEPLOY / "nats" / "auth.conf.example").read_text()
+    generated = re.sub(r'password: "[^"]*"', "", (tmp_path / "nats" / "auth.conf").read_text())
+    assert re.sub(r'password: "[^"]*"', "", example).endswith(generated)
+
+
+def test_example_bridge_configuration_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "mqtt-password").write_text("pw\n")
+    monkeypatch.setenv("CREDENTIALS_DIRECTORY", str(tmp_path))
+    cfg = load(DEPLOY / "bridge-hall-a.toml.example")
+    assert cfg.mqtt.password == "pw" and len(cfg.mqtt.endpoints) == 3 and cfg.mqtt.base_topic == "hall-a"
+
+
+def test_example_broker_section_parses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from touchmove.broadcast.tournament import parse_tournament
+
+    (tmp_path / "mqtt-password").write_text("pw\n")
+    monkeypatch.setenv("CREDENTIALS_DIRECTORY", str(tmp_path))
+    data = tomllib.loads((DEPLOY / "tournament-brokers.toml.example").read_text())
+    t = parse_tournament({"event": "E", "round": 1, "rounds": ROUNDS, **data})
+    assert len(t.brokers[0].endpoints) == 3 and t.brokers[0].password == "pw"
+
+
+def test_units_name_the_credentials_the_examples_read() -> None:
+    bridge = (DEPLOY / "systemd" / "touchmove-bridge@.service").read_text()
+    assert "LoadCredential=mqtt-password:" in bridge and "StateDirectory=touchmove" in bridge
+    assert "ExecStartPre=-" in bridge, "a failed doctor check must not keep the bridge down"
+    assert 'ENV{ID_MM_DEVICE_IGNORE}="1"' in (DEPLOY / "udev" / "99-touchmove.rules").read_text()
