@@ -21,6 +21,9 @@ _CLOCK = 3  # arg 0 white, 1 black
 PRESS_MS = 100
 # A real board (200 Hz, 4 equal scans) reports every change that lasts this long (ms); shorter ones are chatter.
 SEEN_MS = 20
+# A state the timeline holds longer than SEEN_MS lasts at least this long (ms, or as long as the timeline says if
+# less) even when the scans run late: quicker than deliberate hands, longer than the host's chatter window (25).
+KEEP_MS = 40
 
 
 def _parse_occ(s):
@@ -37,13 +40,15 @@ class SimBoard:
 
     def __init__(self, lines, clock, hold=5):
         self.clock = clock
-        # A late scan (a busy PC, a sped-up clock) must not skip a square's state that a real board would have
-        # seen: a change that comes SEEN_MS or more after the square's previous one waits until that state has
-        # been read by ``hold`` scans (the debounce count + 1). Chatter (closer changes) is applied as it falls.
+        # A late scan (a busy PC, a sped-up clock) must not skip or shorten a square's state that a real board
+        # would have seen: a change that comes SEEN_MS or more after the square's previous one waits until that
+        # state has been read by ``hold`` scans (the debounce count + 1) and has lasted as long as the timeline
+        # says, up to KEEP_MS. Chatter (closer changes) is applied as it falls.
         self.hold = hold
         self.scans = 0
         self.changed_t = array("i", [-SEEN_MS] * 64)  # timeline time of each square's last change
         self.changed_scan = array("i", [-hold] * 64)  # the scan that applied it
+        self.applied_t = array("i", [-SEEN_MS] * 64)  # and that scan's device time
         self.state = bytearray(START_OCC)
         self.snap = bytearray(8)
         self.first_snap = False
@@ -102,10 +107,13 @@ class SimBoard:
             kind = code >> 6
             arg = code & 63
             if kind <= _PLACE:
-                if self.next_t - self.changed_t[arg] >= SEEN_MS and self.scans - self.changed_scan[arg] < self.hold:
-                    break  # the square's state has not been scanned long enough yet: this and later ones wait
+                gap = self.next_t - self.changed_t[arg]
+                if gap >= SEEN_MS and (self.scans - self.changed_scan[arg] < self.hold
+                                       or t - self.applied_t[arg] < min(gap, KEEP_MS)):
+                    break  # the square's state has not been seen long enough yet: this and later ones wait
                 self.changed_t[arg] = self.next_t
                 self.changed_scan[arg] = self.scans
+                self.applied_t[arg] = t
             if kind == _PLACE:
                 state[arg >> 3] |= 1 << (arg & 7)
             elif kind == _LIFT:
