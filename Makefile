@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PORT ?= /dev/ttyACM0
 
-.PHONY: install broker-deps system-deps test lint typecheck pytest demo broadcast-demo cluster-demo bench bench-broadcast bench-bridge bench-cluster flash clean
+.PHONY: install broker-deps system-deps test lint typecheck pytest demo broadcast-demo cluster-demo bench bench-broadcast bench-bridge bench-console bench-cluster flash mpy hardware-deps hardware-check hardware-draw bench-firmware clean
 
 install: $(STAMP)
 
@@ -38,10 +38,11 @@ typecheck: install
 pytest: install system-deps
 	$(BIN)/pytest -q
 
-test: lint typecheck pytest
+test: lint typecheck pytest hardware-check
 
 demo: install broker-deps
 	$(BIN)/touchmove demo
+	@echo "touchmove is installed in $(VENV): run \`. $(VENV)/bin/activate\` to call it (touchmove --help)"
 
 # A simulated 20-board round through a private Mosquitto into the broadcaster; the round PGN is checked.
 broadcast-demo: install broker-deps
@@ -63,10 +64,43 @@ bench-broadcast: install broker-deps
 bench-bridge: install broker-deps
 	$(BIN)/python bench/bridge_latency.py
 
-flash: install
+# The arbiter's console in Debian's Chromium: 200 boards at 150 moves/s, move -> on screen.
+bench-console: install system-deps
+	$(BIN)/python bench/dashboard_latency.py --boards 200 --rate 150 --seconds 60
+
+# Firmware for a board: BOARD=pico | pico_w (rp2, Cortex-M0+: armv6m) | esp32s3_devkitc (xtensawin).
+# `make mpy` precompiles every module with mpy-cross for the board's architecture; `make flash` installs the
+# .mpy files (and main.py) with mpremote, removing old sources first (a .py would shadow its .mpy).
+BOARD ?= pico
+MARCH := $(if $(filter esp32%,$(BOARD)),xtensawin,armv6m)
+MPY_DIR := build/mpy-$(BOARD)
+
+mpy: install
+	rm -rf $(MPY_DIR) && mkdir -p $(MPY_DIR)
+	cd firmware && for f in $$(find touchmove_fw -name '*.py'); do \
+	  mkdir -p ../$(MPY_DIR)/$$(dirname $$f) && \
+	  ../$(BIN)/mpy-cross -march=$(MARCH) -o ../$(MPY_DIR)/$${f%.py}.mpy -s $$f $$f || exit 1; done
+	cp firmware/main.py $(MPY_DIR)/main.py
+	@du -cb $$(find $(MPY_DIR) -name '*.mpy') | tail -1 | awk '{print "$(MPY_DIR): " $$1 " bytes of .mpy ($(MARCH))"}'
+
+flash: mpy
 	@test -x $(BIN)/mpremote || $(BIN)/pip install -q mpremote
-	find firmware -name __pycache__ -prune -exec rm -rf {} +
-	$(BIN)/mpremote connect $(PORT) fs cp -r firmware/touchmove_fw : + fs cp firmware/main.py : + reset
+	-$(BIN)/mpremote connect $(PORT) fs rm -r :touchmove_fw
+	$(BIN)/mpremote connect $(PORT) fs cp -r $(MPY_DIR)/touchmove_fw : + fs cp $(MPY_DIR)/main.py : + reset
+
+# Hardware: SKiDL (pyproject test extra) with KiCad 6 symbol libraries (Debian's kicad-symbols).
+hardware-deps:
+	@test -d /usr/share/kicad/symbols || \
+	  ( echo "installing kicad-symbols"; $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q kicad-symbols )
+
+hardware-check: install hardware-deps
+	$(BIN)/python hardware/schematics/check.py
+
+hardware-draw: install hardware-deps
+	$(BIN)/python hardware/schematics/check.py --write
+
+bench-firmware: install
+	$(BIN)/python bench/firmware_scan.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -2,17 +2,29 @@
 # nothing below imports machine.
 import asyncio
 import gc
+import time
 
 from . import FW_VERSION, protocol
+from .clock import add, diff
 from .evqueue import BUTTON0, STATE, EventQueue
 from .leds import Leds
-from .link import LINE, TOO_LONG, LineAssembler, Output
+from .link import LINE, READ_CHUNK, TOO_LONG, LineAssembler, Output
 from .scan import Scanner
-from .squares import build_map
+
+try:
+    from micropython import const
+except ImportError:  # CPython
+
+    def const(x):
+        return x
+
+
+_WINDOW = const(256)
+_ROOM = const(160)  # output room needed before an event or snapshot is formatted (the longest is ~110 B)
 
 
 class App:
-    def __init__(self, cfg, driver, clock, write, board_id="00", boot=0, buttons=None, leds=None):
+    def __init__(self, cfg, driver, clock, write, board_id="00", boot=0, buttons=None, leds=None, port=None):
         self.cfg = cfg
         self.driver = driver
         self.clock = clock
@@ -20,11 +32,13 @@ class App:
         self.boot = boot
         self.button_ids = tuple(cfg.get("button_ids") or cfg.get("buttons") or ())
         self.q = EventQueue(cfg["queue"])
+        from .maps import build_map
+
         self.scanner = Scanner(
             driver, build_map(cfg["square_map"]), self.q, buttons, cfg["active_low"],
             cfg["debounce_n"], cfg["debounce_ms"], cfg["heartbeat_ms"],
         )
-        self.out = Output(write, clock)
+        self.out = Output(write, clock, port)
         self.leds = leds  # a leds.Leds, or None
         self.period = max(1, 1000 // cfg["scan_hz"])
         self.wake = asyncio.Event()
@@ -32,24 +46,38 @@ class App:
         self.stop_when = None  # callable(t) -> bool, checked every scan (the sim's end)
         self.fatal = None
         self.memstats = None  # a dict when measuring heap use (tests)
+        self.errors_told = 0  # the driver's error count last reported to the host
+        # scan statistics for diag (small ints, updated by the scan task without allocating)
+        self.win_t0 = 0  # a window of _WINDOW scans gives the rate and the mean scan time
+        self.win_n = 0
+        self.win_us = 0
+        self.scan_hz = 0
+        self.scan_us = 0
+        self.scan_us_max = 0  # since the last diag
+        self.late_max = 0  # ms a scan started after its slot, since the last diag (loop jitter)
 
     # ---- messages ----
     def send_hello(self):
-        self.out.send("hello", protocol.hello_fields(FW_VERSION, self.board_id, self.boot))
+        return self.out.send("hello", protocol.hello_fields(FW_VERSION, self.board_id, self.boot))
 
     def send_snapshot(self, kind="snapshot", t=-1):
-        self.out.send(kind, protocol.occ_fields(self.scanner.occupancy()), t)
+        return self.out.send(kind, protocol.occ_fields(self.scanner.occupancy()), t)
 
     def flush(self):
-        """Write out everything the scan task has queued (synchronously, in order)."""
+        """Move queued events into the output as far as it has room, then write what the port accepts now.
+
+        Never waits for the host: what does not fit stays queued; if the queue overflowed meanwhile, the
+        backlog is discarded and one snapshot (the current state) replaces it once there is room."""
         q = self.q
         out = self.out
+        out.pump()
         if q.overflow:
-            # the backlog is incomplete: discard it and let the host resync from the current state
-            q.clear()
+            if out.room() < _ROOM:
+                return
+            q.clear()  # the backlog is incomplete: the host resyncs from the current state
             self.send_snapshot()
-        while q.n:
-            t = q.peek_t(out.last_t)
+        while q.n and out.room() >= _ROOM:
+            t = q.peek_t()
             code = q.pop()
             subject = code & 0x7F
             if subject < 64:
@@ -60,8 +88,14 @@ class App:
                 out.send("button", protocol.button_fields(name), t)
         if self.scanner.heartbeat_due:
             self.scanner.heartbeat_due = False
-            self.send_snapshot("heartbeat", self.scanner.heartbeat_t)
+            if out.room() >= _ROOM:  # a host that is not reading needs no heartbeat
+                self.send_snapshot("heartbeat", self.scanner.heartbeat_t)
+            e = getattr(self.driver, "errors", 0)
+            if e != self.errors_told and out.room() >= _ROOM:  # at most once a heartbeat
+                self.errors_told = e
+                out.error("sensor bus: %d errors since boot, last good readings kept" % e)
             self._collect()
+        out.pump()
 
     def _collect(self):
         # Once a second, off the scan path: keeps GC pauses small and predictable.
@@ -74,71 +108,49 @@ class App:
 
     # ---- commands ----
     def command(self, line):
+        """Carry out one host command line (commands.py, loaded at the first command)."""
         self.flush()  # earlier events go out first, so t stays in order
-        try:
-            cmd, obj = protocol.parse_command(line)
-            if cmd == "hello":
-                self.send_hello()
-                self.send_snapshot()
-            elif cmd == "snapshot":
-                self.send_snapshot()
-            elif cmd == "ping":
-                self.out.send("pong", protocol.pong_fields(obj.get("id", 0)))
-            elif cmd == "leds":
-                self.do_leds(obj)
-            elif cmd == "calibrate":
-                self.do_calibrate()
-        except protocol.CommandError as exc:
-            self.out.error(exc.args[0] if exc.args else "bad command")
-        except Exception:  # never crash on input
-            self.out.error("internal error")
+        from .commands import handle
 
-    def do_leds(self, obj):
-        clear, squares, color = protocol.parse_leds(obj)
-        if self.leds is None:
-            raise protocol.CommandError("no leds")
-        if clear:
-            self.leds.clear()
-        if squares:
-            self.leds.set(squares, color)
-        self.leds.show()
-
-    def do_calibrate(self):
-        cal = getattr(self.driver, "calibrate", None)
-        if cal is None:
-            raise protocol.CommandError("calibrate needs an analog (hall_mux) board")
-        th = cal(self.cfg.get("calibration_delta", 4000))
-        path = self.cfg.get("calibration_file")
-        if path:
-            from .drivers.hall_mux import save_thresholds
-
-            try:
-                save_thresholds(path, th)
-            except OSError:
-                raise protocol.CommandError("calibrated, but could not save")
-        self.scanner.prime(self.clock.ms())  # the board (empty) as it now reads
-        self.send_snapshot()
+        handle(self, line)
+        self.out.pump()
 
     # ---- tasks ----
     async def scan_task(self):
         clock = self.clock
         scanner = self.scanner
         q = self.q
+        out = self.out
         wake = self.wake
         period = self.period
         next_t = clock.ms()
+        self.win_t0 = next_t
         try:
             while self.running:
                 t = clock.ms()
+                late = diff(t, next_t)
+                if late > self.late_max:
+                    self.late_max = late
+                u0 = time.ticks_us()
                 scanner.scan(t)
-                if q.n or q.overflow or scanner.heartbeat_due:
+                u = time.ticks_diff(time.ticks_us(), u0)
+                if u > self.scan_us_max:
+                    self.scan_us_max = u
+                self.win_us += u
+                self.win_n += 1
+                if self.win_n >= _WINDOW:
+                    self.scan_us = self.win_us // _WINDOW
+                    self.scan_hz = (_WINDOW * 1000) // max(1, diff(t, self.win_t0))
+                    self.win_t0 = t
+                    self.win_n = self.win_us = 0
+                if q.n or q.overflow or scanner.heartbeat_due or out.end:
                     wake.set()
                 if self.stop_when is not None and self.stop_when(t):
                     break
-                next_t += period
-                d = next_t - clock.ms()
+                next_t = add(next_t, period)
+                d = diff(next_t, clock.ms())
                 if d < 0:  # overran: don't try to catch up with a burst of scans
-                    next_t -= d
+                    next_t = add(next_t, -d)
                     d = 0
                 await clock.sleep(d)
         except Exception as exc:
@@ -157,7 +169,9 @@ class App:
             self.fatal = exc
             self.running = False
 
-    async def reader_task(self, stream):
+    async def reader_task(self, stream, inp=None):
+        """Commands from the host: wait for a byte, then take every byte already waiting (up to READ_CHUNK)
+        in the same pass."""
         la = LineAssembler()
         one = bytearray(1)
         while self.running:
@@ -167,12 +181,24 @@ class App:
                 return
             if not n:
                 return  # EOF: no more commands (the board keeps reporting)
-            r = la.feed(one[0])
-            if r == LINE:
-                self.command(la.line())
-            elif r == TOO_LONG:
-                self.flush()
-                self.out.error("line too long")
+            b = one[0]
+            k = 0
+            while True:
+                r = la.feed(b)
+                if r == LINE:
+                    self.command(la.line())
+                elif r == TOO_LONG:
+                    self.flush()
+                    self.out.error("line too long")
+                k += 1
+                if inp is None or k >= READ_CHUNK or not inp.waiting():
+                    break
+                try:
+                    b = inp.read_byte()
+                except OSError:
+                    return
+                if b < 0:
+                    return
 
     async def supervisor_task(self, wdt, period_ms):
         # Feed the watchdog only while the scan task makes progress: a hung or dead scan task resets the board.
@@ -190,17 +216,19 @@ class App:
         begin = getattr(self.driver, "begin", None)
         if begin is not None:
             begin()  # heavy driver set-up (the sim's timeline), after the set-up code is unloaded
+        self.out.open()
         self.scanner.prime(self.clock.ms())
         self.send_hello()
         self.send_snapshot()
+        self.out.pump()
 
-    async def run(self, stream=None, wdt=None):
+    async def run(self, stream=None, wdt=None, inp=None):
         self.start()
         scan = asyncio.create_task(self.scan_task())
         writer = asyncio.create_task(self.writer_task())
         others = []
         if stream is not None:
-            others.append(asyncio.create_task(self.reader_task(stream)))
+            others.append(asyncio.create_task(self.reader_task(stream, inp)))
         if wdt is not None:
             others.append(asyncio.create_task(self.supervisor_task(wdt, self.cfg["wdt_ms"] // 4)))
         await writer
@@ -212,16 +240,16 @@ class App:
 
 
 def make_leds(cfg, strip):
-    from .squares import led_map
+    from .maps import led_map
 
     spec = cfg["leds"]
     return Leds(strip, led_map(spec.get("layout", "serpentine"), spec.get("rotate", 0)), spec.get("cap", 24))
 
 
-def run(app, stream=None, wdt=None, cleanup=None):
+def run(app, stream=None, wdt=None, cleanup=None, inp=None):
     """Run until the end (the sim's), restoring the terminal and reporting heap use if asked."""
     try:
-        asyncio.run(app.run(stream, wdt))
+        asyncio.run(app.run(stream, wdt, inp))
     finally:
         if cleanup:
             cleanup()
@@ -237,7 +265,7 @@ def report_mem(app):
     m["end_live"] = gc.mem_alloc()
     m["heap"] = gc.mem_alloc() + gc.mem_free()
     m["scans"] = app.scanner.scans
-    m["device_ms"] = app.clock.ms()
+    m["device_ms"] = app.out.wire_t
     m["dropped"] = app.q.dropped
     m["messages"] = app.out.seq
     sys.stderr.write("memstats " + __import__("json").dumps(m) + "\n")

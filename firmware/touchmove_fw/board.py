@@ -1,23 +1,11 @@
-# Builds the firmware from a board profile: the one place that imports machine and the drivers.
-# Imports happen inside the functions, in an order that keeps the start-up heap peak low: the profiles
-# (config) are read and dropped before the firmware's own modules load.
+# Start-up, step 1: reads the configuration (profiles, board.json, the sim's settings), checks it and handles
+# safe boot. main.py then unloads this module (and config) before assemble.py loads the firmware's own modules:
+# that keeps the start-up heap peak low.
 import sys
 
 
 def _hex(b):
     return "".join("%02x" % x for x in b)
-
-
-def _boot_id():
-    try:
-        import os
-
-        r = os.urandom(4)
-        return ((r[0] << 24) | (r[1] << 16) | (r[2] << 8) | r[3]) & 0x3FFFFFFF
-    except Exception:
-        import random
-
-        return random.getrandbits(30)
 
 
 def _getenv(name, default=None):
@@ -38,6 +26,7 @@ def sim_overrides(argv=None):
     TOUCHMOVE_SIM_EXIT=0|1    exit once the timeline is over (default 1 when stepped, else 0: keep running)
     TOUCHMOVE_SIM_LINGER=ms   device ms after the last record before that exit (default 2000)
     TOUCHMOVE_BOARD=hex       the board id in hello (default the hex of "touchmove-sim")
+    TOUCHMOVE_CLOCK_START=ms  device time at boot (default 0; tests start near the 2**30 wrap)
     """
     argv = sys.argv if argv is None else argv
     path = _getenv("TOUCHMOVE_SIM")
@@ -60,82 +49,8 @@ def sim_overrides(argv=None):
         "sim_linger": int(_getenv("TOUCHMOVE_SIM_LINGER", "2000")),
         "board_id": _getenv("TOUCHMOVE_BOARD", _hex(b"touchmove-sim")),
         "memstats": _getenv("TOUCHMOVE_MEMSTATS") == "1",
+        "clock_start": int(_getenv("TOUCHMOVE_CLOCK_START", "0")),
     }
-
-
-def build(cfg, machine=None):
-    """Return (app, stream, wdt, cleanup) for a profile."""
-    import asyncio
-
-    from .app import App, make_leds
-    from .clock import Clock, ScaledClock, SteppedClock
-
-    sim = cfg["driver"] == "sim"
-    if sim:
-        clock = SteppedClock() if cfg["speed"] == 0 else (Clock() if cfg["speed"] == 1 else ScaledClock(cfg["speed"]))
-    else:
-        clock = Clock()
-    if machine is None and not sim:
-        import machine
-    drv_mod = __import__("touchmove_fw.drivers." + cfg["driver"], None, None, ["from_config"])
-    driver = drv_mod.from_config(cfg, machine, clock)
-
-    buttons = None
-    cfg = dict(cfg)
-    if sim:
-        buttons = drv_mod.SimButtons(driver)
-        cfg["button_ids"] = cfg.get("sim_buttons", ())
-    elif cfg["buttons"]:
-        from .buttons import PinButtons
-
-        pins = [machine.Pin(cfg["pins"][name], machine.Pin.IN, machine.Pin.PULL_UP) for name in cfg["buttons"]]
-        buttons = PinButtons(pins)
-
-    leds = None
-    if cfg.get("leds"):
-        if cfg["leds"].get("memory"):
-            from .leds import MemoryStrip
-
-            strip = MemoryStrip(cfg["leds"].get("count", 64))
-        else:
-            import neopixel
-
-            strip = neopixel.NeoPixel(machine.Pin(cfg["pins"]["led_data"]), cfg["leds"].get("count", 64))
-        leds = make_leds(cfg, strip)
-        leds.clear()
-        leds.show()
-
-    cleanup = None
-    if cfg["link"] == "uart" and not sim:
-        p = cfg["pins"]
-        uart = machine.UART(cfg["uart_id"], baudrate=cfg["uart_baud"], bits=8, parity=None, stop=1,
-                            tx=machine.Pin(p["uart_tx"]), rx=machine.Pin(p["uart_rx"]))
-        write = uart.write
-        stream = asyncio.StreamReader(uart)
-    else:
-        # the raw stream: sys.stdout (text) turns "\n" into "\r\n" on the boards' USB CDC
-        write = getattr(sys.stdout, "buffer", sys.stdout).write
-        stdin = getattr(sys.stdin, "buffer", sys.stdin)
-        stream = asyncio.StreamReader(stdin)
-        if sim:
-            cleanup = drv_mod.raw_tty()
-
-    if sim:
-        board_id = cfg.get("board_id") or _hex(b"touchmove-sim")
-    else:
-        board_id = _hex(machine.unique_id())
-    app = App(cfg, driver, clock, write, board_id, _boot_id(), buttons, leds)
-    if sim and cfg.get("sim_exit"):
-        # a bound method, not a closure: a closure would keep this module (unloaded after set-up) alive
-        driver.linger = cfg.get("sim_linger", 2000)
-        app.stop_when = driver.over
-    if sim and cfg.get("memstats"):
-        app.memstats = {"peak_alloc": 0, "peak_live": 0}
-
-    wdt = None
-    if cfg["wdt"] and not sim:
-        wdt = machine.WDT(timeout=cfg["wdt_ms"])
-    return app, stream, wdt, cleanup
 
 
 def safe_boot(cfg, machine):
@@ -148,7 +63,8 @@ def safe_boot(cfg, machine):
 
 
 def setup(argv=None):
-    """Build the firmware for this board; None when it must not start (safe boot)."""
+    """The checked configuration for this board; None when the firmware must not start (safe boot).
+    main.py then unloads this module and builds the firmware with assemble.build()."""
     from . import config
 
     sim = sim_overrides(argv)
@@ -159,25 +75,20 @@ def setup(argv=None):
         cfg = config.get(prof, {})
     else:
         cfg = config.get(None, sim) if sim else config.get()
+    config.check(cfg)
     del config
     _drop("config")  # the profiles are read: free them before the firmware's modules load
-    machine = None
     if cfg["driver"] != "sim":
         import machine
 
         if safe_boot(cfg, machine):
             print("touchmove: safe boot, firmware not started")
             return None
-    app, stream, wdt, cleanup = build(cfg, machine)
-    if app.memstats is not None:
-        import gc
-
-        app.memstats["setup_alloc"] = gc.mem_alloc()  # the start-up peak: set-up code and firmware loaded
     if cfg["kbd_intr_off"]:
         import micropython
 
         micropython.kbd_intr(-1)  # 0x03 in a command is data, not Ctrl-C
-    return app, stream, wdt, cleanup
+    return cfg
 
 
 def _drop(name):
@@ -191,6 +102,6 @@ def _drop(name):
 
 
 def unload():
-    """Drop the set-up code (this module) from RAM once the firmware is built."""
+    """Drop the set-up code (this module) from RAM once the configuration is read."""
     _drop("config")
     _drop("board")

@@ -1,35 +1,63 @@
-# Device time in milliseconds since boot, and how the scan task waits.
+# Device time in milliseconds since boot, modulo 2**30, and how the scan task waits.
 #   Clock        - real time (the hardware; the sim at human speed)
 #   ScaledClock  - real time times an integer factor (a sim demo that runs N times faster)
 #   SteppedClock - virtual time that only advances when the scan task sleeps (tests: as fast as possible)
+#
+# Device time wraps at 2**30 ms (12.4 days) so that it is a small int on every port, for ever: reading the
+# clock never allocates. Compare and add device times with diff() and add() below (time.ticks_diff and
+# time.ticks_add for a period of 2**30; the ports' own ticks period is 2**30 on 32-bit boards but 2**62 on
+# the 64-bit unix port, so the firmware does not use them on its own times). The wire carries the time
+# unwrapped (link.Output): the host never sees the wrap.
 import asyncio
 import time
 
+try:
+    from micropython import const
+except ImportError:  # CPython
+
+    def const(x):
+        return x
+
+
+MASK = const(0x3FFFFFFF)
+_HALF = const(0x20000000)
+_PERIOD = const(0x40000000)
+
+
+def diff(a, b):
+    """a - b for device times, in -2**29 .. 2**29 - 1 (like time.ticks_diff)."""
+    d = (a - b) & MASK
+    return d - _PERIOD if d >= _HALF else d
+
+
+def add(a, d):
+    """Device time a plus d ms (like time.ticks_add)."""
+    return (a + d) & MASK
+
 
 class Clock:
-    def __init__(self):
+    def __init__(self, start=0):
         self.last = time.ticks_ms()
-        # Accumulated, so device time does not wrap with ticks_ms(). It stays a small int (no allocation)
-        # for 2**30 ms, 12.4 days of uptime on a 32-bit port; after that each reading is a (harmless) long.
-        self.acc = 0
+        self.now = start & MASK
 
     def ms(self):
-        now = time.ticks_ms()
-        self.acc += time.ticks_diff(now, self.last)
-        self.last = now
-        return self.acc
+        t = time.ticks_ms()
+        self.now = (self.now + time.ticks_diff(t, self.last)) & MASK
+        self.last = t
+        return self.now
 
     def sleep(self, ms):
         return asyncio.sleep_ms(ms)
 
 
 class ScaledClock(Clock):
-    def __init__(self, speed):
-        super().__init__()
+    def __init__(self, speed, start=0):
+        super().__init__(0)
         self.speed = speed
+        self.base = start & MASK
 
     def ms(self):
-        return Clock.ms(self) * self.speed
+        return (self.base + Clock.ms(self) * self.speed) & MASK
 
     def sleep(self, ms):
         # Round up: scanning before device time reaches the next scan would sample the timeline more often
@@ -40,13 +68,13 @@ class ScaledClock(Clock):
 
 
 class SteppedClock:
-    def __init__(self):
-        self.now = 0
+    def __init__(self, start=0):
+        self.now = start & MASK
 
     def ms(self):
         return self.now
 
     def sleep(self, ms):
         if ms > 0:
-            self.now += ms
+            self.now = (self.now + ms) & MASK
         return asyncio.sleep_ms(0)

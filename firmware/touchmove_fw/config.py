@@ -1,8 +1,11 @@
-# Board configuration. A profile names its sensing driver, its pins (GPIO numbers; hardware/pins.json holds
-# the same maps as data, and a test keeps the two and the wiring guides in step), how the wiring order maps
-# to squares, debounce, watchdog and LEDs. Pick one with PROFILE, or drop a board.json on the device
-# ({"profile": "matrix", ...overrides}). Nothing here touches hardware.
+# Board configuration. A configuration is a *board* (the microcontroller board: its MicroPython port, its
+# pins) plus a *profile* (the sensing option: its driver and the GPIOs it uses on that board), plus debounce,
+# watchdog, link and LEDs. hardware/pins.json holds the same pin maps as data and a test keeps the two, the
+# wiring guides and each port's pin table in step. Pick a profile with PROFILE (and BOARD), or drop a
+# board.json on the device: {"board": "esp32s3_devkitc", "profile": "matrix", ...overrides}. Nothing here
+# touches hardware; check() rejects a configuration that the board's port cannot run.
 
+BOARD = "pico"
 PROFILE = "hc165"
 
 COMMON = {
@@ -20,52 +23,36 @@ COMMON = {
     "buttons": ("clock_white", "clock_black"),  # ids; GPIOs in pins under the same names
     "safe_boot": "clock_white",  # held at power-up: skip the firmware, stay at the REPL (for mpremote)
     "link": "usb",  # "usb" (stdin/stdout, USB CDC) or "uart" (115200 8N1, pins uart_tx/uart_rx)
-    "uart_id": 0,
     "uart_baud": 115200,
 }
 
 _LEDS = {"count": 64, "layout": "serpentine", "rotate": 0, "cap": 24}
 
+# The microcontroller boards. wdt_ms: the range machine.WDT accepts on the port (rp2: the RP2040 watchdog
+# counts 2**24 - 1 ticks of 2 us, so at most 8388 ms), never below 1000 ms (a USB CDC write may wait 500 ms).
+BOARDS = {
+    "pico": {"port": "rp2", "wdt_max_ms": 8388, "uart_id": 0, "spi_id": 0, "i2c_id": 0, "pins": "pico"},
+    "pico_w": {"port": "rp2", "wdt_max_ms": 8388, "uart_id": 0, "spi_id": 0, "i2c_id": 0, "pins": "pico"},
+    # MicroPython's esp32 port: hardware SPI ids 1 and 2 (no SPI(0): that bus is the flash), I2C 0 and 1.
+    "esp32s3_devkitc": {"port": "esp32", "wdt_max_ms": 60000, "uart_id": 1, "spi_id": 1, "i2c_id": 0,
+                        "pins": "esp32s3"},
+}
+
+# The sensing options (driver settings; pins come from PINS below).
 PROFILES = {
-    # Recommended: 8 x 74HC165 on SPI0 of a Raspberry Pi Pico.
-    "hc165": {
-        "driver": "hc165",
-        "spi_id": 0,
-        "pins": {"sck": 18, "mosi": 19, "miso": 16, "load": 17, "led_data": 22, "clock_white": 14,
-                 "clock_black": 15},
-        "leds": _LEDS,
-    },
-    "matrix": {
-        "driver": "matrix",
-        "pins": {"rank1": 0, "rank2": 1, "rank3": 2, "rank4": 3, "rank5": 4, "rank6": 5, "rank7": 6,
-                 "rank8": 7, "file_a": 8, "file_b": 9, "file_c": 10, "file_d": 11, "file_e": 12,
-                 "file_f": 13, "file_g": 20, "file_h": 21, "led_data": 22, "clock_white": 14,
-                 "clock_black": 15},
-        "leds": _LEDS,
-    },
-    "mcp23017": {
-        "driver": "mcp23017",
-        "i2c_id": 0,
-        "i2c_addrs": (0x20, 0x21, 0x22, 0x23),
-        "pins": {"sda": 4, "scl": 5, "led_data": 22, "clock_white": 14, "clock_black": 15},
-        "leds": _LEDS,
-    },
-    # Linear hall sensors: the four mux outputs share ADC0, the enables pick the mux.
-    "hall_mux": {
-        "driver": "hall_mux",
-        "active_low": False,  # the driver already compares against per-square thresholds
-        "polarity": 1,
-        "calibration_delta": 4000,
-        "calibration_file": "hall_calib.json",
-        "pins": {"s0": 2, "s1": 3, "s2": 4, "s3": 5, "en0": 6, "en1": 7, "en2": 8, "en3": 9,
-                 "sig": 26, "led_data": 22, "clock_white": 14, "clock_black": 15},
-        "leds": _LEDS,
-    },
+    # Recommended: 8 x 74HC165 on hardware SPI.
+    "hc165": {"driver": "hc165", "leds": _LEDS},
+    # 8 x 8 switches with a diode each; rows open-drain (high impedance when idle).
+    "matrix": {"driver": "matrix", "leds": _LEDS},
+    # 5 x MCP23017: 14 inputs a chip (GPA7/GPB7 are output-only in the current datasheet).
+    "mcp23017": {"driver": "mcp23017", "i2c_addrs": (0x20, 0x21, 0x22, 0x23, 0x24), "leds": _LEDS},
+    # Linear hall sensors behind 4 x CD74HC4067 (calibrate once with the board empty).
+    "hall_mux": {"driver": "hall_mux", "active_low": False, "polarity": 1, "calibration_delta": 4000,
+                 "calibration_file": "hall_calib.json", "leds": _LEDS},
     # The PC simulation (unix port): a timeline file instead of sensors, stdin/stdout as the link.
     "sim": {
         "driver": "sim",
         "active_low": False,
-        "pins": {},
         "buttons": (),  # the sim board has its own clock buttons (timeline "clock" records)
         "sim_buttons": ("clock_white", "clock_black"),
         "safe_boot": None,
@@ -75,9 +62,55 @@ PROFILES = {
     },
 }
 
+# GPIO numbers per pin family and profile (hardware/pins.json has the same).
+# Pico / Pico W (RP2040): GP0-22 and GP26-28 reach the header (GP23-25 and GP29 are the board's own: power
+# save, VBUS sense, LED / the CYW43 radio on a Pico W; GP29 measures VSYS). ADC on GP26-28 only.
+# SPI0: SCK 2/6/18/22, TX 3/7/19, RX 0/4/16/20. I2C0: SDA 0/4/8/12/16/20, SCL 1/5/9/13/17/21.
+# UART0: TX 0/12/16/28, RX 1/13/17.
+# ESP32-S3-DevKitC-1: GPIO 0-21, 26-48 exist (22-25 do not); 19/20 are USB D-/D+ (MicroPython's USB REPL),
+# 26-32 the flash, 33-37 the octal PSRAM of N8R8 modules, 43/44 UART0 (the board's USB-UART bridge),
+# 0/3/45/46 strapping pins, 38 or 48 the on-board RGB LED. ADC1 on GPIO 1-10 (ADC2, 11-20, is taken by
+# Wi-Fi). SPI and I2C route to any free GPIO.
+PINS = {
+    "pico": {
+        "hc165": {"sck": 18, "mosi": 19, "miso": 16, "load": 17, "led_data": 22, "clock_white": 14,
+                  "clock_black": 15, "uart_tx": 0, "uart_rx": 1},
+        "matrix": {"rank1": 0, "rank2": 1, "rank3": 2, "rank4": 3, "rank5": 4, "rank6": 5, "rank7": 6,
+                   "rank8": 7, "file_a": 8, "file_b": 9, "file_c": 10, "file_d": 11, "file_e": 12,
+                   "file_f": 13, "file_g": 20, "file_h": 21, "led_data": 22, "clock_white": 14,
+                   "clock_black": 15, "uart_tx": 16, "uart_rx": 17},
+        "mcp23017": {"sda": 4, "scl": 5, "led_data": 22, "clock_white": 14, "clock_black": 15, "uart_tx": 0,
+                     "uart_rx": 1},
+        # the four mux outputs share ADC0 (GP26), the enables pick the mux
+        "hall_mux": {"s0": 2, "s1": 3, "s2": 4, "s3": 5, "en0": 6, "en1": 7, "en2": 8, "en3": 9, "sig": 26,
+                     "led_data": 22, "clock_white": 14, "clock_black": 15, "uart_tx": 0, "uart_rx": 1},
+    },
+    "esp32s3": {
+        "hc165": {"sck": 12, "mosi": 11, "miso": 13, "load": 10, "led_data": 14, "clock_white": 15,
+                  "clock_black": 16, "uart_tx": 17, "uart_rx": 18},
+        "matrix": {"rank1": 1, "rank2": 2, "rank3": 4, "rank4": 5, "rank5": 6, "rank6": 7, "rank7": 8,
+                   "rank8": 9, "file_a": 10, "file_b": 11, "file_c": 12, "file_d": 13, "file_e": 14,
+                   "file_f": 15, "file_g": 16, "file_h": 21, "led_data": 47, "clock_white": 39,
+                   "clock_black": 40, "uart_tx": 17, "uart_rx": 18},
+        "mcp23017": {"sda": 8, "scl": 9, "led_data": 14, "clock_white": 15, "clock_black": 16, "uart_tx": 17,
+                     "uart_rx": 18},
+        # one ADC1 input per mux: no enables needed
+        "hall_mux": {"s0": 10, "s1": 11, "s2": 12, "s3": 13, "sig0": 1, "sig1": 2, "sig2": 4, "sig3": 5,
+                     "led_data": 14, "clock_white": 15, "clock_black": 16, "uart_tx": 17, "uart_rx": 18},
+    },
+}
+
+# Pins each driver needs (besides buttons, LEDs and the UART).
+NEEDS = {
+    "hc165": ("sck", "miso", "load"),
+    "matrix": tuple("rank%d" % (r + 1) for r in range(8)) + tuple("file_" + f for f in "abcdefgh"),
+    "mcp23017": ("sda", "scl"),
+    "hall_mux": ("s0", "s1", "s2", "s3"),
+}
+
 
 def get(name=None, overrides=None):
-    """The merged configuration of a profile (default PROFILE, or board.json's)."""
+    """The merged configuration of a profile on a board (defaults PROFILE and BOARD, or board.json's)."""
     if name is None and overrides is None:
         overrides = _board_json()
     if overrides and name is None:
@@ -85,12 +118,52 @@ def get(name=None, overrides=None):
     name = name or PROFILE
     if name not in PROFILES:
         raise ValueError("unknown board profile: %s" % name)
+    board = (overrides or {}).get("board") or BOARD
+    if board not in BOARDS:
+        raise ValueError("unknown board: %s (one of %s)" % (board, ", ".join(sorted(BOARDS))))
     cfg = dict(COMMON)
+    b = BOARDS[board]
+    for k in ("port", "wdt_max_ms", "uart_id", "spi_id", "i2c_id"):
+        cfg[k] = b[k]
     cfg.update(PROFILES[name])
+    cfg["pins"] = dict(PINS[b["pins"]].get(name, {}))
     if overrides:
-        cfg.update(overrides)
+        cfg.update(overrides)  # "pins" in board.json replaces the whole map
     cfg["profile"] = name
+    cfg["board"] = board
     return cfg
+
+
+def check(cfg):
+    """Raise ValueError (one clear sentence) when the board's port cannot run this configuration."""
+    if cfg["driver"] == "sim":
+        return
+    w = cfg["wdt_ms"]
+    if cfg["wdt"] and not (isinstance(w, int) and 1000 <= w <= cfg["wdt_max_ms"]):
+        raise ValueError("wdt_ms must be 1000..%d on %s" % (cfg["wdt_max_ms"], cfg["board"]))
+    pins = cfg["pins"]
+    need = list(NEEDS.get(cfg["driver"], ()))
+    if cfg["driver"] == "hall_mux":
+        if "sig" in pins:  # one shared ADC input, the enables pick the mux
+            need += ["sig"] + ["en%d" % i for i in range(4)]
+        else:
+            need += ["sig%d" % i for i in range(4)]
+    if cfg["link"] == "uart":
+        need += ["uart_tx", "uart_rx"]
+    elif cfg["link"] != "usb":
+        raise ValueError("link must be 'usb' or 'uart'")
+    need += list(cfg["buttons"] or ())
+    if cfg.get("leds") and not cfg["leds"].get("memory"):
+        need.append("led_data")
+    for p in need:
+        if p not in pins:
+            raise ValueError("profile %s on %s needs pin '%s'" % (cfg["profile"], cfg["board"], p))
+    used = {}
+    for p in need:
+        g = pins[p]
+        if g in used:
+            raise ValueError("GPIO %d is both '%s' and '%s'" % (g, used[g], p))
+        used[g] = p
 
 
 def _board_json():

@@ -26,7 +26,7 @@ class Debouncer:
         self.stable = bytearray(nbytes)  # the reported state, bit (j & 7) of byte (j >> 3)
         self.pending = bytearray(nbytes)  # bits whose raw state currently differs from stable
         self.count = bytearray(nbytes * 8)  # consecutive differing samples per input (count mode)
-        self.since = array("i", bytes(4 * nbytes * 8))  # device ms a difference started (time mode)
+        self.since = array("i", bytes(4 * nbytes * 8) if ms else b"")  # device ms a difference started (time mode)
         self.n = n
         self.ms = ms
         # sink(j, state, t) is called for every reported change: j the input index, state 0 or 1.

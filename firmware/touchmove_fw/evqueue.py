@@ -8,17 +8,8 @@ from array import array
 # (1 = occupied / pressed, 0 = empty / released).
 STATE = 0x80
 BUTTON0 = 64
-# Times are stored modulo 2**30 (a small int on every port: no allocation, no array overflow however long
-# the board runs); unwrap() rebuilds the full device time from a recent one.
+# Times are device times, modulo 2**30 like all of them (clock.py): small ints, no allocation.
 MASK = 0x3FFFFFFF
-
-
-def unwrap(low, ref):
-    """The device time whose low 30 bits are ``low``, nearest to ``ref`` (within +-2**29 ms = 6 days)."""
-    d = (low - (ref & MASK)) & MASK
-    if d >= 0x20000000:
-        d -= 0x40000000
-    return ref + d
 
 
 class EventQueue:
@@ -44,9 +35,9 @@ class EventQueue:
         self.n += 1
         return True
 
-    def peek_t(self, ref):
-        """The oldest event's device time; ``ref`` is any device time within 6 days of it (e.g. now)."""
-        return unwrap(self.times[self.head], ref)
+    def peek_t(self, ref=0):
+        """The oldest event's device time (modulo 2**30, like every device time; ``ref`` is unused)."""
+        return self.times[self.head]
 
     def pop(self):
         """Remove the oldest event and return its code (read its time with peek_t() first)."""

@@ -1,8 +1,16 @@
-# The serial link: a byte-by-byte command line assembler and the device message writer.
+# The serial link: the command line assembler, the non-blocking reader and the device message writer.
 #
-# Commands are read one byte at a time into a preallocated buffer: on MicroPython a readline() on a partial
+# Commands are assembled byte by byte into a preallocated buffer: on MicroPython a readline() on a partial
 # line blocks the whole event loop, and a line without an end could grow without bound. Both "\n" and "\r\n"
-# end a line; a line longer than MAX_LINE is discarded whole and answered with an error.
+# end a line; a line longer than MAX_LINE is discarded whole and answered with an error. Input is taken in
+# chunks: after the event loop wakes the reader, every byte already waiting (up to READ_CHUNK) is read in the
+# same pass, one byte per read() call (a read of n bytes from stdin waits for all n on the boards' ports).
+#
+# Output never blocks the scan loop. On rp2 a USB CDC write waits up to its TX timeout (about 500 ms) when the
+# host has the port open but stopped reading, then drops the rest. So the writer formats a message only when
+# it fits in a bounded output buffer, and hands the port only what it accepts now (a poll for writability
+# before each write of at most WRITE_CHUNK bytes). Messages that do not fit stay in the event queue; when that
+# overflows the scanner drops and marks, and the app sends a snapshot once the host reads again.
 from . import protocol
 
 try:
@@ -14,11 +22,19 @@ except ImportError:  # CPython
 
 
 MAX_LINE = const(256)
+OUT_BUF = const(512)  # bytes of formatted messages waiting for the port (a few heartbeats' worth)
+WRITE_CHUNK = const(32)  # bytes per port write: small, so a port with any room left rarely has to wait
+READ_CHUNK = const(64)  # bytes read per reader pass
+HOLD_MIN = const(250)  # ms without writes after a write the port did not take whole ...
+HOLD_MAX = const(4000)  # ... doubling up to this while the host is not reading
 
 # LineAssembler.feed() results
 NONE = const(0)  # byte consumed, no complete line yet
 LINE = const(1)  # a complete, non-empty line is in buf[:n]
 TOO_LONG = const(2)  # an over-long line just ended (it was discarded)
+
+_MASK = const(0x3FFFFFFF)  # device time is kept modulo 2**30 (see clock.py)
+_HALF = const(0x20000000)
 
 
 class LineAssembler:
@@ -30,7 +46,7 @@ class LineAssembler:
         self.line_len = 0
 
     def feed(self, b):
-        """Feed one byte value (0..255)."""
+        """Feed one byte value (0..255); returns NONE, LINE or TOO_LONG."""
         if b == 10:  # "\n"
             n = self.n
             self.n = 0
@@ -55,28 +71,141 @@ class LineAssembler:
         return bytes(self.buf[: self.line_len])
 
 
-class Output:
-    """Formats and writes device messages; owns ``seq`` (per boot, no gaps) and keeps ``t`` non-decreasing.
+class Port:
+    """The link's streams behind polls (``out``: sys.stdout.buffer or a UART; ``inp``: sys.stdin.buffer or
+    the same UART). ready(): a write would not wait; write(mv): the bytes the stream took; waiting(): a byte
+    can be read without waiting; read_byte(): it (0..255), or -1 at the end of the stream."""
 
-    ``write`` is a function taking a str (sys.stdout.write, a UART's write, a list's append in tests).
-    Every send happens synchronously from one event loop, so lines never interleave.
+    def __init__(self, out, inp):
+        import select
+
+        self.out = out
+        self.inp = inp
+        self.one = bytearray(1)
+        self.any = getattr(inp, "any", None)  # a UART: bytes waiting without a poll
+        self.po = self.pi = None
+        if self.any is None:
+            self.po = select.poll()
+            self.po.register(out, select.POLLOUT)
+            self.pi = select.poll()
+            self.pi.register(inp, select.POLLIN)
+
+    def ready(self):
+        if self.po is None:
+            return True  # a UART sends at its baud rate whether or not anyone listens: it never waits long
+        for _, ev in self.po.ipoll(0):
+            return ev & 4 != 0  # POLLOUT
+        return False
+
+    def write(self, mv):
+        n = self.out.write(mv)
+        return len(mv) if n is None else n
+
+    def waiting(self):
+        if self.any is not None:
+            return self.any() > 0
+        for _, ev in self.pi.ipoll(0):
+            return ev & 1 != 0  # POLLIN
+        return False
+
+    def read_byte(self):
+        return self.one[0] if self.inp.readinto(self.one) else -1
+
+
+class Output:
+    """Formats device messages into a bounded buffer and writes them out as the port accepts them.
+
+    Owns ``seq`` (per boot, no gaps: a message gets a number only once it is in the buffer) and the wire
+    time ``t``: device time is modulo 2**30 (clock.py), the wire carries it unwrapped and non-decreasing.
+
+    ``port`` is a Port (ready(), write(mv)), or ``None`` with ``write`` a function taking a str, which gets
+    whole lines at once (tests).
     """
 
-    def __init__(self, write, clock):
+    def __init__(self, write, clock, port=None, size=OUT_BUF):
         self.write = write
         self.clock = clock
+        self.port = port
+        self.size = size
+        self.buf = None  # made by open(), once the set-up code has given its RAM back
+        self.mv = None
+        self.start = 0
+        self.end = 0
         self.seq = 0
-        self.last_t = 0
+        self.last_t = clock.ms()  # the last message's device time (modulo 2**30)
+        self.wire_t = self.last_t  # ... unwrapped: what the wire says
+        self.lost = 0  # messages that found no room (replies while the host is not reading)
+        self.blocked = 0  # writes the port did not take whole
+        self.hold = -1  # device time before which no write is tried (after a short write), or -1
+        self.backoff = HOLD_MIN
+
+    def open(self):
+        if self.buf is None:
+            self.buf = bytearray(self.size)
+            self.mv = memoryview(self.buf)
+
+    def room(self):
+        return self.size - self.end + self.start
 
     def send(self, kind, fields, t=-1):
+        """Queue one message; False (and nothing sent, no seq used) when the buffer has no room for it."""
         if t < 0:
             t = self.clock.ms()
-        if t < self.last_t:
-            t = self.last_t
-        self.last_t = t
-        line = protocol.msg(kind, fields, self.seq, t)
+        d = (t - self.last_t) & _MASK
+        if d >= _HALF:  # earlier than the last message: keep t non-decreasing
+            d = 0
+        line = protocol.msg(kind, fields, self.seq, self.wire_t + d)
+        if self.port is None:
+            self.write(line)
+        else:
+            if self.buf is None:
+                self.open()
+            n = len(line)
+            if n > self.room():
+                self.lost += 1
+                return False
+            if self.end + n > self.size:  # compact
+                k = self.end - self.start
+                self.buf[0:k] = bytes(self.mv[self.start : self.end])
+                self.start = 0
+                self.end = k
+            self.mv[self.end : self.end + n] = line.encode()
+            self.end += n
+        self.last_t = (self.last_t + d) & _MASK
+        self.wire_t += d  # past 2**30 this is a long int: the writer allocates (strings) anyway
         self.seq += 1
-        self.write(line)
+        return True
+
+    def pump(self):
+        """Write what the port accepts now; returns the bytes still waiting.
+
+        A write the port did not take whole means it waited (its TX timeout) for a host that is not reading:
+        no write is tried for ``backoff`` ms (doubling to HOLD_MAX while it goes on). Ports whose poll always
+        says writable (esp32's stdio) can then cost one wait per backoff, never one per message."""
+        port = self.port
+        if port is None:
+            return 0
+        if self.hold >= 0:
+            if ((self.clock.ms() - self.hold) & _MASK) >= _HALF:  # before the hold ends
+                return self.end - self.start
+            self.hold = -1
+        while self.start < self.end and port.ready():
+            k = self.end - self.start
+            if k > WRITE_CHUNK:
+                k = WRITE_CHUNK
+            n = port.write(self.mv[self.start : self.start + k])
+            if n < k:
+                self.blocked += 1
+                self.hold = (self.clock.ms() + self.backoff) & _MASK
+                self.backoff = min(2 * self.backoff, HOLD_MAX)
+                if n > 0:
+                    self.start += n
+                break
+            self.backoff = HOLD_MIN
+            self.start += n
+        if self.start == self.end:
+            self.start = self.end = 0
+        return self.end - self.start
 
     def error(self, why):
-        self.send("error", protocol.error_fields(why))
+        return self.send("error", protocol.error_fields(why))

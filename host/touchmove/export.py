@@ -7,7 +7,9 @@ monotonic time, so ``touchmove replay`` on it gives the same games, for arbiter 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -43,9 +45,27 @@ def _write(path: str, text: str) -> None:
         Path(path).write_text(text, encoding="utf-8")
 
 
+JOURNAL_TABLES = {"boards", "entries", "events"}
+
+
+def journal_problem(path: str) -> str | None:
+    """Return why ``path`` is not a bridge journal (read-only look: nothing is created), or None."""
+    if not Path(path).is_file():
+        return f"no journal at {path}"
+    try:
+        with contextlib.closing(sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)) as db:
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as exc:
+        return f"{path} is not a touchmove journal ({exc})"
+    if not JOURNAL_TABLES.issubset(tables):
+        return f"{path} is not a touchmove journal (an SQLite file without its tables)"
+    return None
+
+
 def export_command(args: argparse.Namespace) -> int:
-    if not Path(args.journal).exists():
-        print(f"touchmove export: no journal at {args.journal}", file=sys.stderr)
+    problem = journal_problem(args.journal)
+    if problem is not None:
+        print(f"touchmove export: {problem}", file=sys.stderr)
         return 2
     journal = Journal(args.journal)
     try:

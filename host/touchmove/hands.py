@@ -3,7 +3,11 @@
 Used by the demo (the simulated board's timeline), the property tests and the benchmarks. Hands vary: captures
 victim first or mover first, all en passant orders, castling king first, two-handed or rook first, the four
 promotion manners of FIDE 4.6, slides across squares, bounces and sensor chatter, hesitation with a piece in the
-air, and clock presses. Everything is drawn from the ``random.Random`` passed in, so a seed reproduces a timeline.
+air, and clock presses. Harder habits (off unless the style asks, see ``HARDER_HANDS`` and docs/hands.md): the
+player not to move straightening his own pieces, a sleeve knocking a neighbouring piece off, castling slid square
+by square, bullet replies 60-120 ms after the last change, and victims pushed aside before the capturing piece
+lands. Everything is drawn from the ``random.Random`` passed in, so a seed reproduces a timeline (and a style with
+the harder habits off gives the very timeline it gave before they existed).
 """
 
 from __future__ import annotations
@@ -41,6 +45,41 @@ class Style:
     #: The piece is slid onto its square (the victim, if any, removed first) and sensed there a moment before
     #: its own square empties.
     overlap: float = 0.1
+    #: While the other player thinks, the player not to move lifts one of his own pieces and puts it back.
+    idle_adjust: float = 0.0
+    #: The mover's sleeve knocks a piece next to the landing square off its square (as the hand comes in or
+    #: leaves); it falls off the board or onto an empty neighbouring square and is put back before the press.
+    sleeve: float = 0.0
+    #: Castling: the king and the rook are slid along the rank, sensed on each empty square they cross.
+    castle_slide: float = 0.0
+    #: Bullet: the reply's first change comes 60-120 ms after the last change of the move it answers (the
+    #: clock pressed meanwhile): with this chance for a recapture on the square just played to ...
+    bullet_recapture: float = 0.0
+    #: ... and with this chance for any other reply.
+    bullet: float = 0.0
+    #: A capture: the capturing piece pushes the victim aside onto an empty neighbouring square, lands, and the
+    #: victim is then taken off the board.
+    push_aside: float = 0.0
+
+
+#: The reply of a bullet player comes this long (ms) after the last change of the move it answers.
+BULLET_REPLY_MS = (60, 120)
+
+
+#: The harder hands, one new habit each (over today's default hands), and all of them at once: what the tests
+#: and ``bench/hand_styles.py`` play every shared game with.
+HARDER_HANDS: dict[str, Style] = {
+    "idle adjust": Style(idle_adjust=0.5),
+    "idle adjust, no clocks": Style(idle_adjust=0.5, clock=False),
+    "sleeve": Style(sleeve=0.3),
+    "sleeve, no clocks": Style(sleeve=0.3, clock=False),
+    "castling slid": Style(castle_slide=1.0),
+    "bullet replies": Style(bullet_recapture=0.8, bullet=0.2, think_ms=(100, 600)),
+    "bullet replies, no clocks": Style(bullet_recapture=0.8, bullet=0.2, think_ms=(100, 600), clock=False),
+    "victim pushed aside": Style(push_aside=0.7),
+    "all at once": Style(idle_adjust=0.3, sleeve=0.15, castle_slide=0.7, bullet_recapture=0.6, bullet=0.1,
+                         push_aside=0.4, overlap=0.3, adjust=0.2, jadoube=0.1),
+}
 
 
 class Hands:
@@ -51,35 +90,68 @@ class Hands:
         self.style = style or Style()
         self.t = t
         self.records: list[Record] = []
+        self._due: Clock | None = None  # the last mover's clock press, written once time passes it
+        self._last_change = t  # device time of the last lift or place
+        self._last_record = t  # device time of the last record written
 
     # -- primitives ------------------------------------------------------------------------------------------
+
+    def emit(self, record: Record) -> None:
+        """Write one record (a clock press still due comes first once the record's time has passed it)."""
+        due = self._due
+        if due is not None and due.t <= record.t:
+            self.records.append(due)
+            self._due = None
+        self.records.append(record)
+        self._last_record = record.t
+        if isinstance(record, Lift | Place):
+            self._last_change = record.t
+
+    def flush(self) -> None:
+        """Write the clock press still due (the end of a recording)."""
+        if self._due is not None:
+            self.records.append(self._due)
+            self._last_record = self._due.t
+            self.t = max(self.t, self._due.t)
+            self._due = None
+
+    def chance(self, p: float) -> bool:
+        """Return True with probability ``p`` (no draw when ``p`` is 0: the other styles' timelines stay)."""
+        return p > 0 and self.rng.random() < p
 
     def wait(self, lo: int, hi: int) -> None:
         self.t += self.rng.randint(lo, hi)
 
     def lift(self, sq: chess.Square) -> None:
         if self.rng.random() < self.style.chatter:  # contacts bounce as the magnet leaves
-            self.records.append(Lift(self.t, sq))
+            self.emit(Lift(self.t, sq))
             self.t += self.rng.randint(1, 4)
-            self.records.append(Place(self.t, sq))
+            self.emit(Place(self.t, sq))
             self.t += self.rng.randint(1, 4)
-        self.records.append(Lift(self.t, sq))
+        self.emit(Lift(self.t, sq))
         self.wait(40, 160)
 
     def place(self, sq: chess.Square, *, rest: bool = True) -> None:
-        self.records.append(Place(self.t, sq))
+        self.emit(Place(self.t, sq))
         if self.rng.random() < self.style.bounce:  # the piece bounces on landing
             self.t += self.rng.randint(1, 6)
-            self.records.append(Lift(self.t, sq))
+            self.emit(Lift(self.t, sq))
             self.t += self.rng.randint(1, 6)
-            self.records.append(Place(self.t, sq))
+            self.emit(Place(self.t, sq))
         if rest:
-            self.wait(*(self.style.release_ms or (self.style.settle_ms + 60, self.style.settle_ms + 400)))
+            self.rest()
         else:
             self.wait(40, 120)
 
-    def carry(self, board: chess.Board, src: chess.Square, dst: chess.Square) -> None:
-        """Move a lifted piece to ``dst``, maybe sliding over empty squares on the way (brief rests)."""
+    def rest(self) -> None:
+        """Let the released piece rest (a little over the settle time unless the style says otherwise)."""
+        self.wait(*(self.style.release_ms or (self.style.settle_ms + 60, self.style.settle_ms + 400)))
+
+    def carry(self, board: chess.Board, src: chess.Square, dst: chess.Square, *, knock: bool = False) -> None:
+        """Move a lifted piece to ``dst``, maybe sliding over empty squares on the way (brief rests).
+
+        With ``knock`` the sleeve knocks a piece next to ``dst`` off its square as the hand comes in or leaves.
+        """
         if self.rng.random() < self.style.hesitate:
             self.wait(300, 1500)
         between = chess.SquareSet(chess.between(src, dst))
@@ -87,18 +159,112 @@ class Hands:
             dwell_hi = max(30, self.style.settle_ms // 2)
             for sq in between:
                 if not board.piece_at(sq) and self.rng.random() < 0.7:
-                    self.records.append(Place(self.t, sq))
+                    self.emit(Place(self.t, sq))
                     self.t += self.rng.randint(15, dwell_hi)
-                    self.records.append(Lift(self.t, sq))
+                    self.emit(Lift(self.t, sq))
                     self.t += self.rng.randint(5, 30)
-        self.place(dst)
+        if not knock:
+            self.place(dst)
+            return
+        occ = (board.occupied & ~chess.BB_SQUARES[src]) | chess.BB_SQUARES[dst]
+        if self.rng.random() < 0.5:  # as the hand comes in
+            knocked = self.knock(occ, src, dst)
+            self.place(dst, rest=False)
+        else:  # as the hand leaves
+            self.place(dst, rest=False)
+            knocked = self.knock(occ, src, dst)
+        self.put_back(knocked)
+        self.rest()
+
+    def knock(self, occ: chess.Bitboard, src: chess.Square, dst: chess.Square
+              ) -> tuple[chess.Square, chess.Square | None] | None:
+        """Knock a piece next to ``dst`` off its square; return (its square, where it fell) or None.
+
+        It falls off the board (None) or onto an empty neighbouring square, sensed there.
+        """
+        near = chess.BB_KING_ATTACKS[dst] & occ & ~chess.BB_SQUARES[src]
+        if not near:
+            return None
+        sq = self.rng.choice(list(chess.scan_forward(near)))
+        free = chess.BB_KING_ATTACKS[sq] & ~occ & ~chess.BB_SQUARES[src]
+        fell: chess.Square | None = None
+        self.emit(Lift(self.t, sq))
+        if free and self.rng.random() < 0.4:
+            fell = self.rng.choice(list(chess.scan_forward(free)))
+            self.t += self.rng.randint(2, 30)
+            self.emit(Place(self.t, fell))
+        self.wait(20, 150)
+        return sq, fell
+
+    def put_back(self, knocked: tuple[chess.Square, chess.Square | None] | None) -> None:
+        """Put a knocked piece back on its square (picked up from where it fell first)."""
+        if knocked is None:
+            return
+        sq, fell = knocked
+        self.wait(300, 1200)
+        if fell is not None:
+            self.lift(fell)
+        self.place(sq, rest=False)
 
     def slide_onto(self, src: chess.Square, dst: chess.Square) -> None:
         """Slide a piece from ``src`` onto ``dst``: sensed on ``dst`` before ``src`` empties (the sensors overlap)."""
-        self.records.append(Place(self.t, dst))
+        self.emit(Place(self.t, dst))
         self.t += self.rng.randint(5, 120)
-        self.records.append(Lift(self.t, src))
-        self.wait(*(self.style.release_ms or (self.style.settle_ms + 60, self.style.settle_ms + 400)))
+        self.emit(Lift(self.t, src))
+        self.rest()
+
+    def slide_along(self, occ: chess.Bitboard, src: chess.Square, dst: chess.Square, *, rest: bool) -> None:
+        """Slide a piece from ``src`` to ``dst`` along the rank, sensed on each empty square it crosses.
+
+        Going from one square to the next the piece is sensed on both for a moment, or on neither.
+        """
+        step = 1 if dst > src else -1
+        path = [sq for sq in range(src + step, dst, step) if not occ & chess.BB_SQUARES[sq]] + [dst]
+        here = src
+        for sq in path:
+            if self.rng.random() < 0.5:
+                self.emit(Place(self.t, sq))
+                self.t += self.rng.randint(5, 40)
+                self.emit(Lift(self.t, here))
+            else:
+                self.emit(Lift(self.t, here))
+                self.t += self.rng.randint(5, 40)
+                self.emit(Place(self.t, sq))
+            here = sq
+            if sq != dst:
+                self.wait(40, 150)
+        if rest:
+            self.rest()
+        else:
+            self.wait(40, 120)
+
+    def push_aside(self, board: chess.Board, move: chess.Move) -> bool:
+        """Capture by pushing the victim onto an empty neighbouring square first, then taking it off.
+
+        Return False (nothing written) when the victim has no empty square to go to.
+        """
+        src, dst = move.from_square, move.to_square
+        free = chess.BB_KING_ATTACKS[dst] & ~board.occupied & ~chess.BB_SQUARES[src]
+        if not free:
+            return False
+        aside = self.rng.choice(list(chess.scan_forward(free)))
+        self.lift(src)
+        if self.rng.random() < self.style.hesitate:
+            self.wait(300, 1500)
+        if self.rng.random() < 0.5:  # sensed on both squares for a moment, or on neither
+            self.emit(Place(self.t, aside))
+            self.t += self.rng.randint(5, 40)
+            self.emit(Lift(self.t, dst))
+        else:
+            self.emit(Lift(self.t, dst))
+            self.t += self.rng.randint(5, 40)
+            self.emit(Place(self.t, aside))
+        self.wait(30, 150)
+        self.place(dst, rest=False)
+        self.wait(100, 600)
+        self.lift(aside)
+        self.rest()
+        return True
 
     # -- moves -----------------------------------------------------------------------------------------------
 
@@ -109,13 +275,18 @@ class Hands:
         ``think_ms`` is how long the player thinks first (drawn from the style when None); ``remaining_ms`` is
         what the clock shows after the press.
         """
-        if think_ms is None:
-            lo, hi = self.style.think_ms
-            self.wait(lo, hi)
-        else:
-            self.t += think_ms
         rng = self.rng
-        if rng.random() < self.style.jadoube:
+        style = self.style
+        bullet = self.bullet_reply(board, move)
+        # A piece slid onto its square is sensed there before its own square empties; a reply begun at once can
+        # do so only to a neighbouring square (a longer slide is sensed on the way, or the piece is lifted).
+        can_overlap = not bullet or chess.square_distance(move.from_square, move.to_square) == 1
+        if not bullet:
+            if think_ms is None:
+                lo, hi = style.think_ms
+                think_ms = rng.randint(lo, hi)
+            self.think(board, think_ms)
+        if rng.random() < style.jadoube:
             others = [sq for sq in chess.SquareSet(board.occupied_co[board.turn])
                       if sq != move.from_square and not board.is_castling(move)]
             if others:
@@ -131,30 +302,59 @@ class Hands:
         elif board.is_en_passant(move):
             self._en_passant(board, move)
         elif board.piece_at(move.to_square):
-            if rng.random() < self.style.victim_first:
+            if self.chance(style.push_aside) and self.push_aside(board, move):
+                pass
+            elif rng.random() < style.victim_first:
                 self.lift(move.to_square)
                 self.wait(100, 600)
-                if rng.random() < self.style.overlap:
+                if rng.random() < style.overlap and can_overlap:
                     self.slide_onto(move.from_square, move.to_square)
                 else:
                     self.lift(move.from_square)
-                    self.carry(board, move.from_square, move.to_square)
+                    self.carry(board, move.from_square, move.to_square, knock=self.chance(style.sleeve))
             else:
                 self.lift(move.from_square)
                 self.lift(move.to_square)
-                self.carry(board, move.from_square, move.to_square)
-        elif rng.random() < self.style.overlap:
+                self.carry(board, move.from_square, move.to_square, knock=self.chance(style.sleeve))
+        elif rng.random() < style.overlap and can_overlap:
             self.slide_onto(move.from_square, move.to_square)
         else:
             self.lift(move.from_square)
-            self.carry(board, move.from_square, move.to_square)
-        if self.rng.random() < self.style.adjust and not board.is_castling(move):
+            self.carry(board, move.from_square, move.to_square, knock=self.chance(style.sleeve))
+        if rng.random() < style.adjust and not board.is_castling(move):
             self.lift(move.to_square)
             self.wait(20, 200)
             self.place(move.to_square, rest=False)
-        if self.style.clock:
+        self.flush()  # the previous press, if a bullet reply came before it
+        if style.clock:
             self.wait(20, 150)
-            self.records.append(Clock(self.t, board.turn, remaining_ms))
+            self._due = Clock(self.t, board.turn, remaining_ms)
+
+    def bullet_reply(self, board: chess.Board, move: chess.Move) -> bool:
+        """Maybe start the reply 60-120 ms after the last change (the press comes meanwhile); return whether."""
+        if not board.move_stack:
+            return False
+        last = board.move_stack[-1]
+        recapture = board.is_capture(move) and move.to_square == last.to_square
+        if not self.chance(self.style.bullet_recapture if recapture else self.style.bullet):
+            return False
+        if self._due is not None:  # the last mover presses as the reply begins
+            press = max(self._last_change + self.rng.randint(20, 150), self._last_record)
+            self._due = Clock(press, self._due.side, self._due.remaining)
+        self.t = max(self._last_change + self.rng.randint(*BULLET_REPLY_MS), self._last_record)
+        return True
+
+    def think(self, board: chess.Board, think_ms: int) -> None:
+        """Let ``think_ms`` pass; meanwhile the player not to move may straighten one of his own pieces."""
+        end = self.t + think_ms
+        if think_ms >= 1200 and self.chance(self.style.idle_adjust):
+            sq = self.rng.choice(list(chess.scan_forward(board.occupied_co[not board.turn])))
+            self.t += self.rng.randint(200, think_ms - 1000)
+            self.lift(sq)
+            self.wait(60, 400)
+            self.place(sq, rest=False)
+            end = max(end, self.t + 200)
+        self.t = end
 
     def _castle(self, board: chess.Board, move: chess.Move) -> None:
         king = move.from_square
@@ -168,7 +368,9 @@ class Hands:
             if rook_to != king_to:
                 self.place(rook_to)
             return
-        if how < 0.6:  # king first, as 4.4.1 asks
+        if self.chance(self.style.castle_slide):
+            self._castle_sliding(board, king, rook, king_to, rook_to, how)
+        elif how < 0.6:  # king first, as 4.4.1 asks
             self.lift(king)
             self.place(king_to, rest=self.rng.random() < 0.5)
             self.lift(rook)
@@ -183,6 +385,18 @@ class Hands:
             self.place(rook_to, rest=False)
             self.lift(king)
             self.place(king_to)
+
+    def _castle_sliding(self, board: chess.Board, king: chess.Square, rook: chess.Square, king_to: chess.Square,
+                        rook_to: chess.Square, how: float) -> None:
+        """Castle with king and rook slid along the rank (each sensed on the empty squares it crosses)."""
+        occ = board.occupied
+        king_bb, rook_bb = chess.BB_SQUARES[king], chess.BB_SQUARES[rook]
+        if how < 0.8:  # king first (two hands slide one after the other too)
+            self.slide_along(occ, king, king_to, rest=self.rng.random() < 0.5)
+            self.slide_along(occ & ~king_bb | chess.BB_SQUARES[king_to], rook, rook_to, rest=True)
+        else:  # rook first
+            self.slide_along(occ, rook, rook_to, rest=False)
+            self.slide_along(occ & ~rook_bb | chess.BB_SQUARES[rook_to], king, king_to, rest=True)
 
     def _en_passant(self, board: chess.Board, move: chess.Move) -> None:
         victim = move.to_square + (-8 if board.turn == chess.WHITE else 8)
@@ -217,7 +431,7 @@ class Hands:
             self.wait(200, 900)
             self.place(dst)
         elif manner == 2:  # new piece placed first, then the pawn removed (4.6.2)
-            self.records.append(Place(self.t, dst))
+            self.emit(Place(self.t, dst))
             self.wait(100, 500)
             self.lift(src)
             self.wait(self.style.settle_ms + 60, self.style.settle_ms + 300)
@@ -225,7 +439,7 @@ class Hands:
             self.lift(src)
             self.place(dst)
         if move.promotion != chess.QUEEN and self.style.promote_record:
-            self.records.append(Promote(self.t, move.promotion or chess.QUEEN))
+            self.emit(Promote(self.t, move.promotion or chess.QUEEN))
             self.wait(50, 200)
 
     # -- between games ---------------------------------------------------------------------------------------
@@ -236,17 +450,17 @@ class Hands:
         on_board = list(chess.scan_forward(occ_from))
         self.rng.shuffle(on_board)
         for sq in on_board:
-            self.records.append(Lift(self.t, sq))
+            self.emit(Lift(self.t, sq))
             self.wait(150, 700)
         targets = list(chess.scan_forward(occ_to))
         self.rng.shuffle(targets)
         for sq in targets:
-            self.records.append(Place(self.t, sq))
+            self.emit(Place(self.t, sq))
             self.wait(150, 700)
         self.wait(1000, 3000)
 
     def snapshot(self, occ: chess.Bitboard) -> None:
-        self.records.append(Snapshot(self.t, occ))
+        self.emit(Snapshot(self.t, occ))
         self.wait(50, 200)
 
 
@@ -261,6 +475,7 @@ def play(board: chess.Board, moves: list[chess.Move], hands: Hands,
     for i, move in enumerate(moves):
         hands.move(board, move, clocks[i] if clocks else None, thinks[i] if thinks else None)
         board.push(move)
+    hands.flush()
     return board
 
 
@@ -347,7 +562,7 @@ def play_session(games: list[tuple[chess.Board, list[chess.Move]]], hands: Hands
     for start, moves in games:
         if occ is not None:
             if start.fen() != default:
-                hands.records.append(Setup(hands.t, start.fen(), start.chess960))
+                hands.emit(Setup(hands.t, start.fen(), start.chess960))
                 hands.wait(100, 300)
             hands.rearrange(occ, start.occupied)
         final = play(start, moves, hands)

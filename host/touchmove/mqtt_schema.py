@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import chess
+from touchmove.records import fen_problem
 
 #: Largest command payload accepted (bytes).
 MAX_PAYLOAD = 4096
@@ -41,6 +41,7 @@ BOARD_COMMANDS: dict[str, Schema] = {
     "setup": {"fen": Field(str, required=True, max_len=200, check="fen"), "chess960": Field(bool)},
     "promote": {"piece": Field(str, required=True, choices=("q", "r", "b", "n"))},
     "takeback": {"ply": Field(int, required=True, minimum=1, maximum=10_000)},
+    "resync": {"moves": Field(list), "fen": Field(str, max_len=200, check="fen")},
     "assign": {"round": _TEXT, "board": _TEXT, "white": _TEXT, "black": _TEXT, "event": _TEXT,
                "site": _TEXT},
 }
@@ -68,10 +69,9 @@ EVENT_ENVELOPE = ("type", "game", "t", "board", "seq", "session", "ts")
 
 def _extra(check: str, value: Any) -> str | None:
     if check == "fen":
-        try:
-            chess.Board(value, chess960=True)
-        except ValueError as exc:
-            return f"invalid FEN ({exc})"
+        problem = fen_problem(value, chess960=True)
+        if problem is not None:
+            return f"invalid FEN ({problem})"
     elif check == "squares":
         if len(value) > 64 or not all(isinstance(s, str) and _SQUARE.match(s) for s in value):
             return "must be a list of square names such as \"e4\""

@@ -14,6 +14,8 @@ promote    ``piece`` (q, r, b, n)           the piece chosen for the latest prom
 clock      ``side`` (white, black)          a clock press; optional ``remaining`` ms on that clock
 setup      ``fen``, optional ``chess960``   the next game starts from that position once the board matches
 takeback   ``ply``                          operator correction: plies >= ``ply`` are removed
+resync     ``moves`` (SAN/UCI) or ``fen``   arbiter's correction: the plies since the last sure position,
+                                            or the position now; the current game goes on
 ========== ================================ ==========================================================
 
 Numbers are range-checked: ``t`` is 0 .. 2**40 ms (about 35 years), ``remaining`` 0 .. 100 hours, ``ply``
@@ -35,6 +37,8 @@ from typing import Any, Literal
 import chess
 
 PIECE_LETTERS = ("q", "r", "b", "n")
+#: The most plies one ``resync`` record may give.
+MAX_RESYNC_MOVES = 600
 _PIECE_TYPES = {"q": chess.QUEEN, "r": chess.ROOK, "b": chess.BISHOP, "n": chess.KNIGHT}
 _SQUARES = {name: sq for sq, name in enumerate(chess.SQUARE_NAMES)}
 
@@ -50,7 +54,7 @@ MAX_FEN = 120
 _HEX = re.compile(r"[0-9a-fA-F]{1,16}")
 
 #: Types the firmware sends that the rules engine has no use for (accepted silently).
-PROTOCOL_ONLY_TYPES = frozenset({"hello", "pong", "error", "button"})
+PROTOCOL_ONLY_TYPES = frozenset({"hello", "pong", "error", "button", "diag"})
 
 
 class RecordError(ValueError):
@@ -132,6 +136,17 @@ class TakebackRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class Resync:
+    """An arbiter's resync of the current game: the plies played since the last position the engine is sure of
+    (SAN or UCI, in order), or the position the board shows now (``fen``)."""
+
+    t: int
+    moves: tuple[str, ...] = ()
+    fen: str | None = None
+    type: Literal["resync"] = "resync"
+
+
+@dataclass(frozen=True, slots=True)
 class Other:
     """A record of a type the rules engine does not use (``hello``, ``button``, or an unknown type)."""
 
@@ -145,7 +160,7 @@ class Other:
         return self.type in PROTOCOL_ONLY_TYPES
 
 
-Record = Lift | Place | Snapshot | Promote | Clock | Setup | TakebackRequest | Other
+Record = Lift | Place | Snapshot | Promote | Clock | Setup | TakebackRequest | Resync | Other
 
 
 def _square(obj: dict[str, Any]) -> chess.Square:
@@ -166,6 +181,19 @@ def _occupancy(obj: dict[str, Any]) -> chess.Bitboard:
         # int(x, 16) alone would take "-1", " ff" and "f_f"
         raise RecordError(f"'occ' must be 1 to 16 hexadecimal digits (bit 0 = a1): {str(occ)[:20]!r}")
     return int(occ, 16)
+
+
+def fen_problem(fen: str, chess960: bool = False) -> str | None:
+    """Return why a FEN cannot start a game (not FEN, no king, an impossible position), or None when it can."""
+    try:
+        board = chess.Board(fen, chess960=chess960)
+    except ValueError as exc:
+        return str(exc)
+    status = board.status()
+    if status == chess.STATUS_VALID:
+        return None
+    flags = [flag.name.lower().replace("_", " ") for flag in chess.Status if flag and flag in status and flag.name]
+    return "illegal position: " + ", ".join(flags)
 
 
 def from_dict(obj: Any) -> Record:
@@ -202,15 +230,35 @@ def from_dict(obj: Any) -> Record:
             raise RecordError("'setup' needs 'fen' (string) and optional 'chess960' (boolean)")
         if len(fen) > MAX_FEN:
             raise OutOfRange(f"'fen' longer than {MAX_FEN} characters")
-        try:
-            chess.Board(fen, chess960=chess960)
-        except ValueError as exc:
-            raise RecordError(f"invalid FEN: {exc}") from None
+        problem = fen_problem(fen, chess960)
+        if problem is not None:
+            raise RecordError(f"invalid FEN: {problem}")
         return Setup(t, fen, chess960)
     if kind == "takeback":
         return TakebackRequest(t, int_in_range(obj, "ply", 1, MAX_PLY, "the first ply to remove"))
+    if kind == "resync":
+        return _resync(t, obj)
     fields = tuple((k, v) for k, v in obj.items() if k not in ("t", "type"))
     return Other(t, kind, fields)
+
+
+def _resync(t: int, obj: dict[str, Any]) -> Resync:
+    moves, fen = obj.get("moves"), obj.get("fen")
+    if (moves is None) == (fen is None):
+        raise RecordError("'resync' needs either 'moves' (a list of SAN or UCI moves) or 'fen'")
+    if fen is not None:
+        if not isinstance(fen, str):
+            raise RecordError("'fen' must be a string")
+        try:
+            chess.Board(fen, chess960=True)
+        except ValueError as exc:
+            raise RecordError(f"invalid FEN: {exc}") from None
+        return Resync(t, fen=fen)
+    if not isinstance(moves, list) or not all(isinstance(m, str) and 0 < len(m) <= 12 for m in moves):
+        raise RecordError("'moves' must be a list of SAN or UCI moves such as [\"Nf3\", \"e7e5\"]")
+    if len(moves) > MAX_RESYNC_MOVES:
+        raise RecordError(f"'moves' may hold at most {MAX_RESYNC_MOVES} moves")
+    return Resync(t, tuple(moves))
 
 
 def parse_line(line: str | bytes, lineno: int | None = None) -> Record:
@@ -245,6 +293,11 @@ def to_dict(record: Record) -> dict[str, Any]:
                 out["chess960"] = True
         case TakebackRequest(ply=ply):
             out["ply"] = ply
+        case Resync(moves=moves, fen=fen):
+            if fen is not None:
+                out["fen"] = fen
+            else:
+                out["moves"] = list(moves)
         case Other(fields=fields):
             out.update(fields)
     return out

@@ -22,7 +22,7 @@ import os
 import select
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,6 +144,22 @@ def decode(line: bytes | None) -> Message:
             raise DecodeError(f"unknown message type {kind!r}")
         return Message(None, kind, seq, record.t, fields)
     return Message(record, kind, seq, record.t, fields)
+
+
+#: Up to this many squares a ``leds`` command lists them by name; more go as a 64-bit mask (every square fits
+#: in one command line: the firmware reads at most 256 bytes a line).
+LEDS_BY_NAME = 8
+
+
+def leds_command(squares: Iterable[str], color: Sequence[int]) -> dict[str, Any]:
+    """Return the ``leds`` command lighting ``squares`` (names such as "e2") in ``color``."""
+    names = list(dict.fromkeys(squares))
+    if len(names) <= LEDS_BY_NAME:
+        return {"cmd": "leds", "squares": names, "color": list(color)}
+    mask = 0
+    for name in names:
+        mask |= 1 << chess.parse_square(name.lower())
+    return {"cmd": "leds", "mask": f"{mask:016x}", "color": list(color)}
 
 
 def encode_command(cmd: dict[str, Any]) -> bytes:

@@ -25,3 +25,22 @@ def test_compiles_for_the_boards(mpy_cross: str, module, march: str, tmp_path) -
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert out.stat().st_size > 0
+
+
+def test_freeze_manifest_names_the_package() -> None:
+    text = (FIRMWARE / "manifest.py").read_text()
+    assert 'include("$(PORT_DIR)/boards/manifest.py")' in text and 'package("touchmove_fw")' in text
+    assert (FIRMWARE / "touchmove_fw" / "__init__.py").exists()
+
+
+@pytest.mark.parametrize(("board", "march"), [("pico", "armv6m"), ("pico_w", "armv6m"),
+                                              ("esp32s3_devkitc", "xtensawin")])
+def test_make_flash_installs_mpy_for_the_board(board: str, march: str) -> None:
+    """`make flash` compiles with the board's architecture and copies .mpy files, not sources."""
+    root = FIRMWARE.parent
+    proc = subprocess.run(["make", "-n", "flash", f"BOARD={board}", "PORT=/dev/null"], cwd=root,
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert f"-march={march}" in proc.stdout
+    assert f"fs cp -r build/mpy-{board}/touchmove_fw :" in proc.stdout
+    assert "fs cp -r firmware/touchmove_fw" not in proc.stdout

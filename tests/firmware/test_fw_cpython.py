@@ -126,3 +126,28 @@ def test_messages_are_records() -> None:
             assert rec.known
     assert records.parse_line(samples["lift"]) == records.Lift(100, 12)
     assert records.parse_line(samples["heartbeat"]).occ == 0xFFFF0000_1000EFFF
+
+
+def test_leds_for_all_64_squares_fit_one_command_line() -> None:
+    """The host sends many squares as a mask; the firmware reads it back to the same squares, in 256 bytes."""
+    from touchmove.serial_link import encode_command, leds_command
+    from touchmove_fw import commands
+
+    names = [f + r for r in "12345678" for f in "abcdefgh"]
+    cmd = leds_command(names, [255, 255, 255])
+    line = encode_command(cmd)
+    assert len(line) <= 256 and "mask" in cmd
+    _, obj = commands.parse_command(line.rstrip(b"\n"))
+    clear, squares, color = commands.parse_leds(obj)
+    assert sorted(squares) == list(range(64)) and color == (255, 255, 255) and not clear
+    few = leds_command(["e2", "e4"], [0, 48, 0])
+    assert few == {"cmd": "leds", "squares": ["e2", "e4"], "color": [0, 48, 0]}
+    some = leds_command(["a1", "h8", "e4", "d5", "c3", "b2", "g7", "f6", "a8"], [1, 2, 3])
+    _, squares, _ = commands.parse_leds(commands.parse_command(encode_command(some).rstrip(b"\n"))[1])
+    assert sorted(squares) == sorted([0, 63, 28, 35, 18, 9, 54, 45, 56])
+    for bad in ("-1", "xyz", "1" * 17, ""):
+        try:
+            commands.parse_leds({"cmd": "leds", "mask": bad, "color": [1, 1, 1]})
+        except commands.CommandError:
+            continue
+        raise AssertionError(bad)

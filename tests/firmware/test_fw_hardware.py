@@ -1,9 +1,9 @@
-"""hardware/ and the firmware's board profiles agree: pins.json, the wiring guides' pin tables, config.py;
-and the BOM is well-formed."""
+"""hardware/ and the firmware's board profiles agree (pins.json, the wiring guides' pin tables, config.py),
+and every profile is right for its board's port: each pin checked against the port's pin table
+(port_pins.py, from MicroPython's and the chips' documentation)."""
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 
@@ -11,66 +11,99 @@ import pytest
 from touchmove_fw import config
 
 from .conftest import ROOT
+from .port_pins import BOARDS
 
 HARDWARE = ROOT / "hardware"
 PIN_MAPS = json.loads((HARDWARE / "pins.json").read_text())
 GUIDES = {"hc165": "hc165.md", "matrix": "matrix.md", "mcp23017": "mcp23017.md", "hall_mux": "hall_mux.md"}
-ROW = re.compile(r"^\|\s*`(\w+)`\s*\|\s*GP(\d+)\s*\|", re.M)
+ROW = re.compile(r"^\|\s*`(\w+)`\s*\|\s*(?:GP(\d+)|-)\s*\|\s*(?:GPIO(\d+)|-)\s*\|", re.M)
+CASES = [(b, p) for b in sorted(config.BOARDS) for p in sorted(GUIDES)]
 
 
-def test_every_hardware_profile_has_a_pin_map() -> None:
+def test_every_hardware_profile_has_pins_on_every_board() -> None:
     hw = {name for name, p in config.PROFILES.items() if p["driver"] != "sim"}
-    assert hw == set(GUIDES) == {k for k in PIN_MAPS if not k.startswith("_")}
+    assert hw == set(GUIDES)
+    assert set(BOARDS) == set(config.BOARDS)
+    for family in ("pico", "esp32s3"):
+        assert set(PIN_MAPS[family]) == hw
 
 
-@pytest.mark.parametrize("profile", sorted(GUIDES))
-def test_config_matches_pin_map(profile: str) -> None:
-    assert config.get(profile, {})["pins"] == PIN_MAPS[profile]
+def test_config_matches_pin_map() -> None:
+    assert {k: v for k, v in PIN_MAPS.items() if not k.startswith("_")} == config.PINS
 
 
 @pytest.mark.parametrize("profile", sorted(GUIDES))
 def test_guide_pin_table_matches_pin_map(profile: str) -> None:
     text = (HARDWARE / GUIDES[profile]).read_text()
-    table = {name: int(gp) for name, gp in ROW.findall(text)}
-    assert table == PIN_MAPS[profile]
+    rows = ROW.findall(text)
+    assert {n: int(a) for n, a, _ in rows if a} == PIN_MAPS["pico"][profile]
+    assert {n: int(b) for n, _, b in rows if b} == PIN_MAPS["esp32s3"][profile]
 
 
-@pytest.mark.parametrize("profile", sorted(GUIDES))
-def test_pins_are_valid_rp2040_gpios(profile: str) -> None:
-    pins = PIN_MAPS[profile]
-    assert len(set(pins.values())) == len(pins), "a GPIO used twice"
-    assert all(0 <= gp <= 22 or 26 <= gp <= 28 for gp in pins.values())  # GP23-25 are internal on a Pico
-    if "sig" in pins:
-        assert pins["sig"] in (26, 27, 28)  # an ADC input
-    cfg = config.get(profile, {})
+def _used(cfg: dict) -> dict[str, int]:
+    return dict(cfg["pins"])
+
+
+@pytest.mark.parametrize(("board", "profile"), CASES)
+def test_pins_valid_for_the_port(board: str, profile: str) -> None:
+    port = BOARDS[board]
+    cfg = config.get(profile, {"board": board})
+    assert cfg["port"] == port["port"]
+    pins = _used(cfg)
+    assert len(set(pins.values())) == len(pins), f"a GPIO used twice: {pins}"
+    for name, gp in pins.items():
+        assert gp in port["gpios"], f"{board}/{profile}: {name}=GPIO{gp} does not exist"
+        assert gp not in port["avoid"], f"{board}/{profile}: {name}=GPIO{gp} is {port['avoid'].get(gp)}"
+    for name in [n for n in pins if n == "sig" or re.fullmatch(r"sig\d", n)]:
+        assert pins[name] in port["adc"], f"{name}=GPIO{pins[name]} has no (usable) ADC"
+    if cfg["driver"] == "hc165":
+        assert cfg["spi_id"] in port["spi"], f"no SPI({cfg['spi_id']}) on {board}"
+        fixed = port["spi"][cfg["spi_id"]]
+        if fixed:
+            for sig in ("sck", "mosi", "miso"):
+                assert pins[sig] in fixed[sig], f"{sig}=GP{pins[sig]} is not SPI{cfg['spi_id']} {sig}"
+    if cfg["driver"] == "mcp23017":
+        assert cfg["i2c_id"] in port["i2c"]
+        fixed = port["i2c"][cfg["i2c_id"]]
+        if fixed:
+            assert pins["sda"] in fixed["sda"] and pins["scl"] in fixed["scl"]
+    assert cfg["uart_id"] in port["uart"]
+    fixed = port["uart"][cfg["uart_id"]]
+    if fixed:
+        for sig in ("uart_tx", "uart_rx"):
+            assert pins[sig] in fixed[sig], f"{sig}=GP{pins[sig]} is not UART{cfg['uart_id']}"
     for name in cfg["buttons"]:
         assert name in pins
-    if cfg["leds"]:
-        assert "led_data" in pins
+    assert "led_data" in pins
+    config.check(cfg)
+    config.check({**cfg, "link": "uart"})
 
 
-def test_hc165_uses_spi0_pins() -> None:
-    pins = PIN_MAPS["hc165"]
-    # RP2040 SPI0: SCK on GP2/6/18/22, RX (MISO) on GP0/4/16/20, TX (MOSI) on GP3/7/19
-    assert pins["sck"] in (2, 6, 18, 22) and pins["miso"] in (0, 4, 16, 20) and pins["mosi"] in (3, 7, 19)
-    assert config.get("hc165", {})["spi_id"] == 0
+@pytest.mark.parametrize("board", sorted(config.BOARDS))
+def test_watchdog_range_per_port(board: str) -> None:
+    cfg = config.get("hc165", {"board": board, "wdt": True})
+    limit = BOARDS[board]["wdt_max_ms"]
+    if limit is not None:
+        assert cfg["wdt_max_ms"] == limit
+        config.check({**cfg, "wdt_ms": limit})
+        with pytest.raises(ValueError, match="wdt_ms"):
+            config.check({**cfg, "wdt_ms": limit + 1})
+    with pytest.raises(ValueError, match="wdt_ms"):
+        config.check({**cfg, "wdt_ms": 400})  # below a USB CDC write's 500 ms wait
 
 
-def test_mcp23017_uses_i2c0_pins() -> None:
-    pins = PIN_MAPS["mcp23017"]
-    # RP2040 I2C0: SDA on GP0/4/8/12/16/20, SCL on GP1/5/9/13/17/21
-    assert pins["sda"] % 4 == 0 and pins["scl"] % 4 == 1
+def test_check_names_the_missing_or_doubled_pin() -> None:
+    cfg = config.get("hc165", {"board": "pico"})
+    with pytest.raises(ValueError, match="needs pin 'load'"):
+        config.check({**cfg, "pins": {k: v for k, v in cfg["pins"].items() if k != "load"}})
+    with pytest.raises(ValueError, match="GPIO 16"):
+        config.check({**cfg, "pins": {**cfg["pins"], "load": 16}})
+    with pytest.raises(ValueError, match="unknown board"):
+        config.get("hc165", {"board": "esp8266"})
 
 
-def test_bom() -> None:
-    with (HARDWARE / "bom.csv").open(newline="") as f:
-        rows = list(csv.DictReader(f))
-    assert rows and set(rows[0]) >= {"part", "quantity", "example_part_number"}
-    for row in rows:
-        assert row["part"].strip() and row["example_part_number"].strip()
-        assert int(row["quantity"]) > 0
-    text = " ".join(r["part"] for r in rows)
-    qty = {r["part"]: int(r["quantity"]) for r in rows}
-    assert "74HC165" in text and "Pico" in text
-    assert next(q for p, q in qty.items() if "74HC165" in p) == 8
-    assert next(q for p, q in qty.items() if p.startswith("Reed switch")) == 64
+def test_the_old_esp32_mistakes_are_caught() -> None:
+    """What the issue found: SPI(0) on an ESP32, GPIO22 on an S3 (absent), GPIO19/20 (USB), GPIO26 (flash)."""
+    s3 = BOARDS["esp32s3_devkitc"]
+    assert 0 not in s3["spi"] and 22 not in s3["gpios"] and {19, 20, 26} <= set(s3["avoid"])
+    assert 26 not in s3["adc"]

@@ -46,18 +46,18 @@ def check_stream(out: str, tl: Timeline, max_latency: int = MAX_LATENCY_MS) -> l
     return msgs
 
 
-def test_sim_stream_with_chatter_and_slides(micropython: str, tmp_path) -> None:
+def test_sim_stream_with_chatter_and_slides(micropython: str, mpy_build, tmp_path) -> None:
     tl = game(seed=5, plies=24, think_ms=(300, 900), chatter=0.8, slide=0.5)
     assert any(r["t"] - tl.records[i - 1]["t"] < 5 for i, r in enumerate(tl.records) if i)  # has chatter
     path = tmp_path / "game.jsonl"
     tl.write(path)
-    proc = _run_sim(micropython, path, str(FIRMWARE / "main.py"))
+    proc = _run_sim(micropython, path, str(mpy_build / "main.py"), heapsize="64K")
     assert proc.returncode == 0, proc.stderr.decode()
     msgs = check_stream(proc.stdout.decode(), tl)
     assert sum(m["type"] == "heartbeat" for m in msgs) >= tl.end_t // 1000 - 1
 
 
-def test_sim_at_ten_times_speed_still_hides_chatter(micropython: str, tmp_path) -> None:
+def test_sim_at_ten_times_speed_still_hides_chatter(micropython: str, mpy_build, tmp_path) -> None:
     """A sped-up sim (the demo's, the host's end-to-end tests') scans in device time, never faster than the
     real board, so chatter stays hidden: no event that the timeline doesn't have.
 
@@ -69,7 +69,7 @@ def test_sim_at_ten_times_speed_still_hides_chatter(micropython: str, tmp_path) 
     tl.write(path)
     env = mp_env(TOUCHMOVE_SIM=str(path), TOUCHMOVE_SIM_SPEED="10", TOUCHMOVE_SIM_EXIT="1",
                  TOUCHMOVE_SIM_LINGER="1500")
-    proc = run_mp(micropython, [str(FIRMWARE / "main.py")], env, timeout=60)
+    proc = run_mp(micropython, [str(mpy_build / "main.py")], env, heapsize="64K", timeout=60)
     assert proc.returncode == 0, proc.stderr.decode()
     msgs = [json.loads(line) for line in proc.stdout.decode().splitlines()]
     assert [m["seq"] for m in msgs] == list(range(len(msgs)))
@@ -80,12 +80,12 @@ def test_sim_at_ten_times_speed_still_hides_chatter(micropython: str, tmp_path) 
     assert int([m for m in msgs if m["type"] == "heartbeat"][-1]["occ"], 16) == tl.final_occ
 
 
-def test_sim_starts_from_a_leading_snapshot(micropython: str, tmp_path) -> None:
+def test_sim_starts_from_a_leading_snapshot(micropython: str, mpy_build, tmp_path) -> None:
     path = tmp_path / "t.jsonl"
     path.write_text('{"t":0,"type":"snapshot","occ":"0000000000001010"}\n'
                     '{"t":300,"type":"lift","sq":"e1"}\n{"t":302,"type":"place","sq":"e1"}\n'
                     '{"t":500,"type":"place","sq":"e8"}\n{"t":900,"type":"snapshot","occ":"1"}\n')
-    proc = _run_sim(micropython, path, str(FIRMWARE / "main.py"), TOUCHMOVE_SIM_LINGER="300")
+    proc = _run_sim(micropython, path, str(mpy_build / "main.py"), heapsize="64K", TOUCHMOVE_SIM_LINGER="300")
     msgs = [json.loads(x) for x in proc.stdout.decode().splitlines()]
     assert msgs[1]["occ"] == "0000000000001010"
     ev = [(m["type"], m.get("sq")) for m in msgs if m["type"] in ("lift", "place")]
@@ -94,10 +94,46 @@ def test_sim_starts_from_a_leading_snapshot(micropython: str, tmp_path) -> None:
 
 
 def test_sim_bad_timeline_fails_loudly(micropython: str, tmp_path) -> None:
+    """From the .py sources, as run from a checkout."""
     path = tmp_path / "bad.jsonl"
     path.write_text('{"t":0,"type":"lift","sq":"z9"}\n')
     proc = _run_sim(micropython, path, str(FIRMWARE / "main.py"))
     assert proc.returncode == 1 and b"bad square" in proc.stderr
+
+
+def test_fatal_error_is_a_record_on_the_wire(micropython: str, mpy_build, tmp_path) -> None:
+    """A fatal error while running: the wire gets an error record in sequence (never a traceback), the
+    traceback goes to stderr (on a board: last_error.txt), then the process ends (a board resets)."""
+    path = tmp_path / "late.jsonl"
+    path.write_text('{"t":100,"type":"lift","sq":"e2"}\n{"t":400,"type":"place","sq":"e4"}\n'
+                    '{"t":800,"type":"lift","sq":"a1"}\n{"t":900,"type":"place","sq":"q9"}\n')
+    proc = _run_sim(micropython, path, str(mpy_build / "main.py"), heapsize="64K")
+    assert proc.returncode == 1
+    lines = proc.stdout.decode().splitlines()
+    msgs = [json.loads(x) for x in lines]  # every line is a record: no traceback on the wire
+    assert [m["seq"] for m in msgs] == list(range(len(msgs)))
+    assert msgs[-1]["type"] == "error" and msgs[-1]["why"].startswith("fatal: ValueError"), msgs[-1]
+    assert "bad square" in msgs[-1]["why"]
+    assert [m["type"] for m in msgs if m["type"] in ("lift", "place")] == ["lift", "place"]
+    assert b"Traceback" in proc.stderr and b"Traceback" not in proc.stdout
+
+
+def test_runs_across_the_device_time_wrap_in_64k(micropython: str, mpy_build, tmp_path) -> None:
+    """Started 3 s before device time wraps at 2**30 ms (12.4 days up): events and heartbeats go on, their
+    wire times continue past 2**30, and the run fits the same 64 KB heap."""
+    start = 2**30 - 3000
+    tl = game(seed=3, plies=10, think_ms=(400, 900), chatter=0.5, slide=0.3)
+    path = tmp_path / "wrap.jsonl"
+    tl.write(path)
+    proc = _run_sim(micropython, path, str(mpy_build / "main.py"), heapsize="64K",
+                    TOUCHMOVE_CLOCK_START=str(start), TOUCHMOVE_MEMSTATS="1")
+    assert proc.returncode == 0, proc.stderr.decode()
+    msgs = [json.loads(x) for x in proc.stdout.decode().splitlines()]
+    for m in msgs:
+        m["t"] -= start
+    shifted = "\n".join(json.dumps(m) for m in msgs)
+    check_stream(shifted, tl)
+    assert msgs[-1]["t"] + start > 2**30
 
 
 def test_ten_minute_game_in_64k_heap(micropython: str, mpy_build, tmp_path) -> None:
@@ -146,14 +182,14 @@ def _read_lines(fd: int, want, timeout: float = 10.0) -> list[dict]:
     return msgs
 
 
-def test_pty_session(micropython: str, tmp_path) -> None:
+def test_pty_session(micropython: str, mpy_build, tmp_path) -> None:
     """The host's set-up: the firmware on a pseudo-terminal, human-speed timeline, commands in between."""
     tl = game(seed=2, plies=2, think_ms=(200, 300), chatter=1.0, slide=0.0, clock_presses=False)
     path = tmp_path / "pty.jsonl"
     tl.write(path)
     master, slave = pty.openpty()
     env = mp_env(TOUCHMOVE_SIM=str(path), TOUCHMOVE_SIM_SPEED="2")
-    proc = subprocess.Popen([micropython, str(FIRMWARE / "main.py")], stdin=slave, stdout=slave,
+    proc = subprocess.Popen([micropython, "-X", "heapsize=64K", str(mpy_build / "main.py")], stdin=slave, stdout=slave,
                             stderr=subprocess.PIPE, env=env)
     os.close(slave)
     try:
@@ -181,7 +217,7 @@ def test_pty_session(micropython: str, tmp_path) -> None:
         os.close(master)
 
 
-def test_stdin_fuzz_through_the_real_process(micropython: str, tmp_path) -> None:
+def test_stdin_fuzz_through_the_real_process(micropython: str, mpy_build, tmp_path) -> None:
     """Random bytes, 0x03, truncated and oversized lines on the firmware's real stdin: it keeps going, every
     line it writes is a valid record, and a final ping is still answered."""
     import random
@@ -202,7 +238,7 @@ def test_stdin_fuzz_through_the_real_process(micropython: str, tmp_path) -> None
     path = tmp_path / "t.jsonl"
     path.write_text('{"t":100,"type":"lift","sq":"e2"}\n{"t":300,"type":"place","sq":"e4"}\n')
     env = mp_env(TOUCHMOVE_SIM=str(path), TOUCHMOVE_SIM_SPEED="0", TOUCHMOVE_SIM_LINGER="120000")
-    proc = run_mp(micropython, [str(FIRMWARE / "main.py")], env, stdin=data)
+    proc = run_mp(micropython, [str(mpy_build / "main.py")], env, heapsize="64K", stdin=data)
     assert proc.returncode == 0, proc.stderr.decode()
     lines = proc.stdout.decode().splitlines()
     msgs = [json.loads(x) for x in lines]

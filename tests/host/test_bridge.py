@@ -201,6 +201,24 @@ def test_valid_board_commands(tmp_path: Path, loop: asyncio.AbstractEventLoop) -
     assert sources.count("operator") == 3     # takeback, setup and the assign metadata
 
 
+def test_resync_command(tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
+    """``resync`` feeds a journaled resync record; one the engine cannot apply is answered with its reason."""
+    bridge = make_bridge(tmp_path, loop)
+    play_e4(bridge, FakeLink(), loop)
+    topic = "touchmove/boards/brd/set"
+    r = command(bridge, loop, topic, b'{"command":"resync","moves":["Nf3"],"transaction":"r1"}')
+    assert r["status"] == "error" and "not legal" in r["error"] and r["transaction"] == "r1"
+    assert any(e["type"] == "resync_rejected" for e in events_queued(bridge))
+    r = command(bridge, loop, topic, b'{"command":"resync","moves":[]}')
+    assert r["status"] == "ok", r
+    r = command(bridge, loop, topic, b'{"command":"resync","moves":"e4"}')
+    assert r["status"] == "error" and "'moves'" in r["error"]
+    r = command(bridge, loop, topic, b'{"command":"resync"}')
+    assert r["status"] == "error" and "either" in r["error"]
+    journaled = [e.body or "" for e in bridge.journal.entries("brd") if e.source == "operator"]
+    assert sum('"type":"resync"' in line for line in journaled) == 2
+
+
 def test_bridge_requests(tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
     bridge = make_bridge(tmp_path, loop)
     link = FakeLink()
@@ -221,7 +239,8 @@ json_scalars = st.none() | st.booleans() | st.integers(-3, 10**6) | st.text(max_
 json_any = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=3) |
                         st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=6)
 board_payloads = st.fixed_dictionaries({}, optional={
-    "command": st.sampled_from(["new_game", "setup", "promote", "takeback", "assign", "resign", ""]) | json_any,
+    "command": st.sampled_from(["new_game", "setup", "promote", "takeback", "assign", "resync", "resign", ""])
+    | json_any,
     "fen": st.sampled_from([chess.STARTING_FEN, "8/8/8/8/8/8/8/8 w - - 0 1", "garbage"]) | json_any,
     "chess960": json_any, "piece": st.sampled_from(["q", "n", "k", "Q"]) | json_any,
     "ply": st.integers(-2, 20_000) | json_any, "white": json_any, "transaction": json_any, "extra": json_any,

@@ -91,16 +91,24 @@ def save_thresholds(path, thresholds):
         json.dump(list(thresholds), f)
 
 
+def _adc(machine, gpio):
+    # The ESP32's ADC reads up to ~1 V at its default attenuation: 11 dB gives 0..~3.1 V, the sensors' range.
+    atten = getattr(machine.ADC, "ATTN_11DB", None)
+    if atten is not None:
+        return machine.ADC(machine.Pin(gpio), atten=atten)
+    return machine.ADC(machine.Pin(gpio))
+
+
 def from_config(cfg, machine, clock):
     import time
 
     p = cfg["pins"]
     select = [machine.Pin(p["s%d" % i], machine.Pin.OUT, value=0) for i in range(4)]
     if "sig" in p:
-        adcs = [machine.ADC(machine.Pin(p["sig"]))]
+        adcs = [_adc(machine, p["sig"])]
         enables = [machine.Pin(p["en%d" % i], machine.Pin.OUT, value=1) for i in range(4)]
     else:
-        adcs = [machine.ADC(machine.Pin(p["sig%d" % i])) for i in range(4)]
+        adcs = [_adc(machine, p["sig%d" % i]) for i in range(4)]
         enables = None
     th = load_thresholds(cfg.get("calibration_file", "hall_calib.json"))
     return HallMux(select, adcs, enables, th, cfg.get("polarity", 1), cfg.get("settle_us", 10), time.sleep_us)

@@ -1,39 +1,136 @@
-# 4 x MCP23017 16-bit I/O expanders on one I2C bus (addresses 0x20..0x23, set by A0..A2).
-# Chip k's GPA is byte 2k and GPB is byte 2k+1 of the wiring order: chip k covers inputs 16k..16k+15.
+# 5 x MCP23017 16-bit I/O expanders on one I2C bus (addresses 0x20..0x24, set by A0..A2).
+#
+# GPA7 and GPB7 are not used as inputs: since its 2022 revision (DS20001952C) the datasheet lists them as
+# outputs only (an input there can corrupt SDA). So a chip gives 14 inputs (GPA0..6, GPB0..6) and 64 squares
+# need 5 chips (70 inputs, the fifth chip's GPA0..6 and GPB0 used). GPA7/GPB7 are set as outputs driven low
+# and left unconnected. Wiring order: chip c's GPA0..6 are inputs 14c..14c+6, its GPB0..6 inputs 14c+7..14c+13.
 # Internal 100k pull-ups are enabled, so a reed switch to GND reads 0 (the profile sets active_low).
-# With IOCON.BANK = 0 (the power-on default) and sequential addressing, one read at GPIOA returns GPIOA
-# then GPIOB: 4 transactions a scan, ~0.5 ms at 400 kHz.
+# With IOCON.BANK = 0 (the power-on default) and sequential addressing, one read at GPIOA returns GPIOA then
+# GPIOB: 5 transactions a scan, ~0.6 ms at 400 kHz.
+#
+# I2C errors never stop the scan: a chip that does not answer keeps its last good reading (so no square
+# flips because of a glitch), ``errors`` counts them (diag, and an error record to the host), and after
+# RECOVER_AFTER failed scans in a row the bus is recovered (``recover``: nine SCL pulses free a slave stuck
+# holding SDA low, a STOP, the I2C peripheral made again) and the chips are set up again.
+try:
+    from micropython import const
+except ImportError:  # CPython
 
-_IODIRA = 0x00
-_GPPUA = 0x0C
-_GPIOA = 0x12
-_IOCON = 0x0A
+    def const(x):
+        return x
+
+
+_IODIRA = const(0x00)
+_GPPUA = const(0x0C)
+_GPIOA = const(0x12)
+_IOCON = const(0x0A)
+_OLATA = const(0x14)
+INPUTS = const(14)  # per chip
+RECOVER_AFTER = const(10)
 
 
 class MCP23017:
-    def __init__(self, i2c, addrs=(0x20, 0x21, 0x22, 0x23)):
+    def __init__(self, i2c, addrs=(0x20, 0x21, 0x22, 0x23, 0x24), recover=None):
+        if len(addrs) * INPUTS < 64:
+            raise ValueError("64 squares need 5 MCP23017 (14 inputs each)")
         self.i2c = i2c
         self.addrs = tuple(addrs)
+        self.recover = recover  # function() -> a new I2C object, or None
         self.two = bytearray(2)
+        self.good = bytearray(2 * len(self.addrs))  # last good GPIOA/GPIOB per chip
+        for i in range(len(self.good)):
+            self.good[i] = 0x7F  # all open until a chip has been read
+        self.errors = 0  # failed chip reads since boot
+        self.failing = 0  # scans in a row with a failed read
+        self.recoveries = 0
+        self.needs_setup = not self.setup()
+
+    def setup(self):
+        """Configure every chip; False when one did not answer (counted as an error, retried later)."""
+        ok = True
         for a in self.addrs:
-            i2c.writeto_mem(a, _IOCON, b"\x00")  # BANK=0, sequential addressing
-            i2c.writeto_mem(a, _IODIRA, b"\xff\xff")  # all 16 pins inputs
-            i2c.writeto_mem(a, _GPPUA, b"\xff\xff")  # all 16 pull-ups on
+            try:
+                self.i2c.writeto_mem(a, _IOCON, b"\x00")  # BANK=0, sequential addressing
+                self.i2c.writeto_mem(a, _OLATA, b"\x00\x00")  # GPA7/GPB7 drive low
+                self.i2c.writeto_mem(a, _IODIRA, b"\x7f\x7f")  # GPx0..6 inputs, GPx7 outputs
+                self.i2c.writeto_mem(a, _GPPUA, b"\x7f\x7f")  # pull-ups on the inputs
+            except OSError:
+                self.errors += 1
+                ok = False
+        return ok
 
     def read(self, buf):
         two = self.two
+        good = self.good
         i2c = self.i2c
-        k = 0
+        failed = False
+        i = 0
         for a in self.addrs:
-            i2c.readfrom_mem_into(a, _GPIOA, two)
-            buf[k] = two[0]
-            buf[k + 1] = two[1]
-            k += 2
+            try:
+                i2c.readfrom_mem_into(a, _GPIOA, two)
+                good[i] = two[0] & 0x7F
+                good[i + 1] = two[1] & 0x7F
+            except OSError:  # keep the chip's last good reading
+                self.errors += 1
+                failed = True
+            i += 2
+        # pack 14 bits a chip into the 64-bit wiring order
+        acc = 0
+        nbits = 0
+        k = 0
+        i = 0
+        while k < 8:
+            acc |= (good[i] | (good[i + 1] << 7)) << nbits
+            nbits += INPUTS
+            i += 2
+            while nbits >= 8 and k < 8:
+                buf[k] = acc & 0xFF
+                acc >>= 8
+                nbits -= 8
+                k += 1
+        if failed:
+            self.failing += 1
+            if self.failing >= RECOVER_AFTER and self.recover is not None:
+                self.failing = 0
+                self.recoveries += 1
+                try:
+                    self.i2c = self.recover()
+                except OSError:
+                    self.errors += 1
+                self.needs_setup = True
+        else:
+            self.failing = 0
+            if self.needs_setup:  # the bus answers again: set up the chips that missed it
+                self.needs_setup = not self.setup()
+
+
+def bus_recovery(machine, i2c_id, sda, scl, freq):
+    """A function that frees a stuck bus and returns a new I2C object (allocates: only after errors)."""
+    import time
+
+    def recover():
+        s = machine.Pin(scl, machine.Pin.OPEN_DRAIN, value=1)
+        d = machine.Pin(sda, machine.Pin.IN, machine.Pin.PULL_UP)
+        for _ in range(9):  # clock out whatever byte a slave is still sending
+            if d():
+                break
+            s(0)
+            time.sleep_us(5)
+            s(1)
+            time.sleep_us(5)
+        d = machine.Pin(sda, machine.Pin.OPEN_DRAIN, value=0)  # a STOP: SDA rises while SCL is high
+        time.sleep_us(5)
+        d(1)
+        time.sleep_us(5)
+        return machine.I2C(i2c_id, sda=machine.Pin(sda), scl=machine.Pin(scl), freq=freq)
+
+    return recover
 
 
 def from_config(cfg, machine, clock):
     p = cfg["pins"]
-    i2c = machine.I2C(
-        cfg.get("i2c_id", 0), sda=machine.Pin(p["sda"]), scl=machine.Pin(p["scl"]), freq=cfg.get("i2c_freq", 400_000)
-    )
-    return MCP23017(i2c, cfg.get("i2c_addrs", (0x20, 0x21, 0x22, 0x23)))
+    freq = cfg.get("i2c_freq", 400_000)
+    i2c_id = cfg.get("i2c_id", 0)
+    i2c = machine.I2C(i2c_id, sda=machine.Pin(p["sda"]), scl=machine.Pin(p["scl"]), freq=freq)
+    return MCP23017(i2c, cfg.get("i2c_addrs", (0x20, 0x21, 0x22, 0x23, 0x24)),
+                    bus_recovery(machine, i2c_id, p["sda"], p["scl"], freq))

@@ -6,18 +6,21 @@
 #   {"t": 1900, "type": "place", "sq": "e4"}    the e4 sensor goes occupied
 #   {"t": 0, "type": "snapshot", "occ": "..."}  every sensor at once (16 hex digits, a1 = bit 0)
 #   {"t": 5000, "type": "clock", "side": "white"}  the white clock button is pressed for 100 ms
+#   {"t": 0, "type": "fault", "chain": "dead"}  what the chain check (diag) reports from then on
 # Chatter is just more lines a few ms apart: the firmware's debounce must hide it. Other types are ignored.
 # The board starts in the standard position unless the timeline's first record is a snapshot.
 # Unlike the hardware drivers, read() allocates when a record falls due (it reads the next line): the sim
 # is a PC tool, and streaming keeps a long game's RAM flat.
 from array import array
 
+from ..clock import diff
 from ..squares import START_OCC, index
 
 _LIFT = 0
 _PLACE = 1
 _SNAP = 2
-_CLOCK = 3  # arg 0 white, 1 black
+_CLOCK = 3  # arg 0 white, 1 black; arg 2..4: a chain fault (ok, dead, flat)
+_CHAINS = ("ok", "dead", "flat")
 PRESS_MS = 100
 # A real board (200 Hz, 4 equal scans) reports every change that lasts this long (ms); shorter ones are chatter.
 SEEN_MS = 20
@@ -61,6 +64,8 @@ class SimBoard:
         self.release = array("i", [-1, -1])  # device time each clock button is released, -1 = up
         self.pressed = 0
         self.linger = 2000
+        self.chain = "ok"
+        self.t0 = clock.ms()  # timeline times are relative to the start (device time may start anywhere)
         if not isinstance(lines, str):
             self.begin()
 
@@ -71,6 +76,7 @@ class SimBoard:
         if isinstance(src, str):
             src = self.file = open(src)
         self.source = None
+        self.t0 = self.clock.ms()
         self.records = _records(src, self)
         self._next()
         if self.next_t >= 0 and self.next_code >> 6 == _SNAP and self.first_snap:
@@ -93,11 +99,16 @@ class SimBoard:
         self.end_t = t
 
     def done(self, t):
-        return self.records is not None and self.next_t < 0 and t > self.end_t
+        """The timeline is over at device time ``t``."""
+        return self.records is not None and self.next_t < 0 and diff(t, self.t0) > self.end_t
 
     def over(self, t):
         """The timeline ended ``linger`` ms ago (the app's stop_when in stepped/test runs)."""
         return self.done(t - self.linger)
+
+    def chain_check(self):
+        """What a 74HC165 chain check would say (timeline "fault" records set it)."""
+        return self.chain
 
     def _advance(self, t):
         state = self.state
@@ -121,6 +132,8 @@ class SimBoard:
             elif kind == _SNAP:
                 for k in range(8):
                     state[k] = self.snap[k]
+            elif arg >= 2:  # a chain fault
+                self.chain = _CHAINS[arg - 2]
             else:  # a clock button
                 self.pressed |= 1 << arg
                 self.release[arg] = self.next_t + PRESS_MS
@@ -132,7 +145,7 @@ class SimBoard:
                 self.release[b] = -1
 
     def read(self, buf):
-        self._advance(self.clock.ms())
+        self._advance(diff(self.clock.ms(), self.t0))
         state = self.state
         for k in range(8):
             buf[k] = state[k]
@@ -177,6 +190,8 @@ def _records(lines, board):
             code, arg = _SNAP, 0
         elif kind == "clock":
             code, arg = _CLOCK, 0 if rec.get("side") == "white" else 1
+        elif kind == "fault" and rec.get("chain") in _CHAINS:
+            code, arg = _CLOCK, 2 + _CHAINS.index(rec["chain"])
         else:
             continue
         first = False

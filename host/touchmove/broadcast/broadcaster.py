@@ -27,6 +27,7 @@ import chess.pgn
 from touchmove.broadcast import bridge_topics
 from touchmove.broadcast.board_svg import render_many, render_svg
 from touchmove.broadcast.bridge_topics import BridgeMessage
+from touchmove.broadcast.console import ConsoleState, both_clocks
 from touchmove.broadcast.live_pgn import EMPTY_GAME, GameSnapshot, LiveGame, RoundPgn, write_atomically
 from touchmove.broadcast.results import kings_result, normalize_result
 from touchmove.broadcast.results_export import results_csv, results_trf
@@ -49,6 +50,8 @@ PROMOTION_PIECES = ("q", "r", "b", "n")
 ALERT_FEED_LIMIT = 1000
 LISTENER_QUEUE = 2000
 SVG_BATCH = 16
+#: How long the dashboard streams gather changes before sending (one update per board, one write per stream).
+NOTIFY_GATHER_S = 0.025
 #: Unknown board ids remembered (beyond this the oldest are forgotten) and logged one by one (then in sums).
 UNKNOWN_BOARDS_KEPT = 1024
 UNKNOWN_BOARDS_LOGGED = 50
@@ -76,12 +79,15 @@ class AlertEntry:
     detail: dict[str, Any]
     acked: bool = False
     acked_at: str | None = None
+    acked_by: str | None = None
+    #: Whether the alert can still be acted on (see :func:`touchmove.broadcast.timeline.claim_window`).
+    window: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id, "board": self.board, "board_id": self.board_id, "code": self.code,
             "article": self.article, "ply": self.ply, "ts": self.ts, "detail": self.detail,
-            "acked": self.acked, "acked_at": self.acked_at,
+            "acked": self.acked, "acked_at": self.acked_at, "acked_by": self.acked_by, "window": self.window,
         }
 
 
@@ -102,6 +108,8 @@ class BoardView:
     state_game: int | None = None
     alerts_seen: set[tuple[Any, ...]] = field(default_factory=set)
     rejected: int = 0
+    #: Fields the console adds to the board's JSON (see :class:`~touchmove.broadcast.console.ConsoleState`).
+    extras: dict[str, Any] = field(default_factory=dict)
     _svg: tuple[int, str] | None = None
 
     @property
@@ -152,6 +160,8 @@ class BoardView:
             "held": _held_json(self.games.held),
             "allow": self.games.allow.value if self.games.allow is not None else None,
             "rejected_events": self.rejected,
+            "clocks": both_clocks(self.game.start_fen, (m.clock_ms for m in self.game.moves)),
+            **self.extras,
         }
         if svg:
             cached = self.cached_svg()
@@ -198,6 +208,8 @@ class Broadcaster:
         self._next_alert = 1
         self.bridges: dict[str, str] = {}
         self._listeners: set[asyncio.Queue[tuple[str, dict[str, Any]]]] = set()
+        self._no_svg: set[asyncio.Queue[tuple[str, dict[str, Any]]]] = set()
+        self.console = ConsoleState(tournament.time_control)
         self.version = 0
         self.written_version = -1
         self._dirty = asyncio.Event()
@@ -249,6 +261,7 @@ class Broadcaster:
         """Make ``number`` the current round: its boards, from its saved state if there is one."""
         self.tournament = dataclasses.replace(self.tournament, round=number)
         self.round = self.tournament.current_round()
+        self.console = ConsoleState(self.tournament.time_control)  # timelines and windows are per round
         record = load_round(self.output_dir, number, self.tournament.event)
         today = dt.datetime.fromtimestamp(self.clock(), dt.UTC).date()
         self.round_started = record.started if record is not None else today
@@ -552,13 +565,17 @@ class Broadcaster:
             await asyncio.sleep(self.write_interval)
 
     # -- listeners (the dashboard's event stream) --------------------------------------------------
-    def listen(self) -> asyncio.Queue[tuple[str, dict[str, Any]]]:
+    def listen(self, *, svg: bool = True) -> asyncio.Queue[tuple[str, dict[str, Any]]]:
+        """A queue of updates for one stream; ``svg=False``: without pictures (the console draws its own)."""
         queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue(LISTENER_QUEUE)
         self._listeners.add(queue)
+        if not svg:
+            self._no_svg.add(queue)
         return queue
 
     def unlisten(self, queue: asyncio.Queue[tuple[str, dict[str, Any]]]) -> None:
         self._listeners.discard(queue)
+        self._no_svg.discard(queue)
 
     def close_listeners(self) -> None:
         """End every event stream (server shutdown)."""
@@ -569,6 +586,8 @@ class Broadcaster:
 
     def _notify(self, kind: str, data: dict[str, Any]) -> None:
         for queue in list(self._listeners):
+            if kind == "svg" and queue in self._no_svg:
+                continue
             try:
                 queue.put_nowait((kind, data))
             except asyncio.QueueFull:  # a client that does not read: drop it, it reconnects
@@ -609,6 +628,8 @@ class Broadcaster:
         """Feed the dashboard streams: what changed while messages were being handled, once."""
         while True:
             await self._pending_event.wait()
+            # a move comes as several messages (move, clock, state): gather them, one update per board
+            await asyncio.sleep(NOTIFY_GATHER_S)
             self._pending_event.clear()
             self.flush_notifications()
 
@@ -620,7 +641,7 @@ class Broadcaster:
             await self._svg_event.wait()
             self._svg_event.clear()
             numbers, self._svg_pending = sorted(self._svg_pending), set()
-            if not self._listeners:
+            if not self._listeners - self._no_svg:
                 continue
             jobs: list[tuple[int, int, tuple[str, bool, str | None]]] = []
             for number in numbers:
@@ -739,6 +760,11 @@ class Broadcaster:
         ts = event.get("ts")
         view.last_event_ts = ts if isinstance(ts, str) and len(ts) <= 40 else _now_iso()
         kind = event.get("type")
+        number = view.pairing.board
+        self.console.on_event(number, event if isinstance(ts, str) else {**event, "ts": view.last_event_ts})
+        for closed in self.console.closed_windows(number, event):
+            self._notify("alert", closed.to_json())
+        view.extras = self.console.extras(number)
         if kind == "alert":
             # ``seq`` survives bridge restarts (new session, same journal): an alert replayed then is no news
             key = (event.get("game"), event.get("ply"), event.get("code"), seq)
@@ -791,6 +817,8 @@ class Broadcaster:
             view.state_game = state.game
         if state.in_sync is not None and state.in_sync != view.in_sync:
             view.in_sync, changed = state.in_sync, True
+            self.console.on_sync(view.pairing.board, state.in_sync, _now_iso())
+            view.extras = self.console.extras(view.pairing.board)
         if state.occupancy is not None and state.occupancy != view.occupancy:
             view.occupancy = state.occupancy
             live = view.games.live()
@@ -814,16 +842,17 @@ class Broadcaster:
             detail=detail if isinstance(detail, dict) else {},
         )
         self._next_alert += 1
+        self.console.on_alert(entry, event)
         self.alerts.append(entry)
         del self.alerts[:-ALERT_FEED_LIMIT]
         self._notify("alert", entry.to_json())
 
     # -- the arbiter's actions ---------------------------------------------------------------------
-    def acknowledge(self, alert_id: int) -> AlertEntry:
+    def acknowledge(self, alert_id: int, by: str | None = None) -> AlertEntry:
         for entry in self.alerts:
             if entry.id == alert_id:
                 if not entry.acked:
-                    entry.acked, entry.acked_at = True, _now_iso()
+                    entry.acked, entry.acked_at, entry.acked_by = True, _now_iso(), by
                     self._notify("ack", entry.to_json())
                 return entry
         raise ActionError(f"no alert {alert_id}")

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import dataclasses
 import logging
-import signal
 import sys
 from pathlib import Path
 
 from touchmove.broadcast.service import BroadcastService
 from touchmove.broadcast.tournament import TournamentError, load_tournament
+from touchmove.stop_signals import StopSignals
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -63,20 +62,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"touchmove broadcast: {_one_line(exc)}", file=sys.stderr)
         return 2
 
-    async def main() -> None:
+    async def main() -> int:
         stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError):
-                loop.add_signal_handler(sig, stop.set)
+        signals = StopSignals(asyncio.get_running_loop(), stop.set)
         await serve(svc, stop)
+        return signals.status
 
     try:
-        asyncio.run(main())
+        return asyncio.run(main())
     except (OSError, TournamentError) as exc:
         print(f"touchmove broadcast: {_one_line(exc)}", file=sys.stderr)
         return 2
-    return 0
 
 
 def _one_line(exc: BaseException) -> str:

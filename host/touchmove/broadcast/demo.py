@@ -15,6 +15,7 @@ import contextlib
 import io
 import logging
 import random
+import socket
 import tempfile
 import time
 import uuid
@@ -237,6 +238,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.broker:
             broker = BrokerConfig.from_url(args.broker)
+            try:   # an unreachable broker is an error at once, not retries and a timeout
+                socket.create_connection((broker.host, broker.port), timeout=3).close()
+            except OSError as exc:
+                raise SystemExit(f"the broker {args.broker} is unreachable: {exc.strerror or exc}") from None
             return asyncio.run(demo(args, broker, out))
         if not LocalBroker.available():
             print("broadcast-demo: mosquitto is not installed (apt-get install mosquitto), "

@@ -194,6 +194,8 @@ class LiveGame:
             self.results.set("board", None)
             self.results.set("kings", None)
             return self._touch()
+        if kind == "game_resumed":  # the board's game end was withdrawn: play goes on
+            return self.results.set("board", None) and self._touch()
         if kind == "game_end":
             result = event.get("result")
             if result not in ("1-0", "0-1", "1/2-1/2", "*"):

@@ -15,7 +15,8 @@ The arbiter's view (live, no delay):
     GET  /                     the dashboard (static HTML/JS/CSS, no build step)
     GET  /board/{n}.svg        one board's position (python-chess ``chess.svg``)
     GET  /api/state            everything as JSON (``?svg=0`` leaves the SVGs out)
-    GET  /api/stream           server-sent events: snapshot, board, svg, alert, ack, bridge, response, round
+    GET  /api/stream           server-sent events: snapshot, board, svg, alert, ack, bridge, response, round,
+                               audit (``?svg=0``: without pictures; the console draws its own boards)
 
 Arbiter actions (``Authorization: Bearer <token>``; refused when no token is configured):
     POST /api/auth                          check a token
@@ -28,6 +29,9 @@ Arbiter actions (``Authorization: Bearer <token>``; refused when no token is con
     POST /api/boards/{n}/assign    {}  (send the pairing's names to the bridge)
     POST /api/round                {"round": 4}  (switch the round being broadcast)
     POST /api/lichess/token        {"token": "lip_..."}  (a new lichess token after "token refused")
+
+Each arbiter has a token of his own (:mod:`.arbiters`); every action goes to the audit log (:mod:`.audit`).
+The console's other routes (timelines, evidence, audit, arbiters) are in :mod:`.console_api`.
 """
 
 from __future__ import annotations
@@ -35,16 +39,18 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import hashlib
-import hmac
 import json
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
-from touchmove.broadcast import livechess_json
+from touchmove.broadcast import console_api, livechess_json
+from touchmove.broadcast.arbiters import ARBITERS_ENV, ARBITERS_FILE_ENV, Arbiter, ArbiterBook
+from touchmove.broadcast.audit import AuditLog
 from touchmove.broadcast.broadcaster import ActionError, Broadcaster
 from touchmove.broadcast.results_export import results_csv, results_trf
 
@@ -226,9 +232,10 @@ async def stream(request: web.Request) -> web.StreamResponse:
     resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
                                        "X-Accel-Buffering": "no"})
     await resp.prepare(request)
-    queue = hub.listen()
+    svg = request.query.get("svg") != "0"
+    queue = hub.listen(svg=svg)
     try:
-        await resp.write(b"retry: 1000\n\n" + _sse("snapshot", hub.snapshot()))
+        await resp.write(b"retry: 1000\n\n" + _sse("snapshot", hub.snapshot(svg=svg)))
         while True:
             try:
                 item = await asyncio.wait_for(queue.get(), KEEPALIVE)
@@ -251,17 +258,8 @@ async def stream(request: web.Request) -> web.StreamResponse:
     return resp
 
 
-def _authorized(request: web.Request) -> None:
-    token = request.app[TOKEN_KEY]
-    if not token:
-        msg = "arbiter actions are disabled: no token configured"
-        raise web.HTTPForbidden(text=json.dumps({"error": msg}), content_type="application/json")
-    header = request.headers.get("Authorization", "")
-    given = header[7:] if header.startswith("Bearer ") else ""
-    if not given or not hmac.compare_digest(given.encode(), token.encode()):
-        raise web.HTTPUnauthorized(text=json.dumps({"error": "a valid arbiter token is required"}),
-                                   content_type="application/json",
-                                   headers={"WWW-Authenticate": 'Bearer realm="touchmove arbiter"'})
+def _authorized(request: web.Request) -> Arbiter:
+    return console_api.authorized(request)
 
 
 async def _body(request: web.Request) -> dict[str, Any]:
@@ -279,25 +277,34 @@ async def _body(request: web.Request) -> dict[str, Any]:
 
 
 async def auth(request: web.Request) -> web.Response:
-    _authorized(request)
-    return _json({"ok": True})
+    arbiter = _authorized(request)
+    return _json({"ok": True, "arbiter": arbiter.name, "role": arbiter.role})
 
 
 async def ack(request: web.Request) -> web.Response:
-    _authorized(request)
+    arbiter = _authorized(request)
+    hub = request.app[HUB_KEY]
     try:
-        entry = request.app[HUB_KEY].acknowledge(int(request.match_info["id"]))
+        alert_id = int(request.match_info["id"])
+        was_open = any(a.id == alert_id and not a.acked for a in hub.alerts)
+        entry = hub.acknowledge(alert_id, by=arbiter.name)
     except (ValueError, ActionError) as exc:
         return _json({"error": str(exc)}, 404)
+    if was_open:  # acknowledging an acknowledged alert changes nothing: nothing to log
+        console_api.record(request, arbiter, "acknowledge", board=entry.board, before={"acked": False},
+                           after={"acked": True}, detail={"alert": entry.id, "code": entry.code,
+                                                          "article": entry.article, "ply": entry.ply})
     return _json(entry.to_json())
 
 
 async def action(request: web.Request) -> web.Response:
-    _authorized(request)
+    arbiter = _authorized(request)
     hub = request.app[HUB_KEY]
     number = _board_number(request)
     name = request.match_info["action"]
     data = await _body(request)
+    view = hub.by_number.get(number)
+    before = console_api.board_summary(view) if view is not None else None
     try:
         if name == "promote":
             out = await hub.promote(number, str(data.get("piece", "")))
@@ -323,25 +330,33 @@ async def action(request: web.Request) -> web.Response:
         else:
             return _json({"error": f"unknown action {name!r}"}, 404)
     except ActionError as exc:
+        console_api.record(request, arbiter, name, board=number, before=before, after=before, ok=False,
+                           error=str(exc), detail=data)
         return _json({"error": str(exc)}, 400)
+    after = console_api.board_summary(view) if view is not None else None
+    console_api.record(request, arbiter, name, board=number, before=before, after=after, detail=data)
     return _json({"ok": True, "sent": out} if "topic" in out else {"ok": True, "board": out})
 
 
 async def switch_round(request: web.Request) -> web.Response:
-    _authorized(request)
+    arbiter = _authorized(request)
     data = await _body(request)
     number = data.get("round")
     if type(number) is not int:
         return _json({"error": "round must be a round number"}, 400)
+    before = {"round": request.app[HUB_KEY].round.number}
     try:
         out = request.app[HUB_KEY].switch_round(number)
     except ActionError as exc:
+        console_api.record(request, arbiter, "round", before=before, after=before, ok=False, error=str(exc),
+                           detail=data)
         return _json({"error": str(exc)}, 400)
+    console_api.record(request, arbiter, "round", before=before, after={"round": number})
     return _json({"ok": True, **out})
 
 
 async def lichess_token(request: web.Request) -> web.Response:
-    _authorized(request)
+    arbiter = _authorized(request)
     hub = request.app[HUB_KEY]
     data = await _body(request)
     token = data.get("token")
@@ -350,14 +365,27 @@ async def lichess_token(request: web.Request) -> web.Response:
     if hub.set_lichess_token is None:
         return _json({"error": "no lichess push is configured"}, 400)
     hub.set_lichess_token(token.strip())
+    console_api.record(request, arbiter, "lichess_token", detail={"token": "(replaced, not logged)"})
     return _json({"ok": True})
 
 
-def make_app(hub: Broadcaster, token: str | None) -> web.Application:
+def make_app(hub: Broadcaster, token: str | None, *, arbiters: ArbiterBook | None = None,
+             audit: AuditLog | None = None, journals: list[Path] | None = None) -> web.Application:
+    """The web app; ``token`` is the tournament's shared token (an arbiter named ``arbiter``)."""
     app = web.Application()
     app[HUB_KEY] = hub
     app[TOKEN_KEY] = token
     app[ENCODED_KEY] = {}
+    if arbiters is None:
+        file = os.environ.get(ARBITERS_FILE_ENV)
+        arbiters = ArbiterBook(file=Path(file) if file else hub.output_dir / "arbiters.toml",
+                               env=os.environ.get(ARBITERS_ENV), shared_token=token,
+                               revoked_path=hub.output_dir / "arbiters-revoked.json")
+    if audit is None:
+        audit = AuditLog(hub.output_dir / "arbiter-audit.jsonl")
+    if journals is None:
+        journals = [Path(p) for p in os.environ.get("TOUCHMOVE_JOURNALS", "").split(os.pathsep) if p]
+    console_api.install(app, hub, arbiters, audit, journals)
     app.router.add_get("/", dashboard)
     app.router.add_get("/round/{n}.pgn", round_pgn)
     app.router.add_get("/round/{n}/game/{g}.pgn", game_pgn)

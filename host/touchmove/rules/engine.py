@@ -15,7 +15,10 @@ How a ply is decided (FIDE 4.7, for a board that sees only occupancy):
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import Enum
 
 import chess
 
@@ -26,6 +29,7 @@ from touchmove.records import (
     Place,
     Promote,
     Record,
+    Resync,
     Setup,
     Snapshot,
     TakebackRequest,
@@ -37,22 +41,28 @@ from touchmove.rules.events import (
     ClockPress,
     Event,
     GameEnd,
+    GameResumed,
     GameStart,
     MoveAmended,
     MoveMade,
+    RecoveredMove,
+    ResyncRejected,
     Takeback,
     Touch,
 )
 from touchmove.rules.footprints import (
+    SLIDE_OVERLAP_MS,
     Footprint,
     Position,
     castling_squares,
     fen_of,
+    footprint,
     promotion_alternatives,
 )
 from touchmove.rules.gamelog import GameRecord
 from touchmove.rules.obligations import Touches, judge, out_of_turn
 from touchmove.rules.outcome import Repetitions, game_over
+from touchmove.rules.recovery import MAX_PLIES, Explanation, explanations, likeliest_first, position_key
 
 __all__ = ["DEFAULT_SETTLE_MS", "Engine", "EngineState", "GameRecord"]
 
@@ -62,6 +72,11 @@ DEFAULT_MISMATCH_MS = 1000
 #: How many squares off the game position mean the board is being cleared or set up (no moves are read then);
 #: two plies of castling change eight.
 CLEARED_SQUARES = 10
+#: A victim pushed aside is replaced by the capturing piece in one motion: its square refilled within this long
+#: after the push (a piece knocked off by a sleeve and put back takes a separate, slower reach).
+PUSH_ASIDE_MS = 250
+#: How many plies back an assumed promotion piece may still be corrected by how the piece moves.
+PROMOTION_LOOKBACK = 40
 START_OCCUPANCY = chess.BB_RANK_1 | chess.BB_RANK_2 | chess.BB_RANK_7 | chess.BB_RANK_8
 
 
@@ -76,6 +91,54 @@ class EngineState:
     in_sync: bool
     occupancy: int
     game_over: bool
+
+
+class Phase(Enum):
+    """Where a board is in its games."""
+
+    NEW = "new"  # no record yet
+    PLAYING = "playing"  # a game is on and moves are read
+    CLEARED = "cleared"  # a game is on, but the board is being cleared or set up: no moves are read
+    OVER = "over"  # no game is on: the last one ended, or the board waits for a start position
+
+
+#: The phases in which a game is on.
+_READING = (Phase.PLAYING, Phase.CLEARED)
+
+
+class Sync(Enum):
+    """What the arbiter was told about the board and the game position."""
+
+    SHOWN = "shown"  # the board shows the game, or a difference not yet judged at rest
+    EXCUSED = "excused"  # a difference judged at rest as no mismatch (a move made again, a promotion exchange)
+    MISMATCH = "mismatch"  # board_mismatch was raised; board_restored ends it
+    LOST = "lost"  # changes were lost and no plies explain the board yet (changes_lost was raised)
+
+
+#: The states in which the arbiter was told that the board does not show the game.
+_OUT_OF_SYNC = (Sync.MISMATCH, Sync.LOST)
+
+
+@dataclass
+class _GameState:
+    """What the engine keeps of the current game beside its record."""
+
+    start_occ: chess.Bitboard
+    repetitions: Repetitions = field(default_factory=Repetitions)
+    #: Each promotion's ply -> whether the piece is known (else a queen is assumed).
+    promotions: dict[int, bool] = field(default_factory=dict)
+    occs: list[chess.Bitboard] = field(default_factory=list)  # the occupancy after each ply (0: the start)
+    illegal: dict[chess.Color, int] = field(default_factory=lambda: {chess.WHITE: 0, chess.BLACK: 0})
+    pressed: bool = True  # the clock was pressed since the last move
+    pressed_at: int = 0  # device time of that press
+    #: Plies were recovered after lost changes: how many plies the game had before (the last sure position)
+    #: and when the board went blind; the recovery is searched again if the board contradicts it soon after.
+    recovered_from: tuple[int, int] | None = None
+    unseen_last: bool = False  # the last ply was recovered or resynced, not seen made: presses prove nothing yet
+    searched_again: bool = False  # the recovery was searched again once (the next is the arbiter's resync)
+
+    def __post_init__(self) -> None:
+        self.occs.append(self.start_occ)
 
 
 @dataclass
@@ -94,13 +157,43 @@ class _Ply:
 
     lifted: chess.Bitboard = 0
     blind: bool = False  # a snapshot changed squares whose lifts were not seen
+    #: A snapshot one square off was read as a lift or place: changes before it may have been lost (the device
+    #: time of the record before that snapshot).
+    unsure: int | None = None
     held: chess.Bitboard = 0  # squares off the board together with another one (two pieces in hand)
     touches: Touches = field(default_factory=Touches)
-    lift_times: dict[int, int] = field(default_factory=dict)  # the first lift of each square
-    lift_log: list[tuple[int, chess.Square]] = field(default_factory=list)  # every lift, in order
-    lifted_at: dict[int, int] = field(default_factory=dict)  # the last lift of each square
-    placed_at: dict[int, int] = field(default_factory=dict)  # the last place on each square
+    first_lift: dict[int, int] = field(default_factory=dict)  # the first lift of each square
+    lifts: list[tuple[int, chess.Square]] = field(default_factory=list)  # every lift, in order
+    last_lift: dict[int, int] = field(default_factory=dict)  # the last lift of each square
+    last_place: dict[int, int] = field(default_factory=dict)  # the last place on each square
+    adjusted: chess.Bitboard = 0  # squares last lifted by the last mover adjusting before his press (6.2.5)
     first_match: tuple[chess.Move, int] | None = None  # a matched move and when it first showed
+
+    def then(self, later: _Ply) -> _Ply:
+        """Return this ply's lifts and places followed by ``later``'s (a move re-read over both)."""
+        return _Ply(lifted=self.lifted | later.lifted, blind=self.blind or later.blind, held=self.held,
+                    touches=self.touches, first_lift={**later.first_lift, **self.first_lift},
+                    lifts=self.lifts + later.lifts, last_lift={**self.last_lift, **later.last_lift},
+                    last_place={**self.last_place, **later.last_place}, adjusted=self.adjusted | later.adjusted)
+
+
+@dataclass
+class _Hypothesis:
+    """One way the lost plies may have gone: the game played on from there, with the events it gave so far."""
+
+    sans: list[str]
+    engine: Engine
+    events: list[Event]
+
+
+@dataclass
+class _Blind:
+    """Lost changes: when the board went blind, when that was seen, and the occupancy last searched."""
+
+    since: int
+    seen: int
+    searched: chess.Bitboard
+    hypotheses: list[_Hypothesis] | None = None
 
 
 class Engine:
@@ -129,15 +222,11 @@ class Engine:
         self._chatter = ChatterFilter(chatter_ms)
         self._games: list[GameRecord] = []
         self._occ: chess.Bitboard = start.occupied
-        self._started = False
+        self._phase = Phase.NEW
         self._t = 0
         self._changed_at = 0
         self._setup: tuple[str, bool] | None = None
-        self._over = False
-        self._in_sync = True
-        self._cleared = False
-        self._illegal = {chess.WHITE: 0, chess.BLACK: 0}
-        self._pressed = True
+        self._sync = Sync.SHOWN
         self._position: Position = Position(start)
         self._previous: tuple[Position, _Ply] | None = None
         self._ply = _Ply()
@@ -147,26 +236,36 @@ class Engine:
         self._exchange_sq: chess.Square | None = None  # the last move's promotion square
         self._chosen_piece: chess.PieceType | None = None  # a promote record that came before its promotion
         self._has_clock = False  # the board has clock buttons: presses tell whose clock runs
-        self._unresolved_checked = True
-        self._mismatch_reported = False
-        self._repetitions = Repetitions()
-        self._promotion_verified: dict[int, bool] = {}
-        self._occs: list[chess.Bitboard] = []  # the occupancy after each ply of the game (0: the start)
+        self._unjudged = False  # a change came that the board has not yet been judged on at rest
+        self._cur = _GameState(start.occupied)
+        self._blind: _Blind | None = None  # changes were lost: recovery under way
+        self._reports_changes = False  # the board sends lifts and places (not only snapshots)
+        self._is_hypothesis = False  # this engine follows one hypothesis of another (it is ruled out, not fixed)
 
     # ----------------------------------------------------------------------------------------------------------
     # public API
 
     def feed(self, record: Record) -> list[Event]:
         """Return the events caused by one record (time first advances to ``record.t``)."""
+        if self._blind is not None and self._blind.hypotheses is not None:
+            if isinstance(record, Resync):
+                plies = self._resync_plies(record)
+                if isinstance(plies, str):  # rejected: the hypotheses stay
+                    return [ResyncRejected(self._game_no, max(record.t, self._t), plies, list(record.moves),
+                                           record.fen)]
+            elif not isinstance(record, Setup | TakebackRequest):
+                return self._feed_hypotheses(lambda engine: engine.feed(record), record.t)
+            self._drop_hypotheses(search_again=False)  # the operator says what happened
         t = max(record.t, self._t)
         out = self._tick(t)
-        if not self._started:
+        if self._phase is Phase.NEW:
             out += self._start_first(record, t)
         match record:
             case Lift(sq=sq):
                 for change in self._chatter.push(t, sq, False):
                     out += self._change(*change)
             case Place(sq=sq):
+                self._reports_changes = True
                 for change in self._chatter.push(t, sq, True):
                     out += self._change(*change)
             case Snapshot(occ=occ, type=kind):
@@ -180,6 +279,8 @@ class Engine:
                 out += self._try_new_game(t)
             case TakebackRequest(ply=ply):
                 out += self._takeback_to(t, ply - 1)
+            case Resync():
+                out += self._resync(t, record)
             case Other():
                 pass
         self._t = t
@@ -187,6 +288,8 @@ class Engine:
 
     def advance(self, t: int) -> list[Event]:
         """Return the events due by device time ``t`` when no record has come (settled moves, mismatches)."""
+        if self._blind is not None and self._blind.hypotheses is not None:
+            return self._feed_hypotheses(lambda engine: engine.advance(t), t)
         t = max(t, self._t)
         out = self._tick(t)
         self._t = t
@@ -194,11 +297,16 @@ class Engine:
 
     def next_deadline(self) -> int | None:
         """Return the device time at which :meth:`advance` may have events to give, or None."""
+        if self._hypotheses is not None:
+            times = [d for h in self._hypotheses if (d := h.engine.next_deadline()) is not None]
+            return min(times) if times else None
         deadlines = [d for d in (self._chatter.next_deadline(), self._decision_deadline()) if d is not None]
         return min(deadlines) if deadlines else None
 
     def finish(self) -> list[Event]:
         """Return the events still pending at the end of the input (everything counts as settled)."""
+        if self._hypotheses is not None:
+            return self._feed_hypotheses(lambda engine: engine.finish(), self._t)
         out = self._flush_chatter()
         deadline = self._decision_deadline()
         while deadline is not None:
@@ -222,9 +330,9 @@ class Engine:
             ply=len(game.moves) if game else 0,
             fen=self._position.fen(),
             last_move=game.moves[-1].uci() if game and game.moves else None,
-            in_sync=self._in_sync and self._occ == self._position.occ,
+            in_sync=self._sync not in _OUT_OF_SYNC and self._occ == self._position.occ,
             occupancy=self._occ,
-            game_over=self._over,
+            game_over=self._phase is Phase.OVER,
         )
 
     # ----------------------------------------------------------------------------------------------------------
@@ -240,9 +348,9 @@ class Engine:
     def _decision_deadline(self) -> int | None:
         if self._match is not None:
             return self._changed_at + self.settle_ms
-        if not self._unresolved_checked:
+        if self._unjudged:
             return self._changed_at + self.settle_ms
-        if self._started and not self._over and not self._mismatch_reported and self._occ != self._position.occ:
+        if self._phase in _READING and self._sync is Sync.SHOWN and self._occ != self._position.occ:
             return self._changed_at + self.mismatch_ms
         return None
 
@@ -257,26 +365,27 @@ class Engine:
     def _decide(self, t: int) -> list[Event]:
         """Take the decisions due by ``t``: made moves, unexplained states, mismatches."""
         out: list[Event] = []
-        if not self._started or t < self._changed_at + self.settle_ms:
+        if self._phase is Phase.NEW or t < self._changed_at + self.settle_ms:
             return out
         if self._match is not None:
             fp = self._match
             self._match = None
-            self._unresolved_checked = True
+            self._unjudged = False
             cp = self._checkpoint
             if (cp is not None and cp.footprint.move != fp.move and not cp.footprint.placed & ~self._occ
-                    and self._after_checkpoint().continuable(self._occ)):
+                    and self._occ != self._after_checkpoint().occ and self._after_checkpoint().continuable(self._occ)):
                 # Both in question (see _checkpoint_stands) and the board shows the opponent's answer in progress
-                # (a promotion's new piece placed first): the checkpoint move was made.
+                # (a promotion's new piece placed first): the checkpoint move was made. A board that shows both
+                # moves alike (two captures by one piece) shows no answer: the later match, the better proven.
                 out += self._commit_checkpoint()
             else:
                 out += self._make(fp, self._match_t)
-        elif not self._unresolved_checked:
-            self._unresolved_checked = True
+        elif self._unjudged:
+            self._unjudged = False
             out += self._unexplained(self._changed_at)
         if (
-            not self._mismatch_reported
-            and not self._over
+            self._sync is Sync.SHOWN
+            and self._phase is not Phase.OVER
             and self._occ != self._position.occ
             and t >= self._changed_at + self.mismatch_ms
             and self._match is None
@@ -288,11 +397,10 @@ class Engine:
     # games
 
     def _start_first(self, record: Record, t: int) -> list[Event]:
-        self._started = True
         if isinstance(record, Snapshot) and record.occ != self._position.occ:
             # The board is not (yet) in the start position: wait for it as for a set-up.
             self._occ = record.occ
-            self._over = True
+            self._phase = Phase.OVER
             self._setup = (self._first_fen, self._chess960)
             return []
         return self._begin_game(t, self._first_fen, self._chess960)
@@ -302,17 +410,11 @@ class Engine:
         self._games.append(GameRecord(number, fen, chess960, t))
         board = chess.Board(fen, chess960=chess960)
         self._start_ply(Position(board), None)
-        self._over = False
-        self._in_sync = True
-        self._cleared = False
-        self._mismatch_reported = False
-        self._unresolved_checked = True
-        self._illegal = {chess.WHITE: 0, chess.BLACK: 0}
-        self._pressed = True
-        self._repetitions = Repetitions()
-        self._repetitions.add(board)
-        self._promotion_verified = {}
-        self._occs = [board.occupied]
+        self._phase = Phase.PLAYING
+        self._sync = Sync.SHOWN
+        self._unjudged = False
+        self._cur = _GameState(board.occupied)
+        self._cur.repetitions.add(board)
         self._setup = None
         return [GameStart(number, t, fen, chess960)]
 
@@ -326,7 +428,7 @@ class Engine:
         if self._occ != START_OCCUPANCY or self._occ == self._position.occ:
             return []
         game = self._games[-1] if self._games else None
-        if self._over or self._cleared or game is None or len(game.moves) > 2:
+        if self._phase is not Phase.PLAYING or game is None or len(game.moves) > 2:
             return self._begin_game(t, self._default_fen, self._chess960 and self._default_fen != chess.STARTING_FEN)
         return []
 
@@ -348,7 +450,9 @@ class Engine:
         out: list[Event] = []
         self._occ ^= bb
         self._changed_at = t
-        self._unresolved_checked = False
+        self._unjudged = True
+        if self._sync is Sync.EXCUSED:
+            self._sync = Sync.SHOWN  # a new state of the board: judged again when it rests
         ply = self._ply
         match = self._match
         if match is not None and self._checkpoint is None:
@@ -356,13 +460,14 @@ class Engine:
             # opponent starting already (fast play without clocks). Keep the move as a checkpoint.
             self._checkpoint = _Checkpoint(match, self._match_t, moved_on=not occupied and bool(match.placed & bb))
         if occupied:
-            ply.placed_at[sq] = t
+            ply.last_place[sq] = t
         else:
-            ply.lifted_at[sq] = t
+            ply.last_lift[sq] = t
             if not ply.lifted & bb:
-                ply.lift_times[sq] = t
+                ply.first_lift[sq] = t
             ply.lifted |= bb
-            ply.lift_log.append((t, sq))
+            ply.adjusted &= ~bb
+            ply.lifts.append((t, sq))
             vacated = self._position.occ & ~self._occ
             if vacated & (vacated - 1):
                 ply.held |= vacated
@@ -383,46 +488,72 @@ class Engine:
             out: list[Event] = []
             for change in self._chatter.push(t, sq, bool(occ & diff)):
                 out += self._change(*change)
+            if self._reports_changes and self._ply.unsure is None:
+                self._ply.unsure = self._t  # a board that reports lifts and places sent this as a snapshot
             return out
         out = self._flush_chatter()
         if occ == self._occ:
+            if not heartbeat and self._reports_changes and self._ply.unsure is None:
+                # A board that reports its changes sends a snapshot when it (re)connects: changes may have been
+                # lost that left the squares as they were (a capture looks like a piece in the hand).
+                self._ply.unsure = self._t
             return out
         gone = self._occ & ~occ
         self._occ = occ
         self._changed_at = t
-        self._unresolved_checked = False
+        self._unjudged = True
         self._ply.lifted |= gone
         self._ply.blind = True
-        return out + self._after_change(t)
+        out += self._after_change(t)
+        if self._phase in _READING and self._occ != self._position.occ and (
+                self._blind is not None or not self._position.continuable(self._occ)):
+            # (A move under way from the game position is read as such: its lifts were not seen.)
+            out += self._changes_lost(t)
+        elif self._ply.unsure is None:
+            self._ply.unsure = self._t  # read as a move under way; if the board contradicts that, search then
+        return out
 
     def _after_change(self, t: int) -> list[Event]:
         out: list[Event] = []
-        if self._over:
+        if self._phase is Phase.OVER:
             self._match = None
             return self._try_new_game(t)
-        if self._started and self._setup is not None:
+        if self._setup is not None:
             started = self._try_new_game(t)
             if started:
                 return started
-        if (self._occ ^ self._position.occ).bit_count() >= CLEARED_SQUARES:
-            self._cleared = True
-        if self._cleared:
+        if self._sync is Sync.LOST:
+            if self._occ == START_OCCUPANCY:
+                started = self._try_new_game(t)  # set up again for a new game while blind
+                if started:
+                    return out + started
+        elif (self._occ ^ self._position.occ).bit_count() >= CLEARED_SQUARES:
+            self._phase = Phase.CLEARED
+        if self._phase is Phase.CLEARED:
             self._match = None
             if self._occ == self._position.occ:
-                self._cleared = False
+                self._phase = Phase.PLAYING
                 out += self._restored(t, "game position")
             else:
                 out += self._try_new_game(t)
             return out
         fp = self._explain(self._position, self._ply)
+        if fp is None and self._occ & ~self._position.occ and self._castling_completed():
+            # The king lands beside the rook moved first: castling, at once (the opponent may answer within the
+            # settle time).
+            return out + self._amend_last(t)
         cp = self._checkpoint
+        if fp is None and cp is None and self._ply.lifted & self._position.occ & ~self._occ:
+            pushed = self._pushed_capture()
+            if pushed is not None:
+                return self._amend_last(t, pushed)  # the pushed-aside victim taken off: the capture, at once
         if cp is not None and (fp is None or fp.move == cp.footprint.move):
             # The board may show the checkpoint move and the opponent's answer (when it shows the checkpoint move
             # alone, an answer that leaves the squares as they were: a Chess960 castling of king and rook).
             ply = self._ply
             since = self._lifted_since(cp.t)
             answer = self._after_checkpoint().explain(self._occ, since, ply.blind, ply.held & since,
-                                                      ply.lifted_at, ply.placed_at)
+                                                      ply.last_lift, ply.last_place)
             if answer is not None:
                 out += self._commit_checkpoint()
                 fp = answer
@@ -439,7 +570,7 @@ class Engine:
                 self._match_t = first[1]
             else:
                 self._ply.first_match = (fp.move, t)
-        if fp is None and self._occ == self._position.occ and not self._in_sync:
+        if fp is None and self._occ == self._position.occ and self._sync in _OUT_OF_SYNC:
             out += self._restored(t, "game position")
         return out
 
@@ -477,17 +608,31 @@ class Engine:
     def _lifted_since(self, t: int) -> chess.Bitboard:
         """Return the squares lifted after device time ``t`` in this ply."""
         lifted = 0
-        for lifted_at, sq in self._ply.lift_log:
-            if lifted_at > t:
+        for at, sq in self._ply.lifts:
+            if at > t:
                 lifted |= chess.BB_SQUARES[sq]
         return lifted
 
     def _explain(self, position: Position, ply: _Ply) -> Footprint | None:
         """Return the legal move the board shows from ``position`` with the lifts of ``ply``, if any."""
-        return position.explain(self._occ, ply.lifted, ply.blind, ply.held, ply.lifted_at, ply.placed_at)
+        return position.explain(self._occ, ply.lifted, ply.blind, ply.held, ply.last_lift, ply.last_place,
+                                self._straightened(ply) if ply.adjusted else 0)
+
+    def _straightened(self, ply: _Ply) -> chess.Bitboard:
+        """Return the squares the last mover lifted and put back before his press (adjustments, 6.2.5).
+
+        A lift before the press whose square was refilled only after it may be the opponent's, taking the piece
+        as a victim (a bullet reply): that one is not counted.
+        """
+        squares = 0
+        for sq in chess.scan_forward(ply.adjusted):
+            placed = ply.last_place.get(sq)
+            if placed is not None and (not self._cur.pressed or placed <= self._cur.pressed_at):
+                squares |= chess.BB_SQUARES[sq]
+        return squares
 
     def _touch(self, t: int, sq: chess.Square) -> list[Event]:
-        if not self._games or self._over or self._cleared:
+        if self._phase is not Phase.PLAYING:
             return []
         position = self._position
         piece = position.board.piece_at(sq)
@@ -495,8 +640,9 @@ class Engine:
         if piece is None or sq == self._exchange_sq:
             return []  # the promoted pawn being exchanged for the new piece (4.6) is no touch
         side = "mover" if piece.color == position.board.turn else "opponent"
-        if side == "opponent" and self._has_clock and not self._pressed:
+        if side == "opponent" and self._has_clock and not self._cur.pressed:
             # The player who just moved adjusts a piece before pressing: his clock still runs (6.2.5).
+            self._ply.adjusted |= chess.BB_SQUARES[sq]
             if sq in touches.order or sq in touches.adjusted:
                 return []
             touches.adjusted.append(sq)
@@ -528,50 +674,51 @@ class Engine:
             move = chess.Move(move.from_square, move.to_square, chosen)
         number = len(game.moves) + 1
         out: list[Event] = []
-        if not self._in_sync:
+        if self._sync in _OUT_OF_SYNC:
             out += self._restored(t, "legal move")
         after = board.copy(stack=False)
         san = after.san_and_push(move)
         game.moves.append(move)
         game.clocks.append(None)
-        self._occs.append(after.occupied)
+        self._cur.occs.append(after.occupied)
         self._start_ply(position.after(move, after), (position, ply))
-        self._pressed = False
+        self._cur.pressed = False
+        self._cur.unseen_last = False
         out.append(MoveMade(game.number, t, number, move.uci(), san, self._position.fen()))
-        late = [(lifted_at, sq) for lifted_at, sq in ply.lift_log if lifted_at > t]
+        late = [(at, sq) for at, sq in ply.lifts if at > t]
         if late:
             # Lifts after the move showed belong to the next ply (the opponent started before the settle time
             # was over); they are judged there, not here.
             earlier = Touches()
             for sq in ply.touches.order:
-                if ply.lift_times.get(sq, t) <= t:
+                if ply.first_lift.get(sq, t) <= t:
                     earlier.touch(position, sq)
             ply.touches = earlier
             nxt = self._ply
-            for lifted_at, sq in late:
+            for at, sq in late:
                 nxt.held |= ply.held & chess.BB_SQUARES[sq]  # two pieces in hand (a Chess960 swap castling)
                 nxt.lifted |= chess.BB_SQUARES[sq]
-                nxt.lift_times.setdefault(sq, lifted_at)
-                nxt.lift_log.append((lifted_at, sq))
-                nxt.lifted_at[sq] = lifted_at
+                nxt.first_lift.setdefault(sq, at)
+                nxt.lifts.append((at, sq))
+                nxt.last_lift[sq] = at
                 nxt.touches.touch(self._position, sq)
-            nxt.placed_at.update({sq: placed for sq, placed in ply.placed_at.items() if placed > t})
+            nxt.last_place.update({sq: placed for sq, placed in ply.last_place.items() if placed > t})
             # The answer may be on the board already (a Chess960 castling that leaves the squares as they were).
             answer = self._explain(self._position, nxt)
             if answer is not None:
                 self._match, self._match_t = answer, self._changed_at
                 nxt.first_match = (answer.move, self._changed_at)
         self._exchange_sq = move.to_square if move.promotion is not None else None
-        for breach in judge(position, ply.touches, move, ply.lift_times):
+        for breach in judge(position, ply.touches, move, ply.first_lift):
             out.append(self._alert(t, breach.code, breach.article, number, breach.detail))
         for sq in out_of_turn(position, ply.touches, move):
             out.append(self._alert(t, "touch_out_of_turn", "4.2.1", number, {
                 "sq": chess.square_name(sq), "piece": str(board.piece_at(sq)),
             }))
         if move.promotion is not None and chosen is not None:
-            self._promotion_verified[number] = True
+            self._cur.promotions[number] = True
         elif move.promotion is not None:
-            self._promotion_verified[number] = False
+            self._cur.promotions[number] = False
             out.append(self._alert(t, "promotion_unverified", "4.4.4", number, {
                 "sq": chess.square_name(move.to_square), "assumed": "q",
                 "note": "the board cannot see the new piece; a promote record confirms it (7.5.2 if a pawn)",
@@ -582,12 +729,12 @@ class Engine:
     def _after_move(self, t: int, board: chess.Board) -> list[Event]:
         out: list[Event] = []
         game = self._games[-1]
-        count = self._repetitions.add(board)
+        count = self._cur.repetitions.add(board)
         ended = game_over(board, count)
         if ended is not None:
             result, reason, article = ended
             game.result, game.end_reason = result, reason
-            self._over = True
+            self._phase = Phase.OVER
             out.append(GameEnd(game.number, t, result, reason, article))
             return out
         if count >= 3:
@@ -609,20 +756,38 @@ class Engine:
 
     def _unexplained(self, t: int) -> list[Event]:
         """The board rests in a state the current position does not explain: amend, take back, or wait."""
-        if self._over or self._cleared or self._occ == self._position.occ:
+        if self._phase is Phase.OVER and self._end_in_question():
+            return self._reopen(t)
+        if self._phase is not Phase.PLAYING or self._occ == self._position.occ:
             return []
+        if self._sync is Sync.LOST and self._blind is not None and self._blind.searched != self._occ:
+            # Still blind: what the board shows now may be explained by more of the lost plies.
+            return self._changes_lost(t)
         cp = self._checkpoint
         if cp is not None and not cp.moved_on and self._after_checkpoint().continuable(self._occ):
             return self._commit_checkpoint()
+        pushed = self._pushed_capture()
+        if pushed is not None:
+            return self._amend_last(t, pushed)
         if self._position.continuable(self._occ):
             # A move in progress (a piece in hand, a promotion's new piece placed first, the king on its
             # castling square).
             self._note_king_on_castling_square()
             return []
+        if self._victim_set_aside():
+            return []
+        if self._ply.unsure is not None:
+            # A snapshot was read as one change, and nothing explains the board: changes may have been lost.
+            out = self._changes_lost(t, since=self._ply.unsure, quiet=True)
+            if out:
+                return out
         out = self._amend_last(t)
         if out:
             return out
         out = self._promotion_piece_seen(t)
+        if out:
+            return out
+        out = self._recover_again(t)
         if out:
             return out
         ply = self._earlier_position()
@@ -630,17 +795,123 @@ class Engine:
             return self._takeback_to(t, ply)
         return []
 
-    def _amend_last(self, t: int) -> list[Event]:
-        """Re-explain the board from the position before the last move (what the board shows wins)."""
+    def _end_in_question(self) -> bool:
+        """Return whether the board, a few squares off the final position, may show the game going on."""
+        if not self._games or self._games[-1].result == "*" or not self._games[-1].moves:
+            return False
+        diff = self._occ ^ self._position.occ
+        return bool(diff) and diff.bit_count() < CLEARED_SQUARES
+
+    def _reopen(self, t: int) -> list[Event]:
+        """The game ended, and the board shows play going on: if the end rested on an assumed promotion piece or
+        on a move now amended, withdraw it (``game_resumed``) and go on."""
+        game = self._games[-1]
+        ended = (game.result, game.end_reason)
+        ply = len(game.moves) + 1
+        self._phase = Phase.PLAYING
+        out = self._promotion_piece_seen(t)
+        if out:
+            return out
+        game.result, game.end_reason = "*", None
+        out = self._amend_last(t)
+        if out:
+            at = next(i for i, e in enumerate(out) if isinstance(e, MoveAmended)) + 1
+            out.insert(at, GameResumed(game.number, t, ply))
+            return out
+        game.result, game.end_reason = ended
+        self._phase = Phase.OVER
+        return []
+
+    def _castling_completed(self) -> bool:
+        """Return whether the last move was a rook's that the king has now completed into castling (4.4.2)."""
+        if self._previous is None or not self._games or not self._games[-1].moves:
+            return False
+        last = self._games[-1].moves[-1]
+        board = self._previous[0].board
+        rook = chess.BB_SQUARES[last.from_square]
+        if not board.rooks & rook & board.castling_rights:
+            return False
+        return any(castling_squares(board, move)[0] == last.from_square
+                   and footprint(board, move).occ_after == self._occ for move in board.generate_castling_moves())
+
+    def _reexplained_last(self) -> Footprint | None:
+        """Return the move the board shows from the position before the last move, with both plies' lifts."""
+        if self._previous is None:
+            return None
+        position, ply = self._previous
+        return self._explain(position, ply.then(self._ply))
+
+    def _pushed_capture(self) -> Footprint | None:
+        """Return the capture the last move really was when its piece only pushed the victim aside, else None.
+
+        The last move landed next to a piece the same piece could capture; that piece's square was emptied and
+        refilled after the landing (the victim pushed onto the landing square, the capturing piece set down in
+        its place, in the same motion), and the landing square is empty again (the victim taken off, before
+        the mover's clock is pressed): the board shows the capture. The opponent lifting the piece that just
+        landed, to capture it, refills no square next to it.
+        """
+        if self._previous is None or not self._games:
+            return None
+        last = self._games[-1].moves[-1]
+        landing = chess.BB_SQUARES[last.to_square]
+        if not self._ply.lifted & landing or self._occ & landing:
+            return None
+        taken_off = self._ply.first_lift.get(last.to_square, self._t)
+        if self._has_clock and self._cur.pressed and self._cur.pressed_at < taken_off:
+            return None  # taken off after the press: the opponent's hand
+        position, ply = self._previous
+        landed = ply.last_place.get(last.to_square)
+        fp = self._reexplained_last()
+        if fp is None or landed is None or fp.move.from_square != last.from_square:
+            return None
+        victim = fp.move.to_square
+        # The first refill after the landing (the mover may straighten the capturing piece later).
+        refilled = min((placed for placed in (ply.last_place.get(victim), self._ply.last_place.get(victim))
+                        if placed is not None and placed > landed), default=-1)
+        if (not position.board.occupied_co[not position.board.turn] & chess.BB_SQUARES[victim]
+                or not chess.BB_KING_ATTACKS[victim] & landing or not 0 <= refilled - landed <= PUSH_ASIDE_MS):
+            return None
+        return fp
+
+    def _refilled_before_moving_on(self, position: Position, last: chess.Move, fp: Footprint) -> bool:
+        """Return whether ``fp``, the last move's piece moved on to a capture, had its victim's square refilled
+        before that piece left its landing square: then the refill was someone else's hand (the victim's owner
+        straightening it), not the piece moving on, which a slide may sense there only a moment early.
+        """
+        victim = fp.move.to_square
+        left = self._ply.first_lift.get(last.to_square)
+        if left is None or victim == last.to_square or not position.occ & chess.BB_SQUARES[victim]:
+            return False
+        refilled = self._ply.last_place.get(victim)
+        if refilled is None and self._previous is not None:
+            refilled = self._previous[1].last_place.get(victim)
+        return refilled is not None and refilled < left - SLIDE_OVERLAP_MS
+
+    def _victim_set_aside(self) -> bool:
+        """Return whether the board shows a capture made but for its victim, pushed onto a square next to it.
+
+        The victim is still to be taken off: a capture in progress, which no other explanation may preempt.
+        """
+        filled = self._occ & ~self._position.occ
+        if not filled or filled & (filled - 1):
+            return False
+        ply = self._ply
+        fp = self._position.explain(self._occ & ~filled, ply.lifted, ply.blind, ply.held, ply.last_lift,
+                                    ply.last_place)
+        return (fp is not None and bool(chess.BB_KING_ATTACKS[fp.move.to_square] & filled)
+                and bool(self._position.occ & chess.BB_SQUARES[fp.move.to_square]))
+
+    def _amend_last(self, t: int, pushed: Footprint | None = None) -> list[Event]:
+        """Re-explain the board from the position before the last move (what the board shows wins).
+
+        ``pushed``: the capture the last move was, its victim pushed aside first (no alert: no rule broken).
+        """
         if self._previous is None:
             return []
-        position, ply = self._previous
+        position, _ = self._previous
         game = self._games[-1]
         last = game.moves[-1]
-        now = self._ply
-        merged = _Ply(lifted=ply.lifted | now.lifted, blind=ply.blind or now.blind,
-                      lifted_at={**ply.lifted_at, **now.lifted_at}, placed_at={**ply.placed_at, **now.placed_at})
-        fp = self._explain(position, merged)
+        fp = pushed or self._reexplained_last()
         if fp is None or fp.move == last:
             return []
         board = position.board
@@ -650,33 +921,36 @@ class Engine:
         king_part = castling and last.from_square == fp.move.from_square
         if not (last.from_square == fp.move.from_square or rook_part):
             return []  # a different piece: not this move replayed, leave it to a takeback or a mismatch
+        if pushed is None and not castling and self._refilled_before_moving_on(position, last, fp):
+            return []
         out: list[Event] = []
         game.moves.pop()
         game.clocks.pop()
-        self._occs.pop()
-        self._repetitions.remove_last()
+        self._cur.occs.pop()
+        self._cur.repetitions.remove_last()
         after = board.copy(stack=False)
         san = after.san_and_push(fp.move)
         game.moves.append(fp.move)
         game.clocks.append(None)
-        self._occs.append(after.occupied)
-        self._start_ply(position.after(fp.move, after), self._previous)
-        self._over = False
+        self._cur.occs.append(after.occupied)
+        # What was seen since the amended move was first made stays its evidence for a later re-reading.
+        self._start_ply(position.after(fp.move, after), (position, self._previous[1].then(self._ply)))
+        self._phase = Phase.PLAYING
         out.append(MoveAmended(game.number, t, number, fp.move.uci(), san, self._position.fen()))
-        if not self._in_sync:
+        if self._sync is Sync.MISMATCH:
             out += self._restored(t, "amended move")
         if rook_part:
             out.append(self._alert(t, "castling_rook_first", "4.4.2", number, {
                 "played": fp.move.uci(), "replaces": last.uci(),
                 "rook": chess.square_name(last.from_square),
             }))
-        elif not king_part:
+        elif not king_part and pushed is None:
             out.append(self._alert(t, "moved_after_release", "4.7", number, {
                 "released": chess.square_name(last.to_square), "final": chess.square_name(fp.move.to_square),
                 "replaces": last.uci(), "played": fp.move.uci(),
             }))
         if fp.move.promotion is not None:
-            self._promotion_verified[number] = False
+            self._cur.promotions[number] = False
             out.append(self._alert(t, "promotion_unverified", "4.4.4", number, {
                 "sq": chess.square_name(fp.move.to_square), "assumed": "q",
             }))
@@ -686,8 +960,8 @@ class Engine:
     def _promotion_piece_seen(self, t: int) -> list[Event]:
         """A promoted piece moving as another piece would: the board shows what was really chosen."""
         game = self._games[-1]
-        for number in sorted(self._promotion_verified, reverse=True):
-            if self._promotion_verified[number] or number < len(game.moves) - 2:
+        for number in sorted(self._cur.promotions, reverse=True):
+            if self._cur.promotions[number] or number < len(game.moves) - PROMOTION_LOOKBACK:
                 continue
             original = game.moves[number - 1]
             before = game.board(number - 1)
@@ -699,7 +973,7 @@ class Engine:
                 fp = self._explain(position, self._ply)
                 if fp is None:
                     continue
-                out = self._set_promotion(t, number, alternative)
+                out = self._set_promotion(t, number, alternative, confirmed=False)
                 if out:
                     match = self._explain(self._position, self._ply)
                     if match is not None:
@@ -717,7 +991,9 @@ class Engine:
             board.push(m)
         return board
 
-    def _set_promotion(self, t: int, number: int, move: chess.Move) -> list[Event]:
+    def _set_promotion(self, t: int, number: int, move: chess.Move, confirmed: bool = True) -> list[Event]:
+        """Replace the piece of the promotion at ply ``number``; ``confirmed`` by a record, or read from how the
+        piece moved (then later moves may still correct it, always to a piece that fits every move since)."""
         game = self._games[-1]
         board = self._replay_with(number, move)
         if board is None:
@@ -725,29 +1001,48 @@ class Engine:
         before = game.board(number - 1)
         san = before.san_and_push(move)
         game.moves[number - 1] = move
-        self._promotion_verified[number] = True
+        self._cur.promotions[number] = confirmed
         self._position = Position(board)
-        self._repetitions.rebuild(game.board(0), game.moves)
-        return [MoveAmended(game.number, t, number, move.uci(), san, fen_of(before))]
+        self._cur.repetitions.rebuild(game.board(0), game.moves)
+        out: list[Event] = [MoveAmended(game.number, t, number, move.uci(), san, fen_of(before))]
+        # The game end (or its absence) rested on the piece assumed: judge the position again.
+        ended = game_over(board)
+        if ended is None and game.result != "*":
+            out += self._resume(t)
+        elif ended is not None and game.result == "*" and number == len(game.moves):
+            out += self._after_move(t, board)
+        return out
 
     def _promote(self, t: int, piece: chess.PieceType) -> list[Event]:
         """A ``promote`` record: the piece chosen for the latest promotion of the game."""
         if self._match is not None and self._match.move.promotion is not None:
             self._chosen_piece = piece  # chosen before the promotion was made: it is made with this piece
             return []
-        if not self._games or not self._promotion_verified:
+        if self._promotion_under_way():
+            self._chosen_piece = piece  # the pawn is in the hand: the choice is for this promotion, not the last
             return []
-        number = max(self._promotion_verified)
+        if not self._games or not self._cur.promotions:
+            return []
+        number = max(self._cur.promotions)
         original = self._games[-1].moves[number - 1]
         if original.promotion == piece:
-            self._promotion_verified[number] = True
+            self._cur.promotions[number] = True
             return []
         return self._set_promotion(t, number, chess.Move(original.from_square, original.to_square, piece))
 
+    def _promotion_under_way(self) -> bool:
+        """Return whether a pawn of the mover that can promote is off its square (a promotion being made)."""
+        if self._phase is not Phase.PLAYING:
+            return False
+        board = self._position.board
+        last_rank_next = chess.BB_RANK_7 if board.turn == chess.WHITE else chess.BB_RANK_2
+        pawns = board.pawns & board.occupied_co[board.turn] & last_rank_next & ~self._occ
+        return bool(pawns)
+
     def _earlier_position(self) -> int | None:
         """Return how many plies to keep if the board shows an earlier position of this game, else None."""
-        for plies in range(len(self._occs) - 2, -1, -1):
-            if self._occs[plies] == self._occ:
+        for plies in range(len(self._cur.occs) - 2, -1, -1):
+            if self._cur.occs[plies] == self._occ:
                 return plies
         return None
 
@@ -759,16 +1054,16 @@ class Engine:
         if keep < 0 or keep >= len(game.moves):
             return []
         game.truncate(keep)
-        del self._occs[keep + 1:]
+        del self._cur.occs[keep + 1:]
         board = game.board()
         self._start_ply(Position(board), None)
-        self._over = False
-        self._pressed = True
-        self._repetitions.rebuild(game.board(0), game.moves)
-        for number in [n for n in self._promotion_verified if n > keep]:
-            del self._promotion_verified[number]
+        self._phase = Phase.PLAYING
+        self._cur.pressed = True
+        self._cur.repetitions.rebuild(game.board(0), game.moves)
+        for number in [n for n in self._cur.promotions if n > keep]:
+            del self._cur.promotions[number]
         out: list[Event] = [Takeback(game.number, t, keep + 1, self._position.fen())]
-        if self._occ == self._position.occ and not self._in_sync:
+        if self._occ == self._position.occ and self._sync is Sync.MISMATCH:
             out += self._restored(t, "takeback")
         return out
 
@@ -791,11 +1086,14 @@ class Engine:
             self._exchange_sq]  # the promoted pawn taken off to be exchanged for the new piece (4.6)
         # The last move being made again (rook-first castling, a piece moved on) is no mismatch either.
         redoing = self._previous is not None and self._previous[0].continuable(self._occ)
-        if self._over or (not force and (exchanging or redoing or self._position.continuable(self._occ))):
-            self._mismatch_reported = True
+        # A move kept in question (a checkpoint) with the opponent's answer in progress after it (a bullet
+        # recapture, victim lifted first, the capturing piece still in the hand) is no mismatch either.
+        answering = self._checkpoint is not None and self._after_checkpoint().continuable(self._occ)
+        excused = exchanging or redoing or answering or self._position.continuable(self._occ)
+        if self._phase is Phase.OVER or (not force and excused):
+            self._sync = Sync.EXCUSED
             return []
-        self._mismatch_reported = True
-        self._in_sync = False
+        self._sync = Sync.MISMATCH
         extra = self._occ & ~self._position.occ
         missing = self._position.occ & ~self._occ
         return [self._alert(t, "board_mismatch", "7.4", self._ply_no, {
@@ -804,9 +1102,257 @@ class Engine:
         })]
 
     def _restored(self, t: int, how: str) -> list[Event]:
-        self._in_sync = True
-        self._mismatch_reported = False
+        self._sync = Sync.SHOWN
+        self._blind = None
         return [self._alert(t, "board_restored", "7.4", self._ply_no, {"by": how})]
+
+    # ----------------------------------------------------------------------------------------------------------
+    # lost changes: recovery, hypotheses, an arbiter's resync
+
+    @property
+    def _hypotheses(self) -> list[_Hypothesis] | None:
+        return self._blind.hypotheses if self._blind is not None else None
+
+    def _changes_lost(self, t: int, since: int | None = None, quiet: bool = False) -> list[Event]:
+        """The board shows what the changes seen do not explain: find the plies played meanwhile.
+
+        ``since``: the device time of the last record before the changes were lost (by default, the last record
+        seen); ``quiet``: if nothing explains the board, say nothing and change nothing (it may be no loss).
+        """
+        found = explanations(self._position.board, self._occ)
+        if quiet and not found:
+            return []
+        self._phase = Phase.PLAYING  # many squares off after lost changes: plies lost, not the board cleared
+        if self._blind is None:
+            self._blind = _Blind(since=self._t if since is None else since, seen=t, searched=self._occ)
+        blind = self._blind
+        blind.searched = self._occ
+        detail: dict[str, object] = {"blind_ms": blind.seen - blind.since}
+        if not found:
+            first = self._sync is not Sync.LOST
+            self._sync = Sync.LOST
+            self._match = None
+            if not first:
+                return []
+            detail.update(candidates=[], note="no legal sequence of plies found leads to what the board shows: "
+                          "resync the game (the moves since the last sure position, or a FEN)")
+            return [self._alert(t, "changes_lost", "7.4", self._ply_no, detail)]
+        if self._cur.recovered_from is None and not self._cur.searched_again:
+            self._cur.recovered_from = (len(self._games[-1].moves), blind.since)
+        game = self._games[-1]
+        found = likeliest_first(found, game.moves[-1].to_square if game.moves else None)
+        groups: dict[str, list[Explanation]] = {}
+        for found_one in found:
+            groups.setdefault(position_key(found_one.board), []).append(found_one)
+        start = self._position.board
+        if len(groups) == 1:
+            chosen = found[0]
+            detail["plies"] = chosen.sans(start)
+            if len(found) > 1:
+                detail["other_orders"] = [e.sans(start) for e in found[1:5]]
+            alert = self._alert(t, "changes_lost", "7.4", self._ply_no, detail)
+            return [alert, *self._make_recovered(t, chosen.moves)]
+        # Several positions fit: follow each until the board shows which (the first later change only one allows).
+        hypotheses = []
+        for group in groups.values():
+            child = copy.copy(self)
+            child.__dict__ = copy.deepcopy({k: v for k, v in self.__dict__.items() if k != "_blind"})
+            child._blind = None
+            child._is_hypothesis = True
+            events = child._make_recovered(t, group[0].moves)
+            hypotheses.append(_Hypothesis(group[0].sans(start), child, events))
+        self._sync = Sync.LOST
+        self._match = None
+        blind.hypotheses = hypotheses
+        detail["candidates"] = [h.sans for h in hypotheses]
+        return [self._alert(t, "changes_lost", "7.4", self._ply_no, detail)]
+
+    def _recover_again(self, t: int) -> list[Event]:
+        """The board contradicts plies recovered a moment ago: search again from the position before them."""
+        recovered = self._cur.recovered_from
+        game = self._games[-1]
+        if recovered is None or self._cur.searched_again or self._is_hypothesis:
+            return []
+        keep, since = recovered
+        played = len(game.moves) - keep
+        if played > MAX_PLIES + 2:
+            self._cur.recovered_from = None
+            return []
+        found = explanations(game.board(keep), self._occ, max_plies=min(played + 3, MAX_PLIES + 2))
+        if not found:
+            return []
+        out = self._takeback_to(t, keep) if played else []
+        self._blind = _Blind(since=since, seen=t, searched=-1)
+        out += self._changes_lost(t)
+        self._cur.searched_again = True
+        return out
+
+    def _make_recovered(self, t: int, moves: tuple[chess.Move, ...] | list[chess.Move]) -> list[Event]:
+        """Make plies not seen being made (recovered, or from a resync); the board may show one more under way."""
+        out: list[Event] = []
+        game = self._games[-1]
+        for move in moves:
+            position = self._position
+            after = position.board.copy(stack=False)
+            san = after.san_and_push(move)
+            number = len(game.moves) + 1
+            game.moves.append(move)
+            game.clocks.append(None)
+            self._cur.occs.append(after.occupied)
+            unseen = _Ply(lifted=footprint(position.board, move).must_lift, blind=True)
+            self._start_ply(position.after(move, after), (position, unseen))
+            out.append(RecoveredMove(game.number, t, number, move.uci(), san, self._position.fen()))
+            if move.promotion is not None:
+                self._cur.promotions[number] = False
+                out.append(self._alert(t, "promotion_unverified", "4.4.4", number, {
+                    "sq": chess.square_name(move.to_square), "assumed": "q",
+                }))
+            out += self._after_move(t, after)
+            if self._phase is Phase.OVER:
+                break
+        if moves:
+            self._cur.pressed = False
+            self._cur.unseen_last = True
+        self._exchange_sq = None
+        restored = self._sync is Sync.MISMATCH
+        self._sync = Sync.SHOWN
+        self._blind = None
+        if restored:
+            out.append(self._alert(t, "board_restored", "7.4", self._ply_no, {"by": "recovered plies"}))
+        if self._phase is Phase.PLAYING and self._occ != self._position.occ:
+            # One more move under way: its lifts were not seen.
+            self._ply.lifted = self._position.occ & ~self._occ
+            self._ply.blind = True
+            self._unjudged = True
+            out += self._after_change(t)
+        return out
+
+    def _feed_hypotheses(self, step: Callable[[Engine], list[Event]], t: int) -> list[Event]:
+        """Give a record (or the time) to every hypothesis; adopt the one the board leaves."""
+        hypotheses = self._hypotheses
+        assert hypotheses is not None
+        for hypothesis in hypotheses:
+            hypothesis.events += step(hypothesis.engine)
+        first = hypotheses[0].engine
+        self._occ, self._t = first._occ, max(self._t, t)
+        alive = [h for h in hypotheses if not h.engine._contradicted()]
+        if len({position_key(h.engine._position.board) for h in alive}) == 1 and len(alive) > 1:
+            # The lines have met (a move under way in one was made in another): the same game from here on.
+            alive = [min(alive, key=lambda h: len(h.engine._games[-1].moves))]
+        if len(alive) == 1:
+            return self._adopt(alive[0], [h for h in hypotheses if h is not alive[0]])
+        if not alive:
+            return self._drop_hypotheses()
+        assert self._blind is not None
+        self._blind.hypotheses = alive
+        return []
+
+    def _adopt(self, chosen: _Hypothesis, rejected: list[_Hypothesis]) -> list[Event]:
+        """The board showed which lost plies were played: go on from there, with the events of that line."""
+        blind = self._blind
+        assert blind is not None
+        child = chosen.engine
+        alert = self._alert(child._t, "changes_lost", "7.4", self._ply_no, {
+            "blind_ms": blind.seen - blind.since, "plies": chosen.sans, "rejected": [h.sans for h in rejected],
+        })
+        self.__dict__.update(child.__dict__)
+        self._is_hypothesis = False
+        return [alert, *chosen.events]
+
+    def _drop_hypotheses(self, search_again: bool = True) -> list[Event]:
+        """Every hypothesis is contradicted (or an operator acts): play on from the last sure position, blind."""
+        hypotheses = self._hypotheses
+        assert hypotheses is not None and self._blind is not None
+        first = hypotheses[0].engine
+        self._blind.hypotheses = None
+        self._occ, self._chatter, self._changed_at = first._occ, first._chatter, first._changed_at
+        self._t = max(self._t, first._t)
+        self._ply.lifted |= self._position.occ & ~self._occ
+        self._ply.blind = True
+        self._unjudged = True
+        self._blind.searched = -1 if search_again else self._occ
+        if not search_again:
+            self._unjudged = False
+            self._cur.searched_again = True
+            return []
+        return self._after_change(self._t)
+
+    def _contradicted(self) -> bool:
+        """Return whether the board, at rest, shows what this game cannot go on to (a hypothesis ruled out)."""
+        if self._hypotheses is not None:
+            return False
+        if self._sync in _OUT_OF_SYNC:
+            return True
+        if self._phase is not Phase.PLAYING or self._unjudged or self._match is not None:
+            return False
+        occ = self._occ
+        if occ == self._position.occ or self._position.continuable(occ):
+            return False
+        return not (self._checkpoint is not None and self._after_checkpoint().continuable(occ))
+
+    def _resync_plies(self, record: Resync) -> list[chess.Move] | str:
+        """Return the plies an arbiter's resync gives from the last sure position, or why it cannot be applied."""
+        if not self._games or self._phase is Phase.NEW or (self._phase is Phase.OVER and not self._games[-1].moves):
+            return "no game on this board"
+        board = self._position.board.copy(stack=False)
+        moves: list[chess.Move] = []
+        if record.fen is not None:
+            try:
+                wanted = chess.Board(record.fen, chess960=board.chess960)
+            except ValueError as exc:
+                return f"invalid FEN: {exc}"
+            if position_key(wanted) != position_key(board):
+                found = [e for e in explanations(board, wanted.occupied) or []
+                         if position_key(e.board) == position_key(wanted) and not e.in_progress]
+                if not found:
+                    return (f"the FEN is not reached from the last sure position ({self._position.fen()}) by a few "
+                            "legal plies: give the moves instead")
+                moves = list(found[0].moves)
+                board = found[0].board.copy(stack=False)
+        else:
+            for number, text in enumerate(record.moves, start=1):
+                move = _parse_move(board, text)
+                if move is None:
+                    return (f"move {number} ({text!r}) is not legal in {board.fen()} (the moves count from the last "
+                            f"sure position, {self._position.fen()})")
+                moves.append(move)
+                board.push(move)
+        final = Position(board)
+        if final.occ != self._occ and not final.continuable(self._occ):
+            extra = self._occ & ~final.occ
+            missing = final.occ & ~self._occ
+            return ("the moves do not lead to what the board shows: "
+                    f"extra {[chess.square_name(sq) for sq in chess.scan_forward(extra)]}, "
+                    f"missing {[chess.square_name(sq) for sq in chess.scan_forward(missing)]}")
+        return moves
+
+    def _resync(self, t: int, record: Resync) -> list[Event]:
+        """An arbiter's resync: the plies since the last sure position (or the position now) given by hand."""
+        out = self._flush_chatter()
+        moves = self._resync_plies(record)
+        if isinstance(moves, str):
+            return [*out, ResyncRejected(self._game_no, t, moves, list(record.moves), record.fen)]
+        was_out = self._sync in _OUT_OF_SYNC
+        if self._phase is Phase.OVER and moves:
+            out += self._resume(t)
+        self._phase = Phase.PLAYING
+        self._sync = Sync.SHOWN
+        self._blind = None
+        self._match = None
+        self._checkpoint = None
+        out += self._make_recovered(t, moves)
+        if was_out and self._sync is Sync.SHOWN:
+            out.append(self._alert(t, "board_restored", "7.4", self._ply_no, {"by": "resync"}))
+        return out
+
+    def _resume(self, t: int) -> list[Event]:
+        """The game end announced is withdrawn: the board shows play going on."""
+        game = self._games[-1]
+        if game.result == "*" and self._phase is not Phase.OVER:
+            return []
+        game.result, game.end_reason = "*", None
+        self._phase = Phase.PLAYING
+        return [GameResumed(game.number, t, len(game.moves) + 1)]
 
     # ----------------------------------------------------------------------------------------------------------
     # clock and promotion records
@@ -815,37 +1361,49 @@ class Engine:
         """A clock press completes the mover's move (6.2.1); pressing without a move is illegal (7.5.3)."""
         t = record.t if record.t >= self._t else self._t
         out = self._flush_chatter()
-        if not self._games or self._over:
+        if self._phase is Phase.NEW or self._phase is Phase.OVER:
             return out
         side = record.side
         self._has_clock = True
         if self._match is not None and self._position.board.turn == side:
             fp = self._match
             self._match = None
-            self._unresolved_checked = True
+            self._unjudged = False
             out += self._make(fp, self._match_t)
         elif self._checkpoint is not None and self._position.board.turn == side:
             out += self._commit_checkpoint()  # the mover's press: the opponent's hand was already moving
-        elif not self._unresolved_checked:
-            self._unresolved_checked = True
+        elif self._unjudged:
+            self._unjudged = False
             out += self._unexplained(self._changed_at)
+        if (self._ply.unsure is not None and self._position.board.turn == side and self._sync is not Sync.LOST
+                and self._occ != self._position.occ):
+            # The mover presses while the board shows a move under way that a snapshot told: it may be a move
+            # whose changes were lost (a capture looks like a piece in the hand).
+            out += self._changes_lost(t, since=self._ply.unsure, quiet=True)
+        if self._hypotheses is not None:
+            return out
         game = self._games[-1]
         board = self._position.board
-        if board.turn != side and game.moves and not self._pressed:
-            self._pressed = True
+        if board.turn != side and game.moves and not self._cur.pressed:
+            self._cur.pressed = True
+            self._cur.pressed_at = t
             game.clocks[-1] = record.remaining
             out.append(ClockPress(game.number, t, len(game.moves), "white" if side else "black",
                                   record.remaining))
             return out
-        if board.turn == side and not self._over:
-            self._illegal[side] += 1
-            count = self._illegal[side]
+        if self._sync in _OUT_OF_SYNC or self._ply.blind or self._cur.unseen_last:
+            # The board was out of sync before this press (changes lost, or a mismatch already raised): the game
+            # position may be behind the board, a press proves nothing.
+            return out
+        if board.turn == side and self._phase in _READING:  # the move made may have ended the game
+            self._cur.illegal[side] += 1
+            count = self._cur.illegal[side]
             # A position no legal move can continue is an illegal move completed; the game position, or a move
             # still in progress (a piece in the hand), is a press without a move.
             shown = self._occ != self._position.occ and not self._position.continuable(self._occ)
             detail: dict[str, object] = {"side": "white" if side else "black", "count": count}
             if shown:
-                out += self._report_mismatch(t, force=True) if not self._mismatch_reported else []
+                out += self._report_mismatch(t, force=True) if self._sync is Sync.SHOWN else []
                 article = "7.5.1"
                 detail["reason"] = "clock pressed after a move that is not legal"
             else:
@@ -855,3 +1413,16 @@ class Engine:
                 detail["note"] = "second completed illegal move by this player (7.5.5)"
             out.append(self._alert(t, "illegal_move", article, self._ply_no, detail))
         return out
+
+
+def _parse_move(board: chess.Board, text: str) -> chess.Move | None:
+    """Return the legal move ``text`` (SAN or UCI) in ``board``, or None."""
+    try:
+        return board.parse_san(text)
+    except ValueError:
+        pass
+    try:
+        move = chess.Move.from_uci(text)
+    except ValueError:
+        return None
+    return move if board.is_legal(move) else None

@@ -24,6 +24,7 @@ ALERT_ARTICLES: dict[str, tuple[str, ...]] = {
     "board_mismatch": ("7.4",),
     "board_restored": ("7.4",),
     "draw_claimable": ("9.2", "9.3"),
+    "changes_lost": ("7.4",),
 }
 
 #: What each alert means, for people reading alerts (README table, dashboard).
@@ -38,6 +39,7 @@ ALERT_MEANINGS: dict[str, str] = {
     "board_mismatch": "the board shows no legal continuation of the game (extra and missing squares)",
     "board_restored": "the board shows the game position again",
     "draw_claimable": "a draw may be claimed: threefold repetition or fifty-move rule",
+    "changes_lost": "the board's changes were lost for a while: the plies recovered, or the candidates to resync",
 }
 
 
@@ -115,6 +117,17 @@ class MoveMade(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class RecoveredMove(MoveMade):
+    """A ``move`` not seen being made: recovered after lost changes, or given by an arbiter's resync."""
+
+    recovered: bool = True
+
+    def to_json(self) -> str:
+        """Return the event as one compact JSON line."""
+        return _JSON.encode(self.to_dict())
+
+
+@dataclass(frozen=True, slots=True)
 class MoveAmended(MoveMade):
     """Ply ``ply`` was replaced by this move (rook-first castling, moved after release, promotion piece)."""
 
@@ -177,3 +190,28 @@ class GameEnd(Event):
     @property
     def type(self) -> str:
         return "game_end"
+
+
+@dataclass(frozen=True, slots=True)
+class GameResumed(Event):
+    """The game end announced before ply ``ply`` is withdrawn: the board showed play going on (a promoted piece
+    other than the one assumed, an amended move); the result is ``*`` again."""
+
+    ply: int
+
+    @property
+    def type(self) -> str:
+        return "game_resumed"
+
+
+@dataclass(frozen=True, slots=True)
+class ResyncRejected(Event):
+    """An arbiter's ``resync`` that was not applied: ``reason`` says why (an illegal move, another occupancy)."""
+
+    reason: str
+    moves: list[str] = field(default_factory=list)
+    fen: str | None = None
+
+    @property
+    def type(self) -> str:
+        return "resync_rejected"

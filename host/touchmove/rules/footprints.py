@@ -129,17 +129,18 @@ class Position:
         return moves
 
     def explain(self, occ: chess.Bitboard, lifted: chess.Bitboard, blind: bool = False,
-                held: chess.Bitboard = 0, lifted_at: dict[int, int] | None = None,
-                placed_at: dict[int, int] | None = None) -> Footprint | None:
+                held: chess.Bitboard = 0, last_lift: dict[int, int] | None = None,
+                last_place: dict[int, int] | None = None, adjusted: chess.Bitboard = 0) -> Footprint | None:
         """Return the legal move that leaves ``occ``, proven by the ``lifted`` squares, or None.
 
         ``blind`` (after lost changes) waives the proof, but a capture whose victim square was not seen lifted
         must then be the only one that fits. Castling wins over a rook or king move with the same
         footprint only when both king and rook were lifted (Chess960); promotions give the queen. A Chess960
         castling that swaps king and rook leaves the board as it was: it needs both off the board at once
-        (``held``), or it would be a touch of each. With ``lifted_at`` and ``placed_at`` (the last lift and place
+        (``held``), or it would be a touch of each. With ``last_lift`` and ``last_place`` (the last lift and place
         of each square), a capture also needs its square refilled after the capturing piece was lifted: a
-        victim square lifted and put back before (an adjustment) proves nothing.
+        victim square lifted and put back before (an adjustment) proves nothing; on the ``adjusted`` squares
+        (its owner straightening it before his press) the refill must follow the capturing piece's lift.
         """
         vacated = self.occ & ~occ
         filled = occ & ~self.occ
@@ -171,6 +172,10 @@ class Position:
             targets = filled
         if not targets:
             return found
+        # Several victims lifted and refilled (a sleeve knocked one off, put back after the capturing piece
+        # landed; its owner straightened one just before): see _capture_proof.
+        several = (nf == 0 and not blind and targets & (targets - 1) and last_lift is not None
+                   and last_place is not None)
         # Only the legal moves of the mover's pieces that left their squares can explain it (kept per square: a
         # touch looked them up already).
         candidates = [move for from_sq in chess.scan_reversed(vacated & board.occupied_co[board.turn])
@@ -181,10 +186,16 @@ class Position:
             fp = footprint(board, move)
             if fp.occ_after != occ or not (blind or fp.must_lift & ~lifted == 0):
                 continue
-            if (not blind and nf == 0 and move.promotion is None and lifted_at is not None and placed_at is not None
-                    and placed_at.get(move.to_square, -1) < lifted_at.get(move.from_square, 0) - SLIDE_OVERLAP_MS):
+            if (not blind and nf == 0 and move.promotion is None and last_lift is not None and last_place is not None
+                    and last_place.get(move.to_square, -1) < last_lift.get(move.from_square, 0)
+                    - (0 if adjusted & chess.BB_SQUARES[move.to_square] else SLIDE_OVERLAP_MS)):
                 # The victim's square was refilled before the capturing piece left its square (a promotion's
                 # new piece may come first: it is not the pawn); a piece slid across is sensed on both at once.
+                continue
+            if several:
+                if found is None or self._capture_proof(move, last_lift, last_place) < self._capture_proof(
+                        found.move, last_lift, last_place):
+                    found = fp
                 continue
             if not (blind and nf == 0):
                 return fp
@@ -192,6 +203,19 @@ class Position:
                 return None  # lifts unseen and two captures fit: no guess
             found = fp
         return found
+
+    @staticmethod
+    def _capture_proof(move: chess.Move, last_lift: dict[int, int] | None,
+                       last_place: dict[int, int] | None) -> tuple[bool, int]:
+        """Return how weakly the lifts prove a capture, for ranking several (smaller is stronger).
+
+        A victim square refilled only after the capturing piece left its square is the better proof (a refill
+        just before is allowed for a piece slid onto it, but is as likely its owner straightening it); then the
+        victim lifted first (a piece knocked off by the sleeve on the way comes later).
+        """
+        assert last_lift is not None and last_place is not None
+        before = last_place.get(move.to_square, -1) < last_lift.get(move.from_square, 0)
+        return before, last_lift.get(move.to_square, 0)
 
     def can_move(self, sq: chess.Square) -> bool:
         """Return whether the piece on ``sq`` has a legal move (castling counts for the king only)."""
@@ -246,12 +270,12 @@ class Position:
 
 
 def promotion_alternatives(board: chess.Board, move: chess.Move) -> list[chess.Move]:
-    """Return the same promotion with each other piece, in the order q, r, b, n."""
+    """Return the same promotion with each other piece, most often chosen first (q, n, r, b)."""
     if move.promotion is None:
         return []
     return [
         chess.Move(move.from_square, move.to_square, promotion=piece)
-        for piece in PROMOTION_PIECES
+        for piece in (chess.QUEEN, chess.KNIGHT, chess.ROOK, chess.BISHOP)
         if piece != move.promotion
     ]
 

@@ -149,8 +149,21 @@ class Timer:
 
 
 class UART:
-    def __init__(self, id, baudrate=115200, bits=8, parity=None, stop=1, tx=None, rx=None):
+    def __init__(self, id, baudrate=115200, bits=8, parity=None, stop=1, tx=None, rx=None, timeout=0):
+        self.id = id
+        self.tx = tx
+        self.rx = rx
         self.written = []
+        self.incoming = bytearray()
+
+    def any(self):
+        return len(self.incoming)
+
+    def readinto(self, buf):
+        n = min(len(buf), len(self.incoming))
+        buf[:n] = self.incoming[:n]
+        self.incoming = self.incoming[n:]
+        return n or None
 
     def write(self, buf):
         self.written.append(buf)

@@ -10,6 +10,8 @@ class HC165Chain:
         self.inputs = bytearray(8)
         self.reg = bytearray(8)
         self.pos = 0  # bits shifted out since the last load (bit-banged reading)
+        self.cut = False  # the data wire to the MCU is cut: MISO's pull-up reads 1
+        self.stuck = False  # CLK or SH/LD does not reach the chips: Q7 keeps showing chip 0's D7
         self.loads = 0
         self.clocks = 0
         machine.SPI_DEVICES[spi_id] = self
@@ -30,6 +32,10 @@ class HC165Chain:
 
     def _q7(self, pin):
         p = self.pos
+        if self.cut:
+            return 1
+        if self.stuck:
+            return (self.inputs[0] >> 7) & 1
         if p >= 64:
             return 0  # the last chip's DS is tied low
         return (self.reg[p >> 3] >> (7 - (p & 7))) & 1
@@ -38,7 +44,12 @@ class HC165Chain:
         # MSB first: the first byte clocked in is chip 0's D7..D0; past 64 bits the chain reads zeros
         n = len(buf)
         for k in range(n):
-            buf[k] = self.reg[k] if k < 8 else 0
+            if self.cut:
+                buf[k] = 0xFF
+            elif self.stuck:
+                buf[k] = 0xFF if self.inputs[0] & 0x80 else 0
+            else:
+                buf[k] = self.reg[k] if k < 8 else 0
         self.pos = 8 * n
         self.clocks += 8 * n
 
@@ -81,13 +92,24 @@ class MatrixModel:
 
 
 class MCP23017Model:
-    """One MCP23017: 16 switches to GND on GPA/GPB; ``closed`` bit i = pin i (GPA0..7, GPB0..7)."""
+    """One MCP23017: switches to GND on GPA/GPB; ``closed`` bit i = pin i (GPA0..7, GPB0..7).
+    ``fail`` > 0: that many transactions raise OSError(EIO) (a glitch or a stuck bus); ``fail`` < 0: all do.
+    ``gp7_inputs_at_read`` counts reads while GPA7 or GPB7 is an input (output-only pins since the 2022
+    datasheet: an input there can corrupt SDA)."""
 
     def __init__(self, addr):
         self.regs = bytearray(0x16)
         self.regs[0] = self.regs[1] = 0xFF  # IODIR: inputs at power-on
         self.closed = 0
+        self.fail = 0
+        self.gp7_inputs_at_read = 0
         machine.I2C_DEVICES[addr] = self
+
+    def _maybe_fail(self):
+        if self.fail:
+            if self.fail > 0:
+                self.fail -= 1
+            raise OSError(5)
 
     def _port(self, b):
         closed = (self.closed >> (8 * b)) & 0xFF
@@ -96,10 +118,14 @@ class MCP23017Model:
         return (~closed & pullups) & 0xFF
 
     def write_mem(self, reg, buf):
+        self._maybe_fail()
         for i in range(len(buf)):
             self.regs[reg + i] = buf[i]
 
     def read_mem_into(self, reg, buf):
+        self._maybe_fail()
+        if (self.regs[0] | self.regs[1]) & 0x80:
+            self.gp7_inputs_at_read += 1
         for i in range(len(buf)):
             r = reg + i
             buf[i] = self._port(r - 0x12) if r in (0x12, 0x13) else self.regs[r]

@@ -5,7 +5,7 @@ import json
 
 import machine
 from hwmodels import HallModel, HC165Chain, MatrixModel, MCP23017Model
-from touchmove_fw import board, config
+from touchmove_fw import assemble, board, config
 
 
 def setup():
@@ -33,8 +33,12 @@ def _occupy_start(name, model):
         for k in range(8):
             model.closed[k] = start[k]
     elif name == "mcp23017":
-        for c in range(4):
-            model[c].closed = start[2 * c] | (start[2 * c + 1] << 8)
+        bits = 0
+        for k in range(8):
+            bits |= start[k] << (8 * k)
+        for c in range(5):  # 14 inputs a chip: GPA0..6, GPB0..6
+            v = (bits >> (14 * c)) & 0x3FFF
+            model[c].closed = (v & 0x7F) | ((v >> 7) << 8)
     else:
         for j in range(64):
             model.values[j] = 45000 if (start[j >> 3] >> (j & 7)) & 1 else 30000
@@ -48,10 +52,12 @@ def test_build_every_profile():
             machine.set_input(cfg["pins"][b], 1)  # buttons up (pull-ups)
         model = _models(name, cfg)
         _occupy_start(name, model)
-        app, stream, wdt, cleanup = board.build(cfg, machine)
-        assert wdt is not None and stream is not None and cleanup is None
+        config.check(cfg)
+        app, stream, wdt, cleanup, inp = assemble.build(cfg, machine)
+        assert wdt is not None and stream is not None and cleanup is None and inp is not None
         assert app.leds is not None and app.leds.strip.n == 64
         lines = []
+        app.out.port = None
         app.out.write = lines.append
         app.start()
         hello = json.loads(lines[0])
@@ -93,8 +99,9 @@ def test_calibrate_command_on_a_hall_board():
     model = _models("hall_mux", cfg)
     for j in range(64):
         model.values[j] = 20000 + 100 * j  # an empty board, every sensor a little different
-    app, _, _, _ = board.build(cfg, machine)
+    app = assemble.build(cfg, machine)[0]
     lines = []
+    app.out.port = None
     app.out.write = lines.append
     app.start()
     app.command(b'{"cmd":"calibrate"}')
@@ -109,5 +116,60 @@ def test_calibrate_command_on_a_hall_board():
     app.flush()
     assert json.loads(lines[-1])["type"] == "place" and json.loads(lines[-1])["sq"] == "e4"
     # the thresholds come back at the next start
-    app2, _, _, _ = board.build(cfg, machine)
+    app2 = assemble.build(cfg, machine)[0]
     assert list(app2.driver.thresholds) == saved
+
+
+def _diag(app, lines):
+    del lines[:]
+    app.command(b'{"cmd":"diag"}')
+    return [json.loads(x) for x in lines]
+
+
+def test_diag_on_a_shift_register_board():
+    for bitbang in (False, True):
+        setup()
+        cfg = config.get("hc165", {"leds": None, "bitbang": bitbang})
+        for b in cfg["buttons"]:
+            machine.set_input(cfg["pins"][b], 1)
+        chain = _models("hc165", cfg)
+        _occupy_start("hc165", chain)
+        app = assemble.build(cfg, machine)[0]
+        lines = []
+        app.out.port = None
+        app.out.write = lines.append
+        app.start()
+        chain.inputs[3] &= ~0x10  # a piece on e4, not yet debounced
+        app.scanner.scan(5)
+        d = _diag(app, lines)
+        assert len(d) == 1 and d[0]["type"] == "diag" and d[0]["part"] == "scan", d
+        d = d[0]
+        assert d["chain"] == "ok" and d["driver"] == "hc165", d
+        assert d["now"] == "ffff00001000ffff" and d["occ"] == "ffff00000000ffff", d  # raw bit vs debounced
+        assert d["raw"] == "0000ffffefff0000", d  # the pin levels in wiring order: chip 3's D4 pulled low
+        # the data wire cut (MISO pulled up): the tail byte reads 0xFF
+        chain.cut = True
+        assert _diag(app, lines)[0]["chain"] == "dead"
+        chain.cut = False
+        chain.stuck = True  # nothing shifts: every bit is chip 0's D7
+        chain.inputs[0] = 0  # (and it reads 0)
+        assert _diag(app, lines)[0]["chain"] == "flat"
+
+
+def test_diag_on_a_hall_board_sends_adc_values():
+    cfg = config.get("hall_mux", {"leds": None, "calibration_file": None})
+    for b in cfg["buttons"]:
+        machine.set_input(cfg["pins"][b], 1)
+    model = _models("hall_mux", cfg)
+    for j in range(64):
+        model.values[j] = 30000 + j
+    app = assemble.build(cfg, machine)[0]
+    lines = []
+    app.out.port = None
+    app.out.write = lines.append
+    app.start()
+    d = _diag(app, lines)
+    assert [m["part"] for m in d] == ["scan", "adc", "adc", "adc", "adc"]
+    assert d[0]["chain"] == "n/a"
+    assert [v for m in d[1:] for v in m["v"]] == [30000 + j for j in range(64)]
+    assert all(len(x) < 256 for x in lines)

@@ -1,5 +1,6 @@
 # ruff: noqa: UP031  (MicroPython-side code: %-formatting, like the firmware)
 # Drivers against scripted pin states (fake machine + hardware models).
+import json
 import random
 
 import machine
@@ -89,19 +90,100 @@ def test_matrix_without_diodes_ghosts_a_whole_rank():
     assert bytes(~b & 0xFF for b in buf) == bytes(closed)
 
 
-def test_mcp23017_enables_pullups_and_reads_all_chips():
+def _mcp_set(models, pat):
+    """Close the switches of pattern ``pat`` (8 bytes, wiring order) on 5 chips of 14 inputs."""
+    bits = 0
+    for k in range(8):
+        bits |= pat[k] << (8 * k)
+    for c in range(5):
+        v = (bits >> (14 * c)) & 0x3FFF
+        models[c].closed = (v & 0x7F) | ((v >> 7) << 8)  # GPA0..6, GPB0..6
+
+
+def test_mcp23017_fourteen_inputs_a_chip():
     cfg = config.get("mcp23017", {})
+    assert len(cfg["i2c_addrs"]) == 5  # 64 squares / 14 inputs a chip
     models = [MCP23017Model(a) for a in cfg["i2c_addrs"]]
     drv = mcp23017.from_config(cfg, machine, None)
     for m in models:
-        assert m.regs[0x0C] == 0xFF and m.regs[0x0D] == 0xFF  # GPPUA/B
-        assert m.regs[0x00] == 0xFF and m.regs[0x01] == 0xFF  # inputs
+        assert m.regs[0x0C] == 0x7F and m.regs[0x0D] == 0x7F  # pull-ups on GPx0..6
+        assert m.regs[0x00] == 0x7F and m.regs[0x01] == 0x7F  # GPx0..6 inputs, GPA7/GPB7 outputs
+        assert m.regs[0x14] == 0 and m.regs[0x15] == 0  # ... driven low
     buf = bytearray(8)
     for pat in _patterns():
-        for k in range(4):
-            models[k].closed = pat[2 * k] | (pat[2 * k + 1] << 8)
+        _mcp_set(models, pat)
         drv.read(buf)
         assert bytes(buf) == bytes(~b & 0xFF for b in pat), (buf, pat)
+    assert all(m.gp7_inputs_at_read == 0 for m in models)
+    assert drv.errors == 0
+
+
+def test_mcp23017_bus_errors_keep_last_good_data_and_recover():
+    cfg = config.get("mcp23017", {})
+    models = [MCP23017Model(a) for a in cfg["i2c_addrs"]]
+    drv = mcp23017.from_config(cfg, machine, None)
+    made = []
+    real = drv.recover
+
+    def recover():
+        made.append(1)
+        return real()
+
+    drv.recover = recover
+    buf = bytearray(8)
+    start = bytes((0xFF, 0xFF, 0, 0, 0, 0, 0xFF, 0xFF))
+    _mcp_set(models, start)
+    drv.read(buf)
+    good = bytes(buf)
+    assert good == bytes(~b & 0xFF for b in start)
+    # a glitch on chip 1: one failed read, the chip's last reading stands, the others are read
+    models[1].fail = 1
+    models[4].closed = 0  # squares of chip 4 lift meanwhile (inputs 56..63 = rank 8)
+    drv.read(buf)
+    assert drv.errors == 1 and buf[7] == 0xFF and bytes(buf[:7]) == good[:7], bytes(buf)
+    drv.read(buf)
+    assert drv.errors == 1 and buf[7] == 0xFF
+    # a stuck bus: every transaction fails; scanning goes on with the last good data, then the bus is recovered
+    for m in models:
+        m.fail = -1
+    before = bytes(buf)
+    for _ in range(mcp23017.RECOVER_AFTER):
+        drv.read(buf)  # never raises
+        assert bytes(buf) == before
+    assert made == [1] and drv.recoveries == 1 and drv.errors > 5 * mcp23017.RECOVER_AFTER
+    # the bus comes back (the chips were power-cycled meanwhile): they are set up again, fresh data flows
+    for m in models:
+        m.fail = 0
+        m.regs[0] = m.regs[1] = m.regs[0x0C] = m.regs[0x0D] = 0xFF
+    drv.read(buf)
+    assert all(m.regs[0] == 0x7F and m.regs[0x0C] == 0x7F for m in models)
+    drv.read(buf)
+    assert made == [1] and buf[7] == 0xFF and drv.failing == 0
+    _mcp_set(models, start)
+    drv.read(buf)
+    assert bytes(buf) == good
+
+
+def test_mcp23017_error_reaches_the_host():
+    from touchmove_fw import assemble
+
+    cfg = config.get("mcp23017", {"leds": None, "buttons": ()})
+    models = [MCP23017Model(a) for a in cfg["i2c_addrs"]]
+    app = assemble.build(cfg, machine)[0]
+    lines = []
+    app.out.port = None
+    app.out.write = lines.append
+    app.start()
+    models[2].fail = 3
+    t = 0
+    for _ in range(250):  # a bit more than one heartbeat
+        t += 5
+        app.scanner.scan(t)
+        app.flush()
+    out = [json.loads(x) for x in lines]
+    errs = [m for m in out if m["type"] == "error"]
+    assert len(errs) == 1 and "sensor bus" in errs[0]["why"] and "3" in errs[0]["why"], out
+    assert not [m for m in out if m["type"] in ("lift", "place")]  # the glitch flipped no square
 
 
 def _hall(shared=True):

@@ -13,7 +13,7 @@ from touchmove_fw.clock import SteppedClock
 from touchmove_fw.drivers import hall_mux, hc165, matrix, mcp23017
 from touchmove_fw.evqueue import EventQueue
 from touchmove_fw.scan import Scanner
-from touchmove_fw.squares import build_map
+from touchmove_fw.maps import build_map
 
 
 def setup():

@@ -1,0 +1,54 @@
+# The fatal path: an exception escaped the firmware. Tell the host on the wire with an "error" record (the
+# NDJSON link must never carry a traceback), keep the traceback for diagnosis, then reset the board.
+import sys
+
+from . import protocol
+
+MAX_WHY = 120
+
+
+def why(exc):
+    """'fatal: OSError: 5' - one short line."""
+    text = "fatal: %s: %s" % (type(exc).__name__, exc)
+    return text[:MAX_WHY]
+
+
+def drain(out, ms):
+    """Write out what is buffered, waiting at most ``ms``."""
+    import time
+
+    t0 = time.ticks_ms()
+    while out.pump() and time.ticks_diff(time.ticks_ms(), t0) < ms:
+        time.sleep_ms(5)
+
+
+def report(exc, app=None):
+    """Send the error record (through the app's output, in sequence, or as a lone line when the firmware
+    never started), then reset; on the unix port print the traceback to stderr and exit 1."""
+    w = why(exc)
+    try:
+        if app is not None:
+            out = app.out
+            if out.port is not None and out.room() < 200:
+                # a host that is not reading: only the error matters now; a newline ends any line cut short
+                out.buf[0] = 10
+                out.start = 0
+                out.end = 1
+            out.error(w)
+            drain(out, 300)
+        else:
+            line = protocol.msg("error", protocol.error_fields(w), 0, 0)
+            getattr(sys.stdout, "buffer", sys.stdout).write(line.encode())
+    except Exception:  # reporting must not stop the reset
+        pass
+    if sys.platform == "linux":  # the PC simulation
+        sys.print_exception(exc, sys.stderr)
+        sys.exit(1)
+    try:
+        with open("last_error.txt", "w") as f:  # read it with mpremote after the reset
+            sys.print_exception(exc, f)
+    except Exception:
+        pass
+    import machine
+
+    machine.reset()

@@ -1,0 +1,145 @@
+"""Parts and blocks shared by the four sensing options: KiCad's symbol libraries (Debian's kicad-symbols,
+KiCad 6 format), the Raspberry Pi Pico (no KiCad 6 symbol: defined here from its datasheet pinout), the
+DRV5053 linear hall sensor (not in KiCad 6's library either), power nets, clock buttons and the LED output."""
+
+from __future__ import annotations
+
+import os
+
+SYMBOLS = os.environ.get("KICAD_SYMBOL_DIR", "/usr/share/kicad/symbols")
+os.environ.setdefault("KICAD6_SYMBOL_DIR", SYMBOLS)
+
+import skidl  # noqa: E402
+from skidl import KICAD6, Net, Part, Pin  # noqa: E402
+
+skidl.set_default_tool(KICAD6)
+
+FP = {
+    "R": "Resistor_THT:R_Axial_DIN0207_L6.3mm_D2.5mm_P10.16mm_Horizontal",
+    "C": "Capacitor_THT:C_Disc_D5.0mm_W2.5mm_P5.00mm",
+    "CP": "Capacitor_THT:CP_Radial_D10.0mm_P5.00mm",
+    "RN": "Resistor_THT:R_Array_SIP9",
+    "DIP16": "Package_DIP:DIP-16_W7.62mm",
+    "DIP28": "Package_DIP:DIP-28_W7.62mm",
+    "SOIC24W": "Package_SO:SOIC-24W_7.5x15.4mm_P1.27mm",
+    "SOT23-5": "Package_TO_SOT_SMD:SOT-23-5",
+    # a glass reed switch 2 x 14 mm: leads bent to a 20.32 mm axial footprint
+    "REED": "Resistor_THT:R_Axial_DIN0414_L11.9mm_D4.5mm_P20.32mm_Horizontal",
+    "D": "Diode_THT:D_DO-35_SOD27_P7.62mm_Horizontal",
+    "BTN": "Button_Switch_THT:SW_PUSH_6mm",
+    "TO92": "Package_TO_SOT_THT:TO-92_Inline",
+    "XH3": "Connector_JST:JST_XH_B3B-XH-A_1x03_P2.50mm_Vertical",
+    "XH4": "Connector_JST:JST_XH_B4B-XH-A_1x04_P2.50mm_Vertical",
+    "XH6": "Connector_JST:JST_XH_B6B-XH-A_1x06_P2.50mm_Vertical",
+    # not in KiCad 6's footprint library: the module's 2 x 20 castellated / through-hole pads
+    "PICO": "touchmove:RaspberryPi_Pico_THT",
+}
+
+# Raspberry Pi Pico / Pico W pinout (Pico datasheet, "Pinout"): physical pin -> name.
+PICO_PINS = {
+    1: "GP0", 2: "GP1", 3: "GND", 4: "GP2", 5: "GP3", 6: "GP4", 7: "GP5", 8: "GND", 9: "GP6", 10: "GP7",
+    11: "GP8", 12: "GP9", 13: "GND", 14: "GP10", 15: "GP11", 16: "GP12", 17: "GP13", 18: "GND", 19: "GP14",
+    20: "GP15", 21: "GP16", 22: "GP17", 23: "GND", 24: "GP18", 25: "GP19", 26: "GP20", 27: "GP21", 28: "GND",
+    29: "GP22", 30: "RUN", 31: "GP26", 32: "GP27", 33: "AGND", 34: "GP28", 35: "ADC_VREF", 36: "3V3",
+    37: "3V3_EN", 38: "GND", 39: "VSYS", 40: "VBUS",
+}
+
+
+PICO_NUM = {name: num for num, name in PICO_PINS.items() if name.startswith("GP")}
+
+
+def nc() -> skidl.Net:
+    """The current circuit's no-connect net (pins left open on purpose)."""
+    import builtins
+
+    return builtins.NC  # type: ignore[attr-defined]
+
+
+def pico(ref: str = "U1") -> Part:
+    """The Pico module, drawn as a 2 x 20 header numbered like the module (KiCad 6 has no Pico symbol);
+    its pins are passive, so the power nets it feeds are flagged as driven (Board.finish)."""
+    u = Part("Connector_Generic", "Conn_02x20_Counter_Clockwise", ref=ref, tag=ref, value="Raspberry Pi Pico",
+             footprint=FP["PICO"])
+    return u
+
+
+def drv5053(ref: str) -> Part:
+    """A DRV5053 linear hall sensor (TO-92: 1 VCC, 2 GND, 3 OUT), drawn with KiCad's DRV5055 TO-92 symbol,
+    which has the same pinout (KiCad 6 has no DRV5053)."""
+    return Part("Sensor_Magnetic", "DRV5055A1xLPGxQ1", ref=ref, tag=ref, value="DRV5053RAQLPG",
+                footprint=FP["TO92"])
+
+
+def lib(libname: str, name: str, ref: str, value: str, footprint: str) -> Part:
+    """A part from KiCad's symbol libraries with a fixed reference and tag (stable netlists)."""
+    return Part(libname, name, ref=ref, tag=ref, value=value, footprint=FP[footprint])
+
+
+class Board:
+    """The main board every option shares: the Pico, power nets, two clock buttons, the LED data output."""
+
+    def __init__(self, gpios: dict[str, int]) -> None:
+        self.u = pico()
+        self.v3 = Net("+3V3")
+        self.gnd = Net("GND")
+        self.vbus = Net("VBUS")
+        for num, name in PICO_PINS.items():
+            pin = self.u[str(num)]
+            if name in ("GND", "AGND"):
+                pin += self.gnd
+            elif name == "3V3":
+                pin += self.v3
+            elif name == "VBUS":
+                pin += self.vbus
+            elif not name.startswith("GP"):  # VSYS (fed from VBUS on the module), RUN, 3V3_EN, ADC_VREF
+                pin += nc()
+        self.gpios = gpios
+        self.used: set[str] = set()
+        c = lib("Device", "C", "C1", "100n", "C")
+        c[1] += self.v3
+        c[2] += self.gnd
+
+    def gp(self, signal: str) -> Pin:
+        """The Pico pin carrying ``signal`` (its GPIO from the firmware's pin map)."""
+        name = f"GP{self.gpios[signal]}"
+        self.used.add(name)
+        return self.u[str(PICO_NUM[name])]
+
+    def buttons(self) -> None:
+        for i, side in enumerate(("clock_white", "clock_black")):
+            sw = lib("Switch", "SW_Push", f"SW{i + 1}", "push button", "BTN")
+            sw[1] += Net(side.upper())
+            sw[1] += self.gp(side)
+            sw[2] += self.gnd
+
+    def leds(self) -> None:
+        """WS2812B strip output: 3.3 V data to 5 V logic through a 74AHCT1G125 (VCC 5 V, TTL input levels),
+        a 330 Ohm series resistor, a 1000 uF bulk capacitor at the strip's connector."""
+        buf = lib("74xGxx", "74AHCT1G125", "U20", "74AHCT1G125", "SOT23-5")
+        data = Net("LED_DATA_3V3")
+        data += self.gp("led_data")
+        # by pin number: 1 /OE, 2 A, 3 GND, 4 Y, 5 VCC (the library's names for 1, 2, 4 are mangled)
+        buf[2] += data
+        buf[1] += self.gnd
+        buf[5] += self.vbus
+        buf[3] += self.gnd
+        r = lib("Device", "R", "R20", "330", "R")
+        r[1] += buf[4]
+        j = lib("Connector_Generic", "Conn_01x03", "J20", "JST-XH 3p", "XH3")
+        j[1] += self.vbus
+        j[2] += r[2]
+        j[3] += self.gnd
+        cb = lib("Device", "C_Polarized", "C20", "1000u", "CP")
+        cb[1] += self.vbus
+        cb[2] += self.gnd
+        cd = lib("Device", "C", "C21", "100n", "C")
+        cd[1] += self.vbus
+        cd[2] += self.gnd
+
+    def finish(self) -> None:
+        """Mark the GPIOs this option does not use as intentionally unconnected; drive the power nets."""
+        for num, name in PICO_PINS.items():
+            if name.startswith("GP") and name not in self.used:
+                self.u[str(num)] += nc()
+        for net in (self.gnd, self.v3, self.vbus):  # the module's regulator, USB port and ground
+            net.drive = skidl.POWER

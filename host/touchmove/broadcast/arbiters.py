@@ -1,0 +1,232 @@
+"""Named arbiters: one token each, kept only as SHA-256 digests; the chief arbiter can revoke a token at once.
+
+Tokens come from a TOML file (``TOUCHMOVE_ARBITERS_FILE``, or ``arbiters.toml`` in the broadcast's output
+directory) and/or the environment (``TOUCHMOVE_ARBITERS``)::
+
+    # arbiters.toml: made by `python -m touchmove.broadcast.arbiters add arbiters.toml "Anna Chief" --chief`
+    [[arbiter]]
+    name = "Anna Chief"
+    role = "chief"
+    token_sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+
+    TOUCHMOVE_ARBITERS="chief:Anna Chief=<token>;Bob Deputy=<token>"   (clear tokens, hashed when read)
+
+The tournament's single ``token`` still works, as an arbiter named ``arbiter`` with the chief's rights.
+Revocations are written to ``arbiters-revoked.json`` beside the audit log and hold across restarts; the
+file is re-read when it changes, so editing it (or the tokens file) needs no restart either.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ARBITERS_ENV = "TOUCHMOVE_ARBITERS"
+ARBITERS_FILE_ENV = "TOUCHMOVE_ARBITERS_FILE"
+ROLES = ("chief", "arbiter")
+SHARED_NAME = "arbiter"
+
+
+def digest(token: str) -> str:
+    """The SHA-256 hex digest a token is kept as."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Arbiter:
+    name: str
+    role: str
+    token_sha256: str
+    source: str
+
+    @property
+    def chief(self) -> bool:
+        return self.role == "chief"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "role": self.role, "source": self.source}
+
+
+class ArbiterConfigError(ValueError):
+    """A tokens file or environment value that cannot be read."""
+
+
+def parse_env(value: str) -> list[Arbiter]:
+    """``role:Name=token;Name=token`` (role ``chief`` or ``arbiter``, default arbiter)."""
+    out = []
+    for part in value.split(";"):
+        part = part.strip()
+        if not part:
+            continue
+        who, sep, token = part.rpartition("=")
+        if not sep or not who.strip() or not token.strip():
+            raise ArbiterConfigError(f"{ARBITERS_ENV}: expected [role:]Name=token, got {part.split('=')[0]!r}=...")
+        role, colon, name = who.partition(":")
+        if not colon or role.strip() not in ROLES:
+            role, name = "arbiter", who
+        out.append(Arbiter(name.strip(), role.strip(), digest(token.strip()), "env"))
+    return out
+
+
+def parse_file(path: Path) -> list[Arbiter]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ArbiterConfigError(f"{path}: {exc}") from None
+    out = []
+    for i, item in enumerate(data.get("arbiter", [])):
+        if not isinstance(item, dict):
+            raise ArbiterConfigError(f"{path}: arbiter {i + 1} is not a table")
+        name, role, sha = item.get("name"), item.get("role", "arbiter"), item.get("token_sha256")
+        if not isinstance(name, str) or not name.strip():
+            raise ArbiterConfigError(f"{path}: arbiter {i + 1} has no name")
+        if role not in ROLES:
+            raise ArbiterConfigError(f"{path}: arbiter {name!r}: role must be one of {', '.join(ROLES)}")
+        if not isinstance(sha, str) or len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha.lower()):
+            raise ArbiterConfigError(f"{path}: arbiter {name!r}: token_sha256 must be 64 hex digits")
+        out.append(Arbiter(name.strip(), role, sha.lower(), "file"))
+    return out
+
+
+class ArbiterBook:
+    """Who may act: looks a token up by digest; revoked digests are refused."""
+
+    def __init__(self, *, file: Path | None = None, env: str | None = None, shared_token: str | None = None,
+                 revoked_path: Path | None = None) -> None:
+        self.file = file
+        self.env = env
+        self.shared_token = shared_token
+        self.revoked_path = revoked_path
+        self._arbiters: list[Arbiter] = []
+        self._revoked: dict[str, dict[str, Any]] = {}
+        self._stamps: tuple[float | None, float | None] = (None, None)
+        self._load(force=True)
+
+    @staticmethod
+    def _mtime(path: Path | None) -> float | None:
+        if path is None:
+            return None
+        try:
+            return path.stat().st_mtime_ns / 1e9
+        except OSError:
+            return None
+
+    def _load(self, force: bool = False) -> None:
+        stamps = (self._mtime(self.file), self._mtime(self.revoked_path))
+        if not force and stamps == self._stamps:
+            return
+        arbiters: list[Arbiter] = []
+        if self.shared_token:
+            arbiters.append(Arbiter(SHARED_NAME, "chief", digest(self.shared_token), "config"))
+        if self.env:
+            arbiters += parse_env(self.env)
+        if self.file is not None and self.file.is_file():
+            try:
+                arbiters += parse_file(self.file)
+            except ArbiterConfigError:
+                if force:
+                    raise
+                return  # a half-written edit: keep what was read before
+        self._arbiters = arbiters
+        self._revoked = {}
+        if self.revoked_path is not None and self.revoked_path.is_file():
+            try:
+                data = json.loads(self.revoked_path.read_text(encoding="utf-8"))
+                self._revoked = {k: v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {}
+            except (OSError, ValueError):
+                pass
+        self._stamps = stamps
+
+    @property
+    def configured(self) -> bool:
+        self._load()
+        return bool(self._arbiters)
+
+    def authenticate(self, token: str) -> Arbiter | None:
+        """The arbiter holding ``token``; None when unknown or revoked."""
+        self._load()
+        if not token:
+            return None
+        given = digest(token)
+        found = None
+        for a in self._arbiters:
+            if hmac.compare_digest(given, a.token_sha256):
+                found = a
+        if found is None or found.token_sha256 in self._revoked:
+            return None
+        return found
+
+    def find(self, name: str) -> list[Arbiter]:
+        self._load()
+        return [a for a in self._arbiters if a.name == name]
+
+    def revoke(self, name: str, by: str, at: str) -> list[Arbiter]:
+        """Refuse every token of arbiter ``name`` from now on; return them."""
+        found = [a for a in self.find(name) if a.token_sha256 not in self._revoked]
+        for a in found:
+            self._revoked[a.token_sha256] = {"name": a.name, "by": by, "at": at}
+        if found and self.revoked_path is not None:
+            tmp = self.revoked_path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(self._revoked, indent=1) + "\n", encoding="utf-8")
+            os.replace(tmp, self.revoked_path)
+            self._stamps = (self._mtime(self.file), self._mtime(self.revoked_path))
+        return found
+
+    def listing(self) -> list[dict[str, Any]]:
+        self._load()
+        out = []
+        for a in self._arbiters:
+            rev = self._revoked.get(a.token_sha256)
+            out.append({**a.to_json(), "revoked": rev is not None, **({"revoked_by": rev.get("by"),
+                                                                      "revoked_at": rev.get("at")} if rev else {})})
+        return out
+
+
+def file_entry(name: str, role: str, token: str) -> str:
+    """A ``[[arbiter]]`` table for the tokens file (the token itself is not written)."""
+    return (f"\n[[arbiter]]\nname = {json.dumps(name, ensure_ascii=False)}\nrole = \"{role}\"\n"
+            f"token_sha256 = \"{digest(token)}\"\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m touchmove.broadcast.arbiters add FILE NAME [--chief]``: a new token, printed once."""
+    parser = argparse.ArgumentParser(prog="python -m touchmove.broadcast.arbiters", description=main.__doc__)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    add = sub.add_parser("add", help="make a token for an arbiter and append its digest to FILE")
+    add.add_argument("file", type=Path)
+    add.add_argument("name")
+    add.add_argument("--chief", action="store_true", help="the chief arbiter (may revoke tokens)")
+    args = parser.parse_args(argv)
+    if not args.name.strip():
+        print("error: the arbiter's name is empty", file=sys.stderr)
+        return 2
+    if args.file.exists():
+        try:
+            known = parse_file(args.file)
+        except ArbiterConfigError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        if any(a.name == args.name.strip() for a in known):
+            print(f"note: {args.name!r} already has a token in {args.file}; this adds another", file=sys.stderr)
+    token = secrets.token_urlsafe(18)
+    try:
+        with args.file.open("a", encoding="utf-8") as fh:
+            fh.write(file_entry(args.name.strip(), "chief" if args.chief else "arbiter", token))
+    except OSError as exc:
+        print(f"error: cannot write {args.file}: {exc.strerror}", file=sys.stderr)
+        return 1
+    print(token)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,220 @@
+"""The console's web routes: board detail, touch timelines and evidence export, arbiters and the audit log.
+
+    GET  /api/boards/{n}                       the board with its moves, alerts and the plies with evidence
+    GET  /api/boards/{n}/timeline?ply=P[&game=G]   one ply's touch timeline (JSON)
+    GET  /api/boards/{n}/evidence.json[?game=G]    every ply's timeline of a game, with its PGN
+    GET  /api/boards/{n}/evidence.pgn[?game=G]     the game's PGN, each ply's evidence as a comment
+    GET  /api/audit                            the latest audit entries; /api/audit.jsonl: the whole log
+    GET  /api/arbiters                         the arbiters and whether revoked (an arbiter's token)
+    POST /api/arbiters/{name}/revoke           refuse that arbiter's tokens from now on (the chief's token)
+
+Timelines use the events the broadcaster received; where a bridge journal is readable (``journals``), the
+raw lift and place records of the ply are merged in.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import chess.pgn
+from aiohttp import web
+
+from touchmove.broadcast.arbiters import Arbiter, ArbiterBook
+from touchmove.broadcast.audit import AuditLog, now_iso
+from touchmove.broadcast.broadcaster import BoardView, Broadcaster
+from touchmove.broadcast.live_pgn import game_pgn, pgn_headers
+from touchmove.broadcast.timeline import (
+    GameEvents,
+    evidence_pgn,
+    game_evidence,
+    game_plies,
+    journal_records,
+    ply_timeline,
+)
+
+BOOK_KEY: web.AppKey[ArbiterBook] = web.AppKey("arbiters", ArbiterBook)
+AUDIT_KEY: web.AppKey[AuditLog] = web.AppKey("audit", AuditLog)
+JOURNALS_KEY: web.AppKey[list[Path]] = web.AppKey("journals", list)
+HUB: web.AppKey[Broadcaster] = web.AppKey("console-hub", Broadcaster)
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    return web.json_response(data, status=status, dumps=lambda d: json.dumps(d, separators=(",", ":")))
+
+
+def _error(exc: type[web.HTTPException], message: str, **kw: Any) -> web.HTTPException:
+    return exc(text=json.dumps({"error": message}), content_type="application/json", **kw)
+
+
+def authorized(request: web.Request) -> Arbiter:
+    """The arbiter whose token the request carries; 403 when no tokens are configured, 401 otherwise."""
+    book = request.app[BOOK_KEY]
+    if not book.configured:
+        raise _error(web.HTTPForbidden, "arbiter actions are disabled: no token configured")
+    header = request.headers.get("Authorization", "")
+    given = header[7:] if header.startswith("Bearer ") else ""
+    arbiter = book.authenticate(given.strip())
+    if arbiter is None:
+        raise _error(web.HTTPUnauthorized, "a valid arbiter token is required (unknown or revoked)",
+                     headers={"WWW-Authenticate": 'Bearer realm="touchmove arbiter"'})
+    return arbiter
+
+
+def board_summary(view: BoardView) -> dict[str, Any]:
+    """What an audit entry keeps of a board before and after an action."""
+    g = view.game
+    return {"game": g.number, "ply": g.ply, "fen": g.position().fen(), "result": g.results.effective(),
+            "result_source": g.results.source()}
+
+
+def record(request: web.Request, arbiter: Arbiter, action: str, *, board: int | None = None, before: Any = None,
+           after: Any = None, ok: bool = True, error: str | None = None,
+           detail: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Append to the audit log and tell the consoles."""
+    hub = request.app[HUB]
+    entry = request.app[AUDIT_KEY].record(arbiter=arbiter.name, action=action, board=board,
+                                          round_=hub.round.number, before=before, after=after, ok=ok,
+                                          error=error, detail=detail)
+    hub._notify("audit", entry)
+    return entry
+
+
+def _view(request: web.Request) -> BoardView:
+    try:
+        view = request.app[HUB].by_number.get(int(request.match_info["n"]))
+    except ValueError:
+        view = None
+    if view is None:
+        raise _error(web.HTTPNotFound, "no such board")
+    return view
+
+
+def _game(request: web.Request, view: BoardView) -> GameEvents:
+    hub = request.app[HUB]
+    raw = request.query.get("game")
+    game = None
+    if raw:
+        if not raw.isdigit():
+            raise _error(web.HTTPBadRequest, "game must be a number")
+        game = int(raw)
+    record_ = hub.console.events.game(view.pairing.board, game if game is not None else view.game.number)
+    if record_ is None:
+        raise _error(web.HTTPNotFound, "no events of that game on this board")
+    return record_
+
+
+def _journal(request: web.Request, view: BoardView, game: int) -> dict[int, list[dict[str, Any]]]:
+    for path in request.app[JOURNALS_KEY]:
+        found = journal_records(path, view.pairing.board_id, game)
+        if found:
+            return found
+    return {}
+
+
+async def board_detail(request: web.Request) -> web.Response:
+    hub = request.app[HUB]
+    view = _view(request)
+    n = view.pairing.board
+    moves = [{"ply": i, "san": m.san, "uci": m.uci, "clock_ms": m.clock_ms}
+             for i, m in enumerate(view.game.moves, start=1)]
+    record_ = hub.console.events.game(n, view.game.number)
+    return _json({**view.to_json(), "moves": moves, "start_fen": view.game.start_fen,
+                  "alerts": [a.to_json() for a in hub.alerts if a.board == n],
+                  "evidence_plies": game_plies(record_) if record_ else [],
+                  "games": sorted(hub.console.events.boards.get(n, {}))})
+
+
+async def timeline(request: web.Request) -> web.Response:
+    hub = request.app[HUB]
+    view = _view(request)
+    raw = request.query.get("ply", "")
+    if not raw.isdigit() or int(raw) < 1:
+        raise _error(web.HTTPBadRequest, "ply must be a positive number")
+    record_ = _game(request, view)
+    ply = int(raw)
+    journal = _journal(request, view, record_.game)
+    out = ply_timeline(record_, ply, meanings=hub._meanings, timing=hub.console.timing,
+                       records=journal.get(ply, ()))
+    fen = view.game.board(ply - 1).fen() if record_.game == view.game.number and ply <= view.game.ply + 1 else None
+    return _json({"board": view.pairing.board, "board_id": view.pairing.board_id, "fen": fen, **out})
+
+
+def _evidence(request: web.Request) -> tuple[BoardView, GameEvents, list[dict[str, Any]], str]:
+    hub = request.app[HUB]
+    view = _view(request)
+    record_ = _game(request, view)
+    plies = game_evidence(record_, meanings=hub._meanings, timing=hub.console.timing,
+                          journal=_journal(request, view, record_.game))
+    headers = pgn_headers(hub.tournament, view.pairing, view.game.results.effective())
+    pgn = game_pgn(view.game, headers) if record_.game == view.game.number else ""
+    return view, record_, plies, pgn
+
+
+async def evidence_json(request: web.Request) -> web.Response:
+    view, record_, plies, pgn = _evidence(request)
+    p = view.pairing
+    name = f"board-{p.board}-game-{record_.game}-evidence.json"
+    data = {"board": p.board, "board_id": p.board_id, "round": request.app[HUB].round.number,
+            "white": p.white.name, "black": p.black.name, "game": record_.game, "pgn": pgn,
+            "timing": request.app[HUB].console.timing, "plies": plies, "exported": now_iso()}
+    return web.Response(text=json.dumps(data, indent=1, ensure_ascii=False), content_type="application/json",
+                        headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+
+async def evidence_pgn_route(request: web.Request) -> web.Response:
+    view, record_, plies, pgn = _evidence(request)
+    if not pgn or chess.pgn.read_game(io.StringIO(pgn)) is None:
+        raise _error(web.HTTPNotFound, "no PGN for that game (only the current game has one)")
+    name = f"board-{view.pairing.board}-game-{record_.game}-evidence.pgn"
+    return web.Response(text=evidence_pgn(pgn, plies), content_type="application/x-chess-pgn", charset="utf-8",
+                        headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+
+async def audit(request: web.Request) -> web.Response:
+    return _json({"entries": request.app[AUDIT_KEY].entries[-500:]})
+
+
+async def audit_export(request: web.Request) -> web.Response:
+    return web.Response(text=request.app[AUDIT_KEY].text(), content_type="application/x-ndjson", charset="utf-8",
+                        headers={"Content-Disposition": 'attachment; filename="arbiter-audit.jsonl"'})
+
+
+async def arbiters(request: web.Request) -> web.Response:
+    authorized(request)
+    return _json({"arbiters": request.app[BOOK_KEY].listing()})
+
+
+async def revoke(request: web.Request) -> web.Response:
+    arbiter = authorized(request)
+    name = request.match_info["name"]
+    if not arbiter.chief:
+        record(request, arbiter, "revoke", ok=False, error="only the chief arbiter revokes tokens",
+               detail={"arbiter": name})
+        raise _error(web.HTTPForbidden, "only the chief arbiter revokes tokens")
+    book = request.app[BOOK_KEY]
+    if not book.find(name):
+        raise _error(web.HTTPNotFound, f"no arbiter {name!r}")
+    revoked = book.revoke(name, arbiter.name, now_iso())
+    entry = record(request, arbiter, "revoke", before={"revoked": not revoked}, after={"revoked": True},
+                   detail={"arbiter": name, "tokens": len(revoked)})
+    return _json({"ok": True, "revoked": len(revoked), "audit": entry["id"]})
+
+
+def install(app: web.Application, hub: Broadcaster, book: ArbiterBook, audit_log: AuditLog,
+            journals: list[Path]) -> None:
+    """Add the console's routes (and its keys) to the broadcaster's app."""
+    app[HUB] = hub
+    app[BOOK_KEY] = book
+    app[AUDIT_KEY] = audit_log
+    app[JOURNALS_KEY] = journals
+    app.router.add_get("/api/boards/{n}", board_detail)
+    app.router.add_get("/api/boards/{n}/timeline", timeline)
+    app.router.add_get("/api/boards/{n}/evidence.json", evidence_json)
+    app.router.add_get("/api/boards/{n}/evidence.pgn", evidence_pgn_route)
+    app.router.add_get("/api/audit", audit)
+    app.router.add_get("/api/audit.jsonl", audit_export)
+    app.router.add_get("/api/arbiters", arbiters)
+    app.router.add_post("/api/arbiters/{name}/revoke", revoke)

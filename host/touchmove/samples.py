@@ -1,0 +1,116 @@
+"""``touchmove init bridge|tournament [FILE]``: commented sample configurations that run as written.
+
+The samples here are the only source of the configuration samples in the documentation (``docs/bridge.md``,
+``docs/broadcast.md``); a test keeps those pages identical to them and runs both samples.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from touchmove.cli import CommandError
+
+BRIDGE = """\
+# touchmove bridge: `touchmove run --config bridge.toml`
+# Every key is optional. Relative paths are taken from the directory the bridge is started in.
+
+[mqtt]
+url = "mqtt://127.0.0.1:1883"       # mqtts://host:8883 for TLS; user:password@ allowed in the URL
+base_topic = "touchmove"            # topics are <base_topic>/boards/<board id>/...
+# urls = ["mqtt://n1:1883", "mqtt://n2:1883", "mqtt://n3:1883"]  # instead of url: a cluster, tried in turn
+# username = "bridge"               # or in the URL, or env TOUCHMOVE_MQTT_USERNAME
+# password_file = "$CREDENTIALS_DIRECTORY/mqtt-password"   # or password_env = "VAR", or password = "...",
+#                                   # else env TOUCHMOVE_MQTT_PASSWORD (see docs/security.md)
+# ca_file = "/etc/touchmove/ca.pem" # a CA file turns TLS on
+# cert_file = "/etc/touchmove/hall-a.crt"   # a TLS client certificate, with key_file
+# keepalive = 15                    # seconds; a silent broker node is left after about 1.5x this
+# protocol = 5                      # 4 = MQTT 3.1.1 (default), 5 = MQTT 5
+# queue_size = 10000                # events held in memory while the broker is away (the rest wait in the journal)
+
+[serial]
+ports = ["/dev/serial/by-id/usb-*touchmove*"]   # paths or glob patterns
+usb = [{ vid = 0x2E8A, pid = 0x0005 }]           # and/or USB ids (optional serial_number = "...")
+rescan_s = 1.5                                   # how often vanished ports are looked for again
+
+[engine]
+settle_ms = 200                     # how long a piece must rest before its move is made
+
+[journal]
+path = "journal/touchmove.sqlite3"  # every record and event; the folder is created when missing
+"""
+
+TOURNAMENT = """\
+# touchmove broadcast: `touchmove broadcast --config tournament.toml`
+# One [[rounds]] entry per round; board_id is the id the bridge publishes under (the board's `hello` id).
+# Relative paths are taken from this file's directory.
+
+event = "Touchmove Open 2026"
+site = "Lisbon POR"
+time_control = "5400+30"          # PGN TimeControl
+round = 3                         # the round being broadcast (or --round N)
+
+[broadcast]
+output_dir = "broadcast"          # round-3.pgn, the round state and the results export go here; created when missing
+host = "127.0.0.1"                # the dashboard and PGN; put a TLS reverse proxy in front for the Internet
+port = 8080
+# token = "..."                   # arbiter token; better: env TOUCHMOVE_ARBITER_TOKEN
+# lichess_round = "AbCdEfGh"      # optional push to a lichess broadcast round (env LICHESS_TOKEN)
+# assign = true                   # send the pairings to the bridges (names in their own PGNs)
+# delay_minutes = 15              # every public output 15 minutes behind (the arbiters' console stays live)
+
+[[brokers]]                       # one entry per broker
+url = "mqtt://127.0.0.1:1883"     # mqtts:// for TLS; username/password (or password_env), ca_file
+# urls = ["mqtt://n3:1883", "mqtt://n1:1883"]  # a cluster's nodes, tried in turn (docs/deployment.md);
+# password_file, cert_file, key_file: docs/security.md
+bases = ["touchmove"]             # the bridges' base topics on this broker (base_topic in bridge.toml)
+# share_group = "broadcast"       # events as $share/<group>/... when several consumers share the load
+
+[[rounds]]
+number = 3
+date = 2026-11-29                 # else the day the round started here, kept
+# start = 2026-11-29T15:00:00+01:00   # switch to this round by itself then
+
+[[rounds.boards]]
+board = 1
+board_id = "e6614103e7"
+white = { name = "Carlsen, Magnus", fide_id = 1503014, title = "GM", elo = 2830 }
+black = { name = "Nepomniachtchi, Ian", fide_id = 4168119, title = "GM", elo = 2770 }
+# result = "1/2-1/2"              # a result entered by hand
+
+[[rounds.boards]]
+board = 2
+board_id = "e6614103f2"
+white = "Doe, John"               # a plain name is enough
+black = { name = "Roe, Jane", elo = 2101 }
+"""
+
+SAMPLES: dict[str, tuple[str, str]] = {
+    # kind: (text, default file name)
+    "bridge": (BRIDGE, "bridge.toml"),
+    "tournament": (TOURNAMENT, "tournament.toml"),
+}
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("kind", choices=sorted(SAMPLES), help="which configuration")
+    parser.add_argument("file", nargs="?", metavar="FILE",
+                        help="where to write it (default bridge.toml / tournament.toml; - = standard output)")
+    parser.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    parser.set_defaults(handler=init_command)
+
+
+def init_command(args: argparse.Namespace) -> int:
+    text, default_name = SAMPLES[args.kind]
+    target = args.file or default_name
+    if target == "-":
+        sys.stdout.write(text)
+        return 0
+    path = Path(target)
+    if path.exists() and not args.force:
+        raise CommandError(f"{path} exists: give another FILE, or --force to overwrite it")
+    path.write_text(text, encoding="utf-8")
+    command = "run" if args.kind == "bridge" else "broadcast"
+    print(f"wrote {path}: edit it, then `touchmove {command} --config {path}`")
+    return 0

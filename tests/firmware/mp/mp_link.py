@@ -1,0 +1,275 @@
+# ruff: noqa: UP031  (MicroPython-side code: %-formatting, like the firmware)
+# The link under a host that stops reading: a fake USB CDC that behaves like MicroPython's rp2 port, the
+# watchdog supervisor, chunked command reads, the UART link, device time across the 2**30 wrap.
+import asyncio
+import json
+
+import machine
+import micropython
+from hwmodels import ScriptedBoard
+from touchmove_fw import assemble, config
+from touchmove_fw.app import App
+from touchmove_fw.clock import MASK, Clock, SteppedClock, add, diff
+from touchmove_fw.link import READ_CHUNK
+
+TX_TIMEOUT_MS = 500  # MICROPY_HW_USB_CDC_TX_TIMEOUT on rp2
+
+
+def setup():
+    machine.reset_fakes()
+
+
+class FakeCDC:
+    """USB CDC as MicroPython's rp2 port drives it: a 256-byte TX FIFO the host empties when it reads. A poll
+    says writable while the FIFO has any room (or nobody has the port open). A write that does not fit waits
+    up to TX_TIMEOUT_MS for the host (device time passes, nothing else runs), then takes what fits and
+    returns that count; the rest is not written."""
+
+    def __init__(self, clock, size=256, always_ready=False):
+        self.clock = clock
+        self.always_ready = always_ready  # esp32's stdio poll: always "writable"
+        self.size = size
+        self.fifo = bytearray()
+        self.host = bytearray()  # what the host has read
+        self.reading = True
+        self.blocked_ms = 0
+        self.blocks = 0
+        self.longest_block = 0
+
+    def ready(self):
+        return self.always_ready or len(self.fifo) < self.size
+
+    def write(self, mv):
+        n = len(mv)
+        free = self.size - len(self.fifo)
+        if n > free:
+            if self.reading:
+                self.host_read()
+                free = self.size
+            else:
+                self.clock.now = add(self.clock.now, TX_TIMEOUT_MS)  # the whole board waits
+                self.blocked_ms += TX_TIMEOUT_MS
+                self.blocks += 1
+        k = min(n, free)
+        self.fifo += bytes(mv[:k])
+        return k
+
+    def host_read(self):
+        self.host += self.fifo
+        self.fifo = bytearray()
+
+    def lines(self):
+        text = bytes(self.host).decode()
+        assert text.endswith("\n") or not text, text[-80:]
+        return [json.loads(x) for x in text.splitlines()]
+
+
+def _stall_run(always_ready=False):
+    clock = SteppedClock()
+    # pieces move all through the stall: a place and a lift every 150 ms for 12 s (more events than the
+    # output buffer, the CDC FIFO and the event queue hold together)
+    script = []
+    t = 400
+    for i in range(80):
+        sq = 16 + (i % 32)
+        script.append((t, sq, 1))
+        script.append((t + 75, sq, 0))
+        t += 150
+    class Timed(ScriptedBoard):  # the longest time between two scans (device time)
+        def read(self, buf):
+            now = self.clock.ms()
+            if gap[1] >= 0:
+                gap[0] = max(gap[0], now - gap[1])
+            gap[1] = now
+            ScriptedBoard.read(self, buf)
+
+    gap = [0, -1]
+    board = Timed(clock, script)
+    cfg = config.get("sim", {"timeline": None, "wdt_ms": 2000})
+    cdc = FakeCDC(clock, always_ready=always_ready)
+    app = App(cfg, board, clock, None, "ab", 1, None, None, cdc)
+    stall = [1 << 29, 0]  # the scan counter at the stall's start and end
+
+    async def host():
+        while app.running:
+            now = clock.ms()
+            cdc.reading = not (1000 <= now < 11000)  # the host keeps the port open but stops reading
+            if cdc.reading:
+                cdc.host_read()
+            elif now >= 1000:
+                stall[0] = min(stall[0], app.scanner.scans)
+                stall[1] = max(stall[1], app.scanner.scans)
+            await asyncio.sleep_ms(0)
+
+    async def main():
+        app.stop_when = lambda t: t >= 14000
+        h = asyncio.create_task(host())
+        await app.run()
+        app.running = False
+        await h
+
+    asyncio.run(main())
+    cdc.host_read()
+    return app, cdc, gap[0], stall, board
+
+
+def test_a_host_that_stops_reading_never_stalls_scanning():
+    app, cdc, max_gap, stall, board = _stall_run()
+    # scanning went on through the 10 s stall: at most one port wait, so the watchdog (fed while scans
+    # progress) is always fed in time
+    assert stall[1] - stall[0] > 1500, stall  # ~1900 scans at 200 Hz in 10 s less one port wait
+    assert cdc.blocked_ms <= TX_TIMEOUT_MS, (cdc.blocked_ms, cdc.blocks)
+    assert max_gap <= TX_TIMEOUT_MS + 5 < app.cfg["wdt_ms"], max_gap
+    # the host gets whole lines, seq without gaps, and once it reads again a snapshot of the board as it is
+    msgs = cdc.lines()
+    assert [m["seq"] for m in msgs] == list(range(len(msgs)))
+    t_last = 0
+    for m in msgs:
+        assert m["t"] >= t_last
+        t_last = m["t"]
+    assert app.q.dropped > 0  # the queue overflowed during the stall ...
+    late = [m for m in msgs if m["t"] >= 10900]
+    snaps = [m for m in late if m["type"] == "snapshot"]
+    assert snaps, [m["type"] for m in late][:10]  # ... so a snapshot followed when the host read again
+    final = bytearray(8)
+    board.read(final)
+    occ = "".join("%02x" % final[7 - k] for k in range(8))
+    hb = [m for m in msgs if m["type"] == "heartbeat"]
+    assert hb[-1]["occ"] == occ and hb[-1]["t"] >= 13000
+    # after the snapshot, the events again follow one by one
+    after = [m for m in msgs if m["seq"] > snaps[0]["seq"] and m["type"] in ("lift", "place")]
+    assert after, "events after the resync"
+
+
+def test_a_port_whose_poll_always_says_writable_costs_few_waits():
+    """esp32's stdio poll reports writable even when the USB FIFO is full: every write could wait. After a
+    short write the firmware holds off writing (250 ms, doubling to 4 s), so a 10 s stall costs a few waits."""
+    app, cdc, max_gap, stall, board = _stall_run(always_ready=True)
+    assert cdc.blocks <= 6 and cdc.blocked_ms <= 3000, (cdc.blocks, cdc.blocked_ms)
+    assert max_gap <= TX_TIMEOUT_MS + 5 < app.cfg["wdt_ms"], max_gap
+    assert stall[1] - stall[0] > 1000, stall
+    msgs = cdc.lines()
+    assert [m["seq"] for m in msgs] == list(range(len(msgs)))
+    assert [m for m in msgs if m["t"] >= 10900 and m["type"] == "snapshot"]
+
+
+def test_the_old_blocking_writer_would_have_stalled():
+    """The same stall with writes handed to the CDC whole (the old firmware): the board waits in writes."""
+    clock = SteppedClock()
+    cdc = FakeCDC(clock)
+    cdc.reading = False
+    line = b'{"type":"heartbeat","occ":"ffff00000000ffff","seq":12,"t":123456}\n'
+    for _ in range(10):  # ten heartbeats into a full FIFO
+        cdc.write(memoryview(line))
+    assert cdc.blocked_ms >= 6 * TX_TIMEOUT_MS  # 3 s frozen: past a 2 s watchdog
+
+
+def test_commands_are_read_in_chunks():
+    clock = SteppedClock()
+    cfg = config.get("sim", {"timeline": None})
+    app = App(cfg, ScriptedBoard(clock, []), clock, None, "ab", 1)
+    lines = []
+    app.out.write = lines.append
+    app.start()
+    data = b'{"cmd":"ping","id":1}\n' * 8  # 176 bytes waiting at once
+
+    class Stream:
+        def __init__(self):
+            self.data = bytearray(data)
+            self.reads = 0
+
+        async def readinto(self, buf):  # the first byte of a pass, after the event loop's poll
+            self.reads += 1
+            return self.take(buf)
+
+        def take(self, buf):
+            if not self.data:
+                return 0
+            buf[0] = self.data[0]
+            self.data = self.data[1:]
+            return 1
+
+        def waiting(self):
+            return len(self.data) > 0
+
+        def read_byte(self):
+            one = bytearray(1)
+            return one[0] if self.take(one) else -1
+
+    s = Stream()
+    app.running = True
+
+    async def main():
+        await app.reader_task(s, s)
+
+    asyncio.run(main())
+    pongs = [json.loads(x) for x in lines if '"pong"' in x]
+    assert len(pongs) == 8
+    assert s.reads == (len(data) + READ_CHUNK - 1) // READ_CHUNK + 1, s.reads  # +1: the read that saw EOF
+
+
+def test_uart_link_has_its_pins():
+    from hwmodels import HC165Chain
+
+    for board in ("pico", "esp32s3_devkitc"):
+        setup()
+        cfg = config.get("hc165", {"board": board, "link": "uart", "leds": None})
+        p = cfg["pins"]
+        HC165Chain(spi_id=cfg["spi_id"], load=p["load"], clk=p["sck"], data=p["miso"])
+        config.check(cfg)
+        app, stream, wdt, cleanup, port = assemble.build(cfg, machine)
+        assert port.out.tx.id == cfg["pins"]["uart_tx"] and port.out.rx.id == cfg["pins"]["uart_rx"]
+        app.start()
+        app.out.pump()
+        written = b"".join(bytes(x) for x in port.out.written)
+        assert b'"type":"hello"' in written and written.endswith(b"\n")
+
+
+def test_device_time_wraps_without_allocating():
+    clock = Clock(MASK - 20)
+    t0 = clock.ms()
+    import time
+
+    time.sleep_ms(60)
+    t1 = clock.ms()
+    assert t1 < t0 and diff(t1, t0) >= 60, (t0, t1)  # wrapped, and still 60+ ms later
+    micropython.heap_lock()
+    try:
+        for _ in range(1000):
+            t = clock.ms()  # a small int for ever: no allocation
+    finally:
+        micropython.heap_unlock()
+    assert 0 <= t < MASK
+
+
+def test_events_across_the_wrap_keep_their_order_and_time():
+    start = MASK - 1000  # 12.4 days of uptime, 1 s before the wrap
+    clock = SteppedClock(start)
+    script = [(600, 20, 1), (1400, 21, 1), (2600, 20, 0)]  # before, after the wrap
+
+    class Rel(ScriptedBoard):
+        def read(self, buf):
+            real = self.clock.now
+            self.clock.now = diff(real, start)  # the script in time since start
+            try:
+                ScriptedBoard.read(self, buf)
+            finally:
+                self.clock.now = real
+
+    board = Rel(clock, script)
+    cfg = config.get("sim", {"timeline": None})
+    lines = []
+    app = App(cfg, board, clock, lines.append, "ab", 1)
+    app.stop_when = lambda t: diff(t, start) > 4000
+
+    async def main():
+        await app.run()
+
+    asyncio.run(main())
+    msgs = [json.loads(x) for x in lines]
+    ev = [(m["type"], m["sq"], m["t"] - start) for m in msgs if m["type"] in ("lift", "place")]
+    assert [(k, s) for k, s, _ in ev] == [("place", "e3"), ("place", "f3"), ("lift", "e3")], ev
+    for (_, _, t), (want, _, _) in zip(ev, script):
+        assert want <= t <= want + 30, (ev, script)
+    ts = [m["t"] for m in msgs]
+    assert ts == sorted(ts) and ts[-1] > MASK  # the wire carries the time unwrapped
