@@ -1119,6 +1119,10 @@ class Engine:
         ``since``: the device time of the last record before the changes were lost (by default, the last record
         seen); ``quiet``: if nothing explains the board, say nothing and change nothing (it may be no loss).
         """
+        if self._is_hypothesis:
+            # A hypothesis the board does not follow is ruled out, not recovered in turn.
+            self._sync = Sync.LOST
+            return []
         found = explanations(self._position.board, self._occ)
         if quiet and not found:
             return []
