@@ -73,6 +73,20 @@ def test_the_board_then_set_up_again_starts_the_next_game() -> None:
     assert engine.games[1].result == "*"
 
 
+def test_once_the_board_is_cleared_after_a_result_no_move_is_read() -> None:
+    engine, t = _played("e2e4", "e7e5", "g1f3", "b8c6")
+    engine.feed(Result(t, "1-0", "resignation"))
+    occ = engine.state().occupancy
+    cleared = occ & ~(chess.BB_RANK_1 | chess.BB_RANK_2)  # White's pieces taken off
+    assert engine.feed(records.Snapshot(t + 1000, cleared)) == []
+    assert engine.advance(t + 3000) == []
+    # Put back but for the knight, which lands on a square a legal move would take it to: no move is read.
+    back = (occ & ~chess.BB_F3) | chess.BB_H4
+    events = engine.feed(records.Snapshot(t + 4000, back)) + engine.advance(t + 6000)
+    assert not any(isinstance(e, GameResumed) for e in events)
+    assert engine.games[-1].result == "1-0"
+
+
 def test_a_result_declared_again_replaces_the_one_before() -> None:
     engine, t = _played("e2e4", "e7e5")
     engine.feed(Result(t, "1-0", "resignation"))

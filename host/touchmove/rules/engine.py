@@ -142,6 +142,8 @@ class _GameState:
     unseen_last: bool = False  # the last ply was recovered or resynced, not seen made: presses prove nothing yet
     searched_again: bool = False  # the recovery was searched again once (the next is the arbiter's resync)
     declared: bool = False  # the game's result (when not "*") was declared by a result record, not seen
+    #: After a declared result the board's moves are still read (one made withdraws it) until it is cleared.
+    read_after_end: bool = False
 
     def __post_init__(self) -> None:
         self.occs.append(self.start_occ)
@@ -529,8 +531,9 @@ class Engine:
         out: list[Event] = []
         if self._phase is Phase.OVER:
             started = self._try_new_game(t)
-            if started or not self._declared_end() or (
-                    self._occ ^ self._position.occ).bit_count() >= CLEARED_SQUARES:
+            if (self._occ ^ self._position.occ).bit_count() >= CLEARED_SQUARES:
+                self._cur.read_after_end = False  # the board is being cleared: that game is over for good
+            if started or not self._declared_end() or not self._cur.read_after_end:
                 self._match = None
                 return started
             # A declared result: moves are still read, and one made withdraws it (play went on).
@@ -1410,6 +1413,7 @@ class Engine:
                 return [*out, *self._declare(t, record)]  # that move ended the game on the board
         game.result, game.end_reason = record.result, record.reason
         self._cur.declared = True
+        self._cur.read_after_end = (self._occ ^ self._position.occ).bit_count() < CLEARED_SQUARES
         self._phase = Phase.OVER
         self._match = None
         self._checkpoint = None
