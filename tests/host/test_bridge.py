@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from touchmove import bridge as bridge_module
-from touchmove import checkpoint, hands
+from touchmove import checkpoint, hands, records
 from touchmove.bridge import Bridge, replay_entries
 from touchmove.config import BridgeConfig, MqttConfig, SerialConfig
 from touchmove.export import pgn_games, recording_gaps
@@ -222,7 +222,8 @@ def test_resync_command(tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None
 def test_result_command(tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
     """``result`` feeds a journaled result record: the game ends in the events, the state and the PGN."""
     bridge = make_bridge(tmp_path, loop)
-    play_e4(bridge, FakeLink(), loop)
+    link = FakeLink()
+    play_e4(bridge, link, loop)
     topic = "touchmove/boards/brd/set"
     r = command(bridge, loop, topic, b'{"command":"result","result":"2-0","reason":"resignation"}')
     assert r["status"] == "error" and "'result' must be one of" in r["error"]
@@ -242,6 +243,15 @@ def test_result_command(tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None
     r = command(bridge, loop, topic, b'{"command":"result","result":"0-1","reason":"time"}')
     assert r["status"] == "ok"
     assert '[Result "0-1"]' in bridge.pgn_text(sess)
+    # Play goes on on the board: the declared result is withdrawn, in the events and the PGN.
+    t = bridge.board_now(sess) + 1000
+    bridge.handle_lines(link, [line(4, t, "lift", sq="e7"), line(5, t + 100, "place", sq="e5"),
+                                     line(6, t + 2000, "heartbeat", occ=records.format_occupancy(
+                                         sess.engine.state().occupancy & ~chess.BB_E7 | chess.BB_E5))])
+    settle(loop, 0.5)
+    kinds = [e["type"] for e in events_queued(bridge)]
+    assert kinds[-2:] == ["game_resumed", "move"], kinds
+    assert '[Result "*"]' in bridge.pgn_text(sess) and bridge.state_payload(sess)["game_over"] is False
 
 
 def test_bridge_requests(tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
