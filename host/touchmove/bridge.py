@@ -857,6 +857,12 @@ class Bridge:
                                             **{k: payload[k] for k in ("moves", "fen") if k in payload}})
             except records.RecordError as exc:
                 return self._reply(reply_topic, transaction, exc.reason, command=command)
+        elif command == "result":
+            try:
+                record = records.from_dict({"t": t, "type": "result", "result": payload["result"],
+                                            "reason": payload["reason"]})
+            except records.RecordError as exc:
+                return self._reply(reply_topic, transaction, exc.reason, command=command)
         elif command == "assign":
             names = {"round": "Round", "board": "Board", "white": "White", "black": "Black", "event": "Event",
                      "site": "Site"}
@@ -869,8 +875,9 @@ class Bridge:
             sess.arrival_t, sess.arrival_host = t, time.monotonic()
             self.feed(sess, record, "operator")
         self._schedule_flush()
-        # A resync the engine could not apply is answered with its reason (the event is published as well).
-        rejected = [line for event_seq, line in sess.backlog if event_seq > seq and b'"resync_rejected"' in line]
+        # A resync or result the engine could not apply is answered with its reason (the event is published as well).
+        rejected = [line for event_seq, line in sess.backlog if event_seq > seq
+                    and (b'"resync_rejected"' in line or b'"result_rejected"' in line)]
         if rejected:
             return self._reply(reply_topic, transaction, json.loads(rejected[0])["reason"], command=command)
         self._reply(reply_topic, transaction, command=command)

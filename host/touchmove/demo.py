@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import io
 import json
 import os
 import random
@@ -328,13 +327,21 @@ async def run_demo(args: argparse.Namespace) -> int:
         if args.no_ui:
             print(f"demo: broker {url}, journal {config.journal}, firmware on {board.link_path}", flush=True)
         plies = len(list(game.mainline_moves()))
+        declared = declared_result(game)
+        declared_at: float | None = None
         try:
             deadline = loop.time() + budget
             while not done.is_set():
                 sess = bridge.boards.get(DEMO_BOARD_ID)
                 if watcher.done() and not watcher.cancelled() and watcher.exception() is not None:
                     raise DemoError(f"the subscriber lost the broker {url}: {watcher.exception()}")
-                if sess is not None and played_out(sess, plies):
+                if (sess is not None and played_out(sess, plies) and declared is not None and declared_at is None
+                        and not sess.engine.state().game_over):
+                    # The board cannot see this end: the operator's result command, through the broker.
+                    await send_result(url, args.base_topic, declared)
+                    declared_at = loop.time()
+                elif (sess is not None and played_out(sess, plies) and (
+                        declared_at is None or sess.engine.state().game_over or loop.time() > declared_at + 10)):
                     await asyncio.sleep(0.5)      # let the subscriber show the end
                     done.set()
                 elif loop.time() > deadline:
@@ -355,10 +362,9 @@ async def run_demo(args: argparse.Namespace) -> int:
             board.stop()
     if not args.journal:
         shutil.rmtree(workdir, ignore_errors=True)
-    board_ended = bool(sess and sess.engine.state().game_over)
     played = bool(sess and played_out(sess, plies))
-    if played and not board_ended:
-        pgn = with_result_tag(pgn, game)
+    if declared_at is not None and not (sess and sess.engine.state().game_over):
+        print("demo: the bridge did not take the result command (see its log)", file=sys.stderr, flush=True)
     if pgn:
         print(pgn, flush=True)
     if timed_out:
@@ -376,19 +382,36 @@ def played_out(sess: Any, plies: int) -> bool:
     return bool((state.game_over or state.ply >= plies) and sess.published == sess.event_seq)
 
 
-def with_result_tag(pgn: str, game: chess.pgn.Game) -> str:
-    """Return the bridge's PGN with the source game's result: the board sees mate and stalemate, but not a
-    resignation, a flag fall or a draw agreed (the PGN's ``Result`` and ``Termination`` tags tell them)."""
+def declared_result(game: chess.pgn.Game) -> dict[str, str] | None:
+    """Return the ``result`` command for the PGN's result, or None when it has none (``*``).
+
+    The board sees mate and stalemate, not a resignation, a flag fall or a draw agreed: those come from the
+    ``Result`` tag, with the ``Termination`` tag as the reason when it says more than ``normal`` (sent only
+    when the board has not ended the game itself).
+    """
     result = game.headers.get("Result", "*")
-    played = chess.pgn.read_game(io.StringIO(pgn))
-    if result not in ("1-0", "0-1", "1/2-1/2") or played is None:
-        return pgn
-    played.headers["Result"] = result
-    if "Termination" in game.headers:
-        played.headers["Termination"] = game.headers["Termination"]
-    print(f"demo: the board cannot see how this game ended (resignation, time, agreement): result {result}"
-          " from the PGN's Result tag", file=sys.stderr, flush=True)
-    return str(played)
+    if result not in ("1-0", "0-1", "1/2-1/2"):
+        return None
+    termination = " ".join(game.headers.get("Termination", "").split())
+    if termination.lower() == "time forfeit":
+        reason = "time"
+    elif termination and termination.lower() not in ("normal", "unterminated") and len(termination) <= 40 \
+            and termination.isprintable():
+        reason = termination
+    else:
+        reason = "agreement" if result == "1/2-1/2" else "resignation"
+    return {"command": "result", "result": result, "reason": reason}
+
+
+async def send_result(url: str, base: str, command: dict[str, str]) -> None:
+    """Publish a ``result`` command to the demo board, as an operator's console would."""
+    kw = parse_broker_url(url)
+    print(f"demo: the board cannot see how this game ended (resignation, time, agreement): result "
+          f"{command['result']} ({command['reason']}) from the PGN's Result tag, sent as a result command",
+          file=sys.stderr, flush=True)
+    async with aiomqtt.Client(kw["host"], kw["port"], username=kw.get("username"), password=kw.get("password"),
+                              identifier=f"touchmove-demo-result-{os.getpid()}") as client:
+        await client.publish(f"{base}/boards/{DEMO_BOARD_ID}/set", json.dumps(command), qos=1)
 
 
 def check_broker(url: str) -> None:

@@ -42,6 +42,8 @@ BOARD_COMMANDS: dict[str, Schema] = {
     "promote": {"piece": Field(str, required=True, choices=("q", "r", "b", "n"))},
     "takeback": {"ply": Field(int, required=True, minimum=1, maximum=10_000)},
     "resync": {"moves": Field(list), "fen": Field(str, max_len=200, check="fen")},
+    "result": {"result": Field(str, required=True, choices=("1-0", "0-1", "1/2-1/2")),
+               "reason": Field(str, required=True, max_len=40)},
     "assign": {"round": _TEXT, "board": _TEXT, "white": _TEXT, "black": _TEXT, "event": _TEXT,
                "site": _TEXT},
 }

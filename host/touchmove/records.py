@@ -16,10 +16,13 @@ setup      ``fen``, optional ``chess960``   the next game starts from that posit
 takeback   ``ply``                          operator correction: plies >= ``ply`` are removed
 resync     ``moves`` (SAN/UCI) or ``fen``   arbiter's correction: the plies since the last sure position,
                                             or the position now; the current game goes on
+result     ``result``, ``reason``           arbiter's declaration of how the game ended where the board
+                                            cannot see it (resignation, time, agreement)
 ========== ================================ ==========================================================
 
 Numbers are range-checked: ``t`` is 0 .. 2**40 ms (about 35 years), ``remaining`` 0 .. 100 hours, ``ply``
-1 .. 10000, ``occ`` exactly hex digits; a value outside raises :class:`OutOfRange` (a :class:`RecordError`).
+1 .. 10000, ``occ`` exactly hex digits, ``reason`` 1 .. 40 characters; a value outside raises
+:class:`OutOfRange` (a :class:`RecordError`).
 
 Other keys (``seq``, ``board``, ...) are allowed and ignored here. The serial protocol's other messages
 (``hello``, ``pong``, ``error``, ``button``) are known but carry nothing for the rules engine; any other type
@@ -51,6 +54,10 @@ MAX_REMAINING_MS = 100 * 3600 * 1000
 MAX_PLY = 10_000
 #: Longest FEN accepted in a setup record.
 MAX_FEN = 120
+#: The results a ``result`` record may declare.
+RESULTS = ("1-0", "0-1", "1/2-1/2")
+#: Longest ``reason`` a ``result`` record may give.
+MAX_REASON = 40
 _HEX = re.compile(r"[0-9a-fA-F]{1,16}")
 
 #: Types the firmware sends that the rules engine has no use for (accepted silently).
@@ -147,6 +154,17 @@ class Resync:
 
 
 @dataclass(frozen=True, slots=True)
+class Result:
+    """An arbiter's (or operator's) declaration that the current game ended with ``result`` for ``reason``
+    (``resignation``, ``time``, ``agreement``, ...): an end the board cannot see."""
+
+    t: int
+    result: str
+    reason: str
+    type: Literal["result"] = "result"
+
+
+@dataclass(frozen=True, slots=True)
 class Other:
     """A record of a type the rules engine does not use (``hello``, ``button``, or an unknown type)."""
 
@@ -160,7 +178,7 @@ class Other:
         return self.type in PROTOCOL_ONLY_TYPES
 
 
-Record = Lift | Place | Snapshot | Promote | Clock | Setup | TakebackRequest | Resync | Other
+Record = Lift | Place | Snapshot | Promote | Clock | Setup | TakebackRequest | Resync | Result | Other
 
 
 def _square(obj: dict[str, Any]) -> chess.Square:
@@ -238,6 +256,8 @@ def from_dict(obj: Any) -> Record:
         return TakebackRequest(t, int_in_range(obj, "ply", 1, MAX_PLY, "the first ply to remove"))
     if kind == "resync":
         return _resync(t, obj)
+    if kind == "result":
+        return _result(t, obj)
     fields = tuple((k, v) for k, v in obj.items() if k not in ("t", "type"))
     return Other(t, kind, fields)
 
@@ -259,6 +279,17 @@ def _resync(t: int, obj: dict[str, Any]) -> Resync:
     if len(moves) > MAX_RESYNC_MOVES:
         raise RecordError(f"'moves' may hold at most {MAX_RESYNC_MOVES} moves")
     return Resync(t, tuple(moves))
+
+
+def _result(t: int, obj: dict[str, Any]) -> Result:
+    result, reason = obj.get("result"), obj.get("reason")
+    if result not in RESULTS:
+        raise RecordError(f"'result' must be one of {', '.join(RESULTS)}")
+    if not isinstance(reason, str) or not reason.strip():
+        raise RecordError("'reason' must be a short text such as \"resignation\", \"time\" or \"agreement\"")
+    if len(reason) > MAX_REASON or not reason.isprintable():
+        raise OutOfRange(f"'reason' must be at most {MAX_REASON} printable characters")
+    return Result(t, str(result), reason.strip())
 
 
 def parse_line(line: str | bytes, lineno: int | None = None) -> Record:
@@ -298,6 +329,9 @@ def to_dict(record: Record) -> dict[str, Any]:
                 out["fen"] = fen
             else:
                 out["moves"] = list(moves)
+        case Result(result=result, reason=reason):
+            out["result"] = result
+            out["reason"] = reason
         case Other(fields=fields):
             out.update(fields)
     return out

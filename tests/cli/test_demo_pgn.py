@@ -1,9 +1,12 @@
 """``touchmove demo --pgn``: any game is played to its end through firmware, bridge and a private Mosquitto;
-a result the board cannot see (resignation, time, agreement) comes from the PGN's ``Result`` tag."""
+a result the board cannot see (resignation, time, agreement) comes from the PGN's ``Result`` tag, sent as the
+bridge's ``result`` command: the journal and ``export`` carry it, not only the PGN printed."""
 
 from __future__ import annotations
 
 import io
+import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -19,9 +22,10 @@ RESIGNED = ('[Event "Blitz"]\n[White "A"]\n[Black "B"]\n[Result "0-1"]\n[Termina
 def test_a_game_ended_by_resignation(tmp_path: Path, broker: LocalBroker) -> None:
     pgn = tmp_path / "resigned.pgn"
     pgn.write_text(RESIGNED)
+    journal = tmp_path / "journal.sqlite3"
     done = subprocess.run([sys.executable, "-m", "touchmove.cli", "demo", "--pgn", str(pgn), "--no-ui",
-                           "--speed", "4", "--broker", broker.url], capture_output=True, text=True, timeout=180,
-                          cwd=tmp_path)
+                           "--speed", "4", "--broker", broker.url, "--journal", str(journal)],
+                          capture_output=True, text=True, timeout=180, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "from the PGN's Result tag" in done.stderr
     assert "Traceback" not in done.stderr
@@ -29,6 +33,22 @@ def test_a_game_ended_by_resignation(tmp_path: Path, broker: LocalBroker) -> Non
     assert game is not None
     assert game.headers["Result"] == "0-1" and game.headers["Termination"] == "White resigns"
     assert [m.uci() for m in game.mainline_moves()] == ["e2e4", "e7e5", "g1f3", "b8c6", "f1b5", "a7a6"]
+    # The real path: the result is a journaled operator record and a published game_end event ...
+    with sqlite3.connect(journal) as db:
+        bodies = [row[0] for row in db.execute("SELECT body FROM entries WHERE source = 'operator'")]
+        ends = [json.loads(row[0]) for row in db.execute("SELECT payload FROM events WHERE type = 'game_end'")]
+    declared = [json.loads(b) for b in bodies if b and '"type":"result"' in b]
+    assert [(d["result"], d["reason"]) for d in declared] == [("0-1", "White resigns")]
+    assert [(e["result"], e["by"]) for e in ends] == [("0-1", "arbiter")]
+    # ... and export, replaying the journal, gives the same result.
+    exported = subprocess.run([sys.executable, "-m", "touchmove.cli", "export", str(journal), "--pgn", "-",
+                               "--recording", str(tmp_path / "rec.jsonl")],
+                              capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    again = chess.pgn.read_game(io.StringIO(exported.stdout))
+    assert again is not None
+    assert again.headers["Result"] == "0-1" and again.headers["Termination"] == "White resigns"
+    assert len(list(again.mainline_moves())) == 6
 
 
 def test_a_game_from_its_own_position(tmp_path: Path, broker: LocalBroker) -> None:

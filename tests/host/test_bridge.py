@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from touchmove import bridge as bridge_module
-from touchmove import checkpoint, hands
+from touchmove import checkpoint, hands, records
 from touchmove.bridge import Bridge, replay_entries
 from touchmove.config import BridgeConfig, MqttConfig, SerialConfig
 from touchmove.export import pgn_games, recording_gaps
@@ -219,6 +219,41 @@ def test_resync_command(tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None
     assert sum('"type":"resync"' in line for line in journaled) == 2
 
 
+def test_result_command(tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
+    """``result`` feeds a journaled result record: the game ends in the events, the state and the PGN."""
+    bridge = make_bridge(tmp_path, loop)
+    link = FakeLink()
+    play_e4(bridge, link, loop)
+    topic = "touchmove/boards/brd/set"
+    r = command(bridge, loop, topic, b'{"command":"result","result":"2-0","reason":"resignation"}')
+    assert r["status"] == "error" and "'result' must be one of" in r["error"]
+    r = command(bridge, loop, topic, b'{"command":"result","result":"1-0"}')
+    assert r["status"] == "error" and "'reason'" in r["error"]
+    r = command(bridge, loop, topic, b'{"command":"result","result":"1-0","reason":"resignation","transaction":2}')
+    assert r == {"topic": "touchmove/boards/brd/response", "status": "ok", "command": "result", "transaction": 2}
+    settle(loop)
+    ends = [e for e in events_queued(bridge) if e["type"] == "game_end"]
+    assert [(e["result"], e["reason"], e["by"]) for e in ends] == [("1-0", "resignation", "arbiter")]
+    sess = bridge.boards["brd"]
+    assert bridge.state_payload(sess)["game_over"] is True
+    assert '[Result "1-0"]' in bridge.pgn_text(sess) and '[Termination "resignation"]' in bridge.pgn_text(sess)
+    journaled = [e.body or "" for e in bridge.journal.entries("brd") if e.source == "operator"]
+    assert sum('"type":"result"' in line for line in journaled) == 1
+    # The board saw no mate: a second declaration (an arbiter's correction) replaces the first.
+    r = command(bridge, loop, topic, b'{"command":"result","result":"0-1","reason":"time"}')
+    assert r["status"] == "ok"
+    assert '[Result "0-1"]' in bridge.pgn_text(sess)
+    # Play goes on on the board: the declared result is withdrawn, in the events and the PGN.
+    t = bridge.board_now(sess) + 1000
+    bridge.handle_lines(link, [line(4, t, "lift", sq="e7"), line(5, t + 100, "place", sq="e5"),
+                                     line(6, t + 2000, "heartbeat", occ=records.format_occupancy(
+                                         sess.engine.state().occupancy & ~chess.BB_E7 | chess.BB_E5))])
+    settle(loop, 0.5)
+    kinds = [e["type"] for e in events_queued(bridge)]
+    assert kinds[-2:] == ["game_resumed", "move"], kinds
+    assert '[Result "*"]' in bridge.pgn_text(sess) and bridge.state_payload(sess)["game_over"] is False
+
+
 def test_bridge_requests(tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
     bridge = make_bridge(tmp_path, loop)
     link = FakeLink()
@@ -239,7 +274,7 @@ json_scalars = st.none() | st.booleans() | st.integers(-3, 10**6) | st.text(max_
 json_any = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=3) |
                         st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=6)
 board_payloads = st.fixed_dictionaries({}, optional={
-    "command": st.sampled_from(["new_game", "setup", "promote", "takeback", "assign", "resync", "resign", ""])
+    "command": st.sampled_from(["new_game", "setup", "promote", "takeback", "assign", "resync", "result", "resign", ""])
     | json_any,
     "fen": st.sampled_from([chess.STARTING_FEN, "8/8/8/8/8/8/8/8 w - - 0 1", "garbage"]) | json_any,
     "chess960": json_any, "piece": st.sampled_from(["q", "n", "k", "Q"]) | json_any,

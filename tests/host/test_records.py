@@ -37,6 +37,7 @@ def test_occupancy_bit_zero_is_a1() -> None:
     '{"t": 3, "type": "clock", "side": "white"}',
     '{"t": 4, "type": "setup", "fen": "8/8/8/8/8/8/8/K6k w - - 0 1", "chess960": true}',
     '{"t": 5, "type": "takeback", "ply": 3}',
+    '{"t": 5, "type": "result", "result": "0-1", "reason": "time"}',
     '{"t": 6, "type": "hello", "proto": 1, "fw": "0.1.0"}',
 ])
 def test_round_trip(line: str) -> None:
@@ -115,8 +116,10 @@ def test_fuzz_any_text_is_a_record_or_a_clear_error(text: str) -> None:
 
 @settings(max_examples=300)
 @given(st.dictionaries(st.sampled_from(["t", "type", "sq", "occ", "piece", "side", "fen", "ply", "chess960",
-                                        "remaining"]), json_values, max_size=6),
-       st.sampled_from(["lift", "place", "snapshot", "heartbeat", "promote", "clock", "setup", "takeback", None]))
+                                        "remaining", "result", "reason"]),
+                       json_values | st.sampled_from(["1-0", "0-1", "1/2-1/2", "resignation"]), max_size=6),
+       st.sampled_from(["lift", "place", "snapshot", "heartbeat", "promote", "clock", "setup", "takeback", "result",
+                        None]))
 def test_fuzz_wrong_types_in_known_records(obj: dict[str, object], kind: str | None) -> None:
     if kind is not None:
         obj["type"] = kind

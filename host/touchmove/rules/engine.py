@@ -29,6 +29,7 @@ from touchmove.records import (
     Place,
     Promote,
     Record,
+    Result,
     Resync,
     Setup,
     Snapshot,
@@ -39,6 +40,7 @@ from touchmove.rules.events import (
     ALERT_ARTICLES,
     Alert,
     ClockPress,
+    DeclaredEnd,
     Event,
     GameEnd,
     GameResumed,
@@ -46,6 +48,7 @@ from touchmove.rules.events import (
     MoveAmended,
     MoveMade,
     RecoveredMove,
+    ResultRejected,
     ResyncRejected,
     Takeback,
     Touch,
@@ -78,6 +81,8 @@ PUSH_ASIDE_MS = 250
 #: How many plies back an assumed promotion piece may still be corrected by how the piece moves.
 PROMOTION_LOOKBACK = 40
 START_OCCUPANCY = chess.BB_RANK_1 | chess.BB_RANK_2 | chess.BB_RANK_7 | chess.BB_RANK_8
+#: The FIDE Laws article of each usual declared end (a ``result`` record's reason); other reasons cite none.
+DECLARED_ARTICLES = {"resignation": "5.1.2", "time": "6.9", "agreement": "5.2.3"}
 
 
 @dataclass(frozen=True)
@@ -136,6 +141,9 @@ class _GameState:
     recovered_from: tuple[int, int] | None = None
     unseen_last: bool = False  # the last ply was recovered or resynced, not seen made: presses prove nothing yet
     searched_again: bool = False  # the recovery was searched again once (the next is the arbiter's resync)
+    declared: bool = False  # the game's result (when not "*") was declared by a result record, not seen
+    #: After a declared result the board's moves are still read (one made withdraws it) until it is cleared.
+    read_after_end: bool = False
 
     def __post_init__(self) -> None:
         self.occs.append(self.start_occ)
@@ -253,6 +261,10 @@ class Engine:
                 if isinstance(plies, str):  # rejected: the hypotheses stay
                     return [ResyncRejected(self._game_no, max(record.t, self._t), plies, list(record.moves),
                                            record.fen)]
+            elif isinstance(record, Result):
+                return [ResultRejected(self._game_no, max(record.t, self._t),
+                                       "changes were lost and several positions fit: resync the game first",
+                                       record.result, record.reason)]
             elif not isinstance(record, Setup | TakebackRequest):
                 return self._feed_hypotheses(lambda engine: engine.feed(record), record.t)
             self._drop_hypotheses(search_again=False)  # the operator says what happened
@@ -281,6 +293,8 @@ class Engine:
                 out += self._takeback_to(t, ply - 1)
             case Resync():
                 out += self._resync(t, record)
+            case Result():
+                out += self._declare(t, record)
             case Other():
                 pass
         self._t = t
@@ -516,8 +530,16 @@ class Engine:
     def _after_change(self, t: int) -> list[Event]:
         out: list[Event] = []
         if self._phase is Phase.OVER:
-            self._match = None
-            return self._try_new_game(t)
+            started = self._try_new_game(t)
+            if (self._occ ^ self._position.occ).bit_count() >= CLEARED_SQUARES:
+                self._cur.read_after_end = False  # the board is being cleared: that game is over for good
+            if started or not self._declared_end() or not self._cur.read_after_end:
+                self._match = None
+                return started
+            # A declared result: moves are still read, and one made withdraws it (play went on).
+            self._match = self._explain(self._position, self._ply)
+            self._match_t = t
+            return []
         if self._setup is not None:
             started = self._try_new_game(t)
             if started:
@@ -674,6 +696,8 @@ class Engine:
             move = chess.Move(move.from_square, move.to_square, chosen)
         number = len(game.moves) + 1
         out: list[Event] = []
+        if self._phase is Phase.OVER:
+            out += self._resume(t)  # a move made after a declared result: play went on
         if self._sync in _OUT_OF_SYNC:
             out += self._restored(t, "legal move")
         after = board.copy(stack=False)
@@ -734,6 +758,7 @@ class Engine:
         if ended is not None:
             result, reason, article = ended
             game.result, game.end_reason = result, reason
+            self._cur.declared = False
             self._phase = Phase.OVER
             out.append(GameEnd(game.number, t, result, reason, article))
             return out
@@ -1357,6 +1382,44 @@ class Engine:
         game.result, game.end_reason = "*", None
         self._phase = Phase.PLAYING
         return [GameResumed(game.number, t, len(game.moves) + 1)]
+
+    def _declared_end(self) -> bool:
+        """Return whether the current game is over by a declared result (not by what the board showed)."""
+        return bool(self._games) and self._games[-1].result != "*" and self._cur.declared
+
+    def _declare(self, t: int, record: Result) -> list[Event]:
+        """A declared result (resignation, time, agreement): the current game ends as the board cannot show.
+
+        Rejected when no game is on, or when the board already ended the game with another result; a result
+        declared before is replaced. A move the board then shows made withdraws it (``game_resumed``).
+        """
+        out = self._flush_chatter()
+        game = self._games[-1] if self._games else None
+        if game is None or self._phase is Phase.NEW or (self._phase is Phase.OVER and game.result == "*"):
+            return [*out, ResultRejected(self._game_no, t, "no game on this board", record.result, record.reason)]
+        if game.result != "*" and not self._cur.declared:
+            if game.result == record.result:
+                return out  # the board saw it already (its reason stands)
+            return [*out, ResultRejected(game.number, t, f"the game already ended on the board: {game.result} "
+                                         f"({game.end_reason}); take back or resync first", record.result,
+                                         record.reason)]
+        if (game.result, game.end_reason) == (record.result, record.reason):
+            return out  # declared again
+        if self._phase is Phase.PLAYING and self._match is not None:
+            fp, self._match = self._match, None
+            self._unjudged = False
+            out += self._make(fp, self._match_t)  # the board shows the last move: made before the declaration
+            if game.result != "*":
+                return [*out, *self._declare(t, record)]  # that move ended the game on the board
+        game.result, game.end_reason = record.result, record.reason
+        self._cur.declared = True
+        self._cur.read_after_end = (self._occ ^ self._position.occ).bit_count() < CLEARED_SQUARES
+        self._phase = Phase.OVER
+        self._match = None
+        self._checkpoint = None
+        article = DECLARED_ARTICLES.get(record.reason.lower(), "")
+        out.append(DeclaredEnd(game.number, t, record.result, record.reason, article, "arbiter"))
+        return out
 
     # ----------------------------------------------------------------------------------------------------------
     # clock and promotion records

@@ -193,9 +193,31 @@ class GameEnd(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class DeclaredEnd(GameEnd):
+    """A ``game_end`` the board cannot see (resignation, time, agreement), declared by ``by`` (a ``result``
+    record: the arbiter or the operator)."""
+
+    by: str = "arbiter"
+
+
+@dataclass(frozen=True, slots=True)
+class ResultRejected(Event):
+    """A declared ``result`` that was not applied: ``reason`` says why (no game on, another result seen)."""
+
+    reason: str
+    result: str
+    declared: str
+
+    @property
+    def type(self) -> str:
+        return "result_rejected"
+
+
+@dataclass(frozen=True, slots=True)
 class GameResumed(Event):
     """The game end announced before ply ``ply`` is withdrawn: the board showed play going on (a promoted piece
-    other than the one assumed, an amended move); the result is ``*`` again."""
+    other than the one assumed, an amended move, a move made after a declared result); the result is ``*``
+    again."""
 
     ply: int
 
