@@ -1,4 +1,4 @@
-"""Helpers of the broadcast tests (a module with a unique name, imported by the tests and conftest)."""
+"""Helpers of the broadcast tests (a module with a unique name, imported by the tests)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import REQUIRE_ALL
 from touchmove.broadcast.tournament import Tournament, parse_tournament
-
-REQUIRE_ALL = os.environ.get("TOUCHMOVE_REQUIRE_ALL") == "1"
 
 
 def tournament_data(boards: int = 3, *, round_number: int = 3, port: int = 1883,

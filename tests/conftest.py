@@ -1,13 +1,19 @@
-"""Fixtures of the broadcast tests: a private Mosquitto for each test that asks for one."""
+"""Fixtures every test folder shares: a private Mosquitto for each test that asks for one.
+
+The end-to-end tests (tests/e2e) replace it with their own broker, which they stop and restart on one port to
+make outages.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
 
-from tests.broadcast.broadcast_helpers import REQUIRE_ALL
 from touchmove.broadcast.local_broker import LocalBroker
+
+REQUIRE_ALL = os.environ.get("TOUCHMOVE_REQUIRE_ALL") == "1"
 
 
 @pytest.fixture
