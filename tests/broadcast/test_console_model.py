@@ -277,17 +277,37 @@ async def _routes(tmp_path: Path) -> None:
                    journals=[tmp_path / "absent.sqlite", tmp_path / "journal.sqlite"])
     async with TestClient(TestServer(app)) as client:
         bob, anna = {"Authorization": "Bearer tok-b"}, {"Authorization": "Bearer tok-a"}
+        stream = hub.listen(svg=False)  # what the public event stream gets
         assert (await client.post("/api/boards/1/result", json={"result": "1-0"})).status == 401
         assert (await client.post("/api/boards/1/result", json={"result": "1-0"},
                                   headers={"Authorization": "Bearer nope"})).status == 401
         resp = await client.post("/api/boards/1/result", json={"result": "1-0"}, headers=bob)
         assert resp.status == 200
         assert (await client.post("/api/boards/1/result", json={"result": "2-0"}, headers=bob)).status == 400
+        # the audit log is the arbiters': no token, a wrong one -> 401; the public stream gets only the id
+        for path in ("/api/audit", "/api/audit.jsonl", "/api/audit?after=0"):
+            assert (await client.get(path)).status == 401, path
+            assert (await client.get(path, headers={"Authorization": "Bearer nope"})).status == 401, path
+        assert [e["arbiter"] for e in (await (await client.get("/api/audit", headers=bob)).json())["entries"]] \
+            == ["Bob", "Bob"]
+        assert (await client.get("/api/audit?after=1", headers=bob)).status == 200
+        assert [e["id"] for e in (await (await client.get("/api/audit?after=1", headers=bob)).json())["entries"]] \
+            == [2]
+        assert (await client.get("/api/audit?after=x", headers=bob)).status == 400
+        assert "Bob" in await (await client.get("/api/audit.jsonl", headers=bob)).text()
+        notified = []
+        while not stream.empty():
+            notified.append(stream.get_nowait())
+        assert [data for kind, data in notified if kind == "audit"] == [{"id": 1}, {"id": 2}]
         assert (await client.post("/api/arbiters/Anna/revoke", headers=bob)).status == 403
         assert (await client.post("/api/arbiters/Nobody/revoke", headers=anna)).status == 404
         assert (await client.post("/api/arbiters/Bob/revoke", headers=anna)).status == 200
         assert (await client.post("/api/boards/1/result", json={"result": "*"}, headers=bob)).status == 401
         assert (await client.get("/api/arbiters")).status == 401
+        # revoked without a restart: the log is closed to him at once, open to the others
+        assert (await client.get("/api/audit", headers=bob)).status == 401
+        assert (await client.get("/api/audit.jsonl", headers=bob)).status == 401
+        assert (await client.get("/api/audit", headers=anna)).status == 200
         alert_id = hub.alerts[0].id
         assert (await client.post(f"/api/alerts/{alert_id}/ack", headers=anna)).status == 200
         assert (await client.post(f"/api/alerts/{alert_id}/ack", headers=anna)).status == 200  # again: no entry
@@ -307,6 +327,19 @@ async def _routes(tmp_path: Path) -> None:
         alert = hub.alerts[0]
         assert alert.window is not None and not alert.window["open"]  # closed by the later touch, live
         assert alert.acked_by == "Anna"
+        # who acknowledged is arbiter data: in answers to a valid token only
+        assert "acked_by" not in detail["alerts"][0] and detail["alerts"][0]["acked"]
+        state = await (await client.get("/api/state?svg=0")).json()
+        assert state["alerts"] and all("acked_by" not in a for a in state["alerts"])
+        with_token = await (await client.get("/api/boards/1", headers=anna)).json()
+        assert with_token["alerts"][0]["acked_by"] == "Anna"
+        revoked = await (await client.get("/api/boards/1", headers=bob)).json()
+        assert "acked_by" not in revoked["alerts"][0]
+        notified = []
+        while not stream.empty():
+            notified.append(stream.get_nowait())
+        assert all("acked_by" not in data for kind, data in notified if kind in ("alert", "ack"))
+        assert any(kind == "ack" for kind, _ in notified)
         audit = [json.loads(x) for x in (tmp_path / "audit.jsonl").read_text().splitlines()]
     assert [(a["arbiter"], a["action"], a["ok"]) for a in audit] == [
         ("Bob", "result", True), ("Bob", "result", False), ("Bob", "revoke", False), ("Anna", "revoke", True),

@@ -83,12 +83,17 @@ class AlertEntry:
     #: Whether the alert can still be acted on (see :func:`touchmove.broadcast.timeline.claim_window`).
     window: dict[str, Any] | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
+    def to_json(self, *, arbiter_data: bool = False) -> dict[str, Any]:
+        """The alert as the consoles get it; who acknowledged it only with ``arbiter_data`` (the answers
+        to a request carrying a valid arbiter token: the public stream and state leave it out)."""
+        out = {
             "id": self.id, "board": self.board, "board_id": self.board_id, "code": self.code,
             "article": self.article, "ply": self.ply, "ts": self.ts, "detail": self.detail,
-            "acked": self.acked, "acked_at": self.acked_at, "acked_by": self.acked_by, "window": self.window,
+            "acked": self.acked, "acked_at": self.acked_at, "window": self.window,
         }
+        if arbiter_data:
+            out["acked_by"] = self.acked_by
+        return out
 
 
 @dataclass

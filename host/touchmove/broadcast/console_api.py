@@ -4,9 +4,14 @@
     GET  /api/boards/{n}/timeline?ply=P[&game=G]   one ply's touch timeline (JSON)
     GET  /api/boards/{n}/evidence.json[?game=G]    every ply's timeline of a game, with its PGN
     GET  /api/boards/{n}/evidence.pgn[?game=G]     the game's PGN, each ply's evidence as a comment
-    GET  /api/audit                            the latest audit entries; /api/audit.jsonl: the whole log
+    GET  /api/audit[?after=ID]                 the latest audit entries (an arbiter's token)
+    GET  /api/audit.jsonl                      the whole audit log (an arbiter's token)
     GET  /api/arbiters                         the arbiters and whether revoked (an arbiter's token)
     POST /api/arbiters/{name}/revoke           refuse that arbiter's tokens from now on (the chief's token)
+
+What arbiters did is theirs to read: the audit log and the list of arbiters need a valid (not revoked) token,
+the public event stream only says that an entry was added (its id), and who acknowledged an alert
+(``acked_by``) is in the answers to requests with a valid token only. Viewing the boards needs none.
 
 Timelines use the events the broadcaster received; where a bridge journal is readable (``journals``), the
 raw lift and place records of the ply are merged in.
@@ -63,6 +68,16 @@ def authorized(request: web.Request) -> Arbiter:
     return arbiter
 
 
+def arbiter_of(request: web.Request) -> Arbiter | None:
+    """The arbiter whose valid token the request carries, or None (no token, a wrong or revoked one): for
+    answers that anyone may read, with arbiter data added for arbiters."""
+    book = request.app[BOOK_KEY]
+    header = request.headers.get("Authorization", "")
+    if not header.startswith("Bearer ") or not book.configured:
+        return None
+    return book.authenticate(header[7:].strip())
+
+
 def board_summary(view: BoardView) -> dict[str, Any]:
     """What an audit entry keeps of a board before and after an action."""
     g = view.game
@@ -78,7 +93,7 @@ def record(request: web.Request, arbiter: Arbiter, action: str, *, board: int | 
     entry = request.app[AUDIT_KEY].record(arbiter=arbiter.name, action=action, board=board,
                                           round_=hub.round.number, before=before, after=after, ok=ok,
                                           error=error, detail=detail)
-    hub._notify("audit", entry)
+    hub._notify("audit", {"id": entry["id"]})  # the stream is public: arbiters fetch the entry with a token
     return entry
 
 
@@ -121,8 +136,9 @@ async def board_detail(request: web.Request) -> web.Response:
     moves = [{"ply": i, "san": m.san, "uci": m.uci, "clock_ms": m.clock_ms}
              for i, m in enumerate(view.game.moves, start=1)]
     record_ = hub.console.events.game(n, view.game.number)
+    arbiter_data = arbiter_of(request) is not None
     return _json({**view.to_json(), "moves": moves, "start_fen": view.game.start_fen,
-                  "alerts": [a.to_json() for a in hub.alerts if a.board == n],
+                  "alerts": [a.to_json(arbiter_data=arbiter_data) for a in hub.alerts if a.board == n],
                   "evidence_plies": game_plies(record_) if record_ else [],
                   "games": sorted(hub.console.events.boards.get(n, {}))})
 
@@ -174,10 +190,19 @@ async def evidence_pgn_route(request: web.Request) -> web.Response:
 
 
 async def audit(request: web.Request) -> web.Response:
-    return _json({"entries": request.app[AUDIT_KEY].entries[-500:]})
+    authorized(request)
+    raw = request.query.get("after", "")
+    if raw and not raw.isdigit():
+        raise _error(web.HTTPBadRequest, "after must be an audit entry id")
+    entries = request.app[AUDIT_KEY].entries
+    if raw:
+        after = int(raw)
+        entries = [e for e in entries if isinstance(e.get("id"), int) and e["id"] > after]
+    return _json({"entries": entries[-500:]})
 
 
 async def audit_export(request: web.Request) -> web.Response:
+    authorized(request)
     return web.Response(text=request.app[AUDIT_KEY].text(), content_type="application/x-ndjson", charset="utf-8",
                         headers={"Content-Disposition": 'attachment; filename="arbiter-audit.jsonl"'})
 

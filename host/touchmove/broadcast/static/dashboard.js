@@ -396,7 +396,13 @@ function closeDetail() {
 async function loadDetail() {
   const n = state.selected;
   if (n == null || detailFetch) return;
-  detailFetch = fetch(`/api/boards/${n}`).then((r) => r.json()).then((d) => {
+  // with a valid token the answer says who acknowledged the board's alerts (arbiter data)
+  const init = state.arbiter ? { headers: { "Authorization": "Bearer " + token } } : {};
+  detailFetch = fetch(`/api/boards/${n}`, init).then((r) => r.json()).then((d) => {
+    for (const a of d.alerts || []) {
+      const known = state.alerts.get(a.id);
+      if (known && a.acked_by && known.acked_by !== a.acked_by) known.acked_by = a.acked_by;
+    }
     if (state.selected === d.board) { state.detail = d; drawDetail(); }
   }).catch(() => {}).finally(() => { detailFetch = null; });
 }
@@ -476,7 +482,8 @@ function alertPlies(n) { return [...state.alerts.values()].filter((a) => a.board
 function drawBoardAlerts(n) {
   const list = $("#d-alerts");
   const mine = [...state.alerts.values()].filter((a) => a.board === n).sort((a, b) => b.id - a.id);
-  const key = mine.map((a) => a.id + (a.acked ? "a" : "") + (a.window ? (a.window.open ? "o" : "c") : "")).join(",");
+  const key = mine.map((a) => a.id + (a.acked ? "a" + (a.acked_by || "") : "") +
+    (a.window ? (a.window.open ? "o" : "c") : "")).join(",");
   if (list.dataset.key === key) return;
   list.dataset.key = key;
   list.textContent = "";
@@ -486,7 +493,8 @@ function drawBoardAlerts(n) {
     li.append(el("strong", "", `${a.code} · art. ${a.article} · ply ${a.ply ?? "?"} · ${timeOf(a.ts)}`));
     if (state.meanings[a.code]) li.append(el("div", "", state.meanings[a.code]));
     if (a.window) li.append(el("div", "window " + (a.window.open ? "open" : "closed"), windowText(a.window)));
-    if (a.acked) li.append(el("div", "muted", `acknowledged by ${a.acked_by || "?"} at ${timeOf(a.acked_at)}`));
+    if (a.acked) li.append(el("div", "muted", "acknowledged" + (a.acked_by ? ` by ${a.acked_by}` : "") +
+                                              ` at ${timeOf(a.acked_at)}`));
     else {
       const ack = el("button", "ack", "Acknowledge");
       ack.addEventListener("click", () => acknowledge(a.id));
@@ -551,6 +559,9 @@ function drawTimeline() {
 
 // -- alerts, audit, arbiters ----------------------------------------------------------------------------------
 function alertUpdate(a) {
+  // who acknowledged comes only in answers to an arbiter's requests: a public update keeps what is known
+  const known = state.alerts.get(a.id);
+  if (known && known.acked_by && !("acked_by" in a)) a.acked_by = known.acked_by;
   state.alerts.set(a.id, a);
   indexAlerts();
   queueDirty = true;
@@ -578,12 +589,43 @@ function summarizeChange(before, after) {
   const keys = Object.keys(after).filter((k) => JSON.stringify(before[k]) !== JSON.stringify(after[k]) && k !== "fen");
   return keys.map((k) => `${k} ${JSON.stringify(before[k])}→${JSON.stringify(after[k])}`).join(", ");
 }
-async function loadAudit() {
-  try {
-    const data = await (await fetch("/api/audit")).json();
+// The audit log is the arbiters' own: read with a token. The public stream only says an entry was added.
+let auditSeen = 0;
+let auditFetch = null;
+async function loadAudit(fresh = true) {
+  if (!state.arbiter) {
     $("#audit").textContent = "";
-    for (const e of data.entries.slice().reverse()) auditEntry(e, false);
-  } catch (e) { /* shown when the stream delivers entries */ }
+    auditSeen = 0;
+    text($("#audit-count"), "(arbiters only)");
+    $("#audit-locked").hidden = false;
+    return;
+  }
+  $("#audit-locked").hidden = true;
+  if (auditFetch) { await auditFetch; if (fresh) return loadAudit(false); return; }
+  auditFetch = (async () => {
+    try {
+      const data = await api("/api/audit" + (auditSeen ? "?after=" + auditSeen : ""), null, "GET");
+      if (!auditSeen) $("#audit").textContent = "";
+      for (const e of data.entries) { auditEntry(e); auditSeen = Math.max(auditSeen, Number(e.id) || 0); }
+    } catch (e) { /* the token was refused: locked() says so */ }
+  })();
+  try { await auditFetch; } finally { auditFetch = null; }
+}
+async function exportAudit(ev) {
+  ev.preventDefault();
+  try {
+    const resp = await fetch("/api/audit.jsonl", { headers: { "Authorization": "Bearer " + token } });
+    if (resp.status === 401 && state.arbiter) locked("token refused");
+    if (!resp.ok) throw new Error(resp.status === 401 || resp.status === 403 ? "an arbiter's token is needed" : resp.statusText);
+    const url = URL.createObjectURL(await resp.blob());
+    const a = el("a");
+    a.href = url;
+    a.download = "arbiter-audit.jsonl";
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10000);
+  } catch (e) { message("audit export failed: " + e.message, true); }
 }
 async function loadArbiters() {
   const box = $("#arbiters-box");
@@ -657,6 +699,7 @@ function locked(why) {
   text($("#auth-state"), why);
   cls($("#auth-state"), "badge bad");
   $("#arbiters-box").hidden = true;
+  loadAudit();
 }
 async function unlock(ev) {
   if (ev) ev.preventDefault();
@@ -671,11 +714,15 @@ async function unlock(ev) {
     cls(badge, "badge ok");
     $("#round-form").hidden = false;
     loadArbiters();
+    auditSeen = 0;
+    loadAudit();
+    loadDetail();
   } catch (e) {
     state.arbiter = null;
     document.body.classList.remove("unlocked");
     text(badge, token ? "token refused" : "view only");
     cls(badge, "badge " + (token ? "bad" : "off"));
+    loadAudit();
   }
 }
 
@@ -709,8 +756,8 @@ function snapshot(data) {
     text(push, "lichess: " + data.push.state);
     cls(push, "badge " + (data.push.state === "ok" ? "ok" : data.push.state === "idle" ? "off" : "bad"));
   }
-  const select = $("#round-select");
-  select.replaceChildren(...(data.rounds || [data.round]).map((r) => {
+  const roundSelect = $("#round-select");   // (not "select": that opens a board, used below)
+  roundSelect.replaceChildren(...(data.rounds || [data.round]).map((r) => {
     const o = el("option", "", "round " + r);
     o.value = r;
     o.selected = r === data.round;
@@ -736,7 +783,7 @@ function connect() {
   on("board", boardUpdate);
   on("alert", alertUpdate);
   on("ack", alertUpdate);
-  on("audit", (e) => auditEntry(e));
+  on("audit", () => loadAudit());
   on("bridge", (b) => { state.bridges[b.base] = b.state; renderBridges(); });
   on("response", (r) => message(`board ${r.board}: bridge says ${r.status}` +
     (r.command ? ` to ${r.command}` : "") + (r.error ? `: ${r.error}` : ""), r.status !== "ok"));
@@ -744,6 +791,7 @@ function connect() {
 
 buildBoard();
 $("#auth").addEventListener("submit", unlock);
+$("#audit-export").addEventListener("click", exportAudit);
 $("#round-form").addEventListener("submit", async (ev) => {
   ev.preventDefault();
   const number = Number($("#round-select").value);
