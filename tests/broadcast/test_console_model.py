@@ -354,3 +354,78 @@ def test_second_illegal_move_of_a_player_is_counted() -> None:
     events = [first, ev("move", 5, 2), other_side, ev("move", 6, 4), second]
     counts = [claim_window(a, events, timing="blitz") for a in (first, other_side, second)]
     assert [(w["offender"], w["count"]) for w in counts if w] == [("white", 1), ("black", 1), ("white", 2)]
+
+
+# -- a broadcaster restart, the bridge's refusals and its own alerts ------------------------------------------
+def feed(hub: Broadcaster, events: list[dict[str, Any]], board_id: str = "b01") -> None:
+    for e in events:
+        hub.handle(BridgeMessage("touchmove", board_id, "events", {**e, "board": board_id, "session": "s1"}))
+
+
+def test_timelines_alerts_and_acks_survive_a_broadcaster_restart(tmp_path: Path) -> None:
+    t = make_tournament(3, out=tmp_path)
+    hub = Broadcaster(t, output_dir=tmp_path)
+    _, events = engine_events()
+    feed(hub, events)
+    assert [a.code for a in hub.alerts] == ["touch_move"]
+    hub.acknowledge(hub.alerts[0].id, by="Bob")
+    before = ply_timeline(hub.console.events.game(1, 1), 3, timing=hub.console.timing)  # type: ignore[arg-type]
+    hub.save_state()  # what the service does when it stops (the writer flushes every 0.1 s meanwhile)
+    assert (tmp_path / "round-3-console.jsonl").is_file()
+
+    again = Broadcaster(t, output_dir=tmp_path)  # the bridges send no past events to a new broadcaster
+    record = again.console.events.game(1, 1)
+    assert record is not None
+    assert ply_timeline(record, 3, timing=again.console.timing) == before
+    [alert] = again.alerts
+    assert (alert.code, alert.ply, alert.acked, alert.acked_by) == ("touch_move", 3, True, "Bob")
+    assert alert.window is not None and not alert.window["open"] and alert.window["closed_by"].startswith("black")
+    last_move = [e for e in events if e["type"] == "move"][-1]
+    assert again.by_number[1].extras["moved_at"] == last_move["ts"]  # the clocks run from it
+    kept = len(record.events)
+    feed(again, events)  # the same events again (a bridge replaying its journal): no new alert, no new entry
+    assert len(again.alerts) == 1 and len(record.events) == kept
+    again.save_state()
+    lines = (tmp_path / "round-3-console.jsonl").read_text().splitlines()
+    assert len(lines) == kept + 1  # each event once, and the acknowledgement
+    (tmp_path / "round-3-console.jsonl").write_text("\n".join(lines[:-3]) + '\n{"board": 1, "ev')  # a crash
+    cut = Broadcaster(t, output_dir=tmp_path)
+    assert cut.console.events.game(1, 1) is not None and [a.acked for a in cut.alerts] == [False]
+
+
+def test_refused_commands_and_board_identity_reach_the_queue(tmp_path: Path) -> None:
+    hub = Broadcaster(make_tournament(3, out=tmp_path), output_dir=tmp_path)
+    feed(hub, [{"type": "game_start", "game": 1, "t": 0, "seq": 1},
+               {"type": "result_rejected", "game": 1, "t": 5, "seq": 2, "reason": "no game is on",
+                "result": "1-0", "declared": "resignation"},
+               {"type": "resync_rejected", "game": 1, "t": 6, "seq": 3, "reason": "e2e5 is illegal",
+                "moves": ["e2e5"], "fen": None},
+               {"type": "alert", "game": 1, "t": 7, "seq": 4, "ply": 1, "code": "board_identity", "article": "",
+                "origin": "bridge", "detail": {"port": "/dev/ttyACM3", "claimed": "b01"}},
+               {"type": "result_rejected", "game": 1, "t": 5, "seq": 2, "reason": "no game is on"}])  # again
+    assert [(a.code, a.detail.get("reason")) for a in hub.alerts] == [
+        ("result_rejected", "no game is on"), ("resync_rejected", "e2e5 is illegal"), ("board_identity", None)]
+    assert hub.alerts[0].detail["result"] == "1-0" and hub.alerts[1].detail["moves"] == ["e2e5"]
+    meanings = hub.snapshot(svg=False)["meanings"]
+    assert {"board_identity", "result_rejected", "resync_rejected", "changes_lost"} <= set(meanings)
+    assert hub.by_number[1].rejected == 0 and hub.by_number[1].game.ply == 0  # the game is not touched
+    feed(hub, [{"type": "result_rejected", "game": 1, "seq": 9, "reason": 5}])
+    assert hub.by_number[1].rejected == 1 and len(hub.alerts) == 3  # a bad field: refused, logged
+
+
+def test_a_timeline_from_the_journal_when_the_broadcaster_missed_the_events(tmp_path: Path) -> None:
+    asyncio.run(_from_journal(tmp_path))
+
+
+async def _from_journal(tmp_path: Path) -> None:
+    hub = Broadcaster(make_tournament(3, out=tmp_path), output_dir=tmp_path)
+    feed(hub, [{"type": "game_start", "game": 1, "t": 0, "seq": 1}])  # then it was down for the game
+    hub.console.events.boards.clear()
+    journal = write_journal(tmp_path / "journal.sqlite", "b01")
+    journal.close()
+    app = make_app(hub, None, arbiters=ArbiterBook(env="Anna=tok-a"), audit=AuditLog(tmp_path / "audit.jsonl"),
+                   journals=[tmp_path / "journal.sqlite"])
+    async with TestClient(TestServer(app)) as client:
+        line = await (await client.get("/api/boards/1/timeline?ply=3&game=1")).json()
+        assert line["first_touch"]["sq"] == "f1" and line["sources"] == ["events", "journal"]
+        assert (await client.get("/api/boards/2/timeline?ply=3&game=1")).status == 404

@@ -28,6 +28,7 @@ from touchmove.broadcast import bridge_topics
 from touchmove.broadcast.board_svg import render_many, render_svg
 from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.console import ConsoleState, both_clocks
+from touchmove.broadcast.event_archive import EventArchive
 from touchmove.broadcast.live_pgn import EMPTY_GAME, GameSnapshot, LiveGame, RoundPgn, write_atomically
 from touchmove.broadcast.results import kings_result, normalize_result
 from touchmove.broadcast.results_export import results_csv, results_trf
@@ -61,6 +62,16 @@ REJECTS_LOGGED = 5
 REJECTS_LOG_EVERY = 100
 #: The whole round state is saved at least this often while it changes (results and new games at once).
 SAVE_INTERVAL = 30.0
+#: An arbiter's command the board's engine did not apply (the bridge publishes why): an alert for the console.
+REJECTIONS = ("result_rejected", "resync_rejected")
+#: What the console says of the alerts that are not the rules engine's.
+CONSOLE_MEANINGS = {
+    "board_identity": "a port says the id of a board bound to another port (or an id other than its own): "
+                      "nothing was rebound; check the cables before its moves go to the wrong game",
+    "result_rejected": "a result declared for the board was not applied (see the reason): the game's result "
+                       "is not what was declared",
+    "resync_rejected": "an arbiter's resync was not applied (see the reason): the board is still out of step",
+}
 
 
 class ActionError(Exception):
@@ -82,6 +93,8 @@ class AlertEntry:
     acked_by: str | None = None
     #: Whether the alert can still be acted on (see :func:`touchmove.broadcast.timeline.claim_window`).
     window: dict[str, Any] | None = None
+    #: (game, ply, code, seq) of the event it came from: what an acknowledgement is archived under.
+    key: tuple[Any, ...] = ()
 
     def to_json(self, *, arbiter_data: bool = False) -> dict[str, Any]:
         """The alert as the consoles get it; who acknowledged it only with ``arbiter_data`` (the answers
@@ -189,8 +202,8 @@ def alert_meanings() -> dict[str, str]:
     try:
         from touchmove.rules.events import ALERT_MEANINGS
     except Exception:  # the broadcast must run whatever state the engine package is in
-        return {}
-    return dict(ALERT_MEANINGS)
+        return dict(CONSOLE_MEANINGS)
+    return {**CONSOLE_MEANINGS, **ALERT_MEANINGS}
 
 
 def _now_iso() -> str:
@@ -243,6 +256,8 @@ class Broadcaster:
         self.set_lichess_token: Callable[[str], None] | None = None
         #: The file's ``round``: a switch is kept across restarts while the file still says this.
         self.file_round = tournament.round
+        #: The console's events on disk (the round's own file: see :meth:`_open_round`).
+        self.archive = EventArchive(self.output_dir / f"round-{tournament.round}-console.jsonl")
         self._open_round(self._saved_round(), {})
 
     # -- rounds ------------------------------------------------------------------------------------
@@ -267,6 +282,8 @@ class Broadcaster:
         self.tournament = dataclasses.replace(self.tournament, round=number)
         self.round = self.tournament.current_round()
         self.console = ConsoleState(self.tournament.time_control)  # timelines and windows are per round
+        self.archive.close()
+        self.archive = EventArchive(self.output_dir / f"round-{number}-console.jsonl")
         record = load_round(self.output_dir, number, self.tournament.event)
         today = dt.datetime.fromtimestamp(self.clock(), dt.UTC).date()
         self.round_started = record.started if record is not None else today
@@ -298,7 +315,33 @@ class Broadcaster:
         self._snaps_dirty: set[int] = set(self.by_number)
         self._durable: dict[int, tuple[Any, ...]] = {n: v.games.durable_key() for n, v in self.by_number.items()}
         self._save_due = True
+        self._restore_console()
         self._changed(None)
+
+    def _restore_console(self) -> None:
+        """The round's events and acknowledgements kept by an earlier run (or before a round switch): the
+        timelines, alerts and claim windows as they were; events the bridges send again are no news."""
+        count = 0
+        for board, line in self.archive.read():
+            view = self.by_number.get(board)
+            if view is None:
+                continue
+            event = line.get("event")
+            if isinstance(event, dict):
+                count += 1
+                seq = event.get("seq")
+                if isinstance(seq, int) and isinstance(event.get("session"), str):
+                    view.sessions_seq[event["session"]] = max(seq, view.sessions_seq.get(event["session"], seq))
+                self._console_event(view, event, restoring=True)
+                continue
+            key = tuple(line["ack"])
+            for entry in self.alerts:
+                if entry.board == board and entry.key == key and not entry.acked:
+                    at, by = line.get("at"), line.get("by")
+                    entry.acked, entry.acked_at = True, at if isinstance(at, str) else None
+                    entry.acked_by = by if isinstance(by, str) else None
+        if count:
+            log.info("round %s: %s console events restored from %s", self.round.number, count, self.archive.path)
 
     def round_date(self, number: int | None = None) -> dt.date:
         """The round's date: the file's, else the day the round started here (kept in its state)."""
@@ -421,6 +464,7 @@ class Broadcaster:
         write_atomically(self.output_dir / f"round-{self.round.number}-results.csv",
                          results_csv(self.tournament, {self.round.number: rounds[self.round.number]}))
         write_atomically(self.output_dir / "results.trf", results_trf(self.tournament, rounds, self.round_date))
+        self.archive.flush()
         self._save_due = False
         self._saved_at = time.monotonic()
         self._saved_version = self.version
@@ -558,6 +602,7 @@ class Broadcaster:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._dirty.wait(), timeout)
             self._dirty.clear()
+            self.archive.flush()
             try:
                 self._maybe_save()
             except OSError:
@@ -764,24 +809,42 @@ class Broadcaster:
             return
         ts = event.get("ts")
         view.last_event_ts = ts if isinstance(ts, str) and len(ts) <= 40 else _now_iso()
+        if not isinstance(ts, str):
+            event = {**event, "ts": view.last_event_ts}
         kind = event.get("type")
-        number = view.pairing.board
-        self.console.on_event(number, event if isinstance(ts, str) else {**event, "ts": view.last_event_ts})
-        for closed in self.console.closed_windows(number, event):
-            self._notify("alert", closed.to_json())
-        view.extras = self.console.extras(number)
-        if kind == "alert":
-            # ``seq`` survives bridge restarts (new session, same journal): an alert replayed then is no news
-            key = (event.get("game"), event.get("ply"), event.get("code"), seq)
-            if isinstance(seq, int) and key in view.alerts_seen:
-                return
-            view.alerts_seen.add(key)
-            self._alert(view, event)
+        if self._console_event(view, event):
+            self.archive.add_event(view.pairing.board, event)
+            self._dirty.set()  # the writer flushes the archive
+        if kind == "alert" or kind in REJECTIONS:
             return
         if view.games.apply(event):
             self._changed(view)
         elif view.games.live().needs_resync:
             self._resync(view)
+
+    def _console_event(self, view: BoardView, event: dict[str, Any], restoring: bool = False) -> bool:
+        """Give one checked event to the console (timelines, claim windows, alerts); whether it was new."""
+        number = view.pairing.board
+        kept = self.console.on_event(number, event)
+        for closed in self.console.closed_windows(number, event):
+            self._notify("alert", closed.to_json())
+        view.extras = self.console.extras(number)
+        kind = event.get("type")
+        if kind != "alert" and kind not in REJECTIONS:
+            return kept
+        if kind in REJECTIONS:  # the arbiter must know his command did nothing: an alert of its own
+            detail = {k: event[k] for k in ("reason", "result", "declared", "moves", "fen") if k in event}
+            event = {**event, "code": kind, "article": "", "detail": detail}
+        # ``seq`` survives bridge restarts (new session, same journal): an alert replayed then is no news
+        seq = event.get("seq") if type(event.get("seq")) is int else None
+        key = (event.get("game"), event.get("ply"), event.get("code"), seq)
+        if seq is not None and key in view.alerts_seen:
+            return False
+        view.alerts_seen.add(key)
+        if restoring and any(a.board == number and a.key == key for a in self.alerts):
+            return False  # still listed from before a round switch
+        self._alert(view, event, key)
+        return True
 
     def _catch_up(self, view: BoardView) -> None:
         """After a (re)subscription: take the plies made while this consumer was away from the retained PGN when
@@ -837,14 +900,16 @@ class Broadcaster:
         if changed:
             self._changed(view, game_changed=False)
 
-    def _alert(self, view: BoardView, event: dict[str, Any]) -> None:
+    def _alert(self, view: BoardView, event: dict[str, Any], key: tuple[Any, ...] = ()) -> None:
         ply = event.get("ply")
         detail = event.get("detail")
+        ts = event.get("ts")
         entry = AlertEntry(
             id=self._next_alert, board=view.pairing.board, board_id=view.pairing.board_id,
             code=str(event.get("code", "?")), article=str(event.get("article", "")),
-            ply=ply if isinstance(ply, int) else None, ts=view.last_event_ts or _now_iso(),
-            detail=detail if isinstance(detail, dict) else {},
+            ply=ply if isinstance(ply, int) else None,
+            ts=ts if isinstance(ts, str) else view.last_event_ts or _now_iso(),
+            detail=detail if isinstance(detail, dict) else {}, key=key,
         )
         self._next_alert += 1
         self.console.on_alert(entry, event)
@@ -858,6 +923,8 @@ class Broadcaster:
             if entry.id == alert_id:
                 if not entry.acked:
                     entry.acked, entry.acked_at, entry.acked_by = True, _now_iso(), by
+                    if entry.board is not None and entry.key:
+                        self.archive.add_ack(entry.board, entry.key, by, entry.acked_at)
                     self._notify("ack", entry.to_json())
                 return entry
         raise ActionError(f"no alert {alert_id}")

@@ -13,14 +13,16 @@ What arbiters did is theirs to read: the audit log and the list of arbiters need
 the public event stream only says that an entry was added (its id), and who acknowledged an alert
 (``acked_by``) is in the answers to requests with a valid token only. Viewing the boards needs none.
 
-Timelines use the events the broadcaster received; where a bridge journal is readable (``journals``), the
-raw lift and place records of the ply are merged in.
+Timelines use the events the broadcaster received (kept on disk across its restarts: :mod:`.event_archive`);
+where a bridge journal is readable (``journals``), the raw lift and place records of the ply are merged in, and
+a game whose events the broadcaster never got is read from the journal.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,7 @@ from touchmove.broadcast.timeline import (
     game_evidence,
     game_plies,
     journal_records,
+    journal_store,
     ply_timeline,
 )
 
@@ -115,7 +118,16 @@ def _game(request: web.Request, view: BoardView) -> GameEvents:
         if not raw.isdigit():
             raise _error(web.HTTPBadRequest, "game must be a number")
         game = int(raw)
-    record_ = hub.console.events.game(view.pairing.board, game if game is not None else view.game.number)
+    number = game if game is not None else view.game.number
+    record_ = hub.console.events.game(view.pairing.board, number)
+    if record_ is None:  # events the broadcaster never got (it was down): the bridge's journal has them
+        for path in request.app[JOURNALS_KEY]:
+            try:
+                record_ = journal_store(path, view.pairing.board_id).game(0, number)
+            except (sqlite3.Error, ValueError):
+                record_ = None
+            if record_ is not None:
+                break
     if record_ is None:
         raise _error(web.HTTPNotFound, "no events of that game on this board")
     return record_

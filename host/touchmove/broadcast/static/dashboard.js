@@ -9,9 +9,9 @@ const params = new URLSearchParams(location.search);
 const SYNC_GRACE_S = Number(params.get("sync") || 10);   // out of sync for longer than this needs attention
 const MEASURE = params.has("measure");                    // the benchmark reads window.touchmoveShown
 const SEVERITY = {
-  illegal_move: 100, changes_lost: 90, touch_move: 80, castling_rook_first: 80, castling_obligation: 80,
-  moved_after_release: 80, touch_out_of_turn: 75, board_mismatch: 70, promotion_unverified: 50,
-  draw_claimable: 45, board_restored: 15,
+  illegal_move: 100, changes_lost: 90, board_identity: 85, touch_move: 80, castling_rook_first: 80,
+  castling_obligation: 80, moved_after_release: 80, touch_out_of_turn: 75, result_rejected: 72,
+  resync_rejected: 72, board_mismatch: 70, promotion_unverified: 50, draw_claimable: 45, board_restored: 15,
 };
 const GLYPH = { K: "♔", Q: "♕", R: "♖", B: "♗", N: "♘", P: "♙", k: "♚", q: "♛", r: "♜", b: "♝", n: "♞", p: "♟" };
 
@@ -114,7 +114,7 @@ function queueItems(now) {
     items.push({ key: "a" + a.id, sev, board: a.board, alert: a, ts: a.ts,
                  title: `Board ${a.board} · ${a.code}` +
                    (nth >= 2 ? ` · ${a.window.offender}'s ${nth === 2 ? "2nd" : nth + "th"} (7.5.5)` : ""),
-                 text: `art. ${a.article} · ply ${a.ply ?? "?"} · ${ago(a.ts)}` +
+                 text: alertLine(a) + ` · ${ago(a.ts)}` + (a.detail && a.detail.reason ? ` · ${a.detail.reason}` : "") +
                        (state.meanings[a.code] ? " · " + state.meanings[a.code] : "") });
   }
   for (const b of state.boards.values()) {
@@ -201,6 +201,9 @@ function renderQueue() {
   return items;
 }
 
+function alertLine(a) {   // the bridge's own alerts and refused commands have no article
+  return (a.article ? `art. ${a.article} · ` : "") + (a.ply != null ? `ply ${a.ply}` : "no ply");
+}
 function windowText(w) {
   if (w.open) return `can be acted on (${w.rule}): ${w.text}`;
   return `window closed (${w.rule})` + (w.closed_at ? " at " + timeOf(w.closed_at) : "") +
@@ -490,7 +493,8 @@ function drawBoardAlerts(n) {
   for (const a of mine) {
     const li = el("li", a.acked ? "acked" : "");
     li.dataset.alertId = a.id;
-    li.append(el("strong", "", `${a.code} · art. ${a.article} · ply ${a.ply ?? "?"} · ${timeOf(a.ts)}`));
+    li.append(el("strong", "", `${a.code} · ${alertLine(a)} · ${timeOf(a.ts)}`));
+    if (a.detail && a.detail.reason) li.append(el("div", "", a.detail.reason));
     if (state.meanings[a.code]) li.append(el("div", "", state.meanings[a.code]));
     if (a.window) li.append(el("div", "window " + (a.window.open ? "open" : "closed"), windowText(a.window)));
     if (a.acked) li.append(el("div", "muted", "acknowledged" + (a.acked_by ? ` by ${a.acked_by}` : "") +
