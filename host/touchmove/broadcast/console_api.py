@@ -31,7 +31,8 @@ from aiohttp import web
 
 from touchmove.broadcast.arbiters import Arbiter, ArbiterBook
 from touchmove.broadcast.audit import AuditLog, now_iso
-from touchmove.broadcast.broadcaster import BoardView, Broadcaster
+from touchmove.broadcast.board_view import BoardView
+from touchmove.broadcast.broadcaster import Broadcaster
 from touchmove.broadcast.live_pgn import game_pgn, pgn_headers
 from touchmove.broadcast.timeline import (
     GameEvents,

@@ -409,7 +409,7 @@ def make_app(hub: Broadcaster, token: str | None, *, arbiters: ArbiterBook | Non
     app.router.add_static("/static/", STATIC, show_index=False)
 
     async def close_streams(app: web.Application) -> None:
-        hub.close_listeners()
+        hub.streams.close()
 
     app.on_shutdown.append(close_streams)
     return app
