@@ -429,3 +429,31 @@ async def _from_journal(tmp_path: Path) -> None:
         line = await (await client.get("/api/boards/1/timeline?ply=3&game=1")).json()
         assert line["first_touch"]["sq"] == "f1" and line["sources"] == ["events", "journal"]
         assert (await client.get("/api/boards/2/timeline?ply=3&game=1")).status == 404
+
+
+def test_evidence_of_an_earlier_game_of_the_board(tmp_path: Path) -> None:
+    asyncio.run(_earlier_game(tmp_path))
+
+
+async def _earlier_game(tmp_path: Path) -> None:
+    hub = Broadcaster(make_tournament(3, out=tmp_path), output_dir=tmp_path)
+    _, events = engine_events()
+    feed(hub, events)
+    feed(hub, [{"type": "game_end", "game": 1, "t": 9000, "seq": 100, "result": "1-0", "reason": "resignation"}])
+    hub.permit_game(1, "next")  # the arbiter allows a second game on the board in this round
+    feed(hub, [{"type": "game_start", "game": 2, "t": 10_000, "seq": 101},
+               {"type": "move", "game": 2, "t": 10_500, "seq": 102, "ply": 1, "uci": "d2d4", "san": "d4"}])
+    assert hub.by_number[1].game.number == 2
+    app = make_app(hub, None, arbiters=ArbiterBook(env="Anna=tok-a"), audit=AuditLog(tmp_path / "audit.jsonl"),
+                   journals=[])
+    async with TestClient(TestServer(app)) as client:
+        first = await client.get("/api/boards/1/evidence.pgn?game=1")
+        assert first.status == 200
+        text = await first.text()
+        assert "2. Nf3 {" in text and "lift Bf1 binds" in text and '[Result "1-0"]' in text
+        second = await (await client.get("/api/boards/1/evidence.pgn")).text()
+        assert "1. d4" in second and '[Round "3.1.2"]' in second
+        line = await (await client.get("/api/boards/1/timeline?ply=3&game=1")).json()
+        assert line["fen"] == "rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2"
+        evidence = await (await client.get("/api/boards/1/evidence.json?game=1")).json()
+        assert "1. e4" in evidence["pgn"]

@@ -33,7 +33,7 @@ from touchmove.broadcast.arbiters import Arbiter, ArbiterBook
 from touchmove.broadcast.audit import AuditLog, now_iso
 from touchmove.broadcast.board_view import BoardView
 from touchmove.broadcast.broadcaster import Broadcaster
-from touchmove.broadcast.live_pgn import game_pgn, pgn_headers
+from touchmove.broadcast.live_pgn import LiveGame, game_pgn, pgn_headers
 from touchmove.broadcast.timeline import (
     GameEvents,
     evidence_pgn,
@@ -134,6 +134,14 @@ def _game(request: web.Request, view: BoardView) -> GameEvents:
     return record_
 
 
+def _live_game(view: BoardView, number: int) -> tuple[int, LiveGame] | None:
+    """The board's game of the round numbered ``number`` (the bridge's number) and its entry, or None."""
+    for entry, game in enumerate(view.games.entries, start=1):
+        if game.number == number:
+            return entry, game
+    return None
+
+
 def _journal(request: web.Request, view: BoardView, game: int) -> dict[int, list[dict[str, Any]]]:
     for path in request.app[JOURNALS_KEY]:
         found = journal_records(path, view.pairing.board_id, game)
@@ -167,7 +175,8 @@ async def timeline(request: web.Request) -> web.Response:
     journal = _journal(request, view, record_.game)
     out = ply_timeline(record_, ply, meanings=hub._meanings, timing=hub.console.timing,
                        records=journal.get(ply, ()))
-    fen = view.game.board(ply - 1).fen() if record_.game == view.game.number and ply <= view.game.ply + 1 else None
+    found = _live_game(view, record_.game)
+    fen = found[1].board(ply - 1).fen() if found is not None and ply <= found[1].ply + 1 else None
     return _json({"board": view.pairing.board, "board_id": view.pairing.board_id, "fen": fen, **out})
 
 
@@ -177,8 +186,12 @@ def _evidence(request: web.Request) -> tuple[BoardView, GameEvents, list[dict[st
     record_ = _game(request, view)
     plies = game_evidence(record_, meanings=hub._meanings, timing=hub.console.timing,
                           journal=_journal(request, view, record_.game))
-    headers = pgn_headers(hub.tournament, view.pairing, view.game.results.effective())
-    pgn = game_pgn(view.game, headers) if record_.game == view.game.number else ""
+    found = _live_game(view, record_.game)
+    pgn = ""
+    if found is not None:  # a game of the round (not one held, nor one the arbiter left out)
+        entry, game = found
+        headers = pgn_headers(hub.tournament, view.pairing, game.results.effective(), entry=entry)
+        pgn = game_pgn(game, headers)
     return view, record_, plies, pgn
 
 
@@ -196,7 +209,7 @@ async def evidence_json(request: web.Request) -> web.Response:
 async def evidence_pgn_route(request: web.Request) -> web.Response:
     view, record_, plies, pgn = _evidence(request)
     if not pgn or chess.pgn.read_game(io.StringIO(pgn)) is None:
-        raise _error(web.HTTPNotFound, "no PGN for that game (only the current game has one)")
+        raise _error(web.HTTPNotFound, "no PGN for that game (a game of the round has one; not a held game)")
     name = f"board-{view.pairing.board}-game-{record_.game}-evidence.pgn"
     return web.Response(text=evidence_pgn(pgn, plies), content_type="application/x-chess-pgn", charset="utf-8",
                         headers={"Content-Disposition": f'attachment; filename="{name}"'})
