@@ -32,7 +32,7 @@ import aiohttp
 import aiomqtt
 
 from touchmove.broadcast.local_broker import LocalBroker, free_port
-from touchmove.broadcast.simboards import SimBridge
+from touchmove.broadcast.simboards import SimBoard, SimRound, round_toml
 
 COMMENT = re.compile(r"\{[^}]*\}")
 ROUND = re.compile(r'\[Round "\d+\.(\d+)"\]')
@@ -71,21 +71,6 @@ class PlyCounter:
         return self.plies
 
 
-def tournament_toml(boards: int, bridges: int, port: int, out: Path) -> str:
-    lines = [
-        'event = "Latency bench"', 'site = "localhost"', 'time_control = "180+2"', "round = 1", "",
-        "[broadcast]", f'output_dir = "{out}"', 'token = "bench"', "",
-        "[[brokers]]", f'url = "mqtt://127.0.0.1:{port}"',
-        "bases = [" + ", ".join(f'"bench-{i}"' for i in range(bridges)) + "]", "",
-        "[[rounds]]", "number = 1", "",
-    ]
-    for n in range(1, boards + 1):
-        lines += ["[[rounds.boards]]", f"board = {n}", f'board_id = "board-{n:03d}"',
-                  f'white = {{ name = "White {n}", elo = {2600 - n} }}',
-                  f'black = {{ name = "Black {n}", elo = {2590 - n} }}', ""]
-    return "\n".join(lines)
-
-
 def pct(values: list[float], p: float) -> float:
     if not values:
         return float("nan")
@@ -106,7 +91,7 @@ async def run(args: argparse.Namespace) -> None:
     rng = random.Random(args.seed)
     with LocalBroker() as broker, tempfile.TemporaryDirectory(prefix="touchmove-bench-") as tmp:
         config = Path(tmp) / "tournament.toml"
-        config.write_text(tournament_toml(args.boards, args.bridges, broker.port, Path(tmp) / "out"))
+        config.write_text(round_toml("Latency bench", args.boards, args.bridges, broker.port, Path(tmp) / "out"))
         http_port = free_port()
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         profile = ["-m", "cProfile", "-o", args.profile] if args.profile else []
@@ -187,29 +172,14 @@ async def run(args: argparse.Namespace) -> None:
                             known[board] = plies
                         await asyncio.sleep(args.poll_pause)
 
-                async def play(sim_board: object, number: int, deadline: float) -> None:
-                    from touchmove.broadcast.simboards import SimBoard
-
-                    assert isinstance(sim_board, SimBoard)
+                async def play(sim_board: SimBoard, number: int, deadline: float) -> None:
                     await asyncio.sleep(rng.uniform(0, args.ply_max))
                     while time.perf_counter() < deadline and not sim_board.position.is_game_over():
-                        move = rng.choice(list(sim_board.position.legal_moves))
-                        published[(number, sim_board.ply + 1)] = time.perf_counter()
-                        await sim_board.move(move.uci(), remaining_ms=rng.randrange(10_000, 180_000))
+                        await SimRound.random_move(sim_board, number, rng, published, time.perf_counter)
                         await asyncio.sleep(rng.uniform(args.ply_min, args.ply_max))
 
-                clients = [aiomqtt.Client("127.0.0.1", broker.port, max_queued_outgoing_messages=100_000)
-                           for _ in range(args.bridges)]
-                for c in clients:
-                    await c.__aenter__()
-                try:
-                    sims = [SimBridge(c, f"bench-{i}") for i, c in enumerate(clients)]
-                    for s in sims:
-                        await s.online()
-                    boards = [(sims[(n - 1) % args.bridges].board(f"board-{n:03d}"), n)
-                              for n in range(1, args.boards + 1)]
-                    for b, _ in boards:  # the round starts: every game at once
-                        await b.start()
+                async with SimRound(broker.port, boards=args.boards, bridges=args.bridges) as sim:
+                    await sim.start()  # the round starts: every game at once
                     await asyncio.sleep(2.0)
                     ready = asyncio.Event()
                     ref_task = asyncio.create_task(mqtt_reference())
@@ -225,7 +195,7 @@ async def run(args: argparse.Namespace) -> None:
                     cpu_start = process_cpu(proc.pid)
                     start = time.perf_counter()
                     deadline = start + args.seconds
-                    await asyncio.gather(*(play(b, n, deadline) for b, n in boards))
+                    await asyncio.gather(*(play(b, n, deadline) for b, n in sim.boards))
                     await asyncio.sleep(2.0)  # the last moves come through
                     cpu_used = process_cpu(proc.pid) - cpu_start
                     stop.set()
@@ -233,11 +203,7 @@ async def run(args: argparse.Namespace) -> None:
                     sse_task.cancel()
                     ref_task.cancel()
                     await asyncio.gather(sse_task, ref_task, return_exceptions=True)
-                    for s in sims:
-                        await s.clear_retained()
-                finally:
-                    for c in clients:
-                        await c.__aexit__(None, None, None)
+                    await sim.clear_retained()
         finally:
             proc.terminate()
             proc.wait(30)

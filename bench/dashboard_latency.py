@@ -33,7 +33,7 @@ import aiomqtt
 import chess
 
 from touchmove.broadcast.local_broker import LocalBroker, free_port
-from touchmove.broadcast.simboards import SimBoard, SimBridge
+from touchmove.broadcast.simboards import SimBoard, SimBridge, SimRound, round_toml
 
 EVENT_PLY = re.compile(rb'"ply":(\d+),')
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -60,21 +60,6 @@ class QuickPgnBoard(SimBoard):
 
     def pgn(self) -> str:
         return f'[Event "?"]\n[Result "{self.result}"]\n\n' + " ".join([*self.movetext, self.result]) + "\n"
-
-
-def tournament_toml(boards: int, bridges: int, port: int, out: Path) -> str:
-    lines = [
-        'event = "Console latency bench"', 'site = "localhost"', 'time_control = "180+2"', "round = 1", "",
-        "[broadcast]", f'output_dir = "{out}"', 'token = "bench"', "",
-        "[[brokers]]", f'url = "mqtt://127.0.0.1:{port}"',
-        "bases = [" + ", ".join(f'"bench-{i}"' for i in range(bridges)) + "]", "",
-        "[[rounds]]", "number = 1", "",
-    ]
-    for n in range(1, boards + 1):
-        lines += ["[[rounds.boards]]", f"board = {n}", f'board_id = "board-{n:03d}"',
-                  f'white = {{ name = "White {n}", elo = {2600 - n} }}',
-                  f'black = {{ name = "Black {n}", elo = {2590 - n} }}', ""]
-    return "\n".join(lines)
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -152,7 +137,8 @@ async def run(args: argparse.Namespace) -> None:
     rng = random.Random(args.seed)
     with LocalBroker() as broker, tempfile.TemporaryDirectory(prefix="touchmove-bench-") as tmp:
         config = Path(tmp) / "tournament.toml"
-        config.write_text(tournament_toml(args.boards, args.bridges, broker.port, Path(tmp) / "out"))
+        config.write_text(round_toml("Console latency bench", args.boards, args.bridges, broker.port,
+                                     Path(tmp) / "out"))
         http_port = free_port()
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         profile = ["-m", "cProfile", "-o", args.profile] if args.profile else []
@@ -176,52 +162,38 @@ async def run(args: argparse.Namespace) -> None:
                         pass
                     await asyncio.sleep(0.05)
             await asyncio.sleep(1.0)  # let it subscribe
-            clients = [aiomqtt.Client("127.0.0.1", broker.port, max_queued_outgoing_messages=100_000)
-                       for _ in range(args.bridges)]
-            for c in clients:
-                await c.__aenter__()
-            async with async_playwright() as pw:
+            async with SimRound(broker.port, boards=args.boards, bridges=args.bridges,
+                                board_class=QuickPgnBoard) as sim, async_playwright() as pw:
                 browser = await pw.chromium.launch(executable_path=args.chromium, args=CHROMIUM_ARGS)
                 try:
-                    sims = [SimBridge(c, f"bench-{i}") for i, c in enumerate(clients)]
-                    for s in sims:
-                        await s.online()
-                    boards = []
-                    for n in range(1, args.boards + 1):
-                        sim = sims[(n - 1) % args.bridges]
-                        board = sim.boards[f"board-{n:03d}"] = QuickPgnBoard(sim, f"board-{n:03d}")
-                        boards.append((board, n))
-                    for b, _ in boards:
-                        await b.start()
+                    await sim.start()
                     page = await browser.new_page(viewport={"width": 1920, "height": 1080})
                     await page.goto(f"{url}/?measure")
                     await page.wait_for_function(f"document.querySelectorAll('.row').length >= {args.boards}")
                     await asyncio.sleep(1.0)
                     per_board = args.boards / args.rate  # mean seconds between one board's plies
 
+                    def wall_ms() -> float:
+                        return time.time() * 1000
+
                     async def play(board: SimBoard, number: int, deadline: float) -> None:
                         due = time.monotonic() + rng.uniform(0, per_board)
                         while due < deadline and not board.position.is_game_over():
                             await asyncio.sleep(max(0.0, due - time.monotonic()))
-                            move = rng.choice(list(board.position.legal_moves))
-                            published[(number, board.ply + 1)] = time.time() * 1000
-                            await board.move(move.uci(), remaining_ms=rng.randrange(10_000, 180_000))
+                            await sim.random_move(board, number, rng, published, wall_ms)
                             due += rng.uniform(0.5, 1.5) * per_board  # the pace holds whatever publishing took
 
                     deadline = time.monotonic() + args.seconds
                     cpu0 = cpu_seconds(proc.pid)
-                    await asyncio.gather(*(play(b, n, deadline) for b, n in boards))
+                    await asyncio.gather(*(play(b, n, deadline) for b, n in sim.boards))
                     cpu1 = cpu_seconds(proc.pid)
                     await asyncio.sleep(3.0)  # the last moves come through
                     shown = await page.evaluate("window.touchmoveShown")
                     if args.screenshot:
                         await page.screenshot(path=args.screenshot)
-                    for s in sims:
-                        await s.clear_retained()
+                    await sim.clear_retained()
                 finally:
                     await browser.close()
-                    for c in clients:
-                        await c.__aexit__(None, None, None)
         finally:
             proc.terminate()
             proc.wait(30)

@@ -69,6 +69,10 @@ async def set_the_scene(bridge: SimBridge) -> dict[int, SimBoard]:
     await boards[10].kings_to_centre("1/2-1/2")         # a draw shown with the kings: not "out of sync"
     await boards[11].end("1-0", "checkmate", "5.1.1")   # a result to confirm
     await boards[11].start()                            # and the players set up again: a held game
+    await boards[3].alert("changes_lost", "7.4", {"blind_ms": 4200})            # the board went blind
+    await boards[6].alert("board_identity", "", {"port": "/dev/ttyACM3", "claimed": "b06", "bound": "b12"})
+    await boards[12].event({"type": "result_rejected", "game": 1, "reason": "the board ended the game 1-0",
+                            "result": "0-1", "declared": "resignation"})     # a declared result not applied
     return boards
 
 
@@ -113,13 +117,17 @@ async def _console(broker: LocalBroker, tmp_path: Path, executable: str) -> None
             queue = page.locator("#queue li")
             await expect(queue.first.locator(".q-title")).to_have_text("Board 8 · illegal_move")
             await expect(queue.first.locator(".q-window")).to_contain_text("can be acted on (B.3)")
-            await expect(page).to_have_title("(3) Test Open · round 3 · arbiter")
+            await expect(page).to_have_title("(6) Test Open · round 3 · arbiter")
             titles = [await q.text_content() for q in await queue.locator(".q-title").all()]
             for wanted in ["Board 7 · illegal_move", "Board 4 · touch_move", "Board 9 · offline",
+                           "Board 3 · changes_lost", "Board 6 · board_identity", "Board 12 · result_rejected",
                            "Board 2 · out of sync", "Board 10 · 1/2-1/2 to confirm", "Board 11 · 1-0 to confirm",
                            "Board 5 · white's flag", "Board 11 · a new game is held"]:
                 await expect(page.locator("#queue .q-title", has_text=wanted)).to_have_count(1)
             titles = [await q.text_content() for q in await queue.locator(".q-title").all()]
+            assert titles.index("Board 8 · illegal_move") < titles.index("Board 3 · changes_lost") \
+                < titles.index("Board 6 · board_identity") < titles.index("Board 12 · result_rejected") \
+                < titles.index("Board 9 · offline"), titles
             assert titles.index("Board 8 · illegal_move") < titles.index("Board 7 · illegal_move") \
                 < titles.index("Board 9 · offline") < titles.index("Board 2 · out of sync") \
                 < titles.index("Board 11 · 1-0 to confirm"), titles
@@ -129,6 +137,13 @@ async def _console(broker: LocalBroker, tmp_path: Path, executable: str) -> None
             await expect(seven.locator(".q-window")).to_contain_text("black played Nc6")
             await expect(page.locator('.row[data-board="10"]')).not_to_have_class("s-sync")
             await expect(page.locator('.row[data-board="2"]')).to_have_class("row s-sync")
+            twelve = page.locator("#queue li", has_text="Board 12 · result_rejected")
+            await expect(twelve.locator(".q-text")).to_contain_text("no ply · ")
+            await expect(twelve.locator(".q-text")).to_contain_text("the board ended the game 1-0")
+            await page.locator("#queue li", has_text="Board 6 · board_identity").click()  # each item: its board
+            await expect(page.locator("#d-title")).to_have_text("Board 6 · b06 · game 1")
+            await expect(page.locator("#d-alerts li").first).to_contain_text("board_identity · ply 3")
+            assert page.url.endswith("#board-6")
 
             # an item goes to its board; the disputed ply's timeline says who touched what first, and when
             await page.locator("#queue li", has_text="Board 4 · touch_move").click()
@@ -170,9 +185,13 @@ async def _console(broker: LocalBroker, tmp_path: Path, executable: str) -> None
             await page.click("#auth button")
             await expect(page.locator("#auth-state")).to_have_text("Bob Deputy")
             await queue.first.locator("button.ack").click()
-            await expect(page).to_have_title("(2) Test Open · round 3 · arbiter")
+            await expect(page).to_have_title("(5) Test Open · round 3 · arbiter")
             await page.click("#audit-panel summary")
             await expect(page.locator("#audit li").first).to_contain_text("Bob Deputy: acknowledge board 8")
+            await page.locator('.row[data-board="8"]').click()
+            await expect(page.locator("#d-alerts li").first).to_contain_text("acknowledged by Bob Deputy at")
+            await page.locator('.row[data-board="4"]').click()
+            await expect(page.locator("#d-title")).to_have_text("Board 4 · b04 · game 1")
             await expect(page.locator("#audit li").first).to_contain_text("acked false→true")
             await page.locator("#queue li", has_text="Board 11 · 1-0 to confirm").locator("button").click()
             await expect(page.locator("#audit li").first).to_contain_text("Bob Deputy: result board 11")
@@ -193,6 +212,19 @@ async def _console(broker: LocalBroker, tmp_path: Path, executable: str) -> None
             assert commands[0]["command"] == "promote" and commands[0]["piece"] == "n"
             await page.screenshot(path=str(ARTIFACTS / "console.png"))
 
+            # without a token the audit log is not shown, nor who acknowledged (the stream carries neither)
+            viewer = await browser.new_page(viewport={"width": 1400, "height": 900})
+            viewer.on("pageerror", lambda exc: errors.append(str(exc)))
+            await viewer.goto(svc.url + "/#board-8")
+            await expect(viewer.locator("#d-alerts li").first).to_contain_text("acknowledged at")
+            await viewer.click("#audit-panel summary")
+            await expect(viewer.locator("#audit-locked")).to_be_visible()
+            await expect(viewer.locator("#audit-count")).to_have_text("(arbiters only)")
+            assert await viewer.locator("#audit li").count() == 0
+            assert "Bob Deputy" not in await viewer.locator("body").inner_text()
+            assert (await page.request.get(svc.url + "/api/audit")).status == 401
+            assert (await page.request.get(svc.url + "/api/audit.jsonl")).status == 401
+
             # the chief revokes the deputy's token from his own console: the deputy's next action is refused
             chief = await browser.new_page(viewport={"width": 1400, "height": 900})
             chief.on("dialog", lambda d: asyncio.ensure_future(d.accept()))
@@ -203,11 +235,15 @@ async def _console(broker: LocalBroker, tmp_path: Path, executable: str) -> None
             await chief.click("#audit-panel summary")
             await chief.locator('#arbiters li[data-arbiter="Bob Deputy"] button.revoke').click()
             await expect(chief.locator('#arbiters li[data-arbiter="Bob Deputy"]')).to_have_class("revoked")
-            await expect(page.locator("#audit li").first).to_contain_text("Anna Chief: revoke Bob Deputy")
+            await expect(chief.locator("#audit li").first).to_contain_text("Anna Chief: revoke Bob Deputy")
             await page.locator("#queue li", has_text="Board 7 · illegal_move").locator("button.ack").click()
             await expect(page.locator("#auth-state")).to_have_text("token refused")
             await expect(page.locator("#messages li").first).to_contain_text("unknown or revoked")
             assert not next(a for a in svc.hub.alerts if a.board == 7).acked
+            # the revoked deputy's console no longer shows the log; the viewer never got an entry
+            await expect(page.locator("#audit-count")).to_have_text("(arbiters only)")
+            assert await page.locator("#audit li").count() == 0
+            assert await viewer.locator("#audit li").count() == 0
 
             # the log is on disk, one JSON object per line, and exported as such
             lines = (tmp_path / "arbiter-audit.jsonl").read_text().splitlines()
@@ -217,15 +253,19 @@ async def _console(broker: LocalBroker, tmp_path: Path, executable: str) -> None
                 ("Bob Deputy", "promote", 4),
                 ("Anna Chief", "revoke", None)]
             assert logged[1]["before"]["result_source"] == "board" and logged[1]["after"]["result"] == "1-0"
-            exported_log = await (await page.request.get(svc.url + "/api/audit.jsonl")).text()
+            async with chief.expect_download() as download:  # the export link sends the chief's token
+                await chief.click("#audit-export")
+            exported_log = Path(await (await download.value).path()).read_text()
             assert exported_log.splitlines() == lines
+            await expect(chief.locator("#audit li")).to_have_count(len(lines))
             # the chief switches the round from the console: every console follows, and the log says who
             await chief.select_option("#round-select", "4")
             await chief.click("#round-form button")
             await expect(page).to_have_title(re.compile(r"Test Open · round 4 · arbiter$"))
             await expect(page.locator("#round-info")).to_contain_text("round 4")
             assert svc.hub.round.number == 4
-            await expect(page.locator("#audit li").first).to_contain_text("Anna Chief: round")
+            await expect(chief.locator("#audit li").first).to_contain_text("Anna Chief: round")
+            assert await page.locator("#audit li").count() == 0 and await viewer.locator("#audit li").count() == 0
             assert [e for e in errors if "status of 401" not in e] == []  # the refused tokens only
         finally:
             await browser.close()

@@ -277,17 +277,37 @@ async def _routes(tmp_path: Path) -> None:
                    journals=[tmp_path / "absent.sqlite", tmp_path / "journal.sqlite"])
     async with TestClient(TestServer(app)) as client:
         bob, anna = {"Authorization": "Bearer tok-b"}, {"Authorization": "Bearer tok-a"}
+        stream = hub.listen(svg=False)  # what the public event stream gets
         assert (await client.post("/api/boards/1/result", json={"result": "1-0"})).status == 401
         assert (await client.post("/api/boards/1/result", json={"result": "1-0"},
                                   headers={"Authorization": "Bearer nope"})).status == 401
         resp = await client.post("/api/boards/1/result", json={"result": "1-0"}, headers=bob)
         assert resp.status == 200
         assert (await client.post("/api/boards/1/result", json={"result": "2-0"}, headers=bob)).status == 400
+        # the audit log is the arbiters': no token, a wrong one -> 401; the public stream gets only the id
+        for path in ("/api/audit", "/api/audit.jsonl", "/api/audit?after=0"):
+            assert (await client.get(path)).status == 401, path
+            assert (await client.get(path, headers={"Authorization": "Bearer nope"})).status == 401, path
+        assert [e["arbiter"] for e in (await (await client.get("/api/audit", headers=bob)).json())["entries"]] \
+            == ["Bob", "Bob"]
+        assert (await client.get("/api/audit?after=1", headers=bob)).status == 200
+        assert [e["id"] for e in (await (await client.get("/api/audit?after=1", headers=bob)).json())["entries"]] \
+            == [2]
+        assert (await client.get("/api/audit?after=x", headers=bob)).status == 400
+        assert "Bob" in await (await client.get("/api/audit.jsonl", headers=bob)).text()
+        notified = []
+        while not stream.empty():
+            notified.append(stream.get_nowait())
+        assert [data for kind, data in notified if kind == "audit"] == [{"id": 1}, {"id": 2}]
         assert (await client.post("/api/arbiters/Anna/revoke", headers=bob)).status == 403
         assert (await client.post("/api/arbiters/Nobody/revoke", headers=anna)).status == 404
         assert (await client.post("/api/arbiters/Bob/revoke", headers=anna)).status == 200
         assert (await client.post("/api/boards/1/result", json={"result": "*"}, headers=bob)).status == 401
         assert (await client.get("/api/arbiters")).status == 401
+        # revoked without a restart: the log is closed to him at once, open to the others
+        assert (await client.get("/api/audit", headers=bob)).status == 401
+        assert (await client.get("/api/audit.jsonl", headers=bob)).status == 401
+        assert (await client.get("/api/audit", headers=anna)).status == 200
         alert_id = hub.alerts[0].id
         assert (await client.post(f"/api/alerts/{alert_id}/ack", headers=anna)).status == 200
         assert (await client.post(f"/api/alerts/{alert_id}/ack", headers=anna)).status == 200  # again: no entry
@@ -307,6 +327,19 @@ async def _routes(tmp_path: Path) -> None:
         alert = hub.alerts[0]
         assert alert.window is not None and not alert.window["open"]  # closed by the later touch, live
         assert alert.acked_by == "Anna"
+        # who acknowledged is arbiter data: in answers to a valid token only
+        assert "acked_by" not in detail["alerts"][0] and detail["alerts"][0]["acked"]
+        state = await (await client.get("/api/state?svg=0")).json()
+        assert state["alerts"] and all("acked_by" not in a for a in state["alerts"])
+        with_token = await (await client.get("/api/boards/1", headers=anna)).json()
+        assert with_token["alerts"][0]["acked_by"] == "Anna"
+        revoked = await (await client.get("/api/boards/1", headers=bob)).json()
+        assert "acked_by" not in revoked["alerts"][0]
+        notified = []
+        while not stream.empty():
+            notified.append(stream.get_nowait())
+        assert all("acked_by" not in data for kind, data in notified if kind in ("alert", "ack"))
+        assert any(kind == "ack" for kind, _ in notified)
         audit = [json.loads(x) for x in (tmp_path / "audit.jsonl").read_text().splitlines()]
     assert [(a["arbiter"], a["action"], a["ok"]) for a in audit] == [
         ("Bob", "result", True), ("Bob", "result", False), ("Bob", "revoke", False), ("Anna", "revoke", True),
@@ -321,3 +354,106 @@ def test_second_illegal_move_of_a_player_is_counted() -> None:
     events = [first, ev("move", 5, 2), other_side, ev("move", 6, 4), second]
     counts = [claim_window(a, events, timing="blitz") for a in (first, other_side, second)]
     assert [(w["offender"], w["count"]) for w in counts if w] == [("white", 1), ("black", 1), ("white", 2)]
+
+
+# -- a broadcaster restart, the bridge's refusals and its own alerts ------------------------------------------
+def feed(hub: Broadcaster, events: list[dict[str, Any]], board_id: str = "b01") -> None:
+    for e in events:
+        hub.handle(BridgeMessage("touchmove", board_id, "events", {**e, "board": board_id, "session": "s1"}))
+
+
+def test_timelines_alerts_and_acks_survive_a_broadcaster_restart(tmp_path: Path) -> None:
+    t = make_tournament(3, out=tmp_path)
+    hub = Broadcaster(t, output_dir=tmp_path)
+    _, events = engine_events()
+    feed(hub, events)
+    assert [a.code for a in hub.alerts] == ["touch_move"]
+    hub.acknowledge(hub.alerts[0].id, by="Bob")
+    before = ply_timeline(hub.console.events.game(1, 1), 3, timing=hub.console.timing)  # type: ignore[arg-type]
+    hub.save_state()  # what the service does when it stops (the writer flushes every 0.1 s meanwhile)
+    assert (tmp_path / "round-3-console.jsonl").is_file()
+
+    again = Broadcaster(t, output_dir=tmp_path)  # the bridges send no past events to a new broadcaster
+    record = again.console.events.game(1, 1)
+    assert record is not None
+    assert ply_timeline(record, 3, timing=again.console.timing) == before
+    [alert] = again.alerts
+    assert (alert.code, alert.ply, alert.acked, alert.acked_by) == ("touch_move", 3, True, "Bob")
+    assert alert.window is not None and not alert.window["open"] and alert.window["closed_by"].startswith("black")
+    last_move = [e for e in events if e["type"] == "move"][-1]
+    assert again.by_number[1].extras["moved_at"] == last_move["ts"]  # the clocks run from it
+    kept = len(record.events)
+    feed(again, events)  # the same events again (a bridge replaying its journal): no new alert, no new entry
+    assert len(again.alerts) == 1 and len(record.events) == kept
+    again.save_state()
+    lines = (tmp_path / "round-3-console.jsonl").read_text().splitlines()
+    assert len(lines) == kept + 1  # each event once, and the acknowledgement
+    (tmp_path / "round-3-console.jsonl").write_text("\n".join(lines[:-3]) + '\n{"board": 1, "ev')  # a crash
+    cut = Broadcaster(t, output_dir=tmp_path)
+    assert cut.console.events.game(1, 1) is not None and [a.acked for a in cut.alerts] == [False]
+
+
+def test_refused_commands_and_board_identity_reach_the_queue(tmp_path: Path) -> None:
+    hub = Broadcaster(make_tournament(3, out=tmp_path), output_dir=tmp_path)
+    feed(hub, [{"type": "game_start", "game": 1, "t": 0, "seq": 1},
+               {"type": "result_rejected", "game": 1, "t": 5, "seq": 2, "reason": "no game is on",
+                "result": "1-0", "declared": "resignation"},
+               {"type": "resync_rejected", "game": 1, "t": 6, "seq": 3, "reason": "e2e5 is illegal",
+                "moves": ["e2e5"], "fen": None},
+               {"type": "alert", "game": 1, "t": 7, "seq": 4, "ply": 1, "code": "board_identity", "article": "",
+                "origin": "bridge", "detail": {"port": "/dev/ttyACM3", "claimed": "b01"}},
+               {"type": "result_rejected", "game": 1, "t": 5, "seq": 2, "reason": "no game is on"}])  # again
+    assert [(a.code, a.detail.get("reason")) for a in hub.alerts] == [
+        ("result_rejected", "no game is on"), ("resync_rejected", "e2e5 is illegal"), ("board_identity", None)]
+    assert hub.alerts[0].detail["result"] == "1-0" and hub.alerts[1].detail["moves"] == ["e2e5"]
+    meanings = hub.snapshot(svg=False)["meanings"]
+    assert {"board_identity", "result_rejected", "resync_rejected", "changes_lost"} <= set(meanings)
+    assert hub.by_number[1].rejected == 0 and hub.by_number[1].game.ply == 0  # the game is not touched
+    feed(hub, [{"type": "result_rejected", "game": 1, "seq": 9, "reason": 5}])
+    assert hub.by_number[1].rejected == 1 and len(hub.alerts) == 3  # a bad field: refused, logged
+
+
+def test_a_timeline_from_the_journal_when_the_broadcaster_missed_the_events(tmp_path: Path) -> None:
+    asyncio.run(_from_journal(tmp_path))
+
+
+async def _from_journal(tmp_path: Path) -> None:
+    hub = Broadcaster(make_tournament(3, out=tmp_path), output_dir=tmp_path)
+    feed(hub, [{"type": "game_start", "game": 1, "t": 0, "seq": 1}])  # then it was down for the game
+    hub.console.events.boards.clear()
+    journal = write_journal(tmp_path / "journal.sqlite", "b01")
+    journal.close()
+    app = make_app(hub, None, arbiters=ArbiterBook(env="Anna=tok-a"), audit=AuditLog(tmp_path / "audit.jsonl"),
+                   journals=[tmp_path / "journal.sqlite"])
+    async with TestClient(TestServer(app)) as client:
+        line = await (await client.get("/api/boards/1/timeline?ply=3&game=1")).json()
+        assert line["first_touch"]["sq"] == "f1" and line["sources"] == ["events", "journal"]
+        assert (await client.get("/api/boards/2/timeline?ply=3&game=1")).status == 404
+
+
+def test_evidence_of_an_earlier_game_of_the_board(tmp_path: Path) -> None:
+    asyncio.run(_earlier_game(tmp_path))
+
+
+async def _earlier_game(tmp_path: Path) -> None:
+    hub = Broadcaster(make_tournament(3, out=tmp_path), output_dir=tmp_path)
+    _, events = engine_events()
+    feed(hub, events)
+    feed(hub, [{"type": "game_end", "game": 1, "t": 9000, "seq": 100, "result": "1-0", "reason": "resignation"}])
+    hub.permit_game(1, "next")  # the arbiter allows a second game on the board in this round
+    feed(hub, [{"type": "game_start", "game": 2, "t": 10_000, "seq": 101},
+               {"type": "move", "game": 2, "t": 10_500, "seq": 102, "ply": 1, "uci": "d2d4", "san": "d4"}])
+    assert hub.by_number[1].game.number == 2
+    app = make_app(hub, None, arbiters=ArbiterBook(env="Anna=tok-a"), audit=AuditLog(tmp_path / "audit.jsonl"),
+                   journals=[])
+    async with TestClient(TestServer(app)) as client:
+        first = await client.get("/api/boards/1/evidence.pgn?game=1")
+        assert first.status == 200
+        text = await first.text()
+        assert "2. Nf3 {" in text and "lift Bf1 binds" in text and '[Result "1-0"]' in text
+        second = await (await client.get("/api/boards/1/evidence.pgn")).text()
+        assert "1. d4" in second and '[Round "3.1.2"]' in second
+        line = await (await client.get("/api/boards/1/timeline?ply=3&game=1")).json()
+        assert line["fen"] == "rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2"
+        evidence = await (await client.get("/api/boards/1/evidence.json?game=1")).json()
+        assert "1. e4" in evidence["pgn"]

@@ -174,7 +174,7 @@ def board_state(payload: dict[str, Any]) -> BoardState:
 
 #: The engine's event types the broadcaster reads (``game_resumed``: a ``game_end`` withdrawn, play went on).
 EVENT_TYPES = frozenset({"game_start", "touch", "move", "move_amended", "clock", "takeback", "alert",
-                         "game_end", "game_resumed"})
+                         "game_end", "game_resumed", "result_rejected", "resync_rejected"})
 #: No game is longer than this many plies (the 75-move rule ends any game far below it).
 MAX_PLY = 10_000
 MAX_GAME = 10**9
@@ -206,7 +206,8 @@ def check_event(event: dict[str, Any]) -> str | None:
     ply = event.get("ply")
     if kind in ("move", "move_amended", "clock", "takeback") and not _int_in(ply, 1, MAX_PLY):
         return f"{kind}: ply must be an integer 1..{MAX_PLY}"
-    if kind in ("alert", "touch", "game_resumed") and ply is not None and not _int_in(ply, 0, MAX_PLY):
+    if kind in ("alert", "touch", "game_resumed", "result_rejected", "resync_rejected") and ply is not None \
+            and not _int_in(ply, 0, MAX_PLY):
         return f"{kind}: ply must be an integer 0..{MAX_PLY}"
     if kind in ("move", "move_amended"):
         uci = event.get("uci")
@@ -236,4 +237,7 @@ def check_event(event: dict[str, Any]) -> str | None:
             return "alert: article must be a string"
         if event.get("detail") is not None and not isinstance(event.get("detail"), dict):
             return "alert: detail must be an object"
+    elif kind in ("result_rejected", "resync_rejected") and event.get("reason") is not None \
+            and not isinstance(event.get("reason"), str):
+        return f"{kind}: reason must be a string"
     return None

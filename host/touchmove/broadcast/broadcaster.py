@@ -7,7 +7,6 @@ server reads it and calls its actions, which go out through the ``publish`` func
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import dataclasses
 import datetime as dt
@@ -17,7 +16,6 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +23,12 @@ import chess
 import chess.pgn
 
 from touchmove.broadcast import bridge_topics
-from touchmove.broadcast.board_svg import render_many, render_svg
+from touchmove.broadcast.board_view import AlertEntry, BoardView, alert_meanings
 from touchmove.broadcast.bridge_topics import BridgeMessage
-from touchmove.broadcast.console import ConsoleState, both_clocks
-from touchmove.broadcast.live_pgn import EMPTY_GAME, GameSnapshot, LiveGame, RoundPgn, write_atomically
+from touchmove.broadcast.console import ConsoleState
+from touchmove.broadcast.console_streams import ConsoleStreams
+from touchmove.broadcast.event_archive import EventArchive
+from touchmove.broadcast.live_pgn import EMPTY_GAME, GameSnapshot, RoundPgn, write_atomically
 from touchmove.broadcast.results import kings_result, normalize_result
 from touchmove.broadcast.results_export import results_csv, results_trf
 from touchmove.broadcast.round_state import (
@@ -39,7 +39,7 @@ from touchmove.broadcast.round_state import (
     load_round,
     save_round,
 )
-from touchmove.broadcast.tournament import Pairing, Tournament
+from touchmove.broadcast.tournament import Tournament
 
 log = logging.getLogger(__name__)
 
@@ -48,10 +48,6 @@ Publish = Callable[[int, str, bytes], Awaitable[None]]
 
 PROMOTION_PIECES = ("q", "r", "b", "n")
 ALERT_FEED_LIMIT = 1000
-LISTENER_QUEUE = 2000
-SVG_BATCH = 16
-#: How long the dashboard streams gather changes before sending (one update per board, one write per stream).
-NOTIFY_GATHER_S = 0.025
 #: Unknown board ids remembered (beyond this the oldest are forgotten) and logged one by one (then in sums).
 UNKNOWN_BOARDS_KEPT = 1024
 UNKNOWN_BOARDS_LOGGED = 50
@@ -61,131 +57,10 @@ REJECTS_LOGGED = 5
 REJECTS_LOG_EVERY = 100
 #: The whole round state is saved at least this often while it changes (results and new games at once).
 SAVE_INTERVAL = 30.0
-
-
+#: An arbiter's command the board's engine did not apply (the bridge publishes why): an alert for the console.
+REJECTIONS = ("result_rejected", "resync_rejected")
 class ActionError(Exception):
     """An arbiter action that cannot be done (unknown board, bad value, no bridge connection)."""
-
-
-@dataclass
-class AlertEntry:
-    id: int
-    board: int | None
-    board_id: str
-    code: str
-    article: str
-    ply: int | None
-    ts: str
-    detail: dict[str, Any]
-    acked: bool = False
-    acked_at: str | None = None
-    acked_by: str | None = None
-    #: Whether the alert can still be acted on (see :func:`touchmove.broadcast.timeline.claim_window`).
-    window: dict[str, Any] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id, "board": self.board, "board_id": self.board_id, "code": self.code,
-            "article": self.article, "ply": self.ply, "ts": self.ts, "detail": self.detail,
-            "acked": self.acked, "acked_at": self.acked_at, "acked_by": self.acked_by, "window": self.window,
-        }
-
-
-@dataclass
-class BoardView:
-    """One physical board of the round and what is known of it."""
-
-    pairing: Pairing
-    games: BoardGames = field(default_factory=BoardGames)
-    online: bool | None = None
-    in_sync: bool | None = None
-    occupancy: int | None = None
-    broker: int = 0
-    base: str | None = None
-    sessions_seq: dict[str, int] = field(default_factory=dict)
-    bridge_pgn: str | None = None
-    last_event_ts: str | None = None
-    state_game: int | None = None
-    alerts_seen: set[tuple[Any, ...]] = field(default_factory=set)
-    rejected: int = 0
-    #: Fields the console adds to the board's JSON (see :class:`~touchmove.broadcast.console.ConsoleState`).
-    extras: dict[str, Any] = field(default_factory=dict)
-    _svg: tuple[int, str] | None = None
-
-    @property
-    def game(self) -> LiveGame:
-        """The round's (latest) game on this board."""
-        return self.games.current
-
-    def last_move(self) -> str | None:
-        if not self.game.moves:
-            return None
-        ply = self.game.ply
-        board = chess.Board(self.game.start_fen, chess960=self.game.chess960)
-        number = board.fullmove_number + (ply - 1 + (board.turn == chess.BLACK)) // 2
-        white_moved = (ply % 2 == 1) == (board.turn == chess.WHITE)
-        return f"{number}{'.' if white_moved else '...'} {self.game.moves[-1].san}"
-
-    def svg_args(self) -> tuple[str, bool, str | None]:
-        """What :func:`~touchmove.broadcast.board_svg.render_svg` needs (plain values: it may run elsewhere)."""
-        last = self.game.moves[-1].uci if self.game.moves else None
-        return self.game.position().fen(), self.game.chess960, last
-
-    def cached_svg(self) -> str | None:
-        if self._svg is not None and self._svg[0] == self.game.version:
-            return self._svg[1]
-        return None
-
-    def svg(self) -> str:
-        cached = self.cached_svg()
-        if cached is not None:
-            return cached
-        text = render_svg(*self.svg_args())
-        self._svg = (self.game.version, text)
-        return text
-
-    def to_json(self, *, svg: bool = False) -> dict[str, Any]:
-        p = self.pairing
-        out: dict[str, Any] = {
-            "board": p.board, "board_id": p.board_id,
-            "white": {"name": p.white.name, "title": p.white.title, "elo": p.white.elo},
-            "black": {"name": p.black.name, "title": p.black.title, "elo": p.black.elo},
-            "game": self.game.number, "ply": self.game.ply, "fen": self.game.position().fen(),
-            "last_move": self.last_move(),
-            "clock_ms": self.game.moves[-1].clock_ms if self.game.moves else None,
-            "in_sync": self.in_sync, "online": self.online,
-            "result": self.game.results.effective(), "result_source": self.game.results.source(),
-            "needs_resync": self.game.needs_resync, "version": self.game.version,
-            "entries": len(self.games.entries),
-            "held": _held_json(self.games.held),
-            "allow": self.games.allow.value if self.games.allow is not None else None,
-            "rejected_events": self.rejected,
-            "clocks": both_clocks(self.game.start_fen, (m.clock_ms for m in self.game.moves)),
-            **self.extras,
-        }
-        if svg:
-            cached = self.cached_svg()
-            if cached is not None:
-                out["svg"] = cached
-        return out
-
-
-def _held_json(game: LiveGame | None) -> dict[str, Any] | None:
-    """A game the board plays that is not (yet) the round's: what the arbiter needs to decide."""
-    if game is None:
-        return None
-    return {"game": game.number, "ply": game.ply, "fen": game.position().fen(),
-            "result": game.results.effective()}
-
-
-def alert_meanings() -> dict[str, str]:
-    """The rules engine's alert meanings for the dashboard (empty if the rules package cannot be loaded:
-    the broadcaster itself never needs the engine)."""
-    try:
-        from touchmove.rules.events import ALERT_MEANINGS
-    except Exception:  # the broadcast must run whatever state the engine package is in
-        return {}
-    return dict(ALERT_MEANINGS)
 
 
 def _now_iso() -> str:
@@ -207,18 +82,12 @@ class Broadcaster:
         self.alerts: list[AlertEntry] = []
         self._next_alert = 1
         self.bridges: dict[str, str] = {}
-        self._listeners: set[asyncio.Queue[tuple[str, dict[str, Any]]]] = set()
-        self._no_svg: set[asyncio.Queue[tuple[str, dict[str, Any]]]] = set()
+        #: The consoles' event streams.
+        self.streams = ConsoleStreams(lambda: self.by_number)
         self.console = ConsoleState(tournament.time_control)
         self.version = 0
         self.written_version = -1
         self._dirty = asyncio.Event()
-        self._pending: dict[int, bool] = {}
-        self._pending_event = asyncio.Event()
-        self._svg_pending: set[int] = set()
-        self._svg_event = asyncio.Event()
-        #: Where pictures are rendered (a process pool set by the service); None: in the event loop.
-        self.svg_executor: concurrent.futures.Executor | None = None
         self._pgn_listeners: list[Callable[[str], None]] = []
         self._round_listeners: list[Callable[[int], None]] = []
         self._unknown: OrderedDict[str, None] = OrderedDict()
@@ -238,6 +107,8 @@ class Broadcaster:
         self.set_lichess_token: Callable[[str], None] | None = None
         #: The file's ``round``: a switch is kept across restarts while the file still says this.
         self.file_round = tournament.round
+        #: The console's events on disk (the round's own file: see :meth:`_open_round`).
+        self.archive = EventArchive(self.output_dir / f"round-{tournament.round}-console.jsonl")
         self._open_round(self._saved_round(), {})
 
     # -- rounds ------------------------------------------------------------------------------------
@@ -262,6 +133,8 @@ class Broadcaster:
         self.tournament = dataclasses.replace(self.tournament, round=number)
         self.round = self.tournament.current_round()
         self.console = ConsoleState(self.tournament.time_control)  # timelines and windows are per round
+        self.archive.close()
+        self.archive = EventArchive(self.output_dir / f"round-{number}-console.jsonl")
         record = load_round(self.output_dir, number, self.tournament.event)
         today = dt.datetime.fromtimestamp(self.clock(), dt.UTC).date()
         self.round_started = record.started if record is not None else today
@@ -293,7 +166,33 @@ class Broadcaster:
         self._snaps_dirty: set[int] = set(self.by_number)
         self._durable: dict[int, tuple[Any, ...]] = {n: v.games.durable_key() for n, v in self.by_number.items()}
         self._save_due = True
+        self._restore_console()
         self._changed(None)
+
+    def _restore_console(self) -> None:
+        """The round's events and acknowledgements kept by an earlier run (or before a round switch): the
+        timelines, alerts and claim windows as they were; events the bridges send again are no news."""
+        count = 0
+        for board, line in self.archive.read():
+            view = self.by_number.get(board)
+            if view is None:
+                continue
+            event = line.get("event")
+            if isinstance(event, dict):
+                count += 1
+                seq = event.get("seq")
+                if isinstance(seq, int) and isinstance(event.get("session"), str):
+                    view.sessions_seq[event["session"]] = max(seq, view.sessions_seq.get(event["session"], seq))
+                self._console_event(view, event, restoring=True)
+                continue
+            key = tuple(line["ack"])
+            for entry in self.alerts:
+                if entry.board == board and entry.key == key and not entry.acked:
+                    at, by = line.get("at"), line.get("by")
+                    entry.acked, entry.acked_at = True, at if isinstance(at, str) else None
+                    entry.acked_by = by if isinstance(by, str) else None
+        if count:
+            log.info("round %s: %s console events restored from %s", self.round.number, count, self.archive.path)
 
     def round_date(self, number: int | None = None) -> dt.date:
         """The round's date: the file's, else the day the round started here (kept in its state)."""
@@ -416,6 +315,7 @@ class Broadcaster:
         write_atomically(self.output_dir / f"round-{self.round.number}-results.csv",
                          results_csv(self.tournament, {self.round.number: rounds[self.round.number]}))
         write_atomically(self.output_dir / "results.trf", results_trf(self.tournament, rounds, self.round_date))
+        self.archive.flush()
         self._save_due = False
         self._saved_at = time.monotonic()
         self._saved_version = self.version
@@ -553,6 +453,7 @@ class Broadcaster:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._dirty.wait(), timeout)
             self._dirty.clear()
+            self.archive.flush()
             try:
                 self._maybe_save()
             except OSError:
@@ -564,36 +465,20 @@ class Broadcaster:
                     log.exception("writing %s failed", self.pgn_path)
             await asyncio.sleep(self.write_interval)
 
-    # -- listeners (the dashboard's event stream) --------------------------------------------------
+    # -- the consoles' event streams (:mod:`.console_streams`) -------------------------------------
     def listen(self, *, svg: bool = True) -> asyncio.Queue[tuple[str, dict[str, Any]]]:
         """A queue of updates for one stream; ``svg=False``: without pictures (the console draws its own)."""
-        queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue(LISTENER_QUEUE)
-        self._listeners.add(queue)
-        if not svg:
-            self._no_svg.add(queue)
-        return queue
+        return self.streams.listen(svg=svg)
 
     def unlisten(self, queue: asyncio.Queue[tuple[str, dict[str, Any]]]) -> None:
-        self._listeners.discard(queue)
-        self._no_svg.discard(queue)
-
-    def close_listeners(self) -> None:
-        """End every event stream (server shutdown)."""
-        for queue in list(self._listeners):
-            with contextlib.suppress(asyncio.QueueFull):
-                queue.put_nowait(("overflow", {}))
-        self._listeners.clear()
+        self.streams.unlisten(queue)
 
     def _notify(self, kind: str, data: dict[str, Any]) -> None:
-        for queue in list(self._listeners):
-            if kind == "svg" and queue in self._no_svg:
-                continue
-            try:
-                queue.put_nowait((kind, data))
-            except asyncio.QueueFull:  # a client that does not read: drop it, it reconnects
-                self._listeners.discard(queue)
-                with contextlib.suppress(asyncio.QueueFull):
-                    queue.put_nowait(("overflow", {}))
+        self.streams.notify(kind, data)
+
+    def flush_notifications(self) -> None:
+        """Send one ``board`` update per changed board now (the streams' notifier does it every 25 ms)."""
+        self.streams.flush()
 
     def _changed(self, view: BoardView | None, *, game_changed: bool = True) -> None:
         """Note a change: the PGN writer and the dashboard streams pick it up (bursts are coalesced)."""
@@ -609,72 +494,14 @@ class Broadcaster:
                 if self._durable.get(view.pairing.board) != key:
                     self._durable[view.pairing.board] = key
                     self._save_due = True  # results, and what the bridge no longer shows: on disk at once
-        if view is not None and self._listeners:
-            number = view.pairing.board
-            self._pending[number] = self._pending.get(number, False) or game_changed
-            self._pending_event.set()
-
-    def flush_notifications(self) -> None:
-        """Send one ``board`` update per changed board; its picture follows as an ``svg`` update."""
-        pending, self._pending = self._pending, {}
-        for number, position_changed in pending.items():
-            self._notify("board", self.by_number[number].to_json())
-            if position_changed:
-                self._svg_pending.add(number)
-        if self._svg_pending:
-            self._svg_event.set()
-
-    async def run_notifier(self) -> None:
-        """Feed the dashboard streams: what changed while messages were being handled, once."""
-        while True:
-            await self._pending_event.wait()
-            # a move comes as several messages (move, clock, state): gather them, one update per board
-            await asyncio.sleep(NOTIFY_GATHER_S)
-            self._pending_event.clear()
-            self.flush_notifications()
-
-    async def run_svg_renderer(self) -> None:
-        """Render the pictures of boards whose position changed (in ``svg_executor`` when there is one,
-        so that the event loop keeps handling messages) and send them as ``svg`` updates."""
-        loop = asyncio.get_running_loop()
-        while True:
-            await self._svg_event.wait()
-            self._svg_event.clear()
-            numbers, self._svg_pending = sorted(self._svg_pending), set()
-            if not self._listeners - self._no_svg:
-                continue
-            jobs: list[tuple[int, int, tuple[str, bool, str | None]]] = []
-            for number in numbers:
-                view = self.by_number[number]
-                cached = view.cached_svg()
-                if cached is not None:
-                    self._notify("svg", {"board": number, "ply": view.game.ply, "version": view.game.version,
-                                         "svg": cached})
-                else:
-                    jobs.append((number, view.game.version, view.svg_args()))
-            for start in range(0, len(jobs), SVG_BATCH):
-                batch = jobs[start:start + SVG_BATCH]
-                args = [job[2] for job in batch]
-                if self.svg_executor is not None:
-                    svgs = await loop.run_in_executor(self.svg_executor, render_many, args)
-                else:
-                    svgs = render_many(args)
-                    await asyncio.sleep(0)
-                for (number, version, _), svg in zip(batch, svgs, strict=True):
-                    view = self.by_number[number]
-                    if view.game.version != version:
-                        continue  # moved on meanwhile: it is pending again
-                    view._svg = (version, svg)
-                    self._notify("svg", {"board": number, "ply": view.game.ply, "version": version, "svg": svg})
+        if view is not None:
+            self.streams.board_changed(view.pairing.board, game_changed)
 
     def snapshot(self, *, svg: bool = True) -> dict[str, Any]:
         """Everything the dashboard shows; the pictures already rendered (the others follow as ``svg``)."""
         t = self.tournament
         if svg:
-            missing = {n for n, v in self.by_number.items() if v.cached_svg() is None}
-            if missing:
-                self._svg_pending |= missing
-                self._svg_event.set()
+            self.streams.want_pictures(n for n, v in self.by_number.items() if v.cached_svg() is None)
         return {
             "event": t.event, "site": t.site, "round": self.round.number, "time_control": t.time_control,
             "rounds": sorted(t.rounds), "delay_minutes": self.delay / 60.0,
@@ -759,24 +586,42 @@ class Broadcaster:
             return
         ts = event.get("ts")
         view.last_event_ts = ts if isinstance(ts, str) and len(ts) <= 40 else _now_iso()
+        if not isinstance(ts, str):
+            event = {**event, "ts": view.last_event_ts}
         kind = event.get("type")
-        number = view.pairing.board
-        self.console.on_event(number, event if isinstance(ts, str) else {**event, "ts": view.last_event_ts})
-        for closed in self.console.closed_windows(number, event):
-            self._notify("alert", closed.to_json())
-        view.extras = self.console.extras(number)
-        if kind == "alert":
-            # ``seq`` survives bridge restarts (new session, same journal): an alert replayed then is no news
-            key = (event.get("game"), event.get("ply"), event.get("code"), seq)
-            if isinstance(seq, int) and key in view.alerts_seen:
-                return
-            view.alerts_seen.add(key)
-            self._alert(view, event)
+        if self._console_event(view, event):
+            self.archive.add_event(view.pairing.board, event)
+            self._dirty.set()  # the writer flushes the archive
+        if kind == "alert" or kind in REJECTIONS:
             return
         if view.games.apply(event):
             self._changed(view)
         elif view.games.live().needs_resync:
             self._resync(view)
+
+    def _console_event(self, view: BoardView, event: dict[str, Any], restoring: bool = False) -> bool:
+        """Give one checked event to the console (timelines, claim windows, alerts); whether it was new."""
+        number = view.pairing.board
+        kept = self.console.on_event(number, event)
+        for closed in self.console.closed_windows(number, event):
+            self._notify("alert", closed.to_json())
+        view.extras = self.console.extras(number)
+        kind = event.get("type")
+        if kind != "alert" and kind not in REJECTIONS:
+            return kept
+        if kind in REJECTIONS:  # the arbiter must know his command did nothing: an alert of its own
+            detail = {k: event[k] for k in ("reason", "result", "declared", "moves", "fen") if k in event}
+            event = {**event, "code": kind, "article": "", "detail": detail}
+        # ``seq`` survives bridge restarts (new session, same journal): an alert replayed then is no news
+        seq = event.get("seq") if type(event.get("seq")) is int else None
+        key = (event.get("game"), event.get("ply"), event.get("code"), seq)
+        if seq is not None and key in view.alerts_seen:
+            return False
+        view.alerts_seen.add(key)
+        if restoring and any(a.board == number and a.key == key for a in self.alerts):
+            return False  # still listed from before a round switch
+        self._alert(view, event, key)
+        return True
 
     def _catch_up(self, view: BoardView) -> None:
         """After a (re)subscription: take the plies made while this consumer was away from the retained PGN when
@@ -832,14 +677,16 @@ class Broadcaster:
         if changed:
             self._changed(view, game_changed=False)
 
-    def _alert(self, view: BoardView, event: dict[str, Any]) -> None:
+    def _alert(self, view: BoardView, event: dict[str, Any], key: tuple[Any, ...] = ()) -> None:
         ply = event.get("ply")
         detail = event.get("detail")
+        ts = event.get("ts")
         entry = AlertEntry(
             id=self._next_alert, board=view.pairing.board, board_id=view.pairing.board_id,
             code=str(event.get("code", "?")), article=str(event.get("article", "")),
-            ply=ply if isinstance(ply, int) else None, ts=view.last_event_ts or _now_iso(),
-            detail=detail if isinstance(detail, dict) else {},
+            ply=ply if isinstance(ply, int) else None,
+            ts=ts if isinstance(ts, str) else view.last_event_ts or _now_iso(),
+            detail=detail if isinstance(detail, dict) else {}, key=key,
         )
         self._next_alert += 1
         self.console.on_alert(entry, event)
@@ -853,6 +700,8 @@ class Broadcaster:
             if entry.id == alert_id:
                 if not entry.acked:
                     entry.acked, entry.acked_at, entry.acked_by = True, _now_iso(), by
+                    if entry.board is not None and entry.key:
+                        self.archive.add_ack(entry.board, entry.key, by, entry.acked_at)
                     self._notify("ack", entry.to_json())
                 return entry
         raise ActionError(f"no alert {alert_id}")

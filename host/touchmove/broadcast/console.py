@@ -55,11 +55,13 @@ class ConsoleState:
         """Fields added to the board's JSON."""
         return {"moved_at": self.moved_at.get(board), "out_of_sync_since": self.sync_since.get(board)}
 
-    def on_event(self, board: int, event: Mapping[str, Any]) -> None:
-        self.events.add(board, event)
+    def on_event(self, board: int, event: Mapping[str, Any]) -> bool:
+        """Keep one event; whether it was new (not a redelivery, and of a game)."""
+        kept = self.events.add(board, event) is not None
         kind = event.get("type")
-        if kind in ("move", "move_amended", "takeback", "game_start") and isinstance(event.get("ts"), str):
+        if kept and kind in ("move", "move_amended", "takeback", "game_start") and isinstance(event.get("ts"), str):
             self.moved_at[board] = str(event["ts"])
+        return kept
 
     def on_sync(self, board: int, in_sync: bool | None, ts: str) -> None:
         if in_sync is False:

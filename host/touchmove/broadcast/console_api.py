@@ -4,18 +4,25 @@
     GET  /api/boards/{n}/timeline?ply=P[&game=G]   one ply's touch timeline (JSON)
     GET  /api/boards/{n}/evidence.json[?game=G]    every ply's timeline of a game, with its PGN
     GET  /api/boards/{n}/evidence.pgn[?game=G]     the game's PGN, each ply's evidence as a comment
-    GET  /api/audit                            the latest audit entries; /api/audit.jsonl: the whole log
+    GET  /api/audit[?after=ID]                 the latest audit entries (an arbiter's token)
+    GET  /api/audit.jsonl                      the whole audit log (an arbiter's token)
     GET  /api/arbiters                         the arbiters and whether revoked (an arbiter's token)
     POST /api/arbiters/{name}/revoke           refuse that arbiter's tokens from now on (the chief's token)
 
-Timelines use the events the broadcaster received; where a bridge journal is readable (``journals``), the
-raw lift and place records of the ply are merged in.
+What arbiters did is theirs to read: the audit log and the list of arbiters need a valid (not revoked) token,
+the public event stream only says that an entry was added (its id), and who acknowledged an alert
+(``acked_by``) is in the answers to requests with a valid token only. Viewing the boards needs none.
+
+Timelines use the events the broadcaster received (kept on disk across its restarts: :mod:`.event_archive`);
+where a bridge journal is readable (``journals``), the raw lift and place records of the ply are merged in, and
+a game whose events the broadcaster never got is read from the journal.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +31,16 @@ from aiohttp import web
 
 from touchmove.broadcast.arbiters import Arbiter, ArbiterBook
 from touchmove.broadcast.audit import AuditLog, now_iso
-from touchmove.broadcast.broadcaster import BoardView, Broadcaster
-from touchmove.broadcast.live_pgn import game_pgn, pgn_headers
+from touchmove.broadcast.board_view import BoardView
+from touchmove.broadcast.broadcaster import Broadcaster
+from touchmove.broadcast.live_pgn import LiveGame, game_pgn, pgn_headers
 from touchmove.broadcast.timeline import (
     GameEvents,
     evidence_pgn,
     game_evidence,
     game_plies,
     journal_records,
+    journal_store,
     ply_timeline,
 )
 
@@ -63,6 +72,16 @@ def authorized(request: web.Request) -> Arbiter:
     return arbiter
 
 
+def arbiter_of(request: web.Request) -> Arbiter | None:
+    """The arbiter whose valid token the request carries, or None (no token, a wrong or revoked one): for
+    answers that anyone may read, with arbiter data added for arbiters."""
+    book = request.app[BOOK_KEY]
+    header = request.headers.get("Authorization", "")
+    if not header.startswith("Bearer ") or not book.configured:
+        return None
+    return book.authenticate(header[7:].strip())
+
+
 def board_summary(view: BoardView) -> dict[str, Any]:
     """What an audit entry keeps of a board before and after an action."""
     g = view.game
@@ -78,7 +97,7 @@ def record(request: web.Request, arbiter: Arbiter, action: str, *, board: int | 
     entry = request.app[AUDIT_KEY].record(arbiter=arbiter.name, action=action, board=board,
                                           round_=hub.round.number, before=before, after=after, ok=ok,
                                           error=error, detail=detail)
-    hub._notify("audit", entry)
+    hub._notify("audit", {"id": entry["id"]})  # the stream is public: arbiters fetch the entry with a token
     return entry
 
 
@@ -100,10 +119,27 @@ def _game(request: web.Request, view: BoardView) -> GameEvents:
         if not raw.isdigit():
             raise _error(web.HTTPBadRequest, "game must be a number")
         game = int(raw)
-    record_ = hub.console.events.game(view.pairing.board, game if game is not None else view.game.number)
+    number = game if game is not None else view.game.number
+    record_ = hub.console.events.game(view.pairing.board, number)
+    if record_ is None:  # events the broadcaster never got (it was down): the bridge's journal has them
+        for path in request.app[JOURNALS_KEY]:
+            try:
+                record_ = journal_store(path, view.pairing.board_id).game(0, number)
+            except (sqlite3.Error, ValueError):
+                record_ = None
+            if record_ is not None:
+                break
     if record_ is None:
         raise _error(web.HTTPNotFound, "no events of that game on this board")
     return record_
+
+
+def _live_game(view: BoardView, number: int) -> tuple[int, LiveGame] | None:
+    """The board's game of the round numbered ``number`` (the bridge's number) and its entry, or None."""
+    for entry, game in enumerate(view.games.entries, start=1):
+        if game.number == number:
+            return entry, game
+    return None
 
 
 def _journal(request: web.Request, view: BoardView, game: int) -> dict[int, list[dict[str, Any]]]:
@@ -121,8 +157,9 @@ async def board_detail(request: web.Request) -> web.Response:
     moves = [{"ply": i, "san": m.san, "uci": m.uci, "clock_ms": m.clock_ms}
              for i, m in enumerate(view.game.moves, start=1)]
     record_ = hub.console.events.game(n, view.game.number)
+    arbiter_data = arbiter_of(request) is not None
     return _json({**view.to_json(), "moves": moves, "start_fen": view.game.start_fen,
-                  "alerts": [a.to_json() for a in hub.alerts if a.board == n],
+                  "alerts": [a.to_json(arbiter_data=arbiter_data) for a in hub.alerts if a.board == n],
                   "evidence_plies": game_plies(record_) if record_ else [],
                   "games": sorted(hub.console.events.boards.get(n, {}))})
 
@@ -138,7 +175,8 @@ async def timeline(request: web.Request) -> web.Response:
     journal = _journal(request, view, record_.game)
     out = ply_timeline(record_, ply, meanings=hub._meanings, timing=hub.console.timing,
                        records=journal.get(ply, ()))
-    fen = view.game.board(ply - 1).fen() if record_.game == view.game.number and ply <= view.game.ply + 1 else None
+    found = _live_game(view, record_.game)
+    fen = found[1].board(ply - 1).fen() if found is not None and ply <= found[1].ply + 1 else None
     return _json({"board": view.pairing.board, "board_id": view.pairing.board_id, "fen": fen, **out})
 
 
@@ -148,8 +186,12 @@ def _evidence(request: web.Request) -> tuple[BoardView, GameEvents, list[dict[st
     record_ = _game(request, view)
     plies = game_evidence(record_, meanings=hub._meanings, timing=hub.console.timing,
                           journal=_journal(request, view, record_.game))
-    headers = pgn_headers(hub.tournament, view.pairing, view.game.results.effective())
-    pgn = game_pgn(view.game, headers) if record_.game == view.game.number else ""
+    found = _live_game(view, record_.game)
+    pgn = ""
+    if found is not None:  # a game of the round (not one held, nor one the arbiter left out)
+        entry, game = found
+        headers = pgn_headers(hub.tournament, view.pairing, game.results.effective(), entry=entry)
+        pgn = game_pgn(game, headers)
     return view, record_, plies, pgn
 
 
@@ -167,17 +209,26 @@ async def evidence_json(request: web.Request) -> web.Response:
 async def evidence_pgn_route(request: web.Request) -> web.Response:
     view, record_, plies, pgn = _evidence(request)
     if not pgn or chess.pgn.read_game(io.StringIO(pgn)) is None:
-        raise _error(web.HTTPNotFound, "no PGN for that game (only the current game has one)")
+        raise _error(web.HTTPNotFound, "no PGN for that game (a game of the round has one; not a held game)")
     name = f"board-{view.pairing.board}-game-{record_.game}-evidence.pgn"
     return web.Response(text=evidence_pgn(pgn, plies), content_type="application/x-chess-pgn", charset="utf-8",
                         headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
 
 async def audit(request: web.Request) -> web.Response:
-    return _json({"entries": request.app[AUDIT_KEY].entries[-500:]})
+    authorized(request)
+    raw = request.query.get("after", "")
+    if raw and not raw.isdigit():
+        raise _error(web.HTTPBadRequest, "after must be an audit entry id")
+    entries = request.app[AUDIT_KEY].entries
+    if raw:
+        after = int(raw)
+        entries = [e for e in entries if isinstance(e.get("id"), int) and e["id"] > after]
+    return _json({"entries": entries[-500:]})
 
 
 async def audit_export(request: web.Request) -> web.Response:
+    authorized(request)
     return web.Response(text=request.app[AUDIT_KEY].text(), content_type="application/x-ndjson", charset="utf-8",
                         headers={"Content-Disposition": 'attachment; filename="arbiter-audit.jsonl"'})
 

@@ -16,7 +16,8 @@ The arbiter's view (live, no delay):
     GET  /board/{n}.svg        one board's position (python-chess ``chess.svg``)
     GET  /api/state            everything as JSON (``?svg=0`` leaves the SVGs out)
     GET  /api/stream           server-sent events: snapshot, board, svg, alert, ack, bridge, response, round,
-                               audit (``?svg=0``: without pictures; the console draws its own boards)
+                               audit (``?svg=0``: without pictures; the console draws its own boards); no
+                               arbiter data: ``audit`` carries only the new entry's id, alerts no ``acked_by``
 
 Arbiter actions (``Authorization: Bearer <token>``; refused when no token is configured):
     POST /api/auth                          check a token
@@ -294,7 +295,7 @@ async def ack(request: web.Request) -> web.Response:
         console_api.record(request, arbiter, "acknowledge", board=entry.board, before={"acked": False},
                            after={"acked": True}, detail={"alert": entry.id, "code": entry.code,
                                                           "article": entry.article, "ply": entry.ply})
-    return _json(entry.to_json())
+    return _json(entry.to_json(arbiter_data=True))
 
 
 async def action(request: web.Request) -> web.Response:
@@ -408,7 +409,7 @@ def make_app(hub: Broadcaster, token: str | None, *, arbiters: ArbiterBook | Non
     app.router.add_static("/static/", STATIC, show_index=False)
 
     async def close_streams(app: web.Application) -> None:
-        hub.close_listeners()
+        hub.streams.close()
 
     app.on_shutdown.append(close_streams)
     return app

@@ -82,7 +82,7 @@ class BroadcastService:
         if self.svg_workers > 0:
             self._pool = concurrent.futures.ProcessPoolExecutor(
                 self.svg_workers, mp_context=multiprocessing.get_context("spawn"))
-            self.hub.svg_executor = self._pool
+            self.hub.streams.svg_executor = self._pool
         self._runner = web.AppRunner(make_app(self.hub, self.token), shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
@@ -92,7 +92,7 @@ class BroadcastService:
             await self._runner.cleanup()
             self._runner = None
             if self._pool is not None:
-                self.hub.svg_executor = None
+                self.hub.streams.svg_executor = None
                 self._pool.shutdown(wait=False, cancel_futures=True)
                 self._pool = None
             raise TournamentError(f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc}") from None
@@ -100,8 +100,8 @@ class BroadcastService:
             self.port = int(self._runner.addresses[0][1])
         self._tasks.append(asyncio.create_task(self.link.run(), name="mqtt"))
         self._tasks.append(asyncio.create_task(self.hub.run_writer(), name="pgn-writer"))
-        self._tasks.append(asyncio.create_task(self.hub.run_notifier(), name="dashboard-notifier"))
-        self._tasks.append(asyncio.create_task(self.hub.run_svg_renderer(), name="svg-renderer"))
+        self._tasks.append(asyncio.create_task(self.hub.streams.run_notifier(), name="dashboard-notifier"))
+        self._tasks.append(asyncio.create_task(self.hub.streams.run_svg_renderer(), name="svg-renderer"))
         if self.pusher is not None:
             self._tasks.append(asyncio.create_task(self.pusher.run(), name="lichess-push"))
         if any(r.start is not None for r in self.tournament.rounds.values()):
@@ -141,7 +141,7 @@ class BroadcastService:
             await self._runner.cleanup()
             self._runner = None
         if self._pool is not None:
-            self.hub.svg_executor = None
+            self.hub.streams.svg_executor = None
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
         with contextlib.suppress(OSError):

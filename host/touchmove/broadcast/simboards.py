@@ -3,14 +3,20 @@
 A :class:`SimBridge` publishes what a ``touchmove run`` bridge would (see ``## MQTT topics`` in the
 README): its retained state, and per board the retained availability, state and PGN and the QoS 1 event
 stream with ``board``, ``seq``, ``session`` and ``ts``. Moves are real: python-chess checks and plays them.
+
+:class:`SimRound` is the round the benchmarks play (``bench/broadcast_latency.py``, ``bench/dashboard_latency.py``):
+N boards on a few bridges of one broker, described by :func:`round_toml`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import random
 import time
 import uuid
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import aiomqtt
@@ -182,3 +188,77 @@ class SimBoard:
         self.occupancy = occ | chess.BB_SQUARES[pair[0]] | chess.BB_SQUARES[pair[1]]
         self.in_sync = False
         await self.publish_state()
+
+
+# -- a round of simulated boards, for the benchmarks ---------------------------------------------------------
+def round_toml(event: str, boards: int, bridges: int, port: int, out: Path) -> str:
+    """A tournament file for ``boards`` boards ``board-001``... on ``bridges`` bases ``bench-0``... of one
+    broker (token ``bench``): what :class:`SimRound` plays."""
+    lines = [
+        f"event = {json.dumps(event)}", 'site = "localhost"', 'time_control = "180+2"', "round = 1", "",
+        "[broadcast]", f"output_dir = {json.dumps(str(out))}", 'token = "bench"', "",
+        "[[brokers]]", f'url = "mqtt://127.0.0.1:{port}"',
+        "bases = [" + ", ".join(f'"bench-{i}"' for i in range(bridges)) + "]", "",
+        "[[rounds]]", "number = 1", "",
+    ]
+    for n in range(1, boards + 1):
+        lines += ["[[rounds.boards]]", f"board = {n}", f'board_id = "board-{n:03d}"',
+                  f'white = {{ name = "White {n}", elo = {2600 - n} }}',
+                  f'black = {{ name = "Black {n}", elo = {2590 - n} }}', ""]
+    return "\n".join(lines)
+
+
+class SimRound:
+    """The boards of :func:`round_toml` on their simulated bridges, one MQTT client per bridge::
+
+        async with SimRound(port, boards=200, bridges=4) as sim:
+            await sim.start()                                  # every game at once
+            await sim.random_move(board, number, rng, published, time.perf_counter)
+        # the bridges' retained messages are cleared and the clients closed
+    """
+
+    def __init__(self, port: int, *, boards: int, bridges: int,
+                 board_class: Callable[[SimBridge, str], SimBoard] = SimBoard) -> None:
+        self.port = port
+        self.count = boards
+        self.clients = [aiomqtt.Client("127.0.0.1", port, max_queued_outgoing_messages=100_000)
+                        for _ in range(bridges)]
+        self.bridges: list[SimBridge] = []
+        #: (board, its number in the round)
+        self.boards: list[tuple[SimBoard, int]] = []
+        self.board_class = board_class
+
+    async def __aenter__(self) -> SimRound:
+        for client in self.clients:
+            await client.__aenter__()
+        self.bridges = [SimBridge(c, f"bench-{i}") for i, c in enumerate(self.clients)]
+        for bridge in self.bridges:
+            await bridge.online()
+        for n in range(1, self.count + 1):
+            bridge = self.bridges[(n - 1) % len(self.bridges)]
+            board_id = f"board-{n:03d}"
+            board = bridge.boards[board_id] = self.board_class(bridge, board_id)
+            self.boards.append((board, n))
+        return self
+
+    async def start(self) -> None:
+        """Every board starts its game."""
+        for board, _ in self.boards:
+            await board.start()
+
+    @staticmethod
+    async def random_move(board: SimBoard, number: int, rng: random.Random,
+                          published: dict[tuple[int, int], float], stamp: Callable[[], float]) -> None:
+        """One random legal move with a random clock time; ``published[(number, ply)]`` notes ``stamp()``
+        just before its event is published."""
+        move = rng.choice(list(board.position.legal_moves))
+        published[(number, board.ply + 1)] = stamp()
+        await board.move(move.uci(), remaining_ms=rng.randrange(10_000, 180_000))
+
+    async def clear_retained(self) -> None:
+        for bridge in self.bridges:
+            await bridge.clear_retained()
+
+    async def __aexit__(self, *exc: object) -> None:
+        for client in self.clients:
+            await client.__aexit__(None, None, None)

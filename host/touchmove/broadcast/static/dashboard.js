@@ -9,9 +9,9 @@ const params = new URLSearchParams(location.search);
 const SYNC_GRACE_S = Number(params.get("sync") || 10);   // out of sync for longer than this needs attention
 const MEASURE = params.has("measure");                    // the benchmark reads window.touchmoveShown
 const SEVERITY = {
-  illegal_move: 100, changes_lost: 90, touch_move: 80, castling_rook_first: 80, castling_obligation: 80,
-  moved_after_release: 80, touch_out_of_turn: 75, board_mismatch: 70, promotion_unverified: 50,
-  draw_claimable: 45, board_restored: 15,
+  illegal_move: 100, changes_lost: 90, board_identity: 85, touch_move: 80, castling_rook_first: 80,
+  castling_obligation: 80, moved_after_release: 80, touch_out_of_turn: 75, result_rejected: 72,
+  resync_rejected: 72, board_mismatch: 70, promotion_unverified: 50, draw_claimable: 45, board_restored: 15,
 };
 const GLYPH = { K: "♔", Q: "♕", R: "♖", B: "♗", N: "♘", P: "♙", k: "♚", q: "♛", r: "♜", b: "♝", n: "♞", p: "♟" };
 
@@ -114,7 +114,7 @@ function queueItems(now) {
     items.push({ key: "a" + a.id, sev, board: a.board, alert: a, ts: a.ts,
                  title: `Board ${a.board} · ${a.code}` +
                    (nth >= 2 ? ` · ${a.window.offender}'s ${nth === 2 ? "2nd" : nth + "th"} (7.5.5)` : ""),
-                 text: `art. ${a.article} · ply ${a.ply ?? "?"} · ${ago(a.ts)}` +
+                 text: alertLine(a) + ` · ${ago(a.ts)}` + (a.detail && a.detail.reason ? ` · ${a.detail.reason}` : "") +
                        (state.meanings[a.code] ? " · " + state.meanings[a.code] : "") });
   }
   for (const b of state.boards.values()) {
@@ -201,6 +201,9 @@ function renderQueue() {
   return items;
 }
 
+function alertLine(a) {   // the bridge's own alerts and refused commands have no article
+  return (a.article ? `art. ${a.article} · ` : "") + (a.ply != null ? `ply ${a.ply}` : "no ply");
+}
 function windowText(w) {
   if (w.open) return `can be acted on (${w.rule}): ${w.text}`;
   return `window closed (${w.rule})` + (w.closed_at ? " at " + timeOf(w.closed_at) : "") +
@@ -396,7 +399,13 @@ function closeDetail() {
 async function loadDetail() {
   const n = state.selected;
   if (n == null || detailFetch) return;
-  detailFetch = fetch(`/api/boards/${n}`).then((r) => r.json()).then((d) => {
+  // with a valid token the answer says who acknowledged the board's alerts (arbiter data)
+  const init = state.arbiter ? { headers: { "Authorization": "Bearer " + token } } : {};
+  detailFetch = fetch(`/api/boards/${n}`, init).then((r) => r.json()).then((d) => {
+    for (const a of d.alerts || []) {
+      const known = state.alerts.get(a.id);
+      if (known && a.acked_by && known.acked_by !== a.acked_by) known.acked_by = a.acked_by;
+    }
     if (state.selected === d.board) { state.detail = d; drawDetail(); }
   }).catch(() => {}).finally(() => { detailFetch = null; });
 }
@@ -476,17 +485,20 @@ function alertPlies(n) { return [...state.alerts.values()].filter((a) => a.board
 function drawBoardAlerts(n) {
   const list = $("#d-alerts");
   const mine = [...state.alerts.values()].filter((a) => a.board === n).sort((a, b) => b.id - a.id);
-  const key = mine.map((a) => a.id + (a.acked ? "a" : "") + (a.window ? (a.window.open ? "o" : "c") : "")).join(",");
+  const key = mine.map((a) => a.id + (a.acked ? "a" + (a.acked_by || "") : "") +
+    (a.window ? (a.window.open ? "o" : "c") : "")).join(",");
   if (list.dataset.key === key) return;
   list.dataset.key = key;
   list.textContent = "";
   for (const a of mine) {
     const li = el("li", a.acked ? "acked" : "");
     li.dataset.alertId = a.id;
-    li.append(el("strong", "", `${a.code} · art. ${a.article} · ply ${a.ply ?? "?"} · ${timeOf(a.ts)}`));
+    li.append(el("strong", "", `${a.code} · ${alertLine(a)} · ${timeOf(a.ts)}`));
+    if (a.detail && a.detail.reason) li.append(el("div", "", a.detail.reason));
     if (state.meanings[a.code]) li.append(el("div", "", state.meanings[a.code]));
     if (a.window) li.append(el("div", "window " + (a.window.open ? "open" : "closed"), windowText(a.window)));
-    if (a.acked) li.append(el("div", "muted", `acknowledged by ${a.acked_by || "?"} at ${timeOf(a.acked_at)}`));
+    if (a.acked) li.append(el("div", "muted", "acknowledged" + (a.acked_by ? ` by ${a.acked_by}` : "") +
+                                              ` at ${timeOf(a.acked_at)}`));
     else {
       const ack = el("button", "ack", "Acknowledge");
       ack.addEventListener("click", () => acknowledge(a.id));
@@ -551,6 +563,9 @@ function drawTimeline() {
 
 // -- alerts, audit, arbiters ----------------------------------------------------------------------------------
 function alertUpdate(a) {
+  // who acknowledged comes only in answers to an arbiter's requests: a public update keeps what is known
+  const known = state.alerts.get(a.id);
+  if (known && known.acked_by && !("acked_by" in a)) a.acked_by = known.acked_by;
   state.alerts.set(a.id, a);
   indexAlerts();
   queueDirty = true;
@@ -578,12 +593,43 @@ function summarizeChange(before, after) {
   const keys = Object.keys(after).filter((k) => JSON.stringify(before[k]) !== JSON.stringify(after[k]) && k !== "fen");
   return keys.map((k) => `${k} ${JSON.stringify(before[k])}→${JSON.stringify(after[k])}`).join(", ");
 }
-async function loadAudit() {
-  try {
-    const data = await (await fetch("/api/audit")).json();
+// The audit log is the arbiters' own: read with a token. The public stream only says an entry was added.
+let auditSeen = 0;
+let auditFetch = null;
+async function loadAudit(fresh = true) {
+  if (!state.arbiter) {
     $("#audit").textContent = "";
-    for (const e of data.entries.slice().reverse()) auditEntry(e, false);
-  } catch (e) { /* shown when the stream delivers entries */ }
+    auditSeen = 0;
+    text($("#audit-count"), "(arbiters only)");
+    $("#audit-locked").hidden = false;
+    return;
+  }
+  $("#audit-locked").hidden = true;
+  if (auditFetch) { await auditFetch; if (fresh) return loadAudit(false); return; }
+  auditFetch = (async () => {
+    try {
+      const data = await api("/api/audit" + (auditSeen ? "?after=" + auditSeen : ""), null, "GET");
+      if (!auditSeen) $("#audit").textContent = "";
+      for (const e of data.entries) { auditEntry(e); auditSeen = Math.max(auditSeen, Number(e.id) || 0); }
+    } catch (e) { /* the token was refused: locked() says so */ }
+  })();
+  try { await auditFetch; } finally { auditFetch = null; }
+}
+async function exportAudit(ev) {
+  ev.preventDefault();
+  try {
+    const resp = await fetch("/api/audit.jsonl", { headers: { "Authorization": "Bearer " + token } });
+    if (resp.status === 401 && state.arbiter) locked("token refused");
+    if (!resp.ok) throw new Error(resp.status === 401 || resp.status === 403 ? "an arbiter's token is needed" : resp.statusText);
+    const url = URL.createObjectURL(await resp.blob());
+    const a = el("a");
+    a.href = url;
+    a.download = "arbiter-audit.jsonl";
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10000);
+  } catch (e) { message("audit export failed: " + e.message, true); }
 }
 async function loadArbiters() {
   const box = $("#arbiters-box");
@@ -657,6 +703,7 @@ function locked(why) {
   text($("#auth-state"), why);
   cls($("#auth-state"), "badge bad");
   $("#arbiters-box").hidden = true;
+  loadAudit();
 }
 async function unlock(ev) {
   if (ev) ev.preventDefault();
@@ -671,11 +718,15 @@ async function unlock(ev) {
     cls(badge, "badge ok");
     $("#round-form").hidden = false;
     loadArbiters();
+    auditSeen = 0;
+    loadAudit();
+    loadDetail();
   } catch (e) {
     state.arbiter = null;
     document.body.classList.remove("unlocked");
     text(badge, token ? "token refused" : "view only");
     cls(badge, "badge " + (token ? "bad" : "off"));
+    loadAudit();
   }
 }
 
@@ -709,8 +760,8 @@ function snapshot(data) {
     text(push, "lichess: " + data.push.state);
     cls(push, "badge " + (data.push.state === "ok" ? "ok" : data.push.state === "idle" ? "off" : "bad"));
   }
-  const select = $("#round-select");
-  select.replaceChildren(...(data.rounds || [data.round]).map((r) => {
+  const roundSelect = $("#round-select");   // (not "select": that opens a board, used below)
+  roundSelect.replaceChildren(...(data.rounds || [data.round]).map((r) => {
     const o = el("option", "", "round " + r);
     o.value = r;
     o.selected = r === data.round;
@@ -736,7 +787,7 @@ function connect() {
   on("board", boardUpdate);
   on("alert", alertUpdate);
   on("ack", alertUpdate);
-  on("audit", (e) => auditEntry(e));
+  on("audit", () => loadAudit());
   on("bridge", (b) => { state.bridges[b.base] = b.state; renderBridges(); });
   on("response", (r) => message(`board ${r.board}: bridge says ${r.status}` +
     (r.command ? ` to ${r.command}` : "") + (r.error ? `: ${r.error}` : ""), r.status !== "ok"));
@@ -744,6 +795,7 @@ function connect() {
 
 buildBoard();
 $("#auth").addEventListener("submit", unlock);
+$("#audit-export").addEventListener("click", exportAudit);
 $("#round-form").addEventListener("submit", async (ev) => {
   ev.preventDefault();
   const number = Number($("#round-select").value);
