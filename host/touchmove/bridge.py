@@ -79,6 +79,8 @@ MAX_HELD_WRITES = 500_000
 JOURNAL_RETRY_S = 1.0
 #: A board's engine is checkpointed after this many journal entries (and at every game end).
 CHECKPOINT_EVERY = 100
+#: The longest settle time a journal's checkpoint row is believed (the configuration's bound too).
+MAX_SETTLE_MS = 5000
 #: A device clock running ahead of the host's estimate by more than this (ms) within a boot is a jump.
 MAX_FORWARD_JUMP_MS = 3_600_000
 
@@ -144,26 +146,36 @@ class IdentityConflict:
                 "held_by": self.held_by, "since": self.since, "message": self.message()}
 
 
-def replay_entries(journal: Journal, board: str, settle_ms: int | None, *,
-                   use_checkpoint: bool = True) -> tuple[Engine, int, dict[str, str]]:
-    """Rebuild a board's engine from its journal (from its latest checkpoint when this code wrote it with this
-    settle time; None takes the checkpoint's); return it, the number of events it has given, and PGN headers."""
-    engine = Engine(settle_ms=DEFAULT_SETTLE_MS if settle_ms is None else settle_ms)
+def replay_entries(journal: Journal, board: str, settle_ms: int | None, *, use_checkpoint: bool = True,
+                   key: checkpoint.CheckpointKey | None = None) -> tuple[Engine, int, dict[str, str]]:
+    """Rebuild a board's engine from its journal; return it, the number of events it has given, and PGN headers.
+
+    ``settle_ms`` None takes the settle time the bridge ran with (the checkpoint's column, else the default).
+    The latest checkpoint is used when ``key`` verifies it (see :mod:`touchmove.checkpoint`), this code wrote
+    it and its settle time is the one wanted; else it is ignored with one log line and every entry replayed.
+    """
+    cp = journal.checkpoint(board) if use_checkpoint else None
+    if settle_ms is None:
+        settle_ms = DEFAULT_SETTLE_MS
+        if cp is not None and cp.settle_ms is not None:
+            if 0 <= cp.settle_ms <= MAX_SETTLE_MS:
+                settle_ms = cp.settle_ms
+            else:
+                log.warning("board %s: the journal's settle time %r is out of range; replaying with %d ms", board,
+                            cp.settle_ms, settle_ms)
+    engine = Engine(settle_ms=settle_ms)
     count = 0
     headers: dict[str, str] = {}
     after = 0
-    cp = journal.checkpoint(board) if use_checkpoint else None
-    if cp is not None and cp.code == checkpoint.fingerprint():
-        try:
-            engine = checkpoint.load(cp.state)
-            count, headers, after = cp.event_seq, dict(cp.headers), cp.after_entry
-            if settle_ms is not None and engine.settle_ms != settle_ms:
-                log.info("board %s: checkpoint made with another settle time; replaying the whole journal", board)
-                engine, count, headers, after = Engine(settle_ms=settle_ms), 0, {}, 0
-        except ValueError as exc:
-            log.warning("board %s: %s; replaying the whole journal", board, exc)
-    elif cp is not None:
-        log.info("board %s: checkpoint written by other rules code; replaying the whole journal", board)
+    if cp is not None:
+        if cp.settle_ms != settle_ms:
+            log.info("board %s: checkpoint made with another settle time; replaying the whole journal", board)
+        else:
+            try:
+                engine = checkpoint.load(key, board, cp.code, settle_ms, cp.event_seq, cp.state, cp.mac)
+                count, headers, after = cp.event_seq, dict(cp.headers), cp.after_entry
+            except checkpoint.CheckpointRejected as exc:
+                log.warning("board %s: checkpoint ignored: %s; replaying the whole journal", board, exc)
     for entry in journal.entries(board, after=after):
         try:
             if entry.kind == "record" and entry.body:
@@ -185,6 +197,8 @@ class Bridge:
         self.session = session or uuid.uuid4().hex[:12]
         self.base = config.mqtt.base_topic
         self.started = iso_now()
+        # the key signing engine checkpoints (created on first use): a CheckpointKeyError stops the start
+        self.checkpoint_key = checkpoint.ensure_key(checkpoint.key_path(config.checkpoint_key))
         self.journal = Journal(config.journal)
         self.boards: dict[str, BoardSession] = {}
         self.links: dict[str, SerialLink] = {}          # by real path
@@ -209,7 +223,8 @@ class Bridge:
         """Rebuild every board known to the journal and queue the events not yet published."""
         now = time.monotonic()
         for row in self.journal.boards():
-            engine, produced, headers = replay_entries(self.journal, row.board, self.config.settle_ms)
+            engine, produced, headers = replay_entries(self.journal, row.board, self.config.settle_ms,
+                                                       key=self.checkpoint_key)
             journaled = self.journal.event_count(row.board)
             if produced > journaled:
                 log.warning("board %s: replay gave %d events, journal has %d", row.board, produced, journaled)
@@ -579,8 +594,10 @@ class Bridge:
         except Exception:
             log.exception("board %s: cannot checkpoint the engine (a restart replays more)", sess.board)
             return
-        self.journal.add_checkpoint(sess.board, sess.event_seq, sess.last_t, checkpoint.fingerprint(), state,
-                                    dict(sess.headers), iso_now())
+        code, settle_ms = checkpoint.fingerprint(), sess.engine.settle_ms
+        mac = self.checkpoint_key.sign(sess.board, code, settle_ms, sess.event_seq, state)
+        self.journal.add_checkpoint(sess.board, sess.event_seq, sess.last_t, code, state, dict(sess.headers),
+                                    iso_now(), settle_ms=settle_ms, mac=mac)
         sess.since_checkpoint = 0
         self._mark(sess)
 
@@ -994,7 +1011,8 @@ def run_command(args: argparse.Namespace) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         config = load(args.config)
-    except ConfigError as exc:
+        checkpoint.ensure_key(checkpoint.key_path(config.checkpoint_key))
+    except (ConfigError, checkpoint.CheckpointKeyError) as exc:
         print(f"touchmove run: {exc}", file=sys.stderr)
         return 2
     if args.port:

@@ -580,7 +580,10 @@ def test_a_checkpointed_engine_goes_on_exactly_like_the_original(seed: int, cut:
     engine = Engine()
     for rec in recs[:split]:
         engine.feed(rec)
-    copy = checkpoint.load(checkpoint.dump(engine))
+    key = checkpoint.CheckpointKey(b"k" * 32, "test")
+    state = checkpoint.dump(engine)
+    code = checkpoint.fingerprint()
+    copy = checkpoint.load(key, "b", code, engine.settle_ms, 0, state, key.sign("b", code, engine.settle_ms, 0, state))
     for rec in recs[split:]:
         assert [e.to_dict() for e in copy.feed(rec)] == [e.to_dict() for e in engine.feed(rec)]
     assert [e.to_dict() for e in copy.finish()] == [e.to_dict() for e in engine.finish()]
