@@ -6,7 +6,7 @@ long event, with the engine checkpoints and without them (the whole journal repl
 A journal is written the way the bridge writes it: every board plays ``--rounds`` games (real games from
 ../shared/data/games, or the Opera game, by the hands model; the board is cleared and set up between rounds),
 each record and each settle-time ``advance`` journaled with the events it gave, and a signed checkpoint at every
-game end and every CHECKPOINT_EVERY entries (bridge.py; the key is one made for the run). Then a fresh bridge
+game end and every CHECKPOINT_EVERY entries (bridge/daemon.py; the key is one made for the run). Then a fresh bridge
 restores every board from it, the way a restart does (each checkpoint's signature verified before it is
 unpickled), and the restored engines are checked against the ones that wrote the journal. Restart time is wall
 time for ``Bridge.restore`` (the machine is shared: compare the two figures, not absolute values).

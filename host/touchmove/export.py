@@ -55,7 +55,7 @@ def pgn_games(journal: Journal, board: str, settle_ms: int | None = None, *,
     """Return the board's games; ``settle_ms`` None means the bridge's (from its checkpoint, else 200). The
     checkpoint is used only when ``key`` (default: this installation's, :func:`reader_key`) verifies it; else
     every entry is replayed."""
-    from touchmove.bridge import replay_entries
+    from touchmove.bridge.replay import replay_entries
 
     engine, _, headers = replay_entries(journal, board, settle_ms, key=key or reader_key())
     base = {"Event": "touchmove", "Site": board, **headers}

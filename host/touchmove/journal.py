@@ -93,6 +93,11 @@ POISON = (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceErr
           OverflowError, ValueError, TypeError)
 
 
+def iso_now() -> str:
+    """Return the UTC time as ISO-8601 with milliseconds and a Z (the journal's ``ts``, events' ``ts``)."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 @dataclass(frozen=True)
 class Entry:
     kind: str

@@ -18,9 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from touchmove import bridge as bridge_module
 from touchmove import checkpoint, hands, records
-from touchmove.bridge import Bridge, replay_entries
+from touchmove.bridge import Bridge, journal_faults, replay_entries
 from touchmove.config import BridgeConfig, MqttConfig, SerialConfig
 from touchmove.export import pgn_games, recording_gaps
 from touchmove.journal import Journal
@@ -398,7 +397,7 @@ class FlakyDb:
 
 def test_a_journal_write_error_holds_events_reports_and_recovers(
         tmp_path: Path, loop: asyncio.AbstractEventLoop, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bridge_module, "JOURNAL_RETRY_S", 0.1)
+    monkeypatch.setattr(journal_faults, "JOURNAL_RETRY_S", 0.1)
     bridge = make_bridge(tmp_path, loop)
     flaky = FlakyDb(bridge.journal.db)
     bridge.journal.db = flaky  # type: ignore[assignment]
@@ -432,7 +431,7 @@ def test_a_journal_write_error_holds_events_reports_and_recovers(
 
 def test_a_full_disk_is_a_fault_until_space_comes_back(
         tmp_path: Path, loop: asyncio.AbstractEventLoop, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bridge_module, "JOURNAL_RETRY_S", 0.1)
+    monkeypatch.setattr(journal_faults, "JOURNAL_RETRY_S", 0.1)
     bridge = make_bridge(tmp_path, loop)
     link = FakeLink()
     play_e4(bridge, link, loop)
@@ -459,8 +458,8 @@ def test_a_full_disk_is_a_fault_until_space_comes_back(
 
 def test_over_the_bound_records_are_given_up_for_a_checkpoint_and_nothing_else_is_lost(
         tmp_path: Path, loop: asyncio.AbstractEventLoop, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bridge_module, "JOURNAL_RETRY_S", 0.1)
-    monkeypatch.setattr(bridge_module, "MAX_HELD_WRITES", 12)
+    monkeypatch.setattr(journal_faults, "JOURNAL_RETRY_S", 0.1)
+    monkeypatch.setattr(journal_faults, "MAX_HELD_WRITES", 12)
     bridge = make_bridge(tmp_path, loop)
     flaky = FlakyDb(bridge.journal.db)
     bridge.journal.db = flaky  # type: ignore[assignment]
