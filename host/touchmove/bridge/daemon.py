@@ -25,32 +25,26 @@ import asyncio
 import contextlib
 import io
 import logging
-import os
 import time
 import uuid
-from dataclasses import replace
 from typing import Any
 
 from touchmove import __version__, checkpoint, records
 from touchmove.bridge.commands import BridgeCommands
-from touchmove.bridge.identity import IdentityConflict
 from touchmove.bridge.journal_faults import JournalFaults
+from touchmove.bridge.ports import BoardPorts
 from touchmove.bridge.replay import replay_entries
 from touchmove.bridge.session import BoardSession
 from touchmove.config import BridgeConfig
 from touchmove.journal import Journal, iso_now
-from touchmove.mqtt_bridge import OFFLINE, ONLINE, MqttLink, dumps
-from touchmove.rules import Engine, Event
-from touchmove.serial_link import DecodeError, Message, SerialLink, decode, find_ports, leds_command
+from touchmove.mqtt_bridge import OFFLINE, MqttLink, dumps
+from touchmove.rules import Event
+from touchmove.serial_link import SerialLink, leds_command
 
 log = logging.getLogger("touchmove.bridge")
 
-#: Lines kept from a port before its board has said hello.
-MAX_PENDING = 4000
 #: Events kept in memory per board while the MQTT queue is full (older ones are re-read from the journal).
 MAX_BACKLOG = 2000
-#: Minimum seconds between two snapshot requests to one board.
-SNAPSHOT_INTERVAL = 0.5
 #: A board's engine is checkpointed after this many journal entries (and at every game end).
 CHECKPOINT_EVERY = 100
 
@@ -70,9 +64,7 @@ class Bridge:
         self.checkpoint_key = checkpoint.ensure_key(checkpoint.key_path(config.checkpoint_key))
         self.journal = Journal(config.journal)
         self.boards: dict[str, BoardSession] = {}
-        self.links: dict[str, SerialLink] = {}          # by real path
-        self.link_paths: dict[str, SerialLink] = {}     # by the name it was found as
-        self.pending_lines: dict[SerialLink, list[bytes | None]] = {}
+        self.ports = BoardPorts(self)
         self.commands = BridgeCommands(self)
         self.mqtt = MqttLink(config.mqtt, on_command=self.on_command, on_acked=self._on_acked,
                              on_connected=self._on_mqtt_connected)
@@ -84,8 +76,7 @@ class Bridge:
         self._pump_boards: set[BoardSession] = set()
         self._stopped = asyncio.Event()
         self.journal_faults = JournalFaults(self.journal, self.boards, checkpoint=self.checkpoint,
-                                            changed=self._publish_bridge_state, loop=self._event_loop)
-        self.identity_conflicts: dict[tuple[str, str], IdentityConflict] = {}
+                                            changed=self.publish_bridge_state, loop=self._event_loop)
 
     def _event_loop(self) -> asyncio.AbstractEventLoop:
         return self._loop or asyncio.get_running_loop()
@@ -98,6 +89,24 @@ class Bridge:
     async def on_command(self, topic: str, raw: bytes, retained: bool) -> None:
         """An MQTT command (a board's ``set`` or a bridge request): see :class:`BridgeCommands`."""
         await self.commands.on_command(topic, raw, retained)
+
+    # -- the serial side (touchmove.bridge.ports) ---------------------------------------------------------
+    @property
+    def pending_lines(self) -> dict[SerialLink, list[bytes | None]]:
+        """Lines of ports whose board has not said hello yet."""
+        return self.ports.pending_lines
+
+    def handle_lines(self, link: SerialLink, lines: list[bytes | None]) -> None:
+        """Process lines from one port (event loop)."""
+        self.ports.handle_lines(link, lines)
+
+    def handle_closed(self, link: SerialLink, reason: str) -> None:
+        """A port closed (unplugged, an error, shutdown)."""
+        self.ports.handle_closed(link, reason)
+
+    def request_snapshot(self, sess: BoardSession, *, force: bool = False) -> None:
+        """Ask a board for its occupancy (at most every SNAPSHOT_INTERVAL unless ``force``)."""
+        self.ports.request_snapshot(sess, force=force)
 
     # -- start-up: resume from the journal ----------------------------------------------------------------
     def restore(self) -> None:
@@ -122,215 +131,6 @@ class Bridge:
             if sess.queued_seq < sess.event_seq:
                 self._pump_boards.add(sess)
 
-    # -- the serial side ----------------------------------------------------------------------------------
-    def _lines_from_thread(self, link: SerialLink, lines: list[bytes | None]) -> None:
-        assert self._loop is not None
-        if not link.threaded:
-            self.handle_lines(link, lines)
-            return
-        with contextlib.suppress(RuntimeError):   # loop closed during shutdown
-            self._loop.call_soon_threadsafe(self.handle_lines, link, lines)
-
-    def _closed_from_thread(self, link: SerialLink, reason: str) -> None:
-        assert self._loop is not None
-        if not link.threaded:
-            self._loop.call_soon(self.handle_closed, link, reason)
-            return
-        with contextlib.suppress(RuntimeError):
-            self._loop.call_soon_threadsafe(self.handle_closed, link, reason)
-
-    def open_port(self, path: str) -> SerialLink | None:
-        if path in self.link_paths:
-            return None       # already open under this name (checked without a system call: scans are frequent)
-        real = os.path.realpath(path)
-        if real in self.links:
-            return None
-        link = SerialLink(path, self.config.serial.baudrate, self._lines_from_thread,
-                          self._closed_from_thread)
-        try:
-            link.open(self._loop)
-        except Exception as exc:
-            log.debug("cannot open %s: %s", path, exc)
-            return None
-        link.key = real
-        self.links[real] = link
-        self.link_paths[path] = link
-        self.pending_lines[link] = []
-        log.info("port %s opened", path)
-        link.send({"cmd": "hello"})
-        return link
-
-    async def scan_loop(self) -> None:
-        cfg = self.config.serial
-        while True:
-            try:
-                for path in find_ports(cfg.ports, cfg.usb):
-                    self.open_port(path)
-                for link in list(self.links.values()):
-                    if link.board is None and link.held_back is None:
-                        link.send({"cmd": "hello"})
-            except Exception:
-                log.exception("port scan failed")
-            await asyncio.sleep(cfg.rescan_s)
-
-    def handle_closed(self, link: SerialLink, reason: str) -> None:
-        if self.links.get(link.key) is link:
-            del self.links[link.key]
-        if self.link_paths.get(link.path) is link:
-            del self.link_paths[link.path]
-        self.pending_lines.pop(link, None)
-        log.info("port %s closed (%s)", link.path, reason)
-        if any(key[0] == link.path for key in self.identity_conflicts):
-            self.identity_conflicts = {k: v for k, v in self.identity_conflicts.items() if k[0] != link.path}
-            self._publish_bridge_state()
-        sess = self.boards.get(link.board) if link.board else None
-        if sess is not None and sess.link is link:
-            sess.link = None
-            self.mqtt.retain(self.topic(sess.board, "availability"), OFFLINE)
-            self._publish_info()
-            for other in [*self.pending_lines]:      # a port held back for this id takes over now
-                if other.held_back == sess.board:
-                    log.info("board %s: port %s, held back, is asked to say hello again", sess.board, other.path)
-                    other.send({"cmd": "hello"})
-
-    def _identity_conflict(self, link: SerialLink, claimed: str, sess: BoardSession) -> None:
-        """Raise ``board_identity`` (once per port and id): ``link`` says ``claimed``, which the binding of
-        ``sess`` (the port's own board, or the board that holds the id on another port) contradicts."""
-        key = (link.path, claimed)
-        if key in self.identity_conflicts:
-            return
-        self.stats["identity_conflicts"] += 1
-        if link.board is not None:
-            conflict = IdentityConflict(link.path, claimed, bound=link.board, held_by=None, since=iso_now())
-        else:
-            holder = sess.link.path if sess.link is not None else None
-            conflict = IdentityConflict(link.path, claimed, bound=None, held_by=holder, since=iso_now())
-        self.identity_conflicts[key] = conflict
-        log.error("board identity: %s", conflict.message())
-        self.emit_bridge_alert(sess, "board_identity", conflict.as_dict())
-        self._publish_bridge_state()
-
-    def handle_lines(self, link: SerialLink, lines: list[bytes | None]) -> None:
-        """Process lines from one port (event loop)."""
-        for line in lines:
-            self.stats["lines"] += 1
-            try:
-                msg = decode(line)
-            except DecodeError as exc:
-                self.stats["malformed"] += 1
-                if exc.out_of_range:
-                    # Well-formed but implausible: skipped and nothing else (the seq it used, if any, shows up
-                    # as a gap at the next line, which asks for a snapshot).
-                    self.stats["out_of_range"] += 1
-                    log.error("%s: line with an out-of-range number skipped (%s): %.120r", link.board or link.path,
-                              exc, line)
-                    continue
-                log.warning("%s: malformed line skipped (%s): %.80r", link.board or link.path, exc, line)
-                if link.board is not None:
-                    self.request_snapshot(self.boards[link.board])
-                continue
-            if msg.kind == "hello":
-                self._identify(link, msg)
-            elif link.board is None:
-                pending = self.pending_lines.get(link)
-                if pending is not None and len(pending) < MAX_PENDING:
-                    pending.append(line)
-            else:
-                self._handle_message(self.boards[link.board], msg)
-        self.schedule_flush()
-
-    def _identify(self, link: SerialLink, hello: Message) -> None:
-        board = str(hello.fields["board"])
-        boot = str(hello.fields.get("boot", ""))
-        if link.board is not None and board != link.board:
-            # The port's board now says another id: the port keeps its first one (the game goes on there).
-            self._identity_conflict(link, board, self.boards[link.board])
-            board = link.board
-        sess = self.boards.get(board)
-        if sess is not None and sess.link is not None and sess.link is not link:
-            # Another port that is still open serves this id: hold this one back (its lines wait) until that
-            # one closes, instead of moving the board back and forth between the two.
-            self._identity_conflict(link, board, sess)
-            link.held_back = board
-            return
-        link.held_back = None
-        if sess is None:
-            sess = BoardSession(board, Engine(settle_ms=self.config.settle_ms))
-            self.boards[board] = sess
-            self.journal.ensure_board(board)
-        first_contact = link.board is None
-        link.board = board
-        sess.link = link
-        pending = self.pending_lines.pop(link, []) if first_contact else []
-        self.pending_lines.pop(link, None)
-        # The lines buffered before the hello came from the same boot as this hello (a reboot says hello).
-        msgs: list[Message] = []
-        for line in pending:
-            with contextlib.suppress(DecodeError):
-                msgs.append(decode(line))
-        if boot != sess.boot:
-            first_t = msgs[0].t if msgs else hello.t
-            if sess.boot is None and sess.last_t == 0:
-                sess.t_offset = 0          # first contact: board time is device time
-            else:
-                elapsed = int((time.monotonic() - sess.arrival_host) * 1000) if sess.arrival_host else 0
-                sess.t_offset = sess.last_t + max(0, elapsed) - first_t
-            log.info("board %s: boot %s on %s", board, boot, link.path)
-            sess.boot = boot
-            sess.last_seq = None
-            sess.device_t = None
-            self._mark(sess)
-        else:
-            log.info("board %s: back on %s (same boot)", board, link.path)
-        for msg in msgs:
-            if sess.last_seq is not None and msg.seq is not None and msg.seq <= sess.last_seq:
-                continue    # already journaled before a daemon restart
-            self._handle_message(sess, msg)
-        self._check_seq(sess, hello)
-        self.mqtt.retain(self.topic(board, "availability"), ONLINE)
-        self.publish_board_retained(sess)
-        self._publish_info()
-        self.request_snapshot(sess, force=True)
-
-    def _check_seq(self, sess: BoardSession, msg: Message) -> None:
-        if msg.seq is None:
-            return
-        if sess.last_seq is not None and msg.seq != sess.last_seq + 1 and msg.seq > sess.last_seq:
-            self.stats["gaps"] += 1
-            log.warning("board %s: seq gap (%d after %d); requesting a snapshot", sess.board, msg.seq,
-                        sess.last_seq)
-            self.request_snapshot(sess)
-        sess.last_seq = msg.seq
-        self._mark(sess)
-
-    def request_snapshot(self, sess: BoardSession, *, force: bool = False) -> None:
-        now = time.monotonic()
-        if sess.link is None or (not force and now - sess.last_snapshot_request < SNAPSHOT_INTERVAL):
-            return
-        sess.last_snapshot_request = now
-        sess.link.send({"cmd": "snapshot"})
-
-    def _handle_message(self, sess: BoardSession, msg: Message) -> None:
-        self._check_seq(sess, msg)
-        if msg.record is None:
-            if msg.kind == "error":
-                log.warning("board %s reports an error: %s", sess.board, msg.fields.get("why"))
-            return
-        now = time.monotonic()
-        board_t, jumped, changed = sess.board_time(msg.t, now)
-        if jumped:
-            self.stats["time_jumps"] += 1
-        if changed:
-            self._mark(sess)
-        sess.learn_rate(msg.t + sess.t_offset, now)
-        sess.arrival_t = board_t
-        sess.arrival_host = now
-        record = msg.record
-        if (isinstance(record, records.Snapshot) and record.type == "heartbeat"
-                and sess.engine.next_deadline() is None and sess.engine.state().occupancy == record.occ):
-            return   # a heartbeat that tells the engine nothing new: not fed, not journaled (a small journal)
-        self.feed(sess, replace(record, t=board_t), "serial")
-
     # -- the engine ---------------------------------------------------------------------------------------
     @staticmethod
     def board_now(sess: BoardSession) -> int:
@@ -341,7 +141,7 @@ class Bridge:
         """Journal one record for a board and run it through its engine."""
         self.stats["records"] += 1
         sess.last_t = record.t
-        self._mark(sess)
+        self.mark(sess)
         self.journal.add_entry(sess.board, "record", record.t, records.to_line(record), source, iso_now())
         sess.since_checkpoint += 1
         try:
@@ -370,7 +170,7 @@ class Bridge:
         # learned from a burst of late lines) must not push later records back onto one frozen time.
         t = max(deadline, sess.last_t)
         sess.last_t = t
-        self._mark(sess)
+        self.mark(sess)
         self.journal.add_entry(sess.board, "advance", t, None, "timer", iso_now())
         sess.since_checkpoint += 1
         try:
@@ -415,7 +215,7 @@ class Bridge:
                    "seq": sess.event_seq, "session": self.session, "ts": iso_now()}
         self.journal.add_event(sess.board, sess.event_seq, payload)
         sess.backlog.append((sess.event_seq, dumps(payload)))
-        self._mark(sess)
+        self.mark(sess)
         self.schedule_flush()
 
     def checkpoint(self, sess: BoardSession) -> None:
@@ -430,7 +230,7 @@ class Bridge:
         self.journal.add_checkpoint(sess.board, sess.event_seq, sess.last_t, code, state, dict(sess.headers),
                                     iso_now(), settle_ms=settle_ms, mac=mac)
         sess.since_checkpoint = 0
-        self._mark(sess)
+        self.mark(sess)
 
     def _leds_for(self, sess: BoardSession, payload: dict[str, Any]) -> None:
         if sess.link is None:
@@ -479,23 +279,23 @@ class Bridge:
         return {"version": __version__, "session": self.session, "started": self.started,
                 "settle_ms": self.config.settle_ms, "boards": sorted(self.boards)}
 
-    def _publish_info(self) -> None:
+    def publish_info(self) -> None:
         self.mqtt.retain(f"{self.base}/bridge/info", lambda: dumps(self.info_payload()))
 
     def _on_mqtt_connected(self) -> None:
-        self._publish_info()
+        self.publish_info()
         if self.problems():
-            self._publish_bridge_state()
+            self.publish_bridge_state()
 
     def _on_acked(self, tag: Any) -> None:
         board, seq = tag
         sess = self.boards.get(board)
         if sess is not None and seq > sess.published:
             sess.published = seq
-            self._mark(sess)
+            self.mark(sess)
             self.schedule_flush()
 
-    def _mark(self, sess: BoardSession) -> None:
+    def mark(self, sess: BoardSession) -> None:
         """Note that a board has something to save or to publish at the next flush."""
         sess.dirty = True
         self._dirty_boards.add(sess)
@@ -528,9 +328,9 @@ class Bridge:
 
     def problems(self) -> list[dict[str, Any]]:
         """Return what the operator should know about now (empty when all is well)."""
-        return [*self.journal_faults.problems(), *(c.as_dict() for c in self.identity_conflicts.values())]
+        return [*self.journal_faults.problems(), *(c.as_dict() for c in self.ports.identity_conflicts.values())]
 
-    def _publish_bridge_state(self) -> None:
+    def publish_bridge_state(self) -> None:
         problems = self.problems()
         payload: dict[str, Any] = {"state": "online"}
         if problems:
@@ -567,10 +367,10 @@ class Bridge:
         self._loop = asyncio.get_running_loop()
         self.journal.checkpoint_in_background()
         self.restore()
-        self._publish_info()
+        self.publish_info()
         self.flush()
         tasks = [asyncio.create_task(self.mqtt.run(), name="mqtt"),
-                 asyncio.create_task(self.scan_loop(), name="scan")]
+                 asyncio.create_task(self.ports.scan_loop(), name="scan")]
         try:
             await self._stopped.wait()
         finally:
@@ -584,9 +384,9 @@ class Bridge:
         scan.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await scan
-        for link in list(self.links.values()):
+        for link in list(self.ports.links.values()):
             link.close()
-        for link in list(self.links.values()):
+        for link in list(self.ports.links.values()):
             await asyncio.to_thread(link.join, 1.0)
         for sess in self.boards.values():
             if sess.timer is not None:
