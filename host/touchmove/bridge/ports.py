@@ -185,6 +185,7 @@ class BoardPorts:
         first_contact = link.board is None
         link.board = board
         sess.link = link
+        sess.rate = float(hello.fields.get("rate", 1.0))   # 1 unless a simulation says it runs faster
         pending = self.pending_lines.pop(link, []) if first_contact else []
         self.pending_lines.pop(link, None)
         # The lines buffered before the hello came from the same boot as this hello (a reboot says hello).
@@ -246,7 +247,6 @@ class BoardPorts:
             self.bridge.stats["time_jumps"] += 1
         if changed:
             self.bridge.mark(sess)
-        sess.learn_rate(msg.t + sess.t_offset, now)
         sess.arrival_t = board_t
         sess.arrival_host = now
         record = msg.record

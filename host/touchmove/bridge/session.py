@@ -2,7 +2,10 @@
 
 Device time: the engine has no wall clock. A board's time is the device's ``t`` plus an offset that keeps it
 monotonic across reboots; between records it is estimated as the last record's time plus the host time elapsed
-since it arrived (times the board's clock rate: 1 on a real board, N on a simulation running N times faster).
+since it arrived, times the board's clock rate: 1 on a real board, N on a simulation that says in its ``hello``
+that it runs N times faster (``"rate": N``). The rate is never guessed from when lines arrive: lines read late
+and then quickly (the host catching up after a stall) would make a real board look fast, and its settle
+timers would then fire before the board's time reached them.
 A device clock that jumps within one boot (backwards, or implausibly far forwards) is logged and the board's
 time goes on from the host's estimate instead.
 """
@@ -34,9 +37,7 @@ class BoardSession:
     last_t: int = 0                      # the latest board time fed to the engine (record or advance)
     arrival_t: int = 0                   # board time of the latest record ...
     arrival_host: float = 0.0            # ... and the host's monotonic time when it arrived
-    rate: float = 1.0                    # device ms per host ms (1 on real boards; N on a sped-up simulation)
-    rate_anchor: tuple[int, float] | None = None
-    rate_candidate: float = 1.0
+    rate: float = 1.0                    # device ms per host ms: 1, or what a sped-up simulation's hello says
     device_t: int | None = None          # the latest device time of this boot (None: not seen since start)
     since_checkpoint: int = 0            # journal entries since the last checkpoint
     event_seq: int = 0                   # events produced (and journaled)
@@ -82,7 +83,6 @@ class BoardSession:
             log.warning("board %s: device time %s within boot %s; board time goes on from %d (the host's "
                         "estimate)", self.board, jump, self.boot, estimate)
             self.t_offset = estimate - device_t
-            self.rate_anchor = None
             changed = True
         board_t = device_t + self.t_offset
         if board_t < self.last_t:
@@ -92,19 +92,3 @@ class BoardSession:
             board_t = self.last_t
             changed = True
         return board_t, jump is not None, changed
-
-    def learn_rate(self, device_t: int, now: float) -> None:
-        """Estimate how fast the board's clock runs against the host's, over windows of 2 s or more."""
-        anchor = self.rate_anchor
-        if anchor is None or device_t < anchor[0]:
-            self.rate_anchor = (device_t, now)
-            return
-        host_ms = (now - anchor[1]) * 1000
-        if host_ms >= 2000:
-            # Lines that waited in a buffer make one window look fast: adopt a rate only when two windows in
-            # a row agree, and treat anything near real time as real time (real boards).
-            measured = (device_t - anchor[0]) / host_ms
-            if abs(measured - self.rate_candidate) <= 0.1 * self.rate_candidate:
-                self.rate = min(1000.0, measured) if measured >= 1.5 else 1.0
-            self.rate_candidate = max(0.01, measured)
-            self.rate_anchor = (device_t, now)
