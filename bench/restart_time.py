@@ -5,10 +5,11 @@ long event, with the engine checkpoints and without them (the whole journal repl
 
 A journal is written the way the bridge writes it: every board plays ``--rounds`` games (real games from
 ../shared/data/games, or the Opera game, by the hands model; the board is cleared and set up between rounds),
-each record and each settle-time ``advance`` journaled with the events it gave, and a checkpoint at every game
-end and every CHECKPOINT_EVERY entries (bridge.py). Then a fresh bridge restores every board from it, the way a
-restart does, and the restored engines are checked against the ones that wrote the journal. Restart time is
-wall time for ``Bridge.restore`` (the machine is shared: compare the two figures, not absolute values).
+each record and each settle-time ``advance`` journaled with the events it gave, and a signed checkpoint at every
+game end and every CHECKPOINT_EVERY entries (bridge/daemon.py; the key is one made for the run). Then a fresh bridge
+restores every board from it, the way a restart does (each checkpoint's signature verified before it is
+unpickled), and the restored engines are checked against the ones that wrote the journal. Restart time is wall
+time for ``Bridge.restore`` (the machine is shared: compare the two figures, not absolute values).
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ def games() -> list[list[chess.Move]]:
     return out
 
 
-def write_board(journal: Journal, board: str, session: list[list[chess.Move]], seed: int) -> Engine:
+def write_board(journal: Journal, board: str, session: list[list[chess.Move]], seed: int,
+                key: checkpoint.CheckpointKey) -> Engine:
     """Journal one board's session as the bridge would; return its engine."""
     hands = Hands(random.Random(seed), Style(), t=1000)
     play_session([(chess.Board(), moves) for moves in session], hands)
@@ -59,6 +61,12 @@ def write_board(journal: Journal, board: str, session: list[list[chess.Move]], s
     journal.ensure_board(board)
     seq = since = 0
     ts = "2026-01-01T00:00:00.000Z"
+    code = checkpoint.fingerprint()
+
+    def save(t: int) -> None:
+        state = checkpoint.dump(engine)
+        journal.add_checkpoint(board, seq, t, code, state, {}, ts, settle_ms=SETTLE_MS,
+                               mac=key.sign(board, code, SETTLE_MS, seq, state))
 
     def emit(events: list) -> bool:
         nonlocal seq
@@ -78,14 +86,14 @@ def write_board(journal: Journal, board: str, session: list[list[chess.Move]], s
             since += 1
             ended = emit(engine.advance(deadline))
             if ended or since >= CHECKPOINT_EVERY:
-                journal.add_checkpoint(board, seq, deadline, checkpoint.fingerprint(), checkpoint.dump(engine), {}, ts)
+                save(deadline)
                 since = 0
             nxt = engine.next_deadline()
             deadline = nxt if nxt is not None and nxt > deadline else None
         journal.add_entry(board, "record", rec.t, records.to_line(rec), "serial", ts)
         since += 1
         if emit(engine.feed(rec)) or since >= CHECKPOINT_EVERY:
-            journal.add_checkpoint(board, seq, rec.t, checkpoint.fingerprint(), checkpoint.dump(engine), {}, ts)
+            save(rec.t)
             since = 0
         if journal.held >= 5000:
             journal.commit()
@@ -95,9 +103,10 @@ def write_board(journal: Journal, board: str, session: list[list[chess.Move]], s
     return engine
 
 
-def restore_time(path: Path) -> tuple[float, Bridge]:
+def restore_time(path: Path, key: Path) -> tuple[float, Bridge]:
     async def run() -> tuple[float, Bridge]:
-        bridge = Bridge(BridgeConfig(settle_ms=SETTLE_MS, journal=str(path)), session="bench")
+        bridge = Bridge(BridgeConfig(settle_ms=SETTLE_MS, journal=str(path), checkpoint_key=str(key)),
+                        session="bench")
         bridge._loop = asyncio.get_running_loop()
         start = time.perf_counter()
         bridge.restore()
@@ -113,6 +122,8 @@ def main() -> int:
     pool = games()
     rng = random.Random(9)
     work = Path(tempfile.mkdtemp(prefix="touchmove-restart-"))
+    key_file = work / "key" / "checkpoint.key"        # this run's own checkpoint key
+    key = checkpoint.ensure_key(key_file)
     try:
         figures = []
         engines: dict[str, Engine] = {}
@@ -122,12 +133,12 @@ def main() -> int:
             journal = Journal(path)
             start = time.perf_counter()
             for i, (board, session) in enumerate(sessions.items()):
-                engines[board] = write_board(journal, board, session[:rounds], seed=i)
+                engines[board] = write_board(journal, board, session[:rounds], seed=i, key=key)
             written = time.perf_counter() - start
             entries = journal.db.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
             events = journal.db.execute("SELECT COUNT(*) FROM events").fetchone()[0]
             journal.close()
-            with_cp, bridge = restore_time(path)
+            with_cp, bridge = restore_time(path, key_file)
             for board, engine in engines.items():
                 if bridge.boards[board].engine.state() != engine.state():
                     sys.exit(f"{board}: the restored engine differs from the one that wrote the journal")
@@ -135,7 +146,7 @@ def main() -> int:
             shutil.copy(path, bare)
             with sqlite3.connect(bare) as db:
                 db.execute("DELETE FROM checkpoints")
-            without_cp, bridge = restore_time(bare)
+            without_cp, bridge = restore_time(bare, key_file)
             for board, engine in engines.items():
                 if bridge.boards[board].engine.state() != engine.state():
                     sys.exit(f"{board}: the full replay differs from the engine that wrote the journal")

@@ -1,7 +1,9 @@
-"""Fixtures every test folder shares: a private Mosquitto for each test that asks for one.
+"""Fixtures every test folder shares.
 
-The end-to-end tests (tests/e2e) replace it with their own broker, which they stop and restart on one port to
-make outages.
+- Every test (and every daemon or CLI it starts) signs engine checkpoints with a key of the test session, never
+  the user's own ``~/.local/state/touchmove/checkpoint.key``.
+- A private Mosquitto for each test that asks for one. The end-to-end tests (tests/e2e) replace it with their
+  own broker, which they stop and restart on one port to make outages.
 """
 
 from __future__ import annotations
@@ -12,8 +14,21 @@ from collections.abc import Iterator
 import pytest
 
 from touchmove.broadcast.local_broker import LocalBroker
+from touchmove.checkpoint import KEY_ENV
 
 REQUIRE_ALL = os.environ.get("TOUCHMOVE_REQUIRE_ALL") == "1"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def checkpoint_key(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    path = str(tmp_path_factory.mktemp("checkpoint-key") / "checkpoint.key")
+    before = os.environ.get(KEY_ENV)
+    os.environ[KEY_ENV] = path
+    yield path
+    if before is None:
+        os.environ.pop(KEY_ENV, None)
+    else:
+        os.environ[KEY_ENV] = before
 
 
 @pytest.fixture

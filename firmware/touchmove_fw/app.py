@@ -58,7 +58,8 @@ class App:
 
     # ---- messages ----
     def send_hello(self):
-        return self.out.send("hello", protocol.hello_fields(FW_VERSION, self.board_id, self.boot))
+        rate = self.cfg.get("speed", 1) if self.cfg.get("driver") == "sim" else 1
+        return self.out.send("hello", protocol.hello_fields(FW_VERSION, self.board_id, self.boot, rate))
 
     def send_snapshot(self, kind="snapshot", t=-1):
         return self.out.send(kind, protocol.occ_fields(self.scanner.occupancy()), t)

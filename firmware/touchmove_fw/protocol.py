@@ -28,8 +28,10 @@ def occ_fields(ranks):
     return ',"occ":"%s"' % occ_hex(ranks)
 
 
-def hello_fields(fw, board, boot):
-    return ',"proto":%d,"fw":"%s","board":"%s","boot":%d' % (PROTO, fw, board, boot)
+def hello_fields(fw, board, boot, rate=1):
+    # rate: device ms per real ms, said only by a simulation running faster than real time (a real board's is 1)
+    out = ',"proto":%d,"fw":"%s","board":"%s","boot":%d' % (PROTO, fw, board, boot)
+    return out + (',"rate":%d' % rate if rate > 1 else "")
 
 
 def button_fields(name):

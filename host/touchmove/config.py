@@ -26,6 +26,8 @@ Example (every key is optional; these are the defaults unless noted)::
 
     [journal]
     path = "touchmove-journal.sqlite3"
+    checkpoint_key = "/var/lib/touchmove/checkpoint.key"   # default: $TOUCHMOVE_CHECKPOINT_KEY, else
+                                       # ~/.local/state/touchmove/checkpoint.key (created on first use)
 """
 
 from __future__ import annotations
@@ -96,6 +98,8 @@ class BridgeConfig:
     serial: SerialConfig = field(default_factory=SerialConfig)
     settle_ms: int = 200
     journal: str = "touchmove-journal.sqlite3"
+    #: the file with the key that signs engine checkpoints (None: touchmove.checkpoint.key_path's default)
+    checkpoint_key: str | None = None
 
 
 def parse_broker_url(url: str) -> dict[str, Any]:
@@ -198,9 +202,12 @@ def from_dict(data: dict[str, Any]) -> BridgeConfig:
     if not 0 <= settle <= 5000:
         raise ConfigError("[engine] settle_ms must be between 0 and 5000")
     journal_t = data.get("journal", {})
-    _check(journal_t, "journal", {"path": str})
+    _check(journal_t, "journal", {"path": str, "checkpoint_key": str})
+    key = journal_t.get("checkpoint_key")
+    if key is not None and not key.strip():
+        raise ConfigError("[journal] checkpoint_key must be a file path")
     return BridgeConfig(MqttConfig(**mqtt_kw), serial_cfg, settle,
-                        journal_t.get("path", "touchmove-journal.sqlite3"))
+                        journal_t.get("path", "touchmove-journal.sqlite3"), key)
 
 
 def load(path: str | Path) -> BridgeConfig:

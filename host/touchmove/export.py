@@ -9,13 +9,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import sqlite3
 import sys
 from pathlib import Path
 
 import chess.pgn
 
+from touchmove import checkpoint
 from touchmove.journal import Journal
+
+log = logging.getLogger(__name__)
 
 
 def recording_lines(journal: Journal, board: str) -> list[str]:
@@ -29,11 +33,31 @@ def recording_gaps(journal: Journal, board: str) -> int:
                if e.kind == "gap" and e.body)
 
 
-def pgn_games(journal: Journal, board: str, settle_ms: int | None = None) -> list[chess.pgn.Game]:
-    """Return the board's games; ``settle_ms`` None means the bridge's (from its checkpoint, else 200)."""
-    from touchmove.bridge import replay_entries
+def reader_key() -> checkpoint.CheckpointKey | None:
+    """Return this installation's checkpoint key if there is one (never made here: a new key verifies nothing)."""
+    path = checkpoint.key_path()
+    try:
+        return checkpoint.find_key(path)
+    except checkpoint.CheckpointKeyError as exc:
+        log.warning("%s; checkpoints are not used (every journal is replayed)", exc)
+        return None
 
-    engine, _, headers = replay_entries(journal, board, settle_ms)
+
+def checkpoint_verified(journal: Journal, board: str, key: checkpoint.CheckpointKey | None) -> bool:
+    """Return whether the board's latest checkpoint carries ``key``'s signature (nothing is unpickled)."""
+    cp = journal.checkpoint(board)
+    return (key is not None and cp is not None and cp.settle_ms is not None
+            and key.verify(board, cp.code, cp.settle_ms, cp.event_seq, cp.state, cp.mac))
+
+
+def pgn_games(journal: Journal, board: str, settle_ms: int | None = None, *,
+              key: checkpoint.CheckpointKey | None = None) -> list[chess.pgn.Game]:
+    """Return the board's games; ``settle_ms`` None means the bridge's (from its checkpoint, else 200). The
+    checkpoint is used only when ``key`` (default: this installation's, :func:`reader_key`) verifies it; else
+    every entry is replayed."""
+    from touchmove.bridge.replay import replay_entries
+
+    engine, _, headers = replay_entries(journal, board, settle_ms, key=key or reader_key())
     base = {"Event": "touchmove", "Site": board, **headers}
     return [game.pgn(dict(base)) for game in engine.games]
 
@@ -84,14 +108,18 @@ def export_command(args: argparse.Namespace) -> int:
         recording = args.recording or f"{board}.jsonl"
         pgn = args.pgn or f"{board}.pgn"
         _write(recording, "".join(line + "\n" for line in recording_lines(journal, board)))
-        games = pgn_games(journal, board, args.settle_ms)
+        key = reader_key()
+        games = pgn_games(journal, board, args.settle_ms, key=key)
         _write(pgn, "".join(str(game) + "\n\n" for game in games))
         if recording != "-" and pgn != "-":
             print(f"{board}: {recording} ({len(games)} game(s)), {pgn}")
         missing = recording_gaps(journal, board)
         if missing:
+            complete = ("the PGN is complete" if checkpoint_verified(journal, board, key) else
+                        "the PGN may lack those moves: they are in the bridge's checkpoint, which only the "
+                        f"bridge's checkpoint key ({checkpoint.KEY_ENV}) can vouch for")
             print(f"touchmove export: note: {missing} record(s) of {board} were never journaled (the journal could "
-                  "not write); the recording has gaps there, the PGN is complete", file=sys.stderr)
+                  f"not write); the recording has gaps there, {complete}", file=sys.stderr)
         return 0
     finally:
         journal.close()

@@ -16,8 +16,11 @@ and the next :meth:`commit` tries again. A write that can never succeed (a value
 duplicate key) is dropped with an error log line instead of blocking the ones behind it. How many writes may
 be held, and what is given up when that bound is hit, is the bridge's policy (:meth:`Journal.drop_held`).
 
-*Checkpoints* keep a board's engine (pickled, with the PGN headers) and the last entry it includes, so a restart
-replays only the entries after it; a checkpoint is used only by the same rules code that wrote it.
+*Checkpoints* keep a board's engine (pickled and signed with the installation's checkpoint key, see
+:mod:`touchmove.checkpoint`), with the PGN headers, the settle time and the last entry it includes, so a restart
+replays only the entries after it; a checkpoint is read back only when its signature holds and the same rules
+code wrote it. The settle time and the headers are plain columns: a replay that cannot use the engine still has
+them.
 """
 
 from __future__ import annotations
@@ -79,13 +82,20 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     code        TEXT NOT NULL,      -- fingerprint of the rules code that pickled the state
     state       BLOB NOT NULL,      -- the pickled engine
     headers     TEXT NOT NULL,      -- PGN headers from 'meta' entries up to then (JSON)
-    ts          TEXT NOT NULL
+    ts          TEXT NOT NULL,
+    settle_ms   INTEGER,            -- the settle time the engine ran with
+    mac         TEXT                -- HMAC-SHA256 of the state (touchmove.checkpoint); NULL: never unpickled
 );
 """
 
 #: Errors that one write causes by itself (retrying cannot help): the write is dropped and logged.
 POISON = (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError, sqlite3.DataError,
           OverflowError, ValueError, TypeError)
+
+
+def iso_now() -> str:
+    """Return the UTC time as ISO-8601 with milliseconds and a Z (the journal's ``ts``, events' ``ts``)."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass(frozen=True)
@@ -104,6 +114,8 @@ class Checkpoint:
     code: str
     state: bytes
     headers: dict[str, str]
+    settle_ms: int | None = None
+    mac: str | None = None
 
 
 @dataclass
@@ -150,6 +162,7 @@ class Journal:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
+        self._add_missing_columns()
         self.fault: JournalFault | None = None
         self.poisoned = 0                           # writes dropped because they could never succeed
         self._open: list[HeldWrite] = []            # writes since the last commit
@@ -158,6 +171,14 @@ class Journal:
         self.held = 0
         self._checkpointer: threading.Thread | None = None
         self._closing = threading.Event()
+
+    def _add_missing_columns(self) -> None:
+        """Give a journal written by an older version the checkpoint columns it lacks (its checkpoints, unsigned,
+        are then ignored once and replaced)."""
+        have = {row[1] for row in self.db.execute("PRAGMA table_info(checkpoints)")}
+        for name, kind in (("settle_ms", "INTEGER"), ("mac", "TEXT")):
+            if name not in have:
+                self.db.execute(f"ALTER TABLE checkpoints ADD COLUMN {name} {kind}")
 
     def checkpoint_in_background(self, every_s: float = 5.0) -> None:
         """Move the WAL into the database from a thread of its own, instead of inside a commit.
@@ -324,13 +345,15 @@ class Journal:
                              (seq, board)))
 
     def add_checkpoint(self, board: str, event_seq: int, t: int, code: str, state: bytes,
-                       headers: dict[str, str], ts: str) -> None:
+                       headers: dict[str, str], ts: str, *, settle_ms: int | None = None,
+                       mac: str | None = None) -> None:
         """Keep a board's engine state; it includes every entry of the board written before it."""
         self._hold(HeldWrite(
             "checkpoint", board,
-            "INSERT OR REPLACE INTO checkpoints(board, after_entry, event_seq, t, code, state, headers, ts) "
-            "VALUES (?, (SELECT COALESCE(MAX(id), 0) FROM entries WHERE board = ?), ?, ?, ?, ?, ?, ?)",
-            (board, board, event_seq, t, code, state, json.dumps(headers), ts)))
+            "INSERT OR REPLACE INTO checkpoints(board, after_entry, event_seq, t, code, state, headers, ts, "
+            "settle_ms, mac) "
+            "VALUES (?, (SELECT COALESCE(MAX(id), 0) FROM entries WHERE board = ?), ?, ?, ?, ?, ?, ?, ?, ?)",
+            (board, board, event_seq, t, code, state, json.dumps(headers), ts, settle_ms, mac)))
 
     # -- reads --------------------------------------------------------------------------------------------
     def boards(self) -> list[BoardRow]:
@@ -352,11 +375,20 @@ class Journal:
 
     def checkpoint(self, board: str) -> Checkpoint | None:
         """Return the board's latest written checkpoint, or None."""
-        row = self.db.execute("SELECT after_entry, event_seq, t, code, state, headers FROM checkpoints "
-                              "WHERE board = ?", (board,)).fetchone()
+        row = self.db.execute("SELECT after_entry, event_seq, t, code, state, headers, settle_ms, mac "
+                              "FROM checkpoints WHERE board = ?", (board,)).fetchone()
         if row is None:
             return None
-        return Checkpoint(int(row[0]), int(row[1]), int(row[2]), str(row[3]), bytes(row[4]), json.loads(row[5]))
+        try:
+            headers = json.loads(row[5])
+            if not isinstance(headers, dict):
+                raise ValueError("not an object")
+            return Checkpoint(int(row[0]), int(row[1]), int(row[2]), str(row[3]), bytes(row[4]),
+                              {str(k): str(v) for k, v in headers.items()},
+                              row[6] if isinstance(row[6], int) else None, row[7] if isinstance(row[7], str) else None)
+        except (TypeError, ValueError) as exc:
+            log.warning("journal: board %s: checkpoint row unreadable (%s); ignored", board, exc)
+            return None
 
     def event_count(self, board: str) -> int:
         """Return the highest event seq of a board, held events included."""

@@ -39,6 +39,8 @@ settle_ms = 200                     # how long a piece must rest before its move
 
 [journal]
 path = "journal/touchmove.sqlite3"  # every record and event; the folder is created when missing
+# checkpoint_key = "/var/lib/touchmove/checkpoint.key"  # signs engine checkpoints (docs/bridge-faults.md);
+#                                   # default $TOUCHMOVE_CHECKPOINT_KEY, else ~/.local/state/touchmove/checkpoint.key
 """
 
 TOURNAMENT = """\

@@ -92,6 +92,8 @@ class Message:
 MAX_SEQ = 2**40
 #: Longest boot id accepted in a hello.
 MAX_BOOT = 64
+#: Fastest clock a simulated board may say it runs (device ms per real ms; a real board says nothing: 1).
+MAX_RATE = 1000
 
 
 class DecodeError(ValueError):
@@ -133,6 +135,12 @@ def decode(line: bytes | None) -> Message:
             if type(boot) not in (str, int) or len(str(boot)) > MAX_BOOT:
                 raise DecodeError(f"'boot' must be a string or integer of at most {MAX_BOOT} characters")
             fields["boot"] = str(boot)
+            rate = obj.get("rate", 1)
+            if type(rate) not in (int, float):
+                raise DecodeError("'rate' (a simulation's device ms per real ms) must be a number")
+            if not 1 <= rate <= MAX_RATE:
+                raise DecodeError(f"'rate' {rate!r} out of range (1 to {MAX_RATE})", out_of_range=True)
+            fields["rate"] = float(rate)
             return Message(None, kind, seq, record.t, fields)
         if kind == "button":
             button = obj.get("id")

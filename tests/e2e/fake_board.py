@@ -63,7 +63,8 @@ def main() -> int:
         send(kind, at, occ=f"{occ:016x}")
 
     def hello(board: str = args.board) -> None:
-        send("hello", proto=1, fw="fake-1", board=board, boot=boot)
+        rate = {"rate": args.speed} if args.speed > 1 else {}       # a simulation says how fast its clock runs
+        send("hello", proto=1, fw="fake-1", board=board, boot=boot, **rate)
 
     def run_faults(upto: int) -> None:
         nonlocal warp, last_t

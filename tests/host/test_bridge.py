@@ -8,6 +8,7 @@ import asyncio
 import json
 import random
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from touchmove import bridge as bridge_module
 from touchmove import checkpoint, hands, records
-from touchmove.bridge import Bridge, replay_entries
+from touchmove.bridge import Bridge, journal_faults, replay_entries
 from touchmove.config import BridgeConfig, MqttConfig, SerialConfig
 from touchmove.export import pgn_games, recording_gaps
 from touchmove.journal import Journal
@@ -398,7 +398,7 @@ class FlakyDb:
 
 def test_a_journal_write_error_holds_events_reports_and_recovers(
         tmp_path: Path, loop: asyncio.AbstractEventLoop, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bridge_module, "JOURNAL_RETRY_S", 0.1)
+    monkeypatch.setattr(journal_faults, "JOURNAL_RETRY_S", 0.1)
     bridge = make_bridge(tmp_path, loop)
     flaky = FlakyDb(bridge.journal.db)
     bridge.journal.db = flaky  # type: ignore[assignment]
@@ -432,7 +432,7 @@ def test_a_journal_write_error_holds_events_reports_and_recovers(
 
 def test_a_full_disk_is_a_fault_until_space_comes_back(
         tmp_path: Path, loop: asyncio.AbstractEventLoop, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bridge_module, "JOURNAL_RETRY_S", 0.1)
+    monkeypatch.setattr(journal_faults, "JOURNAL_RETRY_S", 0.1)
     bridge = make_bridge(tmp_path, loop)
     link = FakeLink()
     play_e4(bridge, link, loop)
@@ -459,8 +459,8 @@ def test_a_full_disk_is_a_fault_until_space_comes_back(
 
 def test_over_the_bound_records_are_given_up_for_a_checkpoint_and_nothing_else_is_lost(
         tmp_path: Path, loop: asyncio.AbstractEventLoop, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bridge_module, "JOURNAL_RETRY_S", 0.1)
-    monkeypatch.setattr(bridge_module, "MAX_HELD_WRITES", 12)
+    monkeypatch.setattr(journal_faults, "JOURNAL_RETRY_S", 0.1)
+    monkeypatch.setattr(journal_faults, "MAX_HELD_WRITES", 12)
     bridge = make_bridge(tmp_path, loop)
     flaky = FlakyDb(bridge.journal.db)
     bridge.journal.db = flaky  # type: ignore[assignment]
@@ -580,7 +580,10 @@ def test_a_checkpointed_engine_goes_on_exactly_like_the_original(seed: int, cut:
     engine = Engine()
     for rec in recs[:split]:
         engine.feed(rec)
-    copy = checkpoint.load(checkpoint.dump(engine))
+    key = checkpoint.CheckpointKey(b"k" * 32, "test")
+    state = checkpoint.dump(engine)
+    code = checkpoint.fingerprint()
+    copy = checkpoint.load(key, "b", code, engine.settle_ms, 0, state, key.sign("b", code, engine.settle_ms, 0, state))
     for rec in recs[split:]:
         assert [e.to_dict() for e in copy.feed(rec)] == [e.to_dict() for e in engine.feed(rec)]
     assert [e.to_dict() for e in copy.finish()] == [e.to_dict() for e in engine.finish()]
@@ -599,3 +602,44 @@ def test_lines_arriving_after_a_settle_timer_keep_their_spacing(
     recs = [e for e in bridge.journal.entries("brd") if e.kind == "record"]
     assert recs[-1].t - recs[-2].t == 180
     assert moves_queued(bridge) == ["e2e4", "e7e5"] and bridge.stats["time_jumps"] == 0
+
+
+def test_a_real_board_read_late_then_quickly_keeps_its_settle_time(
+        tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
+    """Issue 9, demo stall: the bridge used to guess a board's clock rate from when its lines arrived. A real
+    board whose lines are read late and then quickly (the host catching up after a stall: here 2 device s per
+    host s for 6.5 s) looked twice as fast, and for seconds afterwards its settle timers fired after half the
+    settle time: a knight resting 150 ms on f3 on its way to h3 was committed as Nf3. The rate now comes from
+    the board's hello (a simulation says ``rate``), never from arrival times."""
+    bridge = make_bridge(tmp_path, loop, settle_ms=200)
+    link = FakeLink()
+    bridge.handle_lines(link, [hello(0, 5), line(1, 6, "snapshot", occ=START)])
+    start, seq = time.monotonic(), 2
+
+    def host_ms() -> int:
+        return int((time.monotonic() - start) * 1000)
+
+    while host_ms() < 6500:                   # heartbeats about every 100 host ms, device time running 2x
+        bridge.handle_lines(link, [line(seq, 1000 + 2 * host_ms(), "heartbeat", occ=START)])
+        seq += 1
+        settle(loop, 0.1)
+    assert bridge.boards["brd"].rate == 1.0
+    base = 1000 + 2 * host_ms() - host_ms()   # caught up: device ms = host ms from here on
+    for kind, sq, rest in [("lift", "g1", 0.05), ("place", "f3", 0.15), ("lift", "f3", 0.1), ("place", "h3", 0.5)]:
+        bridge.handle_lines(link, [line(seq, base + host_ms(), kind, sq=sq)])
+        seq += 1
+        settle(loop, rest)
+    assert moves_queued(bridge) == ["g1h3"]
+    assert not [e for e in events_queued(bridge) if e["type"] in ("move_amended", "alert")]
+
+
+def test_a_simulation_says_its_clock_rate_in_its_hello(tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
+    bridge = make_bridge(tmp_path, loop)
+    link = FakeLink()
+    bridge.handle_lines(link, [line(0, 5, "hello", proto=1, fw="x", board="brd", boot="b1", rate=20),
+                               line(1, 6, "snapshot", occ=START)])
+    assert bridge.boards["brd"].rate == 20.0
+    bridge.handle_lines(link, [line(2, 10, "hello", proto=1, fw="x", board="brd", boot="b1", rate=5000)])
+    assert bridge.boards["brd"].rate == 20.0 and bridge.stats["out_of_range"] == 1     # an implausible rate
+    bridge.handle_lines(link, [hello(3, 20)])             # a hello without a rate: a real board's clock
+    assert bridge.boards["brd"].rate == 1.0

@@ -1,0 +1,52 @@
+"""The ``touchmove run`` subcommand: read the configuration, make sure the checkpoint key can be had, serve."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from touchmove import __version__, checkpoint
+from touchmove.bridge.daemon import Bridge
+from touchmove.config import BridgeConfig, ConfigError, load
+from touchmove.stop_signals import StopSignals
+
+log = logging.getLogger("touchmove.bridge")
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", "-c", metavar="FILE", required=True, help="TOML configuration file")
+    parser.add_argument("--port", action="append", default=[], metavar="PATH",
+                        help="serial port path or glob (added to the config's [serial] ports)")
+    parser.add_argument("--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS, metavar="LEVEL",
+                        help=f"one of {', '.join(LOG_LEVELS)} (default INFO)")
+    parser.set_defaults(handler=run_command)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=args.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        config = load(args.config)
+        checkpoint.ensure_key(checkpoint.key_path(config.checkpoint_key))
+    except (ConfigError, checkpoint.CheckpointKeyError) as exc:
+        print(f"touchmove run: {exc}", file=sys.stderr)
+        return 2
+    if args.port:
+        config = replace(config, serial=replace(config.serial, ports=config.serial.ports + tuple(args.port)))
+    Path(config.journal).parent.mkdir(parents=True, exist_ok=True)   # an OSError is the CLI's one-line error
+    return asyncio.run(serve(config))
+
+
+async def serve(config: BridgeConfig) -> int:
+    bridge = Bridge(config)
+    signals = StopSignals(asyncio.get_running_loop(), bridge.stop)
+    log.info("touchmove bridge %s, session %s, journal %s, broker %s", __version__, bridge.session,
+             config.journal, config.mqtt.url)
+    await bridge.run()
+    return signals.status

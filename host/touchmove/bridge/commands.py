@@ -1,0 +1,155 @@
+"""Commands over MQTT: ``<base>/boards/<id>/set`` (board commands: new game, setup, promote, takeback, resync,
+result, assign) and ``<base>/bridge/request/<cmd>`` (health_check, boards, snapshot, leds). Each is validated
+against :mod:`touchmove.mqtt_schema` and answered on the matching ``response`` topic, with the request's
+``transaction``; a board command becomes a journaled record fed to the board's engine."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+import chess
+
+from touchmove import records
+from touchmove.journal import iso_now
+from touchmove.mqtt_schema import (
+    BOARD_COMMANDS,
+    BRIDGE_REQUESTS,
+    decode_payload,
+    transaction_of,
+    validate,
+)
+from touchmove.serial_link import leds_command
+
+if TYPE_CHECKING:
+    from touchmove.bridge.daemon import Bridge
+
+log = logging.getLogger("touchmove.bridge")
+
+
+class BridgeCommands:
+    """Answers the MQTT commands of one bridge."""
+
+    def __init__(self, bridge: Bridge) -> None:
+        self.bridge = bridge
+
+    async def on_command(self, topic: str, raw: bytes, retained: bool) -> None:
+        parts = topic.split("/")
+        base_parts = self.bridge.base.split("/")
+        rest = parts[len(base_parts):]
+        if len(rest) == 3 and rest[0] == "boards" and rest[2] == "set":
+            self._board_command(rest[1], raw, retained)
+        elif len(rest) == 3 and rest[0] == "bridge" and rest[1] == "request":
+            self._bridge_request(rest[2], raw, retained)
+
+    def _reply(self, topic: str, transaction: Any, error: str | None = None, **extra: Any) -> None:
+        payload: dict[str, Any] = {"status": "error" if error else "ok", **extra}
+        if error:
+            payload["error"] = error
+            log.warning("%s: %s", topic, error)
+        if transaction is not None:
+            payload["transaction"] = transaction
+        self.bridge.mqtt.reply(topic, payload)
+
+    def _board_command(self, board: str, raw: bytes, retained: bool) -> None:
+        reply_topic = self.bridge.topic(board, "response")
+        payload, problem = decode_payload(raw)
+        transaction = transaction_of(payload)
+        command = payload.get("command") if isinstance(payload, dict) else None
+        if retained:
+            return self._reply(reply_topic, transaction, "retained commands are ignored (retain=false)")
+        if problem:
+            return self._reply(reply_topic, transaction, problem)
+        if not isinstance(command, str) or command not in BOARD_COMMANDS:
+            return self._reply(reply_topic, transaction,
+                               f"unknown command {command!r}; one of {', '.join(BOARD_COMMANDS)}")
+        problem = validate(payload, BOARD_COMMANDS[command], envelope=("transaction", "command"))
+        if problem:
+            return self._reply(reply_topic, transaction, problem, command=command)
+        sess = self.bridge.boards.get(board)
+        if sess is None:
+            return self._reply(reply_topic, transaction, f"unknown board {board!r}", command=command)
+        t = self.bridge.board_now(sess)
+        record: records.Record | None = None
+        if command == "new_game":
+            record = records.Setup(t, chess.STARTING_FEN)
+        elif command == "setup":
+            record = records.Setup(t, payload["fen"], payload.get("chess960", False))
+        elif command == "promote":
+            record = records.from_dict({"t": t, "type": "promote", "piece": payload["piece"]})
+        elif command == "takeback":
+            record = records.TakebackRequest(t, payload["ply"])
+        elif command == "resync":
+            try:
+                record = records.from_dict({"t": t, "type": "resync",
+                                            **{k: payload[k] for k in ("moves", "fen") if k in payload}})
+            except records.RecordError as exc:
+                return self._reply(reply_topic, transaction, exc.reason, command=command)
+        elif command == "result":
+            try:
+                record = records.from_dict({"t": t, "type": "result", "result": payload["result"],
+                                            "reason": payload["reason"]})
+            except records.RecordError as exc:
+                return self._reply(reply_topic, transaction, exc.reason, command=command)
+        elif command == "assign":
+            names = {"round": "Round", "board": "Board", "white": "White", "black": "Black", "event": "Event",
+                     "site": "Site"}
+            headers = {names[k]: str(v) for k, v in payload.items() if k in names}
+            sess.headers.update(headers)
+            self.bridge.journal.add_entry(board, "meta", sess.last_t, json.dumps(headers), "operator", iso_now())
+            self.bridge.publish_board_retained(sess)
+        seq = sess.event_seq
+        if record is not None:
+            sess.arrival_t, sess.arrival_host = t, time.monotonic()
+            self.bridge.feed(sess, record, "operator")
+        self.bridge.schedule_flush()
+        # A resync or result the engine could not apply is answered with its reason (the event is published as well).
+        rejected = [line for event_seq, line in sess.backlog if event_seq > seq
+                    and (b'"resync_rejected"' in line or b'"result_rejected"' in line)]
+        if rejected:
+            return self._reply(reply_topic, transaction, json.loads(rejected[0])["reason"], command=command)
+        self._reply(reply_topic, transaction, command=command)
+
+    def _bridge_request(self, cmd: str, raw: bytes, retained: bool) -> None:
+        reply_topic = f"{self.bridge.base}/bridge/response/{cmd}"
+        payload, problem = decode_payload(raw)
+        transaction = transaction_of(payload)
+        if retained:
+            return self._reply(reply_topic, transaction, "retained requests are ignored")
+        if problem:
+            return self._reply(reply_topic, transaction, problem)
+        schema = BRIDGE_REQUESTS.get(cmd)
+        if schema is None:
+            return self._reply(reply_topic, transaction,
+                               f"unknown request {cmd!r}; one of {', '.join(BRIDGE_REQUESTS)}")
+        problem = validate(payload, schema)
+        if problem:
+            return self._reply(reply_topic, transaction, problem)
+        if cmd == "health_check":
+            online = sum(1 for s in self.bridge.boards.values() if s.link is not None)
+            problems = self.bridge.problems()
+            return self._reply(reply_topic, transaction, data={
+                "healthy": not problems, "session": self.bridge.session, "boards_online": online,
+                "problems": problems, "journal": self.bridge.journal_status(), "time": iso_now()})
+        if cmd == "boards":
+            data = []
+            for sess in self.bridge.boards.values():
+                st = sess.engine.state()
+                data.append({"board": sess.board, "online": sess.link is not None,
+                             "port": sess.link.path if sess.link else None, "game": st.game, "ply": st.ply})
+            return self._reply(reply_topic, transaction, data={"boards": data})
+        target = self.bridge.boards.get(payload["board"])
+        if target is None or target.link is None:
+            return self._reply(reply_topic, transaction, f"board {payload['board']!r} is not online")
+        if cmd == "snapshot":
+            self.bridge.request_snapshot(target, force=True)
+        elif cmd == "leds":
+            if payload.get("clear"):
+                target.link.send({"cmd": "leds", "clear": True})
+            elif "squares" in payload and "color" in payload:
+                target.link.send(leds_command(payload["squares"], payload["color"]))
+            else:
+                return self._reply(reply_topic, transaction, "give 'squares' and 'color', or 'clear': true")
+        self._reply(reply_topic, transaction, data={})

@@ -1,0 +1,256 @@
+"""The serial side of the bridge: ports found and opened, their lines decoded, boards bound by their ``hello``
+(identity conflicts raised, :mod:`touchmove.bridge.identity`), sequence gaps answered with a snapshot request,
+and each record put on the board's time (:mod:`touchmove.bridge.session`) before the bridge feeds it.
+
+Unplug, replug, power cycles: a port error closes that link only; the board goes ``offline``; ports are
+rescanned every ``rescan_s``. On ``hello`` the bridge asks for a snapshot; a new ``boot`` restarts the device
+clock, and the board's offset keeps board time monotonic. Lines waiting in a port before its board said hello
+are kept (up to :data:`MAX_PENDING`) and played once it has.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from touchmove import records
+from touchmove.bridge.identity import IdentityConflict
+from touchmove.bridge.session import BoardSession
+from touchmove.journal import iso_now
+from touchmove.mqtt_bridge import OFFLINE, ONLINE
+from touchmove.rules import Engine
+from touchmove.serial_link import DecodeError, Message, SerialLink, decode, find_ports
+
+if TYPE_CHECKING:
+    from touchmove.bridge.daemon import Bridge
+
+log = logging.getLogger("touchmove.bridge")
+
+#: Lines kept from a port before its board has said hello.
+MAX_PENDING = 4000
+#: Minimum seconds between two snapshot requests to one board.
+SNAPSHOT_INTERVAL = 0.5
+
+
+class BoardPorts:
+    """The serial ports of one bridge and the boards bound to them."""
+
+    def __init__(self, bridge: Bridge) -> None:
+        self.bridge = bridge
+        self.links: dict[str, SerialLink] = {}          # by real path
+        self.link_paths: dict[str, SerialLink] = {}     # by the name it was found as
+        self.pending_lines: dict[SerialLink, list[bytes | None]] = {}
+        self.identity_conflicts: dict[tuple[str, str], IdentityConflict] = {}
+
+    def _lines_from_thread(self, link: SerialLink, lines: list[bytes | None]) -> None:
+        assert self.bridge._loop is not None
+        if not link.threaded:
+            self.handle_lines(link, lines)
+            return
+        with contextlib.suppress(RuntimeError):   # loop closed during shutdown
+            self.bridge._loop.call_soon_threadsafe(self.handle_lines, link, lines)
+
+    def _closed_from_thread(self, link: SerialLink, reason: str) -> None:
+        assert self.bridge._loop is not None
+        if not link.threaded:
+            self.bridge._loop.call_soon(self.handle_closed, link, reason)
+            return
+        with contextlib.suppress(RuntimeError):
+            self.bridge._loop.call_soon_threadsafe(self.handle_closed, link, reason)
+
+    def open_port(self, path: str) -> SerialLink | None:
+        if path in self.link_paths:
+            return None       # already open under this name (checked without a system call: scans are frequent)
+        real = os.path.realpath(path)
+        if real in self.links:
+            return None
+        link = SerialLink(path, self.bridge.config.serial.baudrate, self._lines_from_thread,
+                          self._closed_from_thread)
+        try:
+            link.open(self.bridge._loop)
+        except Exception as exc:
+            log.debug("cannot open %s: %s", path, exc)
+            return None
+        link.key = real
+        self.links[real] = link
+        self.link_paths[path] = link
+        self.pending_lines[link] = []
+        log.info("port %s opened", path)
+        link.send({"cmd": "hello"})
+        return link
+
+    async def scan_loop(self) -> None:
+        cfg = self.bridge.config.serial
+        while True:
+            try:
+                for path in find_ports(cfg.ports, cfg.usb):
+                    self.open_port(path)
+                for link in list(self.links.values()):
+                    if link.board is None and link.held_back is None:
+                        link.send({"cmd": "hello"})
+            except Exception:
+                log.exception("port scan failed")
+            await asyncio.sleep(cfg.rescan_s)
+
+    def handle_closed(self, link: SerialLink, reason: str) -> None:
+        if self.links.get(link.key) is link:
+            del self.links[link.key]
+        if self.link_paths.get(link.path) is link:
+            del self.link_paths[link.path]
+        self.pending_lines.pop(link, None)
+        log.info("port %s closed (%s)", link.path, reason)
+        if any(key[0] == link.path for key in self.identity_conflicts):
+            self.identity_conflicts = {k: v for k, v in self.identity_conflicts.items() if k[0] != link.path}
+            self.bridge.publish_bridge_state()
+        sess = self.bridge.boards.get(link.board) if link.board else None
+        if sess is not None and sess.link is link:
+            sess.link = None
+            self.bridge.mqtt.retain(self.bridge.topic(sess.board, "availability"), OFFLINE)
+            self.bridge.publish_info()
+            for other in [*self.pending_lines]:      # a port held back for this id takes over now
+                if other.held_back == sess.board:
+                    log.info("board %s: port %s, held back, is asked to say hello again", sess.board, other.path)
+                    other.send({"cmd": "hello"})
+
+    def _identity_conflict(self, link: SerialLink, claimed: str, sess: BoardSession) -> None:
+        """Raise ``board_identity`` (once per port and id): ``link`` says ``claimed``, which the binding of
+        ``sess`` (the port's own board, or the board that holds the id on another port) contradicts."""
+        key = (link.path, claimed)
+        if key in self.identity_conflicts:
+            return
+        self.bridge.stats["identity_conflicts"] += 1
+        if link.board is not None:
+            conflict = IdentityConflict(link.path, claimed, bound=link.board, held_by=None, since=iso_now())
+        else:
+            holder = sess.link.path if sess.link is not None else None
+            conflict = IdentityConflict(link.path, claimed, bound=None, held_by=holder, since=iso_now())
+        self.identity_conflicts[key] = conflict
+        log.error("board identity: %s", conflict.message())
+        self.bridge.emit_bridge_alert(sess, "board_identity", conflict.as_dict())
+        self.bridge.publish_bridge_state()
+
+    def handle_lines(self, link: SerialLink, lines: list[bytes | None]) -> None:
+        """Process lines from one port (event loop)."""
+        for line in lines:
+            self.bridge.stats["lines"] += 1
+            try:
+                msg = decode(line)
+            except DecodeError as exc:
+                self.bridge.stats["malformed"] += 1
+                if exc.out_of_range:
+                    # Well-formed but implausible: skipped and nothing else (the seq it used, if any, shows up
+                    # as a gap at the next line, which asks for a snapshot).
+                    self.bridge.stats["out_of_range"] += 1
+                    log.error("%s: line with an out-of-range number skipped (%s): %.120r", link.board or link.path,
+                              exc, line)
+                    continue
+                log.warning("%s: malformed line skipped (%s): %.80r", link.board or link.path, exc, line)
+                if link.board is not None:
+                    self.request_snapshot(self.bridge.boards[link.board])
+                continue
+            if msg.kind == "hello":
+                self._identify(link, msg)
+            elif link.board is None:
+                pending = self.pending_lines.get(link)
+                if pending is not None and len(pending) < MAX_PENDING:
+                    pending.append(line)
+            else:
+                self._handle_message(self.bridge.boards[link.board], msg)
+        self.bridge.schedule_flush()
+
+    def _identify(self, link: SerialLink, hello: Message) -> None:
+        board = str(hello.fields["board"])
+        boot = str(hello.fields.get("boot", ""))
+        if link.board is not None and board != link.board:
+            # The port's board now says another id: the port keeps its first one (the game goes on there).
+            self._identity_conflict(link, board, self.bridge.boards[link.board])
+            board = link.board
+        sess = self.bridge.boards.get(board)
+        if sess is not None and sess.link is not None and sess.link is not link:
+            # Another port that is still open serves this id: hold this one back (its lines wait) until that
+            # one closes, instead of moving the board back and forth between the two.
+            self._identity_conflict(link, board, sess)
+            link.held_back = board
+            return
+        link.held_back = None
+        if sess is None:
+            sess = BoardSession(board, Engine(settle_ms=self.bridge.config.settle_ms))
+            self.bridge.boards[board] = sess
+            self.bridge.journal.ensure_board(board)
+        first_contact = link.board is None
+        link.board = board
+        sess.link = link
+        sess.rate = float(hello.fields.get("rate", 1.0))   # 1 unless a simulation says it runs faster
+        pending = self.pending_lines.pop(link, []) if first_contact else []
+        self.pending_lines.pop(link, None)
+        # The lines buffered before the hello came from the same boot as this hello (a reboot says hello).
+        msgs: list[Message] = []
+        for line in pending:
+            with contextlib.suppress(DecodeError):
+                msgs.append(decode(line))
+        if boot != sess.boot:
+            first_t = msgs[0].t if msgs else hello.t
+            if sess.boot is None and sess.last_t == 0:
+                sess.t_offset = 0          # first contact: board time is device time
+            else:
+                elapsed = int((time.monotonic() - sess.arrival_host) * 1000) if sess.arrival_host else 0
+                sess.t_offset = sess.last_t + max(0, elapsed) - first_t
+            log.info("board %s: boot %s on %s", board, boot, link.path)
+            sess.boot = boot
+            sess.last_seq = None
+            sess.device_t = None
+            self.bridge.mark(sess)
+        else:
+            log.info("board %s: back on %s (same boot)", board, link.path)
+        for msg in msgs:
+            if sess.last_seq is not None and msg.seq is not None and msg.seq <= sess.last_seq:
+                continue    # already journaled before a daemon restart
+            self._handle_message(sess, msg)
+        self._check_seq(sess, hello)
+        self.bridge.mqtt.retain(self.bridge.topic(board, "availability"), ONLINE)
+        self.bridge.publish_board_retained(sess)
+        self.bridge.publish_info()
+        self.request_snapshot(sess, force=True)
+
+    def _check_seq(self, sess: BoardSession, msg: Message) -> None:
+        if msg.seq is None:
+            return
+        if sess.last_seq is not None and msg.seq != sess.last_seq + 1 and msg.seq > sess.last_seq:
+            self.bridge.stats["gaps"] += 1
+            log.warning("board %s: seq gap (%d after %d); requesting a snapshot", sess.board, msg.seq,
+                        sess.last_seq)
+            self.request_snapshot(sess)
+        sess.last_seq = msg.seq
+        self.bridge.mark(sess)
+
+    def request_snapshot(self, sess: BoardSession, *, force: bool = False) -> None:
+        now = time.monotonic()
+        if sess.link is None or (not force and now - sess.last_snapshot_request < SNAPSHOT_INTERVAL):
+            return
+        sess.last_snapshot_request = now
+        sess.link.send({"cmd": "snapshot"})
+
+    def _handle_message(self, sess: BoardSession, msg: Message) -> None:
+        self._check_seq(sess, msg)
+        if msg.record is None:
+            if msg.kind == "error":
+                log.warning("board %s reports an error: %s", sess.board, msg.fields.get("why"))
+            return
+        now = time.monotonic()
+        board_t, jumped, changed = sess.board_time(msg.t, now)
+        if jumped:
+            self.bridge.stats["time_jumps"] += 1
+        if changed:
+            self.bridge.mark(sess)
+        sess.arrival_t = board_t
+        sess.arrival_host = now
+        record = msg.record
+        if (isinstance(record, records.Snapshot) and record.type == "heartbeat"
+                and sess.engine.next_deadline() is None and sess.engine.state().occupancy == record.occ):
+            return   # a heartbeat that tells the engine nothing new: not fed, not journaled (a small journal)
+        self.bridge.feed(sess, replace(record, t=board_t), "serial")
