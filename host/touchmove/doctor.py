@@ -172,6 +172,28 @@ def check_journal(report: Report, path: Path) -> None:
         report.warn(f"journal {path}: only {free / 1e6:.0f} MB free", "free disk space: a full disk stops journaling")
 
 
+def check_checkpoint_key(report: Report, configured: str | None) -> None:
+    from touchmove.checkpoint import CheckpointKeyError, find_key, key_path
+
+    path = key_path(configured)
+    try:
+        key = find_key(path)
+    except CheckpointKeyError as exc:
+        report.fail(f"checkpoint key: {exc}", "fix or delete the file: the bridge makes a new key, and replays "
+                    "each board's journal once instead of trusting the old checkpoints")
+        return
+    if key is not None:
+        report.ok(f"checkpoint key {path}: owner-only, signs the engine checkpoints")
+        return
+    folder = next((p for p in path.parents if p.exists()), Path("/"))
+    if os.access(folder, os.W_OK | os.X_OK):
+        report.ok(f"checkpoint key {path}: will be made at the bridge's first start")
+    else:
+        report.fail(f"checkpoint key {path}: missing, and {folder} is not writable by this user",
+                    "set [journal] checkpoint_key or TOUCHMOVE_CHECKPOINT_KEY to a file the bridge's user may "
+                    "write: without a key `touchmove run` does not start")
+
+
 def check_serial(report: Report, patterns: Sequence[str]) -> None:
     if not patterns:
         report.ok("serial: no port patterns (boards found by USB ids only)")
@@ -312,6 +334,7 @@ async def doctor_bridge(report: Report, path: Path, timeout: float) -> None:
         report.warn(f"brokers: {reachable} of {len(cfg.mqtt.endpoints)} nodes answer",
                     "the bridge runs on the others, but the cluster has less slack: restart the missing node")
     check_journal(report, Path(cfg.journal))
+    check_checkpoint_key(report, cfg.checkpoint_key)
     check_serial(report, cfg.serial.ports)
     check_clock(report)
 

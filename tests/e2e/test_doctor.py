@@ -48,19 +48,25 @@ def test_doctor_passes_a_good_deployment_and_names_each_fault(tmp_path: Path) ->
         assert "connected (user arbiters), QoS 1 round trip" in good.stdout
         assert "bridge hall-a: online" in good.stdout and "ms from this host" in good.stdout
         assert "journal" in good.stdout and "ready" in good.stdout.splitlines()[-1]
+        assert "checkpoint key" in good.stdout and "owner-only, signs the engine checkpoints" in good.stdout
 
         (auth / "secrets" / "arbiters.password").write_text("wrong\n")
         dead = free_port()
+        loose = tmp_path / "loose.key"   # a key anyone may change would make the bridge unpickle their bytes
+        loose.write_text("ab" * 32 + "\n")
+        loose.chmod(0o666)
         bad = tmp_path / "bad.toml"
         bad.write_text(bridge.read_text().replace(f'url = "mqtt://127.0.0.1:{broker.port}"',
                                                   f'urls = ["mqtt://127.0.0.1:{dead}", "mqtt://127.0.0.1:{broker.port}"]')
-                       .replace(str(tmp_path / "var"), str(tmp_path / "missing")))
+                       .replace(str(tmp_path / "var"), str(tmp_path / "missing"))
+                       + f'checkpoint_key = "{loose}"\n')
         out = doctor("--config", str(bad), "--tournament", str(tournament))
         text = out.stdout
         assert out.returncode == 1 and "Traceback" not in out.stderr, text + out.stderr
         assert f"FAIL broker mqtt://127.0.0.1:{dead}: not reachable" in text
         assert "FAIL broker" in text and "connection refused (user arbiters)" in text and "password" in text
         assert "FAIL journal" in text and "does not exist" in text
+        assert "FAIL checkpoint key" in text and "writable by others" in text
         assert text.count("->") >= 3, "every failure says what to do"
     finally:
         daemon.terminate()
