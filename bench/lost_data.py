@@ -6,7 +6,10 @@ and the firmware's snapshot on reconnection (touchmove.lost_data). Prints how ma
 * ``illegal_move`` alerts raised (the hands play no illegal move: any is false);
 * the time the engine takes per game, recovery included.
 
-    python bench/lost_data.py [--games N] [--seed S]
+    python bench/lost_data.py [--games N] [--seed S] [--only I ...] [--show]
+
+``--show`` prints every game that fails the bar (a window with one explanation not back exactly, or any
+``illegal_move``) with its index; ``--only`` replays just those indexes (as numbered in a full run).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import chess
 
 from touchmove.hands import Hands, Style, playable_moves, read_games
 from touchmove.lost_data import lose_window
-from touchmove.records import Record
+from touchmove.records import Clock, Record
 from touchmove.rules import Alert, Engine
 from touchmove.rules.recovery import explanations
 
@@ -59,18 +62,19 @@ def classify(board: chess.Board, moves: list[chess.Move], starts: list[int], rec
 
 
 def play_timed(board: chess.Board, moves: list[chess.Move], hands: Hands) -> list[int]:
-    """Play the moves with ``hands``; return the device time of each move's first record."""
+    """Play the moves with ``hands``; return the device time of each move's first record (the previous move's
+    clock press, written when the next record comes, is not part of it)."""
     board = board.copy()
     starts = []
     for move in moves:
         first = len(hands.records)
         hands.move(board, move)
-        starts.append(hands.records[first].t)
+        starts.append(next(r.t for r in hands.records[first:] if not isinstance(r, Clock)))
         board.push(move)
     return starts
 
 
-def run(limit: int | None, seed: int) -> int:
+def run(limit: int | None, seed: int, only: set[int] | None = None, show: bool = False) -> int:
     rows: Counter[tuple[str, bool]] = Counter()
     illegal = 0
     lost_alerts = 0
@@ -80,6 +84,9 @@ def run(limit: int | None, seed: int) -> int:
         for game in read_games(str(path)):
             moves = playable_moves(game)
             if moves is None:
+                continue
+            if only is not None and count not in only:
+                count += 1
                 continue
             rng = random.Random(f"{seed}-{count}")
             board = game.board()
@@ -95,16 +102,23 @@ def run(limit: int | None, seed: int) -> int:
             events += engine.finish()
             times.append(time.process_time() - t0)
             alerts = [e for e in events if isinstance(e, Alert)]
-            illegal += sum(a.code == "illegal_move" for a in alerts)
+            raised = sum(a.code == "illegal_move" for a in alerts)
+            illegal += raised
             lost_alerts += sum(a.code == "changes_lost" for a in alerts)
             exact = engine.games[0].moves == moves if engine.games else False
             rows[(kind, exact)] += 1
+            if show and (raised or (kind == "one explanation" and not exact)):
+                players = f"{game.headers.get('White', '?')}-{game.headers.get('Black', '?')}"
+                print(f"  game {count} ({path.name}, {players}):"
+                      f" {kind}, {'exact' if exact else 'not exact'}, {raised} illegal_move; lost"
+                      f" {window.start}-{window.end} ms ({window.dropped} records)", flush=True)
             count += 1
             if limit is not None and count >= limit:
                 break
         if limit is not None and count >= limit:
             break
-    print(f"{count} games, one lost window each (0.5-8 s mid-game, then a snapshot)")
+    played = sum(rows.values())
+    print(f"{played} games, one lost window each (0.5-8 s mid-game, then a snapshot)")
     exact_all = sum(n for (_, exact), n in rows.items() if exact)
     for kind in ("nothing to recover", "one explanation", "several explanations", "shorter than the truth",
                  "no legal sequence", "search gave up"):
@@ -112,7 +126,8 @@ def run(limit: int | None, seed: int) -> int:
         if total:
             print(f"  {kind:<22} {total:>5} games, {rows[(kind, True)]:>5} back exactly "
                   f"({100 * rows[(kind, True)] / total:5.1f} %)")
-    print(f"  all                    {count:>5} games, {exact_all:>5} back exactly ({100 * exact_all / count:5.1f} %)")
+    print(f"  all                    {played:>5} games, {exact_all:>5} back exactly "
+          f"({100 * exact_all / max(played, 1):5.1f} %)")
     print(f"  illegal_move alerts: {illegal}; changes_lost alerts: {lost_alerts}")
     print(f"  engine time per game: median {statistics.median(times) * 1000:.1f} ms, max {max(times) * 1000:.1f} ms")
     return 0
@@ -122,11 +137,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=None, help="how many games (default: all)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", type=int, nargs="+", metavar="I", help="replay only these game indexes")
+    parser.add_argument("--show", action="store_true", help="print every game that fails the bar")
     args = parser.parse_args()
     if not GAMES_DIR.is_dir():
         print(f"no games at {GAMES_DIR}: clone the project beside ../shared", file=sys.stderr)
         return 2
-    return run(args.games, args.seed)
+    return run(args.games, args.seed, set(args.only) if args.only else None, args.show)
 
 
 if __name__ == "__main__":
