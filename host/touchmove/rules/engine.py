@@ -594,8 +594,9 @@ class Engine:
         if piece is None or sq == self._exchange_sq:
             return []  # the promoted pawn being exchanged for the new piece (4.6) is no touch
         side = "mover" if piece.color == position.board.turn else "opponent"
-        if side == "opponent" and self._has_clock and not self._cur.pressed:
-            # The player who just moved adjusts a piece before pressing: his clock still runs (6.2.5).
+        if side == "opponent" and self._has_clock and not self._cur.pressed and not self._cur.unseen_last:
+            # The player who just moved adjusts a piece before pressing: his clock still runs (6.2.5). (After plies
+            # not seen made, his press may have been lost too: a lift of his piece is the mover's capture.)
             self._ply.adjusted |= chess.BB_SQUARES[sq]
             if sq in touches.order or sq in touches.adjusted:
                 return []
