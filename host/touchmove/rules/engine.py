@@ -15,6 +15,7 @@ How a ply is decided (FIDE 4.7, for a board that sees only occupancy):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import chess
@@ -202,6 +203,11 @@ class Engine:
                 return followed
         t = max(record.t, self._t)
         out = self._tick(t)
+        if self._unseen.hypotheses is not None:
+            # The time passed opened hypotheses (lost changes, several explanations): the record is theirs.
+            followed = self._unseen.feed(self, record)
+            if followed is not None:
+                return out + followed
         if self._phase is Phase.NEW:
             out += self._start_first(record, t)
         match record:
@@ -301,9 +307,15 @@ class Engine:
 
     def _tick(self, t: int) -> list[Event]:
         out: list[Event] = []
-        for change in self._chatter.release(t):
-            out += self._decide(change[0])
-            out += self._change(*change)
+        for at, sq, occupied in self._chatter.release(t):
+            if self._unseen.hypotheses is not None:
+                # An earlier change opened hypotheses: the changes after it are theirs.
+                out += self._unseen.feed_hypotheses(self, _held_change(at, sq, occupied), at)
+                continue
+            out += self._decide(at)
+            out += self._change(at, sq, occupied)
+        if self._unseen.hypotheses is not None:
+            return out + self._unseen.feed_hypotheses(self, lambda engine: engine._decide(t), t)
         out += self._decide(t)
         return out
 
@@ -1189,3 +1201,11 @@ class Engine:
             out.append(self._alert(t, "illegal_move", article, self._ply_no, detail))
         return out
 
+
+def _held_change(t: int, sq: chess.Square, occupied: bool) -> Callable[[Engine], list[Event]]:
+    """Return a step that gives an engine (a hypothesis) one change released by the chatter filter."""
+
+    def step(engine: Engine) -> list[Event]:
+        return engine._decide(t) + engine._change(t, sq, occupied)
+
+    return step
