@@ -104,7 +104,7 @@ class _GameState:
     pressed: bool = True  # the clock was pressed since the last move
     pressed_at: int = 0  # device time of that press
     recovery: GameRecovery = None  # plies recovered after lost changes, and whether searched again since
-    unseen_last: bool = False  # the last ply was recovered or resynced, not seen made: presses prove nothing yet
+    unseen_last: bool = False  # the last ply was recovered, resynced or read from a snapshot: presses prove nothing yet
     declared: Declared | None = None  # the game's result (when not "*") was declared by a result record, not seen
 
     def __post_init__(self) -> None:
@@ -652,7 +652,7 @@ class Engine:
         self._cur.occs.append(after.occupied)
         self._start_ply(position.after(move, after), (position, ply))
         self._cur.pressed = False
-        self._cur.unseen_last = False
+        self._cur.unseen_last = ply.blind  # made from a snapshot's difference: its changes were not seen
         out.append(MoveMade(game.number, t, number, move.uci(), san, self._position.fen()))
         late = [(at, sq) for at, sq in ply.lifts if at > t]
         if late:
