@@ -104,7 +104,9 @@ class _GameState:
     pressed: bool = True  # the clock was pressed since the last move
     pressed_at: int = 0  # device time of that press
     recovery: GameRecovery = None  # plies recovered after lost changes, and whether searched again since
-    unseen_last: bool = False  # the last ply was recovered, resynced or read from a snapshot: presses prove nothing yet
+    #: The last ply was not seen made (recovered, resynced, read from a snapshot's difference, or made after a
+    #: snapshot that may hide lost changes): since when changes may have been lost. Presses prove nothing yet.
+    unseen_since: int | None = None
     declared: Declared | None = None  # the game's result (when not "*") was declared by a result record, not seen
 
     def __post_init__(self) -> None:
@@ -606,7 +608,7 @@ class Engine:
         if piece is None or sq == self._exchange_sq:
             return []  # the promoted pawn being exchanged for the new piece (4.6) is no touch
         side = "mover" if piece.color == position.board.turn else "opponent"
-        if side == "opponent" and self._has_clock and not self._cur.pressed and not self._cur.unseen_last:
+        if side == "opponent" and self._has_clock and not self._cur.pressed and self._cur.unseen_since is None:
             # The player who just moved adjusts a piece before pressing: his clock still runs (6.2.5). (After plies
             # not seen made, his press may have been lost too: a lift of his piece is the mover's capture.)
             self._ply.adjusted |= chess.BB_SQUARES[sq]
@@ -652,7 +654,8 @@ class Engine:
         self._cur.occs.append(after.occupied)
         self._start_ply(position.after(move, after), (position, ply))
         self._cur.pressed = False
-        self._cur.unseen_last = ply.blind  # made from a snapshot's difference: its changes were not seen
+        # Made from a snapshot's difference (its changes not seen), or after a snapshot that may hide lost changes.
+        self._cur.unseen_since = ply.unsure if ply.unsure is not None else self._t if ply.blind else None
         out.append(MoveMade(game.number, t, number, move.uci(), san, self._position.fen()))
         late = [(at, sq) for at, sq in ply.lifts if at > t]
         if late:
@@ -1104,7 +1107,7 @@ class Engine:
                 break
         if moves:
             self._cur.pressed = False
-            self._cur.unseen_last = True
+            self._cur.unseen_since = t
         self._exchange_sq = None
         restored = self._sync is Sync.MISMATCH
         self._sync = Sync.SHOWN
@@ -1162,11 +1165,13 @@ class Engine:
         elif self._unjudged:
             self._unjudged = False
             out += self._unexplained(self._changed_at)
-        if (self._ply.unsure is not None and self._position.board.turn == side and self._sync is not Sync.LOST
+        unsure = self._ply.unsure if self._ply.unsure is not None else self._cur.unseen_since
+        if (unsure is not None and self._position.board.turn == side and self._sync is not Sync.LOST
                 and self._occ != self._position.occ):
-            # The mover presses while the board shows a move under way that a snapshot told: it may be a move
-            # whose changes were lost (a capture looks like a piece in the hand).
-            out += self._unseen.changes_lost(self, t, since=self._ply.unsure, quiet=True)
+            # The mover presses while the board shows a move under way that a snapshot told (or right after a
+            # move not seen made): it may be a move whose changes were lost (a capture looks like a piece in the
+            # hand, and the lifts of the last move may have been the next one's).
+            out += self._unseen.changes_lost(self, t, since=unsure, quiet=True)
         if self._unseen.hypotheses is not None:
             return out
         game = self._games[-1]
@@ -1178,7 +1183,7 @@ class Engine:
             out.append(ClockPress(game.number, t, len(game.moves), "white" if side else "black",
                                   record.remaining))
             return out
-        if self._sync in _OUT_OF_SYNC or self._ply.blind or self._cur.unseen_last:
+        if self._sync in _OUT_OF_SYNC or self._ply.blind or self._cur.unseen_since is not None:
             # The board was out of sync before this press (changes lost, or a mismatch already raised): the game
             # position may be behind the board, a press proves nothing.
             return out
