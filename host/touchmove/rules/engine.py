@@ -107,6 +107,8 @@ class _GameState:
     #: The last ply was not seen made (recovered, resynced, read from a snapshot's difference, or made after a
     #: snapshot that may hide lost changes): since when changes may have been lost. Presses prove nothing yet.
     unseen_since: int | None = None
+    #: How many plies of this game were recovered after lost changes (occupancy cannot prove every piece's type).
+    recovered_plies: int = 0
     declared: Declared | None = None  # the game's result (when not "*") was declared by a result record, not seen
 
     def __post_init__(self) -> None:
@@ -754,6 +756,12 @@ class Engine:
             out = self._unseen.changes_lost(self, t, since=self._ply.unsure, quiet=True)
             if out:
                 return out
+        if self._cur.unseen_since is not None:
+            # The board contradicts a ply not seen made (a recovered one moved on): search the lost plies again
+            # rather than read it as moved after release.
+            out = self._unseen.recover_again(self, t)
+            if out:
+                return out
         out = self._amend_last(t)
         if out:
             return out
@@ -1188,11 +1196,15 @@ class Engine:
             # position may be behind the board, a press proves nothing.
             return out
         if board.turn == side and self._phase in _READING:  # the move made may have ended the game
-            self._cur.illegal[side] += 1
-            count = self._cur.illegal[side]
             # A position no legal move can continue is an illegal move completed; the game position, or a move
             # still in progress (a piece in the hand), is a press without a move.
             shown = self._occ != self._position.occ and not self._position.continuable(self._occ)
+            if shown and self._cur.recovered_plies:
+                # The game rests on plies recovered after lost changes: the board may be right and a recovered
+                # ply wrong (another piece moved, or captured) rather than this move illegal.
+                return out + (self._report_mismatch(t, force=True) if self._sync is Sync.SHOWN else [])
+            self._cur.illegal[side] += 1
+            count = self._cur.illegal[side]
             detail: dict[str, object] = {"side": "white" if side else "black", "count": count}
             if shown:
                 out += self._report_mismatch(t, force=True) if self._sync is Sync.SHOWN else []

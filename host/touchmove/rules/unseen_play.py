@@ -176,6 +176,7 @@ class UnseenPlay:
             if len(found) > 1:
                 detail["other_orders"] = [e.sans(start) for e in found[1:5]]
             alert = engine._alert(t, "changes_lost", "7.4", engine._ply_no, detail)
+            engine._cur.recovered_plies += len(chosen.moves)
             return [alert, *engine._make_recovered(t, chosen.moves)]
         # Several positions fit: follow each until the board shows which (the first later change only one allows).
         hypotheses = []
@@ -183,6 +184,7 @@ class UnseenPlay:
             child = copy.copy(engine)
             child.__dict__ = copy.deepcopy({k: v for k, v in engine.__dict__.items() if k != "_unseen"})
             child._unseen = UnseenPlay(Role.HYPOTHESIS)
+            child._cur.recovered_plies += len(group[0].moves)
             events = child._make_recovered(t, group[0].moves)
             hypotheses.append(Hypothesis(group[0].sans(start), child, events))
         engine._sync = Sync.LOST
