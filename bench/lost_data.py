@@ -15,7 +15,6 @@ and the firmware's snapshot on reconnection (touchmove.lost_data). Prints how ma
 from __future__ import annotations
 
 import argparse
-import copy
 import random
 import statistics
 import sys
@@ -23,55 +22,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import chess
-
-from touchmove.hands import Hands, Style, playable_moves, read_games
-from touchmove.lost_data import lose_window
-from touchmove.records import Clock, Record
+from touchmove.hands import playable_moves, read_games
+from touchmove.lost_data import WINDOW_KINDS, lost_game
 from touchmove.rules import Alert, Engine
-from touchmove.rules.recovery import explanations
 
 GAMES_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "games"
-
-
-def classify(board: chess.Board, moves: list[chess.Move], starts: list[int], recording: list[Record], start: int,
-             end: int, occ: chess.Bitboard) -> str:
-    """Return what the lost window is: nothing to recover, one explanation (the plies really lost are the only
-    legal sequence of that length or shorter), several, a shorter one than the truth, or none found."""
-    engine = Engine(fen=board.fen(), chess960=board.chess960)
-    for record in recording:
-        if record.t >= start:
-            break
-        engine.feed(record)
-    engine = copy.deepcopy(engine)
-    engine.advance(end)
-    sure = engine.games[-1].board()
-    if sure.occupied == occ:
-        return "nothing to recover"
-    found = explanations(sure, occ)
-    if found is None:
-        return "search gave up"
-    if not found:
-        return "no legal sequence"
-    # The plies begun before the snapshot, after the sure position (the last one may be under way).
-    truth = moves[len(engine.games[-1].moves):sum(1 for t in starts if t < end)]
-    shorter = any(len(e.moves) + e.in_progress < len(truth) for e in found)
-    if shorter:
-        return "shorter than the truth"
-    return "one explanation" if len(found) == 1 else "several explanations"
-
-
-def play_timed(board: chess.Board, moves: list[chess.Move], hands: Hands) -> list[int]:
-    """Play the moves with ``hands``; return the device time of each move's first record (the previous move's
-    clock press, written when the next record comes, is not part of it)."""
-    board = board.copy()
-    starts = []
-    for move in moves:
-        first = len(hands.records)
-        hands.move(board, move)
-        starts.append(next(r.t for r in hands.records[first:] if not isinstance(r, Clock)))
-        board.push(move)
-    return starts
 
 
 def run(limit: int | None, seed: int, only: set[int] | None = None, show: bool = False) -> int:
@@ -88,12 +43,9 @@ def run(limit: int | None, seed: int, only: set[int] | None = None, show: bool =
             if only is not None and count not in only:
                 count += 1
                 continue
-            rng = random.Random(f"{seed}-{count}")
             board = game.board()
-            hands = Hands(rng, Style())
-            starts = play_timed(board, moves, hands)
-            recording, window = lose_window(hands.records, board.occupied, rng)
-            kind = classify(board, moves, starts, hands.records, window.start, window.end, window.occ)
+            lost = lost_game(board, moves, random.Random(f"{seed}-{count}"))
+            recording, window, kind = lost.recording, lost.window, lost.kind
             engine = Engine(fen=board.fen(), chess960=board.chess960)
             t0 = time.process_time()
             events = []
@@ -120,8 +72,7 @@ def run(limit: int | None, seed: int, only: set[int] | None = None, show: bool =
     played = sum(rows.values())
     print(f"{played} games, one lost window each (0.5-8 s mid-game, then a snapshot)")
     exact_all = sum(n for (_, exact), n in rows.items() if exact)
-    for kind in ("nothing to recover", "one explanation", "several explanations", "shorter than the truth",
-                 "no legal sequence", "search gave up"):
+    for kind in WINDOW_KINDS:
         total = rows[(kind, True)] + rows[(kind, False)]
         if total:
             print(f"  {kind:<22} {total:>5} games, {rows[(kind, True)]:>5} back exactly "
