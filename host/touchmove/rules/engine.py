@@ -735,6 +735,8 @@ class Engine:
             return self._reopen(t)
         if self._phase is not Phase.PLAYING or self._occ == self._position.occ:
             return []
+        if self._exchange_sq is not None and self._occ ^ self._position.occ == chess.BB_SQUARES[self._exchange_sq]:
+            return []  # the promoted pawn taken off to be exchanged for the new piece (4.6): a move in progress
         if self._sync is Sync.LOST and self._unseen.still_blind(self._occ):
             # Still blind: what the board shows now may be explained by more of the lost plies.
             return self._unseen.changes_lost(self, t)
