@@ -470,8 +470,15 @@ class Engine:
                 self._unseen.blind is not None or not self._position.continuable(self._occ)):
             # (A move under way from the game position is read as such: its lifts were not seen.)
             out += self._unseen.changes_lost(self, t)
-        elif self._ply.unsure is None:
-            self._ply.unsure = self._t  # read as a move under way; if the board contradicts that, search then
+        else:
+            if self._ply.unsure is None:
+                self._ply.unsure = self._t  # read as a move under way; if the board contradicts that, search then
+            if self._reports_changes and self._match is not None and self._phase is Phase.PLAYING:
+                # A board that reports its changes was blind (it reconnected): the move it shows has rested there
+                # for a while already, it is made now (the next change is the next move's).
+                fp, self._match = self._match, None
+                self._unjudged = False
+                out += self._make(fp, t)
         return out
 
     def _after_change(self, t: int) -> list[Event]:
@@ -927,7 +934,7 @@ class Engine:
                 "played": fp.move.uci(), "replaces": last.uci(),
                 "rook": chess.square_name(last.from_square),
             }))
-        elif not king_part and pushed is None:
+        elif not king_part and pushed is None and self._cur.unseen_since is None:  # (its release not seen)
             out.append(self._alert(t, "moved_after_release", "4.7", number, {
                 "released": chess.square_name(last.to_square), "final": chess.square_name(fp.move.to_square),
                 "replaces": last.uci(), "played": fp.move.uci(),
