@@ -107,7 +107,8 @@ class _GameState:
     #: The last ply was not seen made (recovered, resynced, read from a snapshot's difference, or made after a
     #: snapshot that may hide lost changes): since when changes may have been lost. Presses prove nothing yet.
     unseen_since: int | None = None
-    #: How many plies of this game were recovered after lost changes (occupancy cannot prove every piece's type).
+    #: How many plies of this game were recovered after lost changes since the last resync (occupancy cannot prove
+    #: every piece's type: presses are no evidence of illegal moves meanwhile).
     recovered_plies: int = 0
     declared: Declared | None = None  # the game's result (when not "*") was declared by a result record, not seen
 
@@ -1208,10 +1209,12 @@ class Engine:
             # A position no legal move can continue is an illegal move completed; the game position, or a move
             # still in progress (a piece in the hand), is a press without a move.
             shown = self._occ != self._position.occ and not self._position.continuable(self._occ)
-            if shown and self._cur.recovered_plies:
+            if self._cur.recovered_plies:
                 # The game rests on plies recovered after lost changes: the board may be right and a recovered
-                # ply wrong (another piece moved, or captured) rather than this move illegal.
-                return out + (self._report_mismatch(t, force=True) if self._sync is Sync.SHOWN else [])
+                # ply wrong (another piece moved, or captured) rather than this press illegal, until a resync.
+                if shown and self._sync is Sync.SHOWN:
+                    out += self._report_mismatch(t, force=True)
+                return out
             self._cur.illegal[side] += 1
             count = self._cur.illegal[side]
             detail: dict[str, object] = {"side": "white" if side else "black", "count": count}

@@ -321,6 +321,7 @@ class UnseenPlay:
         self.blind = None
         engine._match = None
         engine._checkpoint = None
+        engine._cur.recovered_plies = 0  # the arbiter vouches for the position
         out += engine._make_recovered(t, moves)
         if was_out and engine._sync is Sync.SHOWN:
             out.append(engine._alert(t, "board_restored", "7.4", engine._ply_no, {"by": "resync"}))
