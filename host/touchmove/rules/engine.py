@@ -202,13 +202,13 @@ class Engine:
 
     def feed(self, record: Record) -> list[Event]:
         """Return the events caused by one record (time first advances to ``record.t``)."""
-        if self._unseen.hypotheses is not None:
+        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
             followed = self._unseen.feed(self, record)
             if followed is not None:
                 return followed
         t = max(record.t, self._t)
         out = self._tick(t)
-        if self._unseen.hypotheses is not None:
+        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
             # The time passed opened hypotheses (lost changes, several explanations): the record is theirs.
             followed = self._unseen.feed(self, record)
             if followed is not None:
@@ -245,7 +245,7 @@ class Engine:
 
     def advance(self, t: int) -> list[Event]:
         """Return the events due by device time ``t`` when no record has come (settled moves, mismatches)."""
-        if self._unseen.hypotheses is not None:
+        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
             return self._unseen.feed_hypotheses(self, lambda engine: engine.advance(t), t)
         t = max(t, self._t)
         out = self._tick(t)
@@ -254,14 +254,14 @@ class Engine:
 
     def next_deadline(self) -> int | None:
         """Return the device time at which :meth:`advance` may have events to give, or None."""
-        if self._unseen.hypotheses is not None:
+        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
             return self._unseen.next_deadline()
         deadlines = [d for d in (self._chatter.next_deadline(), self._decision_deadline()) if d is not None]
         return min(deadlines) if deadlines else None
 
     def finish(self) -> list[Event]:
         """Return the events still pending at the end of the input (everything counts as settled)."""
-        if self._unseen.hypotheses is not None:
+        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
             return self._unseen.feed_hypotheses(self, lambda engine: engine.finish(), self._t)
         out = self._flush_chatter()
         deadline = self._decision_deadline()
@@ -313,13 +313,13 @@ class Engine:
     def _tick(self, t: int) -> list[Event]:
         out: list[Event] = []
         for at, sq, occupied in self._chatter.release(t):
-            if self._unseen.hypotheses is not None:
+            if self._unseen.blind is not None and self._unseen.hypotheses is not None:
                 # An earlier change opened hypotheses: the changes after it are theirs.
                 out += self._unseen.feed_hypotheses(self, _held_change(at, sq, occupied), at)
                 continue
             out += self._decide(at)
             out += self._change(at, sq, occupied)
-        if self._unseen.hypotheses is not None:
+        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
             return out + self._unseen.feed_hypotheses(self, lambda engine: engine._decide(t), t)
         out += self._decide(t)
         return out
@@ -1142,7 +1142,7 @@ class Engine:
 
     def _contradicted(self) -> bool:
         """Return whether the board, at rest, shows what this game cannot go on to (a hypothesis ruled out)."""
-        if self._unseen.hypotheses is not None:
+        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
             return False
         if self._sync in _OUT_OF_SYNC:
             return True
@@ -1190,7 +1190,7 @@ class Engine:
             # move not seen made): it may be a move whose changes were lost (a capture looks like a piece in the
             # hand, and the lifts of the last move may have been the next one's).
             out += self._unseen.changes_lost(self, t, since=unsure, quiet=True)
-        if self._unseen.hypotheses is not None:
+        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
             return out
         game = self._games[-1]
         board = self._position.board
