@@ -136,6 +136,9 @@ class _GameState:
     illegal: dict[chess.Color, int] = field(default_factory=lambda: {chess.WHITE: 0, chess.BLACK: 0})
     pressed: bool = True  # the clock was pressed since the last move
     pressed_at: int = 0  # device time of that press
+    #: The last ply was made before the mover of the ply before it pressed his clock (an answer in his time):
+    #: the position before that ply and its lifts, until his press comes.
+    answered: tuple[Position, _Ply] | None = None
     #: Plies were recovered after lost changes: how many plies the game had before (the last sure position)
     #: and when the board went blind; the recovery is searched again if the board contradicts it soon after.
     recovered_from: tuple[int, int] | None = None
@@ -176,6 +179,9 @@ class _Ply:
     last_place: dict[int, int] = field(default_factory=dict)  # the last place on each square
     adjusted: chess.Bitboard = 0  # squares last lifted by the last mover adjusting before his press (6.2.5)
     first_match: tuple[chess.Move, int] | None = None  # a matched move and when it first showed
+    #: The board rested in the position of several plies ago, not yet read as a takeback: (plies kept, when it
+    #: showed). A piece knocked off can leave the same occupancy; the next state at rest decides.
+    earlier: tuple[int, int] | None = None
 
     def then(self, later: _Ply) -> _Ply:
         """Return this ply's lifts and places followed by ``later``'s (a move re-read over both)."""
@@ -705,6 +711,8 @@ class Engine:
         game.moves.append(move)
         game.clocks.append(None)
         self._cur.occs.append(after.occupied)
+        early = self._has_clock and not self._cur.pressed and number > 1 and not self._cur.unseen_last
+        self._cur.answered = self._previous if early else None
         self._start_ply(position.after(move, after), (position, ply))
         self._cur.pressed = False
         self._cur.unseen_last = False
@@ -812,12 +820,21 @@ class Engine:
         out = self._promotion_piece_seen(t)
         if out:
             return out
+        out = self._answer_undone(t)
+        if out:
+            return out
         out = self._recover_again(t)
+        if out:
+            return out
+        out = self._takeback_proven(t)
         if out:
             return out
         ply = self._earlier_position()
         if ply is not None:
-            return self._takeback_to(t, ply)
+            if len(self._games[-1].moves) - ply < 2:
+                return self._takeback_to(t, ply)
+            if self._ply.earlier is None or self._ply.earlier[0] != ply:
+                self._ply.earlier = (ply, t)
         return []
 
     def _end_in_question(self) -> bool:
@@ -843,9 +860,39 @@ class Engine:
             at = next(i for i, e in enumerate(out) if isinstance(e, MoveAmended)) + 1
             out.insert(at, GameResumed(game.number, t, ply))
             return out
+        out = self._answer_undone(t)
+        if out:
+            return [GameResumed(game.number, t, ply), *out]
         game.result, game.end_reason = ended
         self._phase = Phase.OVER
         return []
+
+    def _answer_undone(self, t: int) -> list[Event]:
+        """Take back an answer that the board undid before the move it answered was completed by the press.
+
+        The last ply was made before the mover of the ply before it pressed his clock, and before that press the
+        board shows that ply alone again (or that piece's move re-read over both plies): the answer was a piece
+        displaced (knocked off by the sleeve and lying where it could move), not a move. The answer is taken
+        back; the ply before it is amended if the board shows its piece elsewhere (no alert: the piece only
+        crossed the square it was read on).
+        """
+        answered = self._cur.answered
+        if answered is None or self._previous is None or not self._has_clock:
+            return []
+        position, ply = answered
+        game = self._games[-1]
+        if len(game.moves) < 2:
+            return []
+        lifts = ply.then(self._previous[1]).then(self._ply)
+        fp = self._explain(position, lifts)
+        if fp is None or fp.move.from_square != game.moves[-2].from_square:
+            return []
+        out = self._takeback_to(t, len(game.moves) - 1)
+        self._cur.pressed = False  # the mover of the ply kept has still to press
+        self._previous = (position, lifts)
+        if fp.move != game.moves[-1]:
+            out += self._amend_last(t, fp)
+        return out
 
     def _castling_completed(self) -> bool:
         """Return whether the last move was a rook's that the king has now completed into castling (4.4.2)."""
@@ -1064,6 +1111,44 @@ class Engine:
         pawns = board.pawns & board.occupied_co[board.turn] & last_rank_next & ~self._occ
         return bool(pawns)
 
+    def _takeback_proven(self, t: int) -> list[Event]:
+        """The board showed the position of several plies ago and now shows play from there: the takeback.
+
+        Taking back several plies at once is read only when the board goes on from that position (a move of it
+        made or under way) and not from the game position: until then, a piece knocked off its square and
+        lying where the earlier position has one shows that position as well, and its owner putting it back
+        shows the game again (the lifts since the position showed belong to the next move).
+        """
+        pending = self._ply.earlier
+        if pending is None:
+            return []
+        keep, shown = pending
+        game = self._games[-1]
+        if self._occ == self._cur.occs[keep] or keep >= len(game.moves):
+            return []
+        earlier = Position(game.board(keep))
+        since = [(at, sq) for at, sq in self._ply.lifts if at >= shown]
+        lifted = 0
+        for _, sq in since:
+            lifted |= chess.BB_SQUARES[sq]
+        ply = self._ply
+        fp = earlier.explain(self._occ, lifted, False, ply.held & lifted, ply.last_lift, ply.last_place)
+        if fp is None and not earlier.continuable(self._occ):
+            return []
+        out = self._takeback_to(shown, keep)
+        nxt = self._ply
+        for at, sq in since:
+            nxt.lifted |= chess.BB_SQUARES[sq]
+            nxt.first_lift.setdefault(sq, at)
+            nxt.lifts.append((at, sq))
+            nxt.last_lift[sq] = at
+            nxt.touches.touch(self._position, sq)
+        nxt.last_place.update({sq: at for sq, at in ply.last_place.items() if at >= shown})
+        match = self._explain(self._position, nxt)
+        if match is not None:
+            out += self._make(match, self._changed_at)
+        return out
+
     def _earlier_position(self) -> int | None:
         """Return how many plies to keep if the board shows an earlier position of this game, else None."""
         for plies in range(len(self._cur.occs) - 2, -1, -1):
@@ -1084,6 +1169,7 @@ class Engine:
         self._start_ply(Position(board), None)
         self._phase = Phase.PLAYING
         self._cur.pressed = True
+        self._cur.answered = None
         self._cur.repetitions.rebuild(game.board(0), game.moves)
         for number in [n for n in self._cur.promotions if n > keep]:
             del self._cur.promotions[number]
@@ -1242,6 +1328,7 @@ class Engine:
         if moves:
             self._cur.pressed = False
             self._cur.unseen_last = True
+            self._cur.answered = None
         self._exchange_sq = None
         restored = self._sync is Sync.MISMATCH
         self._sync = Sync.SHOWN
@@ -1451,6 +1538,13 @@ class Engine:
             return out
         game = self._games[-1]
         board = self._position.board
+        if board.turn == side and self._cur.answered is not None and len(game.moves) >= 2:
+            # The press of the ply before the last: the answer came before it (bullet).
+            self._cur.answered = None
+            game.clocks[-2] = record.remaining
+            out.append(ClockPress(game.number, t, len(game.moves) - 1, "white" if side else "black",
+                                  record.remaining))
+            return out
         if board.turn != side and game.moves and not self._cur.pressed:
             self._cur.pressed = True
             self._cur.pressed_at = t
