@@ -1523,7 +1523,15 @@ class Engine:
             fp = self._match
             self._match = None
             self._unjudged = False
-            out += self._make(fp, self._match_t)
+            cp = self._checkpoint
+            if (cp is not None and cp.footprint.move != fp.move and not cp.footprint.placed & ~self._occ
+                    and _sliding_in(self._after_checkpoint(), self._occ)):
+                # Both in question (see _checkpoint_stands), and the board shows the checkpoint move with the
+                # opponent's answer sliding onto a neighbouring square, sensed there before its own square empties
+                # (a bullet reply as the mover presses): the checkpoint move was made.
+                out += self._commit_checkpoint()
+            else:
+                out += self._make(fp, self._match_t)
         elif self._checkpoint is not None and self._position.board.turn == side:
             out += self._commit_checkpoint()  # the mover's press: the opponent's hand was already moving
         elif self._unjudged:
@@ -1574,6 +1582,17 @@ class Engine:
                 detail["note"] = "second completed illegal move by this player (7.5.5)"
             out.append(self._alert(t, "illegal_move", article, self._ply_no, detail))
         return out
+
+
+def _sliding_in(position: Position, occ: chess.Bitboard) -> bool:
+    """Return whether ``occ`` is ``position`` with a move of it slid onto an empty square next to its own, sensed
+    there before its own square empties (the one square filled, nothing vacated yet)."""
+    filled = occ & ~position.occ
+    if occ & position.occ != position.occ or not filled or filled & (filled - 1):
+        return False
+    to_sq = filled.bit_length() - 1
+    return any(True for _ in position.board.generate_legal_moves(chess.BB_KING_ATTACKS[to_sq] & position.occ,
+                                                                  filled))
 
 
 def _parse_move(board: chess.Board, text: str) -> chess.Move | None:
