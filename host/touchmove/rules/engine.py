@@ -883,12 +883,20 @@ class Engine:
         game = self._games[-1]
         if len(game.moves) < 2:
             return []
-        lifts = ply.then(self._previous[1]).then(self._ply)
+        now = self._ply
+        lifts = ply.then(self._previous[1]).then(now)
+        if self._previous[0].continuable(self._occ):
+            # The ply before the answer, with the opponent's real answer under way.
+            out = self._takeback_to(t, len(game.moves) - 1)
+            self._cur.pressed = False  # the mover of the ply kept has still to press
+            self._previous = (position, ply)
+            self._carry(now, 0)
+            return out
         fp = self._explain(position, lifts)
         if fp is None or fp.move.from_square != game.moves[-2].from_square:
             return []
         out = self._takeback_to(t, len(game.moves) - 1)
-        self._cur.pressed = False  # the mover of the ply kept has still to press
+        self._cur.pressed = False
         self._previous = (position, lifts)
         if fp.move != game.moves[-1]:
             out += self._amend_last(t, fp)
@@ -1136,18 +1144,23 @@ class Engine:
         if fp is None and not earlier.continuable(self._occ):
             return []
         out = self._takeback_to(shown, keep)
-        nxt = self._ply
-        for at, sq in since:
-            nxt.lifted |= chess.BB_SQUARES[sq]
-            nxt.first_lift.setdefault(sq, at)
-            nxt.lifts.append((at, sq))
-            nxt.last_lift[sq] = at
-            nxt.touches.touch(self._position, sq)
-        nxt.last_place.update({sq: at for sq, at in ply.last_place.items() if at >= shown})
-        match = self._explain(self._position, nxt)
+        self._carry(ply, shown)
+        match = self._explain(self._position, self._ply)
         if match is not None:
             out += self._make(match, self._changed_at)
         return out
+
+    def _carry(self, ply: _Ply, since: int) -> None:
+        """Give the new ply the lifts and places of ``ply`` from device time ``since`` on (a move under way)."""
+        nxt = self._ply
+        for at, sq in ply.lifts:
+            if at >= since:
+                nxt.lifted |= chess.BB_SQUARES[sq]
+                nxt.first_lift.setdefault(sq, at)
+                nxt.lifts.append((at, sq))
+                nxt.last_lift[sq] = at
+                nxt.touches.touch(self._position, sq)
+        nxt.last_place.update({sq: at for sq, at in ply.last_place.items() if at >= since})
 
     def _earlier_position(self) -> int | None:
         """Return how many plies to keep if the board shows an earlier position of this game, else None."""
