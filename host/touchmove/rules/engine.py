@@ -137,8 +137,9 @@ class _GameState:
     pressed: bool = True  # the clock was pressed since the last move
     pressed_at: int = 0  # device time of that press
     #: The last ply was made before the mover of the ply before it pressed his clock (an answer in his time):
-    #: the position before that ply and its lifts, until his press comes.
+    #: the position before that ply and its lifts; and when his press came (None: not yet).
     answered: tuple[Position, _Ply] | None = None
+    answered_press: int | None = None
     #: Plies were recovered after lost changes: how many plies the game had before (the last sure position)
     #: and when the board went blind; the recovery is searched again if the board contradicts it soon after.
     recovered_from: tuple[int, int] | None = None
@@ -713,6 +714,7 @@ class Engine:
         self._cur.occs.append(after.occupied)
         early = self._has_clock and not self._cur.pressed and number > 1 and not self._cur.unseen_last
         self._cur.answered = self._previous if early else None
+        self._cur.answered_press = None
         self._start_ply(position.after(move, after), (position, ply))
         self._cur.pressed = False
         self._cur.unseen_last = False
@@ -802,6 +804,9 @@ class Engine:
         pushed = self._pushed_capture()
         if pushed is not None:
             return self._amend_last(t, pushed)
+        out = self._answer_moved_on(t)
+        if out:
+            return out
         if self._position.continuable(self._occ):
             # A move in progress (a piece in hand, a promotion's new piece placed first, the king on its
             # castling square).
@@ -876,19 +881,19 @@ class Engine:
         back; the ply before it is amended if the board shows its piece elsewhere (no alert: the piece only
         crossed the square it was read on).
         """
-        answered = self._cur.answered
-        if answered is None or self._previous is None or not self._has_clock:
+        answered, pressed = self._cur.answered, self._cur.answered_press
+        if answered is None or self._previous is None or not self._answer_left_before_press():
             return []
+        now = self._ply
         position, ply = answered
         game = self._games[-1]
         if len(game.moves) < 2:
             return []
-        now = self._ply
         lifts = ply.then(self._previous[1]).then(now)
         if self._previous[0].continuable(self._occ):
             # The ply before the answer, with the opponent's real answer under way.
             out = self._takeback_to(t, len(game.moves) - 1)
-            self._cur.pressed = False  # the mover of the ply kept has still to press
+            self._answer_taken_back(pressed)
             self._previous = (position, ply)
             self._carry(now, 0)
             return out
@@ -896,11 +901,35 @@ class Engine:
         if fp is None or fp.move.from_square != game.moves[-2].from_square:
             return []
         out = self._takeback_to(t, len(game.moves) - 1)
-        self._cur.pressed = False
+        self._answer_taken_back(pressed)
         self._previous = (position, lifts)
         if fp.move != game.moves[-1]:
             out += self._amend_last(t, fp)
         return out
+
+    def _answer_left_before_press(self) -> bool:
+        """Return whether the last ply is an answer made before the press of the ply it answers, and the board
+        left it (a change since it was made) before that press."""
+        if self._cur.answered is None or self._previous is None or not self._has_clock:
+            return False
+        pressed, lifts = self._cur.answered_press, self._ply.lifts
+        return pressed is None or bool(lifts) and lifts[0][0] <= pressed
+
+    def _answer_moved_on(self, t: int) -> list[Event]:
+        """The answer's piece, lying where it was read, is taken up and played elsewhere: that move was the
+        answer (the first reading was a piece displaced, not released: no alert)."""
+        if not self._answer_left_before_press():
+            return []
+        fp = self._reexplained_last()
+        game = self._games[-1]
+        if fp is None or fp.move == game.moves[-1] or fp.move.from_square != game.moves[-1].from_square:
+            return []
+        return self._amend_last(t, fp)
+
+    def _answer_taken_back(self, pressed: int | None) -> None:
+        """After an answer taken back: whether (and when) the mover of the ply kept has pressed his clock."""
+        self._cur.pressed = pressed is not None
+        self._cur.pressed_at = pressed or 0
 
     def _castling_completed(self) -> bool:
         """Return whether the last move was a rook's that the king has now completed into castling (4.4.2)."""
@@ -984,7 +1013,8 @@ class Engine:
     def _amend_last(self, t: int, pushed: Footprint | None = None) -> list[Event]:
         """Re-explain the board from the position before the last move (what the board shows wins).
 
-        ``pushed``: the capture the last move was, its victim pushed aside first (no alert: no rule broken).
+        ``pushed``: the move the last one really was, read from other evidence (a capture whose victim was pushed
+        aside first, an answer whose first reading was a piece displaced): no alert, no rule was broken.
         """
         if self._previous is None:
             return []
@@ -1547,7 +1577,9 @@ class Engine:
                 out += self._make(fp, self._match_t)
         elif self._checkpoint is not None and self._position.board.turn == side:
             out += self._commit_checkpoint()  # the mover's press: the opponent's hand was already moving
-        elif self._unjudged:
+        elif self._unjudged and not (self._position.board.turn != side and _sliding_in(self._position, self._occ)):
+            # (The last mover's press as the answer slides onto its square, sensed there before its own square
+            # empties, is no evidence on that answer: it is judged when the board rests.)
             self._unjudged = False
             out += self._unexplained(self._changed_at)
         if (self._ply.unsure is not None and self._position.board.turn == side and self._sync is not Sync.LOST
@@ -1559,9 +1591,10 @@ class Engine:
             return out
         game = self._games[-1]
         board = self._position.board
-        if board.turn == side and self._cur.answered is not None and len(game.moves) >= 2:
+        if (board.turn == side and self._cur.answered is not None and self._cur.answered_press is None
+                and len(game.moves) >= 2):
             # The press of the ply before the last: the answer came before it (bullet).
-            self._cur.answered = None
+            self._cur.answered_press = t
             game.clocks[-2] = record.remaining
             out.append(ClockPress(game.number, t, len(game.moves) - 1, "white" if side else "black",
                                   record.remaining))
