@@ -913,7 +913,7 @@ class Engine:
         if self._cur.answered is None or self._previous is None or not self._has_clock:
             return False
         pressed, lifts = self._cur.answered_press, self._ply.lifts
-        return pressed is None or bool(lifts) and lifts[0][0] <= pressed
+        return pressed is None or (bool(lifts) and lifts[0][0] <= pressed)
 
     def _answer_moved_on(self, t: int) -> list[Event]:
         """The answer's piece, lying where it was read, is taken up and played elsewhere: that move was the
