@@ -161,6 +161,9 @@ class _Checkpoint:
     t: int
     moved_on: bool  # the change was a lift of a square the move had just filled
     position: Position | None = None
+    #: Moved on after its piece had rested on that square for the settle time (the board showing no legal
+    #: position meanwhile, a knocked piece missing): released there (4.7), whatever the board shows next.
+    released: bool = False
 
 
 @dataclass
@@ -393,7 +396,7 @@ class Engine:
             self._match = None
             self._unjudged = False
             cp = self._checkpoint
-            if (cp is not None and cp.footprint.move != fp.move and not cp.footprint.placed & ~self._occ
+            if (cp is not None and cp.footprint.move != fp.move and (cp.released or not cp.footprint.placed & ~self._occ)
                     and self._occ != self._after_checkpoint().occ and self._after_checkpoint().continuable(self._occ)):
                 # Both in question (see _checkpoint_stands) and the board shows the opponent's answer in progress
                 # (a promotion's new piece placed first): the checkpoint move was made. A board that shows both
@@ -479,7 +482,9 @@ class Engine:
         if match is not None and self._checkpoint is None:
             # A change while the matched move waits out its settle time: the mover's piece sliding on, or the
             # opponent starting already (fast play without clocks). Keep the move as a checkpoint.
-            self._checkpoint = _Checkpoint(match, self._match_t, moved_on=not occupied and bool(match.placed & bb))
+            moved_on = not occupied and bool(match.placed & bb)
+            released = moved_on and t - ply.last_place.get(sq, t) >= self.settle_ms
+            self._checkpoint = _Checkpoint(match, self._match_t, moved_on=moved_on, released=released)
         if occupied:
             ply.last_place[sq] = t
         else:
@@ -616,7 +621,7 @@ class Engine:
         made = cp.footprint
         if fp.move == made.move or fp.move.from_square != made.move.from_square or not made.placed & ~fp.placed:
             return False  # the same move, another piece, or fp lands there too (the king's step, then castling)
-        return self._occ & made.placed == made.placed
+        return cp.released or self._occ & made.placed == made.placed
 
     def _after_checkpoint(self) -> Position:
         assert self._checkpoint is not None
@@ -799,7 +804,7 @@ class Engine:
             # Still blind: what the board shows now may be explained by more of the lost plies.
             return self._changes_lost(t)
         cp = self._checkpoint
-        if cp is not None and not cp.moved_on and self._after_checkpoint().continuable(self._occ):
+        if cp is not None and (not cp.moved_on or cp.released) and self._after_checkpoint().continuable(self._occ):
             return self._commit_checkpoint()
         pushed = self._pushed_capture()
         if pushed is not None:
@@ -860,7 +865,7 @@ class Engine:
         if out:
             return out
         game.result, game.end_reason = "*", None
-        out = self._amend_last(t)
+        out = self._amend_last(t, self._pushed_capture())  # (the victim pushed aside onto a mating square)
         if out:
             at = next(i for i, e in enumerate(out) if isinstance(e, MoveAmended)) + 1
             out.insert(at, GameResumed(game.number, t, ply))
@@ -1567,11 +1572,12 @@ class Engine:
             self._match = None
             self._unjudged = False
             cp = self._checkpoint
-            if (cp is not None and cp.footprint.move != fp.move and not cp.footprint.placed & ~self._occ
-                    and _sliding_in(self._after_checkpoint(), self._occ)):
-                # Both in question (see _checkpoint_stands), and the board shows the checkpoint move with the
-                # opponent's answer sliding onto a neighbouring square, sensed there before its own square empties
-                # (a bullet reply as the mover presses): the checkpoint move was made.
+            if cp is not None and cp.footprint.move != fp.move and (cp.released or (
+                    not cp.footprint.placed & ~self._occ and _sliding_in(self._after_checkpoint(), self._occ))):
+                # Both in question (see _checkpoint_stands), and the checkpoint's piece was released on its square,
+                # or the board shows the checkpoint move with the opponent's answer sliding onto a neighbouring
+                # square, sensed there before its own square empties (a bullet reply as the mover presses): the
+                # checkpoint move was made.
                 out += self._commit_checkpoint()
             else:
                 out += self._make(fp, self._match_t)
