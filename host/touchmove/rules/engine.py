@@ -396,7 +396,8 @@ class Engine:
             self._match = None
             self._unjudged = False
             cp = self._checkpoint
-            if (cp is not None and cp.footprint.move != fp.move and (cp.released or not cp.footprint.placed & ~self._occ)
+            if (cp is not None and cp.footprint.move != fp.move
+                    and (cp.released or not cp.footprint.placed & ~self._occ)
                     and self._occ != self._after_checkpoint().occ and self._after_checkpoint().continuable(self._occ)):
                 # Both in question (see _checkpoint_stands) and the board shows the opponent's answer in progress
                 # (a promotion's new piece placed first): the checkpoint move was made. A board that shows both
