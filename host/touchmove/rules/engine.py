@@ -161,8 +161,8 @@ class _Checkpoint:
     t: int
     moved_on: bool  # the change was a lift of a square the move had just filled
     position: Position | None = None
-    #: Moved on after its piece had rested on that square for the settle time (the board showing no legal
-    #: position meanwhile, a knocked piece missing): released there (4.7), whatever the board shows next.
+    #: Moved on, its piece having rested on that square for the settle time before the board showed the move
+    #: (no legal position meanwhile: a knocked piece missing): released there (4.7), whatever the board shows next.
     released: bool = False
 
 
@@ -484,7 +484,9 @@ class Engine:
             # A change while the matched move waits out its settle time: the mover's piece sliding on, or the
             # opponent starting already (fast play without clocks). Keep the move as a checkpoint.
             moved_on = not occupied and bool(match.placed & bb)
-            released = moved_on and t - ply.last_place.get(sq, t) >= self.settle_ms
+            # Its piece had rested there for the settle time before the board showed the move (a knocked piece
+            # missing meanwhile).
+            released = moved_on and self._match_t - ply.last_place.get(sq, self._match_t) >= self.settle_ms
             self._checkpoint = _Checkpoint(match, self._match_t, moved_on=moved_on, released=released)
         if occupied:
             ply.last_place[sq] = t
