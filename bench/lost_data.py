@@ -6,13 +6,15 @@ and the firmware's snapshot on reconnection (touchmove.lost_data). Prints how ma
 * ``illegal_move`` alerts raised (the hands play no illegal move: any is false);
 * the time the engine takes per game, recovery included.
 
-    python bench/lost_data.py [--games N] [--seed S]
+    python bench/lost_data.py [--games N] [--seed S] [--only I ...] [--show]
+
+``--show`` prints every game that fails the bar (a window with one explanation not back exactly, or any
+``illegal_move``) with its index; ``--only`` replays just those indexes (as numbered in a full run).
 """
 
 from __future__ import annotations
 
 import argparse
-import copy
 import random
 import statistics
 import sys
@@ -20,57 +22,14 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import chess
-
-from touchmove.hands import Hands, Style, playable_moves, read_games
-from touchmove.lost_data import lose_window
-from touchmove.records import Record
+from touchmove.hands import playable_moves, read_games
+from touchmove.lost_data import WINDOW_KINDS, lost_game
 from touchmove.rules import Alert, Engine
-from touchmove.rules.recovery import explanations
 
 GAMES_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "games"
 
 
-def classify(board: chess.Board, moves: list[chess.Move], starts: list[int], recording: list[Record], start: int,
-             end: int, occ: chess.Bitboard) -> str:
-    """Return what the lost window is: nothing to recover, one explanation (the plies really lost are the only
-    legal sequence of that length or shorter), several, a shorter one than the truth, or none found."""
-    engine = Engine(fen=board.fen(), chess960=board.chess960)
-    for record in recording:
-        if record.t >= start:
-            break
-        engine.feed(record)
-    engine = copy.deepcopy(engine)
-    engine.advance(end)
-    sure = engine.games[-1].board()
-    if sure.occupied == occ:
-        return "nothing to recover"
-    found = explanations(sure, occ)
-    if found is None:
-        return "search gave up"
-    if not found:
-        return "no legal sequence"
-    # The plies begun before the snapshot, after the sure position (the last one may be under way).
-    truth = moves[len(engine.games[-1].moves):sum(1 for t in starts if t < end)]
-    shorter = any(len(e.moves) + e.in_progress < len(truth) for e in found)
-    if shorter:
-        return "shorter than the truth"
-    return "one explanation" if len(found) == 1 else "several explanations"
-
-
-def play_timed(board: chess.Board, moves: list[chess.Move], hands: Hands) -> list[int]:
-    """Play the moves with ``hands``; return the device time of each move's first record."""
-    board = board.copy()
-    starts = []
-    for move in moves:
-        first = len(hands.records)
-        hands.move(board, move)
-        starts.append(hands.records[first].t)
-        board.push(move)
-    return starts
-
-
-def run(limit: int | None, seed: int) -> int:
+def run(limit: int | None, seed: int, only: set[int] | None = None, show: bool = False) -> int:
     rows: Counter[tuple[str, bool]] = Counter()
     illegal = 0
     lost_alerts = 0
@@ -81,12 +40,12 @@ def run(limit: int | None, seed: int) -> int:
             moves = playable_moves(game)
             if moves is None:
                 continue
-            rng = random.Random(f"{seed}-{count}")
+            if only is not None and count not in only:
+                count += 1
+                continue
             board = game.board()
-            hands = Hands(rng, Style())
-            starts = play_timed(board, moves, hands)
-            recording, window = lose_window(hands.records, board.occupied, rng)
-            kind = classify(board, moves, starts, hands.records, window.start, window.end, window.occ)
+            lost = lost_game(board, moves, random.Random(f"{seed}-{count}"))
+            recording, window, kind = lost.recording, lost.window, lost.kind
             engine = Engine(fen=board.fen(), chess960=board.chess960)
             t0 = time.process_time()
             events = []
@@ -95,24 +54,31 @@ def run(limit: int | None, seed: int) -> int:
             events += engine.finish()
             times.append(time.process_time() - t0)
             alerts = [e for e in events if isinstance(e, Alert)]
-            illegal += sum(a.code == "illegal_move" for a in alerts)
+            raised = sum(a.code == "illegal_move" for a in alerts)
+            illegal += raised
             lost_alerts += sum(a.code == "changes_lost" for a in alerts)
             exact = engine.games[0].moves == moves if engine.games else False
             rows[(kind, exact)] += 1
+            if show and (raised or (kind == "one explanation" and not exact)):
+                players = f"{game.headers.get('White', '?')}-{game.headers.get('Black', '?')}"
+                print(f"  game {count} ({path.name}, {players}):"
+                      f" {kind}, {'exact' if exact else 'not exact'}, {raised} illegal_move; lost"
+                      f" {window.start}-{window.end} ms ({window.dropped} records)", flush=True)
             count += 1
             if limit is not None and count >= limit:
                 break
         if limit is not None and count >= limit:
             break
-    print(f"{count} games, one lost window each (0.5-8 s mid-game, then a snapshot)")
+    played = sum(rows.values())
+    print(f"{played} games, one lost window each (0.5-8 s mid-game, then a snapshot)")
     exact_all = sum(n for (_, exact), n in rows.items() if exact)
-    for kind in ("nothing to recover", "one explanation", "several explanations", "shorter than the truth",
-                 "no legal sequence", "search gave up"):
+    for kind in WINDOW_KINDS:
         total = rows[(kind, True)] + rows[(kind, False)]
         if total:
             print(f"  {kind:<22} {total:>5} games, {rows[(kind, True)]:>5} back exactly "
                   f"({100 * rows[(kind, True)] / total:5.1f} %)")
-    print(f"  all                    {count:>5} games, {exact_all:>5} back exactly ({100 * exact_all / count:5.1f} %)")
+    print(f"  all                    {played:>5} games, {exact_all:>5} back exactly "
+          f"({100 * exact_all / max(played, 1):5.1f} %)")
     print(f"  illegal_move alerts: {illegal}; changes_lost alerts: {lost_alerts}")
     print(f"  engine time per game: median {statistics.median(times) * 1000:.1f} ms, max {max(times) * 1000:.1f} ms")
     return 0
@@ -122,11 +88,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=None, help="how many games (default: all)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", type=int, nargs="+", metavar="I", help="replay only these game indexes")
+    parser.add_argument("--show", action="store_true", help="print every game that fails the bar")
     args = parser.parse_args()
     if not GAMES_DIR.is_dir():
         print(f"no games at {GAMES_DIR}: clone the project beside ../shared", file=sys.stderr)
         return 2
-    return run(args.games, args.seed)
+    return run(args.games, args.seed, set(args.only) if args.only else None, args.show)
 
 
 if __name__ == "__main__":

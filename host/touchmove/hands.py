@@ -522,13 +522,19 @@ def with_heartbeats(records: list[Record], occ: chess.Bitboard, every_ms: int = 
             out.append(Snapshot(next_beat, occ, "heartbeat"))
             next_beat += every_ms
         out.append(record)
-        if isinstance(record, Lift):
-            occ &= ~chess.BB_SQUARES[record.sq]
-        elif isinstance(record, Place):
-            occ |= chess.BB_SQUARES[record.sq]
-        elif isinstance(record, Snapshot):
-            occ = record.occ
+        occ = occupancy_after(occ, record)
     return out
+
+
+def occupancy_after(occ: chess.Bitboard, record: Record) -> chess.Bitboard:
+    """Return the occupancy ``occ`` after one record (a lift, a place or a snapshot; others change nothing)."""
+    if isinstance(record, Lift):
+        return occ & ~chess.BB_SQUARES[record.sq]
+    if isinstance(record, Place):
+        return occ | chess.BB_SQUARES[record.sq]
+    if isinstance(record, Snapshot):
+        return record.occ
+    return occ
 
 
 def read_games(path: str) -> list[chess.pgn.Game]:

@@ -2,20 +2,28 @@
 
 A cable pulled for a moment, a USB hub reset: the board's lines in between never reach the host, and the firmware
 sends its hello and a full snapshot when the link is back. :func:`lose_window` does that to a recording made by
-:mod:`touchmove.hands` (used by the tests and ``bench/lost_data.py``).
+:mod:`touchmove.hands`; :func:`lost_game` plays a game so and tells what its lost window is (:func:`classify`),
+for the tests and ``bench/lost_data.py``.
 """
 
 from __future__ import annotations
 
+import copy
 import random
 from dataclasses import dataclass
 
 import chess
 
-from touchmove.records import Lift, Place, Record, Snapshot
+from touchmove.hands import Hands, Style, occupancy_after
+from touchmove.records import Clock, Record, Snapshot
+from touchmove.rules import Engine
+from touchmove.rules.recovery import explanations
 
 #: How long a board stays blind: 0.5 to 8 s.
 WINDOW_MS = (500, 8000)
+#: What a lost window is (:func:`classify`), in the order the benchmark reports them.
+WINDOW_KINDS = ("nothing to recover", "one explanation", "several explanations", "shorter than the truth",
+                "no legal sequence", "search gave up")
 
 
 @dataclass(frozen=True)
@@ -49,12 +57,7 @@ def lose_window(records: list[Record], occ: chess.Bitboard, rng: random.Random,
         if record.t >= end and shown is None:
             shown = occ
             out.append(Snapshot(end, shown))
-        if isinstance(record, Lift):
-            occ &= ~chess.BB_SQUARES[record.sq]
-        elif isinstance(record, Place):
-            occ |= chess.BB_SQUARES[record.sq]
-        elif isinstance(record, Snapshot):
-            occ = record.occ
+        occ = occupancy_after(occ, record)
         if start <= record.t < end:
             dropped += 1
         else:
@@ -63,3 +66,63 @@ def lose_window(records: list[Record], occ: chess.Bitboard, rng: random.Random,
         shown = occ
         out.append(Snapshot(end, shown))
     return out, LostWindow(start, end, dropped, shown)
+
+
+@dataclass(frozen=True)
+class LostGame:
+    """A game played by the modelled hands with one window lost: what the engine gets, the window, and its kind
+    (one of :data:`WINDOW_KINDS`)."""
+
+    recording: list[Record]
+    window: LostWindow
+    kind: str
+
+
+def lost_game(board: chess.Board, moves: list[chess.Move], rng: random.Random,
+              style: Style | None = None) -> LostGame:
+    """Play ``moves`` from ``board`` with hands of ``style`` drawn from ``rng``, lose a window, classify it."""
+    hands = Hands(rng, style or Style())
+    starts = play_timed(board, moves, hands)
+    recording, window = lose_window(hands.records, board.occupied, rng)
+    return LostGame(recording, window, classify(board, moves, starts, hands.records, window))
+
+
+def play_timed(board: chess.Board, moves: list[chess.Move], hands: Hands) -> list[int]:
+    """Play the moves with ``hands``; return the device time of each move's first record (the previous move's
+    clock press, written when the next record comes, is not part of it)."""
+    board = board.copy()
+    starts = []
+    for move in moves:
+        first = len(hands.records)
+        hands.move(board, move)
+        starts.append(next(r.t for r in hands.records[first:] if not isinstance(r, Clock)))
+        board.push(move)
+    return starts
+
+
+def classify(board: chess.Board, moves: list[chess.Move], starts: list[int], recording: list[Record],
+             window: LostWindow) -> str:
+    """Return what the lost window is (:data:`WINDOW_KINDS`): nothing to recover, one explanation (the plies
+    really lost are the only legal sequence of that length or shorter), several, a shorter one than the truth,
+    none found, or a search that gave up. ``recording`` is the whole recording, ``starts`` each move's first
+    record (:func:`play_timed`)."""
+    engine = Engine(fen=board.fen(), chess960=board.chess960)
+    for record in recording:
+        if record.t >= window.start:
+            break
+        engine.feed(record)
+    engine = copy.deepcopy(engine)
+    engine.advance(window.end)
+    sure = engine.games[-1].board()
+    if sure.occupied == window.occ:
+        return "nothing to recover"
+    found = explanations(sure, window.occ)
+    if found is None:
+        return "search gave up"
+    if not found:
+        return "no legal sequence"
+    # The plies begun before the snapshot, after the sure position (the last one may be under way).
+    truth = moves[len(engine.games[-1].moves):sum(1 for t in starts if t < window.end)]
+    if any(len(e.moves) + e.in_progress < len(truth) for e in found):
+        return "shorter than the truth"
+    return "one explanation" if len(found) == 1 else "several explanations"

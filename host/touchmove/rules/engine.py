@@ -15,10 +15,8 @@ How a ply is decided (FIDE 4.7, for a board that sees only occupancy):
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import Enum
 
 import chess
 
@@ -40,7 +38,6 @@ from touchmove.rules.events import (
     ALERT_ARTICLES,
     Alert,
     ClockPress,
-    DeclaredEnd,
     Event,
     GameEnd,
     GameResumed,
@@ -48,8 +45,6 @@ from touchmove.rules.events import (
     MoveAmended,
     MoveMade,
     RecoveredMove,
-    ResultRejected,
-    ResyncRejected,
     Takeback,
     Touch,
 )
@@ -65,24 +60,22 @@ from touchmove.rules.footprints import (
 from touchmove.rules.gamelog import GameRecord
 from touchmove.rules.obligations import Touches, judge, out_of_turn
 from touchmove.rules.outcome import Repetitions, game_over
-from touchmove.rules.recovery import MAX_PLIES, Explanation, explanations, likeliest_first, position_key
+from touchmove.rules.phases import CLEARED_SQUARES, Phase, Sync
+from touchmove.rules.phases import OUT_OF_SYNC as _OUT_OF_SYNC
+from touchmove.rules.phases import READING as _READING
+from touchmove.rules.unseen_play import Declared, GameRecovery, UnseenPlay
 
 __all__ = ["DEFAULT_SETTLE_MS", "Engine", "EngineState", "GameRecord"]
 
 DEFAULT_SETTLE_MS = 200
 #: How long the board must rest in a state with no legal continuation before ``board_mismatch``.
 DEFAULT_MISMATCH_MS = 1000
-#: How many squares off the game position mean the board is being cleared or set up (no moves are read then);
-#: two plies of castling change eight.
-CLEARED_SQUARES = 10
 #: A victim pushed aside is replaced by the capturing piece in one motion: its square refilled within this long
 #: after the push (a piece knocked off by a sleeve and put back takes a separate, slower reach).
 PUSH_ASIDE_MS = 250
 #: How many plies back an assumed promotion piece may still be corrected by how the piece moves.
 PROMOTION_LOOKBACK = 40
 START_OCCUPANCY = chess.BB_RANK_1 | chess.BB_RANK_2 | chess.BB_RANK_7 | chess.BB_RANK_8
-#: The FIDE Laws article of each usual declared end (a ``result`` record's reason); other reasons cite none.
-DECLARED_ARTICLES = {"resignation": "5.1.2", "time": "6.9", "agreement": "5.2.3"}
 
 
 @dataclass(frozen=True)
@@ -96,32 +89,6 @@ class EngineState:
     in_sync: bool
     occupancy: int
     game_over: bool
-
-
-class Phase(Enum):
-    """Where a board is in its games."""
-
-    NEW = "new"  # no record yet
-    PLAYING = "playing"  # a game is on and moves are read
-    CLEARED = "cleared"  # a game is on, but the board is being cleared or set up: no moves are read
-    OVER = "over"  # no game is on: the last one ended, or the board waits for a start position
-
-
-#: The phases in which a game is on.
-_READING = (Phase.PLAYING, Phase.CLEARED)
-
-
-class Sync(Enum):
-    """What the arbiter was told about the board and the game position."""
-
-    SHOWN = "shown"  # the board shows the game, or a difference not yet judged at rest
-    EXCUSED = "excused"  # a difference judged at rest as no mismatch (a move made again, a promotion exchange)
-    MISMATCH = "mismatch"  # board_mismatch was raised; board_restored ends it
-    LOST = "lost"  # changes were lost and no plies explain the board yet (changes_lost was raised)
-
-
-#: The states in which the arbiter was told that the board does not show the game.
-_OUT_OF_SYNC = (Sync.MISMATCH, Sync.LOST)
 
 
 @dataclass
@@ -140,14 +107,14 @@ class _GameState:
     #: the position before that ply and its lifts; and when his press came (None: not yet).
     answered: tuple[Position, _Ply] | None = None
     answered_press: int | None = None
-    #: Plies were recovered after lost changes: how many plies the game had before (the last sure position)
-    #: and when the board went blind; the recovery is searched again if the board contradicts it soon after.
-    recovered_from: tuple[int, int] | None = None
-    unseen_last: bool = False  # the last ply was recovered or resynced, not seen made: presses prove nothing yet
-    searched_again: bool = False  # the recovery was searched again once (the next is the arbiter's resync)
-    declared: bool = False  # the game's result (when not "*") was declared by a result record, not seen
-    #: After a declared result the board's moves are still read (one made withdraws it) until it is cleared.
-    read_after_end: bool = False
+    recovery: GameRecovery = None  # plies recovered after lost changes, and whether searched again since
+    #: The last ply was not seen made (recovered, resynced, read from a snapshot's difference, or made after a
+    #: snapshot that may hide lost changes): since when changes may have been lost. Presses prove nothing yet.
+    unseen_since: int | None = None
+    #: How many plies of this game were recovered after lost changes since the last resync (occupancy cannot prove
+    #: every piece's type: presses are no evidence of illegal moves meanwhile).
+    recovered_plies: int = 0
+    declared: Declared | None = None  # the game's result (when not "*") was declared by a result record, not seen
 
     def __post_init__(self) -> None:
         self.occs.append(self.start_occ)
@@ -195,25 +162,6 @@ class _Ply:
                     last_place={**self.last_place, **later.last_place}, adjusted=self.adjusted | later.adjusted)
 
 
-@dataclass
-class _Hypothesis:
-    """One way the lost plies may have gone: the game played on from there, with the events it gave so far."""
-
-    sans: list[str]
-    engine: Engine
-    events: list[Event]
-
-
-@dataclass
-class _Blind:
-    """Lost changes: when the board went blind, when that was seen, and the occupancy last searched."""
-
-    since: int
-    seen: int
-    searched: chess.Bitboard
-    hypotheses: list[_Hypothesis] | None = None
-
-
 class Engine:
     """Turns one board's records into events (see the module documentation).
 
@@ -256,30 +204,25 @@ class Engine:
         self._has_clock = False  # the board has clock buttons: presses tell whose clock runs
         self._unjudged = False  # a change came that the board has not yet been judged on at rest
         self._cur = _GameState(start.occupied)
-        self._blind: _Blind | None = None  # changes were lost: recovery under way
         self._reports_changes = False  # the board sends lifts and places (not only snapshots)
-        self._is_hypothesis = False  # this engine follows one hypothesis of another (it is ruled out, not fixed)
+        self._unseen = UnseenPlay()  # plies not seen made: lost changes, hypotheses, resync, declared results
 
     # ----------------------------------------------------------------------------------------------------------
     # public API
 
     def feed(self, record: Record) -> list[Event]:
         """Return the events caused by one record (time first advances to ``record.t``)."""
-        if self._blind is not None and self._blind.hypotheses is not None:
-            if isinstance(record, Resync):
-                plies = self._resync_plies(record)
-                if isinstance(plies, str):  # rejected: the hypotheses stay
-                    return [ResyncRejected(self._game_no, max(record.t, self._t), plies, list(record.moves),
-                                           record.fen)]
-            elif isinstance(record, Result):
-                return [ResultRejected(self._game_no, max(record.t, self._t),
-                                       "changes were lost and several positions fit: resync the game first",
-                                       record.result, record.reason)]
-            elif not isinstance(record, Setup | TakebackRequest):
-                return self._feed_hypotheses(lambda engine: engine.feed(record), record.t)
-            self._drop_hypotheses(search_again=False)  # the operator says what happened
+        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
+            followed = self._unseen.feed(self, record)
+            if followed is not None:
+                return followed
         t = max(record.t, self._t)
         out = self._tick(t)
+        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
+            # The time passed opened hypotheses (lost changes, several explanations): the record is theirs.
+            followed = self._unseen.feed(self, record)
+            if followed is not None:
+                return out + followed
         if self._phase is Phase.NEW:
             out += self._start_first(record, t)
         match record:
@@ -302,9 +245,9 @@ class Engine:
             case TakebackRequest(ply=ply):
                 out += self._takeback_to(t, ply - 1)
             case Resync():
-                out += self._resync(t, record)
+                out += self._unseen.resync(self, t, record)
             case Result():
-                out += self._declare(t, record)
+                out += self._unseen.declare(self, t, record)
             case Other():
                 pass
         self._t = t
@@ -312,8 +255,8 @@ class Engine:
 
     def advance(self, t: int) -> list[Event]:
         """Return the events due by device time ``t`` when no record has come (settled moves, mismatches)."""
-        if self._blind is not None and self._blind.hypotheses is not None:
-            return self._feed_hypotheses(lambda engine: engine.advance(t), t)
+        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
+            return self._unseen.feed_hypotheses(self, lambda engine: engine.advance(t), t)
         t = max(t, self._t)
         out = self._tick(t)
         self._t = t
@@ -321,16 +264,15 @@ class Engine:
 
     def next_deadline(self) -> int | None:
         """Return the device time at which :meth:`advance` may have events to give, or None."""
-        if self._hypotheses is not None:
-            times = [d for h in self._hypotheses if (d := h.engine.next_deadline()) is not None]
-            return min(times) if times else None
+        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
+            return self._unseen.next_deadline()
         deadlines = [d for d in (self._chatter.next_deadline(), self._decision_deadline()) if d is not None]
         return min(deadlines) if deadlines else None
 
     def finish(self) -> list[Event]:
         """Return the events still pending at the end of the input (everything counts as settled)."""
-        if self._hypotheses is not None:
-            return self._feed_hypotheses(lambda engine: engine.finish(), self._t)
+        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
+            return self._unseen.feed_hypotheses(self, lambda engine: engine.finish(), self._t)
         out = self._flush_chatter()
         deadline = self._decision_deadline()
         while deadline is not None:
@@ -380,9 +322,15 @@ class Engine:
 
     def _tick(self, t: int) -> list[Event]:
         out: list[Event] = []
-        for change in self._chatter.release(t):
-            out += self._decide(change[0])
-            out += self._change(*change)
+        for at, sq, occupied in self._chatter.release(t):
+            if self._unseen.blind is not None and self._unseen.hypotheses is not None:
+                # An earlier change opened hypotheses: the changes after it are theirs.
+                out += self._unseen.feed_hypotheses(self, _held_change(at, sq, occupied), at)
+                continue
+            out += self._decide(at)
+            out += self._change(at, sq, occupied)
+        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
+            return out + self._unseen.feed_hypotheses(self, lambda engine: engine._decide(t), t)
         out += self._decide(t)
         return out
 
@@ -535,20 +483,28 @@ class Engine:
         self._ply.blind = True
         out += self._after_change(t)
         if self._phase in _READING and self._occ != self._position.occ and (
-                self._blind is not None or not self._position.continuable(self._occ)):
+                self._unseen.blind is not None or not self._position.continuable(self._occ)):
             # (A move under way from the game position is read as such: its lifts were not seen.)
-            out += self._changes_lost(t)
-        elif self._ply.unsure is None:
-            self._ply.unsure = self._t  # read as a move under way; if the board contradicts that, search then
+            out += self._unseen.changes_lost(self, t)
+        else:
+            if self._ply.unsure is None:
+                self._ply.unsure = self._t  # read as a move under way; if the board contradicts that, search then
+            if self._reports_changes and self._match is not None and self._phase is Phase.PLAYING:
+                # A board that reports its changes was blind (it reconnected): the move it shows has rested there
+                # for a while already, it is made now (the next change is the next move's).
+                fp, self._match = self._match, None
+                self._unjudged = False
+                out += self._make(fp, t)
         return out
 
     def _after_change(self, t: int) -> list[Event]:
         out: list[Event] = []
         if self._phase is Phase.OVER:
             started = self._try_new_game(t)
-            if (self._occ ^ self._position.occ).bit_count() >= CLEARED_SQUARES:
-                self._cur.read_after_end = False  # the board is being cleared: that game is over for good
-            if started or not self._declared_end() or not self._cur.read_after_end:
+            cleared = (self._occ ^ self._position.occ).bit_count() >= CLEARED_SQUARES
+            if cleared and self._cur.declared is Declared.READ_ON:
+                self._cur.declared = Declared.CLEARED  # the board is being cleared: that game is over for good
+            if started or not self._unseen.declared_end(self) or self._cur.declared is not Declared.READ_ON:
                 self._match = None
                 return started
             # A declared result: moves are still read, and one made withdraws it (play went on).
@@ -677,8 +633,9 @@ class Engine:
         if piece is None or sq == self._exchange_sq:
             return []  # the promoted pawn being exchanged for the new piece (4.6) is no touch
         side = "mover" if piece.color == position.board.turn else "opponent"
-        if side == "opponent" and self._has_clock and not self._cur.pressed:
-            # The player who just moved adjusts a piece before pressing: his clock still runs (6.2.5).
+        if side == "opponent" and self._has_clock and not self._cur.pressed and self._cur.unseen_since is None:
+            # The player who just moved adjusts a piece before pressing: his clock still runs (6.2.5). (After plies
+            # not seen made, his press may have been lost too: a lift of his piece is the mover's capture.)
             self._ply.adjusted |= chess.BB_SQUARES[sq]
             if sq in touches.order or sq in touches.adjusted:
                 return []
@@ -720,12 +677,13 @@ class Engine:
         game.moves.append(move)
         game.clocks.append(None)
         self._cur.occs.append(after.occupied)
-        early = self._has_clock and not self._cur.pressed and number > 1 and not self._cur.unseen_last
+        early = self._has_clock and not self._cur.pressed and number > 1 and self._cur.unseen_since is None
         self._cur.answered = self._previous if early else None
         self._cur.answered_press = None
         self._start_ply(position.after(move, after), (position, ply))
         self._cur.pressed = False
-        self._cur.unseen_last = False
+        # Made from a snapshot's difference (its changes not seen), or after a snapshot that may hide lost changes.
+        self._cur.unseen_since = ply.unsure if ply.unsure is not None else self._t if ply.blind else None
         out.append(MoveMade(game.number, t, number, move.uci(), san, self._position.fen()))
         late = [(at, sq) for at, sq in ply.lifts if at > t]
         if late:
@@ -776,7 +734,7 @@ class Engine:
         if ended is not None:
             result, reason, article = ended
             game.result, game.end_reason = result, reason
-            self._cur.declared = False
+            self._cur.declared = None
             self._phase = Phase.OVER
             out.append(GameEnd(game.number, t, result, reason, article))
             return out
@@ -803,9 +761,11 @@ class Engine:
             return self._reopen(t)
         if self._phase is not Phase.PLAYING or self._occ == self._position.occ:
             return []
-        if self._sync is Sync.LOST and self._blind is not None and self._blind.searched != self._occ:
+        if self._exchange_sq is not None and self._occ ^ self._position.occ == chess.BB_SQUARES[self._exchange_sq]:
+            return []  # the promoted pawn taken off to be exchanged for the new piece (4.6): a move in progress
+        if self._sync is Sync.LOST and self._unseen.still_blind(self._occ):
             # Still blind: what the board shows now may be explained by more of the lost plies.
-            return self._changes_lost(t)
+            return self._unseen.changes_lost(self, t)
         cp = self._checkpoint
         if cp is not None and (not cp.moved_on or cp.released) and self._after_checkpoint().continuable(self._occ):
             return self._commit_checkpoint()
@@ -824,7 +784,13 @@ class Engine:
             return []
         if self._ply.unsure is not None:
             # A snapshot was read as one change, and nothing explains the board: changes may have been lost.
-            out = self._changes_lost(t, since=self._ply.unsure, quiet=True)
+            out = self._unseen.changes_lost(self, t, since=self._ply.unsure, quiet=True)
+            if out:
+                return out
+        if self._cur.unseen_since is not None:
+            # The board contradicts a ply not seen made (a recovered one moved on): search the lost plies again
+            # rather than read it as moved after release.
+            out = self._unseen.recover_again(self, t)
             if out:
                 return out
         out = self._amend_last(t)
@@ -836,7 +802,7 @@ class Engine:
         out = self._answer_undone(t)
         if out:
             return out
-        out = self._recover_again(t)
+        out = self._unseen.recover_again(self, t)
         if out:
             return out
         out = self._takeback_proven(t)
@@ -918,7 +884,8 @@ class Engine:
     def _answer_left_before_press(self) -> bool:
         """Return whether the last ply is an answer made before the press of the ply it answers, and the board
         left it (a change since it was made) before that press."""
-        if self._cur.answered is None or self._previous is None or not self._has_clock:
+        if (self._cur.answered is None or self._previous is None or not self._has_clock
+                or self._cur.unseen_since is not None):
             return False
         pressed, lifts = self._cur.answered_press, self._ply.lifts
         return pressed is None or (bool(lifts) and lifts[0][0] <= pressed)
@@ -1062,7 +1029,7 @@ class Engine:
                 "played": fp.move.uci(), "replaces": last.uci(),
                 "rook": chess.square_name(last.from_square),
             }))
-        elif not king_part and pushed is None:
+        elif not king_part and pushed is None and self._cur.unseen_since is None:  # (its release not seen)
             out.append(self._alert(t, "moved_after_release", "4.7", number, {
                 "released": chess.square_name(last.to_square), "final": chess.square_name(fp.move.to_square),
                 "replaces": last.uci(), "played": fp.move.uci(),
@@ -1265,93 +1232,11 @@ class Engine:
 
     def _restored(self, t: int, how: str) -> list[Event]:
         self._sync = Sync.SHOWN
-        self._blind = None
+        self._unseen.blind = None
         return [self._alert(t, "board_restored", "7.4", self._ply_no, {"by": how})]
 
     # ----------------------------------------------------------------------------------------------------------
-    # lost changes: recovery, hypotheses, an arbiter's resync
-
-    @property
-    def _hypotheses(self) -> list[_Hypothesis] | None:
-        return self._blind.hypotheses if self._blind is not None else None
-
-    def _changes_lost(self, t: int, since: int | None = None, quiet: bool = False) -> list[Event]:
-        """The board shows what the changes seen do not explain: find the plies played meanwhile.
-
-        ``since``: the device time of the last record before the changes were lost (by default, the last record
-        seen); ``quiet``: if nothing explains the board, say nothing and change nothing (it may be no loss).
-        """
-        if self._is_hypothesis:
-            # A hypothesis the board does not follow is ruled out, not recovered in turn.
-            self._sync = Sync.LOST
-            return []
-        found = explanations(self._position.board, self._occ)
-        if quiet and not found:
-            return []
-        self._phase = Phase.PLAYING  # many squares off after lost changes: plies lost, not the board cleared
-        if self._blind is None:
-            self._blind = _Blind(since=self._t if since is None else since, seen=t, searched=self._occ)
-        blind = self._blind
-        blind.searched = self._occ
-        detail: dict[str, object] = {"blind_ms": blind.seen - blind.since}
-        if not found:
-            first = self._sync is not Sync.LOST
-            self._sync = Sync.LOST
-            self._match = None
-            if not first:
-                return []
-            detail.update(candidates=[], note="no legal sequence of plies found leads to what the board shows: "
-                          "resync the game (the moves since the last sure position, or a FEN)")
-            return [self._alert(t, "changes_lost", "7.4", self._ply_no, detail)]
-        if self._cur.recovered_from is None and not self._cur.searched_again:
-            self._cur.recovered_from = (len(self._games[-1].moves), blind.since)
-        game = self._games[-1]
-        found = likeliest_first(found, game.moves[-1].to_square if game.moves else None)
-        groups: dict[str, list[Explanation]] = {}
-        for found_one in found:
-            groups.setdefault(position_key(found_one.board), []).append(found_one)
-        start = self._position.board
-        if len(groups) == 1:
-            chosen = found[0]
-            detail["plies"] = chosen.sans(start)
-            if len(found) > 1:
-                detail["other_orders"] = [e.sans(start) for e in found[1:5]]
-            alert = self._alert(t, "changes_lost", "7.4", self._ply_no, detail)
-            return [alert, *self._make_recovered(t, chosen.moves)]
-        # Several positions fit: follow each until the board shows which (the first later change only one allows).
-        hypotheses = []
-        for group in groups.values():
-            child = copy.copy(self)
-            child.__dict__ = copy.deepcopy({k: v for k, v in self.__dict__.items() if k != "_blind"})
-            child._blind = None
-            child._is_hypothesis = True
-            events = child._make_recovered(t, group[0].moves)
-            hypotheses.append(_Hypothesis(group[0].sans(start), child, events))
-        self._sync = Sync.LOST
-        self._match = None
-        blind.hypotheses = hypotheses
-        detail["candidates"] = [h.sans for h in hypotheses]
-        return [self._alert(t, "changes_lost", "7.4", self._ply_no, detail)]
-
-    def _recover_again(self, t: int) -> list[Event]:
-        """The board contradicts plies recovered a moment ago: search again from the position before them."""
-        recovered = self._cur.recovered_from
-        game = self._games[-1]
-        if recovered is None or self._cur.searched_again or self._is_hypothesis:
-            return []
-        keep, since = recovered
-        played = len(game.moves) - keep
-        if played > MAX_PLIES + 2:
-            self._cur.recovered_from = None
-            return []
-        found = explanations(game.board(keep), self._occ, max_plies=min(played + 3, MAX_PLIES + 2))
-        if not found:
-            return []
-        out = self._takeback_to(t, keep) if played else []
-        self._blind = _Blind(since=since, seen=t, searched=-1)
-        out += self._changes_lost(t)
-        self._cur.searched_again = True
-        return out
+    # plies not seen made (their search, hypotheses, resync and declared results: unseen_play.UnseenPlay)
 
     def _make_recovered(self, t: int, moves: tuple[chess.Move, ...] | list[chess.Move]) -> list[Event]:
         """Make plies not seen being made (recovered, or from a resync); the board may show one more under way."""
@@ -1378,12 +1263,12 @@ class Engine:
                 break
         if moves:
             self._cur.pressed = False
-            self._cur.unseen_last = True
+            self._cur.unseen_since = t
             self._cur.answered = None
         self._exchange_sq = None
         restored = self._sync is Sync.MISMATCH
         self._sync = Sync.SHOWN
-        self._blind = None
+        self._unseen.blind = None
         if restored:
             out.append(self._alert(t, "board_restored", "7.4", self._ply_no, {"by": "recovered plies"}))
         if self._phase is Phase.PLAYING and self._occ != self._position.occ:
@@ -1394,59 +1279,9 @@ class Engine:
             out += self._after_change(t)
         return out
 
-    def _feed_hypotheses(self, step: Callable[[Engine], list[Event]], t: int) -> list[Event]:
-        """Give a record (or the time) to every hypothesis; adopt the one the board leaves."""
-        hypotheses = self._hypotheses
-        assert hypotheses is not None
-        for hypothesis in hypotheses:
-            hypothesis.events += step(hypothesis.engine)
-        first = hypotheses[0].engine
-        self._occ, self._t = first._occ, max(self._t, t)
-        alive = [h for h in hypotheses if not h.engine._contradicted()]
-        if len({position_key(h.engine._position.board) for h in alive}) == 1 and len(alive) > 1:
-            # The lines have met (a move under way in one was made in another): the same game from here on.
-            alive = [min(alive, key=lambda h: len(h.engine._games[-1].moves))]
-        if len(alive) == 1:
-            return self._adopt(alive[0], [h for h in hypotheses if h is not alive[0]])
-        if not alive:
-            return self._drop_hypotheses()
-        assert self._blind is not None
-        self._blind.hypotheses = alive
-        return []
-
-    def _adopt(self, chosen: _Hypothesis, rejected: list[_Hypothesis]) -> list[Event]:
-        """The board showed which lost plies were played: go on from there, with the events of that line."""
-        blind = self._blind
-        assert blind is not None
-        child = chosen.engine
-        alert = self._alert(child._t, "changes_lost", "7.4", self._ply_no, {
-            "blind_ms": blind.seen - blind.since, "plies": chosen.sans, "rejected": [h.sans for h in rejected],
-        })
-        self.__dict__.update(child.__dict__)
-        self._is_hypothesis = False
-        return [alert, *chosen.events]
-
-    def _drop_hypotheses(self, search_again: bool = True) -> list[Event]:
-        """Every hypothesis is contradicted (or an operator acts): play on from the last sure position, blind."""
-        hypotheses = self._hypotheses
-        assert hypotheses is not None and self._blind is not None
-        first = hypotheses[0].engine
-        self._blind.hypotheses = None
-        self._occ, self._chatter, self._changed_at = first._occ, first._chatter, first._changed_at
-        self._t = max(self._t, first._t)
-        self._ply.lifted |= self._position.occ & ~self._occ
-        self._ply.blind = True
-        self._unjudged = True
-        self._blind.searched = -1 if search_again else self._occ
-        if not search_again:
-            self._unjudged = False
-            self._cur.searched_again = True
-            return []
-        return self._after_change(self._t)
-
     def _contradicted(self) -> bool:
         """Return whether the board, at rest, shows what this game cannot go on to (a hypothesis ruled out)."""
-        if self._hypotheses is not None:
+        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
             return False
         if self._sync in _OUT_OF_SYNC:
             return True
@@ -1457,61 +1292,6 @@ class Engine:
             return False
         return not (self._checkpoint is not None and self._after_checkpoint().continuable(occ))
 
-    def _resync_plies(self, record: Resync) -> list[chess.Move] | str:
-        """Return the plies an arbiter's resync gives from the last sure position, or why it cannot be applied."""
-        if not self._games or self._phase is Phase.NEW or (self._phase is Phase.OVER and not self._games[-1].moves):
-            return "no game on this board"
-        board = self._position.board.copy(stack=False)
-        moves: list[chess.Move] = []
-        if record.fen is not None:
-            try:
-                wanted = chess.Board(record.fen, chess960=board.chess960)
-            except ValueError as exc:
-                return f"invalid FEN: {exc}"
-            if position_key(wanted) != position_key(board):
-                found = [e for e in explanations(board, wanted.occupied) or []
-                         if position_key(e.board) == position_key(wanted) and not e.in_progress]
-                if not found:
-                    return (f"the FEN is not reached from the last sure position ({self._position.fen()}) by a few "
-                            "legal plies: give the moves instead")
-                moves = list(found[0].moves)
-                board = found[0].board.copy(stack=False)
-        else:
-            for number, text in enumerate(record.moves, start=1):
-                move = _parse_move(board, text)
-                if move is None:
-                    return (f"move {number} ({text!r}) is not legal in {board.fen()} (the moves count from the last "
-                            f"sure position, {self._position.fen()})")
-                moves.append(move)
-                board.push(move)
-        final = Position(board)
-        if final.occ != self._occ and not final.continuable(self._occ):
-            extra = self._occ & ~final.occ
-            missing = final.occ & ~self._occ
-            return ("the moves do not lead to what the board shows: "
-                    f"extra {[chess.square_name(sq) for sq in chess.scan_forward(extra)]}, "
-                    f"missing {[chess.square_name(sq) for sq in chess.scan_forward(missing)]}")
-        return moves
-
-    def _resync(self, t: int, record: Resync) -> list[Event]:
-        """An arbiter's resync: the plies since the last sure position (or the position now) given by hand."""
-        out = self._flush_chatter()
-        moves = self._resync_plies(record)
-        if isinstance(moves, str):
-            return [*out, ResyncRejected(self._game_no, t, moves, list(record.moves), record.fen)]
-        was_out = self._sync in _OUT_OF_SYNC
-        if self._phase is Phase.OVER and moves:
-            out += self._resume(t)
-        self._phase = Phase.PLAYING
-        self._sync = Sync.SHOWN
-        self._blind = None
-        self._match = None
-        self._checkpoint = None
-        out += self._make_recovered(t, moves)
-        if was_out and self._sync is Sync.SHOWN:
-            out.append(self._alert(t, "board_restored", "7.4", self._ply_no, {"by": "resync"}))
-        return out
-
     def _resume(self, t: int) -> list[Event]:
         """The game end announced is withdrawn: the board shows play going on."""
         game = self._games[-1]
@@ -1520,44 +1300,6 @@ class Engine:
         game.result, game.end_reason = "*", None
         self._phase = Phase.PLAYING
         return [GameResumed(game.number, t, len(game.moves) + 1)]
-
-    def _declared_end(self) -> bool:
-        """Return whether the current game is over by a declared result (not by what the board showed)."""
-        return bool(self._games) and self._games[-1].result != "*" and self._cur.declared
-
-    def _declare(self, t: int, record: Result) -> list[Event]:
-        """A declared result (resignation, time, agreement): the current game ends as the board cannot show.
-
-        Rejected when no game is on, or when the board already ended the game with another result; a result
-        declared before is replaced. A move the board then shows made withdraws it (``game_resumed``).
-        """
-        out = self._flush_chatter()
-        game = self._games[-1] if self._games else None
-        if game is None or self._phase is Phase.NEW or (self._phase is Phase.OVER and game.result == "*"):
-            return [*out, ResultRejected(self._game_no, t, "no game on this board", record.result, record.reason)]
-        if game.result != "*" and not self._cur.declared:
-            if game.result == record.result:
-                return out  # the board saw it already (its reason stands)
-            return [*out, ResultRejected(game.number, t, f"the game already ended on the board: {game.result} "
-                                         f"({game.end_reason}); take back or resync first", record.result,
-                                         record.reason)]
-        if (game.result, game.end_reason) == (record.result, record.reason):
-            return out  # declared again
-        if self._phase is Phase.PLAYING and self._match is not None:
-            fp, self._match = self._match, None
-            self._unjudged = False
-            out += self._make(fp, self._match_t)  # the board shows the last move: made before the declaration
-            if game.result != "*":
-                return [*out, *self._declare(t, record)]  # that move ended the game on the board
-        game.result, game.end_reason = record.result, record.reason
-        self._cur.declared = True
-        self._cur.read_after_end = (self._occ ^ self._position.occ).bit_count() < CLEARED_SQUARES
-        self._phase = Phase.OVER
-        self._match = None
-        self._checkpoint = None
-        article = DECLARED_ARTICLES.get(record.reason.lower(), "")
-        out.append(DeclaredEnd(game.number, t, record.result, record.reason, article, "arbiter"))
-        return out
 
     # ----------------------------------------------------------------------------------------------------------
     # clock and promotion records
@@ -1591,12 +1333,14 @@ class Engine:
             # empties, is no evidence on that answer: it is judged when the board rests.)
             self._unjudged = False
             out += self._unexplained(self._changed_at)
-        if (self._ply.unsure is not None and self._position.board.turn == side and self._sync is not Sync.LOST
+        unsure = self._ply.unsure if self._ply.unsure is not None else self._cur.unseen_since
+        if (unsure is not None and self._position.board.turn == side and self._sync is not Sync.LOST
                 and self._occ != self._position.occ):
-            # The mover presses while the board shows a move under way that a snapshot told: it may be a move
-            # whose changes were lost (a capture looks like a piece in the hand).
-            out += self._changes_lost(t, since=self._ply.unsure, quiet=True)
-        if self._hypotheses is not None:
+            # The mover presses while the board shows a move under way that a snapshot told (or right after a
+            # move not seen made): it may be a move whose changes were lost (a capture looks like a piece in the
+            # hand, and the lifts of the last move may have been the next one's).
+            out += self._unseen.changes_lost(self, t, since=unsure, quiet=True)
+        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
             return out
         game = self._games[-1]
         board = self._position.board
@@ -1615,16 +1359,22 @@ class Engine:
             out.append(ClockPress(game.number, t, len(game.moves), "white" if side else "black",
                                   record.remaining))
             return out
-        if self._sync in _OUT_OF_SYNC or self._ply.blind or self._cur.unseen_last:
+        if self._sync in _OUT_OF_SYNC or self._ply.blind or self._cur.unseen_since is not None:
             # The board was out of sync before this press (changes lost, or a mismatch already raised): the game
             # position may be behind the board, a press proves nothing.
             return out
         if board.turn == side and self._phase in _READING:  # the move made may have ended the game
-            self._cur.illegal[side] += 1
-            count = self._cur.illegal[side]
             # A position no legal move can continue is an illegal move completed; the game position, or a move
             # still in progress (a piece in the hand), is a press without a move.
             shown = self._occ != self._position.occ and not self._position.continuable(self._occ)
+            if self._cur.recovered_plies:
+                # The game rests on plies recovered after lost changes: the board may be right and a recovered
+                # ply wrong (another piece moved, or captured) rather than this press illegal, until a resync.
+                if shown and self._sync is Sync.SHOWN:
+                    out += self._report_mismatch(t, force=True)
+                return out
+            self._cur.illegal[side] += 1
+            count = self._cur.illegal[side]
             detail: dict[str, object] = {"side": "white" if side else "black", "count": count}
             if shown:
                 out += self._report_mismatch(t, force=True) if self._sync is Sync.SHOWN else []
@@ -1650,14 +1400,10 @@ def _sliding_in(position: Position, occ: chess.Bitboard) -> bool:
                                                                   filled))
 
 
-def _parse_move(board: chess.Board, text: str) -> chess.Move | None:
-    """Return the legal move ``text`` (SAN or UCI) in ``board``, or None."""
-    try:
-        return board.parse_san(text)
-    except ValueError:
-        pass
-    try:
-        move = chess.Move.from_uci(text)
-    except ValueError:
-        return None
-    return move if board.is_legal(move) else None
+def _held_change(t: int, sq: chess.Square, occupied: bool) -> Callable[[Engine], list[Event]]:
+    """Return a step that gives an engine (a hypothesis) one change released by the chatter filter."""
+
+    def step(engine: Engine) -> list[Event]:
+        return engine._decide(t) + engine._change(t, sq, occupied)
+
+    return step

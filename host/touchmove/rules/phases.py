@@ -1,0 +1,41 @@
+"""The states a board's engine is in: where the board is in its games, and what the arbiter was told about it.
+
+Shared by the engine (:mod:`touchmove.rules.engine`) and what corrects its game from outside the changes seen
+(:mod:`touchmove.rules.unseen_play`).
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+__all__ = ["CLEARED_SQUARES", "OUT_OF_SYNC", "READING", "Phase", "Sync"]
+
+#: How many squares off the game position mean the board is being cleared or set up (no moves are read then);
+#: two plies of castling change eight.
+CLEARED_SQUARES = 10
+
+
+class Phase(Enum):
+    """Where a board is in its games."""
+
+    NEW = "new"  # no record yet
+    PLAYING = "playing"  # a game is on and moves are read
+    CLEARED = "cleared"  # a game is on, but the board is being cleared or set up: no moves are read
+    OVER = "over"  # no game is on: the last one ended, or the board waits for a start position
+
+
+#: The phases in which a game is on.
+READING = (Phase.PLAYING, Phase.CLEARED)
+
+
+class Sync(Enum):
+    """What the arbiter was told about the board and the game position."""
+
+    SHOWN = "shown"  # the board shows the game, or a difference not yet judged at rest
+    EXCUSED = "excused"  # a difference judged at rest as no mismatch (a move made again, a promotion exchange)
+    MISMATCH = "mismatch"  # board_mismatch was raised; board_restored ends it
+    LOST = "lost"  # changes were lost and no plies explain the board yet (changes_lost was raised)
+
+
+#: The states in which the arbiter was told that the board does not show the game.
+OUT_OF_SYNC = (Sync.MISMATCH, Sync.LOST)

@@ -1,0 +1,382 @@
+"""Play the engine did not see made: plies recovered after lost changes, an arbiter's resync, a declared result.
+
+The engine (:mod:`touchmove.rules.engine`) reads moves from the changes a board reports. When changes were lost
+(a cable pulled, a USB hub reset), the next snapshot shows what they do not explain: :class:`UnseenPlay` looks for
+the legal plies played meanwhile (:mod:`touchmove.rules.recovery`) and makes them, or, when several positions
+fit, follows each as a hypothesis (a copy of the engine) until the board shows which one was played. An
+arbiter's ``resync`` gives those plies by hand; a ``result`` record declares a game end the board cannot show.
+
+Each engine owns one :class:`UnseenPlay`; its state is :attr:`UnseenPlay.blind` (changes were lost and not yet
+explained) and its :class:`Role`. What it keeps per game (:data:`GameRecovery`, :class:`Declared`) lives in the
+engine's game state, so that a takeback or a new game resets it with the rest.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING
+
+import chess
+
+from touchmove.records import Record, Result, Resync, Setup, TakebackRequest
+from touchmove.rules.events import DeclaredEnd, Event, ResultRejected, ResyncRejected
+from touchmove.rules.footprints import Position
+from touchmove.rules.phases import CLEARED_SQUARES, OUT_OF_SYNC, Phase, Sync
+from touchmove.rules.recovery import MAX_PLIES, Explanation, explanations, likeliest_first, position_key
+
+if TYPE_CHECKING:
+    from touchmove.rules.engine import Engine
+
+__all__ = ["DECLARED_ARTICLES", "Declared", "GameRecovery", "Recovered", "Role", "SearchedAgain", "UnseenPlay"]
+
+#: The FIDE Laws article of each usual declared end (a ``result`` record's reason); other reasons cite none.
+DECLARED_ARTICLES = {"resignation": "5.1.2", "time": "6.9", "agreement": "5.2.3"}
+
+
+class Role(Enum):
+    """What an engine is to the board."""
+
+    BOARD = "board"  # the board's own engine
+    HYPOTHESIS = "hypothesis"  # follows one hypothesis of another: ruled out when the board contradicts it
+
+
+@dataclass(frozen=True)
+class Recovered:
+    """Plies were recovered in this game: how many plies it had before (the last sure position) and when the
+    board went blind. If the board contradicts them soon after, the recovery is searched again from there."""
+
+    keep: int
+    since: int
+
+
+@dataclass(frozen=True)
+class SearchedAgain:
+    """The recovery was searched again once in this game: the next correction is the arbiter's resync."""
+
+
+#: A game's recovery: none yet, plies recovered (may be searched again), or searched again already.
+GameRecovery = Recovered | SearchedAgain | None
+
+
+class Declared(Enum):
+    """A game's result declared by a ``result`` record (not seen on the board)."""
+
+    READ_ON = "read on"  # the board's moves are still read: one made withdraws the result (play went on)
+    CLEARED = "cleared"  # the board was cleared since: the game is over for good
+
+
+@dataclass
+class Hypothesis:
+    """One way the lost plies may have gone: the game played on from there, with the events it gave so far."""
+
+    sans: list[str]
+    engine: Engine
+    events: list[Event]
+
+
+@dataclass
+class Blind:
+    """Lost changes: when the board went blind, when that was seen, and the occupancy last searched."""
+
+    since: int
+    seen: int
+    searched: chess.Bitboard
+    hypotheses: list[Hypothesis] | None = None
+
+
+class UnseenPlay:
+    """An engine's plies not seen made: recovery after lost changes, hypotheses, resync, declared results.
+
+    The methods take the engine they belong to (an engine that follows a hypothesis is a copy, with its own).
+    """
+
+    def __init__(self, role: Role = Role.BOARD) -> None:
+        self.role = role
+        self.blind: Blind | None = None  # changes were lost: recovery under way
+
+    @property
+    def hypotheses(self) -> list[Hypothesis] | None:
+        """The hypotheses followed, or None (no loss, or one explanation)."""
+        return self.blind.hypotheses if self.blind is not None else None
+
+    def still_blind(self, occ: chess.Bitboard) -> bool:
+        """Return whether the board is blind and shows what was not searched yet (more of the lost plies)."""
+        return self.blind is not None and self.blind.searched != occ
+
+    # ----------------------------------------------------------------------------------------------------------
+    # the engine's API while hypotheses are followed
+
+    def feed(self, engine: Engine, record: Record) -> list[Event] | None:
+        """Give a record to the hypotheses; None when the engine reads it itself (an operator's record)."""
+        if isinstance(record, Resync):
+            plies = self.resync_plies(engine, record)
+            if isinstance(plies, str):  # rejected: the hypotheses stay
+                return [ResyncRejected(engine._game_no, max(record.t, engine._t), plies, list(record.moves),
+                                       record.fen)]
+        elif isinstance(record, Result):
+            return [ResultRejected(engine._game_no, max(record.t, engine._t),
+                                   "changes were lost and several positions fit: resync the game first",
+                                   record.result, record.reason)]
+        elif not isinstance(record, Setup | TakebackRequest):
+            return self.feed_hypotheses(engine, lambda child: child.feed(record), record.t)
+        self.drop_hypotheses(engine, search_again=False)  # the operator says what happened
+        return None
+
+    def next_deadline(self) -> int | None:
+        """Return the earliest deadline of the hypotheses."""
+        assert self.hypotheses is not None
+        times = [d for h in self.hypotheses if (d := h.engine.next_deadline()) is not None]
+        return min(times) if times else None
+
+    # ----------------------------------------------------------------------------------------------------------
+    # recovery
+
+    def changes_lost(self, engine: Engine, t: int, since: int | None = None, quiet: bool = False) -> list[Event]:
+        """The board shows what the changes seen do not explain: find the plies played meanwhile.
+
+        ``since``: the device time of the last record before the changes were lost (by default, the last record
+        seen); ``quiet``: if nothing explains the board, say nothing and change nothing (it may be no loss).
+        """
+        if self.role is Role.HYPOTHESIS:
+            # A hypothesis the board does not follow is ruled out, not recovered in turn.
+            engine._sync = Sync.LOST
+            return []
+        found = explanations(engine._position.board, engine._occ)
+        if quiet and not found:
+            return []
+        engine._phase = Phase.PLAYING  # many squares off after lost changes: plies lost, not the board cleared
+        if self.blind is None:
+            self.blind = Blind(since=engine._t if since is None else since, seen=t, searched=engine._occ)
+        blind = self.blind
+        blind.searched = engine._occ
+        detail: dict[str, object] = {"blind_ms": blind.seen - blind.since}
+        if not found:
+            first = engine._sync is not Sync.LOST
+            engine._sync = Sync.LOST
+            engine._match = None
+            if not first:
+                return []
+            detail.update(candidates=[], note="no legal sequence of plies found leads to what the board shows: "
+                          "resync the game (the moves since the last sure position, or a FEN)")
+            return [engine._alert(t, "changes_lost", "7.4", engine._ply_no, detail)]
+        game = engine._games[-1]
+        if engine._cur.recovery is None:
+            engine._cur.recovery = Recovered(len(game.moves), blind.since)
+        found = likeliest_first(found, game.moves[-1].to_square if game.moves else None)
+        groups: dict[str, list[Explanation]] = {}
+        for found_one in found:
+            groups.setdefault(position_key(found_one.board), []).append(found_one)
+        start = engine._position.board
+        if len(groups) == 1:
+            chosen = found[0]
+            detail["plies"] = chosen.sans(start)
+            if len(found) > 1:
+                detail["other_orders"] = [e.sans(start) for e in found[1:5]]
+            alert = engine._alert(t, "changes_lost", "7.4", engine._ply_no, detail)
+            engine._cur.recovered_plies += len(chosen.moves)
+            return [alert, *engine._make_recovered(t, chosen.moves)]
+        # Several positions fit: follow each until the board shows which (the first later change only one allows).
+        hypotheses = []
+        for group in groups.values():
+            child = copy.copy(engine)
+            child.__dict__ = copy.deepcopy({k: v for k, v in engine.__dict__.items() if k != "_unseen"})
+            child._unseen = UnseenPlay(Role.HYPOTHESIS)
+            child._cur.recovered_plies += len(group[0].moves)
+            events = child._make_recovered(t, group[0].moves)
+            hypotheses.append(Hypothesis(group[0].sans(start), child, events))
+        engine._sync = Sync.LOST
+        engine._match = None
+        blind.hypotheses = hypotheses
+        detail["candidates"] = [h.sans for h in hypotheses]
+        return [engine._alert(t, "changes_lost", "7.4", engine._ply_no, detail)]
+
+    def recover_again(self, engine: Engine, t: int) -> list[Event]:
+        """The board contradicts plies recovered a moment ago: search again from the position before them."""
+        recovered = engine._cur.recovery
+        game = engine._games[-1]
+        if not isinstance(recovered, Recovered) or self.role is Role.HYPOTHESIS:
+            return []
+        played = len(game.moves) - recovered.keep
+        if played > MAX_PLIES + 2:
+            engine._cur.recovery = None
+            return []
+        found = explanations(game.board(recovered.keep), engine._occ, max_plies=min(played + 3, MAX_PLIES + 2))
+        if not found:
+            return []
+        out = engine._takeback_to(t, recovered.keep) if played else []
+        self.blind = Blind(since=recovered.since, seen=t, searched=-1)
+        out += self.changes_lost(engine, t)
+        engine._cur.recovery = SearchedAgain()
+        return out
+
+    # ----------------------------------------------------------------------------------------------------------
+    # hypotheses
+
+    def feed_hypotheses(self, engine: Engine, step: Callable[[Engine], list[Event]], t: int) -> list[Event]:
+        """Give a record (or the time) to every hypothesis; adopt the one the board leaves."""
+        hypotheses = self.hypotheses
+        assert hypotheses is not None
+        for hypothesis in hypotheses:
+            hypothesis.events += step(hypothesis.engine)
+        first = hypotheses[0].engine
+        engine._occ, engine._t = first._occ, max(engine._t, t)
+        alive = [h for h in hypotheses if not h.engine._contradicted()]
+        if len({position_key(h.engine._position.board) for h in alive}) == 1 and len(alive) > 1:
+            # The lines have met (a move under way in one was made in another): the same game from here on.
+            alive = [min(alive, key=lambda h: len(h.engine._games[-1].moves))]
+        if len(alive) == 1:
+            return self.adopt(engine, alive[0], [h for h in hypotheses if h is not alive[0]])
+        if not alive:
+            return self.drop_hypotheses(engine)
+        assert self.blind is not None
+        self.blind.hypotheses = alive
+        return []
+
+    def adopt(self, engine: Engine, chosen: Hypothesis, rejected: list[Hypothesis]) -> list[Event]:
+        """The board showed which lost plies were played: go on from there, with the events of that line."""
+        blind = self.blind
+        assert blind is not None
+        child = chosen.engine
+        alert = engine._alert(child._t, "changes_lost", "7.4", engine._ply_no, {
+            "blind_ms": blind.seen - blind.since, "plies": chosen.sans, "rejected": [h.sans for h in rejected],
+        })
+        engine.__dict__.update(child.__dict__)  # the engine is that line's now, its unseen play included
+        engine._unseen.role = Role.BOARD
+        return [alert, *chosen.events]
+
+    def drop_hypotheses(self, engine: Engine, search_again: bool = True) -> list[Event]:
+        """Every hypothesis is contradicted (or an operator acts): play on from the last sure position, blind."""
+        hypotheses = self.hypotheses
+        assert hypotheses is not None and self.blind is not None
+        first = hypotheses[0].engine
+        self.blind.hypotheses = None
+        engine._occ, engine._chatter, engine._changed_at = first._occ, first._chatter, first._changed_at
+        engine._t = max(engine._t, first._t)
+        engine._ply.lifted |= engine._position.occ & ~engine._occ
+        engine._ply.blind = True
+        engine._unjudged = True
+        self.blind.searched = -1 if search_again else engine._occ
+        if not search_again:
+            engine._unjudged = False
+            engine._cur.recovery = SearchedAgain()
+            return []
+        return engine._after_change(engine._t)
+
+    # ----------------------------------------------------------------------------------------------------------
+    # an arbiter's resync
+
+    def resync_plies(self, engine: Engine, record: Resync) -> list[chess.Move] | str:
+        """Return the plies an arbiter's resync gives from the last sure position, or why it cannot be applied."""
+        games = engine._games
+        if not games or engine._phase is Phase.NEW or (engine._phase is Phase.OVER and not games[-1].moves):
+            return "no game on this board"
+        sure = engine._position
+        board = sure.board.copy(stack=False)
+        moves: list[chess.Move] = []
+        if record.fen is not None:
+            try:
+                wanted = chess.Board(record.fen, chess960=board.chess960)
+            except ValueError as exc:
+                return f"invalid FEN: {exc}"
+            if position_key(wanted) != position_key(board):
+                found = [e for e in explanations(board, wanted.occupied) or []
+                         if position_key(e.board) == position_key(wanted) and not e.in_progress]
+                if not found:
+                    return (f"the FEN is not reached from the last sure position ({sure.fen()}) by a few "
+                            "legal plies: give the moves instead")
+                moves = list(found[0].moves)
+                board = found[0].board.copy(stack=False)
+        else:
+            for number, text in enumerate(record.moves, start=1):
+                move = _parse_move(board, text)
+                if move is None:
+                    return (f"move {number} ({text!r}) is not legal in {board.fen()} (the moves count from the last "
+                            f"sure position, {sure.fen()})")
+                moves.append(move)
+                board.push(move)
+        final = Position(board)
+        occ = engine._occ
+        if final.occ != occ and not final.continuable(occ):
+            extra = occ & ~final.occ
+            missing = final.occ & ~occ
+            return ("the moves do not lead to what the board shows: "
+                    f"extra {[chess.square_name(sq) for sq in chess.scan_forward(extra)]}, "
+                    f"missing {[chess.square_name(sq) for sq in chess.scan_forward(missing)]}")
+        return moves
+
+    def resync(self, engine: Engine, t: int, record: Resync) -> list[Event]:
+        """An arbiter's resync: the plies since the last sure position (or the position now) given by hand."""
+        out = engine._flush_chatter()
+        moves = self.resync_plies(engine, record)
+        if isinstance(moves, str):
+            return [*out, ResyncRejected(engine._game_no, t, moves, list(record.moves), record.fen)]
+        was_out = engine._sync in OUT_OF_SYNC
+        if engine._phase is Phase.OVER and moves:
+            out += engine._resume(t)
+        engine._phase = Phase.PLAYING
+        engine._sync = Sync.SHOWN
+        self.blind = None
+        engine._match = None
+        engine._checkpoint = None
+        engine._cur.recovered_plies = 0  # the arbiter vouches for the position
+        out += engine._make_recovered(t, moves)
+        if was_out and engine._sync is Sync.SHOWN:
+            out.append(engine._alert(t, "board_restored", "7.4", engine._ply_no, {"by": "resync"}))
+        return out
+
+    # ----------------------------------------------------------------------------------------------------------
+    # declared results
+
+    def declared_end(self, engine: Engine) -> bool:
+        """Return whether the current game is over by a declared result (not by what the board showed)."""
+        return bool(engine._games) and engine._games[-1].result != "*" and engine._cur.declared is not None
+
+    def declare(self, engine: Engine, t: int, record: Result) -> list[Event]:
+        """A declared result (resignation, time, agreement): the current game ends as the board cannot show.
+
+        Rejected when no game is on, or when the board already ended the game with another result; a result
+        declared before is replaced. A move the board then shows made withdraws it (``game_resumed``).
+        """
+        out = engine._flush_chatter()
+        game = engine._games[-1] if engine._games else None
+        if game is None or engine._phase is Phase.NEW or (engine._phase is Phase.OVER and game.result == "*"):
+            return [*out, ResultRejected(engine._game_no, t, "no game on this board", record.result, record.reason)]
+        if game.result != "*" and engine._cur.declared is None:
+            if game.result == record.result:
+                return out  # the board saw it already (its reason stands)
+            return [*out, ResultRejected(game.number, t, f"the game already ended on the board: {game.result} "
+                                         f"({game.end_reason}); take back or resync first", record.result,
+                                         record.reason)]
+        if (game.result, game.end_reason) == (record.result, record.reason):
+            return out  # declared again
+        if engine._phase is Phase.PLAYING and engine._match is not None:
+            fp, engine._match = engine._match, None
+            engine._unjudged = False
+            out += engine._make(fp, engine._match_t)  # the board shows the last move: made before the declaration
+            if game.result != "*":
+                return [*out, *self.declare(engine, t, record)]  # that move ended the game on the board
+        game.result, game.end_reason = record.result, record.reason
+        cleared = (engine._occ ^ engine._position.occ).bit_count() >= CLEARED_SQUARES
+        engine._cur.declared = Declared.CLEARED if cleared else Declared.READ_ON
+        engine._phase = Phase.OVER
+        engine._match = None
+        engine._checkpoint = None
+        article = DECLARED_ARTICLES.get(record.reason.lower(), "")
+        out.append(DeclaredEnd(game.number, t, record.result, record.reason, article, "arbiter"))
+        return out
+
+
+def _parse_move(board: chess.Board, text: str) -> chess.Move | None:
+    """Return the legal move ``text`` (SAN or UCI) in ``board``, or None."""
+    try:
+        return board.parse_san(text)
+    except ValueError:
+        pass
+    try:
+        move = chess.Move.from_uci(text)
+    except ValueError:
+        return None
+    return move if board.is_legal(move) else None
