@@ -103,6 +103,10 @@ class _GameState:
     illegal: dict[chess.Color, int] = field(default_factory=lambda: {chess.WHITE: 0, chess.BLACK: 0})
     pressed: bool = True  # the clock was pressed since the last move
     pressed_at: int = 0  # device time of that press
+    #: The last ply was made before the mover of the ply before it pressed his clock (an answer in his time):
+    #: the position before that ply and its lifts; and when his press came (None: not yet).
+    answered: tuple[Position, _Ply] | None = None
+    answered_press: int | None = None
     recovery: GameRecovery = None  # plies recovered after lost changes, and whether searched again since
     #: The last ply was not seen made (recovered, resynced, read from a snapshot's difference, or made after a
     #: snapshot that may hide lost changes): since when changes may have been lost. Presses prove nothing yet.
@@ -124,6 +128,9 @@ class _Checkpoint:
     t: int
     moved_on: bool  # the change was a lift of a square the move had just filled
     position: Position | None = None
+    #: Moved on, its piece having rested on that square for the settle time before the board showed the move
+    #: (no legal position meanwhile: a knocked piece missing): released there (4.7), whatever the board shows next.
+    released: bool = False
 
 
 @dataclass
@@ -143,6 +150,9 @@ class _Ply:
     last_place: dict[int, int] = field(default_factory=dict)  # the last place on each square
     adjusted: chess.Bitboard = 0  # squares last lifted by the last mover adjusting before his press (6.2.5)
     first_match: tuple[chess.Move, int] | None = None  # a matched move and when it first showed
+    #: The board rested in the position of several plies ago, not yet read as a takeback: (plies kept, when it
+    #: showed). A piece knocked off can leave the same occupancy; the next state at rest decides.
+    earlier: tuple[int, int] | None = None
 
     def then(self, later: _Ply) -> _Ply:
         """Return this ply's lifts and places followed by ``later``'s (a move re-read over both)."""
@@ -334,7 +344,8 @@ class Engine:
             self._match = None
             self._unjudged = False
             cp = self._checkpoint
-            if (cp is not None and cp.footprint.move != fp.move and not cp.footprint.placed & ~self._occ
+            if (cp is not None and cp.footprint.move != fp.move
+                    and (cp.released or not cp.footprint.placed & ~self._occ)
                     and self._occ != self._after_checkpoint().occ and self._after_checkpoint().continuable(self._occ)):
                 # Both in question (see _checkpoint_stands) and the board shows the opponent's answer in progress
                 # (a promotion's new piece placed first): the checkpoint move was made. A board that shows both
@@ -420,7 +431,11 @@ class Engine:
         if match is not None and self._checkpoint is None:
             # A change while the matched move waits out its settle time: the mover's piece sliding on, or the
             # opponent starting already (fast play without clocks). Keep the move as a checkpoint.
-            self._checkpoint = _Checkpoint(match, self._match_t, moved_on=not occupied and bool(match.placed & bb))
+            moved_on = not occupied and bool(match.placed & bb)
+            # Its piece had rested there for the settle time before the board showed the move (a knocked piece
+            # missing meanwhile).
+            released = moved_on and self._match_t - ply.last_place.get(sq, self._match_t) >= self.settle_ms
+            self._checkpoint = _Checkpoint(match, self._match_t, moved_on=moved_on, released=released)
         if occupied:
             ply.last_place[sq] = t
         else:
@@ -565,7 +580,7 @@ class Engine:
         made = cp.footprint
         if fp.move == made.move or fp.move.from_square != made.move.from_square or not made.placed & ~fp.placed:
             return False  # the same move, another piece, or fp lands there too (the king's step, then castling)
-        return self._occ & made.placed == made.placed
+        return cp.released or self._occ & made.placed == made.placed
 
     def _after_checkpoint(self) -> Position:
         assert self._checkpoint is not None
@@ -662,6 +677,9 @@ class Engine:
         game.moves.append(move)
         game.clocks.append(None)
         self._cur.occs.append(after.occupied)
+        early = self._has_clock and not self._cur.pressed and number > 1 and self._cur.unseen_since is None
+        self._cur.answered = self._previous if early else None
+        self._cur.answered_press = None
         self._start_ply(position.after(move, after), (position, ply))
         self._cur.pressed = False
         # Made from a snapshot's difference (its changes not seen), or after a snapshot that may hide lost changes.
@@ -749,11 +767,14 @@ class Engine:
             # Still blind: what the board shows now may be explained by more of the lost plies.
             return self._unseen.changes_lost(self, t)
         cp = self._checkpoint
-        if cp is not None and not cp.moved_on and self._after_checkpoint().continuable(self._occ):
+        if cp is not None and (not cp.moved_on or cp.released) and self._after_checkpoint().continuable(self._occ):
             return self._commit_checkpoint()
         pushed = self._pushed_capture()
         if pushed is not None:
             return self._amend_last(t, pushed)
+        out = self._answer_moved_on(t)
+        if out:
+            return out
         if self._position.continuable(self._occ):
             # A move in progress (a piece in hand, a promotion's new piece placed first, the king on its
             # castling square).
@@ -778,12 +799,21 @@ class Engine:
         out = self._promotion_piece_seen(t)
         if out:
             return out
+        out = self._answer_undone(t)
+        if out:
+            return out
         out = self._unseen.recover_again(self, t)
+        if out:
+            return out
+        out = self._takeback_proven(t)
         if out:
             return out
         ply = self._earlier_position()
         if ply is not None:
-            return self._takeback_to(t, ply)
+            if len(self._games[-1].moves) - ply < 2:
+                return self._takeback_to(t, ply)
+            if self._ply.earlier is None or self._ply.earlier[0] != ply:
+                self._ply.earlier = (ply, t)
         return []
 
     def _end_in_question(self) -> bool:
@@ -804,14 +834,77 @@ class Engine:
         if out:
             return out
         game.result, game.end_reason = "*", None
-        out = self._amend_last(t)
+        out = self._amend_last(t, self._pushed_capture())  # (the victim pushed aside onto a mating square)
         if out:
             at = next(i for i, e in enumerate(out) if isinstance(e, MoveAmended)) + 1
             out.insert(at, GameResumed(game.number, t, ply))
             return out
+        out = self._answer_undone(t)
+        if out:
+            return [GameResumed(game.number, t, ply), *out]
         game.result, game.end_reason = ended
         self._phase = Phase.OVER
         return []
+
+    def _answer_undone(self, t: int) -> list[Event]:
+        """Take back an answer that the board undid before the move it answered was completed by the press.
+
+        The last ply was made before the mover of the ply before it pressed his clock, and before that press the
+        board shows that ply alone again (or that piece's move re-read over both plies): the answer was a piece
+        displaced (knocked off by the sleeve and lying where it could move), not a move. The answer is taken
+        back; the ply before it is amended if the board shows its piece elsewhere (no alert: the piece only
+        crossed the square it was read on).
+        """
+        answered, pressed = self._cur.answered, self._cur.answered_press
+        if answered is None or self._previous is None or not self._answer_left_before_press():
+            return []
+        now = self._ply
+        position, ply = answered
+        game = self._games[-1]
+        if len(game.moves) < 2:
+            return []
+        lifts = ply.then(self._previous[1]).then(now)
+        if self._previous[0].continuable(self._occ):
+            # The ply before the answer, with the opponent's real answer under way.
+            out = self._takeback_to(t, len(game.moves) - 1)
+            self._answer_taken_back(pressed)
+            self._previous = (position, ply)
+            self._carry(now, 0)
+            return out
+        fp = self._explain(position, lifts)
+        if fp is None or fp.move.from_square != game.moves[-2].from_square:
+            return []
+        out = self._takeback_to(t, len(game.moves) - 1)
+        self._answer_taken_back(pressed)
+        self._previous = (position, lifts)
+        if fp.move != game.moves[-1]:
+            out += self._amend_last(t, fp)
+        return out
+
+    def _answer_left_before_press(self) -> bool:
+        """Return whether the last ply is an answer made before the press of the ply it answers, and the board
+        left it (a change since it was made) before that press."""
+        if (self._cur.answered is None or self._previous is None or not self._has_clock
+                or self._cur.unseen_since is not None):
+            return False
+        pressed, lifts = self._cur.answered_press, self._ply.lifts
+        return pressed is None or (bool(lifts) and lifts[0][0] <= pressed)
+
+    def _answer_moved_on(self, t: int) -> list[Event]:
+        """The answer's piece, lying where it was read, is taken up and played elsewhere: that move was the
+        answer (the first reading was a piece displaced, not released: no alert)."""
+        if not self._answer_left_before_press():
+            return []
+        fp = self._reexplained_last()
+        game = self._games[-1]
+        if fp is None or fp.move == game.moves[-1] or fp.move.from_square != game.moves[-1].from_square:
+            return []
+        return self._amend_last(t, fp)
+
+    def _answer_taken_back(self, pressed: int | None) -> None:
+        """After an answer taken back: whether (and when) the mover of the ply kept has pressed his clock."""
+        self._cur.pressed = pressed is not None
+        self._cur.pressed_at = pressed or 0
 
     def _castling_completed(self) -> bool:
         """Return whether the last move was a rook's that the king has now completed into castling (4.4.2)."""
@@ -895,7 +988,8 @@ class Engine:
     def _amend_last(self, t: int, pushed: Footprint | None = None) -> list[Event]:
         """Re-explain the board from the position before the last move (what the board shows wins).
 
-        ``pushed``: the capture the last move was, its victim pushed aside first (no alert: no rule broken).
+        ``pushed``: the move the last one really was, read from other evidence (a capture whose victim was pushed
+        aside first, an answer whose first reading was a piece displaced): no alert, no rule was broken.
         """
         if self._previous is None:
             return []
@@ -1030,6 +1124,49 @@ class Engine:
         pawns = board.pawns & board.occupied_co[board.turn] & last_rank_next & ~self._occ
         return bool(pawns)
 
+    def _takeback_proven(self, t: int) -> list[Event]:
+        """The board showed the position of several plies ago and now shows play from there: the takeback.
+
+        Taking back several plies at once is read only when the board goes on from that position (a move of it
+        made or under way) and not from the game position: until then, a piece knocked off its square and
+        lying where the earlier position has one shows that position as well, and its owner putting it back
+        shows the game again (the lifts since the position showed belong to the next move).
+        """
+        pending = self._ply.earlier
+        if pending is None:
+            return []
+        keep, shown = pending
+        game = self._games[-1]
+        if self._occ == self._cur.occs[keep] or keep >= len(game.moves):
+            return []
+        earlier = Position(game.board(keep))
+        since = [(at, sq) for at, sq in self._ply.lifts if at >= shown]
+        lifted = 0
+        for _, sq in since:
+            lifted |= chess.BB_SQUARES[sq]
+        ply = self._ply
+        fp = earlier.explain(self._occ, lifted, False, ply.held & lifted, ply.last_lift, ply.last_place)
+        if fp is None and not earlier.continuable(self._occ):
+            return []
+        out = self._takeback_to(shown, keep)
+        self._carry(ply, shown)
+        match = self._explain(self._position, self._ply)
+        if match is not None:
+            out += self._make(match, self._changed_at)
+        return out
+
+    def _carry(self, ply: _Ply, since: int) -> None:
+        """Give the new ply the lifts and places of ``ply`` from device time ``since`` on (a move under way)."""
+        nxt = self._ply
+        for at, sq in ply.lifts:
+            if at >= since:
+                nxt.lifted |= chess.BB_SQUARES[sq]
+                nxt.first_lift.setdefault(sq, at)
+                nxt.lifts.append((at, sq))
+                nxt.last_lift[sq] = at
+                nxt.touches.touch(self._position, sq)
+        nxt.last_place.update({sq: at for sq, at in ply.last_place.items() if at >= since})
+
     def _earlier_position(self) -> int | None:
         """Return how many plies to keep if the board shows an earlier position of this game, else None."""
         for plies in range(len(self._cur.occs) - 2, -1, -1):
@@ -1050,6 +1187,7 @@ class Engine:
         self._start_ply(Position(board), None)
         self._phase = Phase.PLAYING
         self._cur.pressed = True
+        self._cur.answered = None
         self._cur.repetitions.rebuild(game.board(0), game.moves)
         for number in [n for n in self._cur.promotions if n > keep]:
             del self._cur.promotions[number]
@@ -1126,6 +1264,7 @@ class Engine:
         if moves:
             self._cur.pressed = False
             self._cur.unseen_since = t
+            self._cur.answered = None
         self._exchange_sq = None
         restored = self._sync is Sync.MISMATCH
         self._sync = Sync.SHOWN
@@ -1177,10 +1316,21 @@ class Engine:
             fp = self._match
             self._match = None
             self._unjudged = False
-            out += self._make(fp, self._match_t)
+            cp = self._checkpoint
+            if cp is not None and cp.footprint.move != fp.move and (cp.released or (
+                    not cp.footprint.placed & ~self._occ and _sliding_in(self._after_checkpoint(), self._occ))):
+                # Both in question (see _checkpoint_stands), and the checkpoint's piece was released on its square,
+                # or the board shows the checkpoint move with the opponent's answer sliding onto a neighbouring
+                # square, sensed there before its own square empties (a bullet reply as the mover presses): the
+                # checkpoint move was made.
+                out += self._commit_checkpoint()
+            else:
+                out += self._make(fp, self._match_t)
         elif self._checkpoint is not None and self._position.board.turn == side:
             out += self._commit_checkpoint()  # the mover's press: the opponent's hand was already moving
-        elif self._unjudged:
+        elif self._unjudged and not (self._position.board.turn != side and _sliding_in(self._position, self._occ)):
+            # (The last mover's press as the answer slides onto its square, sensed there before its own square
+            # empties, is no evidence on that answer: it is judged when the board rests.)
             self._unjudged = False
             out += self._unexplained(self._changed_at)
         unsure = self._ply.unsure if self._ply.unsure is not None else self._cur.unseen_since
@@ -1194,6 +1344,14 @@ class Engine:
             return out
         game = self._games[-1]
         board = self._position.board
+        if (board.turn == side and self._cur.answered is not None and self._cur.answered_press is None
+                and len(game.moves) >= 2):
+            # The press of the ply before the last: the answer came before it (bullet).
+            self._cur.answered_press = t
+            game.clocks[-2] = record.remaining
+            out.append(ClockPress(game.number, t, len(game.moves) - 1, "white" if side else "black",
+                                  record.remaining))
+            return out
         if board.turn != side and game.moves and not self._cur.pressed:
             self._cur.pressed = True
             self._cur.pressed_at = t
@@ -1229,6 +1387,17 @@ class Engine:
                 detail["note"] = "second completed illegal move by this player (7.5.5)"
             out.append(self._alert(t, "illegal_move", article, self._ply_no, detail))
         return out
+
+
+def _sliding_in(position: Position, occ: chess.Bitboard) -> bool:
+    """Return whether ``occ`` is ``position`` with a move of it slid onto an empty square next to its own, sensed
+    there before its own square empties (the one square filled, nothing vacated yet)."""
+    filled = occ & ~position.occ
+    if occ & position.occ != position.occ or not filled or filled & (filled - 1):
+        return False
+    to_sq = filled.bit_length() - 1
+    return any(True for _ in position.board.generate_legal_moves(chess.BB_KING_ATTACKS[to_sq] & position.occ,
+                                                                  filled))
 
 
 def _held_change(t: int, sq: chess.Square, occupied: bool) -> Callable[[Engine], list[Event]]:
