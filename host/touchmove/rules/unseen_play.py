@@ -46,10 +46,14 @@ class Role(Enum):
 @dataclass(frozen=True)
 class Recovered:
     """Plies were recovered in this game: how many plies it had before (the last sure position) and when the
-    board went blind. If the board contradicts them soon after, the recovery is searched again from there."""
+    board went blind. If the board contradicts them soon after, the recovery is searched again from there.
+
+    ``first``: the ply after the sure position was made when its settle time ran out while the board was blind
+    (its rest unseen): the search again begins with it or with its piece slid on further (:func:`_slid_on`)."""
 
     keep: int
     since: int
+    first: tuple[chess.Move, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -134,17 +138,38 @@ class UnseenPlay:
     # ----------------------------------------------------------------------------------------------------------
     # recovery
 
-    def changes_lost(self, engine: Engine, t: int, since: int | None = None, quiet: bool = False) -> list[Event]:
+    def changes_lost(self, engine: Engine, t: int, since: int | None = None, quiet: bool = False,
+                     first: tuple[chess.Move, ...] | None = None) -> list[Event]:
         """The board shows what the changes seen do not explain: find the plies played meanwhile.
 
         ``since``: the device time of the last record before the changes were lost (by default, the last record
-        seen); ``quiet``: if nothing explains the board, say nothing and change nothing (it may be no loss).
+        seen); ``quiet``: if nothing explains the board, say nothing and change nothing (it may be no loss);
+        ``first``: the plies the lost ones begin with (a search again, :class:`Recovered`).
         """
         if self.role is Role.HYPOTHESIS:
             # A hypothesis the board does not follow is ruled out, not recovered in turn.
             engine._sync = Sync.LOST
             return []
-        found = explanations(engine._position.board, engine._occ)
+        game = engine._games[-1]
+        keep = len(game.moves)  # the plies of the last sure position
+        taken_back = False
+        if first is not None:
+            found = explanations(engine._position.board, engine._occ, max_plies=MAX_PLIES + 1, first=first)
+        else:
+            found = explanations(engine._position.board, engine._occ)
+            made = _made_unseen_at_rest(engine)
+            if made is not None:
+                # The last ply was made when its settle time ran out, and no record came in by then: the board may
+                # have gone blind with its piece still sliding on. The search begins before it, with it or its
+                # piece slid on further: the shortest sequences win, that ply's first (the next change decides
+                # between positions); a search again (the board contradicting the plies recovered) begins there.
+                keep -= 1
+                before = game.board(keep)
+                first = (made, *_slid_on(before, made))
+                shortest = min(len(e.moves) + e.in_progress for e in found) if found else MAX_PLIES + 1
+                further = explanations(before, engine._occ, max_plies=shortest + 1, first=first) if first[1:] else []
+                if further and any(e.moves[0] != made for e in further):
+                    found, taken_back = further, True
         if quiet and not found:
             return []
         engine._phase = Phase.PLAYING  # many squares off after lost changes: plies lost, not the board cleared
@@ -154,17 +179,17 @@ class UnseenPlay:
         blind.searched = engine._occ
         detail: dict[str, object] = {"blind_ms": blind.seen - blind.since}
         if not found:
-            first = engine._sync is not Sync.LOST
+            alerted = engine._sync is Sync.LOST
             engine._sync = Sync.LOST
             engine._match = None
-            if not first:
+            if alerted:
                 return []
             detail.update(candidates=[], note="no legal sequence of plies found leads to what the board shows: "
                           "resync the game (the moves since the last sure position, or a FEN)")
             return [engine._alert(t, "changes_lost", "7.4", engine._ply_no, detail)]
-        game = engine._games[-1]
+        out = engine._takeback_to(t, keep) if taken_back else []
         if engine._cur.recovery is None:
-            engine._cur.recovery = Recovered(len(game.moves), blind.since)
+            engine._cur.recovery = Recovered(keep, blind.since, first)
         found = likeliest_first(found, game.moves[-1].to_square if game.moves else None)
         groups: dict[str, list[Explanation]] = {}
         for found_one in found:
@@ -177,7 +202,7 @@ class UnseenPlay:
                 detail["other_orders"] = [e.sans(start) for e in found[1:5]]
             alert = engine._alert(t, "changes_lost", "7.4", engine._ply_no, detail)
             engine._cur.recovered_plies += len(chosen.moves)
-            return [alert, *engine._make_recovered(t, chosen.moves)]
+            return [*out, alert, *engine._make_recovered(t, chosen.moves)]
         # Several positions fit: follow each until the board shows which (the first later change only one allows).
         hypotheses = []
         for group in groups.values():
@@ -191,7 +216,7 @@ class UnseenPlay:
         engine._match = None
         blind.hypotheses = hypotheses
         detail["candidates"] = [h.sans for h in hypotheses]
-        return [engine._alert(t, "changes_lost", "7.4", engine._ply_no, detail)]
+        return [*out, engine._alert(t, "changes_lost", "7.4", engine._ply_no, detail)]
 
     def recover_again(self, engine: Engine, t: int) -> list[Event]:
         """The board contradicts plies recovered a moment ago: search again from the position before them."""
@@ -203,12 +228,13 @@ class UnseenPlay:
         if played > MAX_PLIES + 2:
             engine._cur.recovery = None
             return []
-        found = explanations(game.board(recovered.keep), engine._occ, max_plies=min(played + 3, MAX_PLIES + 2))
+        found = explanations(game.board(recovered.keep), engine._occ, max_plies=min(played + 3, MAX_PLIES + 2),
+                             first=recovered.first)
         if not found:
             return []
         out = engine._takeback_to(t, recovered.keep) if played else []
         self.blind = Blind(since=recovered.since, seen=t, searched=-1)
-        out += self.changes_lost(engine, t)
+        out += self.changes_lost(engine, t, first=recovered.first)
         engine._cur.recovery = SearchedAgain()
         return out
 
@@ -367,6 +393,25 @@ class UnseenPlay:
         article = DECLARED_ARTICLES.get(record.reason.lower(), "")
         out.append(DeclaredEnd(game.number, t, record.result, record.reason, article, "arbiter"))
         return out
+
+
+def _made_unseen_at_rest(engine: Engine) -> chess.Move | None:
+    """Return the last ply if it was made when its settle time ran out with no record come in by then (the board
+    may have been blind already: its rest was not seen), else None."""
+    settled = engine._cur.settled_by_time
+    game = engine._games[-1]
+    if settled is None or settled[0] != len(game.moves) or engine._received >= settled[1]:
+        return None
+    return game.moves[-1]
+
+
+def _slid_on(board: chess.Board, move: chess.Move) -> list[chess.Move]:
+    """Return the legal moves of ``board`` that slide ``move``'s piece on beyond its square (the piece sensed
+    there on its way)."""
+    passed = chess.BB_SQUARES[move.to_square]
+    return [other for other in board.generate_legal_moves(chess.BB_SQUARES[move.from_square])
+            if other != move and other.promotion in (None, chess.QUEEN)
+            and chess.between(other.from_square, other.to_square) & passed]
 
 
 def _parse_move(board: chess.Board, text: str) -> chess.Move | None:
