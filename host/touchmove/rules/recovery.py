@@ -84,18 +84,20 @@ def _reachable(board: chess.Board, target: chess.Bitboard, plies: int, extra: in
 
 
 def explanations(board: chess.Board, target: chess.Bitboard, max_plies: int = MAX_PLIES,
-                 max_nodes: int = MAX_NODES, first: Collection[chess.Move] | None = None) -> list[Explanation] | None:
+                 max_nodes: int = MAX_NODES, first: Collection[chess.Move] | None = None,
+                 min_plies: int = 1) -> list[Explanation] | None:
     """Return the shortest legal sequences from ``board`` that leave ``target``, or None if the search gave up.
 
     A sequence of ``n`` plies that leaves ``target`` (complete) is as long as one of ``n - 1`` plies followed by
     a move under way (``in_progress``: a piece in the hand, a capture's victim already off): the shortest length
     that has any gives all of that length, complete ones first. The sure position itself with a move under way
     is not searched for (the engine reads that as a move being made). An empty list: no legal sequence of up to
-    ``max_plies`` plies explains the board. ``first``: the sequences begin with one of these plies (legal ones).
+    ``max_plies`` plies explains the board. ``first``: the sequences begin with one of these plies (legal ones);
+    ``min_plies``: no shorter ones are searched for.
     """
     budget = _Budget(max_nodes)
     start = board.copy(stack=False)
-    for plies in range(1, max_plies + 1):
+    for plies in range(min_plies, max_plies + 1):
         found: list[Explanation] = []
         if not _search_first(start, target, plies, found, budget, first, in_progress=False):
             return None

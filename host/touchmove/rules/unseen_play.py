@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 
 __all__ = ["DECLARED_ARTICLES", "Declared", "GameRecovery", "Recovered", "Role", "SearchedAgain", "UnseenPlay"]
 
+#: After a ply made when its settle time ran out is searched again with its piece slid on further (changes were
+#: lost), how many plies every line must see made, none contradicted, before the ply as made is taken.
+UNTOLD_PLIES = 2
+
 #: The FIDE Laws article of each usual declared end (a ``result`` record's reason); other reasons cite none.
 DECLARED_ARTICLES = {"resignation": "5.1.2", "time": "6.9", "agreement": "5.2.3"}
 
@@ -79,6 +83,11 @@ class Hypothesis:
     sans: list[str]
     engine: Engine
     events: list[Event]
+    #: The line that keeps a ply made when its settle time ran out (its piece slid on further in the others):
+    #: taken once every line still open has seen :data:`UNTOLD_PLIES` plies made with no change telling them
+    #: apart. ``plies``: the game's plies when the line was opened.
+    preferred: bool = False
+    plies: int = 0
 
 
 @dataclass
@@ -160,15 +169,22 @@ class UnseenPlay:
             made = _made_unseen_at_rest(engine)
             if made is not None:
                 # The last ply was made when its settle time ran out, and no record came in by then: the board may
-                # have gone blind with its piece still sliding on. The search begins before it, with it or its
-                # piece slid on further: the shortest sequences win, that ply's first (the next change decides
-                # between positions); a search again (the board contradicting the plies recovered) begins there.
+                # have gone blind with its piece still sliding on. The ply stands if it explains the board, but
+                # its piece slid on further in as many plies is followed too (the board decides, else the ply as
+                # made is taken); if it does not, the piece slid on further is searched for. A search again (the
+                # board contradicting the plies recovered) begins before it.
                 keep -= 1
                 before = game.board(keep)
                 first = (made, *_slid_on(before, made))
-                shortest = min(len(e.moves) + e.in_progress for e in found) if found else MAX_PLIES + 1
-                further = explanations(before, engine._occ, max_plies=shortest + 1, first=first) if first[1:] else []
-                if further and any(e.moves[0] != made for e in further):
+                further: list[Explanation] | None = None
+                if first[1:] and found:
+                    plies = 1 + min(len(e.moves) + e.in_progress for e in found)
+                    further = explanations(before, engine._occ, min_plies=plies, max_plies=plies, first=first)
+                    if further and len({position_key(e.board) for e in further}) == 1:
+                        further = None  # the same position either way: the ply as made
+                elif first[1:]:
+                    further = explanations(before, engine._occ, max_plies=MAX_PLIES + 1, first=first[1:])
+                if further:
                     found, taken_back = further, True
         if quiet and not found:
             return []
@@ -191,6 +207,8 @@ class UnseenPlay:
         if engine._cur.recovery is None:
             engine._cur.recovery = Recovered(keep, blind.since, first)
         found = likeliest_first(found, game.moves[-1].to_square if game.moves else None)
+        if taken_back and first is not None:
+            found.sort(key=lambda e: e.moves[0] != first[0])  # the ply as made first
         groups: dict[str, list[Explanation]] = {}
         for found_one in found:
             groups.setdefault(position_key(found_one.board), []).append(found_one)
@@ -204,14 +222,17 @@ class UnseenPlay:
             engine._cur.recovered_plies += len(chosen.moves)
             return [*out, alert, *engine._make_recovered(t, chosen.moves)]
         # Several positions fit: follow each until the board shows which (the first later change only one allows).
-        hypotheses = []
+        hypotheses: list[Hypothesis] = []
         for group in groups.values():
             child = copy.copy(engine)
             child.__dict__ = copy.deepcopy({k: v for k, v in engine.__dict__.items() if k != "_unseen"})
             child._unseen = UnseenPlay(Role.HYPOTHESIS)
             child._cur.recovered_plies += len(group[0].moves)
             events = child._make_recovered(t, group[0].moves)
-            hypotheses.append(Hypothesis(group[0].sans(start), child, events))
+            preferred = taken_back and first is not None and group[0].moves[0] == first[0] and not any(
+                h.preferred for h in hypotheses)
+            hypotheses.append(Hypothesis(group[0].sans(start), child, events, preferred,
+                                         len(child._games[-1].moves)))
         engine._sync = Sync.LOST
         engine._match = None
         blind.hypotheses = hypotheses
@@ -250,6 +271,9 @@ class UnseenPlay:
         first = hypotheses[0].engine
         engine._occ, engine._t = first._occ, max(engine._t, t)
         alive = [h for h in hypotheses if not h.engine._contradicted()]
+        preferred = next((h for h in alive if h.preferred), None) if len(alive) > 1 else None
+        if preferred is not None and all(len(h.engine._games[-1].moves) >= h.plies + UNTOLD_PLIES for h in alive):
+            alive = [preferred]  # the board never told them apart: the ply as it was made stands
         if len({position_key(h.engine._position.board) for h in alive}) == 1 and len(alive) > 1:
             # The lines have met (a move under way in one was made in another): the same game from here on.
             alive = [min(alive, key=lambda h: len(h.engine._games[-1].moves))]
@@ -280,7 +304,7 @@ class UnseenPlay:
         first = hypotheses[0].engine
         self.blind.hypotheses = None
         engine._occ, engine._chatter, engine._changed_at = first._occ, first._chatter, first._changed_at
-        engine._t = max(engine._t, first._t)
+        engine._t, engine._received = max(engine._t, first._t), first._received
         engine._ply.lifted |= engine._position.occ & ~engine._occ
         engine._ply.blind = True
         engine._unjudged = True
