@@ -171,21 +171,22 @@ class UnseenPlay:
                 # The last ply was made when its settle time ran out, and no record came in by then: the board may
                 # have gone blind with its piece still sliding on. The ply stands if it explains the board, but
                 # its piece slid on further in as many plies is followed too (the board decides, else the ply as
-                # made is taken); if it does not, the piece slid on further is searched for. A search again (the
-                # board contradicting the plies recovered) begins before it.
-                keep -= 1
-                before = game.board(keep)
-                first = (made, *_slid_on(before, made))
+                # made is taken); if it does not, the piece slid on further is searched for. Either way the ply is
+                # taken back, and a search again (the board contradicting the plies recovered) begins before it.
+                before = game.board(keep - 1)
+                slid = _slid_on(before, made)
                 further: list[Explanation] | None = None
-                if first[1:] and found:
+                if slid and found:
                     plies = 1 + min(len(e.moves) + e.in_progress for e in found)
-                    further = explanations(before, engine._occ, min_plies=plies, max_plies=plies, first=first)
-                    if further and len({position_key(e.board) for e in further}) == 1:
-                        further = None  # the same position either way: the ply as made
-                elif first[1:]:
-                    further = explanations(before, engine._occ, max_plies=MAX_PLIES + 1, first=first[1:])
+                    further = explanations(before, engine._occ, min_plies=plies, max_plies=plies,
+                                           first=(made, *slid))
+                    if further and (all(e.moves[0] == made for e in further)
+                                    or len({position_key(e.board) for e in further}) == 1):
+                        further = None  # no other line, or the same position either way: the ply as made
+                elif slid:
+                    further = explanations(before, engine._occ, max_plies=MAX_PLIES + 1, first=slid)
                 if further:
-                    found, taken_back = further, True
+                    found, taken_back, keep, first = further, True, keep - 1, (made, *slid)
         if quiet and not found:
             return []
         engine._phase = Phase.PLAYING  # many squares off after lost changes: plies lost, not the board cleared
