@@ -171,8 +171,9 @@ class UnseenPlay:
                 # The last ply was made when its settle time ran out, and no record came in by then: the board may
                 # have gone blind with its piece still sliding on. The ply stands if it explains the board, but
                 # its piece slid on further in as many plies is followed too (the board decides, else the ply as
-                # made is taken); if it does not, the piece slid on further is searched for. Either way the ply is
-                # taken back, and a search again (the board contradicting the plies recovered) begins before it.
+                # made is taken); if it does not, the piece slid on further is searched for. When another line
+                # fits, the ply is taken back, and a search again (the board contradicting the plies recovered)
+                # begins before it; else nothing changes.
                 before = game.board(keep - 1)
                 slid = _slid_on(before, made)
                 further: list[Explanation] | None = None
