@@ -48,6 +48,23 @@ def test_nothing_explains_an_impossible_board_and_the_search_stays_bounded() -> 
     assert explanations(board, chess.BB_RANK_1 | chess.BB_RANK_8, max_nodes=10) in ([], None)
 
 
+def test_the_search_can_be_bound_to_first_plies_and_to_a_least_length() -> None:
+    # The queen's slide c3-c7 sensed on c4; h6 and Qxf7 lost: bound to the queen's plies along that line.
+    board = chess.Board("5r1k/5qpp/8/3N4/8/2Q5/8/K7 w - - 0 1")
+    after = board.copy()
+    for san in ("Qc7", "h6", "Qxf7"):
+        after.push_san(san)
+    slides = [chess.Move.from_uci(f"c3{sq}") for sq in ("c4", "c5", "c6", "c7", "c8")]
+    found = explanations(board, after.occupied, first=slides)
+    assert found is not None and ["Qc7", "h6", "Qxf7"] in [e.sans(board) for e in found]
+    assert all(e.moves[0] in slides for e in found)
+    # Without Qc7 among the first plies, the capture on f7 is not found; none is shorter.
+    without = explanations(board, after.occupied, first=[m for m in slides if m.uci() != "c3c7"])
+    assert without is not None and ["Qc7", "h6", "Qxf7"] not in [e.sans(board) for e in without]
+    assert explanations(board, after.occupied, first=slides, max_plies=2) == []
+    assert explanations(board, after.occupied, first=slides, min_plies=3, max_plies=3) == found
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 10_000), st.integers(1, 4))
 def test_random_lost_plies_are_among_the_explanations(seed: int, plies: int) -> None:

@@ -108,6 +108,9 @@ class _GameState:
     answered: tuple[Position, _Ply] | None = None
     answered_press: int | None = None
     recovery: GameRecovery = None  # plies recovered after lost changes, and whether searched again since
+    #: The last ply made when its settle time ran out, with no change since (not by a press or a snapshot): its
+    #: number and that time. If no record came in by then and the next shows lost changes, its rest went unseen.
+    settled_by_time: tuple[int, int] | None = None
     #: The last ply was not seen made (recovered, resynced, read from a snapshot's difference, or made after a
     #: snapshot that may hide lost changes): since when changes may have been lost. Presses prove nothing yet.
     unseen_since: int | None = None
@@ -190,6 +193,7 @@ class Engine:
         self._occ: chess.Bitboard = start.occupied
         self._phase = Phase.NEW
         self._t = 0
+        self._received = 0  # the device time of the last record fed (advance moves only _t)
         self._changed_at = 0
         self._setup: tuple[str, bool] | None = None
         self._sync = Sync.SHOWN
@@ -250,7 +254,7 @@ class Engine:
                 out += self._unseen.declare(self, t, record)
             case Other():
                 pass
-        self._t = t
+        self._t = self._received = t
         return out
 
     def advance(self, t: int) -> list[Event]:
@@ -353,6 +357,7 @@ class Engine:
                 out += self._commit_checkpoint()
             else:
                 out += self._make(fp, self._match_t)
+            self._cur.settled_by_time = (len(self._games[-1].moves), self._changed_at + self.settle_ms)
         elif self._unjudged:
             self._unjudged = False
             out += self._unexplained(self._changed_at)

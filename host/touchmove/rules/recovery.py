@@ -12,6 +12,7 @@ search that would cost more than :data:`MAX_NODES` positions gives up (``None``)
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import chess
@@ -83,22 +84,24 @@ def _reachable(board: chess.Board, target: chess.Bitboard, plies: int, extra: in
 
 
 def explanations(board: chess.Board, target: chess.Bitboard, max_plies: int = MAX_PLIES,
-                 max_nodes: int = MAX_NODES) -> list[Explanation] | None:
+                 max_nodes: int = MAX_NODES, first: Collection[chess.Move] | None = None,
+                 min_plies: int = 1) -> list[Explanation] | None:
     """Return the shortest legal sequences from ``board`` that leave ``target``, or None if the search gave up.
 
     A sequence of ``n`` plies that leaves ``target`` (complete) is as long as one of ``n - 1`` plies followed by
     a move under way (``in_progress``: a piece in the hand, a capture's victim already off): the shortest length
     that has any gives all of that length, complete ones first. The sure position itself with a move under way
     is not searched for (the engine reads that as a move being made). An empty list: no legal sequence of up to
-    ``max_plies`` plies explains the board.
+    ``max_plies`` plies explains the board. ``first``: the sequences begin with one of these plies (legal ones);
+    ``min_plies``: no shorter ones are searched for.
     """
     budget = _Budget(max_nodes)
     start = board.copy(stack=False)
-    for plies in range(1, max_plies + 1):
+    for plies in range(min_plies, max_plies + 1):
         found: list[Explanation] = []
-        if not _search(start, target, plies, [], found, budget, in_progress=False):
+        if not _search_first(start, target, plies, found, budget, first, in_progress=False):
             return None
-        if plies > 1 and not _search(start, target, plies - 1, [], found, budget, in_progress=True):
+        if plies > 1 and not _search_first(start, target, plies - 1, found, budget, first, in_progress=True):
             return None
         if found:
             # A move under way that the board shows completed is that complete sequence, found already.
@@ -120,6 +123,23 @@ def likeliest_first(found: list[Explanation], last_to: chess.Square | None) -> l
         return count
 
     return sorted(found, key=recaptures, reverse=True)
+
+
+def _search_first(board: chess.Board, target: chess.Bitboard, plies: int, found: list[Explanation],
+                  budget: _Budget, first: Collection[chess.Move] | None, *, in_progress: bool) -> bool:
+    """:func:`_search` from ``board``, the first ply one of ``first`` if given."""
+    if first is None:
+        return _search(board, target, plies, [], found, budget, in_progress=in_progress)
+    for move in first:
+        budget.nodes -= 1
+        if budget.nodes < 0:
+            return False
+        board.push(move)
+        ok = _search(board, target, plies - 1, [move], found, budget, in_progress=in_progress)
+        board.pop()
+        if not ok:
+            return False
+    return True
 
 
 def _search(board: chess.Board, target: chess.Bitboard, plies: int, line: list[chess.Move],

@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 
 __all__ = ["DECLARED_ARTICLES", "Declared", "GameRecovery", "Recovered", "Role", "SearchedAgain", "UnseenPlay"]
 
+#: After a ply made when its settle time ran out is searched again with its piece slid on further (changes were
+#: lost), how many plies every line must see made, none contradicted, before the ply as made is taken.
+UNTOLD_PLIES = 2
+
 #: The FIDE Laws article of each usual declared end (a ``result`` record's reason); other reasons cite none.
 DECLARED_ARTICLES = {"resignation": "5.1.2", "time": "6.9", "agreement": "5.2.3"}
 
@@ -46,10 +50,14 @@ class Role(Enum):
 @dataclass(frozen=True)
 class Recovered:
     """Plies were recovered in this game: how many plies it had before (the last sure position) and when the
-    board went blind. If the board contradicts them soon after, the recovery is searched again from there."""
+    board went blind. If the board contradicts them soon after, the recovery is searched again from there.
+
+    ``first``: the ply after the sure position was made when its settle time ran out while the board was blind
+    (its rest unseen): the search again begins with it or with its piece slid on further (:func:`_slid_on`)."""
 
     keep: int
     since: int
+    first: tuple[chess.Move, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -75,6 +83,11 @@ class Hypothesis:
     sans: list[str]
     engine: Engine
     events: list[Event]
+    #: The line that keeps a ply made when its settle time ran out (its piece slid on further in the others):
+    #: taken once every line still open has seen :data:`UNTOLD_PLIES` plies made with no change telling them
+    #: apart. ``plies``: the game's plies when the line was opened.
+    preferred: bool = False
+    plies: int = 0
 
 
 @dataclass
@@ -134,17 +147,47 @@ class UnseenPlay:
     # ----------------------------------------------------------------------------------------------------------
     # recovery
 
-    def changes_lost(self, engine: Engine, t: int, since: int | None = None, quiet: bool = False) -> list[Event]:
+    def changes_lost(self, engine: Engine, t: int, since: int | None = None, quiet: bool = False,
+                     first: tuple[chess.Move, ...] | None = None) -> list[Event]:
         """The board shows what the changes seen do not explain: find the plies played meanwhile.
 
         ``since``: the device time of the last record before the changes were lost (by default, the last record
-        seen); ``quiet``: if nothing explains the board, say nothing and change nothing (it may be no loss).
+        seen); ``quiet``: if nothing explains the board, say nothing and change nothing (it may be no loss);
+        ``first``: the plies the lost ones begin with (a search again, :class:`Recovered`).
         """
         if self.role is Role.HYPOTHESIS:
             # A hypothesis the board does not follow is ruled out, not recovered in turn.
             engine._sync = Sync.LOST
             return []
-        found = explanations(engine._position.board, engine._occ)
+        game = engine._games[-1]
+        keep = len(game.moves)  # the plies of the last sure position
+        taken_back = False
+        if first is not None:
+            found = explanations(engine._position.board, engine._occ, max_plies=MAX_PLIES + 1, first=first)
+        else:
+            found = explanations(engine._position.board, engine._occ)
+            made = _made_unseen_at_rest(engine)
+            if made is not None:
+                # The last ply was made when its settle time ran out, and no record came in by then: the board may
+                # have gone blind with its piece still sliding on. The ply stands if it explains the board, but
+                # its piece slid on further in as many plies is followed too (the board decides, else the ply as
+                # made is taken); if it does not, the piece slid on further is searched for. When another line
+                # fits, the ply is taken back, and a search again (the board contradicting the plies recovered)
+                # begins before it; else nothing changes.
+                before = game.board(keep - 1)
+                slid = _slid_on(before, made)
+                further: list[Explanation] | None = None
+                if slid and found:
+                    plies = 1 + min(len(e.moves) + e.in_progress for e in found)
+                    further = explanations(before, engine._occ, min_plies=plies, max_plies=plies,
+                                           first=(made, *slid))
+                    if further and (all(e.moves[0] == made for e in further)
+                                    or len({position_key(e.board) for e in further}) == 1):
+                        further = None  # no other line, or the same position either way: the ply as made
+                elif slid:
+                    further = explanations(before, engine._occ, max_plies=MAX_PLIES + 1, first=slid)
+                if further:
+                    found, taken_back, keep, first = further, True, keep - 1, (made, *slid)
         if quiet and not found:
             return []
         engine._phase = Phase.PLAYING  # many squares off after lost changes: plies lost, not the board cleared
@@ -154,18 +197,20 @@ class UnseenPlay:
         blind.searched = engine._occ
         detail: dict[str, object] = {"blind_ms": blind.seen - blind.since}
         if not found:
-            first = engine._sync is not Sync.LOST
+            alerted = engine._sync is Sync.LOST
             engine._sync = Sync.LOST
             engine._match = None
-            if not first:
+            if alerted:
                 return []
             detail.update(candidates=[], note="no legal sequence of plies found leads to what the board shows: "
                           "resync the game (the moves since the last sure position, or a FEN)")
             return [engine._alert(t, "changes_lost", "7.4", engine._ply_no, detail)]
-        game = engine._games[-1]
+        out = engine._takeback_to(t, keep) if taken_back else []
         if engine._cur.recovery is None:
-            engine._cur.recovery = Recovered(len(game.moves), blind.since)
+            engine._cur.recovery = Recovered(keep, blind.since, first)
         found = likeliest_first(found, game.moves[-1].to_square if game.moves else None)
+        if taken_back and first is not None:
+            found.sort(key=lambda e: e.moves[0] != first[0])  # the ply as made first
         groups: dict[str, list[Explanation]] = {}
         for found_one in found:
             groups.setdefault(position_key(found_one.board), []).append(found_one)
@@ -177,21 +222,24 @@ class UnseenPlay:
                 detail["other_orders"] = [e.sans(start) for e in found[1:5]]
             alert = engine._alert(t, "changes_lost", "7.4", engine._ply_no, detail)
             engine._cur.recovered_plies += len(chosen.moves)
-            return [alert, *engine._make_recovered(t, chosen.moves)]
+            return [*out, alert, *engine._make_recovered(t, chosen.moves)]
         # Several positions fit: follow each until the board shows which (the first later change only one allows).
-        hypotheses = []
+        hypotheses: list[Hypothesis] = []
         for group in groups.values():
             child = copy.copy(engine)
             child.__dict__ = copy.deepcopy({k: v for k, v in engine.__dict__.items() if k != "_unseen"})
             child._unseen = UnseenPlay(Role.HYPOTHESIS)
             child._cur.recovered_plies += len(group[0].moves)
             events = child._make_recovered(t, group[0].moves)
-            hypotheses.append(Hypothesis(group[0].sans(start), child, events))
+            preferred = taken_back and first is not None and group[0].moves[0] == first[0] and not any(
+                h.preferred for h in hypotheses)
+            hypotheses.append(Hypothesis(group[0].sans(start), child, events, preferred,
+                                         len(child._games[-1].moves)))
         engine._sync = Sync.LOST
         engine._match = None
         blind.hypotheses = hypotheses
         detail["candidates"] = [h.sans for h in hypotheses]
-        return [engine._alert(t, "changes_lost", "7.4", engine._ply_no, detail)]
+        return [*out, engine._alert(t, "changes_lost", "7.4", engine._ply_no, detail)]
 
     def recover_again(self, engine: Engine, t: int) -> list[Event]:
         """The board contradicts plies recovered a moment ago: search again from the position before them."""
@@ -203,12 +251,13 @@ class UnseenPlay:
         if played > MAX_PLIES + 2:
             engine._cur.recovery = None
             return []
-        found = explanations(game.board(recovered.keep), engine._occ, max_plies=min(played + 3, MAX_PLIES + 2))
+        found = explanations(game.board(recovered.keep), engine._occ, max_plies=min(played + 3, MAX_PLIES + 2),
+                             first=recovered.first)
         if not found:
             return []
         out = engine._takeback_to(t, recovered.keep) if played else []
         self.blind = Blind(since=recovered.since, seen=t, searched=-1)
-        out += self.changes_lost(engine, t)
+        out += self.changes_lost(engine, t, first=recovered.first)
         engine._cur.recovery = SearchedAgain()
         return out
 
@@ -224,6 +273,9 @@ class UnseenPlay:
         first = hypotheses[0].engine
         engine._occ, engine._t = first._occ, max(engine._t, t)
         alive = [h for h in hypotheses if not h.engine._contradicted()]
+        preferred = next((h for h in alive if h.preferred), None) if len(alive) > 1 else None
+        if preferred is not None and all(len(h.engine._games[-1].moves) >= h.plies + UNTOLD_PLIES for h in alive):
+            alive = [preferred]  # the board never told them apart: the ply as it was made stands
         if len({position_key(h.engine._position.board) for h in alive}) == 1 and len(alive) > 1:
             # The lines have met (a move under way in one was made in another): the same game from here on.
             alive = [min(alive, key=lambda h: len(h.engine._games[-1].moves))]
@@ -254,7 +306,7 @@ class UnseenPlay:
         first = hypotheses[0].engine
         self.blind.hypotheses = None
         engine._occ, engine._chatter, engine._changed_at = first._occ, first._chatter, first._changed_at
-        engine._t = max(engine._t, first._t)
+        engine._t, engine._received = max(engine._t, first._t), first._received
         engine._ply.lifted |= engine._position.occ & ~engine._occ
         engine._ply.blind = True
         engine._unjudged = True
@@ -367,6 +419,25 @@ class UnseenPlay:
         article = DECLARED_ARTICLES.get(record.reason.lower(), "")
         out.append(DeclaredEnd(game.number, t, record.result, record.reason, article, "arbiter"))
         return out
+
+
+def _made_unseen_at_rest(engine: Engine) -> chess.Move | None:
+    """Return the last ply if it was made when its settle time ran out with no record come in by then (the board
+    may have been blind already: its rest was not seen), else None."""
+    settled = engine._cur.settled_by_time
+    game = engine._games[-1]
+    if settled is None or settled[0] != len(game.moves) or engine._received >= settled[1]:
+        return None
+    return game.moves[-1]
+
+
+def _slid_on(board: chess.Board, move: chess.Move) -> list[chess.Move]:
+    """Return the legal moves of ``board`` that slide ``move``'s piece on beyond its square (the piece sensed
+    there on its way)."""
+    passed = chess.BB_SQUARES[move.to_square]
+    return [other for other in board.generate_legal_moves(chess.BB_SQUARES[move.from_square])
+            if other != move and other.promotion in (None, chess.QUEEN)
+            and chess.between(other.from_square, other.to_square) & passed]
 
 
 def _parse_move(board: chess.Board, text: str) -> chess.Move | None:
