@@ -9,7 +9,6 @@ import json
 import random
 import sqlite3
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,15 +54,6 @@ def hello(seq: int, t: int, boot: str = "b1", board: str = "brd") -> bytes:
 
 START = "ffff00000000ffff"
 OPERA = Path(__file__).resolve().parents[2] / "host" / "touchmove" / "data" / "opera-1858.pgn"
-
-
-@pytest.fixture
-def loop() -> Iterator[asyncio.AbstractEventLoop]:
-    lp = asyncio.new_event_loop()
-    asyncio.set_event_loop(lp)
-    yield lp
-    lp.close()
-    asyncio.set_event_loop(None)
 
 
 def make_bridge(tmp: Path, loop: asyncio.AbstractEventLoop, settle_ms: int = 50) -> Bridge:

@@ -17,7 +17,6 @@ import sqlite3
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -59,15 +58,6 @@ class Payload:
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (exec, (f"open({str(self.marker)!r}, 'w').write('pwned')",))
-
-
-@pytest.fixture
-def loop() -> Iterator[asyncio.AbstractEventLoop]:
-    lp = asyncio.new_event_loop()
-    asyncio.set_event_loop(lp)
-    yield lp
-    lp.close()
-    asyncio.set_event_loop(None)
 
 
 def new_bridge(journal: Path, loop: asyncio.AbstractEventLoop, key: Path | None = None) -> Bridge:
