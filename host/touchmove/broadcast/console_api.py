@@ -58,20 +58,6 @@ def _error(exc: type[web.HTTPException], message: str, **kw: Any) -> web.HTTPExc
     return exc(text=json.dumps({"error": message}), content_type="application/json", **kw)
 
 
-def authorized(request: web.Request) -> Arbiter:
-    """The arbiter whose token the request carries; 403 when no tokens are configured, 401 otherwise."""
-    book = request.app[BOOK_KEY]
-    if not book.configured:
-        raise _error(web.HTTPForbidden, "arbiter actions are disabled: no token configured")
-    header = request.headers.get("Authorization", "")
-    given = header[7:] if header.startswith("Bearer ") else ""
-    arbiter = book.authenticate(given.strip())
-    if arbiter is None:
-        raise _error(web.HTTPUnauthorized, "a valid arbiter token is required (unknown or revoked)",
-                     headers={"WWW-Authenticate": 'Bearer realm="touchmove arbiter"'})
-    return arbiter
-
-
 def arbiter_of(request: web.Request) -> Arbiter | None:
     """The arbiter whose valid token the request carries, or None (no token, a wrong or revoked one): for
     answers that anyone may read, with arbiter data added for arbiters."""
@@ -80,6 +66,17 @@ def arbiter_of(request: web.Request) -> Arbiter | None:
     if not header.startswith("Bearer ") or not book.configured:
         return None
     return book.authenticate(header[7:].strip())
+
+
+def authorized(request: web.Request) -> Arbiter:
+    """The arbiter whose token the request carries; 403 when no tokens are configured, 401 otherwise."""
+    if not request.app[BOOK_KEY].configured:
+        raise _error(web.HTTPForbidden, "arbiter actions are disabled: no token configured")
+    arbiter = arbiter_of(request)
+    if arbiter is None:
+        raise _error(web.HTTPUnauthorized, "a valid arbiter token is required (unknown or revoked)",
+                     headers={"WWW-Authenticate": 'Bearer realm="touchmove arbiter"'})
+    return arbiter
 
 
 def board_summary(view: BoardView) -> dict[str, Any]:
