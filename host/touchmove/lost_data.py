@@ -8,7 +8,6 @@ for the tests and ``bench/lost_data.py``.
 
 from __future__ import annotations
 
-import copy
 import random
 from dataclasses import dataclass
 
@@ -111,7 +110,6 @@ def classify(board: chess.Board, moves: list[chess.Move], starts: list[int], rec
         if record.t >= window.start:
             break
         engine.feed(record)
-    engine = copy.deepcopy(engine)
     engine.advance(window.end)
     sure = engine.games[-1].board()
     if sure.occupied == window.occ:
