@@ -8,10 +8,14 @@ clock is unaffected; only touch reports wait for the window.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 
 import chess
 
 DEFAULT_CHATTER_MS = 25
+
+#: One square change: device time, square, whether it is occupied now.
+Change = tuple[int, chess.Square, bool]
 
 
 class ChatterFilter:
@@ -19,9 +23,9 @@ class ChatterFilter:
 
     def __init__(self, window_ms: int = DEFAULT_CHATTER_MS) -> None:
         self.window_ms = window_ms
-        self._held: deque[tuple[int, chess.Square, bool]] = deque()
+        self._held: deque[Change] = deque()
 
-    def push(self, t: int, sq: chess.Square, occupied: bool) -> list[tuple[int, chess.Square, bool]]:
+    def push(self, t: int, sq: chess.Square, occupied: bool) -> Sequence[Change]:
         """Take one change; return the changes that are now certain (older than the window), oldest first."""
         out = self.release(t)
         for i, (_, held_sq, held_occ) in enumerate(self._held):
@@ -33,11 +37,14 @@ class ChatterFilter:
         self._held.append((t, sq, occupied))
         return out
 
-    def release(self, t: int) -> list[tuple[int, chess.Square, bool]]:
+    def release(self, t: int) -> Sequence[Change]:
         """Return the held changes that have lasted the window by device time ``t``."""
+        held = self._held
+        if not held or held[0][0] + self.window_ms > t:
+            return ()  # (most records release nothing: no list made)
         out = []
-        while self._held and self._held[0][0] + self.window_ms <= t:
-            out.append(self._held.popleft())
+        while held and held[0][0] + self.window_ms <= t:
+            out.append(held.popleft())
         return out
 
     def pending(self, occ: chess.Bitboard) -> chess.Bitboard:
@@ -46,7 +53,7 @@ class ChatterFilter:
             occ = occ | chess.BB_SQUARES[sq] if occupied else occ & ~chess.BB_SQUARES[sq]
         return occ
 
-    def flush(self) -> list[tuple[int, chess.Square, bool]]:
+    def flush(self) -> list[Change]:
         """Return every held change (end of input, or a full snapshot replaces them)."""
         out = list(self._held)
         self._held.clear()

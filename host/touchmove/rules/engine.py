@@ -60,7 +60,17 @@ from touchmove.rules.footprints import (
 from touchmove.rules.gamelog import GameRecord
 from touchmove.rules.obligations import Touches, judge, out_of_turn
 from touchmove.rules.outcome import Repetitions, game_over
-from touchmove.rules.phases import CLEARED_SQUARES, Phase, Sync
+from touchmove.rules.phases import (
+    CLEARED,
+    CLEARED_SQUARES,
+    EXCUSED,
+    LOST,
+    MISMATCH,
+    NEW,
+    OVER,
+    PLAYING,
+    SHOWN,
+)
 from touchmove.rules.phases import OUT_OF_SYNC as _OUT_OF_SYNC
 from touchmove.rules.phases import READING as _READING
 from touchmove.rules.unseen_play import Declared, GameRecovery, UnseenPlay
@@ -91,7 +101,7 @@ class EngineState:
     game_over: bool
 
 
-@dataclass
+@dataclass(slots=True)
 class _GameState:
     """What the engine keeps of the current game beside its record."""
 
@@ -123,7 +133,7 @@ class _GameState:
         self.occs.append(self.start_occ)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Checkpoint:
     """A matched move interrupted before its settle time by another change on the board."""
 
@@ -136,7 +146,7 @@ class _Checkpoint:
     released: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
 class _Ply:
     """What has happened on the board since the last move was made."""
 
@@ -191,12 +201,12 @@ class Engine:
         self._chatter = ChatterFilter(chatter_ms)
         self._games: list[GameRecord] = []
         self._occ: chess.Bitboard = start.occupied
-        self._phase = Phase.NEW
+        self._phase = NEW
         self._t = 0
         self._received = 0  # the device time of the last record fed (advance moves only _t)
         self._changed_at = 0
         self._setup: tuple[str, bool] | None = None
-        self._sync = Sync.SHOWN
+        self._sync = SHOWN
         self._position: Position = Position(start)
         self._previous: tuple[Position, _Ply] | None = None
         self._ply = _Ply()
@@ -227,7 +237,7 @@ class Engine:
             followed = self._unseen.feed(self, record)
             if followed is not None:
                 return out + followed
-        if self._phase is Phase.NEW:
+        if self._phase is NEW:
             out += self._start_first(record, t)
         match record:
             case Lift(sq=sq):
@@ -302,7 +312,7 @@ class Engine:
             last_move=game.moves[-1].uci() if game and game.moves else None,
             in_sync=self._sync not in _OUT_OF_SYNC and self._occ == self._position.occ,
             occupancy=self._occ,
-            game_over=self._phase is Phase.OVER,
+            game_over=self._phase is OVER,
         )
 
     # ----------------------------------------------------------------------------------------------------------
@@ -320,7 +330,7 @@ class Engine:
             return self._changed_at + self.settle_ms
         if self._unjudged:
             return self._changed_at + self.settle_ms
-        if self._phase in _READING and self._sync is Sync.SHOWN and self._occ != self._position.occ:
+        if self._phase in _READING and self._sync is SHOWN and self._occ != self._position.occ:
             return self._changed_at + self.mismatch_ms
         return None
 
@@ -341,7 +351,7 @@ class Engine:
     def _decide(self, t: int) -> list[Event]:
         """Take the decisions due by ``t``: made moves, unexplained states, mismatches."""
         out: list[Event] = []
-        if self._phase is Phase.NEW or t < self._changed_at + self.settle_ms:
+        if self._phase is NEW or t < self._changed_at + self.settle_ms:
             return out
         if self._match is not None:
             fp = self._match
@@ -362,8 +372,8 @@ class Engine:
             self._unjudged = False
             out += self._unexplained(self._changed_at)
         if (
-            self._sync is Sync.SHOWN
-            and self._phase is not Phase.OVER
+            self._sync is SHOWN
+            and self._phase is not OVER
             and self._occ != self._position.occ
             and t >= self._changed_at + self.mismatch_ms
             and self._match is None
@@ -378,7 +388,7 @@ class Engine:
         if isinstance(record, Snapshot) and record.occ != self._position.occ:
             # The board is not (yet) in the start position: wait for it as for a set-up.
             self._occ = record.occ
-            self._phase = Phase.OVER
+            self._phase = OVER
             self._setup = (self._first_fen, self._chess960)
             return []
         return self._begin_game(t, self._first_fen, self._chess960)
@@ -388,8 +398,8 @@ class Engine:
         self._games.append(GameRecord(number, fen, chess960, t))
         board = chess.Board(fen, chess960=chess960)
         self._start_ply(Position(board), None)
-        self._phase = Phase.PLAYING
-        self._sync = Sync.SHOWN
+        self._phase = PLAYING
+        self._sync = SHOWN
         self._unjudged = False
         self._cur = _GameState(board.occupied)
         self._cur.repetitions.add(board)
@@ -406,7 +416,7 @@ class Engine:
         if self._occ != START_OCCUPANCY or self._occ == self._position.occ:
             return []
         game = self._games[-1] if self._games else None
-        if self._phase is not Phase.PLAYING or game is None or len(game.moves) > 2:
+        if self._phase is not PLAYING or game is None or len(game.moves) > 2:
             return self._begin_game(t, self._default_fen, self._chess960 and self._default_fen != chess.STARTING_FEN)
         return []
 
@@ -429,8 +439,8 @@ class Engine:
         self._occ ^= bb
         self._changed_at = t
         self._unjudged = True
-        if self._sync is Sync.EXCUSED:
-            self._sync = Sync.SHOWN  # a new state of the board: judged again when it rests
+        if self._sync is EXCUSED:
+            self._sync = SHOWN  # a new state of the board: judged again when it rests
         ply = self._ply
         match = self._match
         if match is not None and self._checkpoint is None:
@@ -494,7 +504,7 @@ class Engine:
         else:
             if self._ply.unsure is None:
                 self._ply.unsure = self._t  # read as a move under way; if the board contradicts that, search then
-            if self._reports_changes and self._match is not None and self._phase is Phase.PLAYING:
+            if self._reports_changes and self._match is not None and self._phase is PLAYING:
                 # A board that reports its changes was blind (it reconnected): the move it shows has rested there
                 # for a while already, it is made now (the next change is the next move's).
                 fp, self._match = self._match, None
@@ -504,7 +514,7 @@ class Engine:
 
     def _after_change(self, t: int) -> list[Event]:
         out: list[Event] = []
-        if self._phase is Phase.OVER:
+        if self._phase is OVER:
             started = self._try_new_game(t)
             cleared = (self._occ ^ self._position.occ).bit_count() >= CLEARED_SQUARES
             if cleared and self._cur.declared is Declared.READ_ON:
@@ -520,17 +530,17 @@ class Engine:
             started = self._try_new_game(t)
             if started:
                 return started
-        if self._sync is Sync.LOST:
+        if self._sync is LOST:
             if self._occ == START_OCCUPANCY:
                 started = self._try_new_game(t)  # set up again for a new game while blind
                 if started:
                     return out + started
         elif (self._occ ^ self._position.occ).bit_count() >= CLEARED_SQUARES:
-            self._phase = Phase.CLEARED
-        if self._phase is Phase.CLEARED:
+            self._phase = CLEARED
+        if self._phase is CLEARED:
             self._match = None
             if self._occ == self._position.occ:
-                self._phase = Phase.PLAYING
+                self._phase = PLAYING
                 out += self._restored(t, "game position")
             else:
                 out += self._try_new_game(t)
@@ -630,7 +640,7 @@ class Engine:
         return squares
 
     def _touch(self, t: int, sq: chess.Square) -> list[Event]:
-        if self._phase is not Phase.PLAYING:
+        if self._phase is not PLAYING:
             return []
         position = self._position
         piece = position.board.piece_at(sq)
@@ -673,7 +683,7 @@ class Engine:
             move = chess.Move(move.from_square, move.to_square, chosen)
         number = len(game.moves) + 1
         out: list[Event] = []
-        if self._phase is Phase.OVER:
+        if self._phase is OVER:
             out += self._resume(t)  # a move made after a declared result: play went on
         if self._sync in _OUT_OF_SYNC:
             out += self._restored(t, "legal move")
@@ -740,7 +750,7 @@ class Engine:
             result, reason, article = ended
             game.result, game.end_reason = result, reason
             self._cur.declared = None
-            self._phase = Phase.OVER
+            self._phase = OVER
             out.append(GameEnd(game.number, t, result, reason, article))
             return out
         if count >= 3:
@@ -762,13 +772,13 @@ class Engine:
 
     def _unexplained(self, t: int) -> list[Event]:
         """The board rests in a state the current position does not explain: amend, take back, or wait."""
-        if self._phase is Phase.OVER and self._end_in_question():
+        if self._phase is OVER and self._end_in_question():
             return self._reopen(t)
-        if self._phase is not Phase.PLAYING or self._occ == self._position.occ:
+        if self._phase is not PLAYING or self._occ == self._position.occ:
             return []
         if self._exchange_sq is not None and self._occ ^ self._position.occ == chess.BB_SQUARES[self._exchange_sq]:
             return []  # the promoted pawn taken off to be exchanged for the new piece (4.6): a move in progress
-        if self._sync is Sync.LOST and self._unseen.still_blind(self._occ):
+        if self._sync is LOST and self._unseen.still_blind(self._occ):
             # Still blind: what the board shows now may be explained by more of the lost plies.
             return self._unseen.changes_lost(self, t)
         cp = self._checkpoint
@@ -834,7 +844,7 @@ class Engine:
         game = self._games[-1]
         ended = (game.result, game.end_reason)
         ply = len(game.moves) + 1
-        self._phase = Phase.PLAYING
+        self._phase = PLAYING
         out = self._promotion_piece_seen(t)
         if out:
             return out
@@ -848,7 +858,7 @@ class Engine:
         if out:
             return [GameResumed(game.number, t, ply), *out]
         game.result, game.end_reason = ended
-        self._phase = Phase.OVER
+        self._phase = OVER
         return []
 
     def _answer_undone(self, t: int) -> list[Event]:
@@ -1025,9 +1035,9 @@ class Engine:
         self._cur.occs.append(after.occupied)
         # What was seen since the amended move was first made stays its evidence for a later re-reading.
         self._start_ply(position.after(fp.move, after), (position, self._previous[1].then(self._ply)))
-        self._phase = Phase.PLAYING
+        self._phase = PLAYING
         out.append(MoveAmended(game.number, t, number, fp.move.uci(), san, self._position.fen()))
-        if self._sync is Sync.MISMATCH:
+        if self._sync is MISMATCH:
             out += self._restored(t, "amended move")
         if rook_part:
             out.append(self._alert(t, "castling_rook_first", "4.4.2", number, {
@@ -1122,7 +1132,7 @@ class Engine:
 
     def _promotion_under_way(self) -> bool:
         """Return whether a pawn of the mover that can promote is off its square (a promotion being made)."""
-        if self._phase is not Phase.PLAYING:
+        if self._phase is not PLAYING:
             return False
         board = self._position.board
         last_rank_next = chess.BB_RANK_7 if board.turn == chess.WHITE else chess.BB_RANK_2
@@ -1190,14 +1200,14 @@ class Engine:
         del self._cur.occs[keep + 1:]
         board = game.board()
         self._start_ply(Position(board), None)
-        self._phase = Phase.PLAYING
+        self._phase = PLAYING
         self._cur.pressed = True
         self._cur.answered = None
         self._cur.repetitions.rebuild(game.board(0), game.moves)
         for number in [n for n in self._cur.promotions if n > keep]:
             del self._cur.promotions[number]
         out: list[Event] = [Takeback(game.number, t, keep + 1, self._position.fen())]
-        if self._occ == self._position.occ and self._sync is Sync.MISMATCH:
+        if self._occ == self._position.occ and self._sync is MISMATCH:
             out += self._restored(t, "takeback")
         return out
 
@@ -1216,18 +1226,10 @@ class Engine:
                     touches.king_on_castling_square = rook
 
     def _report_mismatch(self, t: int, *, force: bool) -> list[Event]:
-        exchanging = self._exchange_sq is not None and self._occ ^ self._position.occ == chess.BB_SQUARES[
-            self._exchange_sq]  # the promoted pawn taken off to be exchanged for the new piece (4.6)
-        # The last move being made again (rook-first castling, a piece moved on) is no mismatch either.
-        redoing = self._previous is not None and self._previous[0].continuable(self._occ)
-        # A move kept in question (a checkpoint) with the opponent's answer in progress after it (a bullet
-        # recapture, victim lifted first, the capturing piece still in the hand) is no mismatch either.
-        answering = self._checkpoint is not None and self._after_checkpoint().continuable(self._occ)
-        excused = exchanging or redoing or answering or self._position.continuable(self._occ)
-        if self._phase is Phase.OVER or (not force and excused):
-            self._sync = Sync.EXCUSED
+        if self._phase is OVER or (not force and self._excused()):
+            self._sync = EXCUSED
             return []
-        self._sync = Sync.MISMATCH
+        self._sync = MISMATCH
         extra = self._occ & ~self._position.occ
         missing = self._position.occ & ~self._occ
         return [self._alert(t, "board_mismatch", "7.4", self._ply_no, {
@@ -1235,8 +1237,21 @@ class Engine:
             "missing": [chess.square_name(sq) for sq in chess.scan_forward(missing)],
         })]
 
+    def _excused(self) -> bool:
+        """Return whether the board, at rest off the game position, shows no mismatch (most often first):
+        a move in progress (a piece in the hand), the promoted pawn taken off to be exchanged for the new piece
+        (4.6), the last move being made again (rook-first castling, a piece moved on), or a move kept in
+        question (a checkpoint) with the opponent's answer in progress after it (a bullet recapture, victim
+        lifted first, the capturing piece still in the hand)."""
+        occ = self._occ
+        return (self._position.continuable(occ)
+                or (self._exchange_sq is not None
+                    and occ ^ self._position.occ == chess.BB_SQUARES[self._exchange_sq])
+                or (self._previous is not None and self._previous[0].continuable(occ))
+                or (self._checkpoint is not None and self._after_checkpoint().continuable(occ)))
+
     def _restored(self, t: int, how: str) -> list[Event]:
-        self._sync = Sync.SHOWN
+        self._sync = SHOWN
         self._unseen.blind = None
         return [self._alert(t, "board_restored", "7.4", self._ply_no, {"by": how})]
 
@@ -1264,19 +1279,19 @@ class Engine:
                     "sq": chess.square_name(move.to_square), "assumed": "q",
                 }))
             out += self._after_move(t, after)
-            if self._phase is Phase.OVER:
+            if self._phase is OVER:
                 break
         if moves:
             self._cur.pressed = False
             self._cur.unseen_since = t
             self._cur.answered = None
         self._exchange_sq = None
-        restored = self._sync is Sync.MISMATCH
-        self._sync = Sync.SHOWN
+        restored = self._sync is MISMATCH
+        self._sync = SHOWN
         self._unseen.blind = None
         if restored:
             out.append(self._alert(t, "board_restored", "7.4", self._ply_no, {"by": "recovered plies"}))
-        if self._phase is Phase.PLAYING and self._occ != self._position.occ:
+        if self._phase is PLAYING and self._occ != self._position.occ:
             # One more move under way: its lifts were not seen.
             self._ply.lifted = self._position.occ & ~self._occ
             self._ply.blind = True
@@ -1290,7 +1305,7 @@ class Engine:
             return False
         if self._sync in _OUT_OF_SYNC:
             return True
-        if self._phase is not Phase.PLAYING or self._unjudged or self._match is not None:
+        if self._phase is not PLAYING or self._unjudged or self._match is not None:
             return False
         occ = self._occ
         if occ == self._position.occ or self._position.continuable(occ):
@@ -1300,10 +1315,10 @@ class Engine:
     def _resume(self, t: int) -> list[Event]:
         """The game end announced is withdrawn: the board shows play going on."""
         game = self._games[-1]
-        if game.result == "*" and self._phase is not Phase.OVER:
+        if game.result == "*" and self._phase is not OVER:
             return []
         game.result, game.end_reason = "*", None
-        self._phase = Phase.PLAYING
+        self._phase = PLAYING
         return [GameResumed(game.number, t, len(game.moves) + 1)]
 
     # ----------------------------------------------------------------------------------------------------------
@@ -1313,7 +1328,7 @@ class Engine:
         """A clock press completes the mover's move (6.2.1); pressing without a move is illegal (7.5.3)."""
         t = record.t if record.t >= self._t else self._t
         out = self._flush_chatter()
-        if self._phase is Phase.NEW or self._phase is Phase.OVER:
+        if self._phase is NEW or self._phase is OVER:
             return out
         side = record.side
         self._has_clock = True
@@ -1339,7 +1354,7 @@ class Engine:
             self._unjudged = False
             out += self._unexplained(self._changed_at)
         unsure = self._ply.unsure if self._ply.unsure is not None else self._cur.unseen_since
-        if (unsure is not None and self._position.board.turn == side and self._sync is not Sync.LOST
+        if (unsure is not None and self._position.board.turn == side and self._sync is not LOST
                 and self._occ != self._position.occ):
             # The mover presses while the board shows a move under way that a snapshot told (or right after a
             # move not seen made): it may be a move whose changes were lost (a capture looks like a piece in the
@@ -1375,14 +1390,14 @@ class Engine:
             if self._cur.recovered_plies:
                 # The game rests on plies recovered after lost changes: the board may be right and a recovered
                 # ply wrong (another piece moved, or captured) rather than this press illegal, until a resync.
-                if shown and self._sync is Sync.SHOWN:
+                if shown and self._sync is SHOWN:
                     out += self._report_mismatch(t, force=True)
                 return out
             self._cur.illegal[side] += 1
             count = self._cur.illegal[side]
             detail: dict[str, object] = {"side": "white" if side else "black", "count": count}
             if shown:
-                out += self._report_mismatch(t, force=True) if self._sync is Sync.SHOWN else []
+                out += self._report_mismatch(t, force=True) if self._sync is SHOWN else []
                 article = "7.5.1"
                 detail["reason"] = "clock pressed after a move that is not legal"
             else:

@@ -14,7 +14,7 @@ import chess
 from touchmove.rules.footprints import Position, castling_squares
 
 
-@dataclass
+@dataclass(slots=True)
 class Touches:
     """The pieces lifted during one ply, in order, and the obligations they created."""
 
