@@ -230,7 +230,7 @@ class Engine:
             followed = self._unseen.feed(self, record)
             if followed is not None:
                 return followed
-        t = max(record.t, self._t)
+        t = record.t if record.t > self._t else self._t
         out = self._tick(t)
         if self._unseen.blind is not None and self._unseen.hypotheses is not None:
             # The time passed opened hypotheses (lost changes, several explanations): the record is theirs.
@@ -335,8 +335,11 @@ class Engine:
         return None
 
     def _tick(self, t: int) -> list[Event]:
+        released = self._chatter.release(t)
+        if not released and t < self._changed_at + self.settle_ms and self._unseen.blind is None:
+            return []  # nothing due (most records)
         out: list[Event] = []
-        for at, sq, occupied in self._chatter.release(t):
+        for at, sq, occupied in released:
             if self._unseen.blind is not None and self._unseen.hypotheses is not None:
                 # An earlier change opened hypotheses: the changes after it are theirs.
                 out += self._unseen.feed_hypotheses(self, _held_change(at, sq, occupied), at)
@@ -659,7 +662,8 @@ class Engine:
         binds = touches.touch(position, sq, piece)
         if binds is None:
             return []
-        return [Touch(self._game_no, t, self._ply_no, chess.square_name(sq), piece.symbol(), side, binds)]
+        game = self._games[-1]  # (a game is on)
+        return [Touch(game.number, t, len(game.moves) + 1, chess.square_name(sq), piece.symbol(), side, binds)]
 
     @property
     def _game_no(self) -> int:

@@ -66,13 +66,14 @@ class Position:
     an event costs microseconds.
     """
 
-    __slots__ = ("_captured", "_cells", "_from", "_rows", "board", "occ")
+    __slots__ = ("_captured", "_castlings", "_cells", "_from", "_rows", "board", "occ")
 
     def __init__(self, board: chess.Board) -> None:
         self.board = board
         self.occ: chess.Bitboard = board.occupied
         self._from: dict[chess.Square, list[chess.Move]] = {}
         self._captured: dict[chess.Square, bool] = {}
+        self._castlings: list[Footprint] | None = None
         self._cells: list[str] | None = None  # the FEN symbol on each square ("1" when empty), a1 first
         self._rows: list[str] | None = None  # each rank as FEN writes it, rank 1 first
 
@@ -128,6 +129,13 @@ class Position:
             moves = self._from[sq] = list(self.board.generate_legal_moves(chess.BB_SQUARES[sq]))
         return moves
 
+    def castlings(self) -> list[Footprint]:
+        """Return the footprints of the legal castling moves, kept for reuse (each change of a ply asks again)."""
+        if self._castlings is None:
+            board = self.board
+            self._castlings = [footprint(board, move) for move in board.generate_castling_moves()]
+        return self._castlings
+
     def explain(self, occ: chess.Bitboard, lifted: chess.Bitboard, blind: bool = False,
                 held: chess.Bitboard = 0, last_lift: dict[int, int] | None = None,
                 last_place: dict[int, int] | None = None, adjusted: chess.Bitboard = 0) -> Footprint | None:
@@ -149,8 +157,7 @@ class Position:
         if nv == 0:
             if nf or not held & board.kings or not board.chess960:
                 return None
-            for move in board.generate_castling_moves():
-                fp = footprint(board, move)
+            for fp in self.castlings():
                 if fp.occ_after == occ and fp.must_lift & ~held == 0:
                     return fp
             return None
@@ -159,8 +166,7 @@ class Position:
         found: Footprint | None = None
         castlers = board.kings | (board.rooks & board.castling_rights)
         if vacated & castlers & board.occupied_co[board.turn]:
-            for move in board.generate_castling_moves():
-                fp = footprint(board, move)
+            for fp in self.castlings():
                 if fp.occ_after == occ and (blind or fp.must_lift & ~lifted == 0):
                     return fp
         if nf == 0:
