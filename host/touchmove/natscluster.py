@@ -27,6 +27,9 @@ from types import TracebackType
 
 #: Every account may publish and read ``<PROBE_PREFIX>/<its user name>/#``: the readiness and doctor probe.
 PROBE_PREFIX = "touchmove-doctor"
+#: How long a node may take to serve MQTT after it starts: its JetStream meta group must elect a leader first,
+#: which on a loaded 2-core machine once took over a minute.
+READY_TIMEOUT_S = 120.0
 NATS_PATHS = ("nats-server", "/usr/sbin/nats-server", "/usr/bin/nats-server", "/usr/local/bin/nats-server")
 
 
@@ -115,7 +118,7 @@ class NatsCluster:
         return [n.mqtt_url for n in self.nodes]
 
     # -- life cycle ---------------------------------------------------------------------------------------
-    def start(self, timeout: float = 60.0) -> NatsCluster:
+    def start(self, timeout: float = READY_TIMEOUT_S) -> NatsCluster:
         for node in self.nodes:
             self._spawn(node)
         try:
@@ -131,7 +134,7 @@ class NatsCluster:
                                      stderr=subprocess.DEVNULL, start_new_session=True)
         node.down_since = None
 
-    def wait_ready(self, node: Node, timeout: float = 60.0) -> None:
+    def wait_ready(self, node: Node, timeout: float = READY_TIMEOUT_S) -> None:
         """Wait until the node's MQTT listener completes a QoS 1 publish/receive round trip."""
         deadline = time.monotonic() + timeout
         last = "not started"
@@ -156,7 +159,7 @@ class NatsCluster:
         node.down_since = time.monotonic()
         return pid
 
-    def restart(self, index: int, timeout: float = 60.0) -> float:
+    def restart(self, index: int, timeout: float = READY_TIMEOUT_S) -> float:
         """Start node ``index`` again with its data; return how long it was down (s) once it serves MQTT."""
         node = self.nodes[index]
         since = node.down_since
