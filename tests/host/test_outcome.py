@@ -46,6 +46,7 @@ def test_game_over_agrees_with_python_chess_on_every_position_of_a_random_game(p
     board = chess.Board()
     for pick in picks:
         ended = game_over(board)
+        assert game_over(board, check=board.is_check()) == ended  # the check told by the caller (a SAN suffix)
         assert (ended[1] if ended and ended[1] in ("checkmate", "stalemate") else None) == ends_by_itself(board), \
             board.fen()
         moves = list(board.legal_moves)

@@ -742,14 +742,16 @@ class Engine:
                 "sq": chess.square_name(move.to_square), "assumed": "q",
                 "note": "the board cannot see the new piece; a promote record confirms it (7.5.2 if a pawn)",
             }))
-        out += self._after_move(t, after)
+        out += self._after_move(t, after, san)
         return out
 
-    def _after_move(self, t: int, board: chess.Board) -> list[Event]:
+    def _after_move(self, t: int, board: chess.Board, san: str | None = None) -> list[Event]:
+        """Return the game end, or the draws now claimable, after the move that left ``board`` (``san``: its SAN,
+        whose suffix tells a check)."""
         out: list[Event] = []
         game = self._games[-1]
         count = self._cur.repetitions.add(board)
-        ended = game_over(board, count)
+        ended = game_over(board, count, None if san is None else san[-1] in "+#")
         if ended is not None:
             result, reason, article = ended
             game.result, game.end_reason = result, reason
@@ -1058,7 +1060,7 @@ class Engine:
             out.append(self._alert(t, "promotion_unverified", "4.4.4", number, {
                 "sq": chess.square_name(fp.move.to_square), "assumed": "q",
             }))
-        out += self._after_move(t, after)
+        out += self._after_move(t, after, san)
         return out
 
     def _promotion_piece_seen(self, t: int) -> list[Event]:
@@ -1282,7 +1284,7 @@ class Engine:
                 out.append(self._alert(t, "promotion_unverified", "4.4.4", number, {
                     "sq": chess.square_name(move.to_square), "assumed": "q",
                 }))
-            out += self._after_move(t, after)
+            out += self._after_move(t, after, san)
             if self._phase is OVER:
                 break
         if moves:

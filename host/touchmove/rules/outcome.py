@@ -49,15 +49,18 @@ class Repetitions:
             self.add(board)
 
 
-def game_over(board: chess.Board, occurrences: int = 1) -> tuple[str, str, str] | None:
+def game_over(board: chess.Board, occurrences: int = 1, check: bool | None = None) -> tuple[str, str, str] | None:
     """Return (result, reason, article) if the position ends the game on the board, else None.
 
-    ``occurrences`` is how often this position has stood in the game, this time included (9.6.1).
+    ``occurrences`` is how often this position has stood in the game, this time included (9.6.1); ``check``
+    whether the side to move is in check, where the caller knows it already (the suffix of the move's SAN).
 
     Checkmate comes first: it takes precedence over the 75-move rule (9.6.2).
     """
-    if (board.is_check() or not _surely_movable(board)) and not any(board.generate_legal_moves()):
-        if board.is_check():
+    if check is None:
+        check = board.is_check()
+    if (check or not _surely_movable(board)) and not any(board.generate_legal_moves()):
+        if check:
             return ("0-1" if board.turn == chess.WHITE else "1-0"), "checkmate", "5.1.1"
         return "1/2-1/2", "stalemate", "5.2.1"
     if board.is_insufficient_material():
