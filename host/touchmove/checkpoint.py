@@ -53,7 +53,7 @@ class CheckpointRejected(ValueError):
 def fingerprint() -> str:
     """Return a short hash of the code an engine checkpoint depends on."""
     digest = hashlib.sha256()
-    files = [*sorted((_PACKAGE / "rules").glob("*.py")), _PACKAGE / "records.py"]
+    files = [*sorted((_PACKAGE / "rules").glob("*.py")), _PACKAGE / "records.py", _PACKAGE / "values.py"]
     for path in files:
         digest.update(path.name.encode())
         digest.update(path.read_bytes())

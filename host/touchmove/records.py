@@ -34,10 +34,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Literal
 
 import chess
+
+from touchmove.values import value
 
 PIECE_LETTERS = ("q", "r", "b", "n")
 #: The most plies one ``resync`` record may give.
@@ -87,21 +89,21 @@ def int_in_range(obj: dict[str, Any], name: str, low: int, high: int, what: str)
     return value
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Lift:
     t: int
     sq: chess.Square
     type: Literal["lift"] = "lift"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Place:
     t: int
     sq: chess.Square
     type: Literal["place"] = "place"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Snapshot:
     """A full occupancy report (``snapshot`` or ``heartbeat``)."""
 
@@ -110,14 +112,14 @@ class Snapshot:
     type: Literal["snapshot", "heartbeat"] = "snapshot"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Promote:
     t: int
     piece: chess.PieceType
     type: Literal["promote"] = "promote"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Clock:
     t: int
     side: chess.Color
@@ -125,7 +127,7 @@ class Clock:
     type: Literal["clock"] = "clock"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Setup:
     t: int
     fen: str
@@ -133,7 +135,7 @@ class Setup:
     type: Literal["setup"] = "setup"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class TakebackRequest:
     """An operator's correction: remove plies ``ply`` and later (the board must then show that position)."""
 
@@ -142,7 +144,7 @@ class TakebackRequest:
     type: Literal["takeback"] = "takeback"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Resync:
     """An arbiter's resync of the current game: the plies played since the last position the engine is sure of
     (SAN or UCI, in order), or the position the board shows now (``fen``)."""
@@ -153,7 +155,7 @@ class Resync:
     type: Literal["resync"] = "resync"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Result:
     """An arbiter's (or operator's) declaration that the current game ended with ``result`` for ``reason``
     (``resignation``, ``time``, ``agreement``, ...): an end the board cannot see."""
@@ -164,7 +166,7 @@ class Result:
     type: Literal["result"] = "result"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Other:
     """A record of a type the rules engine does not use (``hello``, ``button``, or an unknown type)."""
 
@@ -347,7 +349,7 @@ def format_occupancy(occ: chess.Bitboard) -> str:
     return f"{occ & chess.BB_ALL:016x}"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Problem:
     """A line that was skipped while reading a recording."""
 

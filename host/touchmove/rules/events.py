@@ -7,8 +7,10 @@ the record that caused it). Games count from 1; plies count from 1 within each g
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from touchmove.values import value
 
 _JSON = json.JSONEncoder(separators=(",", ":"))  # one encoder for every event: json.dumps makes one a call
 
@@ -43,7 +45,7 @@ ALERT_MEANINGS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Event:
     """Base of all events: the game it belongs to and the device time it happened at."""
 
@@ -66,7 +68,7 @@ class Event:
         return _JSON.encode(self.to_dict())
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class GameStart(Event):
     fen: str
     chess960: bool = False
@@ -76,7 +78,7 @@ class GameStart(Event):
         return "game_start"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Touch(Event):
     """A piece lifted during a ply: ``side`` is ``mover`` or ``opponent``; ``binds`` if it creates a 4.3 duty."""
 
@@ -98,7 +100,7 @@ class Touch(Event):
                 f'"piece":"{self.piece}","side":"{self.side}","binds":{"true" if self.binds else "false"}}}')
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class MoveMade(Event):
     ply: int
     uci: str
@@ -116,7 +118,7 @@ class MoveMade(Event):
                 f'"san":"{self.san}","fen":"{self.fen}"}}')
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class RecoveredMove(MoveMade):
     """A ``move`` not seen being made: recovered after lost changes, or given by an arbiter's resync."""
 
@@ -127,7 +129,7 @@ class RecoveredMove(MoveMade):
         return _JSON.encode(self.to_dict())
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class MoveAmended(MoveMade):
     """Ply ``ply`` was replaced by this move (rook-first castling, moved after release, promotion piece)."""
 
@@ -136,7 +138,7 @@ class MoveAmended(MoveMade):
         return "move_amended"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ClockPress(Event):
     """A clock press completing ply ``ply``; ``remaining`` ms on the presser's clock where the board tells it."""
 
@@ -155,7 +157,7 @@ class ClockPress(Event):
                 f'"remaining":{remaining}}}')
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Takeback(Event):
     """Plies ``ply`` and later were removed: the board was restored to the position before ``ply``."""
 
@@ -167,7 +169,7 @@ class Takeback(Event):
         return "takeback"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Alert(Event):
     """Something for the arbiter, never an automatic penalty."""
 
@@ -181,7 +183,7 @@ class Alert(Event):
         return "alert"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class GameEnd(Event):
     result: str
     reason: str
@@ -192,7 +194,7 @@ class GameEnd(Event):
         return "game_end"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class DeclaredEnd(GameEnd):
     """A ``game_end`` the board cannot see (resignation, time, agreement), declared by ``by`` (a ``result``
     record: the arbiter or the operator)."""
@@ -200,7 +202,7 @@ class DeclaredEnd(GameEnd):
     by: str = "arbiter"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ResultRejected(Event):
     """A declared ``result`` that was not applied: ``reason`` says why (no game on, another result seen)."""
 
@@ -213,7 +215,7 @@ class ResultRejected(Event):
         return "result_rejected"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class GameResumed(Event):
     """The game end announced before ply ``ply`` is withdrawn: the board showed play going on (a promoted piece
     other than the one assumed, an amended move, a move made after a declared result); the result is ``*``
@@ -226,7 +228,7 @@ class GameResumed(Event):
         return "game_resumed"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ResyncRejected(Event):
     """An arbiter's ``resync`` that was not applied: ``reason`` says why (an illegal move, another occupancy)."""
 

@@ -6,12 +6,12 @@ be proven (the board cannot tell a lone lift from a capture), and which squares 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import chess
 
+from touchmove.values import value
 
-@dataclass(frozen=True, slots=True)
+
+@value
 class Footprint:
     """One legal move as an occupancy board sees it (promotions: one footprint per to-square, queen first)."""
 
