@@ -81,19 +81,16 @@ class CheckpointKey:
     secret: bytes
     path: str
 
-    def _mac(self, board: str, code: str, settle_ms: int, event_seq: int, state: bytes) -> str:
-        head = f"{board}\0{code}\0{settle_ms}\0{event_seq}\0".encode()
-        return hmac.new(self.secret, _DOMAIN + head + state, hashlib.sha256).hexdigest()
-
     def sign(self, board: str, code: str, settle_ms: int, event_seq: int, state: bytes) -> str:
         """Return the MAC of a checkpoint: its board, code fingerprint, settle time, event count and bytes."""
-        return self._mac(board, code, settle_ms, event_seq, state)
+        head = f"{board}\0{code}\0{settle_ms}\0{event_seq}\0".encode()
+        return hmac.new(self.secret, _DOMAIN + head + state, hashlib.sha256).hexdigest()
 
     def verify(self, board: str, code: str, settle_ms: int, event_seq: int, state: bytes, mac: str | None) -> bool:
         """Return whether ``mac`` is this key's MAC of the checkpoint (in constant time)."""
         if not isinstance(mac, str):
             return False
-        return hmac.compare_digest(self._mac(board, code, settle_ms, event_seq, state).encode(),
+        return hmac.compare_digest(self.sign(board, code, settle_ms, event_seq, state).encode(),
                                    mac.encode("ascii", "replace"))
 
 
