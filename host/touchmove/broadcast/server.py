@@ -50,7 +50,7 @@ from typing import Any
 from aiohttp import web
 
 from touchmove.broadcast import console_api, livechess_json
-from touchmove.broadcast.arbiters import ARBITERS_ENV, ARBITERS_FILE_ENV, Arbiter, ArbiterBook
+from touchmove.broadcast.arbiters import Arbiter, ArbiterBook, book_for
 from touchmove.broadcast.audit import AuditLog
 from touchmove.broadcast.broadcaster import ActionError, Broadcaster
 from touchmove.broadcast.results_export import results_csv, results_trf
@@ -378,10 +378,7 @@ def make_app(hub: Broadcaster, token: str | None, *, arbiters: ArbiterBook | Non
     app[TOKEN_KEY] = token
     app[ENCODED_KEY] = {}
     if arbiters is None:
-        file = os.environ.get(ARBITERS_FILE_ENV)
-        arbiters = ArbiterBook(file=Path(file) if file else hub.output_dir / "arbiters.toml",
-                               env=os.environ.get(ARBITERS_ENV), shared_token=token,
-                               revoked_path=hub.output_dir / "arbiters-revoked.json")
+        arbiters = book_for(hub.output_dir, token)
     if audit is None:
         audit = AuditLog(hub.output_dir / "arbiter-audit.jsonl")
     if journals is None:
