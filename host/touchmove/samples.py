@@ -31,7 +31,10 @@ base_topic = "touchmove"            # topics are <base_topic>/boards/<board id>/
 
 [serial]
 ports = ["/dev/serial/by-id/usb-*touchmove*"]   # paths or glob patterns
-usb = [{ vid = 0x2E8A, pid = 0x0005 }]           # and/or USB ids (optional serial_number = "...")
+usb = [                                          # and/or USB ids (optional serial_number = "...")
+  { vid = 0x2E8A, pid = 0x0005 },                # Raspberry Pi Pico / Pico W (MicroPython)
+  { vid = 0x303A, pid = 0x4001 },                # ESP32-S3 (MicroPython ESP32_GENERIC_S3, native USB)
+]
 rescan_s = 1.5                                   # how often vanished ports are looked for again
 
 [engine]
