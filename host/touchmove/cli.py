@@ -33,6 +33,9 @@ SUBCOMMANDS: list[tuple[str, str, str]] = [
     ("cluster-demo", "touchmove.clusterdemo", "three halls on a 3-node NATS cluster, a node killed mid-round"),
 ]
 
+#: The options the ``touchmove`` command itself takes before a COMMAND.
+GLOBAL_OPTIONS = ("--version", "--debug", "-h", "--help")
+
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130     # 128 + SIGINT, as a shell reports a program stopped by Ctrl-C
@@ -98,6 +101,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (errors are reported here, on one line)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        first = next((a for a in argv if a != "--debug"), None)
+        if first is not None and first.startswith("-") and first not in GLOBAL_OPTIONS:
+            raise CommandError(f"unrecognized option {first}: a COMMAND comes first (see touchmove --help)",
+                               EXIT_USAGE)
         args = build_parser().parse_args(argv)
         status: int = args.handler(args)
         return status

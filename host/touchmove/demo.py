@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import random
 import shutil
@@ -33,7 +34,7 @@ import chess.pgn
 
 from touchmove import records
 from touchmove.bridge import Bridge
-from touchmove.cli import CommandError
+from touchmove.cli import EXIT_USAGE, CommandError
 from touchmove.config import BridgeConfig, MqttConfig, SerialConfig, parse_broker_url
 from touchmove.ptyboard import PtyBoard
 
@@ -45,12 +46,24 @@ DEMO_BOARD_ID = "demo-board"
 
 # -- the game and its timeline --------------------------------------------------------------------------------
 def read_game(path: Path) -> chess.pgn.Game:
-    with open(path, encoding="utf-8") as fh:
-        game = chess.pgn.read_game(fh)
+    """Return the first game of a PGN file; a file that cannot be read or holds no playable game is a usage
+    error (one line, exit 2): python-chess's own log line about it is kept quiet, the error says it."""
+    pgn_log = logging.getLogger("chess.pgn")
+    quiet, pgn_log.disabled = pgn_log.disabled, True
+    try:
+        with open(path, encoding="utf-8") as fh:
+            game = chess.pgn.read_game(fh)
+    except OSError as exc:
+        raise CommandError(f"--pgn {path}: {exc.strerror or exc}", EXIT_USAGE) from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CommandError(f"--pgn {path}: not a PGN text file ({exc})", EXIT_USAGE) from None
+    finally:
+        pgn_log.disabled = quiet
     if game is None or not list(game.mainline_moves()):
-        raise SystemExit(f"{path}: no game with moves found")
+        raise CommandError(f"--pgn {path}: no game with moves found", EXIT_USAGE)
     if game.errors:
-        raise SystemExit(f"{path}: {game.errors[0]}")
+        raise CommandError(f"--pgn {path}: {' '.join(str(game.errors[0]).split(' while parsing')[0].split())}",
+                           EXIT_USAGE)
     return game
 
 
@@ -438,7 +451,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def demo_command(args: argparse.Namespace) -> int:
     if args.speed < 1:
-        raise SystemExit("--speed must be >= 1")
+        raise CommandError(f"--speed must be 1 or more, not {args.speed}", EXIT_USAGE)
     read_game(Path(args.pgn) if args.pgn else DEFAULT_PGN)   # a bad PGN is an error before anything starts
     if args.broker:
         check_broker(args.broker)

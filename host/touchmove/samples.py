@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from touchmove.cli import CommandError
+from touchmove.cli import EXIT_USAGE, CommandError
 
 BRIDGE = """\
 # touchmove bridge: `touchmove run --config bridge.toml`
@@ -113,9 +113,14 @@ def init_command(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return 0
     path = Path(target)
+    if path.is_dir():
+        raise CommandError(f"{path} is a folder: give a file name, e.g. {path / default_name}", EXIT_USAGE)
     if path.exists() and not args.force:
-        raise CommandError(f"{path} exists: give another FILE, or --force to overwrite it")
-    path.write_text(text, encoding="utf-8")
+        raise CommandError(f"{path} exists: give another FILE, or --force to overwrite it", EXIT_USAGE)
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise CommandError(f"cannot write {path}: {exc.strerror or exc}", EXIT_USAGE) from None
     command = "run" if args.kind == "bridge" else "broadcast"
     print(f"wrote {path}: edit it, then `touchmove {command} --config {path}`")
     return 0

@@ -1,4 +1,5 @@
-"""``touchmove broadcast-demo --boards 20``: a simulated round through Mosquitto into the broadcaster.
+"""``touchmove broadcast-demo --boards 20``: a simulated round through a private broker into the broadcaster
+(Mosquitto when installed, else a broker embedded in the process).
 
 Simulated bridges play real (random, seeded) games on N boards, with clock times, an alert, a takeback and
 a promotion amendment here and there; games end by the board (mate, stalemate, ...), by the kings placed
@@ -32,6 +33,7 @@ from touchmove.broadcast.local_broker import LocalBroker
 from touchmove.broadcast.service import BroadcastService
 from touchmove.broadcast.simboards import SimBoard, SimBridge
 from touchmove.broadcast.tournament import BrokerConfig, Tournament, parse_tournament
+from touchmove.cli import EXIT_USAGE, CommandError
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +53,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, help="output directory (default: a new temporary one)")
     parser.add_argument("--port", type=int, default=0, help="HTTP port of the dashboard (default any free)")
     parser.add_argument("--serve", action="store_true", help="keep the dashboard running until Ctrl-C")
+    parser.add_argument("--embedded-broker", action="store_true",
+                        help="use a broker inside this process (amqtt) even when Mosquitto is installed")
     parser.set_defaults(handler=run)
 
 
@@ -231,9 +235,31 @@ async def demo(args: argparse.Namespace, broker: BrokerConfig, out: Path) -> int
         return 1 if problems else 0
 
 
+def check_options(args: argparse.Namespace) -> None:
+    """Raise a usage error (exit 2) for an option out of range, before any broker or server starts."""
+    for name, value, low, high in (("--boards", args.boards, 1, 1000), ("--plies", args.plies, 1, 1000),
+                                   ("--port", args.port, 0, 65535)):
+        if not low <= value <= high:
+            raise CommandError(f"{name} must be between {low} and {high}, not {value}", EXIT_USAGE)
+    if not args.move_time >= 0:
+        raise CommandError(f"--move-time must be 0 or more seconds, not {args.move_time}", EXIT_USAGE)
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        raise CommandError(f"--out {args.out}: not a folder", EXIT_USAGE)
+
+
+async def demo_on_embedded_broker(args: argparse.Namespace, out: Path) -> int:
+    """Run the demo through a broker inside this process (amqtt): no Mosquitto needed."""
+    from touchmove.demo import embedded_broker
+
+    async with embedded_broker() as url:
+        print(f"embedded broker on {url} (in this process)", flush=True)
+        return await demo(args, BrokerConfig.from_url(url), out)
+
+
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("mqtt").setLevel(logging.ERROR)  # aiomqtt's "pending publish calls" notes
+    check_options(args)
     out = args.out or Path(tempfile.mkdtemp(prefix="touchmove-broadcast-demo-"))
     try:
         if args.broker:
@@ -243,10 +269,8 @@ def run(args: argparse.Namespace) -> int:
             except OSError as exc:
                 raise SystemExit(f"the broker {args.broker} is unreachable: {exc.strerror or exc}") from None
             return asyncio.run(demo(args, broker, out))
-        if not LocalBroker.available():
-            print("broadcast-demo: mosquitto is not installed (apt-get install mosquitto), "
-                  "or pass --broker mqtt://host:port")
-            return 2
+        if args.embedded_broker or not LocalBroker.available():
+            return asyncio.run(demo_on_embedded_broker(args, out))
         with LocalBroker() as local:
             print(f"private Mosquitto on {local.url}", flush=True)
             return asyncio.run(demo(args, BrokerConfig(local.host, local.port), out))
