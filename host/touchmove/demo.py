@@ -251,7 +251,8 @@ class View:
                 light = (rank + file) % 2 == 1
                 bg = "on dark_olive_green3" if sq in marks else ("on grey70" if light else "on grey39")
                 fg = "bold white" if piece and piece.color else "bold black"
-                grid.append(f" {piece.unicode_symbol(invert_color=True) if piece else ' '} ", style=f"{fg} {bg}")
+                # the glyph alone says the side (White outlined, Black filled): pasted or without colour it reads
+                grid.append(f" {piece.unicode_symbol() if piece else ' '} ", style=f"{fg} {bg}")
             grid.append("\n")
         grid.append("   a  b  c  d  e  f  g  h", style="dim")
         info = Table.grid(padding=(0, 1))
