@@ -72,6 +72,7 @@ def add_arbiter(args: argparse.Namespace) -> int:
                   file=sys.stderr)
     token = secrets.token_urlsafe(TOKEN_BYTES)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)    # the broadcast's output folder, before its first start
         with path.open("a", encoding="utf-8") as fh:
             fh.write(file_entry(name, "chief" if args.chief else "arbiter", token))
     except OSError as exc:
