@@ -282,7 +282,13 @@ def doctor_ports(report: DoctorReport, config_path: Path | None, timeout: float)
                     "plug a board in (a data cable, not a charge-only one); `dmesg | tail` shows what the "
                     "kernel saw")
         return
+    configured = {p for pattern in patterns
+                  for p in (glob.glob(pattern) if glob.has_magic(pattern) else [pattern])}
     for device in devices:
+        if device.vid is None and device.path not in configured:
+            # a built-in serial port (ttyS*) or another adapter: nothing is written to it unasked
+            report.ok(f"port {device.label()}: not USB, not probed (name it in [serial] ports to probe it)")
+            continue
         level, what = probe(device.path, baudrate, timeout)
         line = f"port {device.label()}: {what}"
         if level == "ok":
