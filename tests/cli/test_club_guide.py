@@ -67,6 +67,7 @@ def test_the_rehearsal_runs_as_written(tmp_path: Path, broker: LocalBroker) -> N
         outputs = [proc.communicate(timeout=30)[0] for proc in servers]
     pushed, broadcast = outputs
     assert "arbiters   1 arbiter account(s)" in broadcast and "Anna Chief (chief)" in broadcast
+    assert f"pushing to http://127.0.0.1:{standin}/api/broadcast/round/rehears1/push" in broadcast
     assert "push to round rehears1: 10 games, 330 plies, 10 finished" in pushed, pushed[-2000:]
     for n in range(1, 11):
         log = (work / f"club-{n:02d}.log").read_text()
