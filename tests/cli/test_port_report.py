@@ -15,10 +15,13 @@ from pathlib import Path
 
 import pytest
 import serial
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.cli.conftest import touchmove
 from touchmove import demo
 from touchmove.bridge import port_report
+from touchmove.broadcast import lichess_standin
 from touchmove.broadcast.local_broker import LocalBroker
 from touchmove.config import UsbMatch
 from touchmove.ptyboard import PtyBoard
@@ -102,7 +105,7 @@ def test_run_says_what_it_watches_and_found(tmp_path: Path, broker: LocalBroker,
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
     assert "DEBUG" not in err            # all of this at the default level
-    assert "watching for boards at paths" in err and "USB ids 303a:4001" in err
+    assert "watching for boards at paths" in err and "USB ids 303a:4001" in err and "ports matching: " in err
     assert f"port {not_a_tty} refused: not a tty" in err
     assert f"port {tmp_path / 'ttyACM9'} refused: no such device" in err
     assert f"port {silent_tty}: open for 5 s, nothing received" in err and "wrong" not in err.split(silent_tty)[0]
@@ -121,3 +124,25 @@ def test_doctor_lists_ports_and_who_answers(tmp_path: Path, silent_tty: str, sim
     assert f"warn port {silent_tty} (-): nothing received" in out, out
     assert "flash touchmove's" in out
     assert "Traceback" not in done.stderr
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.none(), st.integers(-5, 200)), st.text(max_size=80))
+def test_any_open_error_gets_a_reason_and_a_fix(code: int | None, text: str) -> None:
+    exc = OSError(code, text) if code is not None else OSError(text)
+    reason, fix = port_report.diagnose("/dev/ttyACM0", exc)
+    assert reason.strip() and fix.strip() and "\n" not in reason
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=300))
+def test_the_lichess_stand_in_reads_any_body(body: str) -> None:
+    for game in lichess_standin.read_games(body):
+        assert isinstance(game["tags"], dict) and ("moves" in game) != ("error" in game)
+
+
+def test_the_lichess_stand_in_reads_a_round() -> None:
+    games = lichess_standin.read_games('[White "A"]\n[Result "1-0"]\n\n1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6 '
+                                       '4. Qxf7# 1-0\n\n[White "B"]\n\n1. e4 Ke7 2. Ke9 *\n')
+    assert games[0]["moves"] == 7 and games[0]["tags"]["Result"] == "1-0"
+    assert "error" in games[1]
