@@ -146,3 +146,18 @@ def test_the_lichess_stand_in_reads_a_round() -> None:
                                        '4. Qxf7# 1-0\n\n[White "B"]\n\n1. e4 Ke7 2. Ke9 *\n')
     assert games[0]["moves"] == 7 and games[0]["tags"]["Result"] == "1-0"
     assert "error" in games[1]
+
+
+def test_the_sample_and_the_udev_rule_know_the_esp32_s3() -> None:
+    import tomllib
+
+    from touchmove import samples
+    from touchmove.config import from_dict
+
+    usb = {(m.vid, m.pid) for m in from_dict(tomllib.loads(samples.BRIDGE)).serial.usb}
+    assert {(0x2E8A, 0x0005), (0x303A, 0x4001)} <= usb
+    rule = (Path(__file__).resolve().parents[2] / "deploy" / "udev" / "99-touchmove.rules").read_text()
+    active = [line for line in rule.splitlines() if line.startswith("SUBSYSTEM")]
+    assert any('"303a"' in line and '"4001"' in line for line in active)
+    assert all('ENV{ID_MM_DEVICE_IGNORE}="1"' in line or line.endswith("\\") for line in active)
+    assert port_report.KNOWN_USB_IDS[(0x303A, 0x4001)].startswith("ESP32-S3")
