@@ -146,14 +146,13 @@ class PortReport:
         self.garbled: dict[str, int] = {}            # path -> lines that were not touchmove's, before a hello
         self.silent_told: set[str] = set()
         self.last_found: tuple[str, ...] | None = None
-        self.scans = 0
 
     def started(self) -> None:
+        """Say what the bridge looks for boards at (once, at start)."""
         log.info("watching for boards at %s (baud %d)", describe_watch(self.patterns, self.usb), self.baudrate)
 
     def scanned(self, found: Sequence[str]) -> None:
         """After a scan: say what matched when it changed (and, when nothing does, what is plugged in)."""
-        self.scans += 1
         for path in self.patterns:
             if not glob.has_magic(path) and path not in found and self.refused.get(path) != "no such device":
                 self.refused_port(path, FileNotFoundError(errno.ENOENT, "No such file or directory", path))
@@ -173,6 +172,7 @@ class PortReport:
                     plugged)
 
     def refused_port(self, path: str, exc: BaseException) -> None:
+        """Say why ``path`` could not be opened and the fix (once per reason, until it opens)."""
         reason, fix = diagnose(path, exc)
         if self.refused.get(path) == reason:
             return
@@ -180,6 +180,7 @@ class PortReport:
         log.warning("port %s refused: %s -> %s", path, reason, fix)
 
     def opened(self, path: str) -> None:
+        """Note ``path`` open: its silence is timed from now."""
         self.refused.pop(path, None)
         self.opened_at[path] = self.clock()
         self.silent_told.discard(path)
@@ -197,10 +198,12 @@ class PortReport:
             log.warning("port %s: %s", path, GARBLED_FIX)
 
     def bound(self, path: str, board: str) -> None:
+        """Say that ``board`` said hello on ``path``."""
         self.garbled.pop(path, None)
         log.info("port %s: board %s bound", path, board)
 
     def closed(self, path: str) -> None:
+        """Forget ``path``'s silence (it is said again if it reopens and stays silent)."""
         self.opened_at.pop(path, None)
         self.silent_told.discard(path)
 
