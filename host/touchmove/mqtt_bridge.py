@@ -14,6 +14,13 @@ Commands arrive on ``<base>/boards/+/set`` and ``<base>/bridge/request/+`` and g
 
 Several broker URLs (the nodes of a cluster) are tried in turn: when the connected node goes away the next
 one is tried at once; events not acknowledged are sent again there (consumers drop repeats by ``seq``).
+Publishing starts as soon as the node sends its CONNACK; the command subscriptions are made alongside (on
+NATS each is a JetStream consumer, which a cluster electing leaders refuses for a few seconds), so a
+fail-over holds the events back for well under two seconds (see :mod:`touchmove.broker_connection`).
+Each connection attempt has a client id of its own (the process's id and the attempt's number): a NATS node
+holds a CONNECT for 11 s when the id's session belonged to a node that died, a new id is answered at once.
+A stale connection left on a cut-off node then ends with the last will (``offline``) instead of a takeover,
+so ``bridge/state`` is published again two keepalives after each connect.
 """
 
 from __future__ import annotations
@@ -22,7 +29,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import socket
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -31,7 +37,8 @@ from typing import Any
 
 import aiomqtt
 
-from touchmove.brokers import Endpoint, Endpoints, refused_subscription, tls_context
+from touchmove.broker_connection import CONNECT_TIMEOUT_S, REPLY_TIMEOUT_S, socket_options, subscribe_all
+from touchmove.brokers import Endpoint, Endpoints, tls_context
 from touchmove.config import MqttConfig
 
 log = logging.getLogger(__name__)
@@ -77,6 +84,7 @@ class MqttLink:
         self._backoff_max = backoff_max
         self.connected = False
         self.connects = 0
+        self.attempts = 0
         self.client_id = config.client_id or f"touchmove-bridge-{uuid.uuid4().hex[:8]}"
         self._client: aiomqtt.Client | None = None
         self.nodes = Endpoints(config.endpoints)
@@ -115,12 +123,12 @@ class MqttLink:
         cfg = self.config
         context = tls_context(cfg.ca_file, cfg.cert_file, cfg.key_file) if node.tls else None
         client = aiomqtt.Client(
-            node.host, node.port, username=cfg.username, password=cfg.password, identifier=self.client_id,
+            node.host, node.port, username=cfg.username, password=cfg.password,
+            identifier=f"{self.client_id}-{self.attempts}",
             protocol=aiomqtt.ProtocolVersion.V5 if cfg.protocol == 5 else aiomqtt.ProtocolVersion.V311,
             will=aiomqtt.Will(f"{self.base}/bridge/state", OFFLINE, qos=1, retain=True),
-            tls_context=context, keepalive=cfg.keepalive, timeout=10, max_inflight_messages=self._window,
-            # small QoS 1 messages must not wait for Nagle's algorithm (tens of ms per round trip)
-            socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+            tls_context=context, keepalive=cfg.keepalive, timeout=CONNECT_TIMEOUT_S,
+            max_inflight_messages=self._window, socket_options=socket_options(),
         )
         # a window of QoS 1 publishes in flight is the normal case here, not a sign of trouble
         client.pending_calls_threshold = 4 * self._window
@@ -132,6 +140,7 @@ class MqttLink:
         last: Endpoint | None = None
         while True:
             node = self.nodes.current
+            self.attempts += 1
             try:
                 async with self._client_for(node) as client:
                     self._client = client
@@ -144,9 +153,6 @@ class MqttLink:
                     last = node
                     delay = 0.25
                     log.info("connected to %s", node.url)
-                    for topic in (f"{self.base}/boards/+/set", f"{self.base}/bridge/request/+"):
-                        if refused_subscription(await client.subscribe(topic, qos=1)):
-                            raise aiomqtt.MqttError(f"the broker refused the subscription {topic}")
                     self.retain(f"{self.base}/bridge/state", ONLINE)
                     for topic in list(self._retained):
                         self._dirty[topic] = None
@@ -154,6 +160,9 @@ class MqttLink:
                     async with asyncio.TaskGroup() as group:
                         group.create_task(self._send_loop(client))
                         group.create_task(self._receive_loop(client))
+                        group.create_task(subscribe_all(
+                            client, (f"{self.base}/boards/+/set", f"{self.base}/bridge/request/+"), 1))
+                        group.create_task(self._state_again(2 * self.config.keepalive))
             except* (aiomqtt.MqttError, OSError) as group_exc:
                 log.warning("broker %s: %s", node.url, "; ".join(str(e) for e in group_exc.exceptions))
             except* Exception:
@@ -168,6 +177,15 @@ class MqttLink:
                 delay = min(self._backoff_max, delay * 2)
             else:
                 log.info("trying the next broker node, %s", self.nodes.current.url)
+
+    async def _state_again(self, after: float) -> None:
+        """Publish ``bridge/state`` again ``after`` seconds from now: over the last will of an earlier connection
+        that a broker cut off from us only notices now (it has another client id, so no takeover ends it)."""
+        await asyncio.sleep(after)
+        topic = f"{self.base}/bridge/state"
+        if topic in self._retained:
+            self._dirty[topic] = None
+            self._wake.set()
 
     async def _receive_loop(self, client: aiomqtt.Client) -> None:
         async for message in client.messages:
@@ -231,7 +249,7 @@ class MqttLink:
                         break
                     built += nxt.retain    # retained payloads (state, PGN) are built now: a few at a time
                     fut = asyncio.ensure_future(client.publish(nxt.topic, nxt.payload, qos=nxt.qos,
-                                                               retain=nxt.retain))
+                                                               retain=nxt.retain, timeout=REPLY_TIMEOUT_S))
                     fut.add_done_callback(wake)
                     inflight.append((nxt, fut))
                 if built >= 4:

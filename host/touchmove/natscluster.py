@@ -13,6 +13,7 @@ names must not contain ``.``, spaces or ``*``/``>``.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -20,6 +21,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import urllib.request
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +32,9 @@ PROBE_PREFIX = "touchmove-doctor"
 #: How long a node may take to serve MQTT after it starts: its JetStream meta group must elect a leader first,
 #: which on a loaded 2-core machine once took over a minute.
 READY_TIMEOUT_S = 120.0
+#: The JetStream streams NATS keeps MQTT in: sessions (read at every CONNECT), QoS 1 messages (every QoS 1
+#: publish waits for its leader), retained messages.
+MQTT_STREAMS = ("$MQTT_sess", "$MQTT_msgs", "$MQTT_rmsgs")
 NATS_PATHS = ("nats-server", "/usr/sbin/nats-server", "/usr/bin/nats-server", "/usr/local/bin/nats-server")
 
 
@@ -166,6 +171,23 @@ class NatsCluster:
         self._spawn(node)
         self.wait_ready(node, timeout)
         return time.monotonic() - since if since is not None else 0.0
+
+    def stream_leaders(self, via: int | None = None) -> dict[str, int]:
+        """Return the index of the node leading each MQTT stream that has a leader now (asked of node ``via``,
+        by default the first running one). Killing a stream's leader stalls that stream until JetStream elects
+        another (NATS 2.9's Raft waits 4-9 s for a silent leader), killing any other node stalls nothing."""
+        ask = via if via is not None else next(i for i, n in enumerate(self.nodes) if n.pid is not None)
+        url = f"http://127.0.0.1:{self.nodes[ask].monitor_port}/jsz?streams=true"
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            info = json.load(resp)
+        by_name = {n.name: i for i, n in enumerate(self.nodes)}
+        leaders: dict[str, int] = {}
+        for account in info.get("account_details", []):
+            for stream in account.get("stream_detail", []):
+                leader = stream.get("cluster", {}).get("leader")
+                if stream.get("name") in MQTT_STREAMS and leader in by_name:
+                    leaders[stream["name"]] = by_name[leader]
+        return leaders
 
     def node_of_port(self, port: int) -> int | None:
         """The index of the node whose MQTT listener is ``port``."""

@@ -2,8 +2,9 @@
 
 One connection per broker; each connection subscribes to every bridge base topic configured for it and
 hands decoded messages to the :class:`~touchmove.broadcast.broadcaster.Broadcaster`. A lost connection is
-retried with backoff; retained topics bring the state back on reconnect. Arbiter commands go out on the
-same connection as the board's messages came in.
+noticed at once (a reset) or within about 2 s (TCP timeouts) and the next node of the broker is tried at once,
+then every node again with backoff; retained topics bring the state back on reconnect. Arbiter commands go
+out on the same connection as the board's messages came in.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import aiomqtt
 from touchmove.broadcast import bridge_topics
 from touchmove.broadcast.broadcaster import ActionError, Broadcaster
 from touchmove.broadcast.tournament import BrokerConfig
-from touchmove.brokers import Endpoint, Endpoints, refused_subscription, tls_context
+from touchmove.broker_connection import CONNECT_TIMEOUT_S, REPLY_TIMEOUT_S, socket_options, subscribe_all
+from touchmove.brokers import Endpoint, Endpoints, tls_context
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +34,8 @@ def make_client(cfg: BrokerConfig, identifier: str, node: Endpoint | None = None
     context = tls_context(cfg.ca_file, cfg.cert_file, cfg.key_file) if node.tls else None
     return aiomqtt.Client(
         node.host, node.port, username=cfg.username, password=cfg.password, identifier=identifier,
-        tls_context=context, keepalive=15, max_queued_outgoing_messages=10_000,
+        tls_context=context, keepalive=15, max_queued_outgoing_messages=10_000, timeout=CONNECT_TIMEOUT_S,
+        socket_options=socket_options(),
     )
 
 
@@ -57,7 +60,7 @@ class MqttLink:
         if client is None:
             raise ActionError("the broker is not connected: try again shortly")
         try:
-            await client.publish(topic, payload, qos=1, retain=False)
+            await client.publish(topic, payload, qos=1, retain=False, timeout=REPLY_TIMEOUT_S)
         except aiomqtt.MqttError as exc:
             raise ActionError(f"publish failed: {exc}") from exc
 
@@ -70,14 +73,15 @@ class MqttLink:
     async def _serve(self, index: int, cfg: BrokerConfig) -> None:
         backoff = BACKOFF_START
         nodes = Endpoints(cfg.endpoints)
+        attempt = 0
         while True:
             node = nodes.current
+            attempt += 1     # a new client id each time: NATS holds a CONNECT of a dead node's id for 11 s
             try:
-                async with make_client(cfg, f"touchmove-broadcast-{self._tag}-{index}", node) as client:
-                    for base in cfg.bases:
-                        for topic in bridge_topics.subscriptions(base, cfg.share_group):
-                            if refused_subscription(await client.subscribe(topic, qos=cfg.subscribe_qos)):
-                                raise aiomqtt.MqttError(f"the broker refused the subscription {topic}")
+                async with make_client(cfg, f"touchmove-broadcast-{self._tag}-{index}-{attempt}", node) as client:
+                    await subscribe_all(client, [topic for base in cfg.bases
+                                                 for topic in bridge_topics.subscriptions(base, cfg.share_group)],
+                                        cfg.subscribe_qos)
                     self._clients[index] = client
                     self.ready[index].set()
                     log.info("subscribed to %s on %s", ", ".join(cfg.bases), node.url)

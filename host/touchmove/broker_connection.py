@@ -1,0 +1,57 @@
+"""What a connection to one broker node needs to fail over in seconds (the bridge's and the broadcaster's).
+
+A node that dies is noticed at once when its process ends (the kernel resets the connection), within about
+2 s when its machine goes silent (TCP user timeout and TCP keepalive, below the MQTT keepalive), and a node
+that takes a connection but does not answer it is left after :data:`CONNECT_TIMEOUT_S`. A subscription the
+broker refuses for now (on NATS: a JetStream consumer that cannot be created while a leader is elected) is
+tried again on the same connection instead of dropping it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections.abc import Iterable
+
+import aiomqtt
+
+from touchmove.brokers import refused_subscription
+
+log = logging.getLogger(__name__)
+
+#: How long a CONNACK may take before the next node is tried. A NATS node whose JetStream is electing leaders
+#: held a CONNECT for the client's default 10 s in a measurement while another node answered at once.
+CONNECT_TIMEOUT_S = 2.0
+#: How long a QoS 1 publish or a subscription may wait for the broker's answer on a connection that is alive.
+REPLY_TIMEOUT_S = 10.0
+#: How long a refused subscription is tried again on the same connection before it is given up.
+SUBSCRIBE_RETRY_S = 15.0
+SUBSCRIBE_PAUSE_S = 0.25
+#: A peer that leaves sent data unacknowledged this long is dead (a machine lost, a cable pulled).
+TCP_USER_TIMEOUT_MS = 2000
+
+
+def socket_options() -> list[tuple[int, int, int]]:
+    """Return the TCP options of a broker connection: no Nagle delay for small QoS 1 messages, and a dead peer
+    noticed within about 2 s whether data waits for it (``TCP_USER_TIMEOUT``) or the link is idle (keepalive)."""
+    options = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1), (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)]
+    for name, value in (("TCP_KEEPIDLE", 1), ("TCP_KEEPINTVL", 1), ("TCP_KEEPCNT", 2),
+                        ("TCP_USER_TIMEOUT", TCP_USER_TIMEOUT_MS)):
+        if hasattr(socket, name):     # Linux; elsewhere the MQTT keepalive alone notices a silent peer
+            options.append((socket.IPPROTO_TCP, getattr(socket, name), value))
+    return options
+
+
+async def subscribe_all(client: aiomqtt.Client, topics: Iterable[str], qos: int, *,
+                        retry_for: float = SUBSCRIBE_RETRY_S) -> None:
+    """Subscribe to every topic; return when all are granted. A refused subscription is tried again for
+    ``retry_for`` seconds, then :class:`aiomqtt.MqttError` is raised (the caller moves to another node)."""
+    loop = asyncio.get_running_loop()
+    for topic in topics:
+        deadline = loop.time() + retry_for
+        while refused_subscription(await client.subscribe(topic, qos=qos, timeout=REPLY_TIMEOUT_S)):
+            if loop.time() >= deadline:
+                raise aiomqtt.MqttError(f"the broker refused the subscription {topic}")
+            log.info("the broker refused the subscription %s for now; trying again", topic)
+            await asyncio.sleep(SUBSCRIBE_PAUSE_S)
