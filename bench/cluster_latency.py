@@ -235,6 +235,12 @@ async def poll_and_fault(args: argparse.Namespace, http_port: int, start: float,
         if victim is None:
             result["note"] = "the victim bridge was connected to no node"
             return
+        try:
+            led = sorted(name for name, node in (await asyncio.to_thread(cluster.stream_leaders)).items()
+                         if node == victim)
+        except OSError:
+            led = ["?"]
+        result["victim_led"] = ", ".join(led) or "no MQTT stream"
         cluster.kill(victim)
         killed = time.monotonic()
         result["window"] = (killed, float("inf"))      # until the node serves MQTT again
@@ -306,6 +312,8 @@ def main() -> None:
         if r.get("window"):
             print(f"  node down {r['node_down_s']:.1f} s: moves placed meanwhile ({len(r['down'])}) "
                   f"p50 / p99 / max: {fmt(r['down'])}", flush=True)
+        if r.get("victim_led"):
+            print(f"  the killed node led: {r['victim_led']}", flush=True)
         if r.get("note"):
             print(f"  note: {r['note']}")
         loads = r.get("loads") or [float("nan")]

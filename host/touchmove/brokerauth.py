@@ -32,13 +32,7 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from touchmove.natscluster import PROBE_PREFIX
-
-#: What a bridge publishes under its base topic (see the README's topic table).
-BRIDGE_WRITES = ("bridge/state", "bridge/info", "bridge/response/+", "boards/+/events", "boards/+/state",
-                 "boards/+/pgn", "boards/+/availability", "boards/+/response")
-BRIDGE_READS = ("boards/+/set", "bridge/request/+")
-ARBITER_WRITES = ("boards/+/set", "bridge/request/+")
+from touchmove import wire
 
 #: A user name is also a bridge's base topic: one topic level, and a NATS subject token.
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -71,16 +65,15 @@ def event_rules(bridges: list[str], broadcasters: list[str], viewers: list[str])
         raise AuthError("give at least one --bridge and one --broadcaster")
     out: list[Rules] = []
     for b in bridges:
-        out.append(Rules(b, "bridge", [f"{b}/{leaf}" for leaf in BRIDGE_WRITES],
-                         [f"{b}/{leaf}" for leaf in BRIDGE_READS]))
+        out.append(Rules(b, "bridge", wire.bridge_writes(b), wire.bridge_reads(b)))
     for a in broadcasters:
-        out.append(Rules(a, "broadcaster", [f"{b}/{leaf}" for b in bridges for leaf in ARBITER_WRITES],
-                         [f"{b}/#" for b in bridges]))
+        out.append(Rules(a, "broadcaster", [t for b in bridges for t in wire.command_filters(b)],
+                         [wire.everything(b) for b in bridges]))
     for v in viewers:
-        out.append(Rules(v, "viewer", [], [f"{b}/#" for b in bridges]))
+        out.append(Rules(v, "viewer", [], [wire.everything(b) for b in bridges]))
     for r in out:
-        r.write.append(f"{PROBE_PREFIX}/{r.user}/#")
-        r.read.append(f"{PROBE_PREFIX}/{r.user}/#")
+        r.write.append(wire.probe_topic(r.user, "#"))
+        r.read.append(wire.probe_topic(r.user, "#"))
     return out
 
 
@@ -210,7 +203,7 @@ def writable_folder_problem(out: Path) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from touchmove.cli import EXIT_USAGE, CommandError
+    from touchmove.errors import EXIT_USAGE, CommandError
 
     problem = writable_folder_problem(args.out)
     if problem is not None:

@@ -15,6 +15,9 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from touchmove import __version__
+from touchmove.errors import EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, CommandError
+
+__all__ = ["EXIT_BROKEN_PIPE", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_USAGE", "CommandError", "main"]
 
 # (subcommand, module, help). Each module has ``configure(parser)``, which adds its options and sets
 # ``handler`` (a function of the parsed arguments returning the exit status) with ``set_defaults``.
@@ -35,20 +38,6 @@ SUBCOMMANDS: list[tuple[str, str, str]] = [
 
 #: The options the ``touchmove`` command itself takes before a COMMAND.
 GLOBAL_OPTIONS = ("--version", "--debug", "-h", "--help")
-
-EXIT_ERROR = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130     # 128 + SIGINT, as a shell reports a program stopped by Ctrl-C
-EXIT_BROKEN_PIPE = 141     # 128 + SIGPIPE: the reader of our output went away (``| head``)
-
-
-class CommandError(Exception):
-    """An error a subcommand reports to its user: the message is the whole story (no traceback)."""
-
-    def __init__(self, message: str, status: int = EXIT_ERROR) -> None:
-        super().__init__(message)
-        self.status = status
-
 
 class OneLineParser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one line on standard error, exit status 2."""

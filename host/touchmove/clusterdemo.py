@@ -332,7 +332,7 @@ async def cluster_round(args: argparse.Namespace, workdir: Path, cluster: NatsCl
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=os.environ.get("TOUCHMOVE_LOG", "WARNING"), format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("mqtt").setLevel(logging.ERROR)
-    from touchmove.cli import EXIT_USAGE, CommandError
+    from touchmove.errors import EXIT_USAGE, CommandError
 
     for name, value, low, high in (("--boards", args.boards, 1, 50), ("--plies", args.plies, 1, 500),
                                    ("--speed", args.speed, 1, 100)):

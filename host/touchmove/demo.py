@@ -35,8 +35,8 @@ import chess.pgn
 
 from touchmove import records
 from touchmove.bridge import Bridge
-from touchmove.cli import EXIT_USAGE, CommandError
 from touchmove.config import BridgeConfig, MqttConfig, SerialConfig, parse_broker_url
+from touchmove.errors import EXIT_USAGE, CommandError
 from touchmove.ptyboard import PtyBoard
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import aiomqtt
 
+from touchmove import wire
 from touchmove.brokers import BrokerSettingError, Endpoint, tls_context
-from touchmove.natscluster import PROBE_PREFIX
 
 #: Clock skew between hosts above which the journals' and the PGN's times disagree visibly.
 SKEW_WARN_S = 0.5
@@ -100,7 +100,7 @@ async def check_mqtt(report: Report, node: Endpoint, login: Login, timeout: floa
         async with asyncio.timeout(timeout), aiomqtt.Client(
                 node.host, node.port, username=login.username, password=login.password, tls_context=context,
                 identifier=f"touchmove-doctor-{uuid.uuid4().hex[:8]}", timeout=timeout) as client:
-            topic = f"{PROBE_PREFIX}/{login.username or 'anonymous'}/{uuid.uuid4().hex[:8]}"
+            topic = wire.probe_topic(login.username or "anonymous", uuid.uuid4().hex[:8])
             await client.subscribe(topic, qos=1)
             await client.publish(topic, b"probe", qos=1)
             try:
@@ -221,23 +221,27 @@ async def check_bridges(report: Report, node: Endpoint, login: Login, bases: Seq
                                   tls_context=context, identifier=f"touchmove-doctor-{uuid.uuid4().hex[:8]}",
                                   timeout=timeout) as client:
             for base in bases:
-                await client.subscribe(f"{base}/bridge/state", qos=1)
-                await client.subscribe(f"{base}/bridge/response/health_check", qos=1)
+                await client.subscribe(wire.bridge_topic(base, "state"), qos=1)
+                await client.subscribe(wire.response_topic(base, "health_check"), qos=1)
             states: dict[str, bytes] = {}
             replies: dict[str, tuple[dict[str, object], float, float]] = {}
             sent: dict[str, float] = {}
             tag = uuid.uuid4().hex[:8]
             for base in bases:
                 sent[base] = time.time()
-                await client.publish(f"{base}/bridge/request/health_check",
+                await client.publish(wire.request_topic(base, "health_check"),
                                      json.dumps({"transaction": f"doctor-{tag}"}).encode(), qos=1)
             try:
                 async with asyncio.timeout(timeout):
                     async for m in client.messages:
                         topic = str(m.topic)
-                        base = topic.split("/bridge/")[0]
+                        state_of = {wire.bridge_topic(b, "state"): b for b in bases}
+                        base = state_of.get(topic) or next(
+                            (b for b in bases if topic == wire.response_topic(b, "health_check")), "")
+                        if not base:
+                            continue
                         raw = bytes(m.payload) if isinstance(m.payload, bytes | bytearray) else b""
-                        if topic.endswith("/bridge/state"):
+                        if topic in state_of:
                             states[base] = raw
                         else:
                             try:
@@ -390,7 +394,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from touchmove.cli import EXIT_USAGE, CommandError
+    from touchmove.errors import EXIT_USAGE, CommandError
 
     if not args.config and not args.tournament and not args.ports:
         raise CommandError("give --config bridge.toml (hall PC), --tournament tournament.toml (broadcaster) "

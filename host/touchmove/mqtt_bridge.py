@@ -40,6 +40,7 @@ import aiomqtt
 from touchmove.broker_connection import CONNECT_TIMEOUT_S, REPLY_TIMEOUT_S, socket_options, subscribe_all
 from touchmove.brokers import Endpoint, Endpoints, tls_context
 from touchmove.config import MqttConfig
+from touchmove.wire import bridge_topic, command_filters
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +127,7 @@ class MqttLink:
             node.host, node.port, username=cfg.username, password=cfg.password,
             identifier=f"{self.client_id}-{self.attempts}",
             protocol=aiomqtt.ProtocolVersion.V5 if cfg.protocol == 5 else aiomqtt.ProtocolVersion.V311,
-            will=aiomqtt.Will(f"{self.base}/bridge/state", OFFLINE, qos=1, retain=True),
+            will=aiomqtt.Will(bridge_topic(self.base, "state"), OFFLINE, qos=1, retain=True),
             tls_context=context, keepalive=cfg.keepalive, timeout=CONNECT_TIMEOUT_S,
             max_inflight_messages=self._window, socket_options=socket_options(),
         )
@@ -153,15 +154,14 @@ class MqttLink:
                     last = node
                     delay = 0.25
                     log.info("connected to %s", node.url)
-                    self.retain(f"{self.base}/bridge/state", ONLINE)
+                    self.retain(bridge_topic(self.base, "state"), ONLINE)
                     for topic in list(self._retained):
                         self._dirty[topic] = None
                     self._on_connected()
                     async with asyncio.TaskGroup() as group:
                         group.create_task(self._send_loop(client))
                         group.create_task(self._receive_loop(client))
-                        group.create_task(subscribe_all(
-                            client, (f"{self.base}/boards/+/set", f"{self.base}/bridge/request/+"), 1))
+                        group.create_task(subscribe_all(client, command_filters(self.base), 1))
                         group.create_task(self._state_again(2 * self.config.keepalive))
             except* (aiomqtt.MqttError, OSError) as group_exc:
                 log.warning("broker %s: %s", node.url, "; ".join(str(e) for e in group_exc.exceptions))
@@ -182,7 +182,7 @@ class MqttLink:
         """Publish ``bridge/state`` again ``after`` seconds from now: over the last will of an earlier connection
         that a broker cut off from us only notices now (it has another client id, so no takeover ends it)."""
         await asyncio.sleep(after)
-        topic = f"{self.base}/bridge/state"
+        topic = bridge_topic(self.base, "state")
         if topic in self._retained:
             self._dirty[topic] = None
             self._wake.set()

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-#: Every account may publish and read ``<PROBE_PREFIX>/<its user name>/#``: the readiness and doctor probe.
-PROBE_PREFIX = "touchmove-doctor"
+from touchmove.wire import probe_topic
+
 #: How long a node may take to serve MQTT after it starts: its JetStream meta group must elect a leader first,
 #: which on a loaded 2-core machine once took over a minute.
 READY_TIMEOUT_S = 120.0
@@ -223,7 +223,7 @@ def mqtt_round_trip(port: int, user: tuple[str, str] | None = None, host: str = 
     import paho.mqtt.client as mqtt
     from paho.mqtt.enums import CallbackAPIVersion
 
-    topic = f"{PROBE_PREFIX}/{user[0] if user else 'anonymous'}/{uuid.uuid4().hex[:10]}"
+    topic = probe_topic(user[0] if user else "anonymous", uuid.uuid4().hex[:10])
     got: list[bytes] = []
     client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"probe-{uuid.uuid4().hex[:10]}")
     if user is not None:

@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from touchmove.cli import EXIT_USAGE, CommandError
+from touchmove.errors import EXIT_USAGE, CommandError
 
 BRIDGE = """\
 # touchmove bridge: `touchmove run --config bridge.toml`

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from touchmove import __version__, checkpoint
 from touchmove.bridge.daemon import Bridge
-from touchmove.cli import EXIT_USAGE, CommandError
 from touchmove.config import BridgeConfig, ConfigError, load
+from touchmove.errors import EXIT_USAGE, CommandError
 from touchmove.stop_signals import StopSignals
 
 log = logging.getLogger("touchmove.bridge")

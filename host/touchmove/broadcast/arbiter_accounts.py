@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from touchmove.broadcast.arbiters import ArbiterBook, ArbiterConfigError, file_entry, parse_file
-from touchmove.cli import EXIT_USAGE, CommandError
+from touchmove.errors import EXIT_USAGE, CommandError
 from touchmove.journal import iso_now
 
 TOKEN_BYTES = 18          # 24 URL-safe characters

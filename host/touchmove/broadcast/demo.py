@@ -33,7 +33,7 @@ from touchmove.broadcast.local_broker import LocalBroker
 from touchmove.broadcast.service import BroadcastService
 from touchmove.broadcast.simboards import SimBoard, SimBridge
 from touchmove.broadcast.tournament import BrokerConfig, Tournament, parse_tournament
-from touchmove.cli import EXIT_USAGE, CommandError
+from touchmove.errors import EXIT_USAGE, CommandError
 
 log = logging.getLogger(__name__)
 
