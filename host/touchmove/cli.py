@@ -46,20 +46,28 @@ class OneLineParser(argparse.ArgumentParser):
         raise CommandError(f"{message} (see {self.prog} --help)", EXIT_USAGE)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the argument parser with every subcommand."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Return the argument parser: every subcommand named, only ``command``'s module imported and its
+    options added (all of them when ``command`` is None: the documentation and the tests use that)."""
     parser = OneLineParser(prog="touchmove", description="Occupancy chessboards to moves and arbiter alerts.")
     parser.add_argument("--version", action="version", version=f"touchmove {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module_name, help_text in SUBCOMMANDS:
-        module = importlib.import_module(module_name)
         child = sub.add_parser(name, help=help_text, description=help_text)
-        module.configure(child)
+        if command is not None and name != command:
+            continue       # named for --help and for argparse's choices; its module is not imported
+        importlib.import_module(module_name).configure(child)
         if not any("--debug" in action.option_strings for action in child._actions):
             child.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                                help="show the traceback of an error")
     return parser
+
+
+def command_in(argv: Sequence[str]) -> str:
+    """Return the subcommand ``argv`` runs ("" for none): its first word that is not an option (the
+    ``touchmove`` command's own options take no values)."""
+    return next((a for a in argv if not a.startswith("-")), "")
 
 
 def describe(exc: BaseException) -> str:
@@ -94,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if first is not None and first.startswith("-") and first not in GLOBAL_OPTIONS:
             raise CommandError(f"unrecognized option {first}: a COMMAND comes first (see touchmove --help)",
                                EXIT_USAGE)
-        args = build_parser().parse_args(argv)
+        args = build_parser(command_in(argv)).parse_args(argv)
         status: int = args.handler(args)
         return status
     except KeyboardInterrupt:
