@@ -25,6 +25,7 @@ FONT, SMALL, TINY, TITLE = 17, 15, 12, 24
 PIN_GAP = 1.4  # base distance between two pins of an anchor
 HANG = 2.2  # room above (below) a pin for a part hung up to a rail (down to GND)
 SLOT = 1.9  # horizontal room for one hung part along a pin's wire
+BUFFER_PINS = {1: "/OE", 2: "A", 3: "GND", 4: "Y", 5: "VCC"}  # 74AHCT1G125 datasheet (KiCad's are mangled)
 TWO_PIN = {"R", "C", "C_Polarized", "SW_Reed", "SW_Push", "1N4148"}
 
 
@@ -59,7 +60,8 @@ def circuit_parts() -> dict[str, PartInfo]:
     out = {}
     for part in builtins.default_circuit.parts:  # type: ignore[attr-defined]
         pins = []
-        names = PICO_PINS if str(part.value) == "Raspberry Pi Pico" else {}
+        names = PICO_PINS if str(part.value) == "Raspberry Pi Pico" else BUFFER_PINS if str(
+            part.value) == "74AHCT1G125" else {}
         for p in part.pins:
             net = p.net.name if p.net is not None and p.is_connected() else None
             if net is not None and net.startswith("__NOCONNECT"):
@@ -150,7 +152,7 @@ class Canvas:
         self.text((x + direction * (h + w / 2), y), net, SMALL)
 
     def two_pin(self, ref: str, a: str, b: str, start: tuple[float, float], direction: str,
-                length: float = 1.8) -> tuple[float, float]:
+                length: float = 1.8, short: bool = False) -> tuple[float, float]:
         """Draw a two-terminal part from ``start`` (its pin ``a``) in ``direction``; return pin ``b``'s end."""
         part = self.parts[ref]
         kind = part.kind
@@ -173,8 +175,8 @@ class Canvas:
         else:
             el = elm.Resistor()
         el = getattr(el.at(start), direction)().length(length)
-        loc = "bottom"
-        label = f"{ref}.{a}" if kind.startswith("R_Network") else f"{ref} {part.value}"
+        loc = "bottom" if direction in ("up", "down") else "top"
+        label = f"{ref}.{a}" if kind.startswith("R_Network") else ref if short else f"{ref} {part.value}"
         el = el.label(label, loc=loc, fontsize=SMALL)
         self.d += el
         self.texts.add(ref)
@@ -412,20 +414,19 @@ class Layout:
         c = self.c
         part = self.parts[ref]
         others = [p for p in part.pins if p.num != num]
-        w, h = 2.2, 1.6
+        w, h = 3.0, 2.0
         x0 = x if d > 0 else x - w
         xs = x0 + w if d > 0 else x0
         c.line((x0, y + h / 2), (x0 + w, y + h / 2))
         c.line((x0 + w, y + h / 2), (x0 + w, y - h / 2))
         c.line((x0 + w, y - h / 2), (x0, y - h / 2))
         c.line((x0, y - h / 2), (x0, y + h / 2))
-        c.text((x0 + w / 2, y + 0.15), ref, SMALL, color="navy")
-        c.text((x0 + w / 2, y - 0.35), part.value[:8], TINY)
-        c.text((x + d * 0.15, y + 0.22), part.pin(num).name, TINY, ha="left" if d > 0 else "right")
+        c.text((x0 + w / 2, y + h / 2 + 0.35), f"{ref} {part.value[:7]}", TINY, color="navy")
+        c.text((x + d * 0.15, y), part.pin(num).name, TINY, ha="left" if d > 0 else "right")
         c.mark(ref, num)
         for i, p in enumerate(others):
             px = xs + d * 0.0
-            py = y + (0.45 if i == 0 else -0.45)
+            py = y + (0.6 if i == 0 else -0.6)
             pe = px + d * 0.7
             c.line((px, py), (pe, py))
             c.text((px - d * 0.1, py), p.name, TINY, ha="right" if d > 0 else "left")
@@ -436,6 +437,7 @@ class Layout:
         for cap in self.spec.companions.get(ref, []):
             cp = self.parts[cap]
             top = (xe + d * 0.9, y + 0.9)
+            xe += d * 0.6
             tip = c.two_pin(cap, "1", "2", top, "down", 1.8)
             c.rail(top, cp.pin("1").net or "")
             c.rail(tip, cp.pin("2").net or "")
@@ -529,8 +531,6 @@ class Layout:
                 side = col_pins[self.col_of[m[0]]][m][2]
                 if side in "LR":
                     c.flag((ex, ey), net, -1 if side == "L" else 1)
-                else:
-                    c.text((ex, ey + (0.3 if side == "T" else -0.3)), net, SMALL)
         # the decoupling bank
         xb = 0.0
         yb = bottom - 1.0

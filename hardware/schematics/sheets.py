@@ -104,7 +104,7 @@ def matrix_grid(parts: dict[str, PartInfo], ranks: range) -> Sheet:
     """Ranks as horizontal row lines, files as vertical column lines, a reed and a 1N4148 (cathode to
     the row) at each crossing; the column pull-ups on the first sheet."""
     c = Canvas(parts)
-    cw, rh = 4.2, 3.4
+    cw, rh = 5.2, 3.6
     top = 3.0
     first = ranks.start == 0
     bottom_y = -rh * len(ranks)
@@ -132,16 +132,16 @@ def matrix_grid(parts: dict[str, PartInfo], ranks: range) -> Sheet:
             x = f * cw
             yc = y + 1.7
             c.dot((x, yc))
-            end = c.two_pin(sw, "1", "2", (x, yc), "right", 1.6)
+            end = c.two_pin(sw, "1", "2", (x, yc), "right", 1.8, short=True)
             c.line(end, (end[0] + 0.4, end[1]), f"M_{sq.upper()}")
             xd = end[0] + 0.4
             c.text((xd + 0.1, yc + 0.3), f"M_{sq.upper()}", 11, ha="left")
-            dend = c.two_pin(d, "2", "1", (xd, yc), "down", 1.7)
+            dend = c.two_pin(d, "2", "1", (xd, yc), "down", 1.7, short=True)
             c.dot(dend)
     title = f"Reed matrix, ranks {ranks.start + 1}-{ranks.stop}: a reed and a 1N4148 (cathode to the row) a square"
-    c.text((-1.8, top + 3.2), title, 24, ha="left")
+    c.text((-1.8, top + 5.2), title, 24, ha="left")
     if first:
-        c.text((-1.8, top + 2.4), "10k column pull-ups: tau = 10k x 200 pF = 2 us, settle 5 us", 15, ha="left")
+        c.text((-1.8, top + 4.2), "10k column pull-ups: tau = 10k x 200 pF = 2 us, settle 5 us", 15, ha="left")
     return Sheet(f"grid{ranks.start // 4 + 1}", c.svg(), dict(c.drawn), set(c.texts))
 
 
