@@ -10,6 +10,7 @@ netlist: every connection of the netlist must be drawn, on some sheet, to the ri
 from __future__ import annotations
 
 import builtins
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -147,7 +148,7 @@ class Canvas:
         x, y = xy
         pts = [(x, y), (x + direction * h, y + h), (x + direction * (w + h), y + h),
                (x + direction * (w + h), y - h), (x + direction * h, y - h), (x, y)]
-        for a, b in zip(pts, pts[1:], strict=False):
+        for a, b in itertools.pairwise(pts):
             self.d += elm.Line().at(a).to(b)
         self.text((x + direction * (h + w / 2), y), net, SMALL)
 
@@ -432,7 +433,7 @@ class Layout:
             c.text((px - d * 0.1, py), p.name, TINY, ha="right" if d > 0 else "left")
             c.mark(ref, p.num)
             if p.net:
-                c.rail((pe, py), p.net) if p.net != GROUND else c.rail((pe, py), p.net)
+                c.rail((pe, py), p.net)
         xe = xs + d * 1.2
         for cap in self.spec.companions.get(ref, []):
             cp = self.parts[cap]
@@ -485,7 +486,7 @@ class Layout:
         # fan out every pin; pins of a net on the next column's facing side are joined by a trunk
         ends: dict[tuple[str, str], tuple[float, float]] = {}
         self.on_sheet = {}
-        for i, pins in enumerate(col_pins):
+        for pins in col_pins:
             for (ref, num), e in sorted(pins.items(), key=lambda kv: (kv[0][0], -kv[1][1])):
                 ex, ey, net = self.fan(ref, num, e)
                 ends[(ref, num)] = (ex, ey)

@@ -19,6 +19,7 @@ C_BUS = 200e-12  # I2C bus capacitance to design for: five chips and board-lengt
 V_OL, I_OL = 0.4, 3e-3  # UM10204: Fast-mode outputs sink 3 mA at 0.4 V
 RP2040_PULL_DOWN_MIN = 50e3  # RP2040 datasheet: pad pull-down 50-80 kOhm
 VBUS_MAX_C = 10e-6  # USB 2.0 7.2.4.1: 10 uF at attach
+BYPASS_MAX = 220e-9  # a sensor's bypass capacitor (DRV5053 datasheet: 0.1 uF)
 MULTIPLIER = {"p": 1e-12, "n": 1e-9, "u": 1e-6, "m": 1e-3, "k": 1e3, "M": 1e6}
 
 
@@ -88,7 +89,8 @@ def electrical(parts: dict[str, PartInfo], i2c_hz: int) -> list[str]:
     sensors = [p for p in parts.values() if p.value.startswith("DRV5053")]
     for rail in sorted({q.net for p in sensors for q in p.pins if q.name == "VCC" and q.net}):
         n = sum(1 for p in sensors if any(q.name == "VCC" and q.net == rail for q in p.pins))
-        caps = sum(1 for p in parts.values() if p.kind == "C" and {q.net for q in p.pins} == {rail, "GND"})
+        caps = sum(1 for p in parts.values() if p.kind == "C" and {q.net for q in p.pins} == {rail, "GND"}
+                   and value(p.value) <= BYPASS_MAX)  # the regulator's own 1 uF does not count
         if caps < n:
             problems.append(f"hall sensors on {rail}: {n} sensors, {caps} capacitors (one each)")
     # USB attach: capacitance straight on VBUS

@@ -118,7 +118,6 @@ def matrix_grid(parts: dict[str, PartInfo], ranks: range) -> Sheet:
             c.rail(tip, other.net or "")
         c.line((x, top), (x, bottom_y + 0.8), col)
         c.text((x - 0.15, top - 0.4), col, 13, ha="right")
-        c.flag((x, top), col, -1) if False else None
         c.text((x, bottom_y + 0.4), col, 13)
     for i, r in enumerate(ranks):
         y = -rh * i
