@@ -8,6 +8,8 @@ allowed), export the KiCad netlist, draw its sheets (sheets.py), and check:
   every analog multiplexer enable, one capacitor per hall sensor, at most 10 uF straight on VBUS (USB 2.0
   7.2.4.1), a series resistor between the Pico and every 74HC165 clock / load input, a pull-up on every
   matrix column;
+  each rule is also run on faulty copies of the boards (rules.FAULTS: the old 4.7k pull-ups, 1000 uF on VBUS,
+  a missing pull-up or capacitor...) and must catch every one;
 - hardware/bom.csv lists exactly the parts of each schematic, each row complete (part numbers, price, date).
 
     python hardware/schematics/check.py            check
@@ -151,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
             circuit = circuit_parts()
             problems += [f"{name}: {p}" for p in rules.footprints(netlist, HW / "footprints")]
             problems += [f"{name}: {p}" for p in rules.electrical(circuit, I2C_HZ)]
+            problems += [f"{name}: {p}" for p in rules.self_test(name, circuit, I2C_HZ)]
             problems += check_bom(name, parts, rows)
             print(f"{name}: {len(parts)} parts, ERC {errors} errors / {warnings} warnings"
                   + ("" if not problems else " - " + "; ".join(problems)))

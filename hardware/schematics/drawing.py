@@ -144,13 +144,13 @@ class Canvas:
     def flag(self, xy: tuple[float, float], net: str, direction: int) -> None:
         """A net flag at the end of a wire, pointing away from it (direction -1 left, +1 right)."""
         w = Layout.flag_width(net)
-        h = 0.32
+        h = 0.4
         x, y = xy
         pts = [(x, y), (x + direction * h, y + h), (x + direction * (w + h), y + h),
                (x + direction * (w + h), y - h), (x + direction * h, y - h), (x, y)]
         for a, b in itertools.pairwise(pts):
             self.d += elm.Line().at(a).to(b)
-        self.text((x + direction * (h + w / 2), y), net, SMALL)
+        self.text((x + direction * (h + w / 2), y - 0.02), net, SMALL)
 
     def two_pin(self, ref: str, a: str, b: str, start: tuple[float, float], direction: str,
                 length: float = 1.8, short: bool = False) -> tuple[float, float]:
@@ -177,6 +177,7 @@ class Canvas:
             el = elm.Resistor()
         el = getattr(el.at(start), direction)().length(length)
         loc = "bottom" if direction in ("up", "down") else "top"
+        short = short or kind.startswith("SW_")  # switches: the sheet's note says which kind
         label = f"{ref}.{a}" if kind.startswith("R_Network") else ref if short else f"{ref} {part.value}"
         el = el.label(label, loc=loc, fontsize=SMALL)
         self.d += el
@@ -264,7 +265,7 @@ class Layout:
         kinds = [k for _, _, k in self.hangs(pin.net)]
         up = HANG if "up" in kinds else 0.0
         lone = kinds.count("down") == 1 and not any(k in ("series", "inline") for k in kinds)
-        down = HANG if "down" in kinds and not lone else 0.0
+        down = HANG if "down" in kinds and not lone else 0.9 if lone else 0.0
         if "inline" in kinds:
             up, down = max(up, 1.2), max(down, 1.2)
         return up, down

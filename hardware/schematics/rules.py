@@ -111,3 +111,36 @@ def electrical(parts: dict[str, PartInfo], i2c_hz: int) -> list[str]:
         if not _resistors_to(parts, net, "+3V3"):
             problems.append(f"matrix column {net}: no pull-up to +3V3")
     return problems
+
+
+def _without(parts: dict[str, PartInfo], *refs: str) -> dict[str, PartInfo]:
+    return {r: p for r, p in parts.items() if r not in refs}
+
+
+def _revalued(parts: dict[str, PartInfo], ref: str, new: str) -> dict[str, PartInfo]:
+    out = dict(parts)
+    p = parts[ref]
+    out[ref] = PartInfo(p.ref, new, p.kind, p.pins)
+    return out
+
+
+# board -> faults a rule must catch: (what the fault is, how to make it from the board's parts)
+FAULTS = {
+    "mcp23017": [("4.7k I2C pull-up (the old design)", lambda p: _revalued(p, "R1", "4k7")),
+                 ("no SCL pull-up", lambda p: _without(p, "R2"))],
+    "hall_mux": [("an enable without pull-up", lambda p: _without(p, "R3")),
+                 ("a sensor without its capacitor", lambda p: _without(p, "C341")),
+                 ("a 47k enable pull-up (loses to the RP2040's pull-down)", lambda p: _revalued(p, "R1", "47k")),
+                 ("1000 uF on VBUS (the old design)", lambda p: _revalued(p, "C22", "1000u"))],
+    "hc165": [("CLK straight from the Pico (no series resistor)", lambda p: _without(p, "R2"))],
+    "matrix": [("a column without pull-up", lambda p: _without(p, "R5"))],
+}
+
+
+def self_test(board: str, parts: dict[str, PartInfo], i2c_hz: int) -> list[str]:
+    """Check that every rule fires on a faulty copy of ``board``: the problems are rules that stayed quiet."""
+    missed = []
+    for what, make in FAULTS.get(board, []):
+        if not electrical(make(parts), i2c_hz):
+            missed.append(f"rule self-test: {what} was not caught")
+    return missed

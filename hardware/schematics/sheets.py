@@ -40,7 +40,8 @@ def _pico(parts: dict[str, PartInfo], hung: set[str], right: list[str] | None = 
 
 def hc165(parts: dict[str, PartInfo]) -> list[Spec]:
     specs = [_pico(parts, {"R1", "R2", "R3"}, right=["J1"],
-                   note="33 Ohm at the source on CLK and /PL; 10k on the data line: a cut wire reads 0xFF"),
+                   note="33 Ohm at the source on CLK and /PL; 10k on the data line: a cut wire reads 0xFF; "
+                                   "SW1/SW2: clock push buttons"),
              _power(parts, False)]
     for k in range(1, 9):
         conns = [f"J{100 + k}"] + ([f"J{200 + k}"] if k < 8 else [])
@@ -48,8 +49,9 @@ def hc165(parts: dict[str, PartInfo]) -> list[Spec]:
         order = {f"U{100 + k}": ["10", "2", "1", "15", "11", "12", "13", "14", "9", "7", "3", "4", "5", "6"]}
         sides = {f"U{100 + k}": {"3": "R", "4": "R", "5": "R", "6": "R"}}
         specs.append(Spec(f"rank{k}", f"Rank board {k} (one 74HC165 under rank {k})", [conns, [f"U{100 + k}"]],
-                          hung=hung, bank=[f"C{100 + k}"], flip=set(conns), order=order, sides=sides,
-                          note=f"J{100 + k}: cable from {'the Pico' if k == 1 else f'rank board {k - 1}'}"
+                          hung=hung, bank=[f"C{100 + k}"], flip=set(conns), order=order,
+                          sides=sides,
+                          note=f"SW: reed switches; J{100 + k}: cable from {'the Pico' if k == 1 else f'rank board {k - 1}'}"
                                + (f"; J{200 + k}: cable to rank board {k + 1}" if k < 8 else
                                   "; DS to GND: the chain's known tail (0x00)")))
     return specs
@@ -66,7 +68,8 @@ def mcp23017(parts: dict[str, PartInfo]) -> list[Spec]:
         if c == 0:
             hung.add("R3")
         specs.append(Spec(f"expander{c}", f"MCP23017 {ref} at 0x{0x20 + c:02x}", [[ref]], hung=hung,
-                          bank=[f"C{101 + c}"]))
+                          bank=[f"C{101 + c}"], note="SW: reed switches to GND (the chip's 100k pull-ups on); "
+                                                       "GPA7/GPB7 output-only, unconnected"))
     return specs
 
 
