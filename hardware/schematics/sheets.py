@@ -51,7 +51,8 @@ def hc165(parts: dict[str, PartInfo]) -> list[Spec]:
         specs.append(Spec(f"rank{k}", f"Rank board {k} (one 74HC165 under rank {k})", [conns, [f"U{100 + k}"]],
                           hung=hung, bank=[f"C{100 + k}"], flip=set(conns), order=order,
                           sides=sides,
-                          note=f"SW: reed switches; J{100 + k}: cable from {'the Pico' if k == 1 else f'rank board {k - 1}'}"
+                          note=f"SW: reed switches; J{100 + k}: cable from "
+                               + ("the Pico" if k == 1 else f"rank board {k - 1}")
                                + (f"; J{200 + k}: cable to rank board {k + 1}" if k < 8 else
                                   "; DS to GND: the chain's known tail (0x00)")))
     return specs
