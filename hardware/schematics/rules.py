@@ -2,7 +2,8 @@
 
 The numbers come from the documents cited in hardware/README.md ("Signal timing" and "Power"):
 NXP UM10204 (I2C rise time and sink current), the RP2040 datasheet (pad pull-down 50-80 kOhm), the
-CD74HC4067 datasheet (V_IH 0.7 x VCC), the DRV5053 datasheet (a bypass capacitor at each sensor), USB 2.0
+CD74HC4067 datasheet (V_IH 0.7 x VCC), the DRV5053 datasheet (a bypass capacitor of at least 0.01 uF at each
+sensor), USB 2.0
 section 7.2.4.1 (10 uF at most on VBUS at attach)."""
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ C_BUS = 200e-12  # I2C bus capacitance to design for: five chips and board-lengt
 V_OL, I_OL = 0.4, 3e-3  # UM10204: Fast-mode outputs sink 3 mA at 0.4 V
 RP2040_PULL_DOWN_MIN = 50e3  # RP2040 datasheet: pad pull-down 50-80 kOhm
 VBUS_MAX_C = 10e-6  # USB 2.0 7.2.4.1: 10 uF at attach
-BYPASS_MAX = 220e-9  # a sensor's bypass capacitor (DRV5053 datasheet: 0.1 uF)
+BYPASS_MAX = 220e-9  # a sensor's bypass capacitor (DRV5053 datasheet: at least 0.01 uF; 0.1 uF used)
 MULTIPLIER = {"p": 1e-12, "n": 1e-9, "u": 1e-6, "m": 1e-3, "k": 1e3, "M": 1e6}
 
 
