@@ -37,6 +37,8 @@ FP = {
     # not in KiCad 6's footprint library: shipped in hardware/footprints/touchmove.pretty (the module's
     # 2 x 20 through-hole pads, Pico datasheet's mechanical drawing)
     "PICO": "touchmove:RaspberryPi_Pico_THT",
+    # the DevKitC-1's two headers: two sockets placed per Espressif's board drawing
+    "SOCKET22": "Connector_PinSocket_2.54mm:PinSocket_1x22_P2.54mm_Vertical",
 }
 
 # Raspberry Pi Pico / Pico W pinout (Pico datasheet, "Pinout"): physical pin -> name.
@@ -49,7 +51,6 @@ PICO_PINS = {
 }
 
 
-PICO_NUM = {name: num for num, name in PICO_PINS.items() if name.startswith("GP")}
 
 
 def nc() -> skidl.Net:
@@ -79,35 +80,67 @@ def lib(libname: str, name: str, ref: str, value: str, footprint: str) -> Part:
     return Part(libname, name, ref=ref, tag=ref, value=value, footprint=FP[footprint])
 
 
-class Board:
-    """The main board every option shares: the Pico, power nets, two clock buttons, the LED data output."""
+# ESP32-S3-DevKitC-1 (Espressif user guide, "Header Block"): header J1 and J3, pin -> name. 5V is the USB
+# 5 V (VBUS here), 3V3 the board regulator's output; TX/RX (GPIO43/44) belong to the USB-UART bridge.
+DEVKITC_J1 = {1: "3V3", 2: "3V3", 3: "RST", 4: "GPIO4", 5: "GPIO5", 6: "GPIO6", 7: "GPIO7", 8: "GPIO15",
+              9: "GPIO16", 10: "GPIO17", 11: "GPIO18", 12: "GPIO8", 13: "GPIO3", 14: "GPIO46", 15: "GPIO9",
+              16: "GPIO10", 17: "GPIO11", 18: "GPIO12", 19: "GPIO13", 20: "GPIO14", 21: "5V", 22: "GND"}
+DEVKITC_J3 = {1: "GND", 2: "TX", 3: "RX", 4: "GPIO1", 5: "GPIO2", 6: "GPIO42", 7: "GPIO41", 8: "GPIO40",
+              9: "GPIO39", 10: "GPIO38", 11: "GPIO37", 12: "GPIO36", 13: "GPIO35", 14: "GPIO0", 15: "GPIO45",
+              16: "GPIO48", 17: "GPIO47", 18: "GPIO21", 19: "GPIO20", 20: "GPIO19", 21: "GND", 22: "GND"}
+DEVKITC = "ESP32-S3-DevKitC-1-N8R8"
+# GPIO47/48 are powered from VDD_SPI: 3.3 V on modules with 3.3 V flash (WROOM-1 N8R8, drawn here), 1.8 V on
+# the N32R8V's (octal 1.8 V flash and PSRAM): rules.py refuses them on a 1.8 V module.
+VDD_SPI_PINS = {"GPIO47", "GPIO48"}
 
-    def __init__(self, gpios: dict[str, int]) -> None:
-        self.u = pico()
+
+def esp32s3_devkitc() -> list[tuple[Part, dict[int, str]]]:
+    """The DevKitC-1 as its two 1 x 22 headers (A1 = J1, A2 = J3), each on a KiCad pin socket footprint."""
+    out = []
+    for ref, pins in (("A1", DEVKITC_J1), ("A2", DEVKITC_J3)):
+        header = "J1" if ref == "A1" else "J3"
+        part = Part("Connector_Generic", "Conn_01x22", ref=ref, tag=ref, value=f"socket for {DEVKITC} {header}",
+                    footprint=FP["SOCKET22"])
+        out.append((part, pins))
+    return out
+
+
+class Board:
+    """The main board every option shares: the module (a Pico, or an ESP32-S3-DevKitC-1), power nets, two
+    clock buttons, the LED output."""
+
+    def __init__(self, gpios: dict[str, int], family: str = "pico") -> None:
         self.v3 = Net("+3V3")
         self.gnd = Net("GND")
         self.vbus = Net("VBUS")
-        for num, name in PICO_PINS.items():
-            pin = self.u[str(num)]
-            if name in ("GND", "AGND"):
-                pin += self.gnd
-            elif name == "3V3":
-                pin += self.v3
-            elif name == "VBUS":
-                pin += self.vbus
-            elif not name.startswith("GP"):  # VSYS (fed from VBUS on the module), RUN, 3V3_EN, ADC_VREF
-                pin += nc()
+        self.family = family
+        self.module = [(pico(), PICO_PINS)] if family == "pico" else esp32s3_devkitc()
+        self.u = self.module[0][0]
+        self.by_gpio: dict[int, tuple[Part, int]] = {}  # GPIO number -> (module part, pin number)
+        for part, table in self.module:
+            for num, name in table.items():
+                pin = part[str(num)]
+                if name in ("GND", "AGND"):
+                    pin += self.gnd
+                elif name == "3V3":
+                    pin += self.v3
+                elif name in ("VBUS", "5V"):
+                    pin += self.vbus
+                elif name.startswith("GP") and name[-1].isdigit():
+                    self.by_gpio[int(name.lstrip("GPIO"))] = (part, num)
+                else:  # VSYS (fed from VBUS on the module), RUN, 3V3_EN, ADC_VREF, RST, the USB-UART's TX/RX
+                    pin += nc()
         self.gpios = gpios
-        self.used: set[str] = set()
+        self.used: set[tuple[str, int]] = set()
         c = lib("Device", "C", "C1", "100n", "C")
         c[1] += self.v3
         c[2] += self.gnd
 
     def gp(self, signal: str) -> Pin:
-        """The Pico pin carrying ``signal`` (its GPIO from the firmware's pin map)."""
-        name = f"GP{self.gpios[signal]}"
-        self.used.add(name)
-        return self.u[str(PICO_NUM[name])]
+        """The module pin carrying ``signal`` (its GPIO from the firmware's pin map)."""
+        part, num = self.by_gpio[self.gpios[signal]]
+        self.used.add((part.ref, num))
+        return part[str(num)]
 
     def buttons(self) -> None:
         for i, side in enumerate(("clock_white", "clock_black")):
@@ -159,9 +192,9 @@ class Board:
 
     def finish(self) -> None:
         """Mark the GPIOs this option does not use as intentionally unconnected; drive the power nets."""
-        for num, name in PICO_PINS.items():
-            if name.startswith("GP") and name not in self.used:
-                self.u[str(num)] += nc()
+        for part, num in self.by_gpio.values():
+            if (part.ref, num) not in self.used:
+                part[str(num)] += nc()
         for net in (self.gnd, self.v3, self.vbus):  # the module's regulator, USB port and ground
             net.drive = skidl.POWER
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import schemdraw
 import schemdraw.elements as elm
-from common import PICO_PINS
+from common import DEVKITC, DEVKITC_J1, DEVKITC_J3, PICO_PINS
 
 schemdraw.use("svg")
 
@@ -61,8 +61,10 @@ def circuit_parts() -> dict[str, PartInfo]:
     out = {}
     for part in builtins.default_circuit.parts:  # type: ignore[attr-defined]
         pins = []
-        names = PICO_PINS if str(part.value) == "Raspberry Pi Pico" else BUFFER_PINS if str(
-            part.value) == "74AHCT1G125" else {}
+        value = str(part.value)
+        names = (PICO_PINS if value == "Raspberry Pi Pico" else BUFFER_PINS if value == "74AHCT1G125"
+                 else DEVKITC_J1 if value.endswith(f"{DEVKITC} J1") else DEVKITC_J3 if value.endswith(f"{DEVKITC} J3")
+                 else {})
         for p in part.pins:
             net = p.net.name if p.net is not None and p.is_connected() else None
             if net is not None and net.startswith("__NOCONNECT"):
@@ -72,6 +74,11 @@ def circuit_parts() -> dict[str, PartInfo]:
                                 float(getattr(p, "y", 0) or 0)))
         out[part.ref] = PartInfo(part.ref, str(part.value), str(part.name), pins)
     return out
+
+
+def names_of(part: PartInfo) -> bool:
+    """Whether the part is a module whose pins carry names (a DevKitC header)."""
+    return DEVKITC in part.value
 
 
 def netlist_connections(parts: dict[str, PartInfo]) -> set[tuple[str, str, str]]:
@@ -300,7 +307,8 @@ class Layout:
         longest = max([len(p.name) for p in part.pins] + [4])
         ntop = max(len(by_side["T"]), len(by_side["B"]))
         w = max(2.2 + 0.16 * longest * 2, 1.6 * ntop + 1.0, 3.0)
-        if part.kind.startswith("Conn_01"):
+        module = bool(names_of(part))
+        if part.kind.startswith("Conn_01") and not module:
             w = 1.4
         c = self.c
         c.line((x, ytop), (x + w, ytop))
@@ -310,7 +318,7 @@ class Layout:
         c.text((x + w / 2, ytop + 0.45), f"{ref}  {part.value}", FONT, color="navy")
         ends: dict[str, tuple[float, float, str]] = {}
         stub = 0.6
-        show_names = not part.kind.startswith("Conn_01")
+        show_names = module or not part.kind.startswith("Conn_01")
         for s in "LR":
             for p, dy in zip(by_side[s], offsets[s], strict=True):
                 y = ytop - dy

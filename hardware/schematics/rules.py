@@ -12,7 +12,14 @@ import os
 import re
 from pathlib import Path
 
+from common import VDD_SPI_PINS
 from drawing import PartInfo
+
+DEVKITC_PREFIX = "ESP32-S3-DevKitC-1"
+
+
+def _module(p: PartInfo) -> bool:
+    return p.value == "Raspberry Pi Pico" or DEVKITC_PREFIX in p.value
 
 KICAD_FOOTPRINTS = Path(os.environ.get("KICAD6_FOOTPRINT_DIR", "/usr/share/kicad/footprints"))
 VCC = 3.3
@@ -100,13 +107,19 @@ def electrical(parts: dict[str, PartInfo], i2c_hz: int) -> list[str]:
     if on_vbus > VBUS_MAX_C:
         problems.append(f"{on_vbus * 1e6:.1f} uF straight on VBUS: USB 2.0 allows 10 uF at attach")
     # 74HC165 clock and load: through a series resistor at the Pico, never straight from its pin
-    pico_nets = {q.net for p in parts.values() if p.value == "Raspberry Pi Pico" for q in p.pins if q.net}
+    pico_nets = {q.net for p in parts.values() if _module(p) for q in p.pins if q.net}
     for net in sorted(_nets_of(parts, lambda p: p.kind == "74HC165", {"CP", "~{PL}"})):
         if net in pico_nets:
-            problems.append(f"74HC165 {net}: straight from a Pico pin, no series resistor at the source")
+            problems.append(f"74HC165 {net}: straight from a module pin, no series resistor at the source")
         elif not any(p.kind == "R" and {q.net for q in p.pins} & pico_nets and net in {q.net for q in p.pins}
                      for p in parts.values()):
-            problems.append(f"74HC165 {net}: no series resistor from the Pico")
+            problems.append(f"74HC165 {net}: no series resistor from the module")
+    # ESP32-S3: GPIO47/48 are 1.8 V on a module with 1.8 V flash (N32R8V...): below a 3.3 V part's V_IH
+    for p in parts.values():
+        if DEVKITC_PREFIX in p.value and "R8V" in p.value:
+            used = [q.name for q in p.pins if q.name in VDD_SPI_PINS and q.net]
+            if used:
+                problems.append(f"{p.ref}: {used} are 1.8 V pins on a {p.value.split()[-2]} module")
     # matrix columns: an external pull-up each
     for net in sorted(n for p in parts.values() for q in p.pins if (n := q.net) and n.startswith("COL_")):
         if not _resistors_to(parts, net, "+3V3"):
@@ -135,6 +148,9 @@ FAULTS = {
                  ("1000 uF on VBUS (the old design)", lambda p: _revalued(p, "C22", "1000u"))],
     "hc165": [("CLK straight from the Pico (no series resistor)", lambda p: _without(p, "R2"))],
     "matrix": [("a column without pull-up", lambda p: _without(p, "R5"))],
+    "matrix_esp32s3": [("GPIO47 for the LEDs on a 1.8 V N32R8V module",
+                        lambda p: _revalued(p, "A2", "socket for ESP32-S3-DevKitC-1-N32R8V J3"))],
+    "hc165_esp32s3": [("CLK straight from the module", lambda p: _without(p, "R2"))],
 }
 
 

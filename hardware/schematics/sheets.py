@@ -32,6 +32,11 @@ def _power(parts: dict[str, PartInfo], hall: bool) -> Spec:
 
 def _pico(parts: dict[str, PartInfo], hung: set[str], right: list[str] | None = None,
           left: list[str] | None = None, note: str = "") -> Spec:
+    if "A1" in parts:  # an ESP32-S3-DevKitC-1: its two headers, connectors to their right
+        conns = (left or []) + (right or [])
+        return Spec("module", "ESP32-S3-DevKitC-1 N8R8 (A1 = header J1, A2 = header J3, pins as on the board)",
+                    [["A1", "A2"]] + ([conns] if conns else []), hung=hung | {"SW1", "SW2"}, bank=["C1"],
+                    flip={"A1", "A2"}, note=note)
     cols = ([left] if left else []) + [["U1"]] + ([right] if right else [])
     flip = set(left or [])
     return Spec("pico", "Raspberry Pi Pico (U1, pins numbered as on the module)", cols,
@@ -75,8 +80,10 @@ def mcp23017(parts: dict[str, PartInfo]) -> list[Spec]:
 
 
 def hall_mux(parts: dict[str, PartInfo]) -> list[Spec]:
-    specs = [_pico(parts, {"R1", "R2", "R3", "R4"},
-                   note="4.7k pull-ups hold every multiplexer off (/E high) until the firmware drives them"),
+    joined = "R1" in parts
+    specs = [_pico(parts, {"R1", "R2", "R3", "R4"} if joined else set(),
+                   note="4.7k pull-ups hold every multiplexer off (/E high) until the firmware drives them"
+                   if joined else "each multiplexer into its own ADC1 pin, /E tied to GND"),
              _power(parts, True)]
     for m in range(4):
         ref = f"U{101 + m}"
@@ -149,12 +156,13 @@ def matrix_grid(parts: dict[str, PartInfo], ranks: range) -> Sheet:
 
 
 SPECS = {"hc165": hc165, "matrix": matrix, "mcp23017": mcp23017, "hall_mux": hall_mux, "led_square": led_square}
+SPECS.update({f"{name}_esp32s3": fn for name, fn in list(SPECS.items()) if name != "led_square"})
 
 
 def sheets(name: str, parts: dict[str, PartInfo]) -> list[Sheet]:
     """Every sheet of board ``name``, drawn."""
     out = [render(parts, spec) for spec in SPECS[name](parts)]
-    if name == "matrix":
+    if name.startswith("matrix"):
         out += [matrix_grid(parts, range(0, 4)), matrix_grid(parts, range(4, 8))]
     return out
 
