@@ -315,7 +315,8 @@ class Layout:
         c.line((x + w, ytop), (x + w, ytop - h))
         c.line((x + w, ytop - h), (x, ytop - h))
         c.line((x, ytop - h), (x, ytop))
-        c.text((x + w / 2, ytop + 0.45), f"{ref}  {part.value}", FONT, color="navy")
+        title = f"{ref}  DevKitC-1 header {part.value[-2:]}" if names_of(part) else f"{ref}  {part.value}"
+        c.text((x + w / 2, ytop + 0.45), title, FONT, color="navy")
         ends: dict[str, tuple[float, float, str]] = {}
         stub = 0.6
         show_names = module or not part.kind.startswith("Conn_01")
@@ -495,12 +496,14 @@ class Layout:
         # fan out every pin; pins of a net on the next column's facing side are joined by a trunk
         ends: dict[tuple[str, str], tuple[float, float]] = {}
         self.on_sheet = {}
-        for pins in col_pins:
-            for (ref, num), e in sorted(pins.items(), key=lambda kv: (kv[0][0], -kv[1][1])):
-                ex, ey, net = self.fan(ref, num, e)
-                ends[(ref, num)] = (ex, ey)
-                if net:
-                    self.on_sheet.setdefault(net, []).append((ref, num))
+        # chips and modules first: the parts hung on a net are drawn at their pins (a series resistor at the
+        # source), connectors last
+        everything = [(k, e) for pins in col_pins for k, e in pins.items()]
+        for (ref, num), e in sorted(everything, key=lambda kv: (kv[0][0].startswith("J"), kv[0][0], -kv[1][1])):
+            ex, ey, net = self.fan(ref, num, e)
+            ends[(ref, num)] = (ex, ey)
+            if net:
+                self.on_sheet.setdefault(net, []).append((ref, num))
         joins = []
         for net, members in sorted(self.on_sheet.items()):
             if net in RAILS or net == GROUND:

@@ -32,11 +32,11 @@ def _power(parts: dict[str, PartInfo], hall: bool) -> Spec:
 
 def _pico(parts: dict[str, PartInfo], hung: set[str], right: list[str] | None = None,
           left: list[str] | None = None, note: str = "") -> Spec:
-    if "A1" in parts:  # an ESP32-S3-DevKitC-1: its two headers, connectors to their right
+    if "A1" in parts:  # an ESP32-S3-DevKitC-1: its two headers side by side as on the board, connectors left
         conns = (left or []) + (right or [])
-        return Spec("module", "ESP32-S3-DevKitC-1 N8R8 (A1 = header J1, A2 = header J3, pins as on the board)",
-                    [["A1", "A2"]] + ([conns] if conns else []), hung=hung | {"SW1", "SW2"}, bank=["C1"],
-                    flip={"A1", "A2"}, note=note)
+        return Spec("module", "ESP32-S3-DevKitC-1 N8R8 (A1 = header J1, A2 = header J3, as seen from the top)",
+                    ([conns] if conns else []) + [["A1"], ["A2"]], hung=hung | {"SW1", "SW2"}, bank=["C1"],
+                    flip=set(conns) | {"A2"}, note=note)
     cols = ([left] if left else []) + [["U1"]] + ([right] if right else [])
     flip = set(left or [])
     return Spec("pico", "Raspberry Pi Pico (U1, pins numbered as on the module)", cols,
