@@ -25,7 +25,6 @@ def build(cfg, machine=None):
 
     from .app import App, make_leds
     from .clock import Clock, ScaledClock, SteppedClock
-
     from .link import Port
 
     sim = cfg["driver"] == "sim"

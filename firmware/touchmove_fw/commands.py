@@ -18,7 +18,7 @@ def parse_command(line):
     try:
         obj = json.loads(line)
     except Exception:  # ValueError, UnicodeError, MemoryError on deep nesting: all just bad input
-        raise CommandError("bad json")
+        raise CommandError("bad json") from None
     if not isinstance(obj, dict):
         raise CommandError("a command is a JSON object")
     cmd = obj.get("cmd")
@@ -137,6 +137,6 @@ def calibrate(app):
         try:
             save_thresholds(path, th)
         except OSError:
-            raise CommandError("calibrated, but could not save")
+            raise CommandError("calibrated, but could not save") from None
     app.scanner.prime(app.clock.ms())  # the board (empty) as it now reads
     app.send_snapshot()

@@ -1,7 +1,8 @@
-# Wire protocol v1: newline-delimited JSON (device messages here; host commands in commands.py). Device messages are the host's recording format
-# (host/touchmove/records.py): every one has "type", then its fields, then "seq" (per-boot counter, no gaps)
-# and "t" (device milliseconds). They are formatted by hand so the key order is fixed and the encoder
-# needs no dict (MicroPython dicts do not keep insertion order). Pure Python: also runs under CPython.
+# Wire protocol v1: newline-delimited JSON (device messages here; host commands in commands.py). Device messages
+# are the host's recording format (host/touchmove/records.py): every one has "type", then its fields, then "seq"
+# (per-boot counter, no gaps) and "t" (device milliseconds). They are formatted by hand so the key order is fixed
+# and the encoder needs no dict (MicroPython dicts do not keep insertion order). Pure Python: also runs under
+# CPython.
 import json
 
 from .squares import name

@@ -4,8 +4,8 @@ MicroPython (mp/mprun.py): the same code, both interpreters."""
 import json
 
 from touchmove_fw import commands, protocol
-from touchmove_fw.debounce import Debouncer
 from touchmove_fw.clock import MASK, add, diff
+from touchmove_fw.debounce import Debouncer
 from touchmove_fw.evqueue import EventQueue
 from touchmove_fw.link import LINE, NONE, TOO_LONG, LineAssembler
 from touchmove_fw.maps import build_map, led_map

@@ -74,7 +74,7 @@ class SimBoard:
             return
         src = self.source
         if isinstance(src, str):
-            src = self.file = open(src)
+            src = self.file = open(src)  # noqa: SIM115 (read lazily for the whole run; closed by over())
         self.source = None
         self.t0 = self.clock.ms()
         self.records = _records(src, self)
@@ -171,7 +171,7 @@ def _records(lines, board):
             if not isinstance(t, int) or isinstance(t, bool) or t < 0:
                 raise ValueError
         except Exception:
-            raise ValueError("timeline line %d: not a record" % lineno)
+            raise ValueError("timeline line %d: not a record" % lineno) from None
         if t < last_t:
             t = last_t  # like the host's reader: time never runs backwards
         last_t = t
@@ -184,7 +184,7 @@ def _records(lines, board):
             try:
                 occ = _parse_occ(rec.get("occ"))
             except ValueError:
-                raise ValueError("timeline line %d: bad occ" % lineno)
+                raise ValueError("timeline line %d: bad occ" % lineno) from None
             board.snap[:] = occ
             board.first_snap = first
             code, arg = _SNAP, 0

@@ -1,4 +1,4 @@
-# ruff: noqa: UP031  (MicroPython-side code: %-formatting, like the firmware)
+
 # board.py builds a working firmware for every hardware profile from the fake machine: driver, buttons,
 # NeoPixel LEDs, watchdog, the hello with the unique id; and safe boot.
 import json

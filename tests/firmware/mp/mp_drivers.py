@@ -1,4 +1,4 @@
-# ruff: noqa: UP031  (MicroPython-side code: %-formatting, like the firmware)
+
 # Drivers against scripted pin states (fake machine + hardware models).
 import json
 import random

@@ -1,4 +1,4 @@
-# ruff: noqa: UP031  (MicroPython-side code: %-formatting, like the firmware)
+
 # The link under a host that stops reading: a fake USB CDC that behaves like MicroPython's rp2 port, the
 # watchdog supervisor, chunked command reads, the UART link, device time across the 2**30 wrap.
 import asyncio
@@ -144,7 +144,7 @@ def test_a_host_that_stops_reading_never_stalls_scanning():
 def test_a_port_whose_poll_always_says_writable_costs_few_waits():
     """esp32's stdio poll reports writable even when the USB FIFO is full: every write could wait. After a
     short write the firmware holds off writing (250 ms, doubling to 4 s), so a 10 s stall costs a few waits."""
-    app, cdc, max_gap, stall, board = _stall_run(always_ready=True)
+    app, cdc, max_gap, stall, _ = _stall_run(always_ready=True)
     assert cdc.blocks <= 6 and cdc.blocked_ms <= 3000, (cdc.blocks, cdc.blocked_ms)
     assert max_gap <= TX_TIMEOUT_MS + 5 < app.cfg["wdt_ms"], max_gap
     assert stall[1] - stall[0] > 1000, stall
@@ -217,7 +217,7 @@ def test_uart_link_has_its_pins():
         p = cfg["pins"]
         HC165Chain(spi_id=cfg["spi_id"], load=p["load"], clk=p["sck"], data=p["miso"])
         config.check(cfg)
-        app, stream, wdt, cleanup, port = assemble.build(cfg, machine)
+        app, _, _, _, port = assemble.build(cfg, machine)
         assert port.out.tx.id == cfg["pins"]["uart_tx"] and port.out.rx.id == cfg["pins"]["uart_rx"]
         app.start()
         app.out.pump()
