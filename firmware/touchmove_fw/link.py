@@ -12,6 +12,7 @@
 # before each write of at most WRITE_CHUNK bytes). Messages that do not fit stay in the event queue; when that
 # overflows the scanner drops and marks, and the app sends a snapshot once the host reads again.
 from . import protocol
+from .clock import add
 
 try:
     from micropython import const
@@ -171,7 +172,7 @@ class Output:
                 self.end = k
             self.mv[self.end : self.end + n] = line.encode()
             self.end += n
-        self.last_t = (self.last_t + d) & _MASK
+        self.last_t = add(self.last_t, d)
         self.wire_t += d  # past 2**30 this is a long int: the writer allocates (strings) anyway
         self.seq += 1
         return True
@@ -196,7 +197,7 @@ class Output:
             n = port.write(self.mv[self.start : self.start + k])
             if n < k:
                 self.blocked += 1
-                self.hold = (self.clock.ms() + self.backoff) & _MASK
+                self.hold = add(self.clock.ms(), self.backoff)
                 self.backoff = min(2 * self.backoff, HOLD_MAX)
                 if n > 0:
                     self.start += n
