@@ -5,8 +5,15 @@ import json
 from . import protocol
 from .squares import index
 
-MAX_ID_LEN = 32  # longest string ping id echoed back
-MAX_LED_SQUARES = 64
+try:
+    from micropython import const
+except ImportError:  # CPython
+
+    def const(x):
+        return x
+
+MAX_ID_LEN = const(32)  # longest string ping id echoed back
+MAX_LED_SQUARES = const(64)
 
 
 class CommandError(Exception):

@@ -4,7 +4,14 @@ import sys
 
 from . import protocol
 
-MAX_WHY = 120
+try:
+    from micropython import const
+except ImportError:  # CPython
+
+    def const(x):
+        return x
+
+MAX_WHY = const(120)
 
 
 def why(exc):

@@ -7,7 +7,14 @@ import json
 
 from .squares import name
 
-PROTO = 1
+try:
+    from micropython import const
+except ImportError:  # CPython
+
+    def const(x):
+        return x
+
+PROTO = const(1)
 
 
 def occ_hex(ranks):

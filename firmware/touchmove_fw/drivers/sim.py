@@ -16,17 +16,24 @@ from array import array
 from ..clock import diff
 from ..squares import START_OCC, index
 
-_LIFT = 0
-_PLACE = 1
-_SNAP = 2
-_CLOCK = 3  # arg 0 white, 1 black; arg 2..4: a chain fault (ok, dead, flat)
+try:
+    from micropython import const
+except ImportError:  # CPython
+
+    def const(x):
+        return x
+
+_LIFT = const(0)
+_PLACE = const(1)
+_SNAP = const(2)
+_CLOCK = const(3)  # arg 0 white, 1 black; arg 2..4: a chain fault (ok, dead, flat)
 _CHAINS = ("ok", "dead", "flat")
-PRESS_MS = 100
+PRESS_MS = const(100)
 # A real board (200 Hz, 4 equal scans) reports every change that lasts this long (ms); shorter ones are chatter.
-SEEN_MS = 20
+SEEN_MS = const(20)
 # A state the timeline holds longer than SEEN_MS lasts at least this long (ms, or as long as the timeline says if
 # less) even when the scans run late: quicker than deliberate hands, longer than the host's chatter window (25).
-KEEP_MS = 40
+KEEP_MS = const(40)
 
 
 def _parse_occ(s):
