@@ -248,3 +248,86 @@ def test_sim_clock_buttons():
     out = [json.loads(x) for x in lines]
     assert [(m["type"], m.get("id")) for m in out if m["type"] == "button"] == [
         ("button", "clock_black"), ("button", "clock_white")]
+
+
+class ByteStream:
+    """Command bytes as the reader gets them (a first byte awaited, the rest read while waiting);
+    ``on_byte(i)`` runs as byte i is handed over."""
+
+    def __init__(self, data, on_byte=None):
+        self.data = bytearray(data)
+        self.i = 0
+        self.on_byte = on_byte
+
+    async def readinto(self, buf):
+        return self.take(buf)
+
+    def take(self, buf):
+        if self.i >= len(self.data):
+            return 0
+        if self.on_byte is not None:
+            self.on_byte(self.i)
+        buf[0] = self.data[self.i]
+        self.i += 1
+        return 1
+
+    def waiting(self):
+        if self.on_byte is not None:
+            self.on_byte(-1)
+        return self.i < len(self.data)
+
+    def read_byte(self):
+        one = bytearray(1)
+        return one[0] if self.take(one) else -1
+
+
+_hog = [None]  # one slot, made before memory runs out
+
+
+def _exhaust_memory():
+    """Allocate until nothing is left (a chain of blocks: a growing list would fail on its own growth)."""
+    chain = None
+    size = 4096
+    while size >= 1:
+        try:
+            chain = (bytearray(size), chain)
+        except MemoryError:
+            size //= 2
+    _hog[0] = chain
+
+
+def test_memory_exhausted_in_the_command_path_never_ends_the_reader():
+    """A MemoryError while a command is read or carried out (the line copy, the flush, the lazy import of
+    commands.py, the reply) costs that command only: the reader goes on and answers the next ones, and the
+    host hears how many commands were lost once memory is back."""
+    app = make_app(leds=False)
+    first = b'{"cmd":"ping","id":1}\n'
+    data = first + b'{"cmd":"ping","id":2}\n{"cmd":"ping","id":3}\n'
+    state = {"hogging": False}
+
+    def on_byte(i):
+        if i == len(first) - 1:  # the first line's newline: the heap is full while that command runs
+            _exhaust_memory()
+            state["hogging"] = True
+        elif state["hogging"] and i != len(first) - 1:
+            _hog[0] = None  # the next read: memory is back
+            state["hogging"] = False
+
+    s = ByteStream(data, on_byte)
+    app.running = True
+
+    async def main():
+        await app.reader_task(s, s)
+
+    try:
+        asyncio.run(main())
+    finally:
+        _hog[0] = None
+    app.scanner.heartbeat_due = True
+    app.flush()
+    out = check_stream(app)
+    pongs = [m["id"] for m in out if m["type"] == "pong"]
+    assert 1 not in pongs, out  # memory ran out for it
+    assert 2 in pongs and 3 in pongs, out
+    errs = [m["why"] for m in out if m["type"] == "error"]
+    assert any("out of memory" in w for w in errs), errs
