@@ -80,7 +80,9 @@ def build(cfg, machine=None):
         if sim:
             cleanup = drv_mod.raw_tty()
     stream = asyncio.StreamReader(in_stream)
-    port = inp = Port(out_stream, in_stream)
+    # the esp32 port's USB stdout write returns the full length whatever USB took (link.Port.exact)
+    exact = cfg["link"] == "uart" or cfg.get("port") != "esp32"
+    port = inp = Port(out_stream, in_stream, exact)
 
     if sim:
         board_id = cfg.get("board_id") or _hex(b"touchmove-sim")
