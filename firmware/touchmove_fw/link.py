@@ -185,11 +185,13 @@ class Output:
     def pump(self):
         """Write what the port accepts now; returns the bytes still waiting.
 
-        A write the port did not take whole, or one that took STALL_MS or more, waited (its TX timeout, 500 ms
-        on rp2 and esp32) for a host that is not reading: no write is tried for ``backoff`` ms (doubling to
-        HOLD_MAX while it goes on). Ports whose poll always says writable (esp32's stdio) can then cost one
-        wait per backoff, never one per message. A pump starts no write after PUMP_MS, so it lasts at most
-        PUMP_MS plus one port wait: far inside the watchdog (wdt_ms >= 1000)."""
+        A write the port did not take whole waited (its TX timeout, 500 ms on rp2 and esp32) for a host that is
+        not reading; on a port whose count says nothing (``exact`` False: esp32's USB stdout), a write that
+        took STALL_MS or more did. Then no write is tried for ``backoff`` ms (doubling to HOLD_MAX while it
+        goes on): a busy PC running the sim, whose writes are exact, never mistakes a slow write for a stall.
+        Ports whose poll always says writable (esp32's stdio) cost one wait per backoff, never one per message.
+        A pump starts no write after PUMP_MS, so it lasts at most PUMP_MS plus one port wait: far inside the
+        watchdog (wdt_ms >= 1000)."""
         port = self.port
         if port is None:
             return 0
@@ -198,6 +200,7 @@ class Output:
             if diff(clock.ms(), self.hold) < 0:  # before the hold ends
                 return self.end - self.start
             self.hold = -1
+        exact = getattr(port, "exact", True)
         t0 = clock.ms()
         while self.start < self.end and port.ready():
             k = self.end - self.start
@@ -206,13 +209,13 @@ class Output:
             w0 = clock.ms()
             n = port.write(self.mv[self.start : self.start + k])
             now = clock.ms()
-            if n < k or diff(now, w0) >= STALL_MS:
+            if n < k or (not exact and diff(now, w0) >= STALL_MS):
                 self.blocked += 1
                 self.hold = add(now, self.backoff)
                 self.backoff = min(2 * self.backoff, HOLD_MAX)
                 if n > 0:
                     self.start += n
-                if not getattr(port, "exact", True):
+                if not exact:
                     self._cut()
                 break
             self.backoff = HOLD_MIN
