@@ -4,7 +4,7 @@ import asyncio
 import gc
 import time
 
-from . import FW_VERSION, protocol
+from . import FW_NAME, FW_VERSION, protocol
 from .clock import add, diff
 from .evqueue import BUTTON0, STATE, EventQueue
 from .leds import Leds
@@ -31,6 +31,9 @@ class App:
         self.board_id = board_id
         self.boot = boot
         self.button_ids = tuple(cfg.get("button_ids") or cfg.get("buttons") or ())
+        import sys
+
+        self.about = protocol.about_fields(FW_NAME, sys.implementation.version, cfg.get("reset_cause"))
         self.q = EventQueue(cfg["queue"])
         from .maps import build_map
 
@@ -62,7 +65,7 @@ class App:
     # ---- messages ----
     def send_hello(self):
         rate = self.cfg.get("speed", 1) if self.cfg.get("driver") == "sim" else 1
-        return self.out.send("hello", protocol.hello_fields(FW_VERSION, self.board_id, self.boot, rate))
+        return self.out.send("hello", protocol.hello_fields(FW_VERSION, self.board_id, self.boot, rate, self.about))
 
     def send_snapshot(self, kind="snapshot", t=-1):
         return self.out.send(kind, protocol.occ_fields(self.scanner.occupancy()), t)
