@@ -108,6 +108,19 @@ def build(cfg, machine=None):
     return app, stream, wdt, cleanup, inp
 
 
+def start(cfg):
+    """build() and unload(): the job for app.run(), or None with cfg["fault"] set when a board's build
+    failed (a bad value check() did not catch, a pin the port refuses): main.py then reports it instead of
+    resetting into it again. The sim raises (the PC shows the traceback)."""
+    try:
+        job = build(cfg)
+    except Exception as exc:
+        if cfg["driver"] == "sim":
+            raise
+        job = None
+        cfg["fault"] = "start-up failed: %s: %s" % (type(exc).__name__, exc)
+    unload()
+    return job
 
 
 def unload():

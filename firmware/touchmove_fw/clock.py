@@ -52,6 +52,10 @@ class Clock:
     def sleep(self, ms):
         return asyncio.sleep_ms(ms)
 
+    def pause(self, ms):
+        """Wait ms without the event loop (halted.py's loop)."""
+        time.sleep_ms(ms)
+
 
 class ScaledClock(Clock):
     def __init__(self, speed, start=0):
@@ -82,3 +86,6 @@ class SteppedClock:
         if ms > 0:
             self.now = add(self.now, ms)
         return asyncio.sleep_ms(0)
+
+    def pause(self, ms):
+        self.now = add(self.now, ms)

@@ -110,9 +110,14 @@ NEEDS = {
 
 
 def get(name=None, overrides=None):
-    """The merged configuration of a profile on a board (defaults PROFILE and BOARD, or board.json's)."""
+    """The merged configuration of a profile on a board (defaults PROFILE and BOARD, or board.json's);
+    raises ValueError for an unknown profile or board or a board.json that cannot be read."""
     if name is None and overrides is None:
-        overrides = _board_json()
+        from .boardfile import read_board_json
+
+        overrides, problem = read_board_json()
+        if problem:
+            raise ValueError(problem)
     if overrides and name is None:
         name = overrides.get("profile")
     name = name or PROFILE
@@ -164,13 +169,3 @@ def check(cfg):
         if g in used:
             raise ValueError("GPIO %d is both '%s' and '%s'" % (g, used[g], p))
         used[g] = p
-
-
-def _board_json():
-    try:
-        import json
-
-        with open("board.json") as f:
-            return json.load(f)
-    except Exception:  # no board.json: the defaults above
-        return None

@@ -13,7 +13,7 @@ import time
 
 from touchmove import records
 
-from .conftest import FIRMWARE, mp_env, run_mp, save_figures
+from .conftest import FIRMWARE, FIRMWARE_HEAP, mp_env, run_mp, save_figures
 from .timeline import Timeline, game
 
 MAX_LATENCY_MS = 30  # a change is reported within ~30 ms (200 Hz scan, 4 equal samples: 15..20 ms)
@@ -51,7 +51,7 @@ def test_sim_stream_with_chatter_and_slides(micropython: str, mpy_build, tmp_pat
     assert any(r["t"] - tl.records[i - 1]["t"] < 5 for i, r in enumerate(tl.records) if i)  # has chatter
     path = tmp_path / "game.jsonl"
     tl.write(path)
-    proc = _run_sim(micropython, path, str(mpy_build / "main.py"), heapsize="64K")
+    proc = _run_sim(micropython, path, str(mpy_build / "main.py"), heapsize=FIRMWARE_HEAP)
     assert proc.returncode == 0, proc.stderr.decode()
     msgs = check_stream(proc.stdout.decode(), tl)
     assert sum(m["type"] == "heartbeat" for m in msgs) >= tl.end_t // 1000 - 1
@@ -69,7 +69,7 @@ def test_sim_at_ten_times_speed_still_hides_chatter(micropython: str, mpy_build,
     tl.write(path)
     env = mp_env(TOUCHMOVE_SIM=str(path), TOUCHMOVE_SIM_SPEED="10", TOUCHMOVE_SIM_EXIT="1",
                  TOUCHMOVE_SIM_LINGER="1500")
-    proc = run_mp(micropython, [str(mpy_build / "main.py")], env, heapsize="64K", timeout=60)
+    proc = run_mp(micropython, [str(mpy_build / "main.py")], env, heapsize=FIRMWARE_HEAP, timeout=60)
     assert proc.returncode == 0, proc.stderr.decode()
     msgs = [json.loads(line) for line in proc.stdout.decode().splitlines()]
     assert [m["seq"] for m in msgs] == list(range(len(msgs)))
@@ -85,7 +85,7 @@ def test_sim_starts_from_a_leading_snapshot(micropython: str, mpy_build, tmp_pat
     path.write_text('{"t":0,"type":"snapshot","occ":"0000000000001010"}\n'
                     '{"t":300,"type":"lift","sq":"e1"}\n{"t":302,"type":"place","sq":"e1"}\n'
                     '{"t":500,"type":"place","sq":"e8"}\n{"t":900,"type":"snapshot","occ":"1"}\n')
-    proc = _run_sim(micropython, path, str(mpy_build / "main.py"), heapsize="64K", TOUCHMOVE_SIM_LINGER="300")
+    proc = _run_sim(micropython, path, str(mpy_build / "main.py"), heapsize=FIRMWARE_HEAP, TOUCHMOVE_SIM_LINGER="300")
     msgs = [json.loads(x) for x in proc.stdout.decode().splitlines()]
     assert msgs[1]["occ"] == "0000000000001010"
     ev = [(m["type"], m.get("sq")) for m in msgs if m["type"] in ("lift", "place")]
@@ -107,7 +107,7 @@ def test_fatal_error_is_a_record_on_the_wire(micropython: str, mpy_build, tmp_pa
     path = tmp_path / "late.jsonl"
     path.write_text('{"t":100,"type":"lift","sq":"e2"}\n{"t":400,"type":"place","sq":"e4"}\n'
                     '{"t":800,"type":"lift","sq":"a1"}\n{"t":900,"type":"place","sq":"q9"}\n')
-    proc = _run_sim(micropython, path, str(mpy_build / "main.py"), heapsize="64K")
+    proc = _run_sim(micropython, path, str(mpy_build / "main.py"), heapsize=FIRMWARE_HEAP)
     assert proc.returncode == 1
     lines = proc.stdout.decode().splitlines()
     msgs = [json.loads(x) for x in lines]  # every line is a record: no traceback on the wire
@@ -120,12 +120,12 @@ def test_fatal_error_is_a_record_on_the_wire(micropython: str, mpy_build, tmp_pa
 
 def test_runs_across_the_device_time_wrap_in_64k(micropython: str, mpy_build, tmp_path) -> None:
     """Started 3 s before device time wraps at 2**30 ms (12.4 days up): events and heartbeats go on, their
-    wire times continue past 2**30, and the run fits the same 64 KB heap."""
+    wire times continue past 2**30, and the run fits the same 68 KB heap."""
     start = 2**30 - 3000
     tl = game(seed=3, plies=10, think_ms=(400, 900), chatter=0.5, slide=0.3)
     path = tmp_path / "wrap.jsonl"
     tl.write(path)
-    proc = _run_sim(micropython, path, str(mpy_build / "main.py"), heapsize="64K",
+    proc = _run_sim(micropython, path, str(mpy_build / "main.py"), heapsize=FIRMWARE_HEAP,
                     TOUCHMOVE_CLOCK_START=str(start), TOUCHMOVE_MEMSTATS="1")
     assert proc.returncode == 0, proc.stderr.decode()
     msgs = [json.loads(x) for x in proc.stdout.decode().splitlines()]
@@ -137,19 +137,19 @@ def test_runs_across_the_device_time_wrap_in_64k(micropython: str, mpy_build, tm
 
 
 def test_ten_minute_game_in_64k_heap(micropython: str, mpy_build, tmp_path) -> None:
-    """The deployed form (.mpy) plays a 10-minute game in a 64 KB heap; the peak is printed for the report."""
+    """The deployed form (.mpy) plays a 10-minute game in a 68 KB heap; the peak is printed for the report."""
     tl = game(seed=11, plies=160, think_ms=(2500, 4400), chatter=0.5, slide=0.2)
     assert tl.end_t >= 600_000, tl.end_t
     path = tmp_path / "ten.jsonl"
     tl.write(path)
     start = time.monotonic()
-    proc = _run_sim(micropython, path, str(mpy_build / "main.py"), heapsize="64K", TOUCHMOVE_MEMSTATS="1")
+    proc = _run_sim(micropython, path, str(mpy_build / "main.py"), heapsize=FIRMWARE_HEAP, TOUCHMOVE_MEMSTATS="1")
     elapsed = time.monotonic() - start
     err = proc.stderr.decode()
     assert proc.returncode == 0, err
     check_stream(proc.stdout.decode(), tl)
     stats = json.loads(re.search(r"^memstats (.*)$", err, re.M).group(1))
-    assert stats["heap"] <= 64 * 1024 and stats["dropped"] == 0
+    assert stats["heap"] <= int(FIRMWARE_HEAP[:-1]) * 1024 and stats["dropped"] == 0
     assert stats["device_ms"] >= 600_000
     save_figures("firmware-heap.json", {**stats, "timeline_records": len(tl.records), "seconds": elapsed})
     print(f"\n10-minute game ({len(tl.records)} timeline records, {stats['scans']} scans, "
@@ -189,8 +189,8 @@ def test_pty_session(micropython: str, mpy_build, tmp_path) -> None:
     tl.write(path)
     master, slave = pty.openpty()
     env = mp_env(TOUCHMOVE_SIM=str(path), TOUCHMOVE_SIM_SPEED="2")
-    proc = subprocess.Popen([micropython, "-X", "heapsize=64K", str(mpy_build / "main.py")], stdin=slave, stdout=slave,
-                            stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen([micropython, "-X", f"heapsize={FIRMWARE_HEAP}", str(mpy_build / "main.py")],
+                            stdin=slave, stdout=slave, stderr=subprocess.PIPE, env=env)
     os.close(slave)
     try:
         msgs = _read_lines(master, lambda m: len(m) >= 2)
@@ -238,7 +238,7 @@ def test_stdin_fuzz_through_the_real_process(micropython: str, mpy_build, tmp_pa
     path = tmp_path / "t.jsonl"
     path.write_text('{"t":100,"type":"lift","sq":"e2"}\n{"t":300,"type":"place","sq":"e4"}\n')
     env = mp_env(TOUCHMOVE_SIM=str(path), TOUCHMOVE_SIM_SPEED="0", TOUCHMOVE_SIM_LINGER="120000")
-    proc = run_mp(micropython, [str(mpy_build / "main.py")], env, heapsize="64K", stdin=data)
+    proc = run_mp(micropython, [str(mpy_build / "main.py")], env, heapsize=FIRMWARE_HEAP, stdin=data)
     assert proc.returncode == 0, proc.stderr.decode()
     lines = proc.stdout.decode().splitlines()
     msgs = [json.loads(x) for x in lines]

@@ -25,6 +25,7 @@ def reset_fakes():
     ADC_FNS.clear()
     WDT_FEEDS[0] = 0
     RESETS[0] = 0
+    RESET_CAUSE[0] = PWRON_RESET
 
 
 def set_input(pin_id, level):
@@ -181,3 +182,17 @@ def reset():
 
 def freq():
     return 125000000
+
+
+# machine.reset_cause() and its constants (the values of MicroPython's esp32 port; rp2 has PWRON_RESET 1 and
+# WDT_RESET 3 too). Tests set RESET_CAUSE[0].
+PWRON_RESET = 1
+HARD_RESET = 2
+WDT_RESET = 3
+DEEPSLEEP_RESET = 4
+SOFT_RESET = 5
+RESET_CAUSE = [PWRON_RESET]
+
+
+def reset_cause():
+    return RESET_CAUSE[0]
