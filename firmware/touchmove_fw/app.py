@@ -100,7 +100,8 @@ class App:
             e = getattr(self.driver, "errors", 0)
             if e != self.errors_told and out.room() >= _ROOM:  # at most once a heartbeat
                 self.errors_told = e
-                out.error("sensor bus: %d errors since boot, last good readings kept" % e)
+                out.error("sensor bus: %d errors since boot (%d timed out), last good readings kept" % (
+                    e, getattr(self.driver, "timeouts", 0)))
             f = self.failed_commands
             if f != self.failed_told and out.room() >= _ROOM:
                 self.failed_told = f

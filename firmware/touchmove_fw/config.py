@@ -45,7 +45,9 @@ PROFILES = {
     # 8 x 8 switches with a diode each; rows open-drain (high impedance when idle).
     "matrix": {"driver": "matrix", "leds": _LEDS},
     # 5 x MCP23017: 14 inputs a chip (GPA7/GPB7 are output-only in the current datasheet).
-    "mcp23017": {"driver": "mcp23017", "i2c_addrs": (0x20, 0x21, 0x22, 0x23, 0x24), "leds": _LEDS},
+    # 400 kHz with 1.2 kOhm pull-ups (hardware/README.md); each transfer times out after 1 ms (drivers/mcp23017)
+    "mcp23017": {"driver": "mcp23017", "i2c_addrs": (0x20, 0x21, 0x22, 0x23, 0x24), "i2c_freq": 400_000,
+                 "leds": _LEDS},
     # Linear hall sensors behind 4 x CD74HC4067 (calibrate once with the board empty).
     "hall_mux": {"driver": "hall_mux", "active_low": False, "polarity": 1, "calibration_delta": 4000,
                  "calibration_file": "hall_calib.json", "leds": _LEDS},

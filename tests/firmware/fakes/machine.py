@@ -105,15 +105,30 @@ class SPI:
 
 
 class I2C:
-    def __init__(self, id=0, scl=None, sda=None, freq=400000):
+    """machine.I2C as on rp2: ``timeout`` (us, default 50000) bounds each transfer; a device that holds the
+    bus (a model whose ``stuck`` is set: SCL stretched low) costs that long, then OSError(ETIMEDOUT). A
+    register read is two transfers (the register address, then the data), as the port does it."""
+
+    def __init__(self, id=0, scl=None, sda=None, freq=400000, timeout=50000):
         self.id = id
         self.freq = freq
+        self.timeout = timeout
+
+    def _transfer(self, addr):
+        dev = I2C_DEVICES[addr]
+        if getattr(dev, "stuck", False):
+            import time
+
+            time.sleep_us(self.timeout)
+            raise OSError(110)  # ETIMEDOUT
+        return dev
 
     def writeto_mem(self, addr, reg, buf):
-        I2C_DEVICES[addr].write_mem(reg, buf)
+        self._transfer(addr).write_mem(reg, buf)
 
     def readfrom_mem_into(self, addr, reg, buf):
-        I2C_DEVICES[addr].read_mem_into(reg, buf)
+        self._transfer(addr)  # the register address
+        self._transfer(addr).read_mem_into(reg, buf)
 
     def scan(self):
         return sorted(I2C_DEVICES)
