@@ -7,7 +7,7 @@ import time
 from . import FW_NAME, FW_VERSION, protocol
 from .clock import add, diff
 from .evqueue import BUTTON0, STATE, EventQueue
-from .leds import Leds
+from .leds import BUDGET_MA, Leds
 from .link import LINE, NONE, READ_CHUNK, TOO_LONG, LineAssembler, Output
 from .scan import Scanner
 
@@ -277,7 +277,8 @@ def make_leds(cfg, strip):
     from .maps import led_map
 
     spec = cfg["leds"]
-    return Leds(strip, led_map(spec.get("layout", "serpentine"), spec.get("rotate", 0)), spec.get("cap", 24))
+    return Leds(strip, led_map(spec.get("layout", "serpentine"), spec.get("rotate", 0)), spec.get("cap", 24),
+                spec.get("budget_ma", BUDGET_MA))
 
 
 def run(app, stream=None, wdt=None, cleanup=None, inp=None):

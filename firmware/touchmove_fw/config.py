@@ -19,14 +19,17 @@ COMMON = {
     "kbd_intr_off": True,  # a 0x03 byte in a command must not stop the firmware
     "square_map": {"rotate": 0, "mirror": False},  # or a list of 64 square names in wiring order
     "active_low": True,  # raw 0 = occupied (switches to GND with pull-ups)
-    "leds": None,  # {"count": 64, "layout": "serpentine", "rotate": 0, "cap": 24}; needs pins["led_data"]
+    "leds": None,  # {"count": 64, "layout": "serpentine", "rotate": 0, "cap": 24, "budget_ma": 300}; needs
+    # pins["led_data"]; budget_ma: the most the lit LEDs may draw (leds.py), from hardware/README.md
     "buttons": ("clock_white", "clock_black"),  # ids; GPIOs in pins under the same names
     "safe_boot": "clock_white",  # held at power-up: skip the firmware, stay at the REPL (for mpremote)
     "link": "usb",  # "usb" (stdin/stdout, USB CDC) or "uart" (115200 8N1, pins uart_tx/uart_rx)
     "uart_baud": 115200,
 }
 
-_LEDS = {"count": 64, "layout": "serpentine", "rotate": 0, "cap": 24}
+# budget_ma: USB's 500 mA less a 10 % reserve, the board's own current and the LEDs' idle current
+# (hardware/README.md, power budget per sensing option): 300 mA, 150 mA on hall_mux (64 sensors: 192 mA)
+_LEDS = {"count": 64, "layout": "serpentine", "rotate": 0, "cap": 24, "budget_ma": 300}
 
 # The microcontroller boards. wdt_ms: the range machine.WDT accepts on the port (rp2: the RP2040 watchdog
 # counts 2**24 - 1 ticks of 2 us, so at most 8388 ms), never below 1000 ms (a USB CDC write may wait 500 ms).
@@ -50,7 +53,7 @@ PROFILES = {
                  "leds": _LEDS},
     # Linear hall sensors behind 4 x CD74HC4067 (calibrate once with the board empty).
     "hall_mux": {"driver": "hall_mux", "active_low": False, "polarity": 1, "calibration_delta": 4000,
-                 "calibration_file": "hall_calib.json", "leds": _LEDS},
+                 "calibration_file": "hall_calib.json", "leds": dict(_LEDS, budget_ma=150)},
     # The PC simulation (unix port): a timeline file instead of sensors, stdin/stdout as the link.
     "sim": {
         "driver": "sim",
@@ -58,7 +61,7 @@ PROFILES = {
         "buttons": (),  # the sim board has its own clock buttons (timeline "clock" records)
         "sim_buttons": ("clock_white", "clock_black"),
         "safe_boot": None,
-        "leds": {"count": 64, "layout": "serpentine", "rotate": 0, "cap": 24, "memory": True},
+        "leds": {"count": 64, "layout": "serpentine", "rotate": 0, "cap": 24, "budget_ma": 300, "memory": True},
         "timeline": None,
         "speed": 1,  # device ms per real ms; 0 = stepped (as fast as possible)
     },

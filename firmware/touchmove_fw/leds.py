@@ -1,31 +1,61 @@
-# Per-square LEDs on a WS2812 (NeoPixel) strip, with a brightness cap.
-# 64 LEDs at full white draw about 64 x 60 mA = 3.8 A, far more than USB gives: every channel is scaled by
-# cap/255 before it reaches the strip. The default cap 24 keeps even 64 white LEDs near 0.36 A, inside a
-# USB 2.0 port's 500 mA with the Pico and the LEDs' own idle current (see hardware/README.md).
+# Per-square LEDs on a WS2812 (NeoPixel) strip, with a brightness cap and a current budget.
+# A WS2812B draws about 20 mA a colour channel at full value, linear in the value: 64 LEDs at full white would
+# draw 64 x 60 mA = 3.8 A, far more than USB gives. Two limits, both applied before a frame reaches the strip:
+#   cap (default 24): every channel is scaled by cap/255 (a lit square is bright enough at 24);
+#   budget_ma: the frame's total, sum of (r + g + b) x 20 mA / 255 over all LEDs, never exceeds it; a frame
+#   that would is scaled down as a whole (every channel by budget / total, rounding down), so the colours keep
+#   their proportions and whatever the host sends, the LEDs cannot push the board past its USB budget.
+# The budgets per sensing option come from the power table in hardware/README.md (USB 2.0: 500 mA, less a
+# 10 % reserve, the board's own current and the LEDs' ~1 mA idle each): 300 mA, 150 mA for hall_mux.
+try:
+    from micropython import const
+except ImportError:  # CPython
+
+    def const(x):
+        return x
+
+
+MA_PER_CHANNEL = const(20)  # WS2812B: each of the three LED chips at full value
+BUDGET_MA = const(150)  # when a configuration names none: the smallest of the profiles'
 
 
 class Leds:
-    def __init__(self, strip, led_map, cap=24):
+    def __init__(self, strip, led_map, cap=24, budget_ma=BUDGET_MA):
         """``strip``: a neopixel.NeoPixel (or anything with __setitem__ and write()) of >= 64 pixels;
         ``led_map``: bytearray(64) square -> pixel index (squares.led_map)."""
         self.strip = strip
         self.map = led_map
         self.cap = max(0, min(255, cap))
+        self.limit = max(0, budget_ma) * 255 // MA_PER_CHANNEL  # the most sum(r + g + b) a frame may have
+        self.px = bytearray(3 * 64)  # the frame as asked (after the cap), by pixel index
 
     def scale(self, c):
         return (c * self.cap + 127) // 255
 
     def clear(self):
-        for k in range(64):
-            self.strip[k] = (0, 0, 0)
+        px = self.px
+        for i in range(len(px)):
+            px[i] = 0
 
     def set(self, squares, color):
-        rgb = (self.scale(color[0]), self.scale(color[1]), self.scale(color[2]))
+        r, g, b = self.scale(color[0]), self.scale(color[1]), self.scale(color[2])
+        px = self.px
         for sq in squares:
-            self.strip[self.map[sq]] = rgb
+            i = 3 * self.map[sq]
+            px[i] = r
+            px[i + 1] = g
+            px[i + 2] = b
 
     def show(self):
-        self.strip.write()
+        """Send the frame to the strip, scaled down as a whole if it would exceed the budget."""
+        px = self.px
+        total = sum(px)
+        num, den = (self.limit, total) if total > self.limit else (1, 1)
+        strip = self.strip
+        for k in range(64):
+            i = 3 * k
+            strip[k] = (px[i] * num // den, px[i + 1] * num // den, px[i + 2] * num // den)
+        strip.write()
 
 
 class MemoryStrip:

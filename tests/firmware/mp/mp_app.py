@@ -335,3 +335,36 @@ def test_memory_exhausted_in_the_command_path_never_ends_the_reader():
     assert 2 in pongs and 3 in pongs, out
     errs = [m["why"] for m in out if m["type"] == "error"]
     assert any("out of memory" in w for w in errs), errs
+
+
+def _frame_ma(pixels):
+    """The LEDs' current for a frame: 20 mA a channel at 255 (WS2812B), linear in the value."""
+    return sum(r + g + b for r, g, b in pixels) * 20 / 255
+
+
+def test_leds_never_draw_more_than_the_profiles_budget():
+    """Whatever the host asks for, the frame a strip shows stays within the profile's LED budget (issue 25:
+    300 mA for hc165 / matrix / mcp23017, 150 mA for hall_mux, whose 64 sensors take up to 192 mA); colours
+    keep their proportions, and a frame within the budget is shown exactly as asked."""
+    for profile, budget in (("hc165", 300), ("matrix", 300), ("mcp23017", 300), ("hall_mux", 150)):
+        cfg = config.get(profile, {})
+        assert cfg["leds"]["budget_ma"] == budget, (profile, cfg["leds"])
+        strip = neopixel.NeoPixel(machine.Pin(22), 64)
+        leds = make_leds(cfg, strip)
+        leds.set(range(64), (255, 255, 255))  # 64 white: 64 x 3 x 24 = 4608 channel units, ~361 mA
+        leds.show()
+        assert _frame_ma(strip.shown) <= budget, (profile, _frame_ma(strip.shown))
+        assert _frame_ma(strip.shown) >= 0.9 * budget, (profile, _frame_ma(strip.shown))
+        assert len(set(strip.shown)) == 1 and strip.shown[0][0] == strip.shown[0][1] == strip.shown[0][2]
+        leds.clear()
+        leds.set(range(64), (255, 0, 128))  # a colour: its proportions are kept
+        leds.show()
+        r, g, b = strip.shown[5]
+        assert g == 0 and abs(r - 2 * b) <= 1 and _frame_ma(strip.shown) <= budget, strip.shown[5]
+        leds.clear()
+        leds.set((0, 9, 63), (255, 255, 255))  # a few squares: within the budget, shown as asked
+        leds.show()
+        v = (255 * leds.cap + 127) // 255
+        # a1 -> LED 0, b2 -> LED 14 and h8 -> LED 56 (serpentine rows)
+        assert strip.shown[0] == strip.shown[14] == strip.shown[56] == (v, v, v), strip.shown
+        assert sum(1 for p in strip.shown if p != (0, 0, 0)) == 3, strip.shown
