@@ -17,6 +17,7 @@ except ImportError:  # CPython
 
 MA_PER_CHANNEL = const(20)  # WS2812B: each of the three LED chips at full value
 BUDGET_MA = const(150)  # when a configuration names none: the smallest of the profiles'
+_OFF = (0, 0, 0)
 
 
 class Leds:
@@ -54,22 +55,30 @@ class Leds:
         strip = self.strip
         for k in range(64):
             i = 3 * k
-            strip[k] = (px[i] * num // den, px[i + 1] * num // den, px[i + 2] * num // den)
+            if px[i] or px[i + 1] or px[i + 2]:
+                strip[k] = (px[i] * num // den, px[i + 1] * num // den, px[i + 2] * num // den)
+            else:
+                strip[k] = _OFF  # no new tuple for a dark LED
         strip.write()
 
 
 class MemoryStrip:
-    """A strip that only remembers its pixels: the sim board's LEDs (no hardware on the unix port)."""
+    """A strip that only remembers its pixels (3 bytes each, like a NeoPixel's buffer): the sim board's LEDs
+    (no hardware on the unix port)."""
 
     def __init__(self, n=64):
-        self.pixels = [(0, 0, 0)] * n
+        self.buf = bytearray(3 * n)
         self.writes = 0
 
     def __setitem__(self, i, rgb):
-        self.pixels[i] = rgb
+        j = 3 * i
+        self.buf[j] = rgb[0]
+        self.buf[j + 1] = rgb[1]
+        self.buf[j + 2] = rgb[2]
 
     def __getitem__(self, i):
-        return self.pixels[i]
+        j = 3 * i
+        return (self.buf[j], self.buf[j + 1], self.buf[j + 2])
 
     def write(self):
         self.writes += 1
