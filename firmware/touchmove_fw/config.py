@@ -9,7 +9,7 @@ BOARD = "pico"
 PROFILE = "hc165"
 
 COMMON = {
-    "scan_hz": 200,  # >= 100 Hz; 200 Hz with debounce_n = 4 reports a change 15..20 ms after it settles
+    "scan_hz": 200,  # 200 Hz with debounce_n = 4 reports a change 15..20 ms after it settles (MAX_SCAN_HZ)
     "debounce_n": 4,  # N equal consecutive samples (count mode) ...
     "debounce_ms": 0,  # ... or, when > 0, a change must persist this long (time mode)
     "heartbeat_ms": 1000,
@@ -52,7 +52,8 @@ PROFILES = {
     "mcp23017": {"driver": "mcp23017", "i2c_addrs": (0x20, 0x21, 0x22, 0x23, 0x24), "i2c_freq": 400_000,
                  "leds": _LEDS},
     # Linear hall sensors behind 4 x CD74HC4067 (calibrate once with the board empty).
-    "hall_mux": {"driver": "hall_mux", "active_low": False, "polarity": 1, "calibration_delta": 4000,
+    # 100 Hz: a scan is 64 x (mux select, settle, ADC read), ~3.6-4.6 ms on an RP2040: no fit in 5 ms
+    "hall_mux": {"driver": "hall_mux", "scan_hz": 100, "active_low": False, "polarity": 1, "calibration_delta": 4000,
                  "calibration_file": "hall_calib.json", "leds": dict(_LEDS, budget_ma=150)},
     # The PC simulation (unix port): a timeline file instead of sensors, stdin/stdout as the link.
     "sim": {
@@ -105,6 +106,11 @@ PINS = {
     },
 }
 
+# The fastest scan rate per driver: a scan (driver read + scan step) may take at most half its slot, from the
+# RP2040 arithmetic in docs/firmware.md (worst case, all 64 squares changing): hc165 ~1.4 ms, matrix ~1.9 ms,
+# mcp23017 ~2.2 ms (400 kHz), hall_mux ~4.6 ms. To be replaced by the emulated Pico's figures.
+MAX_SCAN_HZ = {"hc165": 350, "matrix": 250, "mcp23017": 200, "hall_mux": 100, "sim": 1000}
+
 # Pins each driver needs (besides buttons, LEDs and the UART).
 NEEDS = {
     "hc165": ("sck", "miso", "load"),
@@ -148,6 +154,10 @@ def check(cfg):
     """Raise ValueError (one clear sentence) when the board's port cannot run this configuration."""
     if cfg["driver"] == "sim":
         return
+    hz = cfg["scan_hz"]
+    top = MAX_SCAN_HZ.get(cfg["driver"], 200)
+    if not isinstance(hz, int) or not 10 <= hz <= top:
+        raise ValueError("scan_hz must be 10..%d for %s (a scan must fit half its slot)" % (top, cfg["driver"]))
     w = cfg["wdt_ms"]
     if cfg["wdt"] and not (isinstance(w, int) and 1000 <= w <= cfg["wdt_max_ms"]):
         raise ValueError("wdt_ms must be 1000..%d on %s" % (cfg["wdt_max_ms"], cfg["board"]))

@@ -242,3 +242,24 @@ def test_line_assembler():
         else:
             assert r == NONE
     assert got == [b"ab", b"cd", "long", b"ok"], got
+
+
+def test_each_driver_scans_at_a_rate_its_scan_fits():
+    """Default scan rates from the RP2040 arithmetic in docs/firmware.md: a scan (driver read plus the scan
+    step) takes at most half its slot. hall_mux (64 x mux select, settle and ADC read: ~3.6-4.6 ms) does not
+    fit a 5 ms slot: 100 Hz; the others 200 Hz. check() refuses a rate above the driver's limit."""
+    from touchmove_fw import config
+
+    want = {"hc165": 200, "matrix": 200, "mcp23017": 200, "hall_mux": 100}
+    for driver, hz in want.items():
+        cfg = config.get(driver, {})
+        assert cfg["scan_hz"] == hz, (driver, cfg["scan_hz"])
+        config.check(cfg)
+        too_fast = dict(cfg, scan_hz=config.MAX_SCAN_HZ[driver] + 1)
+        try:
+            config.check(too_fast)
+        except ValueError as exc:
+            assert "scan_hz" in str(exc) and driver in str(exc), exc
+        else:
+            raise AssertionError(driver + " accepted " + str(too_fast["scan_hz"]) + " Hz")
+    assert config.MAX_SCAN_HZ["hall_mux"] < 200 <= config.MAX_SCAN_HZ["mcp23017"]
