@@ -14,7 +14,7 @@ COMMON = {
     "debounce_ms": 0,  # ... or, when > 0, a change must persist this long (time mode)
     "heartbeat_ms": 1000,
     "queue": 64,  # bounded event queue; on overflow: drop and send a snapshot
-    "wdt": False,  # enable on finished boards; off so development boards keep a usable REPL
+    "wdt": True,  # a hung scan resets the board; hold the safe-boot button at power-up for the REPL
     "wdt_ms": 2000,
     "kbd_intr_off": True,  # a 0x03 byte in a command must not stop the firmware
     "square_map": {"rotate": 0, "mirror": False},  # or a list of 64 square names in wiring order

@@ -320,3 +320,13 @@ def test_after_a_fatal_reset_hello_says_fatal_once():
         f.write("1")
     assert boardfile.reset_cause(machine, mark) == "fatal"
     assert boardfile.reset_cause(machine, mark) == "watchdog"  # the mark is used once
+
+
+def test_the_watchdog_is_on_by_default():
+    """A finished board resets itself when the scan stops (safe boot keeps the REPL reachable)."""
+    setup()
+    cfg = _setup(None)
+    assert cfg["wdt"] and cfg["wdt_ms"] == 2000
+    HC165Chain(load=cfg["pins"]["load"], clk=cfg["pins"]["sck"], data=cfg["pins"]["miso"])
+    wdt = assemble.build(cfg, machine)[2]
+    assert wdt is not None and wdt.timeout == 2000
