@@ -1,4 +1,4 @@
-"""``touchmove board-check`` against the real firmware (the sim driver, from .mpy in a 68 KB heap) on a
+"""``touchmove board-check`` against the real firmware (the sim driver, from .mpy in a 72 KB heap) on a
 pseudo-terminal, and its analysis on its own."""
 
 from __future__ import annotations

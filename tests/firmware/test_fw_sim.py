@@ -120,7 +120,7 @@ def test_fatal_error_is_a_record_on_the_wire(micropython: str, mpy_build, tmp_pa
 
 def test_runs_across_the_device_time_wrap_in_64k(micropython: str, mpy_build, tmp_path) -> None:
     """Started 3 s before device time wraps at 2**30 ms (12.4 days up): events and heartbeats go on, their
-    wire times continue past 2**30, and the run fits the same 68 KB heap."""
+    wire times continue past 2**30, and the run fits the same 72 KB heap."""
     start = 2**30 - 3000
     tl = game(seed=3, plies=10, think_ms=(400, 900), chatter=0.5, slide=0.3)
     path = tmp_path / "wrap.jsonl"
@@ -137,7 +137,7 @@ def test_runs_across_the_device_time_wrap_in_64k(micropython: str, mpy_build, tm
 
 
 def test_ten_minute_game_in_64k_heap(micropython: str, mpy_build, tmp_path) -> None:
-    """The deployed form (.mpy) plays a 10-minute game in a 68 KB heap; the peak is printed for the report."""
+    """The deployed form (.mpy) plays a 10-minute game in a 72 KB heap; the peak is printed for the report."""
     tl = game(seed=11, plies=160, think_ms=(2500, 4400), chatter=0.5, slide=0.2)
     assert tl.end_t >= 600_000, tl.end_t
     path = tmp_path / "ten.jsonl"
