@@ -74,8 +74,10 @@ def setup(argv=None, path="board.json", machine=None, version=None):
 
     version = sys.implementation.version if version is None else version
     sim = sim_overrides(argv)
-    if sim is None and sys.platform == "linux" and machine is None:
-        prof = _getenv("TOUCHMOVE_PROFILE")
+    prof = _getenv("TOUCHMOVE_PROFILE") if sim is None and sys.platform == "linux" else None
+    if prof == "board.json":  # the unix port with the fake machine: start as a board does (tests)
+        prof = None
+    elif sim is None and sys.platform == "linux" and machine is None:
         if prof is None:
             raise SystemExit("unix port: set TOUCHMOVE_SIM=timeline.jsonl (or TOUCHMOVE_PROFILE with fakes)")
         sim = {}

@@ -111,7 +111,7 @@ class Port:
         if self.any is not None:
             return self.any() > 0
         for _, ev in self.pi.ipoll(0):
-            return ev & 1 != 0  # POLLIN
+            return ev & 25 != 0  # POLLIN, or POLLHUP / POLLERR: a read then says why (-1 at the end)
         return False
 
     def read_byte(self):

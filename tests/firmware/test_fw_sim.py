@@ -11,6 +11,8 @@ import select
 import subprocess
 import time
 
+import pytest
+
 from touchmove import records
 
 from .conftest import FIRMWARE, FIRMWARE_HEAP, mp_env, run_mp, save_figures
@@ -248,3 +250,38 @@ def test_stdin_fuzz_through_the_real_process(micropython: str, mpy_build, tmp_pa
     assert any(m["type"] == "error" for m in msgs)
     assert [m for m in msgs if m["type"] == "pong"][-1]["id"] == "end"
     assert [(m["type"], m["sq"]) for m in msgs if m["type"] in ("lift", "place")] == [("lift", "e2"), ("place", "e4")]
+
+
+@pytest.mark.parametrize(
+    ("board_json", "why"),
+    [
+        ('{"profile": "hc165", "wdt_m": 2000}', "board.json: unknown key 'wdt_m'"),
+        ('{"wdt": true, "wdt_ms": 9000}', "board.json: wdt_ms must be 1000..8388 on pico"),
+        ('{"profile": "matrix",', "board.json is not valid JSON"),
+    ],
+)
+def test_main_on_a_board_with_a_bad_board_json_stays_up_and_says_why(
+    micropython: str, mpy_build, tmp_path, board_json: str, why: str
+) -> None:
+    """main.py as a board runs it (the fake machine, board.json in the current folder): no reset, no boot
+    loop, no defaults; the host gets hello and the reason, at start and at its hello, and a pong; every line
+    is a message the host's decoder accepts (hello's new name, mp and reset fields too)."""
+    from touchmove.serial_link import decode
+
+    from .conftest import FAKES
+
+    (tmp_path / "board.json").write_text(board_json)
+    env = mp_env(FAKES, mpy_build, TOUCHMOVE_PROFILE="board.json")
+    proc = subprocess.run(
+        [micropython, "-X", f"heapsize={FIRMWARE_HEAP}", str(mpy_build / "main.py")], env=env, cwd=tmp_path,
+        input=b'{"cmd":"hello"}\n{"cmd":"ping","id":1}\n{"cmd":"snapshot"}\n', capture_output=True, timeout=60,
+        check=False)
+    assert proc.returncode == 0, proc.stderr.decode()
+    lines = proc.stdout.splitlines()
+    msgs = [decode(x) for x in lines]
+    assert [m.kind for m in msgs] == ["hello", "error", "hello", "error", "pong", "error"], lines
+    assert [m.seq for m in msgs] == list(range(len(msgs)))
+    hello = msgs[0].fields
+    assert hello["board"] == "e6614104032b8c2d" and hello["name"] == "touchmove" and hello["reset"] == "power"
+    assert all(m.fields["why"].startswith("firmware not started: " + why) for m in msgs if m.kind == "error")
+    assert not (tmp_path / "last_error.txt").exists()  # not a fatal error: nothing reset
