@@ -302,3 +302,38 @@ def test_events_across_the_wrap_keep_their_order_and_time():
         assert want <= t <= want + 30, (ev, script)
     ts = [m["t"] for m in msgs]
     assert ts == sorted(ts) and ts[-1] > MASK  # the wire carries the time unwrapped
+
+
+def test_a_pump_writes_for_a_bounded_time():
+    """A port whose writes are slow but each under the stall threshold (40 ms a 32-byte chunk here) would keep
+    one pump writing for the whole buffer (16 chunks: 640 ms without a scan); a pump starts no write after
+    PUMP_MS, so it lasts at most PUMP_MS plus one write."""
+    from touchmove_fw.link import OUT_BUF, Output
+
+    class SlowPort:
+        exact = True
+
+        def __init__(self, clock):
+            self.clock = clock
+            self.took = bytearray()
+
+        def ready(self):
+            return True
+
+        def write(self, mv):
+            self.clock.now = add(self.clock.now, 40)
+            self.took += bytes(mv)
+            return len(mv)
+
+    clock = SteppedClock()
+    port = SlowPort(clock)
+    out = Output(None, clock, port)
+    while out.send("heartbeat", ',"occ":"ffff00000000ffff"'):
+        pass
+    assert out.end > OUT_BUF - 100
+    t0 = clock.ms()
+    left = out.pump()
+    assert clock.ms() - t0 <= PUMP_MS + 40 and left > 0, (clock.ms() - t0, left)
+    while out.pump():  # later pumps send the rest, in order
+        pass
+    assert bytes(port.took).count(b"\n") == out.seq
