@@ -128,7 +128,7 @@ class Broadcaster:
             return int(saved["round"])
         return t.round
 
-    def _open_round(self, number: int, floors: dict[str, int]) -> None:
+    def _open_round(self, number: int, floors: dict[str, tuple[int, str | None]]) -> None:
         """Make ``number`` the current round: its boards, from its saved state if there is one."""
         self.tournament = dataclasses.replace(self.tournament, round=number)
         self.round = self.tournament.current_round()
@@ -142,7 +142,8 @@ class Broadcaster:
         for p in self.round.pairings:
             games = record.boards.get(p.board) if record is not None else None
             if games is None:
-                games = BoardGames(floor=floors.get(p.board_id))
+                floor, floor_session = floors.get(p.board_id, (None, None))
+                games = BoardGames(floor=floor, floor_session=floor_session)
                 if p.result:
                     games.current.set_result("arbiter", p.result)
             live = games.live()
@@ -219,12 +220,15 @@ class Broadcaster:
         self.save_state()
         with contextlib.suppress(OSError):
             self.write_now()
-        floors: dict[str, int] = {}
+        floors: dict[str, tuple[int, str | None]] = {}
         for view in self.boards.values():
-            numbers = [g.number for g in (*view.games.entries, view.games.held) if g is not None and g.number]
-            floor = max([*numbers, view.games.floor or 0])
-            if floor:
-                floors[view.pairing.board_id] = floor
+            games = [g for g in (*view.games.entries, view.games.held) if g is not None and g.number
+                     and not g.retired]
+            top = max(games, key=lambda g: g.number or 0, default=None)
+            if top is not None and top.number and top.number >= (view.games.floor or 0):
+                floors[view.pairing.board_id] = (top.number, top.session)
+            elif view.games.floor:
+                floors[view.pairing.board_id] = (view.games.floor, view.games.floor_session)
         old = self.round.number
         self._past.pop(old, None)
         self._open_round(number, floors)
@@ -447,8 +451,10 @@ class Broadcaster:
     async def run_writer(self) -> None:
         """Keep ``round-N.pgn`` current: written at most ``write_interval`` after each change (and when a
         delayed change falls due); the round state saved with results and new games at once."""
+        written_at = self.clock()
         while True:
-            due = self.delay_line.next_due(self.clock()) if self.delay > 0 else None
+            # what fell due since the last write (also during the sleep below) is due now: never skipped
+            due = self.delay_line.next_due(written_at) if self.delay > 0 else None
             timeout = None if due is None else max(0.0, due - self.clock())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._dirty.wait(), timeout)
@@ -460,6 +466,7 @@ class Broadcaster:
                 log.exception("saving the state of round %s failed", self.round.number)
             if self.written_version != self.version or due is not None:
                 try:
+                    written_at = self.clock()
                     self.write_now()
                 except OSError:
                     log.exception("writing %s failed", self.pgn_path)
@@ -594,6 +601,8 @@ class Broadcaster:
             self._dirty.set()  # the writer flushes the archive
         if kind == "alert" or kind in REJECTIONS:
             return
+        if kind in ("game_resumed", "move"):
+            self._play_after_declared(view, event)
         if view.games.apply(event):
             self._changed(view)
         elif view.games.live().needs_resync:
@@ -622,6 +631,22 @@ class Broadcaster:
             return False  # still listed from before a round switch
         self._alert(view, event, key)
         return True
+
+    def _play_after_declared(self, view: BoardView, event: dict[str, Any]) -> None:
+        """The board shows play after a result declared through the bridge (pieces put back, or play really
+        went on): the result stands, the arbiter is told once (clearing the result lets the plies in)."""
+        number = event.get("game") if type(event.get("game")) is int else None
+        game = view.games.game(number)
+        if game is None or not game.frozen_by_declaration:
+            return
+        key = (game.number, game.declared_ply, "play_after_result", None)
+        if key in view.alerts_seen:
+            return
+        view.alerts_seen.add(key)
+        self._alert(view, {"code": "play_after_result", "article": "", "ply": (game.declared_ply or 0) + 1,
+                           "ts": event.get("ts"), "game": game.number,
+                           "detail": {"result": game.results.arbiter, "declared_ply": game.declared_ply,
+                                      "shown": event.get("type")}}, key)
 
     def _catch_up(self, view: BoardView) -> None:
         """After a (re)subscription: take the plies made while this consumer was away from the retained PGN when
@@ -771,6 +796,8 @@ class Broadcaster:
             raise ActionError(f"board {board} has {len(entries)} game(s) in this round")
         game = entries[-1] if entry is None else entries[entry - 1]
         if game.set_result("arbiter", norm):
+            if game.needs_resync and game is view.games.live():
+                self._resync(view)  # a declared result cleared: the plies the bridge shows since come in
             self._changed(view)
             self._save_due = True
             self.save_state()

@@ -71,10 +71,22 @@ def _json(data: Any, status: int = 200) -> web.Response:
 
 
 def _board_number(request: web.Request) -> int:
+    number = console_api.count_param(request.match_info["n"])
+    if number is None:
+        raise web.HTTPNotFound()
+    return number
+
+
+@web.middleware
+async def no_internal_text(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """An unexpected error is logged here and answered with a plain 500: its text never reaches a client."""
     try:
-        return int(request.match_info["n"])
-    except ValueError:
-        raise web.HTTPNotFound() from None
+        return await handler(request)
+    except (web.HTTPException, asyncio.CancelledError, ConnectionResetError):
+        raise
+    except Exception:
+        log.exception("%s %s failed", request.method, request.path)
+        return _json({"error": "internal error (logged by the broadcaster)"}, 500)
 
 
 async def dashboard(request: web.Request) -> web.FileResponse:
@@ -122,9 +134,10 @@ def _round_number(request: web.Request, name: str = "n") -> int:
     text = request.match_info[name]
     if text == "current":
         return hub.round.number
-    if not text.isdigit() or int(text) not in hub.tournament.rounds:
-        raise web.HTTPNotFound(text=f"no round {text}\n")
-    return int(text)
+    number = console_api.count_param(text)
+    if number is None or number not in hub.tournament.rounds:
+        raise web.HTTPNotFound(text="no such round\n")
+    return number
 
 
 PGN = "application/x-chess-pgn"
@@ -141,12 +154,12 @@ async def game_pgn(request: web.Request) -> web.Response:
     hub = request.app[HUB_KEY]
     number = _round_number(request)
     board_text, _, entry_text = request.match_info["g"].partition("-")
-    if not board_text.isdigit() or not (entry_text or "1").isdigit():
+    board, entry = console_api.count_param(board_text), console_api.count_param(entry_text or "1")
+    if board is None or entry is None:
         raise web.HTTPNotFound()
-    board, entry = int(board_text), int(entry_text or "1")
     text = hub.public_game_pgn(number, board, entry)
     if text is None:
-        raise web.HTTPNotFound(text=f"no game {request.match_info['g']} in round {number}\n")
+        raise web.HTTPNotFound(text=f"no game {board}-{entry} in round {number}\n")
     return public(request, f"round-{number}-game-{board}-{entry}.pgn", text, PGN)
 
 
@@ -199,11 +212,11 @@ async def live_index(request: web.Request) -> web.Response:
 async def live_game(request: web.Request) -> web.Response:
     hub = request.app[HUB_KEY]
     number = _round_number(request)
-    index = request.match_info["i"]
-    found = livechess_json.game_at(hub.tournament, number, hub.public_games(number), int(index)) \
-        if index.isdigit() else None
+    index = console_api.count_param(request.match_info["i"])
+    found = livechess_json.game_at(hub.tournament, number, hub.public_games(number), index) \
+        if index is not None else None
     if found is None:
-        raise web.HTTPNotFound(text=f"no game {index} in round {number}\n")
+        raise web.HTTPNotFound(text=f"no such game in round {number}\n")
     data = livechess_json.game_json(found[0], found[1], number == hub.round.number)
     return public(request, f"live/round-{number}/game-{index}.json", _dumps(data), JSON)
 
@@ -285,11 +298,13 @@ async def auth(request: web.Request) -> web.Response:
 async def ack(request: web.Request) -> web.Response:
     arbiter = _authorized(request)
     hub = request.app[HUB_KEY]
+    alert_id = console_api.count_param(request.match_info["id"])
+    if alert_id is None:
+        return _json({"error": "no such alert"}, 404)
     try:
-        alert_id = int(request.match_info["id"])
         was_open = any(a.id == alert_id and not a.acked for a in hub.alerts)
         entry = hub.acknowledge(alert_id, by=arbiter.name)
-    except (ValueError, ActionError) as exc:
+    except ActionError as exc:
         return _json({"error": str(exc)}, 404)
     if was_open:  # acknowledging an acknowledged alert changes nothing: nothing to log
         console_api.record(request, arbiter, "acknowledge", board=entry.board, before={"acked": False},
@@ -373,7 +388,7 @@ async def lichess_token(request: web.Request) -> web.Response:
 def make_app(hub: Broadcaster, token: str | None, *, arbiters: ArbiterBook | None = None,
              audit: AuditLog | None = None, journals: list[Path] | None = None) -> web.Application:
     """The web app; ``token`` is the tournament's shared token (an arbiter named ``arbiter``)."""
-    app = web.Application()
+    app = web.Application(middlewares=[no_internal_text])
     app[HUB_KEY] = hub
     app[TOKEN_KEY] = token
     app[ENCODED_KEY] = {}

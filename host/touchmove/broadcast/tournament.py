@@ -241,6 +241,31 @@ def _opt_int(value: Any, what: str, low: int | None = None, high: int | None = N
     return number
 
 
+def _whole(value: Any, what: str, low: int, high: int) -> int:
+    """A TOML integer (a quoted number is refused: ``board = "7"`` may be a typo for another key's value)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TournamentError(f"{what} must be an integer written without quotes, not {value!r}")
+    if not low <= value <= high:
+        raise TournamentError(f"{what} must be between {low} and {high}, not {value}")
+    return value
+
+
+def _flag(value: Any, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise TournamentError(f"{what} must be true or false (without quotes), not {value!r}")
+    return value
+
+
+def _opt_text(raw: dict[str, Any], key: str, what: str) -> str | None:
+    """An optional string setting (a number where a string belongs is refused, not turned into one)."""
+    value = raw.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise TournamentError(f"{what} must be a non-empty string in quotes, not {value!r}")
+    return value
+
+
 def _number(value: Any, what: str, low: float, high: float) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
         raise TournamentError(f"{what} must be a number between {low:g} and {high:g}, not {value!r}")
@@ -375,9 +400,9 @@ def _lichess(raw: dict[str, Any], pairings: list[Pairing], number: int, max_game
 def _round(raw: Any, settings: dict[str, Any]) -> Round:
     if not isinstance(raw, dict):
         raise TournamentError("every [[rounds]] entry must be a table")
-    number = _opt_int(raw.get("number"), "[[rounds]] number", 1, 10_000)
-    if number is None:
+    if raw.get("number") is None:
         raise TournamentError("every [[rounds]] needs a number")
+    number = _whole(raw.get("number"), "[[rounds]] number", 1, 10_000)
     check_keys(raw, ROUND_KEYS, f"round {number}")
     boards = _list(raw.get("boards", []), "rounds.boards")
     if not boards:
@@ -386,7 +411,7 @@ def _round(raw: Any, settings: dict[str, Any]) -> Round:
     for i, b in enumerate(boards):
         what = f"round {number} board #{i + 1}"
         b = _table(b, what, BOARD_KEYS)
-        board = _opt_int(b.get("board", i + 1), f"{what}: board", 1, MAX_BOARD)
+        board = _whole(b.get("board", i + 1), f"{what}: board", 1, MAX_BOARD)
         board_id = b.get("board_id")
         if board_id is None:
             raise TournamentError(f"{what}: board_id (the bridge's board id) is required")
@@ -414,6 +439,7 @@ def _round(raw: Any, settings: dict[str, Any]) -> Round:
     ids = [p.board_id for p in pairings]
     if len(set(ids)) != len(ids):
         raise TournamentError(f"round {number}: a board id is used twice")
+    _check_players(pairings, number)
     delay = raw.get("delay_minutes")
     return Round(
         number, _date(raw.get("date"), f"round {number} date"),
@@ -425,6 +451,26 @@ def _round(raw: Any, settings: dict[str, Any]) -> Round:
     )
 
 
+def _player_key(player: Player) -> tuple[str, str]:
+    """Who a player is: the FIDE id when given, else the name (case and spacing ignored)."""
+    if player.fide_id is not None:
+        return ("fide_id", str(player.fide_id))
+    return ("name", " ".join(player.name.casefold().split()))
+
+
+def _check_players(pairings: list[Pairing], number: int) -> None:
+    """Refuse a player paired against himself, or on two boards of one round (one line, naming both)."""
+    seen: dict[tuple[str, str], int] = {}
+    for p in pairings:
+        white, black = _player_key(p.white), _player_key(p.black)
+        if white == black or (p.white.fide_id is not None and p.white.fide_id == p.black.fide_id):
+            raise TournamentError(f"round {number} board {p.board}: {p.white.name} plays against himself")
+        for key, player in ((white, p.white), (black, p.black)):
+            if key in seen:
+                raise TournamentError(f"round {number}: {player.name} plays on boards {seen[key]} and {p.board}")
+            seen[key] = p.board
+
+
 def _broker(raw: Any) -> BrokerConfig:
     if not isinstance(raw, dict):
         raise TournamentError("[[brokers]] entries must be tables")
@@ -434,6 +480,11 @@ def _broker(raw: Any) -> BrokerConfig:
         bases = [bases]
     if not isinstance(bases, list) or not all(isinstance(b, str) and b for b in bases):
         raise TournamentError("brokers.bases must be a list of base topics")
+    for key in ("url", "username", "password", "password_env", "ca_file", "share_group", "password_file",
+                "cert_file", "key_file"):
+        _opt_text(raw, key, f"brokers.{key}")
+    if "tls" in raw:
+        _flag(raw["tls"], "brokers.tls")
     extra: dict[str, Any] = {
         "bases": tuple(b.rstrip("/") for b in bases),
         "ca_file": raw.get("ca_file"),
@@ -481,7 +532,7 @@ def parse_tournament(data: dict[str, Any], *, base_dir: Path | None = None) -> T
     for key in ("event", "round"):
         if key not in data:
             raise TournamentError(f"missing top-level key {key!r}")
-    current = _opt_int(data["round"], "round", 1, 10_000)
+    current = _whole(data["round"], "round", 1, 10_000)
     raw_b = _table(data.get("broadcast", {}), "[broadcast]", BROADCAST_KEYS)
     max_games = int(_opt_int(raw_b.get("lichess_max_games", LICHESS_MAX_GAMES), "broadcast.lichess_max_games",
                              1, LICHESS_MAX_GAMES_LIMIT) or LICHESS_MAX_GAMES)
@@ -501,19 +552,17 @@ def parse_tournament(data: dict[str, Any], *, base_dir: Path | None = None) -> T
     out = Path(str(_text(raw_b.get("output_dir", "broadcast"), "broadcast.output_dir")))
     if not out.is_absolute() and base_dir is not None:
         out = base_dir / out
-    token = raw_b.get("token") or os.environ.get(TOKEN_ENV) or None
+    token = _opt_text(raw_b, "token", "broadcast.token") or os.environ.get(TOKEN_ENV) or None
     token_file = raw_b.get("lichess_token_file")
     if token_file is not None:
         token_file = Path(str(_text(token_file, "broadcast.lichess_token_file")))
         if not token_file.is_absolute() and base_dir is not None:
             token_file = base_dir / token_file
-    assign = raw_b.get("assign", False)
-    if not isinstance(assign, bool):
-        raise TournamentError(f"broadcast.assign must be true or false, not {assign!r}")
+    assign = _flag(raw_b.get("assign", False), "broadcast.assign")
     settings = BroadcastSettings(
         output_dir=out,
         host=str(_text(raw_b.get("host", "127.0.0.1"), "broadcast.host")),
-        port=_opt_int(raw_b.get("port", 8080), "broadcast.port", 0, 65535) or 0,
+        port=_whole(raw_b.get("port", 8080), "broadcast.port", 0, 65535),
         token=str(token) if token else None,
         lichess_round=default_round,
         lichess_url=str(_text(raw_b.get("lichess_url", "https://lichess.org"), "broadcast.lichess_url")).rstrip("/"),

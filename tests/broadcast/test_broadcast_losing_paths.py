@@ -1,0 +1,123 @@
+"""Three paths that lost results, each end to end through a real Mosquitto with boards driven as bridges publish.
+
+- a delayed broadcast whose last burst (the mating move and its ``game_end``) fell due while the writer slept;
+- a finished game, then the board served by a bridge started afresh (new journal: ``seq`` and ``game`` from 1);
+- a resignation declared through the bridge, then the pieces put back (the engine's ``game_resumed`` and a move).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import aiomqtt
+
+from tests.broadcast.broadcast_helpers import tournament_data
+from tests.broadcast.test_broadcast_mqtt import read_games, ucis, wait_for
+from touchmove.broadcast.local_broker import LocalBroker
+from touchmove.broadcast.service import BroadcastService
+from touchmove.broadcast.simboards import SimBridge
+from touchmove.broadcast.tournament import parse_tournament
+
+SCHOLAR = ["e2e4", "e7e5", "f1c4", "b8c6", "d1h5", "g8f6", "h5f7"]
+RESIGNED = ["c2c4", "e7e5", "b1c3", "g8f6"]
+
+
+def test_delayed_round_end_is_written_when_due(broker: LocalBroker, tmp_path: Path) -> None:
+    """With a delay, the mate and its result (a burst: move, clock, state, game_end) reach ``round-N.pgn``
+    once the delay has passed, though nothing else happens on any board afterwards."""
+    asyncio.run(_delayed_end(broker, tmp_path))
+
+
+async def _delayed_end(broker: LocalBroker, tmp_path: Path) -> None:
+    data = tournament_data(2, port=broker.port, out=tmp_path)
+    data["broadcast"]["delay_minutes"] = 0.02  # 1.2 s
+    t = parse_tournament(data)
+    pushed: list[str] = []
+    async with BroadcastService(t, port=0) as svc, aiomqtt.Client("127.0.0.1", broker.port) as client:
+        svc.hub.on_pgn(pushed.append)  # what the lichess push is handed
+        board = SimBridge(client).board("b01")
+        await board.start()
+        for uci in SCHOLAR:
+            await board.move(uci, remaining_ms=170_000)
+        await board.end("1-0", "checkmate", "5.1.1")
+        await wait_for(lambda: svc.hub.by_number[1].game.results.board == "1-0", what="the mate, live")
+        path = svc.hub.pgn_path
+
+        def mate_written() -> bool:
+            games = read_games(path.read_text()) if path.exists() else []
+            return bool(games) and games[0].headers["Result"] == "1-0" and ucis(games[0]) == SCHOLAR
+
+        await wait_for(mate_written, 1.2 + 3.0, "the mate in round-3.pgn after the delay")
+        assert '[Result "1-0"]' in pushed[-1]
+
+
+def test_a_bridge_started_afresh_never_touches_a_finished_game(broker: LocalBroker, tmp_path: Path) -> None:
+    asyncio.run(_fresh_bridge(broker, tmp_path))
+
+
+async def _fresh_bridge(broker: LocalBroker, tmp_path: Path) -> None:
+    t = parse_tournament(tournament_data(1, port=broker.port, out=tmp_path))
+    async with BroadcastService(t, port=0) as svc, aiomqtt.Client("127.0.0.1", broker.port) as client:
+        hub = svc.hub
+        old = SimBridge(client).board("b01")
+        await old.start()
+        for uci in SCHOLAR:
+            await old.move(uci)
+        await old.end("1-0", "checkmate", "5.1.1")
+        await wait_for(lambda: hub.by_number[1].game.results.board == "1-0", what="the mate")
+        # the board moves to another hall PC: a bridge with a fresh journal (new session, seq and game from 1)
+        fresh = SimBridge(client).board("b01")
+        await fresh.start()
+        await fresh.move("d2d4")
+        await fresh.move("d7d5")
+        games = hub.by_number[1].games
+        await wait_for(lambda: games.held is not None and games.held.ply == 2, what="the new game, held")
+        await wait_for(lambda: hub.written_version == hub.version, what="the write")
+        written = read_games(hub.pgn_path.read_text())
+        assert written[0].headers["Result"] == "1-0" and ucis(written[0]) == SCHOLAR
+        assert [m.uci for m in games.held.moves] == ["d2d4", "d7d5"]
+        # the arbiter allows it as a further game: both are in the round, the mate untouched
+        hub.permit_game(1, "next")
+        both = read_games(hub.round_pgn())
+        assert [ucis(g) for g in both] == [SCHOLAR, ["d2d4", "d7d5"]]
+        assert [g.headers["Result"] for g in both] == ["1-0", "*"]
+        await old.bridge.clear_retained()
+
+
+def test_a_declared_resignation_survives_the_board_reset(broker: LocalBroker, tmp_path: Path) -> None:
+    asyncio.run(_declared(broker, tmp_path))
+
+
+async def _declared(broker: LocalBroker, tmp_path: Path) -> None:
+    t = parse_tournament(tournament_data(1, port=broker.port, out=tmp_path))
+    async with BroadcastService(t, port=0) as svc, aiomqtt.Client("127.0.0.1", broker.port) as client:
+        hub = svc.hub
+        board = SimBridge(client).board("b01")
+        await board.start()
+        for uci in RESIGNED:
+            await board.move(uci)
+        # a ``result`` record through the bridge: the engine's game_end "by" the arbiter
+        board.result = "0-1"
+        await board.event({"type": "game_end", "game": 1, "result": "0-1", "reason": "resignation",
+                           "article": "5.1.2", "by": "arbiter"})
+        await wait_for(lambda: hub.by_number[1].game.results.effective() == "0-1", what="the resignation")
+        # the pieces are put back: a legal-looking move, so the engine withdraws the end and plays it
+        board.result = "*"
+        await board.event({"type": "game_resumed", "game": 1, "ply": 5})
+        await board.move("g1f3")
+        await wait_for(lambda: any(a.code == "play_after_result" for a in hub.alerts), what="the attention alert")
+        game = hub.by_number[1].game
+        assert game.results.effective() == "0-1"
+        assert [m.uci for m in game.moves] == RESIGNED  # no bogus ply
+        await wait_for(lambda: hub.written_version == hub.version, what="the write")
+        written = read_games(hub.pgn_path.read_text())
+        assert written[0].headers["Result"] == "0-1" and ucis(written[0]) == RESIGNED
+        alert = next(a for a in hub.alerts if a.code == "play_after_result")
+        assert alert.board == 1 and alert.detail["result"] == "0-1"
+        # the arbiter clears it (play really went on): the moves the bridge shows are taken
+        hub.record_result(1, "*")
+        await board.move("b8c6")
+        await wait_for(lambda: game.ply == 6, what="play going on after the arbiter cleared the result")
+        assert game.results.effective() == "*"
+        await board.bridge.clear_retained()
