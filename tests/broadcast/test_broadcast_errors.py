@@ -147,10 +147,70 @@ def test_an_unexpected_error_is_logged_not_shown(tmp_path: Path, caplog: pytest.
 async def _internal(tmp_path: Path) -> None:
     hub = Broadcaster(parse_tournament(tournament_data(2, out=tmp_path)))
 
-    def broken() -> dict[str, Any]:
+    def broken(**_: Any) -> dict[str, Any]:
         raise RuntimeError("secret internal detail")
 
     hub.status = broken  # type: ignore[method-assign]
     async with TestClient(TestServer(make_app(hub, "s3cret"))) as client, client.get("/status.json") as resp:
         assert resp.status == 500
         assert "secret" not in await resp.text()
+
+
+def test_a_delayed_round_leaks_nothing_to_a_viewer_without_a_token(tmp_path: Path) -> None:
+    asyncio.run(_private(tmp_path))
+
+
+async def _private(tmp_path: Path) -> None:
+    data = tournament_data(2, out=tmp_path)
+    data["broadcast"]["delay_minutes"] = 15
+    now = [1_000_000.0]
+    hub = Broadcaster(parse_tournament(data), clock=lambda: now[0])
+    assert hub.console_private
+    for seq, event in enumerate([{"type": "game_start", "game": 1},
+                                 {"type": "move", "game": 1, "ply": 1, "uci": "f2f3", "san": "f3"},
+                                 {"type": "move", "game": 1, "ply": 2, "uci": "e7e5", "san": "e5"},
+                                 {"type": "move", "game": 1, "ply": 3, "uci": "g2g4", "san": "g4"},
+                                 {"type": "move", "game": 1, "ply": 4, "uci": "d8h4", "san": "Qh4#"},
+                                 {"type": "game_end", "game": 1, "result": "0-1", "reason": "checkmate"},
+                                 {"type": "game_start", "game": 2}], 1):
+        hub.handle(BridgeMessage("touchmove", "b01", "events",
+                                 {**event, "board": "b01", "seq": seq, "session": "s1", "t": seq * 1000}))
+    assert hub.by_number[1].games.held is not None  # game 2 started after the mate: held
+    auth = {"Authorization": "Bearer s3cret"}
+    async with TestClient(TestServer(make_app(hub, "s3cret"))) as client:
+        async with client.get("/status.json") as resp:
+            public = await resp.json()
+        assert public["finished"] == 0 and "held_games" not in public and public["console_private"]
+        async with client.get("/status.json", headers=auth) as resp:
+            full = await resp.json()
+        assert full["finished"] == 1 and full["held_games"] == [1]
+        for path in ("/api/state", "/api/stream", "/board/1.svg", "/api/boards/1"):
+            async with client.get(path) as resp:
+                assert resp.status == 401, path
+                assert "Qh4" not in await resp.text()
+        async with client.get("/api/state?svg=0", headers=auth) as resp:
+            assert resp.status == 200
+        async with client.get("/round/3.pgn") as resp:
+            assert "Qh4" not in await resp.text()  # the public PGN: nothing before the delay
+        # the console's cookie (set by /api/auth) opens the live views for the browser's stream
+        async with client.post("/api/auth", headers=auth) as resp:
+            assert resp.status == 200
+        async with client.get("/api/state?svg=0") as resp:
+            assert resp.status == 200 and "Qh4" in await resp.text()
+        client.session.cookie_jar.clear()
+        now[0] += 15 * 60 + 1  # the delay has passed: the public view has the mate, the status counts it
+        async with client.get("/status.json") as resp:
+            assert (await resp.json())["finished"] == 1
+        async with client.get("/round/3.pgn") as resp:
+            assert "Qh4#" in await resp.text()
+
+
+def test_private_console_can_be_set_either_way(tmp_path: Path) -> None:
+    data = tournament_data(1, out=tmp_path)
+    data["broadcast"]["private_console"] = True
+    assert Broadcaster(parse_tournament(data)).console_private
+    data["broadcast"].update(private_console=False, delay_minutes=15)
+    assert not Broadcaster(parse_tournament(data)).console_private
+    data["broadcast"]["private_console"] = "yes"
+    with pytest.raises(TournamentError, match="private_console must be true or false"):
+        parse_tournament(data)

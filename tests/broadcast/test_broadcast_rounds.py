@@ -300,7 +300,8 @@ async def _delay(tmp_path: Path) -> None:
         clock.now += 300
         feed(hub, "b01", events(SCHOLAR[:4], first_ply=3, start=False))
         assert "2. Bc4 { [%clk 0:02:54] } 2... Nc6" in flat(hub.round_pgn())  # the arbiter's view is live
-        state = await (await client.get("/api/state?svg=0")).json()
+        assert (await client.get("/api/state?svg=0")).status == 401  # the live console is private meanwhile
+        state = await (await client.get("/api/state?svg=0", headers={"Authorization": "Bearer tok"})).json()
         assert state["boards"][0]["ply"] == 4 and state["delay_minutes"] == 15
         public = await (await client.get("/round/3.pgn")).text()
         assert "e4" not in public and '[Result "*"]' in public  # nothing is 15 minutes old yet

@@ -411,20 +411,38 @@ class Broadcaster:
                                                                            self.round_date(number))
         return renderer.game_text(pairing, games[entry - 1], entry) + "\n"
 
-    def status(self) -> dict[str, Any]:
-        """What ``/status.json`` shows: the round, the delay, the bridges, the lichess push."""
+    @property
+    def console_private(self) -> bool:
+        """Whether viewing the live console (and its API) needs an arbiter token: the file's
+        ``private_console``, else while the round is delayed (the console is live: it would tell all)."""
+        setting = self.tournament.settings.private_console
+        return self.delay > 0 if setting is None else setting
+
+    def status(self, *, arbiter: bool = True) -> dict[str, Any]:
+        """What ``/status.json`` shows: the round, the delay, the bridges, the lichess push. Without
+        ``arbiter`` during a delay, only what the delayed outputs show (no held games, no live counts)."""
         boards = list(self.by_number.values())
-        return {
+        delayed = self.delay > 0 and not arbiter
+        if delayed:
+            public = self.public_games()
+            finished = sum(1 for games in public.values() if games and games[-1].result != "*")
+        else:
+            finished = sum(1 for v in boards if v.game.has_result)
+        out = {
             "event": self.tournament.event, "round": self.round.number,
             "rounds": sorted(self.tournament.rounds), "round_date": self.round_date().isoformat(),
-            "delay_minutes": self.delay / 60.0, "boards": len(boards),
-            "finished": sum(1 for v in boards if v.game.has_result),
+            "delay_minutes": self.delay / 60.0, "console_private": self.console_private,
+            "boards": len(boards), "finished": finished,
             "held_games": [v.pairing.board for v in boards if v.games.held is not None],
             "needs_resync": [v.pairing.board for v in boards if v.games.live().needs_resync],
             "online": sum(1 for v in boards if v.online), "bridges": dict(self.bridges),
             "unknown_boards": self.unknown_boards, "rejected_events": sum(v.rejected for v in boards),
             "push": self.push_status() if self.push_status is not None else None,
         }
+        if delayed:  # what the boards do now is for the arbiters until the delay has passed
+            for key in ("held_games", "needs_resync", "rejected_events"):
+                out.pop(key)
+        return out
 
     def all_rounds_pgn(self) -> str:
         """Every round of the file up to the current one, as the public sees them."""

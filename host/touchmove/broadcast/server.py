@@ -222,7 +222,31 @@ async def live_game(request: web.Request) -> web.Response:
 
 
 async def status(request: web.Request) -> web.Response:
-    return _json(request.app[HUB_KEY].status())
+    arbiter = console_api.arbiter_of(request) is not None
+    return _json(request.app[HUB_KEY].status(arbiter=arbiter))
+
+
+#: The live views a private console keeps to arbiters (GET; the actions always need a token).
+PRIVATE_PREFIXES = ("/api/state", "/api/stream", "/board/", "/api/boards/")
+COOKIE = "touchmove_arbiter"
+
+
+@web.middleware
+async def private_console(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """While the console is private (:attr:`Broadcaster.console_private`), its live views need an arbiter's
+    token: the ``Authorization`` header, or the cookie ``/api/auth`` sets (an EventSource sends no header)."""
+    hub = request.app[HUB_KEY]
+    if (request.method in ("GET", "HEAD") and hub.console_private
+            and request.path.startswith(PRIVATE_PREFIXES)):
+        book = request.app[console_api.BOOK_KEY]
+        header = request.headers.get("Authorization", "")
+        token = header[7:].strip() if header.startswith("Bearer ") else request.cookies.get(COOKIE, "")
+        if not book.configured or not token or book.authenticate(token) is None:
+            raise web.HTTPUnauthorized(
+                text=json.dumps({"error": "the console is private while the broadcast is delayed: an arbiter "
+                                          "token is needed"}),
+                content_type="application/json", headers={"WWW-Authenticate": 'Bearer realm="touchmove arbiter"'})
+    return await handler(request)
 
 
 async def board_svg(request: web.Request) -> web.Response:
@@ -292,7 +316,11 @@ async def _body(request: web.Request) -> dict[str, Any]:
 
 async def auth(request: web.Request) -> web.Response:
     arbiter = _authorized(request)
-    return _json({"ok": True, "arbiter": arbiter.name, "role": arbiter.role})
+    resp = _json({"ok": True, "arbiter": arbiter.name, "role": arbiter.role})
+    header = request.headers.get("Authorization", "")
+    # for the private console's live views only (the actions need the header: a cookie is sent cross-site)
+    resp.set_cookie(COOKIE, header[7:].strip(), httponly=True, samesite="Strict", path="/")
+    return resp
 
 
 async def ack(request: web.Request) -> web.Response:
@@ -388,7 +416,7 @@ async def lichess_token(request: web.Request) -> web.Response:
 def make_app(hub: Broadcaster, token: str | None, *, arbiters: ArbiterBook | None = None,
              audit: AuditLog | None = None, journals: list[Path] | None = None) -> web.Application:
     """The web app; ``token`` is the tournament's shared token (an arbiter named ``arbiter``)."""
-    app = web.Application(middlewares=[no_internal_text])
+    app = web.Application(middlewares=[no_internal_text, private_console])
     app[HUB_KEY] = hub
     app[TOKEN_KEY] = token
     app[ENCODED_KEY] = {}

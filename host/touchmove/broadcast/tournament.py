@@ -16,6 +16,7 @@ Example (docs/broadcast.md has every key)::
     # lichess_round = "abcd1234" # push to a lichess broadcast round; token from env LICHESS_TOKEN
     # assign = true              # send the pairings to the bridges (their own PGNs get the names)
     # delay_minutes = 15         # every public output 15 minutes behind (also per round)
+    # private_console = true     # the live console needs a token to view (default: while a delay is set)
 
     [[brokers]]
     url = "mqtt://127.0.0.1:1883"
@@ -63,7 +64,7 @@ MAX_DELAY_MINUTES = 24 * 60
 TOP_KEYS = frozenset({"event", "site", "time_control", "round", "broadcast", "brokers", "rounds"})
 BROADCAST_KEYS = frozenset({"output_dir", "host", "port", "token", "lichess_round", "lichess_url",
                             "lichess_interval", "lichess_max_games", "lichess_token_file", "assign",
-                            "delay_minutes"})
+                            "delay_minutes", "private_console"})
 #: (``urls``, ``password_file``, ``cert_file``, ``key_file``: the cluster work's broker lists and secrets)
 BROKER_KEYS = {"url", "bases", "base", "username", "password", "password_env", "tls", "ca_file", "share_group",
                "urls", "password_file", "cert_file", "key_file", "subscribe_qos"}
@@ -189,6 +190,8 @@ class BroadcastSettings:
     delay_minutes: float = 0.0
     #: Send each board's pairing to its bridge (``assign`` command) when the broadcaster connects.
     assign: bool = False
+    #: The live console and its API need an arbiter token to be viewed (None: while the round is delayed).
+    private_console: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -571,6 +574,8 @@ def parse_tournament(data: dict[str, Any], *, base_dir: Path | None = None) -> T
         lichess_token_file=token_file,
         delay_minutes=_number(raw_b.get("delay_minutes", 0), "broadcast.delay_minutes", 0, MAX_DELAY_MINUTES),
         assign=assign,
+        private_console=None if raw_b.get("private_console") is None
+        else _flag(raw_b["private_console"], "broadcast.private_console"),
     )
     try:
         brokers = tuple(_broker(b) for b in _list(data.get("brokers", [{}]), "brokers"))

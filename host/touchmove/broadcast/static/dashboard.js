@@ -721,6 +721,7 @@ async function unlock(ev) {
     auditSeen = 0;
     loadAudit();
     loadDetail();
+    connect();   // a private console streams once a token is accepted (its cookie goes with the stream)
   } catch (e) {
     state.arbiter = null;
     document.body.classList.remove("unlocked");
@@ -777,9 +778,11 @@ function renderBridges() {
   text($("#bridges"), parts.length ? "bridges " + parts.join(", ") : "");
 }
 
+let source = null;
 function connect() {
+  if (source) return;
   const conn = $("#conn");
-  const source = new EventSource("/api/stream?svg=0");
+  source = new EventSource("/api/stream?svg=0");
   const on = (kind, fn) => source.addEventListener(kind, (ev) => fn(JSON.parse(ev.data)));
   source.onopen = () => { text(conn, "live"); conn.className = "badge ok"; };
   source.onerror = () => { text(conn, "reconnecting…"); conn.className = "badge bad"; };
@@ -826,4 +829,10 @@ setInterval(() => {   // ages, out-of-sync durations, flags: they change with ti
   askFrame();
 }, 1000);
 if (token) { $("#token").value = token; unlock(); }
-connect();
+fetch("/status.json").then((r) => r.json()).then((st) => {
+  if (!st.console_private) { connect(); return; }
+  if (!token) {   // a delayed broadcast: the live console is for arbiters only
+    text($("#conn"), "private while the broadcast is delayed: enter an arbiter token");
+    $("#conn").className = "badge bad";
+  }
+}).catch(() => connect());
