@@ -624,6 +624,7 @@ class Broadcaster:
         if view.games.apply(event):
             self._changed(view)
         elif view.games.live().needs_resync:
+            self._illegal_move(view, event)
             self._resync(view)
 
     def _console_event(self, view: BoardView, event: dict[str, Any], restoring: bool = False) -> bool:
@@ -649,6 +650,22 @@ class Broadcaster:
             return False  # still listed from before a round switch
         self._alert(view, event, key)
         return True
+
+    def _illegal_move(self, view: BoardView, event: dict[str, Any]) -> None:
+        """A move the board's game cannot have (refused: the outputs stay legal games): the arbiter sees it
+        at once, before the bridge's PGN or a resync puts the game right."""
+        game = view.games.live()
+        if game.illegal is None:
+            return
+        (ply, uci), game.illegal = game.illegal, None
+        key = (game.number, ply, "illegal_move", uci)
+        if key in view.alerts_seen:
+            return
+        view.alerts_seen.add(key)
+        self._alert(view, {"code": "illegal_move", "article": "", "ply": ply, "ts": event.get("ts"),
+                           "game": game.number,
+                           "detail": {"uci": uci, "fen": game.board(ply - 1).fen() if ply <= game.ply + 1 else None,
+                                      "kept_plies": game.ply}}, key)
 
     def _play_after_declared(self, view: BoardView, event: dict[str, Any]) -> None:
         """The board shows play after a result declared through the bridge (pieces put back, or play really
@@ -821,6 +838,20 @@ class Broadcaster:
             self.save_state()
         return view.to_json()
 
+    def _check_lichess_room(self, board: int) -> None:
+        """Refuse a further game on ``board`` that would take its lichess round over the games lichess takes
+        by push (the round would otherwise lose games silently there)."""
+        limit = self.tournament.settings.lichess_max_games
+        for target in self.tournament.lichess_targets(self.round.number):
+            if board not in target.boards:
+                continue
+            games = sum(len(v.games.entries) + (1 if v.games.allow is Allow.NEXT else 0)
+                        for n, v in self.by_number.items() if n in target.boards)
+            if games + 1 > limit:
+                raise ActionError(f"lichess round {target.round_id} would get {games + 1} games, above the "
+                                  f"{limit} lichess takes by push: give boards {target.boards.start}-"
+                                  f"{target.boards.stop - 1} another lichess round first")
+
     def permit_game(self, board: int, allow: str | None) -> dict[str, Any]:
         """The arbiter allows the board's next game (``next``: a further game of the board in the round;
         ``replace``: it replaces the round's game; None: withdraw). A game already held is taken at once."""
@@ -829,6 +860,8 @@ class Broadcaster:
         except ValueError:
             raise ActionError("allow must be next, replace or none") from None
         view = self.view(board)
+        if mode is Allow.NEXT:
+            self._check_lichess_room(board)
         done = view.games.permit(mode)
         log.info("arbiter: board %s: %s", board, done)
         self._changed(view)

@@ -47,6 +47,10 @@ class GameSnapshot:
     result: str
     source: str | None
     reason: str | None
+    #: When the first move was made (epoch milliseconds, from the bridge's ``ts``), if known.
+    first_move_ms: int | None = None
+    #: When the game became a further game of its board in the round (epoch ns; 0 for a board's first game).
+    added_ns: int = 0
 
     @property
     def ply(self) -> int:
@@ -92,6 +96,12 @@ class LiveGame:
     #: The ply at which the bridge declared the result (a ``result`` record: resignation, time, agreement);
     #: while that result stands, no later ply is taken (putting the pieces back is not play).
     declared_ply: int | None = None
+    #: When the first move was made (epoch ms, from its event's ``ts``).
+    first_move_ms: int | None = None
+    #: When the game was added to the round as a further game of its board (epoch ns; 0: the first game).
+    added_ns: int = 0
+    #: The latest move refused as illegal (ply, uci), until the broadcaster has told the arbiter.
+    illegal: tuple[int, str] | None = None
     _position: chess.Board | None = field(default=None, repr=False, compare=False)
 
     _snapshot: GameSnapshot | None = field(default=None, repr=False, compare=False)
@@ -113,7 +123,7 @@ class LiveGame:
             source = self.results.source()
             reason = {"board": self.results.board_reason, "kings": "kings in the centre"}.get(source or "")
             snap = GameSnapshot(self.start_fen, self.chess960, self.number, tuple(self.moves),
-                                self.results.effective(), source, reason)
+                                self.results.effective(), source, reason, self.first_move_ms, self.added_ns)
             self._snapshot, self._snapshot_version = snap, self.version
         return snap
 
@@ -258,7 +268,10 @@ class LiveGame:
         if rec is None:
             log.warning("illegal move %s at ply %s (fen %s)", uci, ply, board.fen())
             self.needs_resync, self.resync_ply = True, max(self.resync_ply, ply)
+            self.illegal = (ply, uci)
             return False
+        if ply == 1:
+            self.first_move_ms = _epoch_ms(event.get("ts"))
         tail = self.moves[ply:]
         if ply <= self.ply and self.moves[ply - 1] == rec:
             return False
@@ -318,6 +331,19 @@ class LiveGame:
         if result in ("1-0", "0-1", "1/2-1/2") and self.results.board != result:
             self.results.set("board", result, "pgn")  # (the reason the game_end gave is kept when it came)
         return self._touch()
+
+
+def _epoch_ms(ts: Any) -> int | None:
+    """Epoch milliseconds of an ISO 8601 time (the bridge's ``ts``), or None."""
+    if not isinstance(ts, str) or len(ts) > 40:
+        return None
+    try:
+        when = dt.datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return int(when.timestamp() * 1000)
 
 
 def _is_ply(value: Any) -> TypeGuard[int]:

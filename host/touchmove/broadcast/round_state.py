@@ -24,6 +24,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -164,6 +165,7 @@ class BoardGames:
             new.results.arbiter = current.results.arbiter  # a result entered before the game started
             self.entries[-1] = new
         elif self.allow is Allow.NEXT:
+            new.added_ns = time.time_ns()
             self.entries.append(new)
             self.allow = None
         elif self.allow is Allow.REPLACE:
@@ -185,6 +187,7 @@ class BoardGames:
             return f"the next game started on the board will be {self._what(allow)}"
         held, self.held, self.allow = self.held, None, None
         if allow is Allow.NEXT:
+            held.added_ns = time.time_ns()
             self.entries.append(held)
         else:
             self.entries[-1] = held
@@ -244,6 +247,7 @@ def game_to_json(game: LiveGame) -> dict[str, Any]:
         "moves": [[m.uci, m.clock_ms] for m in game.moves],
         "results": {"arbiter": r.arbiter, "board": r.board, "kings": r.kings, "board_reason": r.board_reason},
         "session": game.session, "retired": game.retired, "declared_ply": game.declared_ply,
+        "first_move_ms": game.first_move_ms, "added_ns": game.added_ns,
     }
 
 
@@ -273,6 +277,9 @@ def game_from_json(data: Any) -> LiveGame:
     session, declared = data.get("session"), data.get("declared_ply")
     game.session = session if isinstance(session, str) else None
     game.retired = data.get("retired") is True
+    first, added = data.get("first_move_ms"), data.get("added_ns")
+    game.first_move_ms = first if type(first) is int else None
+    game.added_ns = added if type(added) is int and added >= 0 else 0
     game.declared_ply = declared if type(declared) is int and 0 <= declared <= game.ply else None
     game.version = 1
     return game
@@ -301,7 +308,8 @@ class RoundRecord:
             snap = game.snapshot()
             same = result == snap.result
             out.append(GameSnapshot(snap.start_fen, snap.chess960, number, snap.moves[:ply], result,
-                                    snap.source if same else None, snap.reason if same else None))
+                                    snap.source if same else None, snap.reason if same else None,
+                                    snap.first_move_ms if ply else None, snap.added_ns))
         return tuple(out)
 
 

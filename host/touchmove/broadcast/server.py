@@ -217,7 +217,7 @@ async def live_game(request: web.Request) -> web.Response:
         if index is not None else None
     if found is None:
         raise web.HTTPNotFound(text=f"no such game in round {number}\n")
-    data = livechess_json.game_json(found[0], found[1], number == hub.round.number)
+    data = livechess_json.game_json(found[0], found[1], number == hub.round.number, hub.tournament.time_control)
     return public(request, f"live/round-{number}/game-{index}.json", _dumps(data), JSON)
 
 

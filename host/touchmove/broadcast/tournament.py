@@ -54,8 +54,9 @@ from touchmove.brokers import PASSWORD_ENV, BrokerSettingError, Endpoint, parse_
 
 TOKEN_ENV = "TOUCHMOVE_ARBITER_TOKEN"
 LICHESS_TOKEN_ENV = "LICHESS_TOKEN"
-#: Games lichess shows in one broadcast round: 64 (100 for official broadcasts, lichess-org/api#500).
-LICHESS_MAX_GAMES = 64
+#: Games a lichess broadcast round takes by push: 100 (the 256 lichess allows is for rounds it reads from a
+#: URL itself, not for pushed ones). Checked at start-up and whenever the arbiter allows a further game.
+LICHESS_MAX_GAMES = 100
 LICHESS_MAX_GAMES_LIMIT = 100
 MAX_BOARD = 10_000
 MAX_DELAY_MINUTES = 24 * 60
