@@ -311,7 +311,7 @@ class Broadcaster:
 
     def save_state(self) -> None:
         """Save every board's games of the round (``round-<n>-state.json``) and the results export
-        (``round-<n>-results.csv``, ``results.trf``: the arbiter's, without the delay)."""
+        (``round-<n>-results.csv``, ``results.trf`` and ``results-2026.trf``: the arbiter's, without the delay)."""
         save_round(self.output_dir, self.record())
         rounds = {n: (self.public_games(n) if n != self.round.number
                       else dict(self.live_games()))
@@ -319,6 +319,8 @@ class Broadcaster:
         write_atomically(self.output_dir / f"round-{self.round.number}-results.csv",
                          results_csv(self.tournament, {self.round.number: rounds[self.round.number]}))
         write_atomically(self.output_dir / "results.trf", results_trf(self.tournament, rounds, self.round_date))
+        write_atomically(self.output_dir / "results-2026.trf",
+                         results_trf(self.tournament, rounds, self.round_date, variant="2026"))
         self.archive.flush()
         self._save_due = False
         self._saved_at = time.monotonic()

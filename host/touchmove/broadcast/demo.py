@@ -41,6 +41,11 @@ LAST = ["Almeida", "Berg", "Costa", "Dvorak", "Eriksen", "Fischer", "Gupta", "Ho
         "Kowalski", "Lund", "Moreau", "Novak", "Okafor", "Petrov", "Quist", "Rossi", "Silva", "Tanaka"]
 
 
+TOP_RATING = 2750
+BOTTOM_RATING = 1100
+FIRST_FIDE_ID = 1_000_000
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--boards", type=int, default=20, help="boards in the round (default 20)")
     parser.add_argument("--plies", type=int, default=60, help="longest game in plies (default 60)")
@@ -57,12 +62,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def demo_tournament(boards: int, *, broker: BrokerConfig, base: str, out: Path, seed: int) -> Tournament:
     rng = random.Random(seed)
     pairings: list[dict[str, Any]] = []
+    # ratings spread from TOP_RATING down to BOTTOM_RATING whatever the size of the field
+    step = (TOP_RATING - BOTTOM_RATING) / max(1, 2 * boards)
     for n in range(1, boards + 1):
         def player(rank: int) -> dict[str, Any]:
             name = f"{rng.choice(LAST)}, {rng.choice(FIRST)}"
             title = "GM" if rank < 6 else "IM" if rank < 14 else "FM" if rank < 26 else ""
-            return {"name": name, "fide_id": rng.randrange(1_000_000, 40_000_000), "title": title,
-                    "elo": 2750 - rank * 9 - rng.randrange(0, 9)}
+            # FIDE ids: one per player (two boards never share a player: the tournament file refuses that)
+            return {"name": name, "fide_id": FIRST_FIDE_ID + 7 * rank + rng.randrange(0, 7), "title": title,
+                    "elo": max(BOTTOM_RATING, round(TOP_RATING - rank * step) - rng.randrange(0, 9))}
         pairings.append({"board": n, "board_id": f"demo-{n:03d}", "white": player(2 * n - 2),
                          "black": player(2 * n - 1)})
     return parse_tournament({
@@ -109,7 +117,8 @@ async def play_board(sim: SimBoard, number: int, rng: random.Random, plies: int,
         await sim.move(move.uci(), remaining_ms=clocks[side])
         if move.promotion == chess.QUEEN and rng.random() < 0.5:  # the player put a knight there
             await sim.amend(chess.Move(move.from_square, move.to_square, chess.KNIGHT).uci())
-        if number % 7 == 3 and sim.ply == 10 and not took_back:  # a touch-move alert, a takeback of 2 plies
+        # a touch-move alert, a takeback of 2 plies (not in a scripted game: its next moves would not follow)
+        if number % 7 == 3 and sim.ply == 10 and not took_back and not script:
             took_back = True
             await sim.alert("touch_move", "4.3.1", {"square": chess.square_name(move.to_square)})
             await sim.takeback(sim.ply - 1)
@@ -200,7 +209,7 @@ async def demo(args: argparse.Namespace, broker: BrokerConfig, out: Path) -> int
         elapsed = time.monotonic() - start
         plies = sum(len(p.moves) for p in played)
         # wait for the last messages to come through and the file to be written
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 10 + args.boards / 20  # a big round takes longer to come through
         problems = ["not checked"]
         while time.monotonic() < deadline:
             await asyncio.sleep(0.2)

@@ -5,7 +5,7 @@ Public (read-only; after the broadcast delay, with an ETag from the content, Las
     GET  /round/{n}/game/{b}.pgn        one game: board ``b`` (``b-2`` for the board's second game)
     GET  /all.pgn                       every round so far
     GET  /round/{n}/results.csv         the round's results (CSV); ``/results.csv`` every round
-    GET  /results.trf                   every round's results, FIDE TRF-style
+    GET  /results.trf                   every round's results as a FIDE TRF-16 (``/results-2026.trf``: TRF-2026)
     GET  /live/tournament.json          DGT LiveChess Cloud shapes: the tournament,
     GET  /live/round-{n}/index.json     a round's pairings and live state,
     GET  /live/round-{n}/game-{i}.json  a game's moves and clocks
@@ -185,8 +185,9 @@ async def all_results_csv(request: web.Request) -> web.Response:
 
 async def all_results_trf(request: web.Request) -> web.Response:
     hub = request.app[HUB_KEY]
-    text = results_trf(hub.tournament, _rounds_so_far(hub), hub.round_date)
-    return public(request, "results.trf", text, "text/plain")
+    variant = "2026" if request.path.endswith("-2026.trf") else "16"
+    text = results_trf(hub.tournament, _rounds_so_far(hub), hub.round_date, variant=variant)
+    return public(request, request.path.lstrip("/"), text, "text/plain")
 
 
 def _dumps(data: Any) -> str:
@@ -437,6 +438,7 @@ def make_app(hub: Broadcaster, token: str | None, *, arbiters: ArbiterBook | Non
     app.router.add_get("/round/{n}/results.csv", round_results_csv)
     app.router.add_get("/results.csv", all_results_csv)
     app.router.add_get("/results.trf", all_results_trf)
+    app.router.add_get("/results-2026.trf", all_results_trf)
     app.router.add_get("/live/tournament.json", live_tournament)
     app.router.add_get("/live/round-{n}/index.json", live_index)
     app.router.add_get("/live/round-{n}/game-{i}.json", live_game)

@@ -62,7 +62,11 @@ MAX_BOARD = 10_000
 MAX_DELAY_MINUTES = 24 * 60
 
 #: The keys each table may hold (anything else is refused, with the nearest known key suggested).
-TOP_KEYS = frozenset({"event", "site", "time_control", "round", "broadcast", "brokers", "rounds"})
+TOP_KEYS = frozenset({"event", "site", "time_control", "round", "broadcast", "brokers", "rounds", "report"})
+#: What a rating report (the TRF export) needs beyond the pairings and results.
+REPORT_KEYS = frozenset({"federation", "chief_arbiter", "deputy_arbiters", "type", "rounds"})
+#: Results that say the game was not played (a forfeit).
+FORFEIT_SPELLINGS = frozenset({"1-0f", "0-1f", "+/-", "-/+", "+-", "-+", "1-0ff", "0-1ff"})
 BROADCAST_KEYS = frozenset({"output_dir", "host", "port", "token", "lichess_round", "lichess_url",
                             "lichess_interval", "lichess_max_games", "lichess_token_file", "assign",
                             "delay_minutes", "private_console"})
@@ -71,7 +75,7 @@ BROKER_KEYS = {"url", "bases", "base", "username", "password", "password_env", "
                "urls", "password_file", "cert_file", "key_file", "subscribe_qos"}
 ROUND_KEYS = frozenset({"number", "date", "start", "delay_minutes", "boards", "lichess_round", "lichess"})
 BOARD_KEYS = frozenset({"board", "board_id", "white", "black", "result"})
-PLAYER_KEYS = frozenset({"name", "fide_id", "title", "elo", "federation"})
+PLAYER_KEYS = frozenset({"name", "fide_id", "title", "elo", "federation", "sex", "birth"})
 LICHESS_KEYS = frozenset({"boards", "round_id"})
 
 
@@ -96,6 +100,9 @@ class Player:
     title: str | None = None
     elo: int | None = None
     federation: str | None = None
+    #: ``m`` or ``w`` (the TRF's sex column), and the birth date as the TRF writes it (YYYY/MM/DD).
+    sex: str | None = None
+    birth: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +114,20 @@ class Pairing:
     white: Player
     black: Player
     result: str | None = None
+    #: The result was given without the game being played (``1-0f``, ``+/-``): TRF ``+``/``-``.
+    forfeit: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """The tournament records of a rating report (the TRF export's header)."""
+
+    federation: str = ""
+    chief_arbiter: str = ""
+    deputy_arbiters: tuple[str, ...] = ()
+    type: str = ""
+    #: Rounds the tournament has (None: as many as the file has so far).
+    rounds: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +225,7 @@ class Tournament:
     rounds: dict[int, Round]
     brokers: tuple[BrokerConfig, ...] = (BrokerConfig(),)
     settings: BroadcastSettings = field(default_factory=BroadcastSettings)
+    report: Report = field(default_factory=Report)
 
     def current_round(self) -> Round:
         return self.rounds[self.round]
@@ -307,12 +329,21 @@ def _player(raw: Any, what: str) -> Player:
     if title is not None and not isinstance(title, str):
         raise TournamentError(f"{what}.title must be a string such as \"GM\", not {title!r}")
     fed = _text(raw.get("federation"), f"{what}.federation", required=False)
+    sex = raw.get("sex")
+    if sex is not None and sex not in ("m", "w"):
+        raise TournamentError(f"{what}.sex must be \"m\" or \"w\" (the TRF's letters), not {sex!r}")
+    birth = raw.get("birth")
+    if isinstance(birth, dt.date):
+        birth = birth.strftime("%Y/%m/%d")
+    if birth is not None and not isinstance(birth, str):
+        raise TournamentError(f"{what}.birth must be a date (1990-04-01), not {birth!r}")
     return Player(
         name=str(_text(raw.get("name"), f"{what}.name")),
         fide_id=_opt_int(raw.get("fide_id"), f"{what}.fide_id", 1, 10**10),
         title=str(title) if title else None,
         elo=_opt_int(raw.get("elo"), f"{what}.elo", 0, 4000),
         federation=fed.upper() if fed else None,
+        sex=sex, birth=birth or None,
     )
 
 
@@ -425,17 +456,21 @@ def _round(raw: Any, settings: dict[str, Any]) -> Round:
         if any(c in board_id for c in "/+#") or board_id != board_id.strip():
             raise TournamentError(f"{what}: board_id {board_id!r} cannot be an MQTT topic level")
         result = b.get("result")
+        forfeit = False
         if result is not None:
-            norm = normalize_result(str(result))
+            if not isinstance(result, str):
+                raise TournamentError(f"{what}: result must be a string such as \"1-0\", not {result!r}")
+            norm = normalize_result(result)
             if norm is None:
                 raise TournamentError(f"{what}: unknown result {result!r}")
+            forfeit = result.strip().lower() in FORFEIT_SPELLINGS and norm != "*"
             result = None if norm == "*" else norm
         pairings.append(Pairing(
             board=board if board is not None else i + 1,
             board_id=board_id,
             white=_player(b.get("white"), f"{what}.white"),
             black=_player(b.get("black"), f"{what}.black"),
-            result=result,
+            result=result, forfeit=forfeit,
         ))
     numbers = [p.board for p in pairings]
     if len(set(numbers)) != len(numbers):
@@ -587,6 +622,7 @@ def parse_tournament(data: dict[str, Any], *, base_dir: Path | None = None) -> T
     if not brokers:
         raise TournamentError("at least one [[brokers]] entry is needed")
     return Tournament(
+        report=_report(data.get("report")),
         event=str(_text(data["event"], "event")),
         site=str(_text(data.get("site", "?"), "site")),
         time_control=str(_text(data.get("time_control", "?"), "time_control")),
@@ -594,6 +630,23 @@ def parse_tournament(data: dict[str, Any], *, base_dir: Path | None = None) -> T
         rounds=rounds,
         brokers=brokers,
         settings=settings,
+    )
+
+
+def _report(raw: Any) -> Report:
+    if raw is None:
+        return Report()
+    raw = _table(raw, "[report]", REPORT_KEYS)
+    deputies = raw.get("deputy_arbiters", [])
+    if not isinstance(deputies, list) or not all(isinstance(d, str) and d.strip() for d in deputies):
+        raise TournamentError("report.deputy_arbiters must be a list of names")
+    rounds = raw.get("rounds")
+    return Report(
+        federation=(_opt_text(raw, "federation", "report.federation") or "").upper(),
+        chief_arbiter=_opt_text(raw, "chief_arbiter", "report.chief_arbiter") or "",
+        deputy_arbiters=tuple(d.strip() for d in deputies),
+        type=_opt_text(raw, "type", "report.type") or "",
+        rounds=None if rounds is None else _whole(rounds, "report.rounds", 1, 10_000),
     )
 
 
