@@ -41,6 +41,12 @@ LAST = ["Almeida", "Berg", "Costa", "Dvorak", "Eriksen", "Fischer", "Gupta", "Ho
         "Kowalski", "Lund", "Moreau", "Novak", "Okafor", "Petrov", "Quist", "Rossi", "Silva", "Tanaka"]
 
 
+#: The round's pace: every board together (a move is a move, a clock event, the state and the PGN).
+MOVES_PER_SECOND = 250
+#: The simulated bridge's MQTT client: QoS 1 messages in flight, and how long one may wait for its PUBACK
+#: (a thousand boards publishing at once queue up behind the broker).
+MAX_INFLIGHT = 200
+PUBLISH_TIMEOUT = 120.0
 TOP_RATING = 2750
 BOTTOM_RATING = 1100
 FIRST_FIDE_ID = 1_000_000
@@ -189,7 +195,8 @@ async def demo(args: argparse.Namespace, broker: BrokerConfig, out: Path) -> int
     base = f"touchmove-demo-{uuid.uuid4().hex[:6]}"
     tournament = demo_tournament(args.boards, broker=broker, base=base, out=out, seed=args.seed)
     async with BroadcastService(tournament, port=args.port, token="demo") as svc, \
-            aiomqtt.Client(broker.host, broker.port, max_queued_outgoing_messages=100_000) as client:
+            aiomqtt.Client(broker.host, broker.port, max_queued_outgoing_messages=100_000,
+                           max_inflight_messages=MAX_INFLIGHT, timeout=PUBLISH_TIMEOUT) as client:
         print(f"dashboard {svc.url}/  (arbiter token: demo)", flush=True)
         print(f"round PGN {svc.pgn_url}\nfile      {svc.hub.pgn_path}", flush=True)
         bridge = SimBridge(client, base)
@@ -202,9 +209,14 @@ async def demo(args: argparse.Namespace, broker: BrokerConfig, out: Path) -> int
 
         start = time.monotonic()
         rng = random.Random(args.seed)
+        # a big round plays at most MOVES_PER_SECOND moves a second in all (each is four bridge messages)
+        move_time = max(args.move_time, args.boards / MOVES_PER_SECOND)
+        if move_time > args.move_time:
+            print(f"{args.boards} boards: a move every {move_time:.1f} s on each board "
+                  f"(at most {MOVES_PER_SECOND} moves a second in all)", flush=True)
         played = await asyncio.gather(*(
             play_board(bridge.board(f"demo-{n:03d}"), n, random.Random(rng.random()), args.plies,
-                       args.move_time, arbiter)
+                       move_time, arbiter)
             for n in range(1, args.boards + 1)))
         elapsed = time.monotonic() - start
         plies = sum(len(p.moves) for p in played)

@@ -73,7 +73,8 @@ def results_trf(tournament: Tournament, rounds: Mapping[int, RoundGames],
     """The rounds' results as a TRF (``variant`` ``16`` or ``2026``; see :mod:`.trf`). Codes: ``1`` ``=``
     ``0`` for a game played (or a result the file gives), ``W`` ``D`` ``L`` for one followed here that lasted
     less than one move, ``+``/``-`` for a forfeit the file gives (``1-0f``), a blank result while a game is
-    unfinished, ``0000 - Z`` for a player not paired in a round."""
+    unfinished, ``0000 - H`` (``F``, ``U``, ``Z``) for a bye of the round's ``byes``, ``0000 - Z`` for a player
+    not paired in a round."""
     entries: dict[tuple[str, str], TrfEntry] = {}
 
     def entry(p: Player) -> TrfEntry:
@@ -93,5 +94,7 @@ def results_trf(tournament: Tournament, rounds: Mapping[int, RoundGames],
             white, black = game_codes(result, plies, pairing.forfeit)
             w.games[number] = (b.key, "w", white)
             b.games[number] = (w.key, "b", black)
+        for player, kind in tournament.rounds[number].byes:
+            entry(player).games[number] = (None, "-", kind)
     return write_trf(trf_header(tournament), entries.values(), {n: round_date(n) for n in sorted(rounds)},
                      variant=variant)

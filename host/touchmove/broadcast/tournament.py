@@ -73,7 +73,10 @@ BROADCAST_KEYS = frozenset({"output_dir", "host", "port", "token", "lichess_roun
 #: (``urls``, ``password_file``, ``cert_file``, ``key_file``: the cluster work's broker lists and secrets)
 BROKER_KEYS = {"url", "bases", "base", "username", "password", "password_env", "tls", "ca_file", "share_group",
                "urls", "password_file", "cert_file", "key_file", "subscribe_qos"}
-ROUND_KEYS = frozenset({"number", "date", "start", "delay_minutes", "boards", "lichess_round", "lichess"})
+ROUND_KEYS = frozenset({"number", "date", "start", "delay_minutes", "boards", "lichess_round", "lichess", "byes"})
+BYE_KEYS = frozenset({"player", "type"})
+#: TRF bye codes: half-point, full-point, pairing-allocated, zero-point.
+BYE_TYPES = ("H", "F", "U", "Z")
 BOARD_KEYS = frozenset({"board", "board_id", "white", "black", "result"})
 PLAYER_KEYS = frozenset({"name", "fide_id", "title", "elo", "federation", "sex", "birth"})
 LICHESS_KEYS = frozenset({"boards", "round_id"})
@@ -147,6 +150,8 @@ class Round:
     start: dt.datetime | None = None
     delay_minutes: float | None = None
     lichess: tuple[LichessTarget, ...] = ()
+    #: Players not paired in the round and the bye they got (TRF ``H``, ``F``, ``U``, ``Z``).
+    byes: tuple[tuple[Player, str], ...] = ()
 
     def by_board_id(self) -> dict[str, Pairing]:
         return {p.board_id: p for p in self.pairings}
@@ -479,6 +484,15 @@ def _round(raw: Any, settings: dict[str, Any]) -> Round:
     if len(set(ids)) != len(ids):
         raise TournamentError(f"round {number}: a board id is used twice")
     _check_players(pairings, number)
+    byes: list[tuple[Player, str]] = []
+    for i, item in enumerate(_list(raw.get("byes", []), "rounds.byes")):
+        what = f"round {number} bye #{i + 1}"
+        item = _table(item, what, BYE_KEYS)
+        kind = item.get("type")
+        if kind not in BYE_TYPES:
+            raise TournamentError(f"{what}: type must be one of {', '.join(BYE_TYPES)}, not {kind!r}")
+        byes.append((_player(item.get("player"), f"{what}.player"), str(kind)))
+    _check_players([*pairings, *(Pairing(0, "", p, Player("(bye)")) for p, _ in byes)], number)
     delay = raw.get("delay_minutes")
     return Round(
         number, _date(raw.get("date"), f"round {number} date"),
@@ -487,6 +501,7 @@ def _round(raw: Any, settings: dict[str, Any]) -> Round:
         delay_minutes=None if delay is None else _number(delay, f"round {number} delay_minutes", 0,
                                                          MAX_DELAY_MINUTES),
         lichess=_lichess(raw, pairings, number, settings["max_games"], settings.get("default_round")),
+        byes=tuple(byes),
     )
 
 
