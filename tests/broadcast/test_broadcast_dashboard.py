@@ -318,6 +318,20 @@ async def _big_round(broker: LocalBroker, tmp_path: Path, executable: str) -> No
             await expect(page.locator("#queue li").first).to_contain_text("Board 88 · illegal_move")
             await page.locator("#queue li", has_text="Board 150").click()
             await expect(page.locator("#d-white")).to_contain_text("Abdusattorov-Wojtaszek, Nodirbek Maximilian")
+            # the board's detail open: still every board on the screen, none under the detail
+            await asyncio.sleep(0.3)
+            await page.screenshot(path=str(ARTIFACTS / "console-200-detail.png"))
+            edges = await page.eval_on_selector_all(
+                ".row", "rs => rs.map(r => { const b = r.getBoundingClientRect(); return [b.right, b.bottom]; })")
+            assert max(e[1] for e in edges) <= 1080 and max(e[0] for e in edges) <= 1920, edges[-1]
+            covered = await page.evaluate("""() => [...document.querySelectorAll('.row')].filter(r => {
+                const b = r.getBoundingClientRect();
+                const hit = document.elementFromPoint(b.left + 6, (b.top + b.bottom) / 2);
+                return !(hit && r.contains(hit));
+            }).map(r => r.dataset.board)""")
+            assert covered == [], f"boards hidden with the detail open: {covered[:20]}"
+            detail = await page.locator("#detail").bounding_box()
+            assert detail and detail["x"] + detail["width"] <= 1920 and detail["y"] + detail["height"] <= 1080
 
             # the phone: the queue first, then the board it points to
             phone = await browser.new_page(viewport={"width": 390, "height": 844}, device_scale_factor=2,
