@@ -42,7 +42,10 @@ LAST = ["Almeida", "Berg", "Costa", "Dvorak", "Eriksen", "Fischer", "Gupta", "Ho
 
 
 #: The round's pace: every board together (a move is a move, a clock event, the state and the PGN).
-MOVES_PER_SECOND = 250
+MOVES_PER_SECOND = 150
+#: After play: the check waits while the broadcaster still takes messages in (none for CHECK_QUIET s: done).
+CHECK_QUIET = 10.0
+CHECK_WAIT_MAX = 900.0
 #: The simulated bridge's MQTT client: QoS 1 messages in flight, and how long one may wait for its PUBACK
 #: (a thousand boards publishing at once queue up behind the broker).
 MAX_INFLIGHT = 200
@@ -220,13 +223,17 @@ async def demo(args: argparse.Namespace, broker: BrokerConfig, out: Path) -> int
             for n in range(1, args.boards + 1)))
         elapsed = time.monotonic() - start
         plies = sum(len(p.moves) for p in played)
-        # wait for the last messages to come through and the file to be written
-        deadline = time.monotonic() + 10 + args.boards / 20  # a big round takes longer to come through
+        # wait for the last messages to come through and the file to be written: as long as the broadcaster
+        # still takes messages in (a big round on a busy machine has a backlog), up to CHECK_WAIT_MAX
         problems = ["not checked"]
-        while time.monotonic() < deadline:
+        checked, seen, progress = -1, svc.hub.version, time.monotonic()
+        while time.monotonic() - progress < CHECK_QUIET and time.monotonic() - start - elapsed < CHECK_WAIT_MAX:
             await asyncio.sleep(0.2)
-            if svc.hub.written_version != svc.hub.version:
+            if svc.hub.version != seen:
+                seen, progress = svc.hub.version, time.monotonic()
+            if svc.hub.written_version != svc.hub.version or checked == svc.hub.version:
                 continue
+            checked = svc.hub.version
             problems = check_round_pgn(svc.hub.pgn_path.read_text(encoding="utf-8"), played)
             if not problems:
                 break
