@@ -121,3 +121,87 @@ async def _declared(broker: LocalBroker, tmp_path: Path) -> None:
         await wait_for(lambda: game.ply == 6, what="play going on after the arbiter cleared the result")
         assert game.results.effective() == "*"
         await board.bridge.clear_retained()
+
+
+def test_a_declared_resignation_through_the_real_bridge_survives_the_pieces_put_back(tmp_path: Path) -> None:
+    """The same through ``touchmove run``: 4 plies on a stand-in board, a ``result`` command (0-1, resignation)
+    on the bridge's ``set`` topic, then White's knight put back c3 -> b1 (a legal move to the engine, which
+    withdraws the declared end and plays it) and the rest of the pieces put back. The round PGN keeps 0-1 and
+    the 4 plies; the arbiter gets the alert; plies played 4, journaled more, published more, exported 4."""
+    from tests.e2e.helpers import Broker
+
+    broker = Broker(tmp_path)
+    broker.start()
+    try:
+        asyncio.run(_real_bridge_resignation(tmp_path, broker))
+    finally:
+        broker.stop()
+
+
+async def _real_bridge_resignation(tmp_path: Path, broker: object) -> None:
+    import json
+    import sys
+    import time
+
+    import chess
+
+    from tests.e2e.helpers import REPO, simple_timeline, start_daemon, write_config, write_timeline
+    from touchmove.ptyboard import PtyBoard
+
+    port = broker.port  # type: ignore[attr-defined]
+    recs = simple_timeline([chess.Move.from_uci(u) for u in RESIGNED], think=400, hand=120)
+    t = recs[-1]["t"] + 16_000  # time for the arbiter's result to reach the bridge (at speed 4: 4 s)
+    for kind, sq in (("lift", "c3"), ("place", "b1")):  # White's knight back home: a legal Nb1 to the engine
+        recs.append({"t": t, "type": kind, "sq": sq})
+        t += 150
+    t += 3000
+    for kind, sq in (("lift", "f6"), ("place", "g8"), ("lift", "e5"), ("place", "e7"), ("lift", "c4"),
+                     ("place", "c2")):
+        recs.append({"t": t, "type": kind, "sq": sq})
+        t += 300
+    timeline = write_timeline(tmp_path / "t.jsonl", recs)
+    data = tournament_data(1, port=port, out=tmp_path / "out")
+    data["rounds"][0]["boards"][0]["board_id"] = "fake1"
+    board = PtyBoard([sys.executable, str(REPO / "tests" / "e2e" / "fake_board.py"), str(timeline), "fake1",
+                      "--speed", "4"], str(tmp_path / "board1"))
+    board.plug()
+    cfg = write_config(tmp_path / "c.toml", broker_port=port, ports=[str(tmp_path / "board*")],
+                       journal=tmp_path / "j.sqlite3", settle_ms=150)
+    daemon = start_daemon(cfg, tmp_path / "daemon.log")
+    published: list[dict[str, object]] = []
+    try:
+        async with BroadcastService(parse_tournament(data), port=0, svg_workers=0) as svc, \
+                aiomqtt.Client("127.0.0.1", port) as client:
+            hub = svc.hub
+            await client.subscribe("touchmove/boards/fake1/events", qos=1)
+
+            async def collect() -> None:
+                async for message in client.messages:
+                    published.append(json.loads(bytes(message.payload)))
+
+            collector = asyncio.create_task(collect())
+            await wait_for(lambda: hub.bridges.get("touchmove") == "online", 20, "the bridge online")
+            board.start()
+            game = lambda: hub.by_number[1].game  # noqa: E731
+            await wait_for(lambda: game().ply == 4, 30, "the 4 plies")
+            await client.publish("touchmove/boards/fake1/set", json.dumps(
+                {"command": "result", "result": "0-1", "reason": "resignation"}).encode(), qos=1)
+            await wait_for(lambda: game().results.effective() == "0-1", 5, "the declared resignation")
+            await wait_for(lambda: any(e.get("type") == "game_resumed" for e in published), 30,
+                           "the engine's game_resumed (the knight put back)")
+            await wait_for(lambda: any(a.code == "play_after_result" for a in hub.alerts), 5, "the alert")
+            deadline = time.monotonic() + 3
+            while time.monotonic() < deadline:  # the rest of the pieces put back
+                await asyncio.sleep(0.1)
+            await wait_for(lambda: hub.written_version == hub.version, 5, "the write")
+            collector.cancel()
+            await asyncio.gather(collector, return_exceptions=True)
+            written = read_games(hub.pgn_path.read_text())
+    finally:
+        daemon.terminate()
+        daemon.wait(10)
+        board.stop()
+    moves_published = [e for e in published if e.get("type") == "move"]
+    assert len(moves_published) > 4  # the engine published the knight going back as a move
+    assert written[0].headers["Result"] == "0-1" and ucis(written[0]) == RESIGNED  # exported: 4 plies
+    assert game().results.source() == "arbiter" and game().ply == 4
