@@ -205,3 +205,75 @@ async def _real_bridge_resignation(tmp_path: Path, broker: object) -> None:
     assert len(moves_published) > 4  # the engine published the knight going back as a move
     assert written[0].headers["Result"] == "0-1" and ucis(written[0]) == RESIGNED  # exported: 4 plies
     assert game().results.source() == "arbiter" and game().ply == 4
+
+
+def test_a_board_moved_to_another_bridge_with_a_fresh_journal(tmp_path: Path) -> None:
+    """Through ``touchmove run``: Scholar's mate on a stand-in board under bridge A; bridge A stops and bridge B
+    (a fresh journal: seq and game numbers from 1) serves the board, which is cleared and set up again and
+    two plies played. The round PGN keeps the mate; the new game is held."""
+    from tests.e2e.helpers import Broker
+
+    broker = Broker(tmp_path)
+    broker.start()
+    try:
+        asyncio.run(_real_fresh_bridge(tmp_path, broker))
+    finally:
+        broker.stop()
+
+
+async def _real_fresh_bridge(tmp_path: Path, broker: object) -> None:
+    import sys
+
+    import chess
+
+    from tests.broadcast.test_broadcast_e2e_bridge import START_OCC, _occupancy
+    from tests.e2e.helpers import REPO, simple_timeline, start_daemon, write_config, write_timeline
+    from touchmove.ptyboard import PtyBoard
+
+    port = broker.port  # type: ignore[attr-defined]
+    recs = simple_timeline([chess.Move.from_uci(u) for u in SCHOLAR], think=400, hand=120)
+    t = recs[-1]["t"] + 40_000  # the board is carried to the other hall PC (at speed 4: 10 s)
+    occ = _occupancy(recs)
+    for sq in chess.SquareSet(occ):
+        recs.append({"t": t, "type": "lift", "sq": chess.square_name(sq)})
+        t += 120
+    t += 1500
+    for sq in chess.SquareSet(START_OCC):
+        recs.append({"t": t, "type": "place", "sq": chess.square_name(sq)})
+        t += 120
+    recs += simple_timeline([chess.Move.from_uci("d2d4"), chess.Move.from_uci("d7d5")], t0=t + 1500, think=400,
+                            hand=120)
+    timeline = write_timeline(tmp_path / "t.jsonl", recs)
+    data = tournament_data(1, port=port, out=tmp_path / "out")
+    data["rounds"][0]["boards"][0]["board_id"] = "fake1"
+    board = PtyBoard([sys.executable, str(REPO / "tests" / "e2e" / "fake_board.py"), str(timeline), "fake1",
+                      "--speed", "4"], str(tmp_path / "board1"))
+    board.plug()
+    daemons = []
+    try:
+        async with BroadcastService(parse_tournament(data), port=0, svg_workers=0) as svc:
+            hub = svc.hub
+            first = write_config(tmp_path / "a.toml", broker_port=port, ports=[str(tmp_path / "board*")],
+                                 journal=tmp_path / "a.sqlite3", settle_ms=150)
+            daemons.append(start_daemon(first, tmp_path / "a.log"))
+            await wait_for(lambda: hub.bridges.get("touchmove") == "online", 20, "bridge A online")
+            board.start()
+            await wait_for(lambda: hub.by_number[1].game.results.board == "1-0", 40, "the mate under bridge A")
+            daemons[0].terminate()
+            daemons[0].wait(10)
+            second = write_config(tmp_path / "b.toml", broker_port=port, ports=[str(tmp_path / "board*")],
+                                  journal=tmp_path / "b.sqlite3", settle_ms=150)
+            daemons.append(start_daemon(second, tmp_path / "b.log"))
+            games = hub.by_number[1].games
+            await wait_for(lambda: games.held is not None and games.held.ply == 2, 60,
+                           "the new game under bridge B, held")
+            await wait_for(lambda: hub.written_version == hub.version, 5, "the write")
+            written = read_games(hub.pgn_path.read_text())
+    finally:
+        for daemon in daemons:
+            daemon.terminate()
+            daemon.wait(10)
+        board.stop()
+    assert len(written) == 1 and written[0].headers["Result"] == "1-0" and ucis(written[0]) == SCHOLAR
+    assert games.held is not None and [m.uci for m in games.held.moves] == ["d2d4", "d7d5"]
+    assert games.held.number == 1  # bridge B numbers its games from 1 again
