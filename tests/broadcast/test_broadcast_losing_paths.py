@@ -277,3 +277,58 @@ async def _real_fresh_bridge(tmp_path: Path, broker: object) -> None:
     assert len(written) == 1 and written[0].headers["Result"] == "1-0" and ucis(written[0]) == SCHOLAR
     assert games.held is not None and [m.uci for m in games.held.moves] == ["d2d4", "d7d5"]
     assert games.held.number == 1  # bridge B numbers its games from 1 again
+
+
+def test_the_delayed_end_through_the_real_bridge(tmp_path: Path) -> None:
+    """The Opera Game through ``touchmove run`` with a delay of 1.2 s: the mate and 1-0 reach ``round-3.pgn``
+    (and the push's listener) once due, though nothing happens afterwards. (The real bridge sends the mating
+    move and its ``game_end`` within a millisecond, so the old writer usually caught both by luck: the
+    simulated-bridge test above is the one that failed before the fix; this one keeps the whole path.)"""
+    from tests.e2e.helpers import Broker
+
+    broker = Broker(tmp_path)
+    broker.start()
+    try:
+        asyncio.run(_real_delayed(tmp_path, broker))
+    finally:
+        broker.stop()
+
+
+async def _real_delayed(tmp_path: Path, broker: object) -> None:
+    import sys
+
+    from tests.e2e.helpers import OPERA, REPO, game_moves, simple_timeline, start_daemon, write_config, write_timeline
+    from touchmove.ptyboard import PtyBoard
+
+    port = broker.port  # type: ignore[attr-defined]
+    moves = game_moves(OPERA)
+    timeline = write_timeline(tmp_path / "t.jsonl", simple_timeline(moves, think=300, hand=100))
+    data = tournament_data(2, port=port, out=tmp_path / "out")
+    data["rounds"][0]["boards"][0]["board_id"] = "fake1"
+    data["broadcast"]["delay_minutes"] = 0.02
+    board = PtyBoard([sys.executable, str(REPO / "tests" / "e2e" / "fake_board.py"), str(timeline), "fake1",
+                      "--speed", "4"], str(tmp_path / "board1"))
+    board.plug()
+    cfg = write_config(tmp_path / "c.toml", broker_port=port, ports=[str(tmp_path / "board*")],
+                       journal=tmp_path / "j.sqlite3", settle_ms=150)
+    daemon = start_daemon(cfg, tmp_path / "daemon.log")
+    pushed: list[str] = []
+    try:
+        async with BroadcastService(parse_tournament(data), port=0, svg_workers=0) as svc:
+            hub = svc.hub
+            hub.on_pgn(pushed.append)
+            await wait_for(lambda: hub.bridges.get("touchmove") == "online", 20, "the bridge online")
+            board.start()
+            await wait_for(lambda: hub.by_number[1].game.results.board == "1-0", 60, "the mate, live")
+            path = hub.pgn_path
+
+            def mate_written() -> bool:
+                games = read_games(path.read_text())
+                return games[0].headers["Result"] == "1-0" and len(ucis(games[0])) == len(moves)
+
+            await wait_for(mate_written, 1.2 + 3.0, "the mate in round-3.pgn once due")
+            assert '[Result "1-0"]' in pushed[-1]
+    finally:
+        daemon.terminate()
+        daemon.wait(10)
+        board.stop()
