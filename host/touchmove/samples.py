@@ -103,11 +103,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", nargs="?", metavar="FILE",
                         help="where to write it (default bridge.toml / tournament.toml; - = standard output)")
     parser.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    parser.add_argument("--from-trf", metavar="TRF", type=Path,
+                        help="tournament: the pairings (and results) of a pairing program's TRF-16/TRF-2026 file")
+    parser.add_argument("--round", type=int, help="with --from-trf: the round to broadcast (default: the "
+                        "first with a game not played yet)")
     parser.set_defaults(handler=init_command)
 
 
 def init_command(args: argparse.Namespace) -> int:
     text, default_name = SAMPLES[args.kind]
+    if args.from_trf is not None:
+        text = from_trf(args)
     target = args.file or default_name
     if target == "-":
         sys.stdout.write(text)
@@ -124,3 +130,20 @@ def init_command(args: argparse.Namespace) -> int:
     command = "run" if args.kind == "bridge" else "broadcast"
     print(f"wrote {path}: edit it, then `touchmove {command} --config {path}`")
     return 0
+
+
+def from_trf(args: argparse.Namespace) -> str:
+    """The tournament file for ``--from-trf`` (a usage error, exit 2, for a file that cannot be read)."""
+    from touchmove.broadcast.trf_tournament import tournament_toml
+
+    if args.kind != "tournament":
+        raise CommandError("--from-trf makes a tournament file: `touchmove init tournament --from-trf FILE`",
+                           EXIT_USAGE)
+    try:
+        raw = args.from_trf.read_bytes()
+        return tournament_toml(raw.decode("utf-8", errors="replace"), name=str(args.from_trf),
+                               round_number=args.round)
+    except OSError as exc:
+        raise CommandError(f"{args.from_trf}: {exc.strerror or exc}", EXIT_USAGE) from None
+    except ValueError as exc:
+        raise CommandError(" ".join(str(exc).split()), EXIT_USAGE) from None
