@@ -68,7 +68,7 @@ class BridgeInfo(TypedDict):
     version: str
     session: str
     started: str
-    settle_ms: int
+    settle_ms: NotRequired[int]
     boards: list[str]
 
 

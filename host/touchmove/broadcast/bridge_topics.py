@@ -1,18 +1,7 @@
-"""The bridge's MQTT topics and payloads, as the broadcaster reads and writes them.
+"""The bridge's MQTT messages as the broadcaster reads them: decoded payloads, events checked, commands.
 
-Everything that knows the shape of the bridge's messages is here, so a change on the bridge's side is
-one edit. Topic tree (``<base>`` defaults to ``touchmove``)::
-
-    <base>/bridge/state                 retained  {"state": "online" | "offline"}
-    <base>/bridge/info                  retained  {version, session, boards, ...}
-    <base>/boards/<id>/availability     retained  {"state": "online" | "offline"} (or the plain word)
-    <base>/boards/<id>/state            retained  {game, fen, ply, last_move, in_sync, occupancy, ...}
-    <base>/boards/<id>/events           QoS 1     engine event + ts, seq, session
-    <base>/boards/<id>/pgn              retained  the current game's PGN
-    <base>/boards/<id>/set              in        {"command": ..., "transaction": ..., ...}
-    <base>/boards/<id>/response                   {"status": "ok" | "error", "error": ..., "transaction": ...}
-
-The bridge's README (``## MQTT topics``) is the authority for these shapes.
+The topics and payload types are :mod:`touchmove.wire`'s (the one contract of the bridge, the broadcaster,
+the broker's rules and the tests); this module decodes what arrives on them.
 """
 
 from __future__ import annotations
@@ -23,8 +12,10 @@ from typing import Any
 
 import chess
 
-BOARD_KINDS = ("availability", "state", "events", "pgn", "response")
-BRIDGE_KINDS = ("state", "info")
+from touchmove import wire
+
+BOARD_KINDS = wire.BOARD_LEAVES
+BRIDGE_KINDS = wire.BRIDGE_LEAVES
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,28 +30,14 @@ class BridgeMessage:
 
 
 def subscriptions(base: str, share_group: str | None = None) -> list[str]:
-    """The topic filters a broadcaster subscribes to for one bridge base topic.
-
-    With ``share_group`` the event stream is a shared subscription (``$share/<group>/...``): consumers of
-    a group split the events between them. Retained topics are never shared (brokers do not send retained
-    messages to shared subscriptions), so every consumer still sees each board's state.
-    """
-    events = f"{base}/boards/+/events"
-    if share_group:
-        events = f"$share/{share_group}/{events}"
-    return [
-        f"{base}/bridge/state",
-        f"{base}/bridge/info",
-        f"{base}/boards/+/availability",
-        f"{base}/boards/+/state",
-        f"{base}/boards/+/pgn",
-        f"{base}/boards/+/response",
-        events,
-    ]
+    """The topic filters a broadcaster subscribes to for one bridge base topic (see
+    :func:`touchmove.wire.broadcaster_filters`: with ``share_group`` the events are a shared subscription)."""
+    return wire.broadcaster_filters(base, share_group)
 
 
 def set_topic(base: str, board_id: str) -> str:
-    return f"{base}/boards/{board_id}/set"
+    """A board's command topic."""
+    return wire.set_topic(base, board_id)
 
 
 def command(name: str, **fields: Any) -> bytes:
@@ -93,21 +70,11 @@ def _decode(kind: str, raw: bytes) -> Any:
 def parse(topic: str, payload: bytes, bases: tuple[str, ...] | list[str], retained: bool = False
           ) -> BridgeMessage | None:
     """Decode a message from one of ``bases``; None for other topics and undecodable payloads."""
-    for base in bases:
-        if not topic.startswith(base + "/"):
-            continue
-        rest = topic[len(base) + 1:].split("/")
-        if len(rest) == 2 and rest[0] == "bridge" and rest[1] in BRIDGE_KINDS:
-            kind, board_id = "bridge_" + rest[1], None
-        elif len(rest) == 3 and rest[0] == "boards" and rest[2] in BOARD_KINDS and rest[1]:
-            kind, board_id = rest[2], rest[1]
-        else:
-            continue
-        value = _decode(rest[-1], payload)
-        if value is None and kind not in ("pgn",):
-            return BridgeMessage(base, board_id, kind, None, retained)
-        return BridgeMessage(base, board_id, kind, value, retained)
-    return None
+    where = wire.parse_topic(topic, bases)
+    if where is None:
+        return None
+    kind = where.leaf if where.board is not None else "bridge_" + where.leaf
+    return BridgeMessage(where.base, where.board, kind, _decode(where.leaf, payload), retained)
 
 
 def occupancy_mask(value: Any) -> int | None:

@@ -23,6 +23,7 @@ import aiomqtt
 import chess
 import chess.pgn
 
+from touchmove import wire
 from touchmove.broadcast.results import CENTRE, result_from_king_squares
 
 
@@ -45,16 +46,18 @@ class SimBridge:
         return int((time.monotonic() - self._t0) * 1000)
 
     async def publish(self, topic: str, payload: Any, *, retain: bool = False) -> None:
+        """Publish ``payload`` (text, or an object sent as JSON) on a full topic (see :mod:`touchmove.wire`)."""
         data = payload if isinstance(payload, str) else json.dumps(payload, separators=(",", ":"))
-        await self.client.publish(f"{self.base}/{topic}", data.encode(), qos=1, retain=retain)
+        await self.client.publish(topic, data.encode(), qos=1, retain=retain)
 
     async def online(self) -> None:
-        await self.publish("bridge/state", {"state": "online"}, retain=True)
-        await self.publish("bridge/info", {"version": "sim", "session": self.session, "started": iso_now(),
-                                           "boards": sorted(self.boards)}, retain=True)
+        await self.publish(wire.bridge_topic(self.base, "state"), {"state": "online"}, retain=True)
+        info: wire.BridgeInfo = {"version": "sim", "session": self.session, "started": iso_now(),
+                                 "boards": sorted(self.boards)}
+        await self.publish(wire.bridge_topic(self.base, "info"), info, retain=True)
 
     async def offline(self) -> None:
-        await self.publish("bridge/state", {"state": "offline"}, retain=True)
+        await self.publish(wire.bridge_topic(self.base, "state"), {"state": "offline"}, retain=True)
 
     def board(self, board_id: str) -> SimBoard:
         if board_id not in self.boards:
@@ -63,11 +66,11 @@ class SimBridge:
 
     async def clear_retained(self) -> None:
         """Remove this bridge's retained messages from the broker (end of a demo or test)."""
-        topics = ["bridge/state", "bridge/info"]
+        topics = [wire.bridge_topic(self.base, leaf) for leaf in wire.BRIDGE_LEAVES]
         for board_id in self.boards:
-            topics += [f"boards/{board_id}/{k}" for k in ("availability", "state", "pgn")]
+            topics += [wire.board_topic(self.base, board_id, k) for k in ("availability", "state", "pgn")]
         for topic in topics:
-            await self.client.publish(f"{self.base}/{topic}", b"", qos=1, retain=True)
+            await self.client.publish(topic, b"", qos=1, retain=True)
 
 
 class SimBoard:
@@ -93,19 +96,21 @@ class SimBoard:
         self.seq += 1
         out = {"t": self.bridge.t(), **payload, "board": self.board_id, "seq": self.seq,
                "session": self.bridge.session, "ts": iso_now()}
-        await self.bridge.publish(f"boards/{self.board_id}/events", out)
+        await self.bridge.publish(wire.board_topic(self.bridge.base, self.board_id, "events"), out)
         return out
 
     async def publish_state(self) -> None:
         occ = int(self.position.occupied) if self.occupancy is None else self.occupancy
         last = self.position.move_stack[-1].uci() if self.position.move_stack else None
-        await self.bridge.publish(f"boards/{self.board_id}/state", {
+        state: wire.BoardState = {
             "board": self.board_id, "game": self.game, "ply": self.ply, "fen": self.position.fen(),
             "last_move": last, "in_sync": self.in_sync, "occupancy": f"{occ:016x}",
             "game_over": self.result != "*", "session": self.bridge.session, "ts": iso_now(),
-        }, retain=True)
+        }
+        await self.bridge.publish(wire.board_topic(self.bridge.base, self.board_id, "state"), state, retain=True)
         if self.bridge.publish_pgn:
-            await self.bridge.publish(f"boards/{self.board_id}/pgn", self.pgn(), retain=True)
+            await self.bridge.publish(wire.board_topic(self.bridge.base, self.board_id, "pgn"), self.pgn(),
+                                      retain=True)
 
     def pgn(self) -> str:
         game = chess.pgn.Game.from_board(self.position)
@@ -116,7 +121,7 @@ class SimBoard:
         return str(game)
 
     async def availability(self, online: bool) -> None:
-        await self.bridge.publish(f"boards/{self.board_id}/availability",
+        await self.bridge.publish(wire.board_topic(self.bridge.base, self.board_id, "availability"),
                                   {"state": "online" if online else "offline"}, retain=True)
 
     async def start(self, fen: str = chess.STARTING_FEN, chess960: bool = False) -> None:
