@@ -1,8 +1,9 @@
 """A private NATS cluster on loopback (Debian's ``nats-server``), each node with an MQTT listener.
 
-For the cluster demo, the tests and the benchmark: ``with NatsCluster(3) as c:`` writes one configuration
-per node (free ports, a private JetStream directory each, routes to every other node), starts the nodes and
-waits until every node's MQTT listener takes a QoS 1 round trip (that needs the JetStream meta leader and
+For the cluster demo, the tests and the benchmark: ``with NatsCluster(3) as c:`` (the constructor only
+chooses ports and paths) writes one configuration per node when it starts (free ports, a private JetStream
+directory each, routes to every other node), starts the nodes and waits until every node's MQTT listener
+takes a QoS 1 round trip (that needs the JetStream meta leader and
 the MQTT streams, replicated on every node). :meth:`kill` ends a node by its PID (SIGKILL, like a machine
 lost) and :meth:`restart` brings it back with its data.
 
@@ -86,20 +87,17 @@ class NatsCluster:
         if binary is None:
             raise RuntimeError("nats-server is not installed (apt-get install nats-server)")
         self.binary = binary
-        self._tmp = None if workdir else tempfile.TemporaryDirectory(prefix="touchmove-nats-")
-        self.workdir = workdir or Path(self._tmp.name if self._tmp else ".")
-        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.name = f"tm-{uuid.uuid4().hex[:6]}"
+        #: a private temporary directory (made by :meth:`start`, removed by :meth:`stop`) unless one is given
+        self._owns_workdir = workdir is None
+        self.workdir = workdir or Path(tempfile.gettempdir()) / f"touchmove-nats-{self.name}"
         self.auth = auth
         self.probe_user = probe_user
         self.log_to_files = log_to_files
-        self.name = f"tm-{uuid.uuid4().hex[:6]}"
         self.nodes = [self._node(i + 1) for i in range(nodes)]
-        for node in self.nodes:
-            self._write_conf(node)
 
     def _node(self, i: int) -> Node:
         store = self.workdir / f"n{i}"
-        store.mkdir(exist_ok=True)
         return Node(f"n{i}", free_port(), free_port(), free_port(), free_port(), store,
                     self.workdir / f"n{i}.conf")
 
@@ -124,6 +122,10 @@ class NatsCluster:
 
     # -- life cycle ---------------------------------------------------------------------------------------
     def start(self, timeout: float = READY_TIMEOUT_S) -> NatsCluster:
+        """Write each node's configuration, start the nodes and wait until every one serves MQTT."""
+        for node in self.nodes:
+            node.store.mkdir(parents=True, exist_ok=True)
+            self._write_conf(node)
         for node in self.nodes:
             self._spawn(node)
         try:
@@ -205,9 +207,8 @@ class NatsCluster:
                     node.proc.kill()
                     node.proc.wait()
                 node.proc = None
-        if self._tmp is not None:
-            self._tmp.cleanup()
-            self._tmp = None
+        if self._owns_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
     def __enter__(self) -> NatsCluster:
         return self.start()
