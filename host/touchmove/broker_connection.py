@@ -25,6 +25,9 @@ log = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 2.0
 #: How long a QoS 1 publish or a subscription may wait for the broker's answer on a connection that is alive.
 REPLY_TIMEOUT_S = 10.0
+#: The same right after a fail-over, until the first acknowledgement: a NATS node drops the QoS 1 publishes it
+#: takes while JetStream elects a leader (measured: no PUBACK in 10 s), so another node is tried sooner.
+FAILOVER_REPLY_TIMEOUT_S = 3.0
 #: How long a refused subscription is tried again on the same connection before it is given up.
 SUBSCRIBE_RETRY_S = 15.0
 SUBSCRIBE_PAUSE_S = 0.25

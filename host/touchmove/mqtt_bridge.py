@@ -39,7 +39,13 @@ from typing import Any
 
 import aiomqtt
 
-from touchmove.broker_connection import CONNECT_TIMEOUT_S, REPLY_TIMEOUT_S, socket_options, subscribe_all
+from touchmove.broker_connection import (
+    CONNECT_TIMEOUT_S,
+    FAILOVER_REPLY_TIMEOUT_S,
+    REPLY_TIMEOUT_S,
+    socket_options,
+    subscribe_all,
+)
 from touchmove.brokers import Endpoint, Endpoints, tls_context
 from touchmove.config import MqttConfig
 from touchmove.wire import bridge_topic, command_filters
@@ -99,6 +105,10 @@ class MqttLink:
         #: the node connected to (None while connecting), and how many times the link moved to another node
         self.endpoint: Endpoint | None = None
         self.failovers = 0
+        #: a connection was lost and no publish has been acknowledged since: a node that does not answer
+        #: within FAILOVER_REPLY_TIMEOUT_S then is left for the next (NATS drops the QoS 1 publishes it takes
+        #: while JetStream elects a leader; they would wait the whole REPLY_TIMEOUT_S)
+        self.recovering = False
 
     # -- publishing (from the event loop) -----------------------------------------------------------------
     def room(self) -> int:
@@ -174,6 +184,7 @@ class MqttLink:
                 self._client = None
                 self.endpoint = None
                 self.connected = False
+                self.recovering = True
             if self.nodes.failed():
                 log.info("no broker answered; next try in %.1fs", delay)
                 await asyncio.sleep(delay)
@@ -269,6 +280,7 @@ class MqttLink:
                         inflight.appendleft((message, fut))
                         raise error if isinstance(error, aiomqtt.MqttError) else aiomqtt.MqttError(
                             f"publish failed: {error!r}")
+                    self.recovering = False
                     if message.tag is not None:
                         self._on_acked(message.tag)
                 built = 0
@@ -278,7 +290,7 @@ class MqttLink:
                         break
                     built += nxt.retain    # retained payloads (state, PGN) are built now: a few at a time
                     fut = asyncio.ensure_future(client.publish(nxt.topic, nxt.payload, qos=nxt.qos,
-                                                               retain=nxt.retain, timeout=REPLY_TIMEOUT_S))
+                                                               retain=nxt.retain, timeout=self._reply_timeout()))
                     fut.add_done_callback(wake)
                     inflight.append((nxt, fut))
                 if built >= 4:
@@ -296,6 +308,10 @@ class MqttLink:
                     fut.exception()      # retrieved: the message is sent again anyway
             self._put_back([m for m, _ in inflight])
             raise
+
+    def _reply_timeout(self) -> float:
+        """Return how long a publish may wait for its acknowledgement now."""
+        return FAILOVER_REPLY_TIMEOUT_S if self.recovering else REPLY_TIMEOUT_S
 
     async def close(self, final: list[tuple[str, bytes]] | None = None) -> None:
         """Publish ``final`` retained messages (e.g. offline states) if connected, then disconnect."""
