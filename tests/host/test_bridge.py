@@ -633,3 +633,109 @@ def test_a_simulation_says_its_clock_rate_in_its_hello(tmp_path: Path, loop: asy
     assert bridge.boards["brd"].rate == 20.0 and bridge.stats["out_of_range"] == 1     # an implausible rate
     bridge.handle_lines(link, [hello(3, 20)])             # a hello without a rate: a real board's clock
     assert bridge.boards["brd"].rate == 1.0
+
+
+# -- issue 21: ids, operator records, USB serial numbers, smaller items -------------------------------------------
+def test_a_refused_board_id_is_a_problem_until_its_port_closes_and_binds_nothing(
+        tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
+    bridge = make_bridge(tmp_path, loop)
+    bad = FakeLink("/dev/fake9")
+    bridge.pending_lines[bad] = []
+    for seq in (0, 2):
+        bridge.handle_lines(bad, [hello(seq, 5, board="hall\tA"), line(seq + 1, 6, "snapshot", occ=START)])
+    play_e4(bridge, FakeLink(), loop)
+    assert sorted(bridge.boards) == ["brd"] and bad.board is None
+    problems = bridge_state(bridge)["problems"]
+    assert [p["code"] for p in problems] == ["board_id_refused"] and bridge.admission.problems()[0]["count"] == 2
+    assert "'hall\\tA'" in problems[0]["message"] and problems[0]["port"] == "/dev/fake9"
+    assert moves_queued(bridge) == ["e2e4"]
+    bridge.handle_closed(bad, "unplugged")  # type: ignore[arg-type]
+    assert bridge_state(bridge) == {"state": "online"}
+
+
+def test_operator_records_from_a_port_change_nothing_and_are_reported(
+        tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
+    bridge = make_bridge(tmp_path, loop)
+    link = FakeLink()
+    play_e4(bridge, link, loop)
+    bridge.handle_lines(link, [line(4, 1500, "result", result="0-1", reason="resignation"),
+                               line(5, 1600, "takeback", ply=1), line(6, 1700, "setup", fen=chess.STARTING_FEN)])
+    settle(loop)
+    assert moves_queued(bridge) == ["e2e4"]
+    assert not any(e["type"] in ("game_end", "takeback", "game_start") for e in events_queued(bridge)
+                   if e["seq"] > 2)
+    assert bridge.stats["operator_records_refused"] == 3
+    assert [e.source for e in bridge.journal.entries("brd")].count("operator") == 0
+    assert [p["code"] for p in bridge_state(bridge)["problems"]] == ["operator_record_refused"]
+
+
+def test_a_board_on_a_port_with_another_usb_serial_number_is_an_alert(
+        tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
+    cfg = BridgeConfig(MqttConfig(), SerialConfig(), settle_ms=50, journal=str(tmp_path / "j.sqlite3"),
+                       board_serials={"brd": "SN-1"})
+    bridge = Bridge(cfg, session="test")
+    bridge._loop = loop
+    serials = {"/dev/fake0": "SN-1", "/dev/fake1": "SN-2"}
+    bridge.admission.serial_of = serials.get
+    play_e4(bridge, FakeLink("/dev/fake0"), loop)
+    assert "problems" not in bridge_state(bridge)
+    assert bridge.boards["brd"].firmware == "x"
+    bridge.handle_closed(bridge.boards["brd"].link, "unplugged")  # type: ignore[arg-type]
+    other = FakeLink("/dev/fake1")
+    bridge.handle_lines(other, [hello(0, 5, boot="b2")])
+    settle(loop)
+    alerts = [e for e in events_queued(bridge) if e["type"] == "alert" and e["code"] == "board_serial_changed"]
+    assert len(alerts) == 1 and alerts[0]["detail"]["found"] == "SN-2" and alerts[0]["detail"]["expected"] == "SN-1"
+    assert [p["code"] for p in bridge_state(bridge)["problems"]] == ["board_serial_changed"]
+    back = FakeLink("/dev/fake0")
+    bridge.handle_closed(other, "unplugged")  # type: ignore[arg-type]
+    bridge.handle_lines(back, [hello(0, 5, boot="b3")])
+    assert bridge_state(bridge) == {"state": "online"}
+
+
+def test_a_journal_holding_an_id_that_breaks_the_rule_resumes_the_others_only(
+        tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
+    bridge = make_bridge(tmp_path, loop)
+    play_e4(bridge, FakeLink(), loop)
+    bridge.journal.close()
+    with sqlite3.connect(tmp_path / "j.sqlite3") as db:      # written by a bridge before the id rule
+        db.execute("INSERT INTO boards(board) VALUES ('bad\tid')")
+        db.execute("INSERT INTO events(board, seq, game, type, payload) VALUES ('bad\tid', 1, 1, 'touch', '{}')")
+    again = make_bridge(tmp_path, loop)
+    again.restore()
+    assert sorted(again.boards) == ["brd"]
+    assert not any("\t" in topic for topic in again.mqtt._retained)
+    assert [p["code"] for p in bridge_state(again)["problems"]] == ["journal_board_refused"]
+
+
+def test_commands_naming_a_bad_id_or_nested_deep_get_a_clear_answer_or_none(
+        tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
+    bridge = make_bridge(tmp_path, loop)
+    play_e4(bridge, FakeLink(), loop)
+    bridge.mqtt._replies.clear()
+    loop.run_until_complete(bridge.on_command("touchmove/boards/b\tx/set", b'{"command":"new_game"}', False))
+    assert not bridge.mqtt._replies           # no reply on a topic the broker may refuse
+    deep = b"[" * 2000 + b"]" * 2000
+    for topic in ("touchmove/boards/brd/set", "touchmove/bridge/request/boards"):
+        r = command(bridge, loop, topic, deep)
+        assert r["status"] == "error" and "nested 2000 levels" in r["error"]
+    r = command(bridge, loop, "touchmove/bridge/request/snapshot", b'{"board":"a\\u0000b"}')
+    assert r["status"] == "error" and "board id" in r["error"]
+
+
+def test_a_chess960_setup_accepted_live_is_replayed_the_same(
+        tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
+    bridge = make_bridge(tmp_path, loop)
+    play_e4(bridge, FakeLink(), loop)
+    fen = "bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9"
+    r = command(bridge, loop, "touchmove/boards/brd/set", json.dumps({"command": "setup", "fen": fen}).encode())
+    assert r["status"] == "error" and "FEN" in r["error"]       # chess960 rights without the flag: refused live
+    r = command(bridge, loop, "touchmove/boards/brd/set",
+                json.dumps({"command": "setup", "fen": fen, "chess960": True}).encode())
+    assert r["status"] == "ok"
+    bridge.flush()
+    engine, _, _ = replay_entries(bridge.journal, "brd", 50, use_checkpoint=False)
+    assert [e.body for e in bridge.journal.entries("brd") if e.source == "operator"] == [
+        records.to_line(records.Setup(json.loads(e.body)["t"], fen, True))
+        for e in bridge.journal.entries("brd") if e.source == "operator"]
+    assert engine.state().game == bridge.boards["brd"].engine.state().game

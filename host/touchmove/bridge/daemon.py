@@ -29,7 +29,8 @@ import time
 import uuid
 from typing import Any
 
-from touchmove import __version__, checkpoint, records
+from touchmove import __version__, board_ids, checkpoint, records
+from touchmove.bridge.admission import Admission
 from touchmove.bridge.commands import BridgeCommands
 from touchmove.bridge.journal_faults import JournalFaults
 from touchmove.bridge.ports import BoardPorts
@@ -65,11 +66,15 @@ class Bridge:
         self.journal = Journal(config.journal)
         self.boards: dict[str, BoardSession] = {}
         self.ports = BoardPorts(self)
+        self.admission = Admission(self)
+        #: board ids in the journal that break the id rule: never resumed nor published (see restore)
+        self.refused_journal_ids: list[str] = []
         self.commands = BridgeCommands(self)
         self.mqtt = MqttLink(config.mqtt, on_command=self.on_command, on_acked=self._on_acked,
                              on_connected=self._on_mqtt_connected)
         self.stats: dict[str, int] = {"lines": 0, "records": 0, "malformed": 0, "out_of_range": 0, "gaps": 0,
-                                      "events": 0, "time_jumps": 0, "identity_conflicts": 0}
+                                      "events": 0, "time_jumps": 0, "identity_conflicts": 0,
+                                      "operator_records_refused": 0}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._flush_scheduled = False
         self._dirty_boards: set[BoardSession] = set()
@@ -113,6 +118,14 @@ class Bridge:
         """Rebuild every board known to the journal and queue the events not yet published."""
         now = time.monotonic()
         for row in self.journal.boards():
+            if not board_ids.is_board_id(row.board):
+                # A journal written before the id rule may hold an id that cannot be published (a topic level
+                # with a control character makes the broker drop the connection): that board is left as it is
+                # in the journal (``export`` still reads it) and never resumed, so the link cannot flap.
+                self.refused_journal_ids.append(row.board)
+                log.error("journal: board id %s breaks the id rule (%s); not resumed, not published",
+                          board_ids.shown(row.board), board_ids.id_problem(row.board))
+                continue
             engine, produced, headers = replay_entries(self.journal, row.board, self.config.settle_ms,
                                                        key=self.checkpoint_key)
             journaled = self.journal.event_count(row.board)
@@ -125,6 +138,8 @@ class Bridge:
                                 published_saved=row.published, headers=headers)
             self.boards[row.board] = sess
             log.info("board %s resumed: %d events, %d published", row.board, journaled, row.published)
+        if self.refused_journal_ids:
+            self.publish_bridge_state()
         for sess in self.boards.values():
             self.publish_board_retained(sess)
             self._schedule(sess)
@@ -328,7 +343,12 @@ class Bridge:
 
     def problems(self) -> list[dict[str, Any]]:
         """Return what the operator should know about now (empty when all is well)."""
-        return [*self.journal_faults.problems(), *(c.as_dict() for c in self.ports.identity_conflicts.values())]
+        refused = [{"code": "journal_board_refused", "board": board_ids.shown(board),
+                    "message": f"the journal holds board id {board_ids.shown(board)}, which breaks the id rule: "
+                               "that board is not resumed (touchmove export still reads it)"}
+                   for board in self.refused_journal_ids]
+        return [*self.journal_faults.problems(), *(c.as_dict() for c in self.ports.identity_conflicts.values()),
+                *self.admission.problems(), *refused]
 
     def publish_bridge_state(self) -> None:
         problems = self.problems()

@@ -104,6 +104,7 @@ class BoardPorts:
             del self.link_paths[link.path]
         self.pending_lines.pop(link, None)
         log.info("port %s closed (%s)", link.path, reason)
+        self.bridge.admission.port_closed(link)
         if any(key[0] == link.path for key in self.identity_conflicts):
             self.identity_conflicts = {k: v for k, v in self.identity_conflicts.items() if k[0] != link.path}
             self.bridge.publish_bridge_state()
@@ -142,6 +143,8 @@ class BoardPorts:
                 msg = decode(line)
             except DecodeError as exc:
                 self.bridge.stats["malformed"] += 1
+                if self.bridge.admission.refused_line(link, exc):
+                    continue
                 if exc.out_of_range:
                     # Well-formed but implausible: skipped and nothing else (the seq it used, if any, shows up
                     # as a gap at the next line, which asks for a snapshot).
@@ -186,6 +189,7 @@ class BoardPorts:
         link.board = board
         sess.link = link
         sess.rate = float(hello.fields.get("rate", 1.0))   # 1 unless a simulation says it runs faster
+        self.bridge.admission.said_hello(link, sess, hello.fields)
         pending = self.pending_lines.pop(link, []) if first_contact else []
         self.pending_lines.pop(link, None)
         # The lines buffered before the hello came from the same boot as this hello (a reboot says hello).

@@ -50,6 +50,7 @@ class BoardSession:
     timer: asyncio.TimerHandle | None = None
     last_snapshot_request: float = 0.0
     dirty: bool = False                  # board row needs saving
+    firmware: str | None = None          # the ``fw`` of the board's latest hello (name and version)
 
     def now(self) -> int:
         """Estimate the board's current device time."""
