@@ -46,6 +46,20 @@ def dumps(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode()
 
 
+def client_id(config: MqttConfig) -> str:
+    """Return this process's MQTT client id: the configured ``client_id`` (a prefix, default
+    ``touchmove-bridge``), the user name, and 16 random hex digits.
+
+    Unique per process: two bridges given one configuration never take each other's session (the broker drops
+    the older connection of a client id), and nobody can guess the id to push the bridge off.
+    """
+    parts = [config.client_id or "touchmove-bridge"]
+    if config.username:
+        parts.append(config.username)
+    parts.append(uuid.uuid4().hex[:16])
+    return "-".join(parts)
+
+
 @dataclass
 class Outgoing:
     topic: str
@@ -77,7 +91,7 @@ class MqttLink:
         self._backoff_max = backoff_max
         self.connected = False
         self.connects = 0
-        self.client_id = config.client_id or f"touchmove-bridge-{uuid.uuid4().hex[:8]}"
+        self.client_id = client_id(config)
         self._client: aiomqtt.Client | None = None
         self.nodes = Endpoints(config.endpoints)
         #: the node connected to (None while connecting), and how many times the link moved to another node

@@ -56,9 +56,18 @@ START = "ffff00000000ffff"
 OPERA = Path(__file__).resolve().parents[2] / "host" / "touchmove" / "data" / "opera-1858.pgn"
 
 
+_RUNNING: dict[str, Bridge] = {}
+
+
 def make_bridge(tmp: Path, loop: asyncio.AbstractEventLoop, settle_ms: int = 50) -> Bridge:
+    """A bridge on ``tmp``'s journal; one made before on that journal is taken as crashed (its lock released, as
+    the kernel does when a process dies)."""
     cfg = BridgeConfig(MqttConfig(), SerialConfig(), settle_ms=settle_ms, journal=str(tmp / "j.sqlite3"))
+    before = _RUNNING.pop(cfg.journal, None)
+    if before is not None:
+        before.journal_lock.release()
     bridge = Bridge(cfg, session="test")
+    _RUNNING[cfg.journal] = bridge
     bridge._loop = loop
     return bridge
 
@@ -739,3 +748,27 @@ def test_a_chess960_setup_accepted_live_is_replayed_the_same(
         records.to_line(records.Setup(json.loads(e.body)["t"], fen, True))
         for e in bridge.journal.entries("brd") if e.source == "operator"]
     assert engine.state().game == bridge.boards["brd"].engine.state().game
+
+
+def test_a_second_bridge_on_one_journal_refuses_naming_the_first(
+        tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
+    import os
+
+    from touchmove.bridge.journal_lock import JournalLocked
+
+    first = make_bridge(tmp_path, loop)
+    cfg = BridgeConfig(MqttConfig(), SerialConfig(), settle_ms=50, journal=str(tmp_path / "j.sqlite3"))
+    with pytest.raises(JournalLocked, match=f"in use by another bridge \\(process {os.getpid()} on .*session test"):
+        Bridge(cfg, session="second")
+    assert oct((tmp_path / "j.sqlite3.lock").stat().st_mode & 0o777) == "0o600"
+    first.journal_lock.release()
+    Bridge(cfg, session="third").journal_lock.release()
+
+
+def test_client_ids_are_unique_per_process_and_keep_the_configured_prefix() -> None:
+    from touchmove.mqtt_bridge import client_id
+
+    cfg = MqttConfig(client_id="bridge-hall-a", username="hall-a")
+    ids = {client_id(cfg) for _ in range(50)}
+    assert len(ids) == 50 and all(i.startswith("bridge-hall-a-hall-a-") for i in ids)
+    assert client_id(MqttConfig()).startswith("touchmove-bridge-")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from touchmove import __version__, checkpoint
 from touchmove.bridge.daemon import Bridge
+from touchmove.bridge.journal_lock import JournalLocked
 from touchmove.config import BridgeConfig, ConfigError, load
 from touchmove.stop_signals import StopSignals
 
@@ -40,7 +41,11 @@ def run_command(args: argparse.Namespace) -> int:
     if args.port:
         config = replace(config, serial=replace(config.serial, ports=config.serial.ports + tuple(args.port)))
     Path(config.journal).parent.mkdir(parents=True, exist_ok=True)   # an OSError is the CLI's one-line error
-    return asyncio.run(serve(config))
+    try:
+        return asyncio.run(serve(config))
+    except JournalLocked as exc:
+        print(f"touchmove run: {exc}", file=sys.stderr)
+        return 1
 
 
 async def serve(config: BridgeConfig) -> int:

@@ -33,6 +33,7 @@ from touchmove import __version__, board_ids, checkpoint, records
 from touchmove.bridge.admission import Admission
 from touchmove.bridge.commands import BridgeCommands
 from touchmove.bridge.journal_faults import JournalFaults
+from touchmove.bridge.journal_lock import JournalLock
 from touchmove.bridge.ports import BoardPorts
 from touchmove.bridge.replay import replay_entries
 from touchmove.bridge.session import BoardSession
@@ -63,6 +64,8 @@ class Bridge:
         self.started = iso_now()
         # the key signing engine checkpoints (created on first use): a CheckpointKeyError stops the start
         self.checkpoint_key = checkpoint.ensure_key(checkpoint.key_path(config.checkpoint_key))
+        self.journal_lock = JournalLock(config.journal)
+        self.journal_lock.acquire(self.session)     # JournalLocked: another bridge serves this journal
         self.journal = Journal(config.journal)
         self.boards: dict[str, BoardSession] = {}
         self.ports = BoardPorts(self)
@@ -430,5 +433,6 @@ class Bridge:
                 await task
         self.flush()
         self.journal.close()
+        self.journal_lock.release()
 
 
