@@ -93,6 +93,43 @@ POISON = (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceErr
           OverflowError, ValueError, TypeError)
 
 
+def is_malformed(exc: BaseException) -> bool:
+    """Return whether an SQLite error says the file is damaged (not a fault that passes, like a lock)."""
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.DatabaseError) and ("malformed" in text or "not a database" in text
+                                                       or "corrupt" in text)
+
+
+def set_aside(path: str | Path) -> Path:
+    """Rename a damaged journal (and its -wal and -shm files) to ``<path>.malformed-<UTC time>``; return the
+    new name. The bridge then starts a new journal: a damaged file never stops a hall."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    target = Path(f"{path}.malformed-{stamp}")
+    for suffix in ("-wal", "-shm", ""):
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(f"{path}{suffix}", f"{target}{suffix}")
+    return target
+
+
+def open_checked(path: str | Path) -> tuple[Journal, Path | None]:
+    """Open a journal; when SQLite reports it damaged, set it aside and open a new one. Return the journal and
+    where the damaged one went (None: it was sound)."""
+    try:
+        journal = Journal(path)
+        try:
+            journal.sanity_check()
+        except BaseException:
+            journal.db.close()
+            raise
+        return journal, None
+    except sqlite3.DatabaseError as exc:
+        if not is_malformed(exc):
+            raise
+        target = set_aside(path)
+        log.error("journal %s is damaged (%s): kept as %s, a new journal is started", path, exc, target)
+        return Journal(path), target
+
+
 def iso_now() -> str:
     """Return the UTC time as ISO-8601 with milliseconds and a Z (the journal's ``ts``, events' ``ts``)."""
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -171,6 +208,14 @@ class Journal:
         self.held = 0
         self._checkpointer: threading.Thread | None = None
         self._closing = threading.Event()
+
+    def sanity_check(self) -> None:
+        """Read every table's index and last rows (what a restart reads first); raise sqlite3.DatabaseError when
+        SQLite finds the file damaged."""
+        for table in ("boards", "entries", "events", "checkpoints"):
+            self.db.execute(f"SELECT * FROM {table} ORDER BY rowid DESC LIMIT 1").fetchall()
+        self.db.execute("SELECT board, MAX(seq) FROM events GROUP BY board").fetchall()
+        self.db.execute("SELECT board, MAX(id) FROM entries GROUP BY board").fetchall()
 
     def _add_missing_columns(self) -> None:
         """Give a journal written by an older version the checkpoint columns it lacks (its checkpoints, unsigned,
@@ -389,6 +434,10 @@ class Journal:
         except (TypeError, ValueError) as exc:
             log.warning("journal: board %s: checkpoint row unreadable (%s); ignored", board, exc)
             return None
+
+    def holds_events(self, board: str) -> bool:
+        """Return whether events of ``board`` wait in memory (not yet in the database)."""
+        return bool(self._held_events.get(board))
 
     def event_count(self, board: str) -> int:
         """Return the highest event seq of a board, held events included."""

@@ -772,3 +772,65 @@ def test_client_ids_are_unique_per_process_and_keep_the_configured_prefix() -> N
     ids = {client_id(cfg) for _ in range(50)}
     assert len(ids) == 50 and all(i.startswith("bridge-hall-a-hall-a-") for i in ids)
     assert client_id(MqttConfig()).startswith("touchmove-bridge-")
+
+
+def test_a_crash_while_the_journal_cannot_write_never_reuses_a_published_seq(
+        tmp_path: Path, loop: asyncio.AbstractEventLoop, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(journal_faults, "JOURNAL_RETRY_S", 0.1)
+    bridge = make_bridge(tmp_path, loop)
+    flaky = FlakyDb(bridge.journal.db)
+    bridge.journal.db = flaky  # type: ignore[assignment]
+    link = FakeLink()
+    play_e4(bridge, link, loop)
+    journaled = bridge.journal.event_count("brd")
+    flaky.fail = sqlite3.OperationalError("database or disk is full")
+    bridge.handle_lines(link, [line(4, 2000, "lift", sq="e7"), line(5, 2100, "place", sq="e5")])
+    settle(loop)
+    published = events_queued(bridge)
+    top = max(e["seq"] for e in published)
+    assert moves_queued(bridge) == ["e2e4", "e7e5"] and top > journaled
+    assert bridge.seq_floor.floor("brd") >= top            # recorded before it was offered
+    # kill -9: nothing more is written; the restart resumes from the journal (e2e4) and goes on past ``top``
+    again = make_bridge(tmp_path, loop)
+    again.restore()
+    again.flush()
+    sess = again.boards["brd"]
+    assert sess.engine.state().ply == 1 and sess.event_seq == top + 1
+    after = events_queued(again)
+    alert = [e for e in after if e["type"] == "alert"]
+    assert alert[-1]["code"] == "events_not_journaled" and alert[-1]["seq"] == top + 1
+    assert alert[-1]["detail"]["first_seq"] == journaled + 1 and alert[-1]["detail"]["last_seq"] == top
+    assert all(e["seq"] <= journaled or e["seq"] > top for e in after)
+    # the board's snapshot shows e7-e5 made: recovered, with seqs never used before
+    link2 = FakeLink()
+    again.handle_lines(link2, [hello(6, 2500), line(7, 2600, "snapshot", occ="ffef00101000efff")])
+    settle(loop, 0.3)
+    later = [e for e in events_queued(again) if e["seq"] > top]
+    assert [e["uci"] for e in later if e["type"] == "move"] == ["e7e5"]
+    seqs = [e["seq"] for e in events_queued(again)]
+    assert len(seqs) == len(set(seqs))
+
+
+def test_a_damaged_journal_is_set_aside_and_a_new_one_started(
+        tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
+    bridge = make_bridge(tmp_path, loop)
+    link = FakeLink()
+    play_e4(bridge, link, loop)
+    top = bridge.boards["brd"].event_seq
+    bridge.flush()
+    bridge.journal.close()
+    path = tmp_path / "j.sqlite3"
+    data = bytearray(path.read_bytes())
+    data[100:len(data)] = b"\xa5" * (len(data) - 100)              # pages overwritten: "malformed"
+    path.write_bytes(bytes(data))
+    again = make_bridge(tmp_path, loop)
+    again.restore()
+    aside = list(tmp_path.glob("j.sqlite3.malformed-*Z"))
+    assert len(aside) == 1 and again.journal_set_aside == aside[0]
+    problem = bridge_state(again)["problems"][-1]
+    assert problem["code"] == "journal_set_aside" and problem["file"] == str(aside[0])
+    again.handle_lines(FakeLink(), [hello(0, 5, boot="b9"), line(1, 6, "snapshot", occ=START),
+                                    line(2, 1000, "lift", sq="e2"), line(3, 1100, "place", sq="e4")])
+    settle(loop)
+    assert min(e["seq"] for e in events_queued(again)) > top      # seqs go on past those published before
+    assert oct(path.stat().st_mode & 0o777) == "0o600" and oct((tmp_path / "j.sqlite3-seqs").stat().st_mode & 0o777) == "0o600"

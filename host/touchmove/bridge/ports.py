@@ -23,7 +23,6 @@ from touchmove.bridge.identity import IdentityConflict
 from touchmove.bridge.session import BoardSession
 from touchmove.journal import iso_now
 from touchmove.mqtt_bridge import OFFLINE, ONLINE
-from touchmove.rules import Engine
 from touchmove.serial_link import DecodeError, Message, SerialLink, decode, find_ports
 
 if TYPE_CHECKING:
@@ -182,7 +181,7 @@ class BoardPorts:
             return
         link.held_back = None
         if sess is None:
-            sess = BoardSession(board, Engine(settle_ms=self.bridge.config.settle_ms))
+            sess = self.bridge.new_session(board)
             self.bridge.boards[board] = sess
             self.bridge.journal.ensure_board(board)
         first_contact = link.board is None
