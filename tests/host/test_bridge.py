@@ -833,4 +833,5 @@ def test_a_damaged_journal_is_set_aside_and_a_new_one_started(
                                     line(2, 1000, "lift", sq="e2"), line(3, 1100, "place", sq="e4")])
     settle(loop)
     assert min(e["seq"] for e in events_queued(again)) > top      # seqs go on past those published before
-    assert oct(path.stat().st_mode & 0o777) == "0o600" and oct((tmp_path / "j.sqlite3-seqs").stat().st_mode & 0o777) == "0o600"
+    for made in (path, tmp_path / "j.sqlite3-seqs"):
+        assert oct(made.stat().st_mode & 0o777) == "0o600"

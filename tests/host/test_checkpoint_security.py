@@ -60,10 +60,18 @@ class Payload:
         return (exec, (f"open({str(self.marker)!r}, 'w').write('pwned')",))
 
 
+_RUNNING: dict[str, Bridge] = {}
+
+
 def new_bridge(journal: Path, loop: asyncio.AbstractEventLoop, key: Path | None = None) -> Bridge:
+    """A bridge on ``journal``; one made before on it is taken as gone (its journal lock released)."""
     cfg = BridgeConfig(MqttConfig(), SerialConfig(), settle_ms=SETTLE_MS, journal=str(journal),
                        checkpoint_key=str(key) if key else None)
+    before = _RUNNING.pop(cfg.journal, None)
+    if before is not None:
+        before.journal_lock.release()
     bridge = Bridge(cfg, session="test")
+    _RUNNING[cfg.journal] = bridge
     bridge._loop = loop
     return bridge
 
