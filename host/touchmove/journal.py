@@ -208,6 +208,12 @@ class Journal:
         self.held = 0
         self._checkpointer: threading.Thread | None = None
         self._closing = threading.Event()
+        # entry ids are given here, not by SQLite, so a checkpoint can say (and sign) the last one it includes
+        self.last_entry_id = int(self.db.execute("SELECT COALESCE(MAX(id), 0) FROM entries").fetchone()[0])
+        with contextlib.suppress(sqlite3.Error):   # AUTOINCREMENT's own counter, if ids were ever higher
+            row = self.db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'entries'").fetchone()
+            if row is not None:
+                self.last_entry_id = max(self.last_entry_id, int(row[0]))
 
     def sanity_check(self) -> None:
         """Read every table's index and last rows (what a restart reads first); raise sqlite3.DatabaseError when
@@ -370,10 +376,13 @@ class Journal:
         self._hold(HeldWrite("board", board, f"UPDATE boards SET {sets} WHERE board = ?",
                              (*fields.values(), board)))
 
-    def add_entry(self, board: str, kind: str, t: int, body: str | None, source: str, ts: str) -> None:
+    def add_entry(self, board: str, kind: str, t: int, body: str | None, source: str, ts: str) -> int:
+        """Hold one entry; return its id."""
+        self.last_entry_id += 1
         self._hold(HeldWrite("entry", board,
-                             "INSERT INTO entries(board, kind, t, body, source, ts) VALUES (?, ?, ?, ?, ?, ?)",
-                             (board, kind, t, body, source, ts)))
+                             "INSERT INTO entries(board, kind, t, body, source, ts, id) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                             (board, kind, t, body, source, ts, self.last_entry_id)))
+        return self.last_entry_id
 
     def add_event(self, board: str, seq: int, payload: dict[str, Any]) -> None:
         ply = payload.get("ply")
@@ -391,14 +400,15 @@ class Journal:
 
     def add_checkpoint(self, board: str, event_seq: int, t: int, code: str, state: bytes,
                        headers: dict[str, str], ts: str, *, settle_ms: int | None = None,
-                       mac: str | None = None) -> None:
-        """Keep a board's engine state; it includes every entry of the board written before it."""
+                       mac: str | None = None, after_entry: int | None = None) -> None:
+        """Keep a board's engine state; it includes every entry of the board up to ``after_entry`` (default:
+        every entry held so far, :attr:`last_entry_id`)."""
+        after = self.last_entry_id if after_entry is None else after_entry
         self._hold(HeldWrite(
             "checkpoint", board,
             "INSERT OR REPLACE INTO checkpoints(board, after_entry, event_seq, t, code, state, headers, ts, "
-            "settle_ms, mac) "
-            "VALUES (?, (SELECT COALESCE(MAX(id), 0) FROM entries WHERE board = ?), ?, ?, ?, ?, ?, ?, ?, ?)",
-            (board, board, event_seq, t, code, state, json.dumps(headers), ts, settle_ms, mac)))
+            "settle_ms, mac) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (board, after, event_seq, t, code, state, json.dumps(headers), ts, settle_ms, mac)))
 
     # -- reads --------------------------------------------------------------------------------------------
     def boards(self) -> list[BoardRow]:

@@ -287,9 +287,10 @@ class Bridge:
             log.exception("board %s: cannot checkpoint the engine (a restart replays more)", sess.board)
             return
         code, settle_ms = checkpoint.fingerprint(), sess.engine.settle_ms
-        mac = self.checkpoint_key.sign(sess.board, code, settle_ms, sess.event_seq, state)
-        self.journal.add_checkpoint(sess.board, sess.event_seq, sess.last_t, code, state, dict(sess.headers),
-                                    iso_now(), settle_ms=settle_ms, mac=mac)
+        after, headers = self.journal.last_entry_id, dict(sess.headers)
+        mac = self.checkpoint_key.sign(sess.board, code, settle_ms, sess.event_seq, state, after, headers)
+        self.journal.add_checkpoint(sess.board, sess.event_seq, sess.last_t, code, state, headers,
+                                    iso_now(), settle_ms=settle_ms, mac=mac, after_entry=after)
         sess.since_checkpoint = 0
         self.mark(sess)
 

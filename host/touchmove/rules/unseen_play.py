@@ -202,8 +202,11 @@ class UnseenPlay:
             engine._match = None
             if alerted:
                 return []
-            detail.update(candidates=[], note="no legal sequence of plies found leads to what the board shows: "
-                          "resync the game (the moves since the last sure position, or a FEN)")
+            gave_up = found is None      # the search's bound was reached: not the same as nothing found
+            detail.update(candidates=[], search="gave up" if gave_up else "exhausted", note=(
+                "the search for the plies played meanwhile gave up (too many positions)" if gave_up else
+                "no legal sequence of plies leads to what the board shows") + ": resync the game (the moves "
+                "since the last sure position, or a FEN)")
             return [engine._alert(t, "changes_lost", "7.4", engine._ply_no, detail)]
         out = engine._takeback_to(t, keep) if taken_back else []
         if engine._cur.recovery is None:
