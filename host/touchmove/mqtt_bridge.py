@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiomqtt
+from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from touchmove.brokers import Endpoint, Endpoints, refused_subscription, tls_context
 from touchmove.config import MqttConfig
@@ -159,7 +160,10 @@ class MqttLink:
                     delay = 0.25
                     log.info("connected to %s", node.url)
                     for topic in (f"{self.base}/boards/+/set", f"{self.base}/bridge/request/+"):
-                        if refused_subscription(await client.subscribe(topic, qos=1)):
+                        options = self._options()
+                        granted = await (client.subscribe(topic, options=options) if options is not None
+                                         else client.subscribe(topic, qos=1))
+                        if refused_subscription(granted):
                             raise aiomqtt.MqttError(f"the broker refused the subscription {topic}")
                     self.retain(f"{self.base}/bridge/state", ONLINE)
                     for topic in list(self._retained):
@@ -182,6 +186,11 @@ class MqttLink:
                 delay = min(self._backoff_max, delay * 2)
             else:
                 log.info("trying the next broker node, %s", self.nodes.current.url)
+
+    def _options(self) -> SubscribeOptions | None:
+        """MQTT 5: commands keep their retain flag when delivered live (retain as published), so a retained command
+        is seen as one and ignored; MQTT 3.1.1 clears the flag on live delivery (docs/mqtt.md)."""
+        return SubscribeOptions(qos=1, retainAsPublished=True) if self.config.protocol == 5 else None
 
     async def _receive_loop(self, client: aiomqtt.Client) -> None:
         async for message in client.messages:

@@ -88,3 +88,33 @@ def test_operator_records_on_a_boards_line_change_nothing(tmp_path: Path, broker
     with sqlite3.connect(hall.journal) as db:
         assert db.execute("SELECT COUNT(*) FROM entries WHERE source = 'operator'").fetchone()[0] == 0
     assert hall.log().count("records come only from an operator") == 1
+
+
+def test_a_retained_command_is_ignored_with_mqtt_5(tmp_path: Path, broker: Broker) -> None:
+    """A ``set`` published with retain=1 while the bridge is connected is not carried out (MQTT 5)."""
+    import time
+
+    from tests.e2e.helpers import start_daemon
+
+    hall = Hall(tmp_path, broker)
+    hall.daemon.terminate()
+    hall.daemon.wait(15)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(cfg.read_text().replace("[mqtt]\n", "[mqtt]\nprotocol = 5\n"))
+    hall.daemon = start_daemon(cfg, tmp_path / "daemon.log")
+    try:
+        hall.board("board1", "fake1").start()
+        hall.sub.wait_for(lambda: len(unique_moves(hall.sub.events("fake1"))) >= 2, 30, "two plies")
+        time.sleep(1)
+        before = len(hall.sub.messages)
+        hall.sub.publish("touchmove/boards/fake1/set", b'{"command":"new_game","transaction":"r1"}', retain=True)
+        topic = "touchmove/boards/fake1/response"
+        hall.sub.wait_for(lambda: any(m.topic == topic for m in hall.sub.messages[before:]), 10, "the reply")
+        reply = next(m.json() for m in hall.sub.messages[before:] if m.topic == topic)
+        assert reply["status"] == "error" and "retained" in reply["error"] and reply["transaction"] == "r1"
+        hall.sub.publish("touchmove/boards/fake1/set", b"", retain=True)      # clear it
+        hall.wait_game("fake1")
+        assert [e["game"] for e in hall.sub.events("fake1") if e["type"] == "game_start"] in ([], [1])
+    finally:
+        hall.stop()
+    assert hall.plies("fake1") == full_counts(len(WANT))
