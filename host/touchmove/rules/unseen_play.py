@@ -179,11 +179,14 @@ class UnseenPlay:
                 further: list[Explanation] | None = None
                 if slid and found:
                     plies = 1 + min(len(e.moves) + e.in_progress for e in found)
-                    further = explanations(before, engine._occ, min_plies=plies, max_plies=plies,
-                                           first=(made, *slid))
-                    if further and (all(e.moves[0] == made for e in further)
-                                    or len({position_key(e.board) for e in further}) == 1):
-                        further = None  # no other line, or the same position either way: the ply as made
+                    # its piece slid on explains the board in fewer plies: that line (the shortest wins)
+                    further = explanations(before, engine._occ, max_plies=plies - 1, first=slid)
+                    if not further:
+                        further = explanations(before, engine._occ, min_plies=plies, max_plies=plies,
+                                               first=(made, *slid))
+                        if further and (all(e.moves[0] == made for e in further)
+                                        or len({position_key(e.board) for e in further}) == 1):
+                            further = None  # no other line, or the same position either way: the ply as made
                 elif slid:
                     further = explanations(before, engine._occ, max_plies=MAX_PLIES + 1, first=slid)
                 if further:
