@@ -98,10 +98,10 @@ MAX_RATE = 1000
 
 #: Longest firmware identification accepted in a hello (``fw``: name and version, e.g. ``touchmove-fw/0.1.0``).
 MAX_FW = 64
-#: What a board may send (docs/recording-format.md): sensor changes, snapshots, its buttons and clock, protocol
-#: messages. Operator records (result, takeback, resync, setup, promote) come only through the authenticated
-#: MQTT command path (:mod:`touchmove.bridge.commands`), never from a serial port.
-FROM_BOARD = frozenset({"lift", "place", "snapshot", "heartbeat", "clock", *records.PROTOCOL_ONLY_TYPES})
+#: What a board may send (docs/recording-format.md): sensor changes, snapshots, its buttons, clock and promotion
+#: choice, protocol messages. Operator records (result, takeback, resync, setup) come only through the
+#: authenticated MQTT command path (:mod:`touchmove.bridge.commands`), never from a serial port.
+FROM_BOARD = frozenset({"lift", "place", "snapshot", "heartbeat", "clock", "promote", *records.PROTOCOL_ONLY_TYPES})
 
 
 class DecodeError(ValueError):
@@ -122,7 +122,7 @@ class BoardIdRefused(DecodeError):
 
 
 class OperatorRecordRefused(DecodeError):
-    """A record only an operator may give (result, takeback, resync, setup, promote) came from a serial port."""
+    """A record only an operator may give (result, takeback, resync, setup) came from a serial port."""
 
 
 def decode(line: bytes | None) -> Message:

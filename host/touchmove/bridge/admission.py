@@ -3,7 +3,7 @@
 * a board id that breaks the rule of :mod:`touchmove.board_ids` is refused: the port stays open but bound to no
   board, its lines are not used, and ``<base>/bridge/state`` carries a ``board_id_refused`` problem naming the
   port until that port closes;
-* a record only an operator may give (result, takeback, resync, setup, promote) is refused and logged; it is
+* a record only an operator may give (result, takeback, resync, setup) is refused and logged; it is
   counted in ``stats["operator_records_refused"]`` and reported as ``operator_record_refused`` (per port);
 * the firmware's ``fw`` (name and version) from the ``hello`` is kept with the board and logged when it changes;
 * a board whose configuration binds a USB serial number (``[boards.<id>] usb_serial``) and that says hello on a
