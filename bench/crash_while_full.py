@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -35,8 +36,12 @@ def main() -> int:
     runs: list[CrashRun] = []
     for kind in args.fs:
         for index in range(args.runs):
-            with tempfile.TemporaryDirectory(prefix="touchmove-crash-") as tmp:
-                run = crash_while_full(Path(tmp), kind, random.Random(f"{args.seed}-{kind}-{index}"))
+            tmp = Path(tempfile.mkdtemp(prefix="touchmove-crash-"))
+            run = crash_while_full(tmp, kind, random.Random(f"{args.seed}-{kind}-{index}"))
+            if run.lost_nothing():
+                shutil.rmtree(tmp, ignore_errors=True)
+            else:
+                print(f"  kept {tmp} (daemon.log, the subscriber's view is not kept)", flush=True)
             runs.append(run)
             print(f"{kind:<5} run {index + 1:>2}: killed at {run.plies_at_crash:>2} plies published, "
                   f"{run.journaled_at_crash:>2} journaled; after the restart played/published/journaled/exported "
