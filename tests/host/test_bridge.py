@@ -835,3 +835,31 @@ def test_a_damaged_journal_is_set_aside_and_a_new_one_started(
     assert min(e["seq"] for e in events_queued(again)) > top      # seqs go on past those published before
     for made in (path, tmp_path / "j.sqlite3-seqs"):
         assert oct(made.stat().st_mode & 0o777) == "0o600"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(board=st.text(min_size=0, max_size=70))
+def test_every_hello_id_either_binds_a_publishable_board_or_is_refused(
+        tmp_path_factory: pytest.TempPathFactory, board: str) -> None:
+    """The id path fuzzed end to end in the bridge: hello -> session -> topics (and the journal)."""
+    from touchmove.board_ids import is_board_id
+
+    lp = asyncio.new_event_loop()
+    try:
+        bridge = make_bridge(tmp_path_factory.mktemp("ids"), lp)
+        link = FakeLink()
+        bridge.pending_lines[link] = []
+        raw = json.dumps({"seq": 0, "t": 5, "type": "hello", "proto": 1, "board": board, "boot": "b"}).encode()
+        bridge.handle_lines(link, [raw, line(1, 6, "snapshot", occ=START)])
+        if is_board_id(board):
+            assert list(bridge.boards) == [board] and link.board == board
+        else:
+            assert bridge.boards == {} and link.board is None
+            assert [p["code"] for p in bridge.problems()] == ["board_id_refused"]
+        for topic in bridge.mqtt._retained:
+            level = topic.split("/")
+            assert all(part.isascii() and part.isprintable() and not set(part) & set("#+\0") for part in level)
+        bridge.flush()
+        assert [row.board for row in bridge.journal.boards()] == ([board] if is_board_id(board) else [])
+    finally:
+        lp.close()
