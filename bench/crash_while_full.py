@@ -22,6 +22,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.e2e.crash_while_full import CrashRun, can_mount, crash_while_full
 
 
+def reordering(run: CrashRun) -> str:
+    return f", {run.reordered} plies recovered in another order" if run.reordered else ""
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10, help="runs per filesystem (default 10)")
@@ -46,12 +50,13 @@ def main() -> int:
             print(f"{kind:<5} run {index + 1:>2}: killed at {run.plies_at_crash:>2} plies published, "
                   f"{run.journaled_at_crash:>2} journaled; after the restart played/published/journaled/exported "
                   f"{run.played}/{run.published}/{run.journaled}/{run.exported}, seqs reused {run.reused_seqs}, "
-                  f"restarted {'yes' if run.restarted else 'NO'} ({run.seconds:.0f} s)", flush=True)
+                  f"restarted {'yes' if run.restarted else 'NO'}{reordering(run)} ({run.seconds:.0f} s)", flush=True)
     whole = sum(run.lost_nothing() for run in runs)
     lost_at_crash = [run.plies_at_crash - run.journaled_at_crash for run in runs]
     print(f"{len(runs)} runs ({', '.join(args.fs)}): {whole} lost nothing; plies not journaled at the crash: "
           f"median {statistics.median(lost_at_crash)}, max {max(lost_at_crash)}; seqs reused "
-          f"{sum(r.reused_seqs for r in runs)}; restarts refused {sum(not r.restarted for r in runs)}")
+          f"{sum(r.reused_seqs for r in runs)}; restarts refused {sum(not r.restarted for r in runs)}; runs with plies "
+          f"recovered in another order (a transposition): {sum(r.reordered > 0 for r in runs)}")
     return 0 if whole == len(runs) else 1
 
 
