@@ -30,7 +30,7 @@ system-deps: broker-deps
 	  ( echo "installing chromium"; $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium )
 
 lint: install
-	$(BIN)/ruff check host tests bench
+	$(BIN)/ruff check host tests bench firmware
 
 typecheck: install
 	$(BIN)/mypy
@@ -88,10 +88,13 @@ flash: mpy
 	-$(BIN)/mpremote connect $(PORT) fs rm -r :touchmove_fw
 	$(BIN)/mpremote connect $(PORT) fs cp -r $(MPY_DIR)/touchmove_fw : + fs cp $(MPY_DIR)/main.py : + reset
 
-# Hardware: SKiDL (pyproject test extra) with KiCad 6 symbol libraries (Debian's kicad-symbols).
+# Hardware: SKiDL and schemdraw (pyproject test extra) with KiCad 6 symbol and footprint libraries (Debian's
+# kicad-symbols, kicad-footprints: the check resolves every footprint a netlist names).
 hardware-deps:
 	@test -d /usr/share/kicad/symbols || \
 	  ( echo "installing kicad-symbols"; $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q kicad-symbols )
+	@test -d /usr/share/kicad/footprints || \
+	  ( echo "installing kicad-footprints"; $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q kicad-footprints )
 
 hardware-check: install hardware-deps
 	$(BIN)/python hardware/schematics/check.py

@@ -17,7 +17,7 @@ skidl.set_default_tool(KICAD6)
 FP = {
     "R": "Resistor_THT:R_Axial_DIN0207_L6.3mm_D2.5mm_P10.16mm_Horizontal",
     "C": "Capacitor_THT:C_Disc_D5.0mm_W2.5mm_P5.00mm",
-    "CP": "Capacitor_THT:CP_Radial_D10.0mm_P5.00mm",
+    "CP": "Capacitor_THT:CP_Radial_D5.0mm_P2.00mm",
     "RN": "Resistor_THT:R_Array_SIP9",
     "DIP16": "Package_DIP:DIP-16_W7.62mm",
     "DIP28": "Package_DIP:DIP-28_W7.62mm",
@@ -31,8 +31,14 @@ FP = {
     "XH3": "Connector_JST:JST_XH_B3B-XH-A_1x03_P2.50mm_Vertical",
     "XH4": "Connector_JST:JST_XH_B4B-XH-A_1x04_P2.50mm_Vertical",
     "XH6": "Connector_JST:JST_XH_B6B-XH-A_1x06_P2.50mm_Vertical",
-    # not in KiCad 6's footprint library: the module's 2 x 20 castellated / through-hole pads
+    "WS2812B": "LED_SMD:LED_WS2812B_PLCC4_5.0x5.0mm_P3.2mm",
+    "C0805": "Capacitor_SMD:C_0805_2012Metric",
+    "PAD3": "Connector_PinHeader_2.54mm:PinHeader_1x03_P2.54mm_Vertical",
+    # not in KiCad 6's footprint library: shipped in hardware/footprints/touchmove.pretty (the module's
+    # 2 x 20 through-hole pads, Pico datasheet's mechanical drawing)
     "PICO": "touchmove:RaspberryPi_Pico_THT",
+    # the DevKitC-1's two headers: two sockets placed per Espressif's board drawing
+    "SOCKET22": "Connector_PinSocket_2.54mm:PinSocket_1x22_P2.54mm_Vertical",
 }
 
 # Raspberry Pi Pico / Pico W pinout (Pico datasheet, "Pinout"): physical pin -> name.
@@ -45,7 +51,6 @@ PICO_PINS = {
 }
 
 
-PICO_NUM = {name: num for num, name in PICO_PINS.items() if name.startswith("GP")}
 
 
 def nc() -> skidl.Net:
@@ -75,35 +80,67 @@ def lib(libname: str, name: str, ref: str, value: str, footprint: str) -> Part:
     return Part(libname, name, ref=ref, tag=ref, value=value, footprint=FP[footprint])
 
 
-class Board:
-    """The main board every option shares: the Pico, power nets, two clock buttons, the LED data output."""
+# ESP32-S3-DevKitC-1 (Espressif user guide, "Header Block"): header J1 and J3, pin -> name. 5V is the USB
+# 5 V (VBUS here), 3V3 the board regulator's output; TX/RX (GPIO43/44) belong to the USB-UART bridge.
+DEVKITC_J1 = {1: "3V3", 2: "3V3", 3: "RST", 4: "GPIO4", 5: "GPIO5", 6: "GPIO6", 7: "GPIO7", 8: "GPIO15",
+              9: "GPIO16", 10: "GPIO17", 11: "GPIO18", 12: "GPIO8", 13: "GPIO3", 14: "GPIO46", 15: "GPIO9",
+              16: "GPIO10", 17: "GPIO11", 18: "GPIO12", 19: "GPIO13", 20: "GPIO14", 21: "5V", 22: "GND"}
+DEVKITC_J3 = {1: "GND", 2: "TX", 3: "RX", 4: "GPIO1", 5: "GPIO2", 6: "GPIO42", 7: "GPIO41", 8: "GPIO40",
+              9: "GPIO39", 10: "GPIO38", 11: "GPIO37", 12: "GPIO36", 13: "GPIO35", 14: "GPIO0", 15: "GPIO45",
+              16: "GPIO48", 17: "GPIO47", 18: "GPIO21", 19: "GPIO20", 20: "GPIO19", 21: "GND", 22: "GND"}
+DEVKITC = "ESP32-S3-DevKitC-1-N8R8"
+# GPIO47/48 are powered from VDD_SPI: 3.3 V on modules with 3.3 V flash (WROOM-1 N8R8, drawn here), 1.8 V on
+# the N32R8V's (octal 1.8 V flash and PSRAM): rules.py refuses them on a 1.8 V module.
+VDD_SPI_PINS = {"GPIO47", "GPIO48"}
 
-    def __init__(self, gpios: dict[str, int]) -> None:
-        self.u = pico()
+
+def esp32s3_devkitc() -> list[tuple[Part, dict[int, str]]]:
+    """The DevKitC-1 as its two 1 x 22 headers (A1 = J1, A2 = J3), each on a KiCad pin socket footprint."""
+    out = []
+    for ref, pins in (("A1", DEVKITC_J1), ("A2", DEVKITC_J3)):
+        header = "J1" if ref == "A1" else "J3"
+        part = Part("Connector_Generic", "Conn_01x22", ref=ref, tag=ref, value=f"socket for {DEVKITC} {header}",
+                    footprint=FP["SOCKET22"])
+        out.append((part, pins))
+    return out
+
+
+class Board:
+    """The main board every option shares: the module (a Pico, or an ESP32-S3-DevKitC-1), power nets, two
+    clock buttons, the LED output."""
+
+    def __init__(self, gpios: dict[str, int], family: str = "pico") -> None:
         self.v3 = Net("+3V3")
         self.gnd = Net("GND")
         self.vbus = Net("VBUS")
-        for num, name in PICO_PINS.items():
-            pin = self.u[str(num)]
-            if name in ("GND", "AGND"):
-                pin += self.gnd
-            elif name == "3V3":
-                pin += self.v3
-            elif name == "VBUS":
-                pin += self.vbus
-            elif not name.startswith("GP"):  # VSYS (fed from VBUS on the module), RUN, 3V3_EN, ADC_VREF
-                pin += nc()
+        self.family = family
+        self.module = [(pico(), PICO_PINS)] if family == "pico" else esp32s3_devkitc()
+        self.u = self.module[0][0]
+        self.by_gpio: dict[int, tuple[Part, int]] = {}  # GPIO number -> (module part, pin number)
+        for part, table in self.module:
+            for num, name in table.items():
+                pin = part[str(num)]
+                if name in ("GND", "AGND"):
+                    pin += self.gnd
+                elif name == "3V3":
+                    pin += self.v3
+                elif name in ("VBUS", "5V"):
+                    pin += self.vbus
+                elif name.startswith("GP") and name[-1].isdigit():
+                    self.by_gpio[int(name.lstrip("GPIO"))] = (part, num)
+                else:  # VSYS (fed from VBUS on the module), RUN, 3V3_EN, ADC_VREF, RST, the USB-UART's TX/RX
+                    pin += nc()
         self.gpios = gpios
-        self.used: set[str] = set()
+        self.used: set[tuple[str, int]] = set()
         c = lib("Device", "C", "C1", "100n", "C")
         c[1] += self.v3
         c[2] += self.gnd
 
     def gp(self, signal: str) -> Pin:
-        """The Pico pin carrying ``signal`` (its GPIO from the firmware's pin map)."""
-        name = f"GP{self.gpios[signal]}"
-        self.used.add(name)
-        return self.u[str(PICO_NUM[name])]
+        """The module pin carrying ``signal`` (its GPIO from the firmware's pin map)."""
+        part, num = self.by_gpio[self.gpios[signal]]
+        self.used.add((part.ref, num))
+        return part[str(num)]
 
     def buttons(self) -> None:
         for i, side in enumerate(("clock_white", "clock_black")):
@@ -113,33 +150,73 @@ class Board:
             sw[2] += self.gnd
 
     def leds(self) -> None:
-        """WS2812B strip output: 3.3 V data to 5 V logic through a 74AHCT1G125 (VCC 5 V, TTL input levels),
-        a 330 Ohm series resistor, a 1000 uF bulk capacitor at the strip's connector."""
+        """The LED output. The LEDs get their own rail +5V_LED behind a TPS2041B current-limited power switch
+        (soft start, 0.75-1.25 A limit): its 22 uF output capacitor and the 64 LED boards' 100 nF each are
+        charged after attach, not presented to the USB port at attach (USB 2.0 7.2.4.1: 10 uF at most).
+        Data: 3.3 V to 5 V logic through a 74AHCT1G125 (VCC +5V_LED, TTL input levels), 330 Ohm at the
+        source, to the first per-square LED board (led_square)."""
+        led = Net("+5V_LED")
+        sw = lib("Power_Management", "TPS2041B", "U3", "TPS2041BDBVR", "SOT23-5")
+        sw["IN"] += self.vbus
+        sw["GND"] += self.gnd
+        sw["~{EN}"] += self.gnd  # always on: enabled as soon as VBUS passes its under-voltage lock-out
+        sw["OUT"] += led
+        sw["~{OC}"] += nc()
+        cin = lib("Device", "C", "C22", "1u", "C")
+        cin[1] += self.vbus
+        cin[2] += self.gnd
+        cout = lib("Device", "C_Polarized", "C20", "22u", "CP")
+        cout[1] += led
+        cout[2] += self.gnd
         buf = lib("74xGxx", "74AHCT1G125", "U20", "74AHCT1G125", "SOT23-5")
         data = Net("LED_DATA_3V3")
         data += self.gp("led_data")
         # by pin number: 1 /OE, 2 A, 3 GND, 4 Y, 5 VCC (the library's names for 1, 2, 4 are mangled)
         buf[2] += data
         buf[1] += self.gnd
-        buf[5] += self.vbus
+        buf[5] += led
         buf[3] += self.gnd
-        r = lib("Device", "R", "R20", "330", "R")
-        r[1] += buf[4]
-        j = lib("Connector_Generic", "Conn_01x03", "J20", "JST-XH 3p", "XH3")
-        j[1] += self.vbus
-        j[2] += r[2]
-        j[3] += self.gnd
-        cb = lib("Device", "C_Polarized", "C20", "1000u", "CP")
-        cb[1] += self.vbus
-        cb[2] += self.gnd
         cd = lib("Device", "C", "C21", "100n", "C")
-        cd[1] += self.vbus
+        cd[1] += led
         cd[2] += self.gnd
+        out = Net("LED_DATA_5V")
+        out += buf[4]
+        r = lib("Device", "R", "R20", "330", "R")
+        r[1] += out
+        j = lib("Connector_Generic", "Conn_01x03", "J20", "JST-XH 3p", "XH3")
+        din = Net("LED_DIN")
+        r[2] += din
+        j[1] += led
+        j[2] += din
+        j[3] += self.gnd
 
     def finish(self) -> None:
         """Mark the GPIOs this option does not use as intentionally unconnected; drive the power nets."""
-        for num, name in PICO_PINS.items():
-            if name.startswith("GP") and name not in self.used:
-                self.u[str(num)] += nc()
+        for part, num in self.by_gpio.values():
+            if (part.ref, num) not in self.used:
+                part[str(num)] += nc()
         for net in (self.gnd, self.v3, self.vbus):  # the module's regulator, USB port and ground
             net.drive = skidl.POWER
+
+
+def led_square() -> None:
+    """One per-square LED board (64 of them, one under each square): a WS2812B with its 100 nF, a 3-pad
+    input (+5 V, DIN, GND) and a 3-pad output (+5 V, DOUT, GND) to the next square's board."""
+    v5, gnd = Net("+5V_LED"), Net("GND")
+    din, dout = Net("DIN"), Net("DOUT")
+    jin = lib("Connector_Generic", "Conn_01x03", "J1", "3 pads in", "PAD3")
+    jout = lib("Connector_Generic", "Conn_01x03", "J2", "3 pads out", "PAD3")
+    for j, data in ((jin, din), (jout, dout)):
+        j[1] += v5
+        j[2] += data
+        j[3] += gnd
+    led = lib("LED", "WS2812B", "D1", "WS2812B", "WS2812B")
+    led["VDD"] += v5
+    led["VSS"] += gnd
+    led["DIN"] += din
+    led["DOUT"] += dout
+    c = lib("Device", "C", "C1", "100n SMD", "C0805")
+    c[1] += v5
+    c[2] += gnd
+    for net in (v5, gnd):  # fed through the cable from the main board's power switch
+        net.drive = skidl.POWER

@@ -7,26 +7,34 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from common import Board, drv5053, lib, nc
+from common import Board, drv5053, led_square, lib, nc
 from skidl import Net
 
-PINS = json.loads((Path(__file__).resolve().parents[1] / "pins.json").read_text())["pico"]
+PIN_MAPS = json.loads((Path(__file__).resolve().parents[1] / "pins.json").read_text())
+FAMILIES = ("pico", "esp32s3")  # Raspberry Pi Pico / Pico W; ESP32-S3-DevKitC-1 (N8R8)
 FILES = "abcdefgh"
+I2C_PULLUP = "1k2"  # SDA/SCL pull-ups (check.py checks the rise time against UM10204 at I2C_HZ)
+I2C_HZ = 400_000
 
 
 def _sq(rank: int, f: int) -> str:
     return f"{FILES[f]}{rank + 1}"
 
 
-def hc165() -> Board:
+def hc165(family: str = "pico") -> Board:
     """8 rank boards, each a 74HC165 with 8 reed switches and a 10 kOhm pull-up network, daisy-chained by
     6-wire cables (3V3, GND, CLK, /PL, serial data towards the Pico, GND). Rank 8's serial input is tied to
     GND: the chain's known tail byte (0x00) for the firmware's chain check; a 10 kOhm pull-up on the data
     line makes a cut wire read 0xFF."""
-    b = Board(PINS["hc165"])
+    b = Board(PIN_MAPS[family]["hc165"], family)
     clk, pl = Net("CLK"), Net("~PL")
-    clk += b.gp("sck")
-    pl += b.gp("load")
+    # 33 Ohm series (source) termination at the Pico: CLK and /PL run through 16 connectors to 8 loads
+    for i, (net, signal, source) in enumerate(((clk, "sck", "CLK_SRC"), (pl, "load", "~PL_SRC"))):
+        src = Net(source)
+        src += b.gp(signal)
+        rs = lib("Device", "R", f"R{2 + i}", "33", "R")
+        rs[1] += src
+        rs[2] += net
     mosi = b.gp("mosi")  # claimed by the SPI peripheral, not connected
     mosi += nc()
     data = Net("Q7_0")
@@ -79,11 +87,11 @@ def hc165() -> Board:
     return b
 
 
-def matrix() -> Board:
+def matrix(family: str = "pico") -> Board:
     """8 x 8 reed switches, each with a 1N4148 (cathode towards the row): rows open-drain from the Pico,
-    columns with the Pico's internal pull-ups."""
-    p = PINS["matrix"]
-    b = Board(p)
+    columns with 10 kOhm external pull-ups (tau = 10k x 200 pF = 2 us against the 5 us settle time)."""
+    p = PIN_MAPS[family]["matrix"]
+    b = Board(p, family)
     rows = []
     for r in range(8):
         n = Net(f"ROW{r + 1}")
@@ -93,6 +101,9 @@ def matrix() -> Board:
     for f in range(8):
         n = Net(f"COL_{FILES[f].upper()}")
         n += b.gp(f"file_{FILES[f]}")
+        rp = lib("Device", "R", f"R{1 + f}", "10k", "R")
+        rp[1] += b.v3
+        rp[2] += n
         cols.append(n)
     for r in range(8):
         for f in range(8):
@@ -110,16 +121,17 @@ def matrix() -> Board:
     return b
 
 
-def mcp23017() -> Board:
-    """5 x MCP23017 (addresses 0x20-0x24) on I2C0 with 4.7 kOhm pull-ups; 14 inputs a chip (GPA0-6,
+def mcp23017(family: str = "pico") -> Board:
+    """5 x MCP23017 (addresses 0x20-0x24) on I2C0 at 400 kHz with 1.2 kOhm pull-ups (t_r = 0.8473 x 1.2k x
+    200 pF = 203 ns, UM10204 Fast-mode limit 300 ns); 14 inputs a chip (GPA0-6,
     GPB0-6); GPA7/GPB7 unconnected (output-only since the 2022 datasheet revision)."""
-    p = PINS["mcp23017"]
-    b = Board(p)
+    p = PIN_MAPS[family]["mcp23017"]
+    b = Board(p, family)
     sda, scl = Net("SDA"), Net("SCL")
     sda += b.gp("sda")
     scl += b.gp("scl")
     for i, net in enumerate((sda, scl)):
-        r = lib("Device", "R", f"R{i + 1}", "4k7", "R")
+        r = lib("Device", "R", f"R{i + 1}", I2C_PULLUP, "R")
         r[1] += b.v3
         r[2] += net
     rst = lib("Device", "R", "R3", "10k", "R")
@@ -165,12 +177,13 @@ def mcp23017() -> Board:
     return b
 
 
-def hall_mux() -> Board:
+def hall_mux(family: str = "pico") -> Board:
     """64 DRV5053 linear hall sensors on their own 3.3 V rail (an AP2112K-3.3 LDO from VBUS: 64 sensors
     need up to ~230 mA, the Pico's own 3V3 is for the Pico) through four CD74HC4067 into ADC0; the
-    multiplexers' enables pick which one drives the shared ADC line."""
-    p = PINS["hall_mux"]
-    b = Board(p)
+    multiplexers' enables (4.7 kOhm pull-ups: off until the firmware drives them) pick which one drives the
+    shared ADC line; a 100 nF at each sensor."""
+    p = PIN_MAPS[family]["hall_mux"]
+    b = Board(p, family)
     vs = Net("+3V3_SENS")
     ldo = lib("Regulator_Linear", "AP2112K-3.3", "U2", "AP2112K-3.3TRG1", "SOT23-5")
     ldo["VIN"] += b.vbus
@@ -187,16 +200,28 @@ def hall_mux() -> Board:
         n = Net(f"S{i}")
         n += b.gp(f"s{i}")
         sel.append(n)
-    sig = Net("ADC_SIG")
-    sig += b.gp("sig")
+    joined = "sig" in p  # RP2040: one ADC pin, enables pick the multiplexer; ESP32-S3: an ADC pin each
+    if joined:
+        sig = Net("ADC_SIG")
+        sig += b.gp("sig")
     for m in range(4):
         mux = lib("74xx", "CD74HC4067M", f"U{101 + m}", "CD74HC4067M96", "SOIC24W")
         mux["VCC"] += b.v3
         mux["GND"] += b.gnd
-        mux["COM"] += sig
-        en = Net(f"~EN{m}")
-        en += b.gp(f"en{m}")
-        mux["~{E}"] += en
+        if not joined:  # its own ADC input, always enabled
+            sig = Net(f"ADC_SIG{m}")
+            sig += b.gp(f"sig{m}")
+            mux["COM"] += sig
+            mux["~{E}"] += b.gnd
+        else:
+            mux["COM"] += sig
+            en = Net(f"~EN{m}")
+            en += b.gp(f"en{m}")
+            mux["~{E}"] += en
+            # off while the RP2040's pins are inputs (reset pull-downs 50-80k): 3.3 V x 50k / 54.7k = 3.0 V
+            rp = lib("Device", "R", f"R{1 + m}", "4k7", "R")
+            rp[1] += b.v3
+            rp[2] += en
         for i in range(4):
             mux[f"S{i}"] += sel[i]
         c = lib("Device", "C", f"C{101 + m}", "100n", "C")
@@ -211,10 +236,9 @@ def hall_mux() -> Board:
             n = Net(f"HALL_{_sq(r, f).upper()}")
             h[3] += n
             mux[f"I{ch}"] += n
-            if ch % 8 == 0:  # a 100 nF per 8 sensors on the sensor rail
-                cs = lib("Device", "C", f"C{200 + j // 8}", "100n", "C")
-                cs[1] += vs
-                cs[2] += b.gnd
+            cs = lib("Device", "C", f"C{300 + j}", "100n", "C")  # at the sensor (DRV5053 datasheet)
+            cs[1] += vs
+            cs[2] += b.gnd
     b.buttons()
     b.leds()
     b.finish()
@@ -222,3 +246,6 @@ def hall_mux() -> Board:
 
 
 OPTIONS = {"hc165": hc165, "matrix": matrix, "mcp23017": mcp23017, "hall_mux": hall_mux}
+# every board with its own netlist: the four main boards and the per-square LED board (64 of it)
+BOARDS = {**OPTIONS, **{f"{name}_esp32s3": (lambda fn=fn: fn("esp32s3")) for name, fn in OPTIONS.items()},
+          "led_square": led_square}

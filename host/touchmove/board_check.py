@@ -237,7 +237,10 @@ def _main(args: argparse.Namespace) -> int:
     try:
         bc = check(args.port, args.seconds, args.interval, sys.stdout, live)
     except (OSError, ValueError) as exc:     # serial.SerialException is an OSError
-        print(f"touchmove board-check: cannot use {args.port}: {exc}", file=sys.stderr)
+        from touchmove.bridge.port_report import diagnose
+
+        reason, fix = diagnose(args.port, exc)
+        print(f"touchmove board-check: cannot use {args.port}: {reason} -> {fix}", file=sys.stderr)
         return 2
     problems = bc.findings()
     print(bc.render())

@@ -195,12 +195,33 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(handler=run)
 
 
+def writable_folder_problem(out: Path) -> str | None:
+    """Return why the files cannot be written into ``out`` (made when missing), or None when they can."""
+    probe = out
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"--out {out}: {probe} is not a folder"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"--out {out}: {probe} is not writable by this user"
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
+    from touchmove.cli import EXIT_USAGE, CommandError
+
+    problem = writable_folder_problem(args.out)
+    if problem is not None:
+        raise CommandError(problem, EXIT_USAGE)
     try:
         passwords = generate(args.out, args.bridge, args.broadcaster, args.viewer)
-    except (AuthError, OSError) as exc:
-        print(f"broker-auth: {exc}")
-        return 2
+    except AuthError as exc:
+        raise CommandError(str(exc), EXIT_USAGE) from None
+    except OSError as exc:
+        raise CommandError(f"cannot write into --out {args.out}: {exc.filename}: {exc.strerror or exc}",
+                           EXIT_USAGE) from None
     print(f"{len(passwords)} users written to {args.out}: secrets/*.password (0600), mosquitto/passwd, "
           f"mosquitto/acl, mosquitto/touchmove.conf, nats/auth.conf")
     return 0

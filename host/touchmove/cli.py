@@ -24,13 +24,17 @@ SUBCOMMANDS: list[tuple[str, str, str]] = [
     ("demo", "touchmove.demo", "a simulated board plays a game through firmware, bridge and MQTT"),
     ("export", "touchmove.export", "write a board's recording and PGN from the bridge's journal"),
     ("broadcast", "touchmove.broadcast.command", "live round PGN and the arbiter's dashboard"),
-    ("broadcast-demo", "touchmove.broadcast.demo", "a simulated round through Mosquitto, checked"),
+    ("broadcast-demo", "touchmove.broadcast.demo", "a simulated round through a private broker, checked"),
+    ("arbiters", "touchmove.broadcast.arbiter_accounts", "arbiters' accounts for the console: add, list, revoke"),
     ("init", "touchmove.samples", "write a commented sample configuration (bridge or tournament)"),
     ("board-check", "touchmove.board_check", "bring-up: a live 8x8 view of a board's sensors, what looks wrong"),
     ("doctor", "touchmove.doctor", "check a deployment (brokers, credentials, journal, ports, clocks)"),
     ("broker-auth", "touchmove.brokerauth", "per-service broker users and access rules (Mosquitto, NATS)"),
     ("cluster-demo", "touchmove.clusterdemo", "three halls on a 3-node NATS cluster, a node killed mid-round"),
 ]
+
+#: The options the ``touchmove`` command itself takes before a COMMAND.
+GLOBAL_OPTIONS = ("--version", "--debug", "-h", "--help")
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -97,6 +101,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (errors are reported here, on one line)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        first = next((a for a in argv if a != "--debug"), None)
+        if first is not None and first.startswith("-") and first not in GLOBAL_OPTIONS:
+            raise CommandError(f"unrecognized option {first}: a COMMAND comes first (see touchmove --help)",
+                               EXIT_USAGE)
         args = build_parser().parse_args(argv)
         status: int = args.handler(args)
         return status

@@ -332,12 +332,16 @@ async def cluster_round(args: argparse.Namespace, workdir: Path, cluster: NatsCl
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=os.environ.get("TOUCHMOVE_LOG", "WARNING"), format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("mqtt").setLevel(logging.ERROR)
+    from touchmove.cli import EXIT_USAGE, CommandError
+
+    for name, value, low, high in (("--boards", args.boards, 1, 50), ("--plies", args.plies, 1, 500),
+                                   ("--speed", args.speed, 1, 100)):
+        if not low <= value <= high:
+            raise CommandError(f"{name} must be between {low} and {high}, not {value}", EXIT_USAGE)
+    if not (args.kill_after >= 0 and args.down >= 0):
+        raise CommandError("--kill-after and --down must be seconds (0 or more)", EXIT_USAGE)
     if nats_binary() is None:
-        print("cluster-demo: nats-server is not installed (apt-get install nats-server)")
-        return 2
-    if not 1 <= args.boards <= 50:
-        print("cluster-demo: --boards must be between 1 and 50")
-        return 2
+        raise CommandError("nats-server is not installed (sudo apt-get install nats-server, or make broker-deps)")
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="touchmove-cluster-demo-"))
     workdir.mkdir(parents=True, exist_ok=True)
     try:
@@ -345,7 +349,7 @@ def run(args: argparse.Namespace) -> int:
             return asyncio.run(cluster_round(args, workdir, cluster))
     except (RuntimeError, OSError) as exc:
         log.debug("cluster-demo failed", exc_info=True)
-        print(f"cluster-demo: {exc or type(exc).__name__}")
+        print(f"touchmove cluster-demo: {exc or type(exc).__name__}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

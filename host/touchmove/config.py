@@ -17,7 +17,7 @@ Example (every key is optional; these are the defaults unless noted)::
 
     [serial]
     ports = ["/dev/serial/by-id/usb-touchmove*"]   # paths or glob patterns
-    usb = [{ vid = 0x2E8A, pid = 0x0005 }]           # and/or USB ids (serial_number optional)
+    usb = [{ vid = 0x2E8A, pid = 0x0005 }, { vid = 0x303A, pid = 0x4001 }]  # and/or USB ids: Pico, ESP32-S3
     baudrate = 115200
     rescan_s = 1.5
 

@@ -13,8 +13,10 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -33,7 +35,7 @@ import chess.pgn
 
 from touchmove import records
 from touchmove.bridge import Bridge
-from touchmove.cli import CommandError
+from touchmove.cli import EXIT_USAGE, CommandError
 from touchmove.config import BridgeConfig, MqttConfig, SerialConfig, parse_broker_url
 from touchmove.ptyboard import PtyBoard
 
@@ -41,16 +43,29 @@ DATA = Path(__file__).resolve().parent / "data"
 DEFAULT_PGN = DATA / "opera-1858.pgn"
 REPO = Path(__file__).resolve().parents[2]
 DEMO_BOARD_ID = "demo-board"
+BOARD_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 # -- the game and its timeline --------------------------------------------------------------------------------
 def read_game(path: Path) -> chess.pgn.Game:
-    with open(path, encoding="utf-8") as fh:
-        game = chess.pgn.read_game(fh)
+    """Return the first game of a PGN file; a file that cannot be read or holds no playable game is a usage
+    error (one line, exit 2): python-chess's own log line about it is kept quiet, the error says it."""
+    pgn_log = logging.getLogger("chess.pgn")
+    quiet, pgn_log.disabled = pgn_log.disabled, True
+    try:
+        with open(path, encoding="utf-8") as fh:
+            game = chess.pgn.read_game(fh)
+    except OSError as exc:
+        raise CommandError(f"--pgn {path}: {exc.strerror or exc}", EXIT_USAGE) from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CommandError(f"--pgn {path}: not a PGN text file ({exc})", EXIT_USAGE) from None
+    finally:
+        pgn_log.disabled = quiet
     if game is None or not list(game.mainline_moves()):
-        raise SystemExit(f"{path}: no game with moves found")
+        raise CommandError(f"--pgn {path}: no game with moves found", EXIT_USAGE)
     if game.errors:
-        raise SystemExit(f"{path}: {game.errors[0]}")
+        raise CommandError(f"--pgn {path}: {' '.join(str(game.errors[0]).split(' while parsing')[0].split())}",
+                           EXIT_USAGE)
     return game
 
 
@@ -238,7 +253,8 @@ class View:
                 light = (rank + file) % 2 == 1
                 bg = "on dark_olive_green3" if sq in marks else ("on grey70" if light else "on grey39")
                 fg = "bold white" if piece and piece.color else "bold black"
-                grid.append(f" {piece.unicode_symbol(invert_color=True) if piece else ' '} ", style=f"{fg} {bg}")
+                # the glyph alone says the side (White outlined, Black filled): pasted or without colour it reads
+                grid.append(f" {piece.unicode_symbol() if piece else ' '} ", style=f"{fg} {bg}")
             grid.append("\n")
         grid.append("   a  b  c  d  e  f  g  h", style="dim")
         info = Table.grid(padding=(0, 1))
@@ -264,7 +280,7 @@ async def watch(url: str, base: str, view: View, *, ui: bool, done: asyncio.Even
     try:
         async with aiomqtt.Client(kw["host"], kw["port"], username=kw.get("username"),
                                   password=kw.get("password"), identifier=f"touchmove-demo-{os.getpid()}") as client:
-            await client.subscribe(f"{base}/boards/#", qos=1)
+            await client.subscribe(f"{base}/boards/{view.board}/#", qos=1)
             async for message in client.messages:
                 payload = message.payload if isinstance(message.payload, bytes) else b"{}"
                 moves_before = len(view.sans)
@@ -303,7 +319,7 @@ async def run_demo(args: argparse.Namespace) -> int:
     # the longest the game can take: its timeline at this speed, and a margin for a loaded machine
     budget = recs[-1].t / 1000 / args.speed + 30
     env = dict(os.environ, TOUCHMOVE_SIM=str(timeline), TOUCHMOVE_SIM_SPEED=str(args.speed),
-               TOUCHMOVE_SIM_EXIT="0", TOUCHMOVE_BOARD=DEMO_BOARD_ID)
+               TOUCHMOVE_SIM_EXIT="0", TOUCHMOVE_BOARD=args.board_id)
     board = PtyBoard(firmware_command(), str(workdir / "board0"), env=env)
     board.plug()
     loop = asyncio.get_running_loop()
@@ -320,8 +336,9 @@ async def run_demo(args: argparse.Namespace) -> int:
         bridge_task = asyncio.create_task(bridge.run())
         players = {"white": game.headers.get("White", "?"), "black": game.headers.get("Black", "?"),
                    "event": game.headers.get("Event", "touchmove demo")}
-        watcher = asyncio.create_task(watch(url, args.base_topic, View(), ui=not args.no_ui, done=done,
-                                            assign=players, setup=setup))
+        watcher = asyncio.create_task(watch(url, args.base_topic, View(board=args.board_id), ui=not args.no_ui,
+                                            done=done,
+                                            assign=None if args.no_assign else players, setup=setup))
         await asyncio.sleep(0.5)     # the subscriber is in before the first move
         board.start()
         if args.no_ui:
@@ -332,13 +349,13 @@ async def run_demo(args: argparse.Namespace) -> int:
         try:
             deadline = loop.time() + budget
             while not done.is_set():
-                sess = bridge.boards.get(DEMO_BOARD_ID)
+                sess = bridge.boards.get(args.board_id)
                 if watcher.done() and not watcher.cancelled() and watcher.exception() is not None:
                     raise DemoError(f"the subscriber lost the broker {url}: {watcher.exception()}")
                 if (sess is not None and played_out(sess, plies) and declared is not None and declared_at is None
                         and not sess.engine.state().game_over):
                     # The board cannot see this end: the operator's result command, through the broker.
-                    await send_result(url, args.base_topic, declared)
+                    await send_result(url, args.base_topic, declared, args.board_id)
                     declared_at = loop.time()
                 elif (sess is not None and played_out(sess, plies) and (
                         declared_at is None or sess.engine.state().game_over or loop.time() > declared_at + 10)):
@@ -354,7 +371,7 @@ async def run_demo(args: argparse.Namespace) -> int:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await watcher
-            sess = bridge.boards.get(DEMO_BOARD_ID)
+            sess = bridge.boards.get(args.board_id)
             pgn = bridge.pgn_text(sess) if sess else ""
             bridge.stop()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -403,7 +420,7 @@ def declared_result(game: chess.pgn.Game) -> dict[str, str] | None:
     return {"command": "result", "result": result, "reason": reason}
 
 
-async def send_result(url: str, base: str, command: dict[str, str]) -> None:
+async def send_result(url: str, base: str, command: dict[str, str], board: str = DEMO_BOARD_ID) -> None:
     """Publish a ``result`` command to the demo board, as an operator's console would."""
     kw = parse_broker_url(url)
     print(f"demo: the board cannot see how this game ended (resignation, time, agreement): result "
@@ -411,7 +428,7 @@ async def send_result(url: str, base: str, command: dict[str, str]) -> None:
           file=sys.stderr, flush=True)
     async with aiomqtt.Client(kw["host"], kw["port"], username=kw.get("username"), password=kw.get("password"),
                               identifier=f"touchmove-demo-result-{os.getpid()}") as client:
-        await client.publish(f"{base}/boards/{DEMO_BOARD_ID}/set", json.dumps(command), qos=1)
+        await client.publish(f"{base}/boards/{board}/set", json.dumps(command), qos=1)
 
 
 def check_broker(url: str) -> None:
@@ -429,6 +446,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--speed", type=int, default=1, metavar="N", help="compress the human timing N times")
     parser.add_argument("--no-ui", action="store_true", help="print moves as lines instead of the live board")
     parser.add_argument("--base-topic", default="touchmove", help="MQTT base topic (default touchmove)")
+    parser.add_argument("--board-id", default=DEMO_BOARD_ID, metavar="ID",
+                        help=f"the simulated board's id (default {DEMO_BOARD_ID}); several demos with their own "
+                             "ids make a round of simulated boards")
+    parser.add_argument("--no-assign", action="store_true",
+                        help="do not name the players from the PGN (a broadcast with assign = true names them)")
     parser.add_argument("--settle-ms", type=int, default=200, help="the engine's settle time")
     parser.add_argument("--journal", metavar="FILE", help="keep the journal here (default: a temporary file)")
     parser.add_argument("--embedded-broker", action="store_true",
@@ -438,7 +460,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def demo_command(args: argparse.Namespace) -> int:
     if args.speed < 1:
-        raise SystemExit("--speed must be >= 1")
+        raise CommandError(f"--speed must be 1 or more, not {args.speed}", EXIT_USAGE)
+    if not BOARD_ID.fullmatch(args.board_id):
+        raise CommandError(f"--board-id {args.board_id!r}: letters, digits, '-' and '_' only (it is a topic level)",
+                           EXIT_USAGE)
     read_game(Path(args.pgn) if args.pgn else DEFAULT_PGN)   # a bad PGN is an error before anything starts
     if args.broker:
         check_broker(args.broker)

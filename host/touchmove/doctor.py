@@ -359,23 +359,52 @@ async def doctor_broadcast(report: Report, path: Path, timeout: float) -> None:
             await check_bridges(report, working, login, b.bases, timeout)
     check_folder(report, "output", t.settings.output_dir)
     check_port(report, t.settings.host, t.settings.port)
-    if not t.settings.token:
-        report.warn("arbiter token: none", "set TOUCHMOVE_ARBITER_TOKEN, or every dashboard action is refused")
+    check_arbiters(report, t.settings.output_dir, t.settings.token)
     check_clock(report)
+
+
+def check_arbiters(report: Report, output_dir: Path, shared_token: str | None) -> None:
+    """Report who may act in the console: the accounts the broadcaster itself will accept."""
+    from touchmove.broadcast.arbiters import ArbiterConfigError, accounts_summary, book_for
+
+    try:
+        book = book_for(output_dir, shared_token)
+    except ArbiterConfigError as exc:
+        report.fail(f"arbiters: {exc}", "fix the file, or make it again with `touchmove arbiters add`")
+        return
+    summary = accounts_summary(book)
+    if summary is None:
+        report.warn("arbiters: no account, every console action is refused",
+                    f"touchmove arbiters add {book.file} NAME --chief (or set TOUCHMOVE_ARBITER_TOKEN)")
+    else:
+        report.ok(f"arbiters: {summary}")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, help="a bridge's configuration (on a hall PC)")
     parser.add_argument("--tournament", type=Path, help="the broadcaster's tournament file (on its host)")
+    parser.add_argument("--ports", action="store_true",
+                        help="list the serial devices with their USB ids and whether a board answers on each")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds per network check (default 5)")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.config and not args.tournament:
-        print("doctor: give --config bridge.toml (hall PC) and/or --tournament tournament.toml (broadcaster)")
-        return 2
+    from touchmove.cli import EXIT_USAGE, CommandError
+
+    if not args.config and not args.tournament and not args.ports:
+        raise CommandError("give --config bridge.toml (hall PC), --tournament tournament.toml (broadcaster) "
+                           "or --ports (the serial devices)", EXIT_USAGE)
+    if not args.timeout > 0:
+        raise CommandError(f"--timeout must be a positive number of seconds, not {args.timeout}", EXIT_USAGE)
+    for given in (args.config, args.tournament):
+        if given is not None and not given.is_file():
+            raise CommandError(f"{given}: no such file", EXIT_USAGE)
     report = Report()
+    if args.ports:
+        from touchmove.bridge.port_report import doctor_ports
+
+        doctor_ports(report, args.config, min(args.timeout, 3.0))
 
     async def main() -> None:
         if args.config:

@@ -100,6 +100,19 @@ def is_malformed(exc: BaseException) -> bool:
                                                        or "corrupt" in text)
 
 
+#: The first bytes of every SQLite database file.
+SQLITE_HEADER = b"SQLite format 3\0"
+
+
+def is_sqlite_file(path: str | Path) -> bool:
+    """Return whether ``path`` starts as an SQLite database does (a damaged journal, not some other file)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+    except OSError:
+        return False
+
+
 def set_aside(path: str | Path) -> Path:
     """Rename a damaged journal (and its -wal and -shm files) to ``<path>.malformed-<UTC time>``; return the
     new name. The bridge then starts a new journal: a damaged file never stops a hall."""
@@ -113,7 +126,8 @@ def set_aside(path: str | Path) -> Path:
 
 def open_checked(path: str | Path) -> tuple[Journal, Path | None]:
     """Open a journal; when SQLite reports it damaged, set it aside and open a new one. Return the journal and
-    where the damaged one went (None: it was sound)."""
+    where the damaged one went (None: it was sound). A file that is not an SQLite database at all raises
+    :class:`sqlite3.DatabaseError` (it is someone's file at a wrong path: it is left alone)."""
     try:
         journal = Journal(path)
         try:
@@ -123,8 +137,8 @@ def open_checked(path: str | Path) -> tuple[Journal, Path | None]:
             raise
         return journal, None
     except sqlite3.DatabaseError as exc:
-        if not is_malformed(exc):
-            raise
+        if not is_malformed(exc) or not is_sqlite_file(path):
+            raise       # not a journal at all (a wrong path in the configuration): never renamed, the caller says so
         target = set_aside(path)
         log.error("journal %s is damaged (%s): kept as %s, a new journal is started", path, exc, target)
         return Journal(path), target

@@ -85,6 +85,40 @@ class RawOutput:
         return self.fd
 
 
+class RawInput:
+    """An unbuffered binary stdin: ``readinto`` takes only what the descriptor has, as MicroPython's does.
+
+    CPython's ``sys.stdin.buffer`` is a buffered reader: a read of one byte pulls the rest of the line into
+    Python's buffer, where the firmware's poll of the descriptor no longer sees it (the line is then garbled).
+    """
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def readinto(self, buf: bytearray | memoryview) -> int:
+        """Return the number of bytes read into ``buf`` (0 at the end of input)."""
+        data = os.read(self.fd, len(buf))
+        buf[:len(data)] = data
+        return len(data)
+
+    def read(self, n: int = -1) -> bytes:
+        """Return up to ``n`` bytes (one read of the descriptor)."""
+        return os.read(self.fd, n if n > 0 else 4096)
+
+    def fileno(self) -> int:
+        return self.fd
+
+
+class TextInput:
+    """``sys.stdin`` with its raw, unbuffered ``buffer`` (the firmware reads commands from it)."""
+
+    def __init__(self, fd: int) -> None:
+        self.buffer = RawInput(fd)
+
+    def fileno(self) -> int:
+        return self.buffer.fd
+
+
 class Poll:
     """MicroPython's ``select.poll()`` with its ``ipoll``, over CPython's poll (the firmware's non-blocking link)."""
 
@@ -145,6 +179,7 @@ def install() -> None:
         (asyncio, "StreamReader", StreamReader),
         (sys, "print_exception", print_exception),
         (sys, "stdout", TextOutput(sys.stdout.fileno())),
+        (sys, "stdin", TextInput(sys.stdin.fileno())),
     ]
     for module, name, value in parts:
         setattr(module, name, value)

@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from touchmove.cli import CommandError
+from touchmove.cli import EXIT_USAGE, CommandError
 
 BRIDGE = """\
 # touchmove bridge: `touchmove run --config bridge.toml`
@@ -31,7 +31,10 @@ base_topic = "touchmove"            # topics are <base_topic>/boards/<board id>/
 
 [serial]
 ports = ["/dev/serial/by-id/usb-*touchmove*"]   # paths or glob patterns
-usb = [{ vid = 0x2E8A, pid = 0x0005 }]           # and/or USB ids (optional serial_number = "...")
+usb = [                                          # and/or USB ids (optional serial_number = "...")
+  { vid = 0x2E8A, pid = 0x0005 },                # Raspberry Pi Pico / Pico W (MicroPython)
+  { vid = 0x303A, pid = 0x4001 },                # ESP32-S3 (MicroPython ESP32_GENERIC_S3, native USB)
+]
 rescan_s = 1.5                                   # how often vanished ports are looked for again
 
 [engine]
@@ -100,19 +103,47 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", nargs="?", metavar="FILE",
                         help="where to write it (default bridge.toml / tournament.toml; - = standard output)")
     parser.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    parser.add_argument("--from-trf", metavar="TRF", type=Path,
+                        help="tournament: the pairings (and results) of a pairing program's TRF-16/TRF-2026 file")
+    parser.add_argument("--round", type=int, help="with --from-trf: the round to broadcast (default: the "
+                        "first with a game not played yet)")
     parser.set_defaults(handler=init_command)
 
 
 def init_command(args: argparse.Namespace) -> int:
     text, default_name = SAMPLES[args.kind]
+    if args.from_trf is not None:
+        text = from_trf(args)
     target = args.file or default_name
     if target == "-":
         sys.stdout.write(text)
         return 0
     path = Path(target)
+    if path.is_dir():
+        raise CommandError(f"{path} is a folder: give a file name, e.g. {path / default_name}", EXIT_USAGE)
     if path.exists() and not args.force:
-        raise CommandError(f"{path} exists: give another FILE, or --force to overwrite it")
-    path.write_text(text, encoding="utf-8")
+        raise CommandError(f"{path} exists: give another FILE, or --force to overwrite it", EXIT_USAGE)
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise CommandError(f"cannot write {path}: {exc.strerror or exc}", EXIT_USAGE) from None
     command = "run" if args.kind == "bridge" else "broadcast"
     print(f"wrote {path}: edit it, then `touchmove {command} --config {path}`")
     return 0
+
+
+def from_trf(args: argparse.Namespace) -> str:
+    """The tournament file for ``--from-trf`` (a usage error, exit 2, for a file that cannot be read)."""
+    from touchmove.broadcast.trf_tournament import tournament_toml
+
+    if args.kind != "tournament":
+        raise CommandError("--from-trf makes a tournament file: `touchmove init tournament --from-trf FILE`",
+                           EXIT_USAGE)
+    try:
+        raw = args.from_trf.read_bytes()
+        return tournament_toml(raw.decode("utf-8", errors="replace"), name=str(args.from_trf),
+                               round_number=args.round)
+    except OSError as exc:
+        raise CommandError(f"{args.from_trf}: {exc.strerror or exc}", EXIT_USAGE) from None
+    except ValueError as exc:
+        raise CommandError(" ".join(str(exc).split()), EXIT_USAGE) from None

@@ -42,6 +42,25 @@ def test_demo_round_of_20_boards_reads_back(tmp_path: Path, capsys: pytest.Captu
     assert sum(len(list(g.mainline_moves())) for g in games) > 300
 
 
+def test_demo_round_of_200_boards_reads_back(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                             broker: LocalBroker) -> None:
+    """200 boards: board 31 plays the scripted Opera Game and is a takeback board (31 % 7 == 3), ratings
+    must stay positive past board 153; the demo's check passes and the file holds 200 legal games."""
+    status = main(["broadcast-demo", "--boards", "200", "--plies", "14", "--move-time", "0.01",
+                   "--out", str(tmp_path), "--broker", broker.url])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert "round PGN check ok: 200 games" in out
+    stream = io.StringIO((tmp_path / "round-1.pgn").read_text())
+    games = []
+    while (game := chess.pgn.read_game(stream)) is not None:
+        assert not game.errors
+        games.append(game)
+    assert len(games) == 200 and all(int(g.headers["BlackElo"]) > 1000 for g in games)
+    fide_ids = [g.headers[f"{side}FideId"] for g in games for side in ("White", "Black")]
+    assert len(set(fide_ids)) == 400
+
+
 def test_broadcast_command_serves_and_stops(tmp_path: Path, broker: LocalBroker) -> None:
     port = free_port()
     config = tmp_path / "tournament.toml"

@@ -318,6 +318,20 @@ async def _big_round(broker: LocalBroker, tmp_path: Path, executable: str) -> No
             await expect(page.locator("#queue li").first).to_contain_text("Board 88 · illegal_move")
             await page.locator("#queue li", has_text="Board 150").click()
             await expect(page.locator("#d-white")).to_contain_text("Abdusattorov-Wojtaszek, Nodirbek Maximilian")
+            # the board's detail open: still every board on the screen, none under the detail
+            await asyncio.sleep(0.3)
+            await page.screenshot(path=str(ARTIFACTS / "console-200-detail.png"))
+            edges = await page.eval_on_selector_all(
+                ".row", "rs => rs.map(r => { const b = r.getBoundingClientRect(); return [b.right, b.bottom]; })")
+            assert max(e[1] for e in edges) <= 1080 and max(e[0] for e in edges) <= 1920, edges[-1]
+            covered = await page.evaluate("""() => [...document.querySelectorAll('.row')].filter(r => {
+                const b = r.getBoundingClientRect();
+                const hit = document.elementFromPoint(b.left + 6, (b.top + b.bottom) / 2);
+                return !(hit && r.contains(hit));
+            }).map(r => r.dataset.board)""")
+            assert covered == [], f"boards hidden with the detail open: {covered[:20]}"
+            detail = await page.locator("#detail").bounding_box()
+            assert detail and detail["x"] + detail["width"] <= 1920 and detail["y"] + detail["height"] <= 1080
 
             # the phone: the queue first, then the board it points to
             phone = await browser.new_page(viewport={"width": 390, "height": 844}, device_scale_factor=2,
@@ -344,3 +358,39 @@ async def _big_round(broker: LocalBroker, tmp_path: Path, executable: str) -> No
         finally:
             await browser.close()
         await bridge.clear_retained()
+
+
+def test_private_console_during_a_delay(broker: LocalBroker, tmp_path: Path) -> None:
+    """A delayed round: the page without a token shows no board and says why; with the token it goes live."""
+    asyncio.run(_private(broker, tmp_path, chromium_path()))
+
+
+async def _private(broker: LocalBroker, tmp_path: Path, executable: str) -> None:
+    from playwright.async_api import async_playwright, expect
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    data = tournament_data(3, port=broker.port, out=tmp_path)
+    data["broadcast"]["delay_minutes"] = 15
+    t = parse_tournament(data)
+    async with BroadcastService(t, port=0) as svc, aiomqtt.Client("127.0.0.1", broker.port) as client, \
+            async_playwright() as pw:
+        board = SimBridge(client, publish_pgn=False).board("b01")
+        await board.start()
+        await play(board, "e2e4", "e7e5", "g1f3")
+        browser = await pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            page = await browser.new_page(viewport={"width": 1600, "height": 1000})
+            await page.goto(svc.url + "/")
+            await expect(page.locator("#conn")).to_contain_text("private while the broadcast is delayed")
+            await asyncio.sleep(0.5)
+            assert await page.locator(".row").count() == 0  # nothing of the live games without a token
+            assert "Nf3" not in await page.content()
+            await page.fill("#token", "s3cret")
+            await page.locator("#auth button").click()
+            await expect(page.locator(".row")).to_have_count(3)
+            await expect(page.locator('.row[data-board="1"] .lm')).to_have_text("2. Nf3")
+            await expect(page.locator("#conn")).to_have_text("live")
+            await page.screenshot(path=str(ARTIFACTS / "console-private.png"))
+        finally:
+            await browser.close()
+        await board.bridge.clear_retained()

@@ -17,6 +17,7 @@ import pytest
 from aiohttp import web
 
 from tests.broadcast.broadcast_helpers import tournament_data
+from touchmove.broadcast.broadcaster import ActionError
 from touchmove.broadcast.lichess_push import LichessPusher, PushState, TokenSource, retry_after
 from touchmove.broadcast.local_broker import LocalBroker
 from touchmove.broadcast.service import BroadcastService
@@ -38,7 +39,7 @@ class StandIn:
 
     async def _push(self, request: web.Request) -> web.Response:
         self.calls.append({"round": request.match_info["id"], "auth": request.headers.get("Authorization"),
-                           "body": await request.text()})
+                           "agent": request.headers.get("User-Agent"), "body": await request.text()})
         answer = self.answers[min(len(self.calls), len(self.answers)) - 1]
         return answer(request)
 
@@ -200,6 +201,14 @@ def test_a_round_is_split_over_lichess_rounds(broker: LocalBroker, tmp_path: Pat
                 last = {c["round"]: c["body"] for c in lichess.calls}
                 boards = {rid: [g.headers["Board"] for g in _games(body)] for rid, body in last.items()}
                 assert boards == {"first123": ["1", "2", "3"], "second45": ["4", "5"]}
+                assert all(c["agent"].startswith("touchmove/") for c in lichess.calls)
+                # a further game allowed later must not take a lichess round over its limit silently
+                with pytest.raises(ActionError, match="lichess round first123 would get 4 games"):
+                    svc.hub.permit_game(2, "next")
+                assert svc.hub.by_number[2].games.allow is None
+                svc.hub.permit_game(5, "next")  # second45: 3 games, within the limit
+                with pytest.raises(ActionError, match="second45 would get 4 games"):
+                    svc.hub.permit_game(4, "next")
                 async with aiohttp.ClientSession() as http, http.get(f"{svc.url}/status.json") as resp:
                     push = (await resp.json())["push"]
                 assert [(p["round_id"], p["boards"]) for p in push["targets"]] == \

@@ -300,7 +300,8 @@ async def _delay(tmp_path: Path) -> None:
         clock.now += 300
         feed(hub, "b01", events(SCHOLAR[:4], first_ply=3, start=False))
         assert "2. Bc4 { [%clk 0:02:54] } 2... Nc6" in flat(hub.round_pgn())  # the arbiter's view is live
-        state = await (await client.get("/api/state?svg=0")).json()
+        assert (await client.get("/api/state?svg=0")).status == 401  # the live console is private meanwhile
+        state = await (await client.get("/api/state?svg=0", headers={"Authorization": "Bearer tok"})).json()
         assert state["boards"][0]["ply"] == 4 and state["delay_minutes"] == 15
         public = await (await client.get("/round/3.pgn")).text()
         assert "e4" not in public and '[Result "*"]' in public  # nothing is 15 minutes old yet
@@ -308,7 +309,7 @@ async def _delay(tmp_path: Path) -> None:
         public = await (await client.get("/round/3.pgn")).text()
         assert "1. e4 { [%clk 0:02:58] } 1... e5" in public and "Bc4" not in public
         game = await (await client.get("/live/round-3/game-1.json")).json()
-        assert game["moves"] == ["e4 178", "e5 176"]
+        assert game["moves"] == ["e4 178+4", "e5 176+6"]  # clock after the move, seconds it took (180+2)
         assert "Bc4" not in await (await client.get("/round/3/game/1.pgn")).text()
         assert hub.delay_line.next_due(clock.now) == pytest.approx(clock.now + 300)
         clock.now += 300
@@ -443,8 +444,8 @@ async def _outputs(tmp_path: Path) -> None:
         assert first["white"]["fideid"] == 1001 and first["white"]["federation"] == "NOR"
         assert first["result"] == "1-0" and first["live"] is False
         game = await (await client.get("/live/round-3/game-2.json")).json()
-        assert game["moves"] == ["d4 178", "d5 176", "c4 174"] and game["result"] == "BLACKWIN"
-        assert game["clock"] == {"white": 174, "black": 176, "run": None} and game["chess960"] == 518
+        assert game["moves"] == ["d4 178+4", "d5 176+6", "c4 174+6"] and game["result"] == "BLACKWIN"
+        assert game["clock"] is None and game["chess960"] == 518  # a finished game runs no clock
         assert game["serialNr"] == "b02"
         assert (await client.get("/live/round-3/game-9.json")).status == 404
         text = await (await client.get("/round/3/results.csv")).text()

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.cli.conftest import one_line_error, touchmove
-from touchmove import __version__, cli, records
+from touchmove import __version__, cli, records, samples
 from touchmove.cli import main
 
 E4 = ['{"t":1000,"type":"lift","sq":"e2"}', '{"t":1300,"type":"place","sq":"e4"}']
@@ -64,8 +64,8 @@ def test_run_whose_journal_folder_cannot_be_made(capsys: pytest.CaptureFixture[s
     config = tmp_path / "bridge.toml"
     config.write_text(f'[journal]\npath = "{tmp_path}/a-file/journal/j.sqlite3"\n')
     status, _, err = run_main(capsys, "run", "--config", str(config))
-    assert status == 1
-    assert "a-file" in one_line_error(err)
+    assert status == 2
+    assert "a-file" in one_line_error(err) and "journal" in one_line_error(err)
 
 
 @pytest.mark.parametrize("content", [b"1. e4 e5 *\n", b"SQLite format 3\x00" + bytes(200), None])
@@ -97,7 +97,7 @@ def test_export_of_an_sqlite_file_without_the_journal_tables(capsys: pytest.Capt
 
 def test_demo_with_a_missing_pgn(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     status, _, err = run_main(capsys, "demo", "--pgn", str(tmp_path / "missing.pgn"))
-    assert status == 1
+    assert status == 2
     assert "missing.pgn" in one_line_error(err)
 
 
@@ -105,7 +105,7 @@ def test_demo_with_a_pgn_without_moves(capsys: pytest.CaptureFixture[str], tmp_p
     path = tmp_path / "empty.pgn"
     path.write_text('[Event "x"]\n\n*\n')
     status, _, err = run_main(capsys, "demo", "--pgn", str(path))
-    assert status == 1
+    assert status == 2
     assert "no game with moves" in one_line_error(err)
 
 
@@ -269,3 +269,118 @@ def test_broadcast_demo_with_an_unreachable_broker(capsys: pytest.CaptureFixture
 ])
 def test_describe_says_what_went_wrong_in_one_line(exc: BaseException, line: str) -> None:
     assert cli.describe(exc) == line
+
+
+# -- every wrong invocation a club meets: one line on stderr naming the problem, nothing on stdout, no traceback,
+# -- exit 2 for a wrong option or file (1 for other errors) -----------------------------------------------------
+
+def bad_invocations(d: Path) -> list[tuple[list[str], int, str]]:
+    """Return (argv, exit status, a word the error line must hold) for each case; files are made in ``d``."""
+    (d / "folder").mkdir()
+    (d / "a-file").write_text("x\n")
+    (d / "bad.toml").write_text("this is = = not toml\n")
+    (d / "binary.pgn").write_bytes(b"\xff\xfe\x00garbage\x80")
+    (d / "illegal.pgn").write_text('[Event "x"]\n\n1. e4 e5 2. Ke3 *\n')
+    (d / "empty.pgn").write_text('[Event "x"]\n\n*\n')
+    (d / "e4.jsonl").write_text("\n".join(E4) + "\n")
+    (d / "unknown-key.toml").write_text("[serial]\nbaud = 9600\n")
+    (d / "bad-url.toml").write_text('[mqtt]\nurl = "http://x"\n')
+    (d / "bad-usb.toml").write_text('[serial]\nusb = ["2e8a:0005"]\n')
+    (d / "journal-dir.toml").write_text(f'[journal]\npath = "{d / "folder"}"\n')
+    (d / "journal-garbage.toml").write_text(f'[journal]\npath = "{d / "a-file"}"\n')
+    (d / "journal-under-file.toml").write_text(f'[journal]\npath = "{d / "a-file" / "j" / "j.sqlite3"}"\n')
+    (d / "no-event.toml").write_text('round = 1\n[[rounds]]\nnumber = 1\n')
+    (d / "arbiters-bad.toml").write_text("[[arbiter]]\nname = 'A'\ntoken_sha256 = 'nothex'\n")
+    (d / "arbiters.toml").write_text('[[arbiter]]\nname = "Anna"\nrole = "chief"\ntoken_sha256 = "'
+                                     + "a" * 64 + '"\n')
+    (d / "tournament.toml").write_text(samples.TOURNAMENT)
+    missing = str(d / "missing")
+    cases: list[tuple[list[str], int, str]] = [
+        ([], 2, "required"), (["frobnicate"], 2, "frobnicate"), (["--bogus"], 2, "--bogus"),
+        # required arguments
+        (["run"], 2, "--config"), (["broadcast"], 2, "--config"), (["export"], 2, "JOURNAL"), (["init"], 2, "kind"),
+        (["replay", str(d / "e4.jsonl")], 2, "--pgn"), (["board-check"], 2, "port"), (["broker-auth"], 2, "--out"),
+        (["arbiters"], 2, "ACTION"), (["arbiters", "add"], 2, "FILE"), (["arbiters", "add", "f"], 2, "name"),
+        (["arbiters", "list"], 2, "FILE"), (["arbiters", "revoke", "f"], 2, "name"), (["arbiters", "frob"], 2, "frob"),
+        (["doctor"], 2, "--ports"),
+        # wrong values
+        (["demo", "--speed", "x"], 2, "--speed"), (["demo", "--speed", "0"], 2, "--speed"),
+        (["demo", "--speed", "-3"], 2, "--speed"), (["demo", "--settle-ms", "x"], 2, "--settle-ms"),
+        (["demo", "--broker", "http://x"], 1, "mqtt://"),
+        (["replay", "--pgn", "--jsonl", str(d / "e4.jsonl")], 2, "--jsonl"),
+        (["replay", "--settle-ms", "x", "--pgn"], 2, "--settle-ms"), (["replay", "--fen", "x", "--pgn",
+                                                                       str(d / "e4.jsonl")], 2, "expected"),
+        (["run", "--config", missing, "--log-level", "FOO"], 2, "FOO"),
+        (["broadcast", "--config", str(d / "tournament.toml"), "--port", "x"], 2, "--port"),
+        (["broadcast", "--config", str(d / "tournament.toml"), "--port", "70000"], 2, "65535"),
+        (["broadcast", "--config", str(d / "tournament.toml"), "--round", "9"], 2, "round 9"),
+        (["broadcast", "--config", str(d / "tournament.toml"), "--round", "x"], 2, "--round"),
+        (["broadcast-demo", "--boards", "-1"], 2, "--boards"), (["broadcast-demo", "--boards", "0"], 2, "--boards"),
+        (["broadcast-demo", "--boards", "x"], 2, "--boards"), (["broadcast-demo", "--plies", "0"], 2, "--plies"),
+        (["broadcast-demo", "--move-time", "-1"], 2, "--move-time"), (["broadcast-demo", "--port", "-1"], 2, "--port"),
+        (["cluster-demo", "--boards", "-1"], 2, "--boards"), (["cluster-demo", "--boards", "0"], 2, "--boards"),
+        (["cluster-demo", "--boards", "51"], 2, "--boards"), (["cluster-demo", "--boards", "x"], 2, "--boards"),
+        (["cluster-demo", "--plies", "0"], 2, "--plies"), (["cluster-demo", "--speed", "0"], 2, "--speed"),
+        (["cluster-demo", "--kill-after", "-1"], 2, "--kill-after"),
+        (["cluster-demo", "--kill-node-of", "nobody"], 2, "--kill-node-of"),
+        (["doctor", "--timeout", "x", "--ports"], 2, "--timeout"), (["doctor", "--timeout", "0", "--ports"], 2,
+                                                                     "--timeout"),
+        (["board-check", str(d / "a-file"), "--seconds", "x"], 2, "--seconds"),
+        (["init", "nonsense"], 2, "nonsense"),
+        # files that are missing, folders, or not what they should be
+        (["run", "--config", missing], 2, "missing"), (["run", "--config", str(d / "folder")], 2, "folder"),
+        (["run", "--config", str(d / "bad.toml")], 2, "bad.toml"),
+        (["run", "--config", str(d / "unknown-key.toml")], 2, "baud"),
+        (["run", "--config", str(d / "bad-url.toml")], 2, "mqtt"),
+        (["run", "--config", str(d / "bad-usb.toml")], 2, "usb"),
+        (["run", "--config", str(d / "journal-dir.toml")], 2, "journal"),
+        (["run", "--config", str(d / "journal-garbage.toml")], 2, "journal"),
+        (["run", "--config", str(d / "journal-under-file.toml")], 2, "a-file"),
+        (["broadcast", "--config", missing], 2, "missing"), (["broadcast", "--config", str(d / "folder")], 2, "folder"),
+        (["broadcast", "--config", str(d / "bad.toml")], 2, "bad.toml"),
+        (["broadcast", "--config", str(d / "no-event.toml")], 2, "event"),
+        (["demo", "--pgn", missing], 2, "missing"), (["demo", "--pgn", str(d / "folder")], 2, "folder"),
+        (["demo", "--pgn", str(d / "binary.pgn")], 2, "binary.pgn"),
+        (["demo", "--pgn", str(d / "illegal.pgn")], 2, "Ke3"), (["demo", "--pgn", str(d / "empty.pgn")], 2, "moves"),
+        (["replay", missing, "--pgn"], 2, "missing"), (["replay", str(d / "folder"), "--pgn"], 2, "folder"),
+        (["export", missing], 2, "missing"), (["export", str(d / "folder")], 2, "folder"),
+        (["export", str(d / "a-file")], 2, "journal"), (["export", str(d / "e4.jsonl")], 2, "journal"),
+        (["init", "bridge", str(d / "a-file")], 2, "exists"), (["init", "tournament", str(d / "folder")], 2, "folder"),
+        (["init", "bridge", str(d / "a-file" / "bridge.toml")], 2, "a-file"),
+        (["board-check", missing], 2, "missing"), (["board-check", str(d / "a-file")], 2, "not a tty"),
+        (["doctor", "--config", missing], 2, "missing"), (["doctor", "--tournament", missing], 2, "missing"),
+        (["broker-auth", "--out", str(d / "out")], 2, "--bridge"),
+        (["broker-auth", "--out", str(d / "a-file"), "--bridge", "a", "--broadcaster", "b"], 2, "--out"),
+        (["broker-auth", "--out", str(d / "a-file" / "x"), "--bridge", "a", "--broadcaster", "b"], 2, "--out"),
+        (["broker-auth", "--out", str(d / "o2"), "--bridge", "a b", "--broadcaster", "b"], 2, "a b"),
+        (["broker-auth", "--out", str(d / "o3"), "--bridge", "a", "--broadcaster", "a"], 2, "twice"),
+        (["arbiters", "add", str(d / "folder"), "Bob"], 2, "folder"),
+        (["arbiters", "add", str(d / "arbiters-bad.toml"), "Bob"], 2, "token_sha256"),
+        (["arbiters", "add", str(d / "new.toml"), "  "], 2, "empty"),
+        (["arbiters", "add", str(d / "a-file" / "x.toml"), "Bob"], 2, "a-file"),
+        (["arbiters", "list", missing], 2, "missing"), (["arbiters", "list", str(d / "arbiters-bad.toml")], 2,
+                                                          "token_sha256"),
+        (["arbiters", "list", str(d / "bad.toml")], 2, "bad.toml"),
+        (["arbiters", "revoke", missing, "Anna"], 2, "missing"),
+        (["arbiters", "revoke", str(d / "arbiters.toml"), "Nobody"], 1, "Nobody"),
+    ]
+    return cases
+
+
+def test_every_bad_invocation_is_one_line_on_stderr(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    cases = bad_invocations(tmp_path)
+    assert len(cases) >= 80
+    wrong = []
+    for argv, status, word in cases:
+        got, out, err = run_main(capsys, *argv)
+        lines = err.strip().splitlines()
+        if got != status or out or len(lines) != 1 or "Traceback" in err or word.lower() not in err.lower():
+            wrong.append(f"{argv}: exit {got} (want {status}), stdout {out!r}, stderr {err!r}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_old_arbiters_module_is_the_subcommand() -> None:
+    done = subprocess.run([sys.executable, "-m", "touchmove.broadcast.arbiters"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "ACTION" in one_line_error(done.stderr)

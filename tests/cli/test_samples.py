@@ -49,7 +49,7 @@ def test_init_writes_refuses_to_overwrite_and_prints(tmp_path: Path, capsys: pyt
     assert main(["init", "bridge"]) == 0
     assert (tmp_path / "bridge.toml").read_text() == SAMPLES["bridge"][0]
     assert "touchmove run --config bridge.toml" in capsys.readouterr().out
-    assert main(["init", "bridge"]) == 1
+    assert main(["init", "bridge"]) == 2   # a file given that cannot be used: a usage error
     assert "exists" in one_line_error(capsys.readouterr().err)
     assert main(["init", "bridge", "--force"]) == 0
     assert main(["init", "tournament", "-"]) == 0

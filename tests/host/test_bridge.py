@@ -863,3 +863,13 @@ def test_every_hello_id_either_binds_a_publishable_board_or_is_refused(
         assert [row.board for row in bridge.journal.boards()] == ([board] if is_board_id(board) else [])
     finally:
         lp.close()
+
+
+def test_a_file_that_is_no_database_at_the_journal_path_is_left_alone(tmp_path: Path) -> None:
+    from touchmove.journal import open_checked
+
+    path = tmp_path / "notes.txt"
+    path.write_text("the round's pairings\n")
+    with pytest.raises(sqlite3.DatabaseError):
+        open_checked(path)
+    assert path.read_text() == "the round's pairings\n" and not list(tmp_path.glob("*.malformed-*"))

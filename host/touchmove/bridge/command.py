@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import sqlite3
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 from touchmove import __version__, checkpoint
 from touchmove.bridge.daemon import Bridge
 from touchmove.bridge.journal_lock import JournalLocked
+from touchmove.cli import EXIT_USAGE, CommandError
 from touchmove.config import BridgeConfig, ConfigError, load
 from touchmove.stop_signals import StopSignals
 
@@ -40,16 +42,24 @@ def run_command(args: argparse.Namespace) -> int:
         return 2
     if args.port:
         config = replace(config, serial=replace(config.serial, ports=config.serial.ports + tuple(args.port)))
-    Path(config.journal).parent.mkdir(parents=True, exist_ok=True)   # an OSError is the CLI's one-line error
+    folder = Path(config.journal).parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CommandError(f"journal {config.journal}: cannot make its folder {folder}: {exc.strerror or exc}",
+                           EXIT_USAGE) from None
     try:
         return asyncio.run(serve(config))
-    except JournalLocked as exc:
+    except JournalLocked as exc:       # another bridge serves this journal: one line naming it
         print(f"touchmove run: {exc}", file=sys.stderr)
         return 1
 
 
 async def serve(config: BridgeConfig) -> int:
-    bridge = Bridge(config)
+    try:
+        bridge = Bridge(config)
+    except sqlite3.Error as exc:    # the journal: not a database, a folder, not writable (the file is named)
+        raise CommandError(f"journal {config.journal}: {exc}", EXIT_USAGE) from None
     signals = StopSignals(asyncio.get_running_loop(), bridge.stop)
     log.info("touchmove bridge %s, session %s, journal %s, broker %s", __version__, bridge.session,
              config.journal, config.mqtt.url)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from touchmove import records
 from touchmove.bridge.identity import IdentityConflict
+from touchmove.bridge.port_report import PortReport
 from touchmove.bridge.session import BoardSession
 from touchmove.journal import iso_now
 from touchmove.mqtt_bridge import OFFLINE, ONLINE
@@ -45,6 +46,8 @@ class BoardPorts:
         self.link_paths: dict[str, SerialLink] = {}     # by the name it was found as
         self.pending_lines: dict[SerialLink, list[bytes | None]] = {}
         self.identity_conflicts: dict[tuple[str, str], IdentityConflict] = {}
+        cfg = bridge.config.serial
+        self.report = PortReport(cfg.ports, cfg.usb, cfg.baudrate)   # what is watched and found, at INFO
 
     def _lines_from_thread(self, link: SerialLink, lines: list[bytes | None]) -> None:
         assert self.bridge._loop is not None
@@ -73,22 +76,27 @@ class BoardPorts:
         try:
             link.open(self.bridge._loop)
         except Exception as exc:
-            log.debug("cannot open %s: %s", path, exc)
+            self.report.refused_port(path, exc)
             return None
         link.key = real
         self.links[real] = link
         self.link_paths[path] = link
         self.pending_lines[link] = []
         log.info("port %s opened", path)
+        self.report.opened(path)
         link.send({"cmd": "hello"})
         return link
 
     async def scan_loop(self) -> None:
         cfg = self.bridge.config.serial
+        self.report.started()
         while True:
             try:
-                for path in find_ports(cfg.ports, cfg.usb):
+                paths = find_ports(cfg.ports, cfg.usb)
+                self.report.scanned(paths)
+                for path in paths:
                     self.open_port(path)
+                self.report.check_silent()
                 for link in list(self.links.values()):
                     if link.board is None and link.held_back is None:
                         link.send({"cmd": "hello"})
@@ -103,6 +111,7 @@ class BoardPorts:
             del self.link_paths[link.path]
         self.pending_lines.pop(link, None)
         log.info("port %s closed (%s)", link.path, reason)
+        self.report.closed(link.path)
         self.bridge.admission.port_closed(link)
         if any(key[0] == link.path for key in self.identity_conflicts):
             self.identity_conflicts = {k: v for k, v in self.identity_conflicts.items() if k[0] != link.path}
@@ -142,6 +151,8 @@ class BoardPorts:
                 msg = decode(line)
             except DecodeError as exc:
                 self.bridge.stats["malformed"] += 1
+                if link.board is None:
+                    self.report.line(link.path, touchmove=False)
                 if self.bridge.admission.refused_line(link, exc):
                     continue
                 if exc.out_of_range:
@@ -155,6 +166,8 @@ class BoardPorts:
                 if link.board is not None:
                     self.request_snapshot(self.bridge.boards[link.board])
                 continue
+            if link.board is None:
+                self.report.line(link.path, touchmove=True)
             if msg.kind == "hello":
                 self._identify(link, msg)
             elif link.board is None:
@@ -185,6 +198,8 @@ class BoardPorts:
             self.bridge.boards[board] = sess
             self.bridge.journal.ensure_board(board)
         first_contact = link.board is None
+        if first_contact:
+            self.report.bound(link.path, board)
         link.board = board
         sess.link = link
         sess.rate = float(hello.fields.get("rate", 1.0))   # 1 unless a simulation says it runs faster

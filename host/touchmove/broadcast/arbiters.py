@@ -3,7 +3,7 @@
 Tokens come from a TOML file (``TOUCHMOVE_ARBITERS_FILE``, or ``arbiters.toml`` in the broadcast's output
 directory) and/or the environment (``TOUCHMOVE_ARBITERS``)::
 
-    # arbiters.toml: made by `python -m touchmove.broadcast.arbiters add arbiters.toml "Anna Chief" --chief`
+    # arbiters.toml: made by `touchmove arbiters add arbiters.toml "Anna Chief" --chief`
     [[arbiter]]
     name = "Anna Chief"
     role = "chief"
@@ -18,12 +18,10 @@ file is re-read when it changes, so editing it (or the tokens file) needs no res
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import hmac
 import json
 import os
-import secrets
 import sys
 import tomllib
 from dataclasses import dataclass
@@ -197,36 +195,27 @@ def file_entry(name: str, role: str, token: str) -> str:
             f"token_sha256 = \"{digest(token)}\"\n")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m touchmove.broadcast.arbiters add FILE NAME [--chief]``: a new token, printed once."""
-    parser = argparse.ArgumentParser(prog="python -m touchmove.broadcast.arbiters", description=main.__doc__)
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    add = sub.add_parser("add", help="make a token for an arbiter and append its digest to FILE")
-    add.add_argument("file", type=Path)
-    add.add_argument("name")
-    add.add_argument("--chief", action="store_true", help="the chief arbiter (may revoke tokens)")
-    args = parser.parse_args(argv)
-    if not args.name.strip():
-        print("error: the arbiter's name is empty", file=sys.stderr)
-        return 2
-    if args.file.exists():
-        try:
-            known = parse_file(args.file)
-        except ArbiterConfigError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-        if any(a.name == args.name.strip() for a in known):
-            print(f"note: {args.name!r} already has a token in {args.file}; this adds another", file=sys.stderr)
-    token = secrets.token_urlsafe(18)
-    try:
-        with args.file.open("a", encoding="utf-8") as fh:
-            fh.write(file_entry(args.name.strip(), "chief" if args.chief else "arbiter", token))
-    except OSError as exc:
-        print(f"error: cannot write {args.file}: {exc.strerror}", file=sys.stderr)
-        return 1
-    print(token)
-    return 0
+def book_for(output_dir: Path, shared_token: str | None) -> ArbiterBook:
+    """Return the arbiters a broadcast writing to ``output_dir`` accepts: ``TOUCHMOVE_ARBITERS_FILE`` or
+    ``output_dir/arbiters.toml``, ``TOUCHMOVE_ARBITERS`` and the tournament's shared token (the console, its
+    start banner and ``touchmove doctor`` all read them through this)."""
+    file = os.environ.get(ARBITERS_FILE_ENV)
+    return ArbiterBook(file=Path(file) if file else output_dir / "arbiters.toml",
+                       env=os.environ.get(ARBITERS_ENV), shared_token=shared_token,
+                       revoked_path=output_dir / "arbiters-revoked.json")
+
+
+def accounts_summary(book: ArbiterBook) -> str | None:
+    """Return one line naming the arbiters who may act (revoked ones left out), or None when nobody may."""
+    active = [a for a in book.listing() if not a["revoked"]]
+    if not active:
+        return None
+    names = ", ".join(f"{a['name']} ({a['role']})" for a in active[:6]) + (", ..." if len(active) > 6 else "")
+    where = f" from {book.file}" if book.file is not None and any(a["source"] == "file" for a in active) else ""
+    return f"{len(active)} arbiter account(s){where}: {names}"
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from touchmove.cli import main as cli_main
+
+    sys.exit(cli_main(["arbiters", *sys.argv[1:]]))

@@ -24,6 +24,11 @@ CONSOLE_MEANINGS = {
     "result_rejected": "a result declared for the board was not applied (see the reason): the game's result "
                        "is not what was declared",
     "resync_rejected": "an arbiter's resync was not applied (see the reason): the board is still out of step",
+    "illegal_move": "the bridge sent a move the game cannot have: it was not taken (the outputs and the "
+                    "lichess push stay a legal game); the bridge's PGN or a resync puts the game right",
+    "play_after_result": "the board shows play after a result declared through the bridge (pieces put back, "
+                         "or play went on): the result stands and later plies are not taken; clear the "
+                         "result if play really went on",
 }
 
 

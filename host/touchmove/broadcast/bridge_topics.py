@@ -216,9 +216,9 @@ def check_event(event: dict[str, Any]) -> str | None:
         if "clock_ms" in event and event["clock_ms"] is not None \
                 and not _int_in(event["clock_ms"], 0, MAX_CLOCK_MS):
             return f"{kind}: clock_ms must be an integer 0..{MAX_CLOCK_MS}"
-    elif kind == "clock":
-        if not _int_in(event.get("remaining"), -MAX_CLOCK_MS, MAX_CLOCK_MS):
-            return "clock: remaining must be an integer (milliseconds)"
+    elif kind == "clock":   # a board without a clock display presses with "remaining": null (time unknown)
+        if event.get("remaining") is not None and not _int_in(event["remaining"], -MAX_CLOCK_MS, MAX_CLOCK_MS):
+            return "clock: remaining must be an integer (milliseconds) or null"
     elif kind == "game_start":
         if event.get("fen") is not None and not isinstance(event.get("fen"), str):
             return "game_start: fen must be a string"

@@ -128,7 +128,7 @@ class Broadcaster:
             return int(saved["round"])
         return t.round
 
-    def _open_round(self, number: int, floors: dict[str, int]) -> None:
+    def _open_round(self, number: int, floors: dict[str, tuple[int, str | None]]) -> None:
         """Make ``number`` the current round: its boards, from its saved state if there is one."""
         self.tournament = dataclasses.replace(self.tournament, round=number)
         self.round = self.tournament.current_round()
@@ -142,7 +142,8 @@ class Broadcaster:
         for p in self.round.pairings:
             games = record.boards.get(p.board) if record is not None else None
             if games is None:
-                games = BoardGames(floor=floors.get(p.board_id))
+                floor, floor_session = floors.get(p.board_id, (None, None))
+                games = BoardGames(floor=floor, floor_session=floor_session)
                 if p.result:
                     games.current.set_result("arbiter", p.result)
             live = games.live()
@@ -219,12 +220,15 @@ class Broadcaster:
         self.save_state()
         with contextlib.suppress(OSError):
             self.write_now()
-        floors: dict[str, int] = {}
+        floors: dict[str, tuple[int, str | None]] = {}
         for view in self.boards.values():
-            numbers = [g.number for g in (*view.games.entries, view.games.held) if g is not None and g.number]
-            floor = max([*numbers, view.games.floor or 0])
-            if floor:
-                floors[view.pairing.board_id] = floor
+            games = [g for g in (*view.games.entries, view.games.held) if g is not None and g.number
+                     and not g.retired]
+            top = max(games, key=lambda g: g.number or 0, default=None)
+            if top is not None and top.number and top.number >= (view.games.floor or 0):
+                floors[view.pairing.board_id] = (top.number, top.session)
+            elif view.games.floor:
+                floors[view.pairing.board_id] = (view.games.floor, view.games.floor_session)
         old = self.round.number
         self._past.pop(old, None)
         self._open_round(number, floors)
@@ -307,7 +311,7 @@ class Broadcaster:
 
     def save_state(self) -> None:
         """Save every board's games of the round (``round-<n>-state.json``) and the results export
-        (``round-<n>-results.csv``, ``results.trf``: the arbiter's, without the delay)."""
+        (``round-<n>-results.csv``, ``results.trf`` and ``results-2026.trf``: the arbiter's, without the delay)."""
         save_round(self.output_dir, self.record())
         rounds = {n: (self.public_games(n) if n != self.round.number
                       else dict(self.live_games()))
@@ -315,6 +319,8 @@ class Broadcaster:
         write_atomically(self.output_dir / f"round-{self.round.number}-results.csv",
                          results_csv(self.tournament, {self.round.number: rounds[self.round.number]}))
         write_atomically(self.output_dir / "results.trf", results_trf(self.tournament, rounds, self.round_date))
+        write_atomically(self.output_dir / "results-2026.trf",
+                         results_trf(self.tournament, rounds, self.round_date, variant="2026"))
         self.archive.flush()
         self._save_due = False
         self._saved_at = time.monotonic()
@@ -407,20 +413,38 @@ class Broadcaster:
                                                                            self.round_date(number))
         return renderer.game_text(pairing, games[entry - 1], entry) + "\n"
 
-    def status(self) -> dict[str, Any]:
-        """What ``/status.json`` shows: the round, the delay, the bridges, the lichess push."""
+    @property
+    def console_private(self) -> bool:
+        """Whether viewing the live console (and its API) needs an arbiter token: the file's
+        ``private_console``, else while the round is delayed (the console is live: it would tell all)."""
+        setting = self.tournament.settings.private_console
+        return self.delay > 0 if setting is None else setting
+
+    def status(self, *, arbiter: bool = True) -> dict[str, Any]:
+        """What ``/status.json`` shows: the round, the delay, the bridges, the lichess push. Without
+        ``arbiter`` during a delay, only what the delayed outputs show (no held games, no live counts)."""
         boards = list(self.by_number.values())
-        return {
+        delayed = self.delay > 0 and not arbiter
+        if delayed:
+            public = self.public_games()
+            finished = sum(1 for games in public.values() if games and games[-1].result != "*")
+        else:
+            finished = sum(1 for v in boards if v.game.has_result)
+        out = {
             "event": self.tournament.event, "round": self.round.number,
             "rounds": sorted(self.tournament.rounds), "round_date": self.round_date().isoformat(),
-            "delay_minutes": self.delay / 60.0, "boards": len(boards),
-            "finished": sum(1 for v in boards if v.game.has_result),
+            "delay_minutes": self.delay / 60.0, "console_private": self.console_private,
+            "boards": len(boards), "finished": finished,
             "held_games": [v.pairing.board for v in boards if v.games.held is not None],
             "needs_resync": [v.pairing.board for v in boards if v.games.live().needs_resync],
             "online": sum(1 for v in boards if v.online), "bridges": dict(self.bridges),
             "unknown_boards": self.unknown_boards, "rejected_events": sum(v.rejected for v in boards),
             "push": self.push_status() if self.push_status is not None else None,
         }
+        if delayed:  # what the boards do now is for the arbiters until the delay has passed
+            for key in ("held_games", "needs_resync", "rejected_events"):
+                out.pop(key)
+        return out
 
     def all_rounds_pgn(self) -> str:
         """Every round of the file up to the current one, as the public sees them."""
@@ -447,8 +471,10 @@ class Broadcaster:
     async def run_writer(self) -> None:
         """Keep ``round-N.pgn`` current: written at most ``write_interval`` after each change (and when a
         delayed change falls due); the round state saved with results and new games at once."""
+        written_at = self.clock()
         while True:
-            due = self.delay_line.next_due(self.clock()) if self.delay > 0 else None
+            # what fell due since the last write (also during the sleep below) is due now: never skipped
+            due = self.delay_line.next_due(written_at) if self.delay > 0 else None
             timeout = None if due is None else max(0.0, due - self.clock())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._dirty.wait(), timeout)
@@ -460,6 +486,7 @@ class Broadcaster:
                 log.exception("saving the state of round %s failed", self.round.number)
             if self.written_version != self.version or due is not None:
                 try:
+                    written_at = self.clock()
                     self.write_now()
                 except OSError:
                     log.exception("writing %s failed", self.pgn_path)
@@ -594,9 +621,12 @@ class Broadcaster:
             self._dirty.set()  # the writer flushes the archive
         if kind == "alert" or kind in REJECTIONS:
             return
+        if kind in ("game_resumed", "move"):
+            self._play_after_declared(view, event)
         if view.games.apply(event):
             self._changed(view)
         elif view.games.live().needs_resync:
+            self._illegal_move(view, event)
             self._resync(view)
 
     def _console_event(self, view: BoardView, event: dict[str, Any], restoring: bool = False) -> bool:
@@ -622,6 +652,38 @@ class Broadcaster:
             return False  # still listed from before a round switch
         self._alert(view, event, key)
         return True
+
+    def _illegal_move(self, view: BoardView, event: dict[str, Any]) -> None:
+        """A move the board's game cannot have (refused: the outputs stay legal games): the arbiter sees it
+        at once, before the bridge's PGN or a resync puts the game right."""
+        game = view.games.live()
+        if game.illegal is None:
+            return
+        (ply, uci), game.illegal = game.illegal, None
+        key = (game.number, ply, "illegal_move", uci)
+        if key in view.alerts_seen:
+            return
+        view.alerts_seen.add(key)
+        self._alert(view, {"code": "illegal_move", "article": "", "ply": ply, "ts": event.get("ts"),
+                           "game": game.number,
+                           "detail": {"uci": uci, "fen": game.board(ply - 1).fen() if ply <= game.ply + 1 else None,
+                                      "kept_plies": game.ply}}, key)
+
+    def _play_after_declared(self, view: BoardView, event: dict[str, Any]) -> None:
+        """The board shows play after a result declared through the bridge (pieces put back, or play really
+        went on): the result stands, the arbiter is told once (clearing the result lets the plies in)."""
+        number = event.get("game") if type(event.get("game")) is int else None
+        game = view.games.game(number)
+        if game is None or not game.frozen_by_declaration:
+            return
+        key = (game.number, game.declared_ply, "play_after_result", None)
+        if key in view.alerts_seen:
+            return
+        view.alerts_seen.add(key)
+        self._alert(view, {"code": "play_after_result", "article": "", "ply": (game.declared_ply or 0) + 1,
+                           "ts": event.get("ts"), "game": game.number,
+                           "detail": {"result": game.results.arbiter, "declared_ply": game.declared_ply,
+                                      "shown": event.get("type")}}, key)
 
     def _catch_up(self, view: BoardView) -> None:
         """After a (re)subscription: take the plies made while this consumer was away from the retained PGN when
@@ -771,10 +833,26 @@ class Broadcaster:
             raise ActionError(f"board {board} has {len(entries)} game(s) in this round")
         game = entries[-1] if entry is None else entries[entry - 1]
         if game.set_result("arbiter", norm):
+            if game.needs_resync and game is view.games.live():
+                self._resync(view)  # a declared result cleared: the plies the bridge shows since come in
             self._changed(view)
             self._save_due = True
             self.save_state()
         return view.to_json()
+
+    def _check_lichess_room(self, board: int) -> None:
+        """Refuse a further game on ``board`` that would take its lichess round over the games lichess takes
+        by push (the round would otherwise lose games silently there)."""
+        limit = self.tournament.settings.lichess_max_games
+        for target in self.tournament.lichess_targets(self.round.number):
+            if board not in target.boards:
+                continue
+            games = sum(len(v.games.entries) + (1 if v.games.allow is Allow.NEXT else 0)
+                        for n, v in self.by_number.items() if n in target.boards)
+            if games + 1 > limit:
+                raise ActionError(f"lichess round {target.round_id} would get {games + 1} games, above the "
+                                  f"{limit} lichess takes by push: give boards {target.boards.start}-"
+                                  f"{target.boards.stop - 1} another lichess round first")
 
     def permit_game(self, board: int, allow: str | None) -> dict[str, Any]:
         """The arbiter allows the board's next game (``next``: a further game of the board in the round;
@@ -784,6 +862,8 @@ class Broadcaster:
         except ValueError:
             raise ActionError("allow must be next, replace or none") from None
         view = self.view(board)
+        if mode is Allow.NEXT:
+            self._check_lichess_room(board)
         done = view.games.permit(mode)
         log.info("arbiter: board %s: %s", board, done)
         self._changed(view)

@@ -9,6 +9,7 @@ import logging
 import sys
 from pathlib import Path
 
+from touchmove.broadcast.arbiters import accounts_summary, book_for
 from touchmove.broadcast.service import BroadcastService
 from touchmove.broadcast.tournament import TournamentError, load_tournament
 from touchmove.stop_signals import StopSignals
@@ -30,10 +31,9 @@ async def serve(svc: BroadcastService, stop: asyncio.Event) -> None:
           f"{len(svc.hub.round.pairings)} boards", flush=True)
     print(f"  dashboard  {svc.url}/", flush=True)
     print(f"  round PGN  {svc.pgn_url}  (file {svc.hub.pgn_path})", flush=True)
-    if not svc.token:
-        print("  arbiter actions are off: set [broadcast] token or TOUCHMOVE_ARBITER_TOKEN", flush=True)
+    print(f"  {arbiters_line(svc)}", flush=True)
     if svc.pusher is not None:
-        print(f"  pushing to {svc.pusher.url}", flush=True)
+        print(f"  {push_line(svc)}", flush=True)
     if svc.hub.delay > 0:
         print(f"  public outputs delayed by {svc.hub.delay / 60:g} min (the dashboard is live)", flush=True)
     try:
@@ -73,6 +73,27 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, TournamentError) as exc:
         print(f"touchmove broadcast: {_one_line(exc)}", file=sys.stderr)
         return 2
+
+
+def arbiters_line(svc: BroadcastService) -> str:
+    """Return the banner's line on who may act in the console (the accounts the console itself accepts)."""
+    book = book_for(svc.hub.output_dir, svc.token)
+    summary = accounts_summary(book)
+    if summary is not None:
+        return f"arbiters   {summary}"
+    return (f"arbiter actions are off: add accounts with `touchmove arbiters add {book.file} NAME` "
+            "(or set [broadcast] token / TOUCHMOVE_ARBITER_TOKEN)")
+
+
+def push_line(svc: BroadcastService) -> str:
+    """Return the banner's line on the lichess push of the round being broadcast (its rounds, read from the
+    tournament file: the pushers themselves are made once the broadcast runs)."""
+    assert svc.pusher is not None
+    targets = svc.pusher.targets(svc.hub.round.number)
+    if not targets:
+        return f"no lichess round for round {svc.hub.round.number}: nothing is pushed"
+    base = svc.pusher.base_url.rstrip("/")
+    return "pushing to " + ", ".join(f"{base}/api/broadcast/round/{t.round_id}/push" for t in targets)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -50,6 +50,18 @@ JOURNALS_KEY: web.AppKey[list[Path]] = web.AppKey("journals", list)
 HUB: web.AppKey[Broadcaster] = web.AppKey("console-hub", Broadcaster)
 
 
+#: The most digits a number in a URL may have (board, round, game, ply, ids): more is no such thing.
+MAX_DIGITS = 9
+
+
+def count_param(text: str | None) -> int | None:
+    """The number ``text`` spells in ASCII digits (at most :data:`MAX_DIGITS`), else None: ``str.isdigit``
+    also accepts superscripts and other scripts' digits, which ``int`` refuses or reads otherwise."""
+    if text is None or not 0 < len(text) <= MAX_DIGITS or not text.isascii() or not text.isdigit():
+        return None
+    return int(text)
+
+
 def _json(data: Any, status: int = 200) -> web.Response:
     return web.json_response(data, status=status, dumps=lambda d: json.dumps(d, separators=(",", ":")))
 
@@ -99,10 +111,8 @@ def record(request: web.Request, arbiter: Arbiter, action: str, *, board: int | 
 
 
 def _view(request: web.Request) -> BoardView:
-    try:
-        view = request.app[HUB].by_number.get(int(request.match_info["n"]))
-    except ValueError:
-        view = None
+    number = count_param(request.match_info["n"])
+    view = request.app[HUB].by_number.get(number) if number is not None else None
     if view is None:
         raise _error(web.HTTPNotFound, "no such board")
     return view
@@ -113,9 +123,9 @@ def _game(request: web.Request, view: BoardView) -> GameEvents:
     raw = request.query.get("game")
     game = None
     if raw:
-        if not raw.isdigit():
+        game = count_param(raw)
+        if game is None:
             raise _error(web.HTTPBadRequest, "game must be a number")
-        game = int(raw)
     number = game if game is not None else view.game.number
     record_ = hub.console.events.game(view.pairing.board, number)
     if record_ is None:  # events the broadcaster never got (it was down): the bridge's journal has them
@@ -164,11 +174,13 @@ async def board_detail(request: web.Request) -> web.Response:
 async def timeline(request: web.Request) -> web.Response:
     hub = request.app[HUB]
     view = _view(request)
-    raw = request.query.get("ply", "")
-    if not raw.isdigit() or int(raw) < 1:
+    ply = count_param(request.query.get("ply", ""))
+    if ply is None or ply < 1:
         raise _error(web.HTTPBadRequest, "ply must be a positive number")
     record_ = _game(request, view)
-    ply = int(raw)
+    last = max((e["ply"] for e in record_.events if type(e.get("ply")) is int), default=0)
+    if ply > last + 1:
+        raise _error(web.HTTPNotFound, f"ply {ply} is past game {record_.game} (its events reach ply {last})")
     journal = _journal(request, view, record_.game)
     out = ply_timeline(record_, ply, meanings=hub._meanings, timing=hub.console.timing,
                        records=journal.get(ply, ()))
@@ -215,11 +227,11 @@ async def evidence_pgn_route(request: web.Request) -> web.Response:
 async def audit(request: web.Request) -> web.Response:
     authorized(request)
     raw = request.query.get("after", "")
-    if raw and not raw.isdigit():
+    after = count_param(raw)
+    if raw and after is None:
         raise _error(web.HTTPBadRequest, "after must be an audit entry id")
     entries = request.app[AUDIT_KEY].entries
-    if raw:
-        after = int(raw)
+    if after is not None:
         entries = [e for e in entries if isinstance(e.get("id"), int) and e["id"] > after]
     return _json({"entries": entries[-500:]})
 

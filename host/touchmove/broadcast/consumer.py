@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import uuid
 from collections.abc import Sequence
 
@@ -17,8 +18,8 @@ import aiomqtt
 
 from touchmove.broadcast import bridge_topics
 from touchmove.broadcast.broadcaster import ActionError, Broadcaster
-from touchmove.broadcast.tournament import BrokerConfig
-from touchmove.brokers import Endpoint, Endpoints, refused_subscription, tls_context
+from touchmove.broadcast.tournament import BrokerConfig, TournamentError
+from touchmove.brokers import BrokerSettingError, Endpoint, Endpoints, refused_subscription, tls_context
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,32 @@ def make_client(cfg: BrokerConfig, identifier: str, node: Endpoint | None = None
         node.host, node.port, username=cfg.username, password=cfg.password, identifier=identifier,
         tls_context=context, keepalive=15, max_queued_outgoing_messages=10_000,
     )
+
+
+def check_brokers(brokers: Sequence[BrokerConfig]) -> None:
+    """Raise TournamentError (one line) for a broker setting that could only fail once serving: a topic
+    filter the broker would refuse (``+``, ``#`` in a base), TLS files missing or not certificates."""
+    for i, cfg in enumerate(brokers, 1):
+        if cfg.share_group is not None and any(c in cfg.share_group for c in "/+#\0"):
+            raise TournamentError(f"[[brokers]] #{i}: share_group {cfg.share_group!r} must be one topic level "
+                                  "(no /, + or #), as the base topic")
+        for base in cfg.bases:
+            if any(c in base for c in "+#\0") or not all(base.split("/")):
+                raise TournamentError(f"[[brokers]] #{i}: base topic {base!r} cannot be a topic level "
+                                      "(no +, # or empty level)")
+            for topic in bridge_topics.subscriptions(base, cfg.share_group):
+                try:
+                    aiomqtt.Wildcard(topic)
+                except ValueError as exc:
+                    raise TournamentError(f"[[brokers]] #{i}: topic filter {topic!r}: {exc}") from None
+        if any(node.tls for node in cfg.endpoints):
+            for key, file in (("ca_file", cfg.ca_file), ("cert_file", cfg.cert_file), ("key_file", cfg.key_file)):
+                if file is not None and not os.path.isfile(file):
+                    raise TournamentError(f"[[brokers]] #{i}: {key} {file}: no such file")
+            try:
+                tls_context(cfg.ca_file, cfg.cert_file, cfg.key_file)
+            except BrokerSettingError as exc:
+                raise TournamentError(f"[[brokers]] #{i}: {' '.join(str(exc).split())}") from None
 
 
 class MqttLink:

@@ -1,4 +1,5 @@
-"""``touchmove broadcast-demo --boards 20``: a simulated round through Mosquitto into the broadcaster.
+"""``touchmove broadcast-demo --boards 20``: a simulated round through a private broker into the broadcaster
+(Mosquitto when installed, else a broker embedded in the process).
 
 Simulated bridges play real (random, seeded) games on N boards, with clock times, an alert, a takeback and
 a promotion amendment here and there; games end by the board (mate, stalemate, ...), by the kings placed
@@ -32,6 +33,7 @@ from touchmove.broadcast.local_broker import LocalBroker
 from touchmove.broadcast.service import BroadcastService
 from touchmove.broadcast.simboards import SimBoard, SimBridge
 from touchmove.broadcast.tournament import BrokerConfig, Tournament, parse_tournament
+from touchmove.cli import EXIT_USAGE, CommandError
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +41,20 @@ FIRST = ["Anna", "Boris", "Chen", "Dara", "Emil", "Fatima", "Goran", "Hana", "Iv
          "Mateo", "Nadia", "Omar", "Petra", "Quinn", "Rosa", "Sven", "Tara"]
 LAST = ["Almeida", "Berg", "Costa", "Dvorak", "Eriksen", "Fischer", "Gupta", "Horvat", "Ivanova", "Jensen",
         "Kowalski", "Lund", "Moreau", "Novak", "Okafor", "Petrov", "Quist", "Rossi", "Silva", "Tanaka"]
+
+
+#: The round's pace: every board together (a move is a move, a clock event, the state and the PGN).
+MOVES_PER_SECOND = 150
+#: After play: the check waits while the broadcaster still takes messages in (none for CHECK_QUIET s: done).
+CHECK_QUIET = 10.0
+CHECK_WAIT_MAX = 900.0
+#: The simulated bridge's MQTT client: QoS 1 messages in flight, and how long one may wait for its PUBACK
+#: (a thousand boards publishing at once queue up behind the broker).
+MAX_INFLIGHT = 200
+PUBLISH_TIMEOUT = 120.0
+TOP_RATING = 2750
+BOTTOM_RATING = 1100
+FIRST_FIDE_ID = 1_000_000
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -51,18 +67,23 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, help="output directory (default: a new temporary one)")
     parser.add_argument("--port", type=int, default=0, help="HTTP port of the dashboard (default any free)")
     parser.add_argument("--serve", action="store_true", help="keep the dashboard running until Ctrl-C")
+    parser.add_argument("--embedded-broker", action="store_true",
+                        help="use a broker inside this process (amqtt) even when Mosquitto is installed")
     parser.set_defaults(handler=run)
 
 
 def demo_tournament(boards: int, *, broker: BrokerConfig, base: str, out: Path, seed: int) -> Tournament:
     rng = random.Random(seed)
     pairings: list[dict[str, Any]] = []
+    # ratings spread from TOP_RATING down to BOTTOM_RATING whatever the size of the field
+    step = (TOP_RATING - BOTTOM_RATING) / max(1, 2 * boards)
     for n in range(1, boards + 1):
         def player(rank: int) -> dict[str, Any]:
             name = f"{rng.choice(LAST)}, {rng.choice(FIRST)}"
             title = "GM" if rank < 6 else "IM" if rank < 14 else "FM" if rank < 26 else ""
-            return {"name": name, "fide_id": rng.randrange(1_000_000, 40_000_000), "title": title,
-                    "elo": 2750 - rank * 9 - rng.randrange(0, 9)}
+            # FIDE ids: one per player (two boards never share a player: the tournament file refuses that)
+            return {"name": name, "fide_id": FIRST_FIDE_ID + 7 * rank + rng.randrange(0, 7), "title": title,
+                    "elo": max(BOTTOM_RATING, round(TOP_RATING - rank * step) - rng.randrange(0, 9))}
         pairings.append({"board": n, "board_id": f"demo-{n:03d}", "white": player(2 * n - 2),
                          "black": player(2 * n - 1)})
     return parse_tournament({
@@ -109,7 +130,8 @@ async def play_board(sim: SimBoard, number: int, rng: random.Random, plies: int,
         await sim.move(move.uci(), remaining_ms=clocks[side])
         if move.promotion == chess.QUEEN and rng.random() < 0.5:  # the player put a knight there
             await sim.amend(chess.Move(move.from_square, move.to_square, chess.KNIGHT).uci())
-        if number % 7 == 3 and sim.ply == 10 and not took_back:  # a touch-move alert, a takeback of 2 plies
+        # a touch-move alert, a takeback of 2 plies (not in a scripted game: its next moves would not follow)
+        if number % 7 == 3 and sim.ply == 10 and not took_back and not script:
             took_back = True
             await sim.alert("touch_move", "4.3.1", {"square": chess.square_name(move.to_square)})
             await sim.takeback(sim.ply - 1)
@@ -180,7 +202,8 @@ async def demo(args: argparse.Namespace, broker: BrokerConfig, out: Path) -> int
     base = f"touchmove-demo-{uuid.uuid4().hex[:6]}"
     tournament = demo_tournament(args.boards, broker=broker, base=base, out=out, seed=args.seed)
     async with BroadcastService(tournament, port=args.port, token="demo") as svc, \
-            aiomqtt.Client(broker.host, broker.port, max_queued_outgoing_messages=100_000) as client:
+            aiomqtt.Client(broker.host, broker.port, max_queued_outgoing_messages=100_000,
+                           max_inflight_messages=MAX_INFLIGHT, timeout=PUBLISH_TIMEOUT) as client:
         print(f"dashboard {svc.url}/  (arbiter token: demo)", flush=True)
         print(f"round PGN {svc.pgn_url}\nfile      {svc.hub.pgn_path}", flush=True)
         bridge = SimBridge(client, base)
@@ -193,19 +216,28 @@ async def demo(args: argparse.Namespace, broker: BrokerConfig, out: Path) -> int
 
         start = time.monotonic()
         rng = random.Random(args.seed)
+        # a big round plays at most MOVES_PER_SECOND moves a second in all (each is four bridge messages)
+        move_time = max(args.move_time, args.boards / MOVES_PER_SECOND)
+        if move_time > args.move_time:
+            print(f"{args.boards} boards: a move every {move_time:.1f} s on each board "
+                  f"(at most {MOVES_PER_SECOND} moves a second in all)", flush=True)
         played = await asyncio.gather(*(
             play_board(bridge.board(f"demo-{n:03d}"), n, random.Random(rng.random()), args.plies,
-                       args.move_time, arbiter)
+                       move_time, arbiter)
             for n in range(1, args.boards + 1)))
         elapsed = time.monotonic() - start
         plies = sum(len(p.moves) for p in played)
-        # wait for the last messages to come through and the file to be written
-        deadline = time.monotonic() + 10
+        # wait for the last messages to come through and the file to be written: as long as the broadcaster
+        # still takes messages in (a big round on a busy machine has a backlog), up to CHECK_WAIT_MAX
         problems = ["not checked"]
-        while time.monotonic() < deadline:
+        checked, seen, progress = -1, svc.hub.version, time.monotonic()
+        while time.monotonic() - progress < CHECK_QUIET and time.monotonic() - start - elapsed < CHECK_WAIT_MAX:
             await asyncio.sleep(0.2)
-            if svc.hub.written_version != svc.hub.version:
+            if svc.hub.version != seen:
+                seen, progress = svc.hub.version, time.monotonic()
+            if svc.hub.written_version != svc.hub.version or checked == svc.hub.version:
                 continue
+            checked = svc.hub.version
             problems = check_round_pgn(svc.hub.pgn_path.read_text(encoding="utf-8"), played)
             if not problems:
                 break
@@ -231,9 +263,31 @@ async def demo(args: argparse.Namespace, broker: BrokerConfig, out: Path) -> int
         return 1 if problems else 0
 
 
+def check_options(args: argparse.Namespace) -> None:
+    """Raise a usage error (exit 2) for an option out of range, before any broker or server starts."""
+    for name, value, low, high in (("--boards", args.boards, 1, 1000), ("--plies", args.plies, 1, 1000),
+                                   ("--port", args.port, 0, 65535)):
+        if not low <= value <= high:
+            raise CommandError(f"{name} must be between {low} and {high}, not {value}", EXIT_USAGE)
+    if not args.move_time >= 0:
+        raise CommandError(f"--move-time must be 0 or more seconds, not {args.move_time}", EXIT_USAGE)
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        raise CommandError(f"--out {args.out}: not a folder", EXIT_USAGE)
+
+
+async def demo_on_embedded_broker(args: argparse.Namespace, out: Path) -> int:
+    """Run the demo through a broker inside this process (amqtt): no Mosquitto needed."""
+    from touchmove.demo import embedded_broker
+
+    async with embedded_broker() as url:
+        print(f"embedded broker on {url} (in this process)", flush=True)
+        return await demo(args, BrokerConfig.from_url(url), out)
+
+
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("mqtt").setLevel(logging.ERROR)  # aiomqtt's "pending publish calls" notes
+    check_options(args)
     out = args.out or Path(tempfile.mkdtemp(prefix="touchmove-broadcast-demo-"))
     try:
         if args.broker:
@@ -243,10 +297,8 @@ def run(args: argparse.Namespace) -> int:
             except OSError as exc:
                 raise SystemExit(f"the broker {args.broker} is unreachable: {exc.strerror or exc}") from None
             return asyncio.run(demo(args, broker, out))
-        if not LocalBroker.available():
-            print("broadcast-demo: mosquitto is not installed (apt-get install mosquitto), "
-                  "or pass --broker mqtt://host:port")
-            return 2
+        if args.embedded_broker or not LocalBroker.available():
+            return asyncio.run(demo_on_embedded_broker(args, out))
         with LocalBroker() as local:
             print(f"private Mosquitto on {local.url}", flush=True)
             return asyncio.run(demo(args, BrokerConfig(local.host, local.port), out))

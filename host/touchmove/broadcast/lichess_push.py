@@ -34,6 +34,7 @@ from typing import Any
 
 import aiohttp
 
+from touchmove import __version__
 from touchmove.broadcast.tournament import LichessTarget
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,8 @@ BACKOFF_MAX = 300.0
 #: How often a refused token is looked at again (the token file re-read).
 TOKEN_RECHECK = 5.0
 GAME_ERRORS_SHOWN = 50
+#: Who is pushing, as lichess asks API clients to say.
+USER_AGENT = f"touchmove/{__version__} (broadcast push; occupancy chessboards)"
 
 
 class PushState(StrEnum):
@@ -176,7 +179,8 @@ class LichessPusher:
         token = self.token
         if not token:
             return Outcome(False, error="no lichess token", refused=True)
-        headers = {"Authorization": f"Bearer {token}", "Content-Type": "text/plain; charset=utf-8"}
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "text/plain; charset=utf-8",
+                   "User-Agent": USER_AGENT}
         try:
             async with session.post(self.url, data=pgn.encode("utf-8"), headers=headers,
                                     timeout=aiohttp.ClientTimeout(total=self.timeout)) as resp:

@@ -47,6 +47,10 @@ class GameSnapshot:
     result: str
     source: str | None
     reason: str | None
+    #: When the first move was made (epoch milliseconds, from the bridge's ``ts``), if known.
+    first_move_ms: int | None = None
+    #: When the game became a further game of its board in the round (epoch ns; 0 for a board's first game).
+    added_ns: int = 0
 
     @property
     def ply(self) -> int:
@@ -84,6 +88,20 @@ class LiveGame:
     resync_ply: int = 0
     #: Clock times (ms) of plies whose ``clock`` event came before their move.
     pending_clocks: dict[int, int] = field(default_factory=dict)
+    #: The bridge session whose ``game_start`` began this game (None: not known). Another session's start
+    #: with the same number comes from a bridge with a fresh journal (its games numbered from 1 again).
+    session: str | None = None
+    #: A game of a journal the board is no longer served from (its number means nothing any more).
+    retired: bool = False
+    #: The ply at which the bridge declared the result (a ``result`` record: resignation, time, agreement);
+    #: while that result stands, no later ply is taken (putting the pieces back is not play).
+    declared_ply: int | None = None
+    #: When the first move was made (epoch ms, from its event's ``ts``).
+    first_move_ms: int | None = None
+    #: When the game was added to the round as a further game of its board (epoch ns; 0: the first game).
+    added_ns: int = 0
+    #: The latest move refused as illegal (ply, uci), until the broadcaster has told the arbiter.
+    illegal: tuple[int, str] | None = None
     _position: chess.Board | None = field(default=None, repr=False, compare=False)
 
     _snapshot: GameSnapshot | None = field(default=None, repr=False, compare=False)
@@ -105,7 +123,7 @@ class LiveGame:
             source = self.results.source()
             reason = {"board": self.results.board_reason, "kings": "kings in the centre"}.get(source or "")
             snap = GameSnapshot(self.start_fen, self.chess960, self.number, tuple(self.moves),
-                                self.results.effective(), source, reason)
+                                self.results.effective(), source, reason, self.first_move_ms, self.added_ns)
             self._snapshot, self._snapshot_version = snap, self.version
         return snap
 
@@ -168,6 +186,8 @@ class LiveGame:
                 log.warning("game_start with a bad FEN %r", fen)
                 return False
             self.reset(fen, bool(event.get("chess960")), game if isinstance(game, int) else None)
+            session = event.get("session")
+            self.session = session if isinstance(session, str) else None
             return True
         if isinstance(game, int) and self.number is not None and game < self.number:
             return False  # a late event of an earlier game
@@ -194,16 +214,23 @@ class LiveGame:
             self.results.set("board", None)
             self.results.set("kings", None)
             return self._touch()
-        if kind == "game_resumed":  # the board's game end was withdrawn: play goes on
+        if kind == "game_resumed":  # the board's game end was withdrawn (a declared result stays)
             return self.results.set("board", None) and self._touch()
         if kind == "game_end":
             result = event.get("result")
             if result not in ("1-0", "0-1", "1/2-1/2", "*"):
                 return False
+            if isinstance(event.get("by"), str) and result != "*":
+                # declared through the bridge (a ``result`` record): the arbiter's, never withdrawn by the board
+                self.declared_ply = self.ply
+                return self.results.set("arbiter", str(result)) and self._touch()
             return self.results.set("board", str(result), str(event.get("reason") or "")) and self._touch()
-        if kind == "game_resumed":  # the board's game_end withdrawn: play went on
-            return self.results.set("board", None) and self._touch()
         return False
+
+    @property
+    def frozen_by_declaration(self) -> bool:
+        """Whether a result declared through the bridge stands (later plies are not taken)."""
+        return self.declared_ply is not None and self.results.arbiter is not None
 
     def _apply_clock(self, event: Mapping[str, Any]) -> bool:
         ply, remaining = event.get("ply"), event.get("remaining")
@@ -222,6 +249,9 @@ class LiveGame:
         ply, uci = event.get("ply"), event.get("uci")
         if not _is_ply(ply) or not isinstance(uci, str):
             return False
+        if self.frozen_by_declaration and ply > (self.declared_ply or 0):
+            log.info("ply %s after a declared result: not taken", ply)
+            return False
         if ply > self.ply + 1:
             # Not used (a ply no further than one past the game): a lost event, or a wrong one. Either way the
             # next ply is missing, so the bridge's PGN is taken once it has it (a bogus ply cannot block that).
@@ -238,7 +268,10 @@ class LiveGame:
         if rec is None:
             log.warning("illegal move %s at ply %s (fen %s)", uci, ply, board.fen())
             self.needs_resync, self.resync_ply = True, max(self.resync_ply, ply)
+            self.illegal = (ply, uci)
             return False
+        if ply == 1:
+            self.first_move_ms = _epoch_ms(event.get("ts"))
         tail = self.moves[ply:]
         if ply <= self.ply and self.moves[ply - 1] == rec:
             return False
@@ -258,7 +291,11 @@ class LiveGame:
         return self._touch()
 
     def set_result(self, source: str, result: str | None, reason: str | None = None) -> bool:
-        """Record a result from ``source`` (see :mod:`.results`); return whether it changed."""
+        """Record a result from ``source`` (see :mod:`.results`); return whether it changed. The arbiter
+        clearing a declared result lets later plies in again (the bridge's PGN brings them)."""
+        if source == "arbiter" and result in (None, "*") and self.declared_ply is not None:
+            self.declared_ply = None
+            self.needs_resync, self.resync_ply = True, self.ply
         return self.results.set(source, result, reason) and self._touch()
 
     def adopt(self, pgn_game: chess.pgn.Game, number: int | None = None) -> bool:
@@ -277,6 +314,8 @@ class LiveGame:
             board.push(node.move)
         if self.needs_resync and len(moves) < self.resync_ply:
             return False  # an older PGN than the event that showed the gap: wait for the next one
+        if self.frozen_by_declaration and len(moves) > (self.declared_ply or 0):
+            return False  # play shown after a declared result: the arbiter decides (see set_result)
         start = pgn_game.board()
         if (start.fen() == chess.Board(self.start_fen, chess960=self.chess960).fen()
                 and moves == self.moves and not self.needs_resync):
@@ -292,6 +331,19 @@ class LiveGame:
         if result in ("1-0", "0-1", "1/2-1/2") and self.results.board != result:
             self.results.set("board", result, "pgn")  # (the reason the game_end gave is kept when it came)
         return self._touch()
+
+
+def _epoch_ms(ts: Any) -> int | None:
+    """Epoch milliseconds of an ISO 8601 time (the bridge's ``ts``), or None."""
+    if not isinstance(ts, str) or len(ts) > 40:
+        return None
+    try:
+        when = dt.datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return int(when.timestamp() * 1000)
 
 
 def _is_ply(value: Any) -> TypeGuard[int]:

@@ -11,11 +11,9 @@ CSV columns (one row per game, header first)::
 the arbiter allowed); ``result`` is ``1-0``, ``0-1``, ``1/2-1/2`` or ``*`` (not finished); ``source`` is
 ``arbiter``, ``board`` or ``kings`` (empty while unfinished).
 
-TRF (FIDE's Tournament Report File, TRF16 columns): ``012`` event, ``022`` site, ``042``/``052`` first and
-last round dates, then one ``001`` line per player of any round: start rank (players ordered by rating,
-then name), title, name, rating, federation, FIDE id, points, rank, and per round the opponent's start
-rank, the colour (``w``/``b``) and the result (``1``, ``=``, ``0``; blank while unfinished). When a board
-has several games in a round, the last finished one counts.
+TRF (FIDE's Tournament Report File): :func:`results_trf`, in TRF-16 or TRF-2026 (:mod:`.trf` has the
+columns and the codes), with the ``[report]`` table's records a rating report needs. When a board has several
+games in a round, the last finished one counts.
 """
 
 from __future__ import annotations
@@ -24,10 +22,10 @@ import csv
 import datetime as dt
 import io
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 
 from touchmove.broadcast.live_pgn import GameSnapshot
 from touchmove.broadcast.tournament import Player, Tournament
+from touchmove.broadcast.trf import TrfEntry, TrfHeader, game_codes, write_trf
 
 CSV_COLUMNS = ("round", "board", "game", "white", "white_fide_id", "black", "black_fide_id", "result",
                "source", "reason")
@@ -57,78 +55,46 @@ def _key(player: Player) -> tuple[str, str]:
     return ("fide", str(player.fide_id)) if player.fide_id else ("name", player.name.casefold())
 
 
-@dataclass
-class _Entry:
-    player: Player
-    rank: int = 0
-    games: dict[int, tuple[str, str, str]] = field(default_factory=dict)  # round -> (opponent key, colour, result)
-    points: float = 0.0
+def _counted(games: Sequence[GameSnapshot]) -> GameSnapshot | None:
+    """The game of a board that counts: the last finished one, else the last one (None: none)."""
+    finished = [g for g in games if g.result != "*"]
+    return finished[-1] if finished else (games[-1] if games else None)
 
 
-def _counted(games: Sequence[GameSnapshot]) -> str:
-    finished = [g.result for g in games if g.result != "*"]
-    return finished[-1] if finished else "*"
-
-
-def _put(line: list[str], column: int, text: str, width: int, *, right: bool = False) -> None:
-    """Write ``text`` at TRF ``column`` (1-based) in a field of ``width`` characters."""
-    text = text[:width]
-    text = text.rjust(width) if right else text.ljust(width)
-    start = column - 1
-    if len(line) < start + width:
-        line.extend(" " * (start + width - len(line)))
-    line[start:start + width] = list(text)
+def trf_header(tournament: Tournament) -> TrfHeader:
+    """The TRF tournament records from the file (its ``[report]`` table, event, site, time control)."""
+    r = tournament.report
+    return TrfHeader(tournament.event, tournament.site, r.federation, r.chief_arbiter, r.deputy_arbiters,
+                     r.type, tournament.time_control if tournament.time_control != "?" else "", r.rounds)
 
 
 def results_trf(tournament: Tournament, rounds: Mapping[int, RoundGames],
-                round_date: Callable[[int], dt.date]) -> str:
-    """The rounds' results as TRF16-style lines (see the module)."""
-    players: dict[tuple[str, str], _Entry] = {}
+                round_date: Callable[[int], dt.date], *, variant: str = "16") -> str:
+    """The rounds' results as a TRF (``variant`` ``16`` or ``2026``; see :mod:`.trf`). Codes: ``1`` ``=``
+    ``0`` for a game played (or a result the file gives), ``W`` ``D`` ``L`` for one followed here that lasted
+    less than one move, ``+``/``-`` for a forfeit the file gives (``1-0f``), a blank result while a game is
+    unfinished, ``0000 - H`` (``F``, ``U``, ``Z``) for a bye of the round's ``byes``, ``0000 - Z`` for a player
+    not paired in a round."""
+    entries: dict[tuple[str, str], TrfEntry] = {}
+
+    def entry(p: Player) -> TrfEntry:
+        key = _key(p)
+        if key not in entries:
+            entries[key] = TrfEntry(key, p.name, p.sex, p.title, p.elo, p.federation, p.fide_id, p.birth)
+        return entries[key]
+
     for number in sorted(rounds):
         games = rounds[number]
         for pairing in tournament.rounds[number].pairings:
-            w = players.setdefault(_key(pairing.white), _Entry(pairing.white))
-            b = players.setdefault(_key(pairing.black), _Entry(pairing.black))
-            result = _counted(games.get(pairing.board) or ())
-            score = {"1-0": ("1", "0", 1.0, 0.0), "0-1": ("0", "1", 0.0, 1.0),
-                     "1/2-1/2": ("=", "=", 0.5, 0.5)}.get(result, (" ", " ", 0.0, 0.0))
-            w.games[number] = (_key(pairing.black)[1], "w", score[0])
-            b.games[number] = (_key(pairing.white)[1], "b", score[1])
-            w.points += score[2]
-            b.points += score[3]
-    ordered = sorted(players.items(), key=lambda kv: (-(kv[1].player.elo or 0), kv[1].player.name.casefold()))
-    start_rank = {key: i for i, (key, _) in enumerate(ordered, 1)}
-    by_value = {key[1]: start_rank[key] for key in start_rank}
-    standings = sorted(ordered, key=lambda kv: (-kv[1].points, start_rank[kv[0]]))
-    for place, (_, entry) in enumerate(standings, 1):
-        entry.rank = place
-    numbers = sorted(rounds)
-    dates = [round_date(n) for n in numbers] or [dt.date.today()]
-    lines = [f"012 {tournament.event}", f"022 {tournament.site}",
-             f"042 {min(dates).strftime('%Y/%m/%d')}", f"052 {max(dates).strftime('%Y/%m/%d')}"]
-    all_rounds = range(1, max(numbers, default=0) + 1)
-    for key, entry in ordered:
-        p = entry.player
-        line: list[str] = []
-        _put(line, 1, "001", 3)
-        _put(line, 5, str(start_rank[key]), 4, right=True)
-        _put(line, 11, (p.title or "")[:3], 3, right=True)
-        _put(line, 15, p.name, 33)
-        _put(line, 49, str(p.elo or ""), 4, right=True)
-        _put(line, 54, p.federation or "", 3)
-        _put(line, 58, str(p.fide_id or ""), 11, right=True)
-        _put(line, 81, f"{entry.points:.1f}", 4, right=True)
-        _put(line, 86, str(entry.rank), 4, right=True)
-        for r in all_rounds:
-            col = 92 + 10 * (r - 1)
-            if r in entry.games:
-                opponent, colour, result = entry.games[r]
-                _put(line, col, str(by_value[opponent]), 4, right=True)
-                _put(line, col + 5, colour, 1)
-                _put(line, col + 7, result, 1)
-            else:
-                _put(line, col, "0000", 4)
-                _put(line, col + 5, "-", 1)
-                _put(line, col + 7, " ", 1)
-        lines.append("".join(line).rstrip())
-    return "\n".join(lines) + "\n"
+            w, b = entry(pairing.white), entry(pairing.black)
+            game = _counted(games.get(pairing.board) or ())
+            result = game.result if game is not None else (pairing.result or "*")
+            followed = game is not None and (game.number is not None or game.ply > 0)
+            plies = game.ply if followed and game is not None else None
+            white, black = game_codes(result, plies, pairing.forfeit)
+            w.games[number] = (b.key, "w", white)
+            b.games[number] = (w.key, "b", black)
+        for player, kind in tournament.rounds[number].byes:
+            entry(player).games[number] = (None, "-", kind)
+    return write_trf(trf_header(tournament), entries.values(), {n: round_date(n) for n in sorted(rounds)},
+                     variant=variant)

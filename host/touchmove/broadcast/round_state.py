@@ -24,6 +24,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -56,6 +57,8 @@ class BoardGames:
     allow: Allow | None = None
     #: The bridge's games numbered up to this one belong to earlier rounds.
     floor: int | None = None
+    #: The bridge session that started the floor's game (None: not known).
+    floor_session: str | None = None
     _snaps: tuple[tuple[int, int, int], tuple[GameSnapshot, ...]] | None = field(default=None, repr=False,
                                                                               compare=False)
 
@@ -72,12 +75,31 @@ class BoardGames:
         """The game with the bridge's number ``number`` (None: the live one)."""
         if number is None:
             return self.live()
-        if self.held is not None and self.held.number == number:
+        if self.held is not None and self.held.number == number and not self.held.retired:
             return self.held
         for game in reversed(self.entries):
-            if game.number == number:
+            if game.number == number and not game.retired:
                 return game
         return None
+
+    def _fresh_journal(self, event: Mapping[str, Any], number: int | None) -> bool:
+        """Whether a ``game_start`` comes from a bridge with a fresh journal: another session starting a
+        game numbered as one of ours (a redelivery, or a restart on the same journal, repeats the session)."""
+        session = event.get("session")
+        if not isinstance(session, str) or number is None:
+            return False
+        known = self.game(number)
+        if known is not None:
+            return known.session is not None and known.session != session
+        return self._old(number) and self.floor_session is not None and self.floor_session != session
+
+    def _retire(self) -> None:
+        """The board is served from another journal: the games kept so far are no longer addressed by number
+        (none is lost or replaced: the new game is held like any game after a finished one)."""
+        for game in (*self.entries, self.held):
+            if game is not None:
+                game.retired = True
+        self.floor = self.floor_session = None
 
     def snapshots(self) -> tuple[GameSnapshot, ...]:
         """The round's games of this board as they stand (the held game is not the round's); the same
@@ -107,6 +129,8 @@ class BoardGames:
     def apply(self, event: Mapping[str, Any]) -> bool:
         """Apply one checked engine event; return whether a game of the board changed."""
         number = event.get("game") if type(event.get("game")) is int else None
+        if event.get("type") == "game_start" and self._fresh_journal(event, number):
+            self._retire()
         if self._old(number):
             return False  # a game of an earlier round
         if event.get("type") == "game_start":
@@ -137,10 +161,11 @@ class BoardGames:
         if not new.apply(event):
             return False
         current = self.current
-        if current.ply == 0 and not current.has_result and self.held is None:
+        if current.ply == 0 and not current.has_result and self.held is None and not current.retired:
             new.results.arbiter = current.results.arbiter  # a result entered before the game started
             self.entries[-1] = new
         elif self.allow is Allow.NEXT:
+            new.added_ns = time.time_ns()
             self.entries.append(new)
             self.allow = None
         elif self.allow is Allow.REPLACE:
@@ -162,6 +187,7 @@ class BoardGames:
             return f"the next game started on the board will be {self._what(allow)}"
         held, self.held, self.allow = self.held, None, None
         if allow is Allow.NEXT:
+            held.added_ns = time.time_ns()
             self.entries.append(held)
         else:
             self.entries[-1] = held
@@ -195,7 +221,7 @@ class BoardGames:
             "entries": [game_to_json(g) for g in self.entries],
             "held": game_to_json(self.held) if self.held is not None else None,
             "allow": self.allow.value if self.allow is not None else None,
-            "floor": self.floor,
+            "floor": self.floor, "floor_session": self.floor_session,
         }
 
     @classmethod
@@ -203,12 +229,13 @@ class BoardGames:
         if not isinstance(data, dict) or not isinstance(data.get("entries"), list) or not data["entries"]:
             raise ValueError("a board needs a list of games")
         allow = data.get("allow")
-        floor = data.get("floor")
+        floor, floor_session = data.get("floor"), data.get("floor_session")
         return cls(
             entries=[game_from_json(g) for g in data["entries"]],
             held=game_from_json(data["held"]) if data.get("held") is not None else None,
             allow=Allow(allow) if allow is not None else None,
             floor=floor if type(floor) is int else None,
+            floor_session=floor_session if isinstance(floor_session, str) else None,
         )
 
 
@@ -219,6 +246,8 @@ def game_to_json(game: LiveGame) -> dict[str, Any]:
         "number": game.number, "fen": game.start_fen, "chess960": game.chess960,
         "moves": [[m.uci, m.clock_ms] for m in game.moves],
         "results": {"arbiter": r.arbiter, "board": r.board, "kings": r.kings, "board_reason": r.board_reason},
+        "session": game.session, "retired": game.retired, "declared_ply": game.declared_ply,
+        "first_move_ms": game.first_move_ms, "added_ns": game.added_ns,
     }
 
 
@@ -245,6 +274,13 @@ def game_from_json(data: Any) -> LiveGame:
         if value is not None and value in RESULTS:
             reason = results.get("board_reason") if source == "board" else None
             game.results.set(source, value, reason if isinstance(reason, str) else None)
+    session, declared = data.get("session"), data.get("declared_ply")
+    game.session = session if isinstance(session, str) else None
+    game.retired = data.get("retired") is True
+    first, added = data.get("first_move_ms"), data.get("added_ns")
+    game.first_move_ms = first if type(first) is int else None
+    game.added_ns = added if type(added) is int and added >= 0 else 0
+    game.declared_ply = declared if type(declared) is int and 0 <= declared <= game.ply else None
     game.version = 1
     return game
 
@@ -272,7 +308,8 @@ class RoundRecord:
             snap = game.snapshot()
             same = result == snap.result
             out.append(GameSnapshot(snap.start_fen, snap.chess960, number, snap.moves[:ply], result,
-                                    snap.source if same else None, snap.reason if same else None))
+                                    snap.source if same else None, snap.reason if same else None,
+                                    snap.first_move_ms if ply else None, snap.added_ns))
         return tuple(out)
 
 

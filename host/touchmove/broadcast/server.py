@@ -5,7 +5,7 @@ Public (read-only; after the broadcast delay, with an ETag from the content, Las
     GET  /round/{n}/game/{b}.pgn        one game: board ``b`` (``b-2`` for the board's second game)
     GET  /all.pgn                       every round so far
     GET  /round/{n}/results.csv         the round's results (CSV); ``/results.csv`` every round
-    GET  /results.trf                   every round's results, FIDE TRF-style
+    GET  /results.trf                   every round's results as a FIDE TRF-16 (``/results-2026.trf``: TRF-2026)
     GET  /live/tournament.json          DGT LiveChess Cloud shapes: the tournament,
     GET  /live/round-{n}/index.json     a round's pairings and live state,
     GET  /live/round-{n}/game-{i}.json  a game's moves and clocks
@@ -50,7 +50,7 @@ from typing import Any
 from aiohttp import web
 
 from touchmove.broadcast import console_api, livechess_json
-from touchmove.broadcast.arbiters import ARBITERS_ENV, ARBITERS_FILE_ENV, Arbiter, ArbiterBook
+from touchmove.broadcast.arbiters import Arbiter, ArbiterBook, book_for
 from touchmove.broadcast.audit import AuditLog
 from touchmove.broadcast.broadcaster import ActionError, Broadcaster
 from touchmove.broadcast.results_export import results_csv, results_trf
@@ -71,10 +71,22 @@ def _json(data: Any, status: int = 200) -> web.Response:
 
 
 def _board_number(request: web.Request) -> int:
+    number = console_api.count_param(request.match_info["n"])
+    if number is None:
+        raise web.HTTPNotFound()
+    return number
+
+
+@web.middleware
+async def no_internal_text(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """An unexpected error is logged here and answered with a plain 500: its text never reaches a client."""
     try:
-        return int(request.match_info["n"])
-    except ValueError:
-        raise web.HTTPNotFound() from None
+        return await handler(request)
+    except (web.HTTPException, asyncio.CancelledError, ConnectionResetError):
+        raise
+    except Exception:
+        log.exception("%s %s failed", request.method, request.path)
+        return _json({"error": "internal error (logged by the broadcaster)"}, 500)
 
 
 async def dashboard(request: web.Request) -> web.FileResponse:
@@ -122,9 +134,10 @@ def _round_number(request: web.Request, name: str = "n") -> int:
     text = request.match_info[name]
     if text == "current":
         return hub.round.number
-    if not text.isdigit() or int(text) not in hub.tournament.rounds:
-        raise web.HTTPNotFound(text=f"no round {text}\n")
-    return int(text)
+    number = console_api.count_param(text)
+    if number is None or number not in hub.tournament.rounds:
+        raise web.HTTPNotFound(text="no such round\n")
+    return number
 
 
 PGN = "application/x-chess-pgn"
@@ -141,12 +154,12 @@ async def game_pgn(request: web.Request) -> web.Response:
     hub = request.app[HUB_KEY]
     number = _round_number(request)
     board_text, _, entry_text = request.match_info["g"].partition("-")
-    if not board_text.isdigit() or not (entry_text or "1").isdigit():
+    board, entry = console_api.count_param(board_text), console_api.count_param(entry_text or "1")
+    if board is None or entry is None:
         raise web.HTTPNotFound()
-    board, entry = int(board_text), int(entry_text or "1")
     text = hub.public_game_pgn(number, board, entry)
     if text is None:
-        raise web.HTTPNotFound(text=f"no game {request.match_info['g']} in round {number}\n")
+        raise web.HTTPNotFound(text=f"no game {board}-{entry} in round {number}\n")
     return public(request, f"round-{number}-game-{board}-{entry}.pgn", text, PGN)
 
 
@@ -172,8 +185,9 @@ async def all_results_csv(request: web.Request) -> web.Response:
 
 async def all_results_trf(request: web.Request) -> web.Response:
     hub = request.app[HUB_KEY]
-    text = results_trf(hub.tournament, _rounds_so_far(hub), hub.round_date)
-    return public(request, "results.trf", text, "text/plain")
+    variant = "2026" if request.path.endswith("-2026.trf") else "16"
+    text = results_trf(hub.tournament, _rounds_so_far(hub), hub.round_date, variant=variant)
+    return public(request, request.path.lstrip("/"), text, "text/plain")
 
 
 def _dumps(data: Any) -> str:
@@ -199,17 +213,41 @@ async def live_index(request: web.Request) -> web.Response:
 async def live_game(request: web.Request) -> web.Response:
     hub = request.app[HUB_KEY]
     number = _round_number(request)
-    index = request.match_info["i"]
-    found = livechess_json.game_at(hub.tournament, number, hub.public_games(number), int(index)) \
-        if index.isdigit() else None
+    index = console_api.count_param(request.match_info["i"])
+    found = livechess_json.game_at(hub.tournament, number, hub.public_games(number), index) \
+        if index is not None else None
     if found is None:
-        raise web.HTTPNotFound(text=f"no game {index} in round {number}\n")
-    data = livechess_json.game_json(found[0], found[1], number == hub.round.number)
+        raise web.HTTPNotFound(text=f"no such game in round {number}\n")
+    data = livechess_json.game_json(found[0], found[1], number == hub.round.number, hub.tournament.time_control)
     return public(request, f"live/round-{number}/game-{index}.json", _dumps(data), JSON)
 
 
 async def status(request: web.Request) -> web.Response:
-    return _json(request.app[HUB_KEY].status())
+    arbiter = console_api.arbiter_of(request) is not None
+    return _json(request.app[HUB_KEY].status(arbiter=arbiter))
+
+
+#: The live views a private console keeps to arbiters (GET; the actions always need a token).
+PRIVATE_PREFIXES = ("/api/state", "/api/stream", "/board/", "/api/boards/")
+COOKIE = "touchmove_arbiter"
+
+
+@web.middleware
+async def private_console(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """While the console is private (:attr:`Broadcaster.console_private`), its live views need an arbiter's
+    token: the ``Authorization`` header, or the cookie ``/api/auth`` sets (an EventSource sends no header)."""
+    hub = request.app[HUB_KEY]
+    if (request.method in ("GET", "HEAD") and hub.console_private
+            and request.path.startswith(PRIVATE_PREFIXES)):
+        book = request.app[console_api.BOOK_KEY]
+        header = request.headers.get("Authorization", "")
+        token = header[7:].strip() if header.startswith("Bearer ") else request.cookies.get(COOKIE, "")
+        if not book.configured or not token or book.authenticate(token) is None:
+            raise web.HTTPUnauthorized(
+                text=json.dumps({"error": "the console is private while the broadcast is delayed: an arbiter "
+                                          "token is needed"}),
+                content_type="application/json", headers={"WWW-Authenticate": 'Bearer realm="touchmove arbiter"'})
+    return await handler(request)
 
 
 async def board_svg(request: web.Request) -> web.Response:
@@ -279,17 +317,23 @@ async def _body(request: web.Request) -> dict[str, Any]:
 
 async def auth(request: web.Request) -> web.Response:
     arbiter = _authorized(request)
-    return _json({"ok": True, "arbiter": arbiter.name, "role": arbiter.role})
+    resp = _json({"ok": True, "arbiter": arbiter.name, "role": arbiter.role})
+    header = request.headers.get("Authorization", "")
+    # for the private console's live views only (the actions need the header: a cookie is sent cross-site)
+    resp.set_cookie(COOKIE, header[7:].strip(), httponly=True, samesite="Strict", path="/")
+    return resp
 
 
 async def ack(request: web.Request) -> web.Response:
     arbiter = _authorized(request)
     hub = request.app[HUB_KEY]
+    alert_id = console_api.count_param(request.match_info["id"])
+    if alert_id is None:
+        return _json({"error": "no such alert"}, 404)
     try:
-        alert_id = int(request.match_info["id"])
         was_open = any(a.id == alert_id and not a.acked for a in hub.alerts)
         entry = hub.acknowledge(alert_id, by=arbiter.name)
-    except (ValueError, ActionError) as exc:
+    except ActionError as exc:
         return _json({"error": str(exc)}, 404)
     if was_open:  # acknowledging an acknowledged alert changes nothing: nothing to log
         console_api.record(request, arbiter, "acknowledge", board=entry.board, before={"acked": False},
@@ -373,15 +417,12 @@ async def lichess_token(request: web.Request) -> web.Response:
 def make_app(hub: Broadcaster, token: str | None, *, arbiters: ArbiterBook | None = None,
              audit: AuditLog | None = None, journals: list[Path] | None = None) -> web.Application:
     """The web app; ``token`` is the tournament's shared token (an arbiter named ``arbiter``)."""
-    app = web.Application()
+    app = web.Application(middlewares=[no_internal_text, private_console])
     app[HUB_KEY] = hub
     app[TOKEN_KEY] = token
     app[ENCODED_KEY] = {}
     if arbiters is None:
-        file = os.environ.get(ARBITERS_FILE_ENV)
-        arbiters = ArbiterBook(file=Path(file) if file else hub.output_dir / "arbiters.toml",
-                               env=os.environ.get(ARBITERS_ENV), shared_token=token,
-                               revoked_path=hub.output_dir / "arbiters-revoked.json")
+        arbiters = book_for(hub.output_dir, token)
     if audit is None:
         audit = AuditLog(hub.output_dir / "arbiter-audit.jsonl")
     if journals is None:
@@ -394,6 +435,7 @@ def make_app(hub: Broadcaster, token: str | None, *, arbiters: ArbiterBook | Non
     app.router.add_get("/round/{n}/results.csv", round_results_csv)
     app.router.add_get("/results.csv", all_results_csv)
     app.router.add_get("/results.trf", all_results_trf)
+    app.router.add_get("/results-2026.trf", all_results_trf)
     app.router.add_get("/live/tournament.json", live_tournament)
     app.router.add_get("/live/round-{n}/index.json", live_index)
     app.router.add_get("/live/round-{n}/game-{i}.json", live_game)

@@ -14,7 +14,7 @@ from types import TracebackType
 from aiohttp import web
 
 from touchmove.broadcast.broadcaster import ActionError, Broadcaster
-from touchmove.broadcast.consumer import MqttLink
+from touchmove.broadcast.consumer import MqttLink, check_brokers
 from touchmove.broadcast.lichess_push import LichessPush, TokenSource
 from touchmove.broadcast.server import make_app
 from touchmove.broadcast.tournament import LICHESS_TOKEN_ENV, Tournament, TournamentError
@@ -44,6 +44,7 @@ class BroadcastService:
         self.port = port if port is not None else s.port
         self.token = token if token is not None else s.token
         check_output_dir(s.output_dir)
+        check_brokers(tournament.brokers)  # before serving: a bad setting never leaves a page without MQTT
         try:
             self.hub = Broadcaster(tournament)
         except ValueError as exc:  # a round state file that cannot be read

@@ -16,6 +16,7 @@ Example (docs/broadcast.md has every key)::
     # lichess_round = "abcd1234" # push to a lichess broadcast round; token from env LICHESS_TOKEN
     # assign = true              # send the pairings to the bridges (their own PGNs get the names)
     # delay_minutes = 15         # every public output 15 minutes behind (also per round)
+    # private_console = true     # the live console needs a token to view (default: while a delay is set)
 
     [[brokers]]
     url = "mqtt://127.0.0.1:1883"
@@ -53,23 +54,31 @@ from touchmove.brokers import PASSWORD_ENV, BrokerSettingError, Endpoint, parse_
 
 TOKEN_ENV = "TOUCHMOVE_ARBITER_TOKEN"
 LICHESS_TOKEN_ENV = "LICHESS_TOKEN"
-#: Games lichess shows in one broadcast round: 64 (100 for official broadcasts, lichess-org/api#500).
-LICHESS_MAX_GAMES = 64
+#: Games a lichess broadcast round takes by push: 100 (the 256 lichess allows is for rounds it reads from a
+#: URL itself, not for pushed ones). Checked at start-up and whenever the arbiter allows a further game.
+LICHESS_MAX_GAMES = 100
 LICHESS_MAX_GAMES_LIMIT = 100
 MAX_BOARD = 10_000
 MAX_DELAY_MINUTES = 24 * 60
 
 #: The keys each table may hold (anything else is refused, with the nearest known key suggested).
-TOP_KEYS = frozenset({"event", "site", "time_control", "round", "broadcast", "brokers", "rounds"})
+TOP_KEYS = frozenset({"event", "site", "time_control", "round", "broadcast", "brokers", "rounds", "report"})
+#: What a rating report (the TRF export) needs beyond the pairings and results.
+REPORT_KEYS = frozenset({"federation", "chief_arbiter", "deputy_arbiters", "type", "rounds"})
+#: Results that say the game was not played (a forfeit).
+FORFEIT_SPELLINGS = frozenset({"1-0f", "0-1f", "+/-", "-/+", "+-", "-+", "1-0ff", "0-1ff"})
 BROADCAST_KEYS = frozenset({"output_dir", "host", "port", "token", "lichess_round", "lichess_url",
                             "lichess_interval", "lichess_max_games", "lichess_token_file", "assign",
-                            "delay_minutes"})
+                            "delay_minutes", "private_console"})
 #: (``urls``, ``password_file``, ``cert_file``, ``key_file``: the cluster work's broker lists and secrets)
 BROKER_KEYS = {"url", "bases", "base", "username", "password", "password_env", "tls", "ca_file", "share_group",
                "urls", "password_file", "cert_file", "key_file", "subscribe_qos"}
-ROUND_KEYS = frozenset({"number", "date", "start", "delay_minutes", "boards", "lichess_round", "lichess"})
+ROUND_KEYS = frozenset({"number", "date", "start", "delay_minutes", "boards", "lichess_round", "lichess", "byes"})
+BYE_KEYS = frozenset({"player", "type"})
+#: TRF bye codes: half-point, full-point, pairing-allocated, zero-point.
+BYE_TYPES = ("H", "F", "U", "Z")
 BOARD_KEYS = frozenset({"board", "board_id", "white", "black", "result"})
-PLAYER_KEYS = frozenset({"name", "fide_id", "title", "elo", "federation"})
+PLAYER_KEYS = frozenset({"name", "fide_id", "title", "elo", "federation", "sex", "birth"})
 LICHESS_KEYS = frozenset({"boards", "round_id"})
 
 
@@ -94,6 +103,9 @@ class Player:
     title: str | None = None
     elo: int | None = None
     federation: str | None = None
+    #: ``m`` or ``w`` (the TRF's sex column), and the birth date as the TRF writes it (YYYY/MM/DD).
+    sex: str | None = None
+    birth: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +117,20 @@ class Pairing:
     white: Player
     black: Player
     result: str | None = None
+    #: The result was given without the game being played (``1-0f``, ``+/-``): TRF ``+``/``-``.
+    forfeit: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """The tournament records of a rating report (the TRF export's header)."""
+
+    federation: str = ""
+    chief_arbiter: str = ""
+    deputy_arbiters: tuple[str, ...] = ()
+    type: str = ""
+    #: Rounds the tournament has (None: as many as the file has so far).
+    rounds: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +150,8 @@ class Round:
     start: dt.datetime | None = None
     delay_minutes: float | None = None
     lichess: tuple[LichessTarget, ...] = ()
+    #: Players not paired in the round and the bye they got (TRF ``H``, ``F``, ``U``, ``Z``).
+    byes: tuple[tuple[Player, str], ...] = ()
 
     def by_board_id(self) -> dict[str, Pairing]:
         return {p.board_id: p for p in self.pairings}
@@ -189,6 +217,8 @@ class BroadcastSettings:
     delay_minutes: float = 0.0
     #: Send each board's pairing to its bridge (``assign`` command) when the broadcaster connects.
     assign: bool = False
+    #: The live console and its API need an arbiter token to be viewed (None: while the round is delayed).
+    private_console: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +230,7 @@ class Tournament:
     rounds: dict[int, Round]
     brokers: tuple[BrokerConfig, ...] = (BrokerConfig(),)
     settings: BroadcastSettings = field(default_factory=BroadcastSettings)
+    report: Report = field(default_factory=Report)
 
     def current_round(self) -> Round:
         return self.rounds[self.round]
@@ -241,6 +272,31 @@ def _opt_int(value: Any, what: str, low: int | None = None, high: int | None = N
     return number
 
 
+def _whole(value: Any, what: str, low: int, high: int) -> int:
+    """A TOML integer (a quoted number is refused: ``board = "7"`` may be a typo for another key's value)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TournamentError(f"{what} must be an integer written without quotes, not {value!r}")
+    if not low <= value <= high:
+        raise TournamentError(f"{what} must be between {low} and {high}, not {value}")
+    return value
+
+
+def _flag(value: Any, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise TournamentError(f"{what} must be true or false (without quotes), not {value!r}")
+    return value
+
+
+def _opt_text(raw: dict[str, Any], key: str, what: str) -> str | None:
+    """An optional string setting (a number where a string belongs is refused, not turned into one)."""
+    value = raw.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise TournamentError(f"{what} must be a non-empty string in quotes, not {value!r}")
+    return value
+
+
 def _number(value: Any, what: str, low: float, high: float) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
         raise TournamentError(f"{what} must be a number between {low:g} and {high:g}, not {value!r}")
@@ -278,12 +334,21 @@ def _player(raw: Any, what: str) -> Player:
     if title is not None and not isinstance(title, str):
         raise TournamentError(f"{what}.title must be a string such as \"GM\", not {title!r}")
     fed = _text(raw.get("federation"), f"{what}.federation", required=False)
+    sex = raw.get("sex")
+    if sex is not None and sex not in ("m", "w"):
+        raise TournamentError(f"{what}.sex must be \"m\" or \"w\" (the TRF's letters), not {sex!r}")
+    birth = raw.get("birth")
+    if isinstance(birth, dt.date):
+        birth = birth.strftime("%Y/%m/%d")
+    if birth is not None and not isinstance(birth, str):
+        raise TournamentError(f"{what}.birth must be a date (1990-04-01), not {birth!r}")
     return Player(
         name=str(_text(raw.get("name"), f"{what}.name")),
         fide_id=_opt_int(raw.get("fide_id"), f"{what}.fide_id", 1, 10**10),
         title=str(title) if title else None,
         elo=_opt_int(raw.get("elo"), f"{what}.elo", 0, 4000),
         federation=fed.upper() if fed else None,
+        sex=sex, birth=birth or None,
     )
 
 
@@ -375,9 +440,9 @@ def _lichess(raw: dict[str, Any], pairings: list[Pairing], number: int, max_game
 def _round(raw: Any, settings: dict[str, Any]) -> Round:
     if not isinstance(raw, dict):
         raise TournamentError("every [[rounds]] entry must be a table")
-    number = _opt_int(raw.get("number"), "[[rounds]] number", 1, 10_000)
-    if number is None:
+    if raw.get("number") is None:
         raise TournamentError("every [[rounds]] needs a number")
+    number = _whole(raw.get("number"), "[[rounds]] number", 1, 10_000)
     check_keys(raw, ROUND_KEYS, f"round {number}")
     boards = _list(raw.get("boards", []), "rounds.boards")
     if not boards:
@@ -386,7 +451,7 @@ def _round(raw: Any, settings: dict[str, Any]) -> Round:
     for i, b in enumerate(boards):
         what = f"round {number} board #{i + 1}"
         b = _table(b, what, BOARD_KEYS)
-        board = _opt_int(b.get("board", i + 1), f"{what}: board", 1, MAX_BOARD)
+        board = _whole(b.get("board", i + 1), f"{what}: board", 1, MAX_BOARD)
         board_id = b.get("board_id")
         if board_id is None:
             raise TournamentError(f"{what}: board_id (the bridge's board id) is required")
@@ -396,17 +461,21 @@ def _round(raw: Any, settings: dict[str, Any]) -> Round:
         if any(c in board_id for c in "/+#") or board_id != board_id.strip():
             raise TournamentError(f"{what}: board_id {board_id!r} cannot be an MQTT topic level")
         result = b.get("result")
+        forfeit = False
         if result is not None:
-            norm = normalize_result(str(result))
+            if not isinstance(result, str):
+                raise TournamentError(f"{what}: result must be a string such as \"1-0\", not {result!r}")
+            norm = normalize_result(result)
             if norm is None:
                 raise TournamentError(f"{what}: unknown result {result!r}")
+            forfeit = result.strip().lower() in FORFEIT_SPELLINGS and norm != "*"
             result = None if norm == "*" else norm
         pairings.append(Pairing(
             board=board if board is not None else i + 1,
             board_id=board_id,
             white=_player(b.get("white"), f"{what}.white"),
             black=_player(b.get("black"), f"{what}.black"),
-            result=result,
+            result=result, forfeit=forfeit,
         ))
     numbers = [p.board for p in pairings]
     if len(set(numbers)) != len(numbers):
@@ -414,6 +483,16 @@ def _round(raw: Any, settings: dict[str, Any]) -> Round:
     ids = [p.board_id for p in pairings]
     if len(set(ids)) != len(ids):
         raise TournamentError(f"round {number}: a board id is used twice")
+    _check_players(pairings, number)
+    byes: list[tuple[Player, str]] = []
+    for i, item in enumerate(_list(raw.get("byes", []), "rounds.byes")):
+        what = f"round {number} bye #{i + 1}"
+        item = _table(item, what, BYE_KEYS)
+        kind = item.get("type")
+        if kind not in BYE_TYPES:
+            raise TournamentError(f"{what}: type must be one of {', '.join(BYE_TYPES)}, not {kind!r}")
+        byes.append((_player(item.get("player"), f"{what}.player"), str(kind)))
+    _check_players([*pairings, *(Pairing(0, "", p, Player("(bye)")) for p, _ in byes)], number)
     delay = raw.get("delay_minutes")
     return Round(
         number, _date(raw.get("date"), f"round {number} date"),
@@ -422,7 +501,28 @@ def _round(raw: Any, settings: dict[str, Any]) -> Round:
         delay_minutes=None if delay is None else _number(delay, f"round {number} delay_minutes", 0,
                                                          MAX_DELAY_MINUTES),
         lichess=_lichess(raw, pairings, number, settings["max_games"], settings.get("default_round")),
+        byes=tuple(byes),
     )
+
+
+def _player_key(player: Player) -> tuple[str, str]:
+    """Who a player is: the FIDE id when given, else the name (case and spacing ignored)."""
+    if player.fide_id is not None:
+        return ("fide_id", str(player.fide_id))
+    return ("name", " ".join(player.name.casefold().split()))
+
+
+def _check_players(pairings: list[Pairing], number: int) -> None:
+    """Refuse a player paired against himself, or on two boards of one round (one line, naming both)."""
+    seen: dict[tuple[str, str], int] = {}
+    for p in pairings:
+        white, black = _player_key(p.white), _player_key(p.black)
+        if white == black or (p.white.fide_id is not None and p.white.fide_id == p.black.fide_id):
+            raise TournamentError(f"round {number} board {p.board}: {p.white.name} plays against himself")
+        for key, player in ((white, p.white), (black, p.black)):
+            if key in seen:
+                raise TournamentError(f"round {number}: {player.name} plays on boards {seen[key]} and {p.board}")
+            seen[key] = p.board
 
 
 def _broker(raw: Any) -> BrokerConfig:
@@ -434,6 +534,11 @@ def _broker(raw: Any) -> BrokerConfig:
         bases = [bases]
     if not isinstance(bases, list) or not all(isinstance(b, str) and b for b in bases):
         raise TournamentError("brokers.bases must be a list of base topics")
+    for key in ("url", "username", "password", "password_env", "ca_file", "share_group", "password_file",
+                "cert_file", "key_file"):
+        _opt_text(raw, key, f"brokers.{key}")
+    if "tls" in raw:
+        _flag(raw["tls"], "brokers.tls")
     extra: dict[str, Any] = {
         "bases": tuple(b.rstrip("/") for b in bases),
         "ca_file": raw.get("ca_file"),
@@ -481,7 +586,7 @@ def parse_tournament(data: dict[str, Any], *, base_dir: Path | None = None) -> T
     for key in ("event", "round"):
         if key not in data:
             raise TournamentError(f"missing top-level key {key!r}")
-    current = _opt_int(data["round"], "round", 1, 10_000)
+    current = _whole(data["round"], "round", 1, 10_000)
     raw_b = _table(data.get("broadcast", {}), "[broadcast]", BROADCAST_KEYS)
     max_games = int(_opt_int(raw_b.get("lichess_max_games", LICHESS_MAX_GAMES), "broadcast.lichess_max_games",
                              1, LICHESS_MAX_GAMES_LIMIT) or LICHESS_MAX_GAMES)
@@ -501,19 +606,17 @@ def parse_tournament(data: dict[str, Any], *, base_dir: Path | None = None) -> T
     out = Path(str(_text(raw_b.get("output_dir", "broadcast"), "broadcast.output_dir")))
     if not out.is_absolute() and base_dir is not None:
         out = base_dir / out
-    token = raw_b.get("token") or os.environ.get(TOKEN_ENV) or None
+    token = _opt_text(raw_b, "token", "broadcast.token") or os.environ.get(TOKEN_ENV) or None
     token_file = raw_b.get("lichess_token_file")
     if token_file is not None:
         token_file = Path(str(_text(token_file, "broadcast.lichess_token_file")))
         if not token_file.is_absolute() and base_dir is not None:
             token_file = base_dir / token_file
-    assign = raw_b.get("assign", False)
-    if not isinstance(assign, bool):
-        raise TournamentError(f"broadcast.assign must be true or false, not {assign!r}")
+    assign = _flag(raw_b.get("assign", False), "broadcast.assign")
     settings = BroadcastSettings(
         output_dir=out,
         host=str(_text(raw_b.get("host", "127.0.0.1"), "broadcast.host")),
-        port=_opt_int(raw_b.get("port", 8080), "broadcast.port", 0, 65535) or 0,
+        port=_whole(raw_b.get("port", 8080), "broadcast.port", 0, 65535),
         token=str(token) if token else None,
         lichess_round=default_round,
         lichess_url=str(_text(raw_b.get("lichess_url", "https://lichess.org"), "broadcast.lichess_url")).rstrip("/"),
@@ -522,6 +625,8 @@ def parse_tournament(data: dict[str, Any], *, base_dir: Path | None = None) -> T
         lichess_token_file=token_file,
         delay_minutes=_number(raw_b.get("delay_minutes", 0), "broadcast.delay_minutes", 0, MAX_DELAY_MINUTES),
         assign=assign,
+        private_console=None if raw_b.get("private_console") is None
+        else _flag(raw_b["private_console"], "broadcast.private_console"),
     )
     try:
         brokers = tuple(_broker(b) for b in _list(data.get("brokers", [{}]), "brokers"))
@@ -532,6 +637,7 @@ def parse_tournament(data: dict[str, Any], *, base_dir: Path | None = None) -> T
     if not brokers:
         raise TournamentError("at least one [[brokers]] entry is needed")
     return Tournament(
+        report=_report(data.get("report")),
         event=str(_text(data["event"], "event")),
         site=str(_text(data.get("site", "?"), "site")),
         time_control=str(_text(data.get("time_control", "?"), "time_control")),
@@ -539,6 +645,23 @@ def parse_tournament(data: dict[str, Any], *, base_dir: Path | None = None) -> T
         rounds=rounds,
         brokers=brokers,
         settings=settings,
+    )
+
+
+def _report(raw: Any) -> Report:
+    if raw is None:
+        return Report()
+    raw = _table(raw, "[report]", REPORT_KEYS)
+    deputies = raw.get("deputy_arbiters", [])
+    if not isinstance(deputies, list) or not all(isinstance(d, str) and d.strip() for d in deputies):
+        raise TournamentError("report.deputy_arbiters must be a list of names")
+    rounds = raw.get("rounds")
+    return Report(
+        federation=(_opt_text(raw, "federation", "report.federation") or "").upper(),
+        chief_arbiter=_opt_text(raw, "chief_arbiter", "report.chief_arbiter") or "",
+        deputy_arbiters=tuple(d.strip() for d in deputies),
+        type=_opt_text(raw, "type", "report.type") or "",
+        rounds=None if rounds is None else _whole(rounds, "report.rounds", 1, 10_000),
     )
 
 

@@ -253,6 +253,7 @@ function drawRow(n, now = Date.now()) {
   text(c.n, String(n));
   text(c.w, b.white.name);
   text(c.b, b.black.name);
+  if (c.w.title !== b.white.name) { c.w.title = b.white.name; c.b.title = b.black.name; }   // compact rows cut names
   const side = b.result === "*" ? toMove(b) : "";
   const clocks = shownClocks(b, now);
   text(c.cw, clock(clocks.white));
@@ -279,11 +280,19 @@ function filtered(b, status) {
 }
 function redrawAll() { const now = Date.now(); for (const n of state.boards.keys()) { rows.get(n).drawn = false; drawRow(n, now); } }
 
+const ROW_WIDTH = 470;   // a row with both names and clocks in full
+const ROW_HEIGHT = 15;   // --row in the CSS
 function layoutTable() {
   const table = $("#table");
   const n = state.boards.size || 1;
-  if (isPhone()) { table.style.removeProperty("--cols"); return; }
-  const cols = Math.max(1, Math.min(6, Math.floor(table.clientWidth / 470)));
+  if (isPhone()) { table.style.removeProperty("--cols"); table.classList.remove("compact"); return; }
+  // as many columns as the width allows, and at least as many as keep every board on the screen (with the
+  // detail open the table is narrower: its rows go compact, one line each, clocks left to the detail)
+  const panel = $("#boards-panel");
+  const room = panel.getBoundingClientRect().bottom - table.getBoundingClientRect().top - 8;
+  const fit = Math.max(1, Math.floor(room / ROW_HEIGHT));
+  const cols = Math.max(1, Math.min(8, Math.max(Math.floor(table.clientWidth / ROW_WIDTH), Math.ceil(n / fit))));
+  table.classList.toggle("compact", table.clientWidth / cols < ROW_WIDTH);
   table.style.setProperty("--cols", cols);
   table.style.setProperty("--rows", Math.ceil(n / cols));
 }
@@ -721,6 +730,7 @@ async function unlock(ev) {
     auditSeen = 0;
     loadAudit();
     loadDetail();
+    connect();   // a private console streams once a token is accepted (its cookie goes with the stream)
   } catch (e) {
     state.arbiter = null;
     document.body.classList.remove("unlocked");
@@ -777,9 +787,11 @@ function renderBridges() {
   text($("#bridges"), parts.length ? "bridges " + parts.join(", ") : "");
 }
 
+let source = null;
 function connect() {
+  if (source) return;
   const conn = $("#conn");
-  const source = new EventSource("/api/stream?svg=0");
+  source = new EventSource("/api/stream?svg=0");
   const on = (kind, fn) => source.addEventListener(kind, (ev) => fn(JSON.parse(ev.data)));
   source.onopen = () => { text(conn, "live"); conn.className = "badge ok"; };
   source.onerror = () => { text(conn, "reconnecting…"); conn.className = "badge bad"; };
@@ -826,4 +838,10 @@ setInterval(() => {   // ages, out-of-sync durations, flags: they change with ti
   askFrame();
 }, 1000);
 if (token) { $("#token").value = token; unlock(); }
-connect();
+fetch("/status.json").then((r) => r.json()).then((st) => {
+  if (!st.console_private) { connect(); return; }
+  if (!token) {   // a delayed broadcast: the live console is for arbiters only
+    text($("#conn"), "private while the broadcast is delayed: enter an arbiter token");
+    $("#conn").className = "badge bad";
+  }
+}).catch(() => connect());

@@ -1,0 +1,302 @@
+"""What the bridge watches and what it found, said to the operator: ports opened or refused (with the reason
+and the fix), ports that stay silent, boards bound; and ``touchmove doctor --ports``, which lists the serial
+devices with their USB ids and whether a board answers on each.
+
+:class:`PortReport` is told by :mod:`touchmove.bridge.ports` what happens and logs each news once (at INFO or
+WARNING, so the default log level shows it); :func:`diagnose` turns an open error into a reason and a fix.
+"""
+
+from __future__ import annotations
+
+import errno
+import glob
+import json
+import logging
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from touchmove.config import UsbMatch
+
+log = logging.getLogger("touchmove.bridge")
+
+#: Seconds a port may stay open without a line from it before the operator is told the board is silent.
+SILENT_AFTER_S = 5.0
+#: USB ids of the boards the firmware runs on (MicroPython's own ids), named for the operator.
+KNOWN_USB_IDS = {
+    (0x2E8A, 0x0005): "Raspberry Pi Pico / Pico W (MicroPython)",
+    (0x303A, 0x4001): "ESP32-S3 (MicroPython, native USB)",
+    (0x303A, 0x1001): "ESP32-S3 (USB Serial/JTAG)",
+}
+_DIALOUT_FIX = ("add the bridge's user to the dialout group (sudo usermod -aG dialout $USER, then log in again) "
+                "or install deploy/udev/99-touchmove.rules")
+_BUSY_FIX = ("another program holds the port: ModemManager probing a new modem (sudo systemctl disable --now "
+             "ModemManager, or the udev rule's ID_MM_DEVICE_IGNORE), a second `touchmove run`, mpremote, screen "
+             "or minicom: close it")
+SILENT_FIX = ("no line from the board: it runs other firmware or none (flash touchmove's: make flash, "
+              "docs/firmware.md), the baud rate differs ([serial] baudrate), or it is not a board")
+GARBLED_FIX = ("lines that are not touchmove's: other firmware on the board (flash touchmove's: make flash) "
+               "or a wrong baud rate ([serial] baudrate)")
+
+
+def usb_id(vid: int | None, pid: int | None) -> str:
+    """Return ``vvvv:pppp`` (lower-case hex) or ``-`` when the device has no USB id."""
+    return f"{vid:04x}:{pid:04x}" if vid is not None and pid is not None else "-"
+
+
+def modem_manager_running() -> bool:
+    """Return True when a ModemManager process runs on this host (it opens new USB serial ports to probe)."""
+    for comm in glob.glob("/proc/[0-9]*/comm"):
+        try:
+            if Path(comm).read_text().strip() == "ModemManager":
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def diagnose(path: str, exc: BaseException) -> tuple[str, str]:
+    """Return (reason, fix) for a port that could not be opened."""
+    code = getattr(exc, "errno", None)
+    text = str(exc)
+    if code in (errno.EACCES, errno.EPERM) or "Permission denied" in text:
+        return "permission denied", _DIALOUT_FIX
+    if code == errno.ENOENT or "No such file" in text:
+        return "no such device", ("check the path (`touchmove doctor --ports` lists the serial devices); "
+                                  "the board may have been unplugged")
+    if code == errno.ENOTTY or "Inappropriate ioctl" in text:
+        return "not a tty", f"{path} is not a serial device: fix --port or [serial] ports"
+    if code == errno.EBUSY or "busy" in text.lower():
+        running = " (ModemManager is running on this host)" if modem_manager_running() else ""
+        return f"busy{running}", _BUSY_FIX
+    if code in (errno.EAGAIN, errno.EWOULDBLOCK) or "exclusively lock" in text:
+        running = " (ModemManager is running on this host)" if modem_manager_running() else ""
+        return f"locked by another program{running}", _BUSY_FIX
+    if code == errno.EISDIR or os.path.isdir(path):
+        return "a folder, not a serial device", "fix --port or [serial] ports"
+    return " ".join(text.split()) or type(exc).__name__, "see `touchmove doctor --ports`"
+
+
+def describe_watch(patterns: Sequence[str], usb: Sequence[UsbMatch]) -> str:
+    """Return one line saying which paths and USB ids the bridge looks for boards at."""
+    parts = [f"paths {', '.join(patterns)}"] if patterns else []
+    if usb:
+        ids = []
+        for m in usb:
+            vid = f"{m.vid:04x}" if m.vid is not None else "*"
+            pid = f"{m.pid:04x}" if m.pid is not None else "*"
+            ids.append(f"{vid}:{pid}" + (f" serial {m.serial_number}" if m.serial_number else ""))
+        parts.append(f"USB ids {', '.join(ids)}")
+    return " and ".join(parts) if parts else "nothing (no [serial] ports or usb in the configuration)"
+
+
+@dataclass(frozen=True)
+class SerialDevice:
+    """A serial device of this host: its path, USB id (None when not USB), serial number and description."""
+
+    path: str
+    vid: int | None = None
+    pid: int | None = None
+    serial_number: str | None = None
+    description: str = ""
+
+    def label(self) -> str:
+        """Return ``path (vvvv:pppp, what it is)`` for the operator."""
+        known = KNOWN_USB_IDS.get((self.vid or -1, self.pid or -1))
+        what = known or self.description
+        return f"{self.path} ({usb_id(self.vid, self.pid)}{', ' + what if what and what != 'n/a' else ''})"
+
+
+def serial_devices(extra: Iterable[str] = ()) -> list[SerialDevice]:
+    """Return the host's serial devices (pyserial's list) and the ``extra`` paths or patterns that exist."""
+    from serial.tools import list_ports
+
+    found: dict[str, SerialDevice] = {}
+    for info in list_ports.comports():
+        found[info.device] = SerialDevice(info.device, info.vid, info.pid, info.serial_number,
+                                          info.description or "")
+    for pattern in extra:
+        for path in sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]:
+            real = os.path.realpath(path)
+            if os.path.exists(path) and path not in found and not any(
+                    os.path.realpath(d) == real for d in found):
+                found[path] = SerialDevice(path)
+    return sorted(found.values(), key=lambda d: d.path)
+
+
+class Clock(Protocol):
+    def __call__(self) -> float: ...
+
+
+class PortReport:
+    """Logs, once per news, what the bridge's serial side watches and finds (see the module's docstring)."""
+
+    def __init__(self, patterns: Sequence[str], usb: Sequence[UsbMatch], baudrate: int,
+                 clock: Clock = time.monotonic) -> None:
+        self.patterns = patterns
+        self.usb = usb
+        self.baudrate = baudrate
+        self.clock = clock
+        self.refused: dict[str, str] = {}           # path -> the reason last logged
+        self.opened_at: dict[str, float] = {}       # path -> when it opened, until it sent a line
+        self.garbled: dict[str, int] = {}            # path -> lines that were not touchmove's, before a hello
+        self.silent_told: set[str] = set()
+        self.last_found: tuple[str, ...] | None = None
+
+    def started(self) -> None:
+        """Say what the bridge looks for boards at (once, at start)."""
+        log.info("watching for boards at %s (baud %d)", describe_watch(self.patterns, self.usb), self.baudrate)
+
+    def scanned(self, found: Sequence[str]) -> None:
+        """After a scan: say what matched when it changed (and, when nothing does, what is plugged in)."""
+        for path in self.patterns:
+            if not glob.has_magic(path) and path not in found and self.refused.get(path) != "no such device":
+                self.refused_port(path, FileNotFoundError(errno.ENOENT, "No such file or directory", path))
+        now = tuple(found)
+        if now == self.last_found:
+            return
+        self.last_found = now
+        if found:
+            log.info("ports matching: %s", ", ".join(found))
+            return
+        try:
+            devices = serial_devices()
+        except Exception:     # pyserial's listing is a convenience here
+            devices = []
+        plugged = ", ".join(d.label() for d in devices) or "none"
+        log.warning("no port matches %s; serial devices on this host: %s", describe_watch(self.patterns, self.usb),
+                    plugged)
+
+    def refused_port(self, path: str, exc: BaseException) -> None:
+        """Say why ``path`` could not be opened and the fix (once per reason, until it opens)."""
+        reason, fix = diagnose(path, exc)
+        if self.refused.get(path) == reason:
+            return
+        self.refused[path] = reason
+        log.warning("port %s refused: %s -> %s", path, reason, fix)
+
+    def opened(self, path: str) -> None:
+        """Note ``path`` open: its silence is timed from now."""
+        self.refused.pop(path, None)
+        self.opened_at[path] = self.clock()
+        self.silent_told.discard(path)
+        self.garbled.pop(path, None)
+
+    def line(self, path: str, touchmove: bool) -> None:
+        """A line came from ``path``; ``touchmove`` says whether it decoded as the firmware's."""
+        self.opened_at.pop(path, None)
+        if touchmove:
+            self.garbled.pop(path, None)
+            return
+        count = self.garbled.get(path, 0) + 1
+        self.garbled[path] = count
+        if count == 3:
+            log.warning("port %s: %s", path, GARBLED_FIX)
+
+    def bound(self, path: str, board: str) -> None:
+        """Say that ``board`` said hello on ``path``."""
+        self.garbled.pop(path, None)
+        log.info("port %s: board %s bound", path, board)
+
+    def closed(self, path: str) -> None:
+        """Forget ``path``'s silence (it is said again if it reopens and stays silent)."""
+        self.opened_at.pop(path, None)
+        self.silent_told.discard(path)
+
+    def check_silent(self) -> list[str]:
+        """Log the ports open for :data:`SILENT_AFTER_S` without a line (once each); return them."""
+        now = self.clock()
+        silent = [p for p, t in self.opened_at.items() if now - t >= SILENT_AFTER_S and p not in self.silent_told]
+        for path in silent:
+            self.silent_told.add(path)
+            log.warning("port %s: open for %.0f s, nothing received -> %s", path, SILENT_AFTER_S, SILENT_FIX)
+        return silent
+
+
+# -- touchmove doctor --ports ------------------------------------------------------------------------------------
+
+def probe(path: str, baudrate: int, timeout: float) -> tuple[str, str]:
+    """Open ``path``, ask for ``hello`` and return (level, what answered): ``ok`` with the board's id,
+    ``warn`` for silence or foreign lines, ``FAIL`` when the port cannot be opened (with the fix)."""
+    import serial
+
+    try:
+        port = serial.Serial(path, baudrate, timeout=0.2, write_timeout=1.0, exclusive=True)
+    except Exception as exc:
+        reason, fix = diagnose(path, exc)
+        return "FAIL", f"cannot open: {reason} -> {fix}"
+    lines: list[bytes] = []
+    try:
+        port.write(b'{"cmd":"hello"}\n')
+        deadline = time.monotonic() + timeout
+        buf = b""
+        while time.monotonic() < deadline:
+            buf += port.read(4096)
+            *complete, buf = buf.split(b"\n")
+            lines += [c.strip() for c in complete if c.strip()]
+            for line in lines:
+                hello = _hello(line)
+                if hello is not None:
+                    return "ok", (f"touchmove board {hello.get('board')} answers (firmware "
+                                  f"{hello.get('fw', '?')}, protocol {hello.get('proto', '?')})")
+    except Exception as exc:
+        return "warn", f"opened, then failed: {' '.join(str(exc).split())}"
+    finally:
+        port.close()
+    if lines:
+        return "warn", f"{len(lines)} line(s), none touchmove's -> {GARBLED_FIX}"
+    return "warn", f"nothing received in {timeout:g} s -> {SILENT_FIX}"
+
+
+def _hello(line: bytes) -> dict[str, object] | None:
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) and obj.get("type") == "hello" and "board" in obj else None
+
+
+class DoctorReport(Protocol):
+    def ok(self, what: str) -> None: ...
+    def warn(self, what: str, fix: str) -> None: ...
+    def fail(self, what: str, fix: str) -> None: ...
+
+
+def doctor_ports(report: DoctorReport, config_path: Path | None, timeout: float) -> None:
+    """``touchmove doctor --ports``: one line per serial device with its USB id and whether a board answers."""
+    patterns: Sequence[str] = ()
+    baudrate = 115200
+    if config_path is not None:
+        from touchmove.config import ConfigError, load
+
+        try:
+            cfg = load(config_path)
+        except (ConfigError, OSError):
+            cfg = None        # the configuration's own check says why
+        if cfg is not None:
+            patterns, baudrate = cfg.serial.ports, cfg.serial.baudrate
+    devices = serial_devices(patterns)
+    if not devices:
+        report.warn("ports: no serial device on this host",
+                    "plug a board in (a data cable, not a charge-only one); `dmesg | tail` shows what the "
+                    "kernel saw")
+        return
+    configured = {p for pattern in patterns
+                  for p in (glob.glob(pattern) if glob.has_magic(pattern) else [pattern])}
+    for device in devices:
+        if device.vid is None and device.path not in configured:
+            # a built-in serial port (ttyS*) or another adapter: nothing is written to it unasked
+            report.ok(f"port {device.label()}: not USB, not probed (name it in [serial] ports to probe it)")
+            continue
+        level, what = probe(device.path, baudrate, timeout)
+        line = f"port {device.label()}: {what}"
+        if level == "ok":
+            report.ok(line)
+        elif level == "warn":
+            report.warn(line.split(" -> ")[0], what.split(" -> ")[1] if " -> " in what else "")
+        else:
+            report.fail(line.split(" -> ")[0], what.split(" -> ")[1] if " -> " in what else "")
