@@ -6,7 +6,12 @@ and the firmware's snapshot on reconnection (touchmove.lost_data). Prints how ma
 * ``illegal_move`` alerts raised (the hands play no illegal move: any is false);
 * the time the engine takes per game, recovery included.
 
-    python bench/lost_data.py [--games N] [--seed S] [--only I ...] [--show]
+    python bench/lost_data.py [--games N] [--seed S] [--only I ...] [--show] [--window MIN MAX] [--blitz]
+
+``--window MIN MAX`` sets the lost window (ms, default 500 8000); ``--blitz`` plays at blitz pace (0.3-2 s a move)
+with windows of 2-8 s. Each window's recovery search is also timed alone (``touchmove.rules.recovery.search``
+from the position the engine was sure of), by how many plies were really lost: the bar is every window with one
+explanation recovered within 50 ms.
 
 ``--show`` prints every game that fails the bar (a window with one explanation not back exactly, or any
 ``illegal_move``) with its index; ``--only`` replays just those indexes (as numbered in a full run).
@@ -22,15 +27,24 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from touchmove.hands import playable_moves, read_games
-from touchmove.lost_data import WINDOW_KINDS, lost_game
+from touchmove.hands import Style, playable_moves, read_games
+from touchmove.lost_data import WINDOW_KINDS, WINDOW_MS, lost_game
 from touchmove.rules import Alert, Engine
+from touchmove.rules.recovery import search
+
+#: The recovery bar: a window with one explanation is recovered within this (ms).
+BAR_MS = 50.0
+#: Blitz pace: how long a player thinks before a move (ms).
+BLITZ_THINK_MS = (300, 2000)
 
 GAMES_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "games"
 
 
-def run(limit: int | None, seed: int, only: set[int] | None = None, show: bool = False) -> int:
+def run(limit: int | None, seed: int, only: set[int] | None = None, show: bool = False,
+        window_ms: tuple[int, int] = WINDOW_MS, style: Style | None = None) -> int:
     rows: Counter[tuple[str, bool]] = Counter()
+    searches: dict[tuple[int, str], list[float]] = {}
+    gave_up_nodes: list[int] = []
     illegal = 0
     lost_alerts = 0
     times: list[float] = []
@@ -44,8 +58,14 @@ def run(limit: int | None, seed: int, only: set[int] | None = None, show: bool =
                 count += 1
                 continue
             board = game.board()
-            lost = lost_game(board, moves, random.Random(f"{seed}-{count}"))
+            lost = lost_game(board, moves, random.Random(f"{seed}-{count}"), style, window_ms)
             recording, window, kind = lost.recording, lost.window, lost.kind
+            if lost.sure is not None:
+                s0 = time.perf_counter()
+                result = search(lost.sure, window.occ)
+                searches.setdefault((lost.lost_plies, kind), []).append((time.perf_counter() - s0) * 1000)
+                if result.gave_up and not result.ambiguous:
+                    gave_up_nodes.append(result.nodes)
             engine = Engine(fen=board.fen(), chess960=board.chess960)
             t0 = time.process_time()
             events = []
@@ -70,7 +90,9 @@ def run(limit: int | None, seed: int, only: set[int] | None = None, show: bool =
         if limit is not None and count >= limit:
             break
     played = sum(rows.values())
-    print(f"{played} games, one lost window each (0.5-8 s mid-game, then a snapshot)")
+    pace = "" if style is None else f", {style.think_ms[0] / 1000:g}-{style.think_ms[1] / 1000:g} s a move"
+    print(f"{played} games, one lost window each ({window_ms[0] / 1000:g}-{window_ms[1] / 1000:g} s mid-game, "
+          f"then a snapshot{pace})")
     exact_all = sum(n for (_, exact), n in rows.items() if exact)
     for kind in WINDOW_KINDS:
         total = rows[(kind, True)] + rows[(kind, False)]
@@ -81,6 +103,69 @@ def run(limit: int | None, seed: int, only: set[int] | None = None, show: bool =
           f"({100 * exact_all / max(played, 1):5.1f} %)")
     print(f"  illegal_move alerts: {illegal}; changes_lost alerts: {lost_alerts}")
     print(f"  engine time per game: median {statistics.median(times) * 1000:.1f} ms, max {max(times) * 1000:.1f} ms")
+    print(f"  recovery search alone, by plies really lost (wall clock; the bar: one explanation within {BAR_MS:g} ms)")
+    for plies in sorted({p for p, _ in searches}):
+        one = searches.get((plies, "one explanation"), [])
+        every = [ms for (p, _), values in searches.items() if p == plies for ms in values]
+        gave = len(searches.get((plies, "search gave up"), []))
+        line = (f"    {plies} plies: {len(every):>4} windows, median {statistics.median(every):6.1f} ms, "
+                f"max {max(every):7.1f} ms")
+        if one:
+            line += (f"; one explanation {len(one):>4}, within the bar {sum(ms <= BAR_MS for ms in one):>4}, "
+                     f"max {max(one):6.1f} ms")
+        print(line + (f"; gave up {gave}" if gave else ""))
+    if gave_up_nodes:
+        print(f"  of which at the position bound (not too many explanations): {len(gave_up_nodes)}")
+    return 0
+
+
+def sweep(limit: int | None, seed: int) -> int:
+    """Lose exactly 1 to 8 real plies of each game at a random point (no hands: the snapshot at rest) and time the
+    search alone: the figures of the recovery bar for every window length."""
+    rng = random.Random(seed)
+    rows: dict[int, dict[str, list[float]]] = {}
+    count = 0
+    for path in sorted(GAMES_DIR.glob("*.pgn")):
+        for game in read_games(str(path)):
+            moves = playable_moves(game)
+            if moves is None or len(moves) < 20:
+                continue
+            for plies in range(1, 9):
+                at = rng.randrange(4, len(moves) - plies)
+                board = game.board()
+                for move in moves[:at]:
+                    board.push(move)
+                sure = board.copy(stack=False)
+                for move in moves[at:at + plies]:
+                    board.push(move)
+                s0 = time.perf_counter()
+                result = search(sure, board.occupied)
+                ms = (time.perf_counter() - s0) * 1000
+                if result.gave_up:
+                    kind = "ambiguous" if result.ambiguous else "gave up"
+                elif not result.found:
+                    kind = "none"
+                elif len({e.board.epd() for e in result.found}) == 1:     # orders of the same plies aside
+                    kind = "one" if result.found[0].board.epd() == board.epd() else "one, other"
+                else:
+                    kind = "several"
+                rows.setdefault(plies, {}).setdefault(kind, []).append(ms)
+            count += 1
+            if limit is not None and count >= limit:
+                break
+        if limit is not None and count >= limit:
+            break
+    print(f"{count} games, 1 to 8 real plies lost at a random point each (the search alone, wall clock)")
+    for plies, kinds in sorted(rows.items()):
+        every = [ms for values in kinds.values() for ms in values]
+        one = kinds.get("one", [])
+        parts = [f"{kind} {len(values)}" for kind, values in sorted(kinds.items())]
+        line = (f"  {plies} plies: median {statistics.median(every):6.1f} ms, max {max(every):7.1f} ms; "
+                + ", ".join(parts))
+        if one:
+            line += (f"; one explanation within {BAR_MS:g} ms: {sum(ms <= BAR_MS for ms in one)}/{len(one)} "
+                     f"(max {max(one):.1f} ms)")
+        print(line)
     return 0
 
 
@@ -90,11 +175,23 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--only", type=int, nargs="+", metavar="I", help="replay only these game indexes")
     parser.add_argument("--show", action="store_true", help="print every game that fails the bar")
+    parser.add_argument("--window", type=int, nargs=2, metavar=("MIN", "MAX"), default=None,
+                        help="lost window in ms (default 500 8000; 2000 8000 with --blitz)")
+    parser.add_argument("--blitz", action="store_true", help="blitz pace (0.3-2 s a move), windows of 2-8 s")
+    parser.add_argument("--plies", action="store_true", help="lose exactly 1 to 8 real plies; time the search")
     args = parser.parse_args()
+    window = tuple(args.window) if args.window else ((2000, 8000) if args.blitz else WINDOW_MS)
+    if not 0 < window[0] <= window[1] <= 60_000:
+        print("--window: give MIN <= MAX, in ms, at most 60000", file=sys.stderr)
+        return 2
+    style = Style(think_ms=BLITZ_THINK_MS) if args.blitz else None
+    if args.plies:
+        return sweep(args.games, args.seed)
     if not GAMES_DIR.is_dir():
         print(f"no games at {GAMES_DIR}: clone the project beside ../shared", file=sys.stderr)
         return 2
-    return run(args.games, args.seed, set(args.only) if args.only else None, args.show)
+    return run(args.games, args.seed, set(args.only) if args.only else None, args.show,
+               (window[0], window[1]), style)
 
 
 if __name__ == "__main__":

@@ -65,8 +65,9 @@ def write_board(journal: Journal, board: str, session: list[list[chess.Move]], s
 
     def save(t: int) -> None:
         state = checkpoint.dump(engine)
-        journal.add_checkpoint(board, seq, t, code, state, {}, ts, settle_ms=SETTLE_MS,
-                               mac=key.sign(board, code, SETTLE_MS, seq, state))
+        after = journal.last_entry_id
+        journal.add_checkpoint(board, seq, t, code, state, {}, ts, settle_ms=SETTLE_MS, after_entry=after,
+                               mac=key.sign(board, code, SETTLE_MS, seq, state, after, {}))
 
     def emit(events: list) -> bool:
         nonlocal seq
@@ -110,7 +111,9 @@ def restore_time(path: Path, key: Path) -> tuple[float, Bridge]:
         bridge._loop = asyncio.get_running_loop()
         start = time.perf_counter()
         bridge.restore()
-        return time.perf_counter() - start, bridge
+        elapsed = time.perf_counter() - start
+        bridge.journal_lock.release()      # the next restore of this journal is another bridge's
+        return elapsed, bridge
     return asyncio.run(run())
 
 

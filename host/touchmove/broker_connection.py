@@ -15,6 +15,7 @@ import socket
 from collections.abc import Iterable
 
 import aiomqtt
+from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from touchmove.brokers import refused_subscription
 
@@ -47,13 +48,16 @@ def socket_options() -> list[tuple[int, int, int]]:
 
 
 async def subscribe_all(client: aiomqtt.Client, topics: Iterable[str], qos: int, *,
-                        retry_for: float = SUBSCRIBE_RETRY_S) -> None:
-    """Subscribe to every topic; return when all are granted. A refused subscription is tried again for
-    ``retry_for`` seconds, then :class:`aiomqtt.MqttError` is raised (the caller moves to another node)."""
+                        options: SubscribeOptions | None = None, retry_for: float = SUBSCRIBE_RETRY_S) -> None:
+    """Subscribe to every topic (with MQTT 5 ``options`` when given, else at ``qos``); return when all are
+    granted. A refused subscription is tried again for ``retry_for`` seconds, then :class:`aiomqtt.MqttError`
+    is raised (the caller moves to another node)."""
     loop = asyncio.get_running_loop()
     for topic in topics:
         deadline = loop.time() + retry_for
-        while refused_subscription(await client.subscribe(topic, qos=qos, timeout=REPLY_TIMEOUT_S)):
+        while refused_subscription(await (
+                client.subscribe(topic, options=options, timeout=REPLY_TIMEOUT_S) if options is not None
+                else client.subscribe(topic, qos=qos, timeout=REPLY_TIMEOUT_S))):
             if loop.time() >= deadline:
                 raise aiomqtt.MqttError(f"the broker refused the subscription {topic}")
             log.info("the broker refused the subscription %s for now; trying again", topic)

@@ -20,6 +20,7 @@ import contextlib
 import functools
 import hashlib
 import hmac
+import json
 import os
 import pickle
 import secrets
@@ -38,7 +39,7 @@ _PACKAGE = Path(__file__).resolve().parent
 KEY_ENV = "TOUCHMOVE_CHECKPOINT_KEY"
 #: Random bytes in a new key (written as hex).
 KEY_BYTES = 32
-_DOMAIN = b"touchmove checkpoint v1\0"
+_DOMAIN = b"touchmove checkpoint v2\0"
 
 
 class CheckpointKeyError(Exception):
@@ -81,16 +82,20 @@ class CheckpointKey:
     secret: bytes
     path: str
 
-    def sign(self, board: str, code: str, settle_ms: int, event_seq: int, state: bytes) -> str:
-        """Return the MAC of a checkpoint: its board, code fingerprint, settle time, event count and bytes."""
-        head = f"{board}\0{code}\0{settle_ms}\0{event_seq}\0".encode()
+    def sign(self, board: str, code: str, settle_ms: int, event_seq: int, state: bytes, after_entry: int = 0,
+             headers: dict[str, str] | None = None) -> str:
+        """Return the MAC of a checkpoint: its board, code fingerprint, settle time, event count, the last journal
+        entry it includes, its PGN headers and its bytes (every column a restart or an export believes)."""
+        tags = json.dumps(headers or {}, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        head = f"{board}\0{code}\0{settle_ms}\0{event_seq}\0{after_entry}\0{tags}\0".encode()
         return hmac.new(self.secret, _DOMAIN + head + state, hashlib.sha256).hexdigest()
 
-    def verify(self, board: str, code: str, settle_ms: int, event_seq: int, state: bytes, mac: str | None) -> bool:
+    def verify(self, board: str, code: str, settle_ms: int, event_seq: int, state: bytes, mac: str | None,
+               after_entry: int = 0, headers: dict[str, str] | None = None) -> bool:
         """Return whether ``mac`` is this key's MAC of the checkpoint (in constant time)."""
         if not isinstance(mac, str):
             return False
-        return hmac.compare_digest(self.sign(board, code, settle_ms, event_seq, state).encode(),
+        return hmac.compare_digest(self.sign(board, code, settle_ms, event_seq, state, after_entry, headers).encode(),
                                    mac.encode("ascii", "replace"))
 
 
@@ -162,14 +167,14 @@ def dump(engine: Engine) -> bytes:
 
 
 def load(key: CheckpointKey | None, board: str, code: str, settle_ms: int, event_seq: int, state: bytes,
-         mac: str | None) -> Engine:
+         mac: str | None, after_entry: int = 0, headers: dict[str, str] | None = None) -> Engine:
     """Return the engine of an authentic checkpoint; raise :class:`CheckpointRejected` (nothing unpickled) when
     there is no key, the MAC does not match, or it was written by other code."""
     if key is None:
         raise CheckpointRejected("no checkpoint key to verify it with")
     if mac is None:
         raise CheckpointRejected("it is not signed (written before checkpoints were)")
-    if not key.verify(board, code, settle_ms, event_seq, state, mac):
+    if not key.verify(board, code, settle_ms, event_seq, state, mac, after_entry, headers):
         raise CheckpointRejected(f"its signature does not match the checkpoint key {key.path} (a journal from "
                                  f"another installation, or altered)")
     if code != fingerprint():

@@ -24,6 +24,9 @@ Example (every key is optional; these are the defaults unless noted)::
     [engine]
     settle_ms = 200
 
+    [boards.e6614103e7]                # per board (id as in its hello): the USB serial number of its port;
+    usb_serial = "E6614103E7123456"    #  another one there is a board_serial_changed alert (no default)
+
     [journal]
     path = "touchmove-journal.sqlite3"
     checkpoint_key = "/var/lib/touchmove/checkpoint.key"   # default: $TOUCHMOVE_CHECKPOINT_KEY, else
@@ -38,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from touchmove import board_ids
 from touchmove.brokers import PASSWORD_ENV, USERNAME_ENV, BrokerSettingError, Endpoint, parse_url, read_secret
 
 DEFAULT_BASE_TOPIC = "touchmove"
@@ -100,6 +104,8 @@ class BridgeConfig:
     journal: str = "touchmove-journal.sqlite3"
     #: the file with the key that signs engine checkpoints (None: touchmove.checkpoint.key_path's default)
     checkpoint_key: str | None = None
+    #: board id -> the USB serial number its port must have (``[boards.<id>] usb_serial``)
+    board_serials: dict[str, str] = field(default_factory=dict)
 
 
 def parse_broker_url(url: str) -> dict[str, Any]:
@@ -168,7 +174,7 @@ def _check(table: dict[str, Any], name: str, allowed: dict[str, type | tuple[typ
 
 def from_dict(data: dict[str, Any]) -> BridgeConfig:
     """Return the configuration for a parsed TOML document, or raise :class:`ConfigError`."""
-    unknown = set(data) - {"mqtt", "serial", "engine", "journal"}
+    unknown = set(data) - {"mqtt", "serial", "engine", "journal", "boards"}
     if unknown:
         raise ConfigError(f"unknown section(s): {', '.join(sorted(unknown))}")
     mqtt_kw = _mqtt_kwargs(data.get("mqtt", {}))
@@ -207,7 +213,28 @@ def from_dict(data: dict[str, Any]) -> BridgeConfig:
     if key is not None and not key.strip():
         raise ConfigError("[journal] checkpoint_key must be a file path")
     return BridgeConfig(MqttConfig(**mqtt_kw), serial_cfg, settle,
-                        journal_t.get("path", "touchmove-journal.sqlite3"), key)
+                        journal_t.get("path", "touchmove-journal.sqlite3"), key,
+                        _board_serials(data.get("boards", {})))
+
+
+def _board_serials(boards_t: Any) -> dict[str, str]:
+    """Return board id -> USB serial number from the ``[boards.<id>]`` tables."""
+    if not isinstance(boards_t, dict):
+        raise ConfigError("[boards] must hold one table per board id, like [boards.e6614103e7]")
+    out: dict[str, str] = {}
+    for board, table in boards_t.items():
+        problem = board_ids.id_problem(board)
+        if problem is not None:
+            raise ConfigError(f"[boards] {board_ids.shown(board)}: {problem}")
+        if not isinstance(table, dict):
+            raise ConfigError(f"[boards.{board}] must be a table")
+        _check(table, f"boards.{board}", {"usb_serial": str})
+        if "usb_serial" in table:
+            serial = table["usb_serial"]
+            if not serial or len(serial) > 128 or not serial.isprintable():
+                raise ConfigError(f"[boards.{board}] usb_serial must be the port's USB serial number")
+            out[board] = serial
+    return out
 
 
 def load(path: str | Path) -> BridgeConfig:

@@ -47,7 +47,7 @@ def checkpoint_verified(journal: Journal, board: str, key: checkpoint.Checkpoint
     """Return whether the board's latest checkpoint carries ``key``'s signature (nothing is unpickled)."""
     cp = journal.checkpoint(board)
     return (key is not None and cp is not None and cp.settle_ms is not None
-            and key.verify(board, cp.code, cp.settle_ms, cp.event_seq, cp.state, cp.mac))
+            and key.verify(board, cp.code, cp.settle_ms, cp.event_seq, cp.state, cp.mac, cp.after_entry, cp.headers))
 
 
 def pgn_games(journal: Journal, board: str, settle_ms: int | None = None, *,

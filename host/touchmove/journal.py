@@ -93,6 +93,57 @@ POISON = (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceErr
           OverflowError, ValueError, TypeError)
 
 
+def is_malformed(exc: BaseException) -> bool:
+    """Return whether an SQLite error says the file is damaged (not a fault that passes, like a lock)."""
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.DatabaseError) and ("malformed" in text or "not a database" in text
+                                                       or "corrupt" in text)
+
+
+#: The first bytes of every SQLite database file.
+SQLITE_HEADER = b"SQLite format 3\0"
+
+
+def is_sqlite_file(path: str | Path) -> bool:
+    """Return whether ``path`` starts as an SQLite database does (a damaged journal, not some other file)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+    except OSError:
+        return False
+
+
+def set_aside(path: str | Path) -> Path:
+    """Rename a damaged journal (and its -wal and -shm files) to ``<path>.malformed-<UTC time>``; return the
+    new name. The bridge then starts a new journal: a damaged file never stops a hall."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    target = Path(f"{path}.malformed-{stamp}")
+    for suffix in ("-wal", "-shm", ""):
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(f"{path}{suffix}", f"{target}{suffix}")
+    return target
+
+
+def open_checked(path: str | Path) -> tuple[Journal, Path | None]:
+    """Open a journal; when SQLite reports it damaged, set it aside and open a new one. Return the journal and
+    where the damaged one went (None: it was sound). A file that is not an SQLite database at all raises
+    :class:`sqlite3.DatabaseError` (it is someone's file at a wrong path: it is left alone)."""
+    try:
+        journal = Journal(path)
+        try:
+            journal.sanity_check()
+        except BaseException:
+            journal.db.close()
+            raise
+        return journal, None
+    except sqlite3.DatabaseError as exc:
+        if not is_malformed(exc) or not is_sqlite_file(path):
+            raise       # not a journal at all (a wrong path in the configuration): never renamed, the caller says so
+        target = set_aside(path)
+        log.error("journal %s is damaged (%s): kept as %s, a new journal is started", path, exc, target)
+        return Journal(path), target
+
+
 def iso_now() -> str:
     """Return the UTC time as ISO-8601 with milliseconds and a Z (the journal's ``ts``, events' ``ts``)."""
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -171,6 +222,20 @@ class Journal:
         self.held = 0
         self._checkpointer: threading.Thread | None = None
         self._closing = threading.Event()
+        # entry ids are given here, not by SQLite, so a checkpoint can say (and sign) the last one it includes
+        self.last_entry_id = int(self.db.execute("SELECT COALESCE(MAX(id), 0) FROM entries").fetchone()[0])
+        with contextlib.suppress(sqlite3.Error):   # AUTOINCREMENT's own counter, if ids were ever higher
+            row = self.db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'entries'").fetchone()
+            if row is not None:
+                self.last_entry_id = max(self.last_entry_id, int(row[0]))
+
+    def sanity_check(self) -> None:
+        """Read every table's index and last rows (what a restart reads first); raise sqlite3.DatabaseError when
+        SQLite finds the file damaged."""
+        for table in ("boards", "entries", "events", "checkpoints"):
+            self.db.execute(f"SELECT * FROM {table} ORDER BY rowid DESC LIMIT 1").fetchall()
+        self.db.execute("SELECT board, MAX(seq) FROM events GROUP BY board").fetchall()
+        self.db.execute("SELECT board, MAX(id) FROM entries GROUP BY board").fetchall()
 
     def _add_missing_columns(self) -> None:
         """Give a journal written by an older version the checkpoint columns it lacks (its checkpoints, unsigned,
@@ -325,10 +390,13 @@ class Journal:
         self._hold(HeldWrite("board", board, f"UPDATE boards SET {sets} WHERE board = ?",
                              (*fields.values(), board)))
 
-    def add_entry(self, board: str, kind: str, t: int, body: str | None, source: str, ts: str) -> None:
+    def add_entry(self, board: str, kind: str, t: int, body: str | None, source: str, ts: str) -> int:
+        """Hold one entry; return its id."""
+        self.last_entry_id += 1
         self._hold(HeldWrite("entry", board,
-                             "INSERT INTO entries(board, kind, t, body, source, ts) VALUES (?, ?, ?, ?, ?, ?)",
-                             (board, kind, t, body, source, ts)))
+                             "INSERT INTO entries(board, kind, t, body, source, ts, id) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                             (board, kind, t, body, source, ts, self.last_entry_id)))
+        return self.last_entry_id
 
     def add_event(self, board: str, seq: int, payload: dict[str, Any]) -> None:
         ply = payload.get("ply")
@@ -346,14 +414,15 @@ class Journal:
 
     def add_checkpoint(self, board: str, event_seq: int, t: int, code: str, state: bytes,
                        headers: dict[str, str], ts: str, *, settle_ms: int | None = None,
-                       mac: str | None = None) -> None:
-        """Keep a board's engine state; it includes every entry of the board written before it."""
+                       mac: str | None = None, after_entry: int | None = None) -> None:
+        """Keep a board's engine state; it includes every entry of the board up to ``after_entry`` (default:
+        every entry held so far, :attr:`last_entry_id`)."""
+        after = self.last_entry_id if after_entry is None else after_entry
         self._hold(HeldWrite(
             "checkpoint", board,
             "INSERT OR REPLACE INTO checkpoints(board, after_entry, event_seq, t, code, state, headers, ts, "
-            "settle_ms, mac) "
-            "VALUES (?, (SELECT COALESCE(MAX(id), 0) FROM entries WHERE board = ?), ?, ?, ?, ?, ?, ?, ?, ?)",
-            (board, board, event_seq, t, code, state, json.dumps(headers), ts, settle_ms, mac)))
+            "settle_ms, mac) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (board, after, event_seq, t, code, state, json.dumps(headers), ts, settle_ms, mac)))
 
     # -- reads --------------------------------------------------------------------------------------------
     def boards(self) -> list[BoardRow]:
@@ -389,6 +458,10 @@ class Journal:
         except (TypeError, ValueError) as exc:
             log.warning("journal: board %s: checkpoint row unreadable (%s); ignored", board, exc)
             return None
+
+    def holds_events(self, board: str) -> bool:
+        """Return whether events of ``board`` wait in memory (not yet in the database)."""
+        return bool(self._held_events.get(board))
 
     def event_count(self, board: str) -> int:
         """Return the highest event seq of a board, held events included."""

@@ -75,15 +75,21 @@ class LostGame:
     recording: list[Record]
     window: LostWindow
     kind: str
+    #: the plies really made in the window (the last one may be under way at its end)
+    lost_plies: int = 0
+    #: the position the engine was sure of when the window began (None: nothing to recover)
+    sure: chess.Board | None = None
 
 
 def lost_game(board: chess.Board, moves: list[chess.Move], rng: random.Random,
-              style: Style | None = None) -> LostGame:
-    """Play ``moves`` from ``board`` with hands of ``style`` drawn from ``rng``, lose a window, classify it."""
+              style: Style | None = None, window_ms: tuple[int, int] = WINDOW_MS) -> LostGame:
+    """Play ``moves`` from ``board`` with hands of ``style`` drawn from ``rng``, lose a window of ``window_ms``,
+    classify it."""
     hands = Hands(rng, style or Style())
     starts = play_timed(board, moves, hands)
-    recording, window = lose_window(hands.records, board.occupied, rng)
-    return LostGame(recording, window, classify(board, moves, starts, hands.records, window))
+    recording, window = lose_window(hands.records, board.occupied, rng, window_ms)
+    kind, lost, sure = classify_window(board, moves, starts, hands.records, window)
+    return LostGame(recording, window, kind, lost, sure)
 
 
 def play_timed(board: chess.Board, moves: list[chess.Move], hands: Hands) -> list[int]:
@@ -101,10 +107,17 @@ def play_timed(board: chess.Board, moves: list[chess.Move], hands: Hands) -> lis
 
 def classify(board: chess.Board, moves: list[chess.Move], starts: list[int], recording: list[Record],
              window: LostWindow) -> str:
+    """Return what the lost window is (see :func:`classify_window`)."""
+    return classify_window(board, moves, starts, recording, window)[0]
+
+
+def classify_window(board: chess.Board, moves: list[chess.Move], starts: list[int], recording: list[Record],
+                    window: LostWindow) -> tuple[str, int, chess.Board | None]:
     """Return what the lost window is (:data:`WINDOW_KINDS`): nothing to recover, one explanation (the plies
     really lost are the only legal sequence of that length or shorter), several, a shorter one than the truth,
-    none found, or a search that gave up. ``recording`` is the whole recording, ``starts`` each move's first
-    record (:func:`play_timed`)."""
+    none found, or a search that gave up; with the number of plies really made in the window and the position the
+    engine was sure of (None: nothing to recover). ``recording`` is the whole recording, ``starts`` each move's
+    first record (:func:`play_timed`)."""
     engine = Engine(fen=board.fen(), chess960=board.chess960)
     for record in recording:
         if record.t >= window.start:
@@ -112,15 +125,15 @@ def classify(board: chess.Board, moves: list[chess.Move], starts: list[int], rec
         engine.feed(record)
     engine.advance(window.end)
     sure = engine.games[-1].board()
-    if sure.occupied == window.occ:
-        return "nothing to recover"
-    found = explanations(sure, window.occ)
-    if found is None:
-        return "search gave up"
-    if not found:
-        return "no legal sequence"
     # The plies begun before the snapshot, after the sure position (the last one may be under way).
     truth = moves[len(engine.games[-1].moves):sum(1 for t in starts if t < window.end)]
+    if sure.occupied == window.occ:
+        return "nothing to recover", len(truth), None
+    found = explanations(sure, window.occ)
+    if found is None:
+        return "search gave up", len(truth), sure
+    if not found:
+        return "no legal sequence", len(truth), sure
     if any(len(e.moves) + e.in_progress < len(truth) for e in found):
-        return "shorter than the truth"
-    return "one explanation" if len(found) == 1 else "several explanations"
+        return "shorter than the truth", len(truth), sure
+    return ("one explanation" if len(found) == 1 else "several explanations"), len(truth), sure

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiomqtt
+from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from touchmove.broker_connection import (
     CONNECT_TIMEOUT_S,
@@ -63,6 +64,20 @@ OFFLINE = b'{"state":"offline"}'
 
 def dumps(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def client_id(config: MqttConfig) -> str:
+    """Return this process's MQTT client id: the configured ``client_id`` (a prefix, default
+    ``touchmove-bridge``), the user name, and 16 random hex digits.
+
+    Unique per process: two bridges given one configuration never take each other's session (the broker drops
+    the older connection of a client id), and nobody can guess the id to push the bridge off.
+    """
+    parts = [config.client_id or "touchmove-bridge"]
+    if config.username:
+        parts.append(config.username)
+    parts.append(uuid.uuid4().hex[:16])
+    return "-".join(parts)
 
 
 @dataclass
@@ -99,7 +114,7 @@ class MqttLink:
         self.attempts = 0
         #: whether the commands' connection has its subscriptions now
         self.commands_subscribed = False
-        self.client_id = config.client_id or f"touchmove-bridge-{uuid.uuid4().hex[:8]}"
+        self.client_id = client_id(config)
         self._client: aiomqtt.Client | None = None
         self.nodes = Endpoints(config.endpoints)
         #: the node connected to (None while connecting), and how many times the link moved to another node
@@ -211,7 +226,7 @@ class MqttLink:
             try:
                 async with self._client_for(node, f"{self.client_id}-{attempt}-commands-{tries}",
                                             will=False) as client:
-                    await subscribe_all(client, command_filters(self.base), 1)
+                    await subscribe_all(client, command_filters(self.base), 1, options=self._options())
                     self.commands_subscribed = True
                     if not announced:
                         # online (and the bridge's own state) once commands are heard, as before the split
@@ -226,6 +241,11 @@ class MqttLink:
                 self.commands_subscribed = False
             await asyncio.sleep(delay)     # the node answers the events' connection: try again soon
             delay = min(COMMANDS_RETRY_MAX_S, delay * 2)
+
+    def _options(self) -> SubscribeOptions | None:
+        """MQTT 5: commands keep their retain flag when delivered live (retain as published), so a retained command
+        is seen as one and ignored; MQTT 3.1.1 clears the flag on live delivery (docs/mqtt.md)."""
+        return SubscribeOptions(qos=1, retainAsPublished=True) if self.config.protocol == 5 else None
 
     async def _receive_loop(self, client: aiomqtt.Client) -> None:
         async for message in client.messages:

@@ -11,10 +11,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from touchmove import board_ids
 from touchmove.records import fen_problem
 
 #: Largest command payload accepted (bytes).
 MAX_PAYLOAD = 4096
+#: Deepest nesting of arrays and objects accepted in a command (the schemas need 2).
+MAX_DEPTH = 16
 
 _SQUARE = re.compile(r"^[a-h][1-8]$")
 
@@ -52,8 +55,8 @@ BOARD_COMMANDS: dict[str, Schema] = {
 BRIDGE_REQUESTS: dict[str, Schema] = {
     "health_check": {},
     "boards": {},
-    "snapshot": {"board": Field(str, required=True, max_len=64)},
-    "leds": {"board": Field(str, required=True, max_len=64), "squares": Field(list, check="squares"),
+    "snapshot": {"board": Field(str, required=True, max_len=64, check="board_id")},
+    "leds": {"board": Field(str, required=True, max_len=64, check="board_id"), "squares": Field(list, check="squares"),
              "color": Field(list, check="color"), "clear": Field(bool)},
 }
 
@@ -70,6 +73,8 @@ EVENT_ENVELOPE = ("type", "game", "t", "board", "seq", "session", "ts")
 
 
 def _extra(check: str, value: Any) -> str | None:
+    if check == "board_id":
+        return board_ids.id_problem(value)
     if check == "fen":
         problem = fen_problem(value, chess960=True)
         if problem is not None:
@@ -125,10 +130,35 @@ def decode_payload(raw: bytes | bytearray) -> tuple[Any, str | None]:
         return None, f"payload larger than {MAX_PAYLOAD} bytes"
     if not raw.strip():
         return {}, None
+    depth = nesting_depth(bytes(raw))
+    if depth > MAX_DEPTH:
+        return None, f"payload nested {depth} levels deep (at most {MAX_DEPTH})"
     try:
         return json.loads(raw), None
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         return None, f"payload is not JSON ({exc})"
+
+
+def nesting_depth(raw: bytes) -> int:
+    """Return how deep arrays and objects nest in a JSON text (brackets inside strings not counted)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:          # backslash
+                escaped = True
+            elif byte == 0x22:          # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):      # [ {
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in (0x5D, 0x7D):      # ] }
+            depth -= 1
+    return deepest
 
 
 def transaction_of(payload: Any) -> Any:

@@ -55,7 +55,7 @@ MAX_REMAINING_MS = 100 * 3600 * 1000
 #: Largest ply a takeback may name.
 MAX_PLY = 10_000
 #: Longest FEN accepted in a setup record.
-MAX_FEN = 120
+MAX_FEN = 200
 #: The results a ``result`` record may declare.
 RESULTS = ("1-0", "0-1", "1/2-1/2")
 #: Longest ``reason`` a ``result`` record may give.

@@ -28,7 +28,7 @@ from typing import Any
 
 import chess
 
-from touchmove import records
+from touchmove import board_ids, records
 from touchmove.config import UsbMatch
 
 log = logging.getLogger(__name__)
@@ -96,6 +96,14 @@ MAX_BOOT = 64
 MAX_RATE = 1000
 
 
+#: Longest firmware identification accepted in a hello (``fw``: name and version, e.g. ``touchmove-fw/0.1.0``).
+MAX_FW = 64
+#: What a board may send (docs/recording-format.md): sensor changes, snapshots, its buttons, clock and promotion
+#: choice, protocol messages. Operator records (result, takeback, resync, setup) come only through the
+#: authenticated MQTT command path (:mod:`touchmove.bridge.commands`), never from a serial port.
+FROM_BOARD = frozenset({"lift", "place", "snapshot", "heartbeat", "clock", "promote", *records.PROTOCOL_ONLY_TYPES})
+
+
 class DecodeError(ValueError):
     """A line that is not a valid message; ``out_of_range`` when it is well-formed but a number is not
     plausible (the bridge logs those as errors)."""
@@ -103,6 +111,18 @@ class DecodeError(ValueError):
     def __init__(self, message: str, *, out_of_range: bool = False) -> None:
         super().__init__(message)
         self.out_of_range = out_of_range
+
+
+class BoardIdRefused(DecodeError):
+    """A ``hello`` whose board id breaks the rule of :mod:`touchmove.board_ids`; ``claimed`` is what it said."""
+
+    def __init__(self, claimed: object) -> None:
+        super().__init__(f"'hello' board id {board_ids.shown(claimed)} refused: {board_ids.id_problem(claimed)}")
+        self.claimed = claimed
+
+
+class OperatorRecordRefused(DecodeError):
+    """A record only an operator may give (result, takeback, resync, setup) came from a serial port."""
 
 
 def decode(line: bytes | None) -> Message:
@@ -123,14 +143,22 @@ def decode(line: bytes | None) -> Message:
     except records.RecordError as exc:
         raise DecodeError(exc.reason, out_of_range=isinstance(exc, records.OutOfRange)) from None
     kind = record.type
+    if kind not in FROM_BOARD and not isinstance(record, records.Other):
+        raise OperatorRecordRefused(f"{kind!r} records come only from an operator (the MQTT set command), "
+                                    "never from a board's port")
     fields = {k: v for k, v in obj.items() if k not in ("t", "type", "seq")}
     if isinstance(record, records.Other):
         if kind == "hello":
             board = obj.get("board")
-            if not isinstance(board, str) or not board or len(board) > 64 or any(c in board for c in "/#+"):
-                raise DecodeError("'hello' needs 'board', a short id without / # +")
+            if not board_ids.is_board_id(board):
+                raise BoardIdRefused(board)
             if obj.get("proto") != 1:
                 raise DecodeError(f"unsupported protocol {obj.get('proto')!r} (this host speaks 1)")
+            fw = obj.get("fw")
+            if fw is not None and (not isinstance(fw, str) or len(fw) > MAX_FW or not fw.isprintable()
+                                   or not fw.isascii()):
+                raise DecodeError(f"'fw' must be printable ASCII of at most {MAX_FW} characters")
+            fields["fw"] = fw
             boot = obj.get("boot", "")
             if type(boot) not in (str, int) or len(str(boot)) > MAX_BOOT:
                 raise DecodeError(f"'boot' must be a string or integer of at most {MAX_BOOT} characters")

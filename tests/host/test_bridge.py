@@ -56,9 +56,18 @@ START = "ffff00000000ffff"
 OPERA = Path(__file__).resolve().parents[2] / "host" / "touchmove" / "data" / "opera-1858.pgn"
 
 
+_RUNNING: dict[str, Bridge] = {}
+
+
 def make_bridge(tmp: Path, loop: asyncio.AbstractEventLoop, settle_ms: int = 50) -> Bridge:
+    """A bridge on ``tmp``'s journal; one made before on that journal is taken as crashed (its lock released, as
+    the kernel does when a process dies)."""
     cfg = BridgeConfig(MqttConfig(), SerialConfig(), settle_ms=settle_ms, journal=str(tmp / "j.sqlite3"))
+    before = _RUNNING.pop(cfg.journal, None)
+    if before is not None:
+        before.journal_lock.release()
     bridge = Bridge(cfg, session="test")
+    _RUNNING[cfg.journal] = bridge
     bridge._loop = loop
     return bridge
 
@@ -633,3 +642,234 @@ def test_a_simulation_says_its_clock_rate_in_its_hello(tmp_path: Path, loop: asy
     assert bridge.boards["brd"].rate == 20.0 and bridge.stats["out_of_range"] == 1     # an implausible rate
     bridge.handle_lines(link, [hello(3, 20)])             # a hello without a rate: a real board's clock
     assert bridge.boards["brd"].rate == 1.0
+
+
+# -- issue 21: ids, operator records, USB serial numbers, smaller items -------------------------------------------
+def test_a_refused_board_id_is_a_problem_until_its_port_closes_and_binds_nothing(
+        tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
+    bridge = make_bridge(tmp_path, loop)
+    bad = FakeLink("/dev/fake9")
+    bridge.pending_lines[bad] = []
+    for seq in (0, 2):
+        bridge.handle_lines(bad, [hello(seq, 5, board="hall\tA"), line(seq + 1, 6, "snapshot", occ=START)])
+    play_e4(bridge, FakeLink(), loop)
+    assert sorted(bridge.boards) == ["brd"] and bad.board is None
+    problems = bridge_state(bridge)["problems"]
+    assert [p["code"] for p in problems] == ["board_id_refused"] and bridge.admission.problems()[0]["count"] == 2
+    assert "'hall\\tA'" in problems[0]["message"] and problems[0]["port"] == "/dev/fake9"
+    assert moves_queued(bridge) == ["e2e4"]
+    bridge.handle_closed(bad, "unplugged")  # type: ignore[arg-type]
+    assert bridge_state(bridge) == {"state": "online"}
+
+
+def test_operator_records_from_a_port_change_nothing_and_are_reported(
+        tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
+    bridge = make_bridge(tmp_path, loop)
+    link = FakeLink()
+    play_e4(bridge, link, loop)
+    bridge.handle_lines(link, [line(4, 1500, "result", result="0-1", reason="resignation"),
+                               line(5, 1600, "takeback", ply=1), line(6, 1700, "setup", fen=chess.STARTING_FEN)])
+    settle(loop)
+    assert moves_queued(bridge) == ["e2e4"]
+    assert not any(e["type"] in ("game_end", "takeback", "game_start") for e in events_queued(bridge)
+                   if e["seq"] > 2)
+    assert bridge.stats["operator_records_refused"] == 3
+    assert [e.source for e in bridge.journal.entries("brd")].count("operator") == 0
+    assert [p["code"] for p in bridge_state(bridge)["problems"]] == ["operator_record_refused"]
+
+
+def test_a_board_on_a_port_with_another_usb_serial_number_is_an_alert(
+        tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
+    cfg = BridgeConfig(MqttConfig(), SerialConfig(), settle_ms=50, journal=str(tmp_path / "j.sqlite3"),
+                       board_serials={"brd": "SN-1"})
+    bridge = Bridge(cfg, session="test")
+    bridge._loop = loop
+    serials = {"/dev/fake0": "SN-1", "/dev/fake1": "SN-2"}
+    bridge.admission.serial_of = serials.get
+    play_e4(bridge, FakeLink("/dev/fake0"), loop)
+    assert "problems" not in bridge_state(bridge)
+    assert bridge.boards["brd"].firmware == "x"
+    bridge.handle_closed(bridge.boards["brd"].link, "unplugged")  # type: ignore[arg-type]
+    other = FakeLink("/dev/fake1")
+    bridge.handle_lines(other, [hello(0, 5, boot="b2")])
+    settle(loop)
+    alerts = [e for e in events_queued(bridge) if e["type"] == "alert" and e["code"] == "board_serial_changed"]
+    assert len(alerts) == 1 and alerts[0]["detail"]["found"] == "SN-2" and alerts[0]["detail"]["expected"] == "SN-1"
+    assert [p["code"] for p in bridge_state(bridge)["problems"]] == ["board_serial_changed"]
+    back = FakeLink("/dev/fake0")
+    bridge.handle_closed(other, "unplugged")  # type: ignore[arg-type]
+    bridge.handle_lines(back, [hello(0, 5, boot="b3")])
+    assert bridge_state(bridge) == {"state": "online"}
+
+
+def test_a_journal_holding_an_id_that_breaks_the_rule_resumes_the_others_only(
+        tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
+    bridge = make_bridge(tmp_path, loop)
+    play_e4(bridge, FakeLink(), loop)
+    bridge.journal.close()
+    with sqlite3.connect(tmp_path / "j.sqlite3") as db:      # written by a bridge before the id rule
+        db.execute("INSERT INTO boards(board) VALUES ('bad\tid')")
+        db.execute("INSERT INTO events(board, seq, game, type, payload) VALUES ('bad\tid', 1, 1, 'touch', '{}')")
+    again = make_bridge(tmp_path, loop)
+    again.restore()
+    assert sorted(again.boards) == ["brd"]
+    assert not any("\t" in topic for topic in again.mqtt._retained)
+    assert [p["code"] for p in bridge_state(again)["problems"]] == ["journal_board_refused"]
+
+
+def test_commands_naming_a_bad_id_or_nested_deep_get_a_clear_answer_or_none(
+        tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
+    bridge = make_bridge(tmp_path, loop)
+    play_e4(bridge, FakeLink(), loop)
+    bridge.mqtt._replies.clear()
+    loop.run_until_complete(bridge.on_command("touchmove/boards/b\tx/set", b'{"command":"new_game"}', False))
+    assert not bridge.mqtt._replies           # no reply on a topic the broker may refuse
+    deep = b"[" * 2000 + b"]" * 2000
+    for topic in ("touchmove/boards/brd/set", "touchmove/bridge/request/boards"):
+        r = command(bridge, loop, topic, deep)
+        assert r["status"] == "error" and "nested 2000 levels" in r["error"]
+    r = command(bridge, loop, "touchmove/bridge/request/snapshot", b'{"board":"a\\u0000b"}')
+    assert r["status"] == "error" and "board id" in r["error"]
+
+
+def test_a_chess960_setup_accepted_live_is_replayed_the_same(
+        tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
+    bridge = make_bridge(tmp_path, loop)
+    play_e4(bridge, FakeLink(), loop)
+    fen = "bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9"
+    r = command(bridge, loop, "touchmove/boards/brd/set", json.dumps({"command": "setup", "fen": fen}).encode())
+    assert r["status"] == "error" and "FEN" in r["error"]       # chess960 rights without the flag: refused live
+    r = command(bridge, loop, "touchmove/boards/brd/set",
+                json.dumps({"command": "setup", "fen": fen, "chess960": True}).encode())
+    assert r["status"] == "ok"
+    bridge.flush()
+    engine, _, _ = replay_entries(bridge.journal, "brd", 50, use_checkpoint=False)
+    assert [e.body for e in bridge.journal.entries("brd") if e.source == "operator"] == [
+        records.to_line(records.Setup(json.loads(e.body)["t"], fen, True))
+        for e in bridge.journal.entries("brd") if e.source == "operator"]
+    assert engine.state().game == bridge.boards["brd"].engine.state().game
+
+
+def test_a_second_bridge_on_one_journal_refuses_naming_the_first(
+        tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
+    import os
+
+    from touchmove.bridge.journal_lock import JournalLocked
+
+    first = make_bridge(tmp_path, loop)
+    cfg = BridgeConfig(MqttConfig(), SerialConfig(), settle_ms=50, journal=str(tmp_path / "j.sqlite3"))
+    with pytest.raises(JournalLocked, match=f"in use by another bridge \\(process {os.getpid()} on .*session test"):
+        Bridge(cfg, session="second")
+    assert oct((tmp_path / "j.sqlite3.lock").stat().st_mode & 0o777) == "0o600"
+    first.journal_lock.release()
+    Bridge(cfg, session="third").journal_lock.release()
+
+
+def test_client_ids_are_unique_per_process_and_keep_the_configured_prefix() -> None:
+    from touchmove.mqtt_bridge import client_id
+
+    cfg = MqttConfig(client_id="bridge-hall-a", username="hall-a")
+    ids = {client_id(cfg) for _ in range(50)}
+    assert len(ids) == 50 and all(i.startswith("bridge-hall-a-hall-a-") for i in ids)
+    assert client_id(MqttConfig()).startswith("touchmove-bridge-")
+
+
+def test_a_crash_while_the_journal_cannot_write_never_reuses_a_published_seq(
+        tmp_path: Path, loop: asyncio.AbstractEventLoop, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(journal_faults, "JOURNAL_RETRY_S", 0.1)
+    bridge = make_bridge(tmp_path, loop)
+    flaky = FlakyDb(bridge.journal.db)
+    bridge.journal.db = flaky  # type: ignore[assignment]
+    link = FakeLink()
+    play_e4(bridge, link, loop)
+    journaled = bridge.journal.event_count("brd")
+    flaky.fail = sqlite3.OperationalError("database or disk is full")
+    bridge.handle_lines(link, [line(4, 2000, "lift", sq="e7"), line(5, 2100, "place", sq="e5")])
+    settle(loop)
+    published = events_queued(bridge)
+    top = max(e["seq"] for e in published)
+    assert moves_queued(bridge) == ["e2e4", "e7e5"] and top > journaled
+    assert bridge.seq_floor.floor("brd") >= top            # recorded before it was offered
+    # kill -9: nothing more is written; the restart resumes from the journal (e2e4) and goes on past ``top``
+    again = make_bridge(tmp_path, loop)
+    again.restore()
+    again.flush()
+    sess = again.boards["brd"]
+    assert sess.engine.state().ply == 1 and sess.event_seq == top + 1
+    after = events_queued(again)
+    alert = [e for e in after if e["type"] == "alert"]
+    assert alert[-1]["code"] == "events_not_journaled" and alert[-1]["seq"] == top + 1
+    assert alert[-1]["detail"]["first_seq"] == journaled + 1 and alert[-1]["detail"]["last_seq"] == top
+    assert all(e["seq"] <= journaled or e["seq"] > top for e in after)
+    # the board's snapshot shows e7-e5 made: recovered, with seqs never used before
+    link2 = FakeLink()
+    again.handle_lines(link2, [hello(6, 2500), line(7, 2600, "snapshot", occ="ffef00101000efff")])
+    settle(loop, 0.3)
+    later = [e for e in events_queued(again) if e["seq"] > top]
+    assert [e["uci"] for e in later if e["type"] == "move"] == ["e7e5"]
+    seqs = [e["seq"] for e in events_queued(again)]
+    assert len(seqs) == len(set(seqs))
+
+
+def test_a_damaged_journal_is_set_aside_and_a_new_one_started(
+        tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
+    bridge = make_bridge(tmp_path, loop)
+    link = FakeLink()
+    play_e4(bridge, link, loop)
+    top = bridge.boards["brd"].event_seq
+    bridge.flush()
+    bridge.journal.close()
+    path = tmp_path / "j.sqlite3"
+    data = bytearray(path.read_bytes())
+    data[100:len(data)] = b"\xa5" * (len(data) - 100)              # pages overwritten: "malformed"
+    path.write_bytes(bytes(data))
+    again = make_bridge(tmp_path, loop)
+    again.restore()
+    aside = list(tmp_path.glob("j.sqlite3.malformed-*Z"))
+    assert len(aside) == 1 and again.journal_set_aside == aside[0]
+    problem = bridge_state(again)["problems"][-1]
+    assert problem["code"] == "journal_set_aside" and problem["file"] == str(aside[0])
+    again.handle_lines(FakeLink(), [hello(0, 5, boot="b9"), line(1, 6, "snapshot", occ=START),
+                                    line(2, 1000, "lift", sq="e2"), line(3, 1100, "place", sq="e4")])
+    settle(loop)
+    assert min(e["seq"] for e in events_queued(again)) > top      # seqs go on past those published before
+    for made in (path, tmp_path / "j.sqlite3-seqs"):
+        assert oct(made.stat().st_mode & 0o777) == "0o600"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(board=st.text(min_size=0, max_size=70))
+def test_every_hello_id_either_binds_a_publishable_board_or_is_refused(
+        tmp_path_factory: pytest.TempPathFactory, board: str) -> None:
+    """The id path fuzzed end to end in the bridge: hello -> session -> topics (and the journal)."""
+    from touchmove.board_ids import is_board_id
+
+    lp = asyncio.new_event_loop()
+    try:
+        bridge = make_bridge(tmp_path_factory.mktemp("ids"), lp)
+        link = FakeLink()
+        bridge.pending_lines[link] = []
+        raw = json.dumps({"seq": 0, "t": 5, "type": "hello", "proto": 1, "board": board, "boot": "b"}).encode()
+        bridge.handle_lines(link, [raw, line(1, 6, "snapshot", occ=START)])
+        if is_board_id(board):
+            assert list(bridge.boards) == [board] and link.board == board
+        else:
+            assert bridge.boards == {} and link.board is None
+            assert [p["code"] for p in bridge.problems()] == ["board_id_refused"]
+        for topic in bridge.mqtt._retained:
+            level = topic.split("/")
+            assert all(part.isascii() and part.isprintable() and not set(part) & set("#+\0") for part in level)
+        bridge.flush()
+        assert [row.board for row in bridge.journal.boards()] == ([board] if is_board_id(board) else [])
+    finally:
+        lp.close()
+
+
+def test_a_file_that_is_no_database_at_the_journal_path_is_left_alone(tmp_path: Path) -> None:
+    from touchmove.journal import open_checked
+
+    path = tmp_path / "notes.txt"
+    path.write_text("the round's pairings\n")
+    with pytest.raises(sqlite3.DatabaseError):
+        open_checked(path)
+    assert path.read_text() == "the round's pairings\n" and not list(tmp_path.glob("*.malformed-*"))

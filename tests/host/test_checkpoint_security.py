@@ -60,10 +60,18 @@ class Payload:
         return (exec, (f"open({str(self.marker)!r}, 'w').write('pwned')",))
 
 
+_RUNNING: dict[str, Bridge] = {}
+
+
 def new_bridge(journal: Path, loop: asyncio.AbstractEventLoop, key: Path | None = None) -> Bridge:
+    """A bridge on ``journal``; one made before on it is taken as gone (its journal lock released)."""
     cfg = BridgeConfig(MqttConfig(), SerialConfig(), settle_ms=SETTLE_MS, journal=str(journal),
                        checkpoint_key=str(key) if key else None)
+    before = _RUNNING.pop(cfg.journal, None)
+    if before is not None:
+        before.journal_lock.release()
     bridge = Bridge(cfg, session="test")
+    _RUNNING[cfg.journal] = bridge
     bridge._loop = loop
     return bridge
 
@@ -182,7 +190,23 @@ def test_a_checkpoint_moved_to_another_board_is_not_read(tmp_path: Path, loop: a
         checkpoint.load(key, "other", cp.code, SETTLE_MS, cp.event_seq, cp.state, cp.mac)
     with pytest.raises(checkpoint.CheckpointRejected, match="signature"):
         checkpoint.load(key, "brd", cp.code, 200, cp.event_seq, cp.state, cp.mac)
-    assert checkpoint.load(key, "brd", cp.code, SETTLE_MS, cp.event_seq, cp.state, cp.mac).state().game_over
+    signed = (cp.after_entry, cp.headers)
+    assert checkpoint.load(key, "brd", cp.code, SETTLE_MS, cp.event_seq, cp.state, cp.mac, *signed).state().game_over
+    # the signature covers the last entry it includes and the headers too (issue 21)
+    for after, headers in ((cp.after_entry - 1, cp.headers), (cp.after_entry, {**cp.headers, "White": "X"})):
+        with pytest.raises(checkpoint.CheckpointRejected, match="signature"):
+            checkpoint.load(key, "brd", cp.code, SETTLE_MS, cp.event_seq, cp.state, cp.mac, after, headers)
+
+
+def test_a_checkpoint_whose_entry_or_headers_changed_is_replayed_and_export_has_one_game(
+        tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
+    journal = tmp_path / "j.sqlite3"
+    play_opera(journal, loop)
+    for change in ("UPDATE checkpoints SET after_entry = 0", "UPDATE checkpoints SET headers = '{\"Round\":\"9\"}'"):
+        with sqlite3.connect(journal) as db:
+            db.execute(change)
+        games = pgn_games(Journal(journal), "brd")
+        assert len(games) == 1 and len(list(games[0].mainline_moves())) == len(MOVES), change
 
 
 def test_the_key_file_is_private_made_once_and_refused_when_others_may_write_it(tmp_path: Path) -> None:

@@ -55,7 +55,10 @@ def test_defaults() -> None:
     ({"serial": {"rescan_s": 0}}, "rescan_s"),
     ({"engine": {"settle_ms": True}}, "number"),
     ({"engine": {"settle_ms": -1}}, "settle_ms"),
-    ({"boards": {}}, "unknown section"),
+    ({"hall": {}}, "unknown section"),
+    ({"boards": {"bad\tid": {"usb_serial": "X"}}}, "board id is"),
+    ({"boards": {"b1": {"usb_serial": 5}}}, "wrong type"),
+    ({"boards": {"b1": {"serial": "X"}}}, "unknown key"),
 ])
 def test_bad_configs(data: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):

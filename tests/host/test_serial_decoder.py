@@ -132,3 +132,56 @@ def test_occupancy_is_hex_digits_only(occ: str) -> None:
 def test_hello_boot_is_a_short_string_or_integer(boot: object) -> None:
     with pytest.raises(DecodeError):
         decode(json.dumps({"type": "hello", "t": 1, "proto": 1, "board": "b", "boot": boot}).encode())
+
+
+# -- issue 21: one id rule, operator records only from operators, the firmware's identity ---------------------
+def _hello(board: object, **extra: object) -> bytes:
+    return json.dumps({"seq": 0, "t": 1, "type": "hello", "proto": 1, "board": board, **extra}).encode()
+
+
+@pytest.mark.parametrize("board", ["bad\tid", "nul\0", "del\x7f", "a/b", "#", "a+b", "", " x", "-x", "x" * 65,
+                                   "é", "\ud800", "a b", 7, None])
+def test_a_hello_whose_id_breaks_the_rule_is_refused_naming_it(board: object) -> None:
+    with pytest.raises(serial_link.BoardIdRefused) as caught:
+        decode(_hello(board))
+    assert caught.value.claimed == board
+    assert str(caught.value).isascii() and str(caught.value).isprintable()
+
+
+@settings(deadline=None, max_examples=400)
+@given(st.text(max_size=80))
+def test_every_board_id_a_hello_gets_past_is_one_topic_level_of_plain_ascii(board: str) -> None:
+    from touchmove.board_ids import PATTERN
+
+    try:
+        msg = decode(_hello(board))
+    except serial_link.BoardIdRefused as exc:
+        assert exc.claimed == board and PATTERN.fullmatch(board) is None
+        return
+    assert msg.fields["board"] == board and PATTERN.fullmatch(board) is not None
+    assert board.isascii() and board.isprintable() and not set(board) & set("/#+ \0")
+    assert board.encode().decode("utf-8") == board and 1 <= len(board) <= 64
+
+
+@pytest.mark.parametrize("obj", [
+    {"type": "result", "result": "1-0", "reason": "resignation"}, {"type": "takeback", "ply": 1},
+    {"type": "resync", "fen": chess.STARTING_FEN}, {"type": "setup", "fen": chess.STARTING_FEN}])
+def test_operator_records_from_a_port_are_refused(obj: dict[str, object]) -> None:
+    with pytest.raises(serial_link.OperatorRecordRefused, match="only from an operator"):
+        decode(json.dumps({"seq": 3, "t": 10, **obj}).encode())
+
+
+def test_what_a_board_sends_is_still_accepted() -> None:
+    for obj in ({"type": "lift", "sq": "e2"}, {"type": "place", "sq": "e4"}, {"type": "snapshot", "occ": "0" * 16},
+                {"type": "heartbeat", "occ": "0" * 16}, {"type": "button", "id": "clock_white"},
+                {"type": "diag", "scan_us": 3}, {"type": "error", "why": "x"}, {"type": "pong", "id": 1},
+                {"type": "clock", "side": "black", "remaining": 1000}, {"type": "promote", "piece": "n"}):
+        decode(json.dumps({"seq": 1, "t": 10, **obj}).encode())
+
+
+def test_the_hello_carries_the_firmware_and_a_bad_one_is_refused() -> None:
+    assert decode(_hello("e661", fw="touchmove-fw/0.1.0")).fields["fw"] == "touchmove-fw/0.1.0"
+    assert decode(_hello("e661")).fields["fw"] is None
+    for bad in ("x" * 65, "a\nb", 5):
+        with pytest.raises(DecodeError, match="'fw'"):
+            decode(_hello("e661", fw=bad))

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from touchmove import __version__, checkpoint
 from touchmove.bridge.daemon import Bridge
+from touchmove.bridge.journal_lock import JournalLocked
 from touchmove.config import BridgeConfig, ConfigError, load
 from touchmove.errors import EXIT_USAGE, CommandError
 from touchmove.stop_signals import StopSignals
@@ -47,7 +48,11 @@ def run_command(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CommandError(f"journal {config.journal}: cannot make its folder {folder}: {exc.strerror or exc}",
                            EXIT_USAGE) from None
-    return asyncio.run(serve(config))
+    try:
+        return asyncio.run(serve(config))
+    except JournalLocked as exc:       # another bridge serves this journal: one line naming it
+        print(f"touchmove run: {exc}", file=sys.stderr)
+        return 1
 
 
 async def serve(config: BridgeConfig) -> int:

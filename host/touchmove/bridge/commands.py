@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import chess
 
-from touchmove import records
+from touchmove import board_ids, records
 from touchmove.journal import iso_now
 from touchmove.mqtt_schema import (
     BOARD_COMMANDS,
@@ -40,6 +40,11 @@ class BridgeCommands:
         base_parts = self.bridge.base.split("/")
         rest = parts[len(base_parts):]
         if len(rest) == 3 and rest[0] == "boards" and rest[2] == "set":
+            problem = board_ids.id_problem(rest[1])
+            if problem is not None:
+                # no reply: its topic would hold the id, which the broker may refuse (and drop the link)
+                log.warning("command for board %s ignored: %s", board_ids.shown(rest[1]), problem)
+                return
             self._board_command(rest[1], raw, retained)
         elif len(rest) == 3 and rest[0] == "bridge" and rest[1] == "request":
             self._bridge_request(rest[2], raw, retained)
@@ -76,7 +81,11 @@ class BridgeCommands:
         if command == "new_game":
             record = records.Setup(t, chess.STARTING_FEN)
         elif command == "setup":
-            record = records.Setup(t, payload["fen"], payload.get("chess960", False))
+            try:      # the record's own check, the one a replay of the journal makes
+                record = records.from_dict({"t": t, "type": "setup", "fen": payload["fen"],
+                                            "chess960": payload.get("chess960", False)})
+            except records.RecordError as exc:
+                return self._reply(reply_topic, transaction, exc.reason, command=command)
         elif command == "promote":
             record = records.from_dict({"t": t, "type": "promote", "piece": payload["piece"]})
         elif command == "takeback":
@@ -101,6 +110,7 @@ class BridgeCommands:
             self.bridge.journal.add_entry(board, "meta", sess.last_t, json.dumps(headers), "operator", iso_now())
             self.bridge.publish_board_retained(sess)
         seq = sess.event_seq
+        log.info("operator command %s on board %s (transaction %r)", command, board, transaction)
         if record is not None:
             sess.arrival_t, sess.arrival_host = t, time.monotonic()
             self.bridge.feed(sess, record, "operator")
@@ -138,7 +148,8 @@ class BridgeCommands:
             for sess in self.bridge.boards.values():
                 st = sess.engine.state()
                 data.append({"board": sess.board, "online": sess.link is not None,
-                             "port": sess.link.path if sess.link else None, "game": st.game, "ply": st.ply})
+                             "port": sess.link.path if sess.link else None, "game": st.game, "ply": st.ply,
+                             "firmware": sess.firmware})
             return self._reply(reply_topic, transaction, data={"boards": data})
         target = self.bridge.boards.get(payload["board"])
         if target is None or target.link is None:

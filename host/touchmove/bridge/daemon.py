@@ -25,20 +25,24 @@ import asyncio
 import contextlib
 import io
 import logging
+import sqlite3
 import time
 import uuid
 from typing import Any
 
-from touchmove import __version__, checkpoint, records
+from touchmove import __version__, board_ids, checkpoint, records
+from touchmove.bridge.admission import Admission
 from touchmove.bridge.commands import BridgeCommands
 from touchmove.bridge.journal_faults import JournalFaults
+from touchmove.bridge.journal_lock import JournalLock
 from touchmove.bridge.ports import BoardPorts
 from touchmove.bridge.replay import replay_entries
+from touchmove.bridge.seq_floor import SeqFloor
 from touchmove.bridge.session import BoardSession
 from touchmove.config import BridgeConfig
-from touchmove.journal import Journal, iso_now
+from touchmove.journal import Journal, is_malformed, iso_now, open_checked, set_aside
 from touchmove.mqtt_bridge import OFFLINE, MqttLink, dumps
-from touchmove.rules import Event
+from touchmove.rules import Engine, Event
 from touchmove.serial_link import SerialLink, leds_command
 
 log = logging.getLogger("touchmove.bridge")
@@ -62,14 +66,21 @@ class Bridge:
         self.started = iso_now()
         # the key signing engine checkpoints (created on first use): a CheckpointKeyError stops the start
         self.checkpoint_key = checkpoint.ensure_key(checkpoint.key_path(config.checkpoint_key))
-        self.journal = Journal(config.journal)
+        self.journal_lock = JournalLock(config.journal)
+        self.journal_lock.acquire(self.session)     # JournalLocked: another bridge serves this journal
+        self.journal, self.journal_set_aside = open_checked(config.journal)
+        self.seq_floor = SeqFloor(config.journal)
         self.boards: dict[str, BoardSession] = {}
         self.ports = BoardPorts(self)
+        self.admission = Admission(self)
+        #: board ids in the journal that break the id rule: never resumed nor published (see restore)
+        self.refused_journal_ids: list[str] = []
         self.commands = BridgeCommands(self)
         self.mqtt = MqttLink(config.mqtt, on_command=self.on_command, on_acked=self._on_acked,
                              on_connected=self._on_mqtt_connected)
         self.stats: dict[str, int] = {"lines": 0, "records": 0, "malformed": 0, "out_of_range": 0, "gaps": 0,
-                                      "events": 0, "time_jumps": 0, "identity_conflicts": 0}
+                                      "events": 0, "time_jumps": 0, "identity_conflicts": 0,
+                                      "operator_records_refused": 0}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._flush_scheduled = False
         self._dirty_boards: set[BoardSession] = set()
@@ -110,9 +121,37 @@ class Bridge:
 
     # -- start-up: resume from the journal ----------------------------------------------------------------
     def restore(self) -> None:
-        """Rebuild every board known to the journal and queue the events not yet published."""
+        """Rebuild every board known to the journal and queue the events not yet published; a journal SQLite
+        finds damaged on the way is set aside, and the bridge goes on with a new one."""
+        try:
+            self._restore()
+        except sqlite3.DatabaseError as exc:
+            if not is_malformed(exc):
+                raise
+            for sess in self.boards.values():
+                if sess.timer is not None:
+                    sess.timer.cancel()
+            self.boards.clear()
+            self._pump_boards.clear()
+            self.journal.db.close()
+            self.journal_set_aside = set_aside(self.config.journal)
+            log.error("journal %s is damaged (%s): kept as %s, a new journal is started", self.config.journal, exc,
+                      self.journal_set_aside)
+            self.journal = Journal(self.config.journal)
+            self.journal_faults.journal = self.journal
+            self._restore()
+
+    def _restore(self) -> None:
         now = time.monotonic()
         for row in self.journal.boards():
+            if not board_ids.is_board_id(row.board):
+                # A journal written before the id rule may hold an id that cannot be published (a topic level
+                # with a control character makes the broker drop the connection): that board is left as it is
+                # in the journal (``export`` still reads it) and never resumed, so the link cannot flap.
+                self.refused_journal_ids.append(row.board)
+                log.error("journal: board id %s breaks the id rule (%s); not resumed, not published",
+                          board_ids.shown(row.board), board_ids.id_problem(row.board))
+                continue
             engine, produced, headers = replay_entries(self.journal, row.board, self.config.settle_ms,
                                                        key=self.checkpoint_key)
             journaled = self.journal.event_count(row.board)
@@ -125,11 +164,33 @@ class Bridge:
                                 published_saved=row.published, headers=headers)
             self.boards[row.board] = sess
             log.info("board %s resumed: %d events, %d published", row.board, journaled, row.published)
+            offered = self.seq_floor.floor(row.board)
+            if offered > journaled:
+                # Published from memory while the journal could not write, then a crash: those seqs are never
+                # used again (their content is gone); what the board shows is recovered from its snapshot.
+                sess.event_seq, sess.lost_from, sess.lost_upto = offered, journaled + 1, offered
+                log.warning("board %s: events %d..%d were published but never journaled (a crash while the "
+                            "journal could not write); new events go on from %d", row.board, journaled + 1,
+                            offered, offered + 1)
+                self.emit_bridge_alert(sess, "events_not_journaled", {
+                    "first_seq": journaled + 1, "last_seq": offered,
+                    "note": "published before a crash while the journal could not write; the plies they "
+                            "carried are recovered from the board's snapshot"})
+        if self.refused_journal_ids or self.journal_set_aside is not None:
+            self.publish_bridge_state()
         for sess in self.boards.values():
             self.publish_board_retained(sess)
             self._schedule(sess)
             if sess.queued_seq < sess.event_seq:
                 self._pump_boards.add(sess)
+
+    def new_session(self, board: str) -> BoardSession:
+        """Return the session of a board the journal does not know; its seqs go on past any it had (a journal
+        set aside, see :mod:`touchmove.bridge.seq_floor`)."""
+        sess = BoardSession(board, Engine(settle_ms=self.config.settle_ms))
+        offered = self.seq_floor.floor(board)
+        sess.event_seq = sess.queued_seq = sess.published = offered
+        return sess
 
     # -- the engine ---------------------------------------------------------------------------------------
     @staticmethod
@@ -226,9 +287,10 @@ class Bridge:
             log.exception("board %s: cannot checkpoint the engine (a restart replays more)", sess.board)
             return
         code, settle_ms = checkpoint.fingerprint(), sess.engine.settle_ms
-        mac = self.checkpoint_key.sign(sess.board, code, settle_ms, sess.event_seq, state)
-        self.journal.add_checkpoint(sess.board, sess.event_seq, sess.last_t, code, state, dict(sess.headers),
-                                    iso_now(), settle_ms=settle_ms, mac=mac)
+        after, headers = self.journal.last_entry_id, dict(sess.headers)
+        mac = self.checkpoint_key.sign(sess.board, code, settle_ms, sess.event_seq, state, after, headers)
+        self.journal.add_checkpoint(sess.board, sess.event_seq, sess.last_t, code, state, headers,
+                                    iso_now(), settle_ms=settle_ms, mac=mac, after_entry=after)
         sess.since_checkpoint = 0
         self.mark(sess)
 
@@ -328,7 +390,16 @@ class Bridge:
 
     def problems(self) -> list[dict[str, Any]]:
         """Return what the operator should know about now (empty when all is well)."""
-        return [*self.journal_faults.problems(), *(c.as_dict() for c in self.ports.identity_conflicts.values())]
+        set_aside_ = [] if self.journal_set_aside is None else [{
+            "code": "journal_set_aside", "file": str(self.journal_set_aside),
+            "message": f"SQLite found the journal damaged: it is kept as {self.journal_set_aside} (touchmove export "
+                       "may still read part of it) and a new journal was started; event seqs go on"}]
+        refused = [{"code": "journal_board_refused", "board": board_ids.shown(board),
+                    "message": f"the journal holds board id {board_ids.shown(board)}, which breaks the id rule: "
+                               "that board is not resumed (touchmove export still reads it)"}
+                   for board in self.refused_journal_ids]
+        return [*self.journal_faults.problems(), *(c.as_dict() for c in self.ports.identity_conflicts.values()),
+                *self.admission.problems(), *refused, *set_aside_]
 
     def publish_bridge_state(self) -> None:
         problems = self.problems()
@@ -344,6 +415,9 @@ class Bridge:
                 room = self.mqtt.room()
                 if room <= 0:
                     return
+                if sess.lost_from <= sess.queued_seq + 1 <= sess.lost_upto:
+                    sess.queued_seq = sess.lost_upto         # never journaled: not in the stream again
+                    continue
                 while sess.backlog and sess.backlog[0][0] <= sess.queued_seq:
                     sess.backlog.popleft()
                 if sess.backlog and sess.backlog[0][0] == sess.queued_seq + 1:
@@ -354,6 +428,9 @@ class Bridge:
                     if not batch:
                         break
                 topic = self.topic(sess.board, "events")
+                unwritten = self.journal.holds_events(sess.board)
+                if not self.seq_floor.record(sess.board, batch[-1][0], durable=unwritten) and unwritten:
+                    break           # not recordable: offered once the journal has them (a later pump)
                 for seq, body in batch:
                     if seq != sess.queued_seq + 1:
                         break
@@ -365,8 +442,8 @@ class Bridge:
     # -- running ------------------------------------------------------------------------------------------
     async def run(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self.journal.checkpoint_in_background()
         self.restore()
+        self.journal.checkpoint_in_background()
         self.publish_info()
         self.flush()
         tasks = [asyncio.create_task(self.mqtt.run(), name="mqtt"),
@@ -410,5 +487,7 @@ class Bridge:
                 await task
         self.flush()
         self.journal.close()
+        self.seq_floor.close()
+        self.journal_lock.release()
 
 

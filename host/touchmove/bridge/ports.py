@@ -24,7 +24,6 @@ from touchmove.bridge.port_report import PortReport
 from touchmove.bridge.session import BoardSession
 from touchmove.journal import iso_now
 from touchmove.mqtt_bridge import OFFLINE, ONLINE
-from touchmove.rules import Engine
 from touchmove.serial_link import DecodeError, Message, SerialLink, decode, find_ports
 
 if TYPE_CHECKING:
@@ -113,6 +112,7 @@ class BoardPorts:
         self.pending_lines.pop(link, None)
         log.info("port %s closed (%s)", link.path, reason)
         self.report.closed(link.path)
+        self.bridge.admission.port_closed(link)
         if any(key[0] == link.path for key in self.identity_conflicts):
             self.identity_conflicts = {k: v for k, v in self.identity_conflicts.items() if k[0] != link.path}
             self.bridge.publish_bridge_state()
@@ -153,6 +153,8 @@ class BoardPorts:
                 self.bridge.stats["malformed"] += 1
                 if link.board is None:
                     self.report.line(link.path, touchmove=False)
+                if self.bridge.admission.refused_line(link, exc):
+                    continue
                 if exc.out_of_range:
                     # Well-formed but implausible: skipped and nothing else (the seq it used, if any, shows up
                     # as a gap at the next line, which asks for a snapshot).
@@ -192,7 +194,7 @@ class BoardPorts:
             return
         link.held_back = None
         if sess is None:
-            sess = BoardSession(board, Engine(settle_ms=self.bridge.config.settle_ms))
+            sess = self.bridge.new_session(board)
             self.bridge.boards[board] = sess
             self.bridge.journal.ensure_board(board)
         first_contact = link.board is None
@@ -201,6 +203,7 @@ class BoardPorts:
         link.board = board
         sess.link = link
         sess.rate = float(hello.fields.get("rate", 1.0))   # 1 unless a simulation says it runs faster
+        self.bridge.admission.said_hello(link, sess, hello.fields)
         pending = self.pending_lines.pop(link, []) if first_contact else []
         self.pending_lines.pop(link, None)
         # The lines buffered before the hello came from the same boot as this hello (a reboot says hello).

@@ -44,7 +44,8 @@ def replay_entries(journal: Journal, board: str, settle_ms: int | None, *, use_c
             log.info("board %s: checkpoint made with another settle time; replaying the whole journal", board)
         else:
             try:
-                engine = checkpoint.load(key, board, cp.code, settle_ms, cp.event_seq, cp.state, cp.mac)
+                engine = checkpoint.load(key, board, cp.code, settle_ms, cp.event_seq, cp.state, cp.mac,
+                                         cp.after_entry, cp.headers)
                 count, headers, after = cp.event_seq, dict(cp.headers), cp.after_entry
             except checkpoint.CheckpointRejected as exc:
                 log.warning("board %s: checkpoint ignored: %s; replaying the whole journal", board, exc)

@@ -50,6 +50,9 @@ class BoardSession:
     timer: asyncio.TimerHandle | None = None
     last_snapshot_request: float = 0.0
     dirty: bool = False                  # board row needs saving
+    firmware: str | None = None          # the ``fw`` of the board's latest hello (name and version)
+    lost_from: int = 0                   # seqs lost_from..lost_upto were published before a crash but never
+    lost_upto: int = -1                  # journaled (bridge/seq_floor.py): the stream skips them
 
     def now(self) -> int:
         """Estimate the board's current device time."""

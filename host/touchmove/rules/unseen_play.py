@@ -179,11 +179,14 @@ class UnseenPlay:
                 further: list[Explanation] | None = None
                 if slid and found:
                     plies = 1 + min(len(e.moves) + e.in_progress for e in found)
-                    further = explanations(before, engine._occ, min_plies=plies, max_plies=plies,
-                                           first=(made, *slid))
-                    if further and (all(e.moves[0] == made for e in further)
-                                    or len({position_key(e.board) for e in further}) == 1):
-                        further = None  # no other line, or the same position either way: the ply as made
+                    # its piece slid on explains the board in fewer plies: that line (the shortest wins)
+                    further = explanations(before, engine._occ, max_plies=plies - 1, first=slid)
+                    if not further:
+                        further = explanations(before, engine._occ, min_plies=plies, max_plies=plies,
+                                               first=(made, *slid))
+                        if further and (all(e.moves[0] == made for e in further)
+                                        or len({position_key(e.board) for e in further}) == 1):
+                            further = None  # no other line, or the same position either way: the ply as made
                 elif slid:
                     further = explanations(before, engine._occ, max_plies=MAX_PLIES + 1, first=slid)
                 if further:
@@ -202,8 +205,11 @@ class UnseenPlay:
             engine._match = None
             if alerted:
                 return []
-            detail.update(candidates=[], note="no legal sequence of plies found leads to what the board shows: "
-                          "resync the game (the moves since the last sure position, or a FEN)")
+            gave_up = found is None      # the search's bound was reached: not the same as nothing found
+            detail.update(candidates=[], search="gave up" if gave_up else "exhausted", note=(
+                "the search for the plies played meanwhile gave up (too many positions)" if gave_up else
+                "no legal sequence of plies leads to what the board shows") + ": resync the game (the moves "
+                "since the last sure position, or a FEN)")
             return [engine._alert(t, "changes_lost", "7.4", engine._ply_no, detail)]
         out = engine._takeback_to(t, keep) if taken_back else []
         if engine._cur.recovery is None:
