@@ -148,6 +148,10 @@ class MqttLink:
         self._dirty[topic] = None
         self._wake.set()
 
+    def retained_topics(self) -> set[str]:
+        """Return the topics this link holds a retained payload for."""
+        return set(self._retained)
+
     def pending(self) -> int:
         return len(self._events) + len(self._replies) + len(self._dirty)
 

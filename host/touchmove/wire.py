@@ -206,9 +206,9 @@ def parse_topic(topic: str, bases: Sequence[str]) -> Topic | None:
 def command_of(topic: str, base: str) -> tuple[str, str] | None:
     """Return ``("set", board)`` or ``("request", cmd)`` for a command topic under ``base``, else None."""
     rest = topic[len(base) + 1:].split("/") if topic.startswith(base + "/") else []
-    if len(rest) == 3 and rest[0] == BOARDS and rest[2] == SET and rest[1]:
-        return SET, rest[1]
-    if len(rest) == 3 and rest[0] == BRIDGE and rest[1] == REQUEST and rest[2]:
+    if len(rest) == 3 and rest[0] == BOARDS and rest[2] == SET:
+        return SET, rest[1]          # the board id is the caller's to check (it may be refused)
+    if len(rest) == 3 and rest[0] == BRIDGE and rest[1] == REQUEST:
         return REQUEST, rest[2]
     return None
 

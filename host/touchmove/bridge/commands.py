@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import chess
 
-from touchmove import board_ids, records
+from touchmove import board_ids, records, wire
 from touchmove.journal import iso_now
 from touchmove.mqtt_schema import (
     BOARD_COMMANDS,
@@ -36,18 +36,19 @@ class BridgeCommands:
         self.bridge = bridge
 
     async def on_command(self, topic: str, raw: bytes, retained: bool) -> None:
-        parts = topic.split("/")
-        base_parts = self.bridge.base.split("/")
-        rest = parts[len(base_parts):]
-        if len(rest) == 3 and rest[0] == "boards" and rest[2] == "set":
-            problem = board_ids.id_problem(rest[1])
+        command = wire.command_of(topic, self.bridge.base)
+        if command is None:
+            return
+        kind, name = command
+        if kind == wire.SET:
+            problem = board_ids.id_problem(name)
             if problem is not None:
                 # no reply: its topic would hold the id, which the broker may refuse (and drop the link)
-                log.warning("command for board %s ignored: %s", board_ids.shown(rest[1]), problem)
+                log.warning("command for board %s ignored: %s", board_ids.shown(name), problem)
                 return
-            self._board_command(rest[1], raw, retained)
-        elif len(rest) == 3 and rest[0] == "bridge" and rest[1] == "request":
-            self._bridge_request(rest[2], raw, retained)
+            self._board_command(name, raw, retained)
+        else:
+            self._bridge_request(name, raw, retained)
 
     def _reply(self, topic: str, transaction: Any, error: str | None = None, **extra: Any) -> None:
         payload: dict[str, Any] = {"status": "error" if error else "ok", **extra}
@@ -123,7 +124,7 @@ class BridgeCommands:
         self._reply(reply_topic, transaction, command=command)
 
     def _bridge_request(self, cmd: str, raw: bytes, retained: bool) -> None:
-        reply_topic = f"{self.bridge.base}/bridge/response/{cmd}"
+        reply_topic = wire.response_topic(self.bridge.base, cmd)
         payload, problem = decode_payload(raw)
         transaction = transaction_of(payload)
         if retained:

@@ -30,7 +30,7 @@ import time
 import uuid
 from typing import Any
 
-from touchmove import __version__, board_ids, checkpoint, records
+from touchmove import __version__, board_ids, checkpoint, records, wire
 from touchmove.bridge.admission import Admission
 from touchmove.bridge.commands import BridgeCommands
 from touchmove.bridge.journal_faults import JournalFaults
@@ -313,7 +313,7 @@ class Bridge:
 
     # -- publishing ---------------------------------------------------------------------------------------
     def topic(self, board: str, leaf: str) -> str:
-        return f"{self.base}/boards/{board}/{leaf}"
+        return wire.board_topic(self.base, board, leaf)
 
     def state_payload(self, sess: BoardSession) -> dict[str, Any]:
         st = sess.engine.state()
@@ -334,7 +334,7 @@ class Bridge:
     def publish_board_retained(self, sess: BoardSession) -> None:
         self.mqtt.retain(self.topic(sess.board, "state"), lambda: dumps(self.state_payload(sess)))
         self.mqtt.retain(self.topic(sess.board, "pgn"), lambda: self.pgn_text(sess).encode())
-        if sess.link is None and self.topic(sess.board, "availability") not in self.mqtt._retained:
+        if sess.link is None and self.topic(sess.board, "availability") not in self.mqtt.retained_topics():
             self.mqtt.retain(self.topic(sess.board, "availability"), OFFLINE)
 
     def info_payload(self) -> dict[str, Any]:
@@ -342,7 +342,7 @@ class Bridge:
                 "settle_ms": self.config.settle_ms, "boards": sorted(self.boards)}
 
     def publish_info(self) -> None:
-        self.mqtt.retain(f"{self.base}/bridge/info", lambda: dumps(self.info_payload()))
+        self.mqtt.retain(wire.bridge_topic(self.base, "info"), lambda: dumps(self.info_payload()))
 
     def _on_mqtt_connected(self) -> None:
         self.publish_info()
@@ -406,7 +406,7 @@ class Bridge:
         payload: dict[str, Any] = {"state": "online"}
         if problems:
             payload["problems"] = problems
-        self.mqtt.retain(f"{self.base}/bridge/state", dumps(payload))
+        self.mqtt.retain(wire.bridge_topic(self.base, "state"), dumps(payload))
 
     def pump(self) -> None:
         """Offer journaled, not yet queued events to MQTT while its queue has room."""
@@ -478,7 +478,7 @@ class Bridge:
                 while self.mqtt.connected and self.mqtt.pending():
                     await asyncio.sleep(0.02)
         final = [(self.topic(b, "availability"), OFFLINE) for b in self.boards]
-        final.append((f"{self.base}/bridge/state", OFFLINE))
+        final.append((wire.bridge_topic(self.base, "state"), OFFLINE))
         await self.mqtt.close(final)
         for task in tasks:
             task.cancel()
