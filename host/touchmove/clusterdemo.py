@@ -35,7 +35,7 @@ import aiomqtt
 import chess
 import chess.pgn
 
-from touchmove import hands, records
+from touchmove import hands, records, wire
 from touchmove.broadcast.service import BroadcastService
 from touchmove.broadcast.tournament import parse_tournament
 from touchmove.demo import firmware_command, write_timeline
@@ -182,7 +182,7 @@ async def count_duplicates(url: str, bases: list[str], seen: dict[tuple[str, int
         try:
             async with aiomqtt.Client(host, int(port), identifier=f"dup-counter-{os.getpid()}") as client:
                 for base in bases:
-                    await client.subscribe(f"{base}/boards/+/events", qos=1)
+                    await client.subscribe(wire.board_topic(base, wire.ANY, "events"), qos=1)
                 async for message in client.messages:
                     with contextlib.suppress(ValueError, TypeError, KeyError):
                         ev = json.loads(bytes(message.payload))
