@@ -207,9 +207,9 @@ class Bridge:
         sess.since_checkpoint += 1
         try:
             events = sess.engine.feed(record)
-        except Exception:
+        except Exception as exc:
             log.exception("board %s: engine failed on %s", sess.board, records.to_line(record))
-            events = []
+            events = self._rebuild_engine(sess, exc, records.to_line(record))
         self._emit(sess, events)
         self._schedule(sess)
 
@@ -236,9 +236,9 @@ class Bridge:
         sess.since_checkpoint += 1
         try:
             events = sess.engine.advance(t)
-        except Exception:
+        except Exception as exc:
             log.exception("board %s: engine.advance(%d) failed", sess.board, t)
-            events = []
+            events = self._rebuild_engine(sess, exc, f"advance to t={t}")
         self._emit(sess, events)
         self._schedule(sess)
         self.schedule_flush()
@@ -265,6 +265,26 @@ class Bridge:
             self.publish_board_retained(sess)
         if game_ended or sess.since_checkpoint >= CHECKPOINT_EVERY:
             self.checkpoint(sess)
+
+    def _rebuild_engine(self, sess: BoardSession, exc: Exception, what: str) -> list[Event]:
+        """After the engine raised on ``what``: replace it with one rebuilt from the board's checkpoint and
+        journal (the failing entry is skipped there), never keep a half-updated engine; raise an
+        ``engine_rebuilt`` alert. Return no events: what the replay gives again was published already."""
+        detail: dict[str, Any] = {"error": f"{type(exc).__name__}: {exc}"[:200], "input": what[:200]}
+        written = self.journal.commit()      # the replay reads the database: the held entries first
+        try:
+            engine, _, _ = replay_entries(self.journal, sess.board, self.config.settle_ms, key=self.checkpoint_key)
+        except Exception as again:      # the journal cannot be read: a fresh engine is better than a broken one
+            log.exception("board %s: the engine cannot be rebuilt from the journal", sess.board)
+            engine = Engine(settle_ms=self.config.settle_ms)
+            detail["rebuilt_from"] = f"nothing (journal: {type(again).__name__}); the board needs a resync"
+        else:
+            detail["rebuilt_from"] = "checkpoint and journal" if written else (
+                "checkpoint and the journal as written (entries it could not write yet were not replayed)")
+        sess.engine = engine
+        log.warning("board %s: engine rebuilt from %s", sess.board, detail["rebuilt_from"])
+        self.emit_bridge_alert(sess, "engine_rebuilt", detail)
+        return []
 
     def emit_bridge_alert(self, sess: BoardSession, code: str, detail: dict[str, Any]) -> None:
         """Publish (and journal) an alert the bridge raises itself, in the board's event stream."""
