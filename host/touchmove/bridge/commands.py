@@ -8,11 +8,13 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 import chess
 
 from touchmove import board_ids, records, wire
+from touchmove.bridge.session import BoardSession
 from touchmove.journal import iso_now
 from touchmove.mqtt_schema import (
     BOARD_COMMANDS,
@@ -23,16 +25,46 @@ from touchmove.mqtt_schema import (
 )
 from touchmove.serial_link import leds_command
 
-if TYPE_CHECKING:
-    from touchmove.bridge.daemon import Bridge
-
 log = logging.getLogger("touchmove.bridge")
+
+
+class Replies(Protocol):
+    def reply(self, topic: str, payload: dict[str, Any]) -> None: ...
+
+
+class EntrySink(Protocol):
+    def add_entry(self, board: str, kind: str, t: int, body: str | None, source: str, ts: str) -> int: ...
+
+
+class CommandTarget(Protocol):
+    """What the commands need of the bridge (and no more): its base topic and session, its boards, a record
+    sink into a board's engine, the journal's entries, replies, and the board's retained state and snapshot."""
+
+    @property
+    def base(self) -> str: ...
+    @property
+    def session(self) -> str: ...
+    @property
+    def boards(self) -> Mapping[str, BoardSession]: ...
+    @property
+    def journal(self) -> EntrySink: ...
+    @property
+    def mqtt(self) -> Replies: ...
+
+    def board_now(self, sess: BoardSession) -> int: ...
+    def feed(self, sess: BoardSession, record: records.Record, source: str) -> None: ...
+    def schedule_flush(self) -> None: ...
+    def publish_board_retained(self, sess: BoardSession) -> None: ...
+    def request_snapshot(self, sess: BoardSession, *, force: bool = False) -> None: ...
+    def topic(self, board: str, leaf: str) -> str: ...
+    def journal_status(self) -> dict[str, Any]: ...
+    def problems(self) -> list[dict[str, Any]]: ...
 
 
 class BridgeCommands:
     """Answers the MQTT commands of one bridge."""
 
-    def __init__(self, bridge: Bridge) -> None:
+    def __init__(self, bridge: CommandTarget) -> None:
         self.bridge = bridge
 
     async def on_command(self, topic: str, raw: bytes, retained: bool) -> None:
