@@ -7,6 +7,7 @@ non-zero exit status, never a traceback (``--debug`` shows it); Ctrl-C exits wit
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sqlite3
@@ -58,7 +59,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         if command is not None and name != command:
             continue       # named for --help and for argparse's choices; its module is not imported
         importlib.import_module(module_name).configure(child)
-        if not any("--debug" in action.option_strings for action in child._actions):
+        with contextlib.suppress(argparse.ArgumentError):      # unless the subcommand has its own --debug
             child.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                                help="show the traceback of an error")
     return parser

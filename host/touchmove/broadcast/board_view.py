@@ -109,6 +109,10 @@ class BoardView:
             return self._svg[1]
         return None
 
+    def keep_svg(self, version: int, svg: str) -> None:
+        """Remember the picture drawn elsewhere for game ``version`` (used while the game is still there)."""
+        self._svg = (version, svg)
+
     def svg(self) -> str:
         cached = self.cached_svg()
         if cached is not None:

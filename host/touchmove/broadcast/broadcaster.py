@@ -93,7 +93,7 @@ class Broadcaster:
         self._unknown: OrderedDict[str, None] = OrderedDict()
         self.unknown_boards = 0
         self._transactions = 0
-        self._meanings = alert_meanings()
+        self.meanings = alert_meanings()
         self._save_due = False
         self._saved_at = 0.0
         self._saved_version = -1
@@ -235,10 +235,10 @@ class Broadcaster:
         write_atomically(self.round_file, json.dumps({"round": number, "file_round": self.file_round}) + "\n")
         log.info("round %s -> round %s", old, number)
         self.save_state()
-        self._notify("round", {"round": number, "previous": old})
+        self.notify("round", {"round": number, "previous": old})
         for cb in self._round_listeners:
             cb(number)
-        self._notify("snapshot", self.snapshot(svg=False))
+        self.notify("snapshot", self.snapshot(svg=False))
         return {"round": number, "previous": old, "changed": True}
 
     def scheduled_round(self) -> int | None:
@@ -500,7 +500,7 @@ class Broadcaster:
     def unlisten(self, queue: asyncio.Queue[tuple[str, dict[str, Any]]]) -> None:
         self.streams.unlisten(queue)
 
-    def _notify(self, kind: str, data: dict[str, Any]) -> None:
+    def notify(self, kind: str, data: dict[str, Any]) -> None:
         self.streams.notify(kind, data)
 
     def flush_notifications(self) -> None:
@@ -536,7 +536,7 @@ class Broadcaster:
             "boards": [self.by_number[n].to_json(svg=svg) for n in sorted(self.by_number)],
             "alerts": [a.to_json() for a in self.alerts],
             "bridges": dict(self.bridges),
-            "meanings": self._meanings,
+            "meanings": self.meanings,
         }
 
     # -- messages from the bridges -----------------------------------------------------------------
@@ -546,7 +546,7 @@ class Broadcaster:
             if msg.kind == "bridge_state" and isinstance(msg.payload, dict):
                 state = str(msg.payload.get("state", "?"))
                 self.bridges[msg.base] = state
-                self._notify("bridge", {"base": msg.base, "state": state})
+                self.notify("bridge", {"base": msg.base, "state": state})
                 if state == "offline":  # the bridge's last will: its boards' availability is stale
                     for stale in self.boards.values():
                         if stale.base == msg.base and stale.online:
@@ -568,7 +568,7 @@ class Broadcaster:
                 view.online = online
                 self._changed(view, game_changed=False)
         elif msg.kind == "response" and isinstance(msg.payload, dict):
-            self._notify("response", {"board": view.pairing.board, **msg.payload})
+            self.notify("response", {"board": view.pairing.board, **msg.payload})
         elif msg.kind == "pgn" and isinstance(msg.payload, str):
             view.bridge_pgn = msg.payload or None
             live = view.games.live()
@@ -634,7 +634,7 @@ class Broadcaster:
         number = view.pairing.board
         kept = self.console.on_event(number, event)
         for closed in self.console.closed_windows(number, event):
-            self._notify("alert", closed.to_json())
+            self.notify("alert", closed.to_json())
         view.extras = self.console.extras(number)
         kind = event.get("type")
         if kind != "alert" and kind not in REJECTIONS:
@@ -754,7 +754,7 @@ class Broadcaster:
         self.console.on_alert(entry, event)
         self.alerts.append(entry)
         del self.alerts[:-ALERT_FEED_LIMIT]
-        self._notify("alert", entry.to_json())
+        self.notify("alert", entry.to_json())
 
     # -- the arbiter's actions ---------------------------------------------------------------------
     def acknowledge(self, alert_id: int, by: str | None = None) -> AlertEntry:
@@ -764,7 +764,7 @@ class Broadcaster:
                     entry.acked, entry.acked_at, entry.acked_by = True, _now_iso(), by
                     if entry.board is not None and entry.key:
                         self.archive.add_ack(entry.board, entry.key, by, entry.acked_at)
-                    self._notify("ack", entry.to_json())
+                    self.notify("ack", entry.to_json())
                 return entry
         raise ActionError(f"no alert {alert_id}")
 

@@ -106,7 +106,7 @@ def record(request: web.Request, arbiter: Arbiter, action: str, *, board: int | 
     entry = request.app[AUDIT_KEY].record(arbiter=arbiter.name, action=action, board=board,
                                           round_=hub.round.number, before=before, after=after, ok=ok,
                                           error=error, detail=detail)
-    hub._notify("audit", {"id": entry["id"]})  # the stream is public: arbiters fetch the entry with a token
+    hub.notify("audit", {"id": entry["id"]})  # the stream is public: arbiters fetch the entry with a token
     return entry
 
 
@@ -182,7 +182,7 @@ async def timeline(request: web.Request) -> web.Response:
     if ply > last + 1:
         raise _error(web.HTTPNotFound, f"ply {ply} is past game {record_.game} (its events reach ply {last})")
     journal = _journal(request, view, record_.game)
-    out = ply_timeline(record_, ply, meanings=hub._meanings, timing=hub.console.timing,
+    out = ply_timeline(record_, ply, meanings=hub.meanings, timing=hub.console.timing,
                        records=journal.get(ply, ()))
     found = _live_game(view, record_.game)
     fen = found[1].board(ply - 1).fen() if found is not None and ply <= found[1].ply + 1 else None
@@ -193,7 +193,7 @@ def _evidence(request: web.Request) -> tuple[BoardView, GameEvents, list[dict[st
     hub = request.app[HUB]
     view = _view(request)
     record_ = _game(request, view)
-    plies = game_evidence(record_, meanings=hub._meanings, timing=hub.console.timing,
+    plies = game_evidence(record_, meanings=hub.meanings, timing=hub.console.timing,
                           journal=_journal(request, view, record_.game))
     found = _live_game(view, record_.game)
     pgn = ""

@@ -140,5 +140,5 @@ class ConsoleStreams:
                     view = boards.get(number)
                     if view is None or view.game.version != version:
                         continue  # moved on meanwhile: it is pending again
-                    view._svg = (version, svg)
+                    view.keep_svg(version, svg)
                     self.notify("svg", {"board": number, "ply": view.game.ply, "version": version, "svg": svg})
