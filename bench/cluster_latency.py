@@ -9,9 +9,10 @@ node), the broadcaster as its own process (``touchmove broadcast``, on the third
 playing every board at blitz pace (``bridge_latency.py``'s: a move every 3-7 s, pieces held 0.2-0.6 s,
 heartbeats) and a poller fetching ``/round/1.pgn`` back to back. Latency = from the simulator writing a
 move's last ``place`` to the poller reading a round PGN with that ply; it includes the engine's settle
-time. With the cluster, the node the first bridge is connected to is killed (SIGKILL) a third of the way
-in and restarted ``--down-for`` seconds later: moves placed from the kill until the node is back are
-reported apart (delay), and every placed move must reach the PGN (loss). CPU per process in % of one core.
+time. With the cluster, the node the first bridge is connected to (``--kill stream-leader``: the node leading
+the QoS 1 stream) is killed (SIGKILL) a third of the way in and restarted ``--down-for`` seconds later: moves
+placed from the kill until the node is back are reported apart (delay), and every placed move must reach the
+PGN (loss). CPU per process in % of one core.
 """
 
 from __future__ import annotations
@@ -231,9 +232,12 @@ async def poll_and_fault(args: argparse.Namespace, http_port: int, start: float,
         if cluster is None:
             return
         await asyncio.sleep(args.seconds / 3)
-        victim = await asyncio.to_thread(connected_node, cluster, f"bridge-{victim_base}")
+        if args.kill == "stream-leader":       # the node every QoS 1 publish waits for
+            victim = (await asyncio.to_thread(cluster.stream_leaders)).get("$MQTT_msgs")
+        else:
+            victim = await asyncio.to_thread(connected_node, cluster, f"bridge-{victim_base}")
         if victim is None:
-            result["note"] = "the victim bridge was connected to no node"
+            result["note"] = f"no node to kill ({args.kill})"
             return
         try:
             led = sorted(name for name, node in (await asyncio.to_thread(cluster.stream_leaders)).items()
@@ -296,6 +300,8 @@ def main() -> None:
     parser.add_argument("--down-for", type=float, default=10.0, help="seconds a cluster node stays down")
     parser.add_argument("--drain", type=float, default=30.0, help="seconds to wait for late moves")
     parser.add_argument("--broker", choices=["both", "nats", "mosquitto"], default="both")
+    parser.add_argument("--kill", choices=["bridge-node", "stream-leader"], default="bridge-node",
+                        help="the node killed: the first bridge's, or the leader of the QoS 1 stream ($MQTT_msgs)")
     args = parser.parse_args()
     load = os.getloadavg()
     print(f"{args.boards} boards on {args.bridges} bridges, {args.seconds:.0f} s of play; load average before "
