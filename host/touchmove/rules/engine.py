@@ -16,7 +16,7 @@ How a ply is decided (FIDE 4.7, for a board that sees only occupancy):
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import chess
 
@@ -57,9 +57,11 @@ from touchmove.rules.footprints import (
     footprint,
     promotion_alternatives,
 )
+from touchmove.rules.game_line import Declared, GameLine
 from touchmove.rules.gamelog import GameRecord
 from touchmove.rules.obligations import Touches, judge, out_of_turn
-from touchmove.rules.outcome import Repetitions, game_over
+from touchmove.rules.outcome import game_over
+from touchmove.rules.pending import InterruptedMove, PendingMove, sliding_in
 from touchmove.rules.phases import (
     CLEARED,
     CLEARED_SQUARES,
@@ -73,7 +75,8 @@ from touchmove.rules.phases import (
 )
 from touchmove.rules.phases import OUT_OF_SYNC as _OUT_OF_SYNC
 from touchmove.rules.phases import READING as _READING
-from touchmove.rules.unseen_play import Declared, GameRecovery, UnseenPlay
+from touchmove.rules.ply_evidence import PlyEvidence
+from touchmove.rules.unseen_play import UnseenPlay
 
 __all__ = ["DEFAULT_SETTLE_MS", "Engine", "EngineState", "GameRecord"]
 
@@ -99,80 +102,6 @@ class EngineState:
     in_sync: bool
     occupancy: int
     game_over: bool
-
-
-@dataclass(slots=True)
-class _GameState:
-    """What the engine keeps of the current game beside its record."""
-
-    start_occ: chess.Bitboard
-    repetitions: Repetitions = field(default_factory=Repetitions)
-    #: Each promotion's ply -> whether the piece is known (else a queen is assumed).
-    promotions: dict[int, bool] = field(default_factory=dict)
-    occs: list[chess.Bitboard] = field(default_factory=list)  # the occupancy after each ply (0: the start)
-    illegal: dict[chess.Color, int] = field(default_factory=lambda: {chess.WHITE: 0, chess.BLACK: 0})
-    pressed: bool = True  # the clock was pressed since the last move
-    pressed_at: int = 0  # device time of that press
-    #: The last ply was made before the mover of the ply before it pressed his clock (an answer in his time):
-    #: the position before that ply and its lifts; and when his press came (None: not yet).
-    answered: tuple[Position, _Ply] | None = None
-    answered_press: int | None = None
-    recovery: GameRecovery = None  # plies recovered after lost changes, and whether searched again since
-    #: The last ply made when its settle time ran out, with no change since (not by a press or a snapshot): its
-    #: number and that time. If no record came in by then and the next shows lost changes, its rest went unseen.
-    settled_by_time: tuple[int, int] | None = None
-    #: The last ply was not seen made (recovered, resynced, read from a snapshot's difference, or made after a
-    #: snapshot that may hide lost changes): since when changes may have been lost. Presses prove nothing yet.
-    unseen_since: int | None = None
-    #: How many plies of this game were recovered after lost changes since the last resync (occupancy cannot prove
-    #: every piece's type: presses are no evidence of illegal moves meanwhile).
-    recovered_plies: int = 0
-    declared: Declared | None = None  # the game's result (when not "*") was declared by a result record, not seen
-
-    def __post_init__(self) -> None:
-        self.occs.append(self.start_occ)
-
-
-@dataclass(slots=True)
-class _Checkpoint:
-    """A matched move interrupted before its settle time by another change on the board."""
-
-    footprint: Footprint
-    t: int
-    moved_on: bool  # the change was a lift of a square the move had just filled
-    position: Position | None = None
-    #: Moved on, its piece having rested on that square for the settle time before the board showed the move
-    #: (no legal position meanwhile: a knocked piece missing): released there (4.7), whatever the board shows next.
-    released: bool = False
-
-
-@dataclass(slots=True)
-class _Ply:
-    """What has happened on the board since the last move was made."""
-
-    lifted: chess.Bitboard = 0
-    blind: bool = False  # a snapshot changed squares whose lifts were not seen
-    #: A snapshot one square off was read as a lift or place: changes before it may have been lost (the device
-    #: time of the record before that snapshot).
-    unsure: int | None = None
-    held: chess.Bitboard = 0  # squares off the board together with another one (two pieces in hand)
-    touches: Touches = field(default_factory=Touches)
-    first_lift: dict[int, int] = field(default_factory=dict)  # the first lift of each square
-    lifts: list[tuple[int, chess.Square]] = field(default_factory=list)  # every lift, in order
-    last_lift: dict[int, int] = field(default_factory=dict)  # the last lift of each square
-    last_place: dict[int, int] = field(default_factory=dict)  # the last place on each square
-    adjusted: chess.Bitboard = 0  # squares last lifted by the last mover adjusting before his press (6.2.5)
-    first_match: tuple[chess.Move, int] | None = None  # a matched move and when it first showed
-    #: The board rested in the position of several plies ago, not yet read as a takeback: (plies kept, when it
-    #: showed). A piece knocked off can leave the same occupancy; the next state at rest decides.
-    earlier: tuple[int, int] | None = None
-
-    def then(self, later: _Ply) -> _Ply:
-        """Return this ply's lifts and places followed by ``later``'s (a move re-read over both)."""
-        return _Ply(lifted=self.lifted | later.lifted, blind=self.blind or later.blind, held=self.held,
-                    touches=self.touches, first_lift={**later.first_lift, **self.first_lift},
-                    lifts=self.lifts + later.lifts, last_lift={**self.last_lift, **later.last_lift},
-                    last_place={**self.last_place, **later.last_place}, adjusted=self.adjusted | later.adjusted)
 
 
 class Engine:
@@ -208,16 +137,14 @@ class Engine:
         self._setup: tuple[str, bool] | None = None
         self._sync = SHOWN
         self._position: Position = Position(start)
-        self._previous: tuple[Position, _Ply] | None = None
-        self._ply = _Ply()
-        self._match: Footprint | None = None
-        self._match_t = 0
-        self._checkpoint: _Checkpoint | None = None
+        self._previous: tuple[Position, PlyEvidence] | None = None
+        self._evidence = PlyEvidence()
+        self._pending = PendingMove()
         self._exchange_sq: chess.Square | None = None  # the last move's promotion square
         self._chosen_piece: chess.PieceType | None = None  # a promote record that came before its promotion
         self._has_clock = False  # the board has clock buttons: presses tell whose clock runs
-        self._unjudged = False  # a change came that the board has not yet been judged on at rest
-        self._cur = _GameState(start.occupied)
+        self._judge_at_rest = False  # a change came that the board has not yet been judged on at rest
+        self._line = GameLine(start.occupied)
         self._reports_changes = False  # the board sends lifts and places (not only snapshots)
         self._unseen = UnseenPlay()  # plies not seen made: lost changes, hypotheses, resync, declared results
 
@@ -326,9 +253,9 @@ class Engine:
         return out
 
     def _decision_deadline(self) -> int | None:
-        if self._match is not None:
+        if self._pending.match is not None:
             return self._changed_at + self.settle_ms
-        if self._unjudged:
+        if self._judge_at_rest:
             return self._changed_at + self.settle_ms
         if self._phase in _READING and self._sync is SHOWN and self._occ != self._position.occ:
             return self._changed_at + self.mismatch_ms
@@ -356,30 +283,19 @@ class Engine:
         out: list[Event] = []
         if self._phase is NEW or t < self._changed_at + self.settle_ms:
             return out
-        if self._match is not None:
-            fp = self._match
-            self._match = None
-            self._unjudged = False
-            cp = self._checkpoint
-            if (cp is not None and cp.footprint.move != fp.move
-                    and (cp.released or not cp.footprint.placed & ~self._occ)
-                    and self._occ != self._after_checkpoint().occ and self._after_checkpoint().continuable(self._occ)):
-                # Both in question (see _checkpoint_stands) and the board shows the opponent's answer in progress
-                # (a promotion's new piece placed first): the checkpoint move was made. A board that shows both
-                # moves alike (two captures by one piece) shows no answer: the later match, the better proven.
-                out += self._commit_checkpoint()
-            else:
-                out += self._make(fp, self._match_t)
-            self._cur.settled_by_time = (len(self._games[-1].moves), self._changed_at + self.settle_ms)
-        elif self._unjudged:
-            self._unjudged = False
+        if self._pending.match is not None:
+            self._judge_at_rest = False
+            out += self._make(*self._pending.resolve(self._position, self._occ, pressed=False))
+            self._line.unseen.settled_by_time = (len(self._games[-1].moves), self._changed_at + self.settle_ms)
+        elif self._judge_at_rest:
+            self._judge_at_rest = False
             out += self._unexplained(self._changed_at)
         if (
             self._sync is SHOWN
             and self._phase is not OVER
             and self._occ != self._position.occ
             and t >= self._changed_at + self.mismatch_ms
-            and self._match is None
+            and self._pending.match is None
         ):
             out += self._report_mismatch(self._changed_at, force=False)
         return out
@@ -403,9 +319,9 @@ class Engine:
         self._start_ply(Position(board), None)
         self._phase = PLAYING
         self._sync = SHOWN
-        self._unjudged = False
-        self._cur = _GameState(board.occupied)
-        self._cur.repetitions.add(board)
+        self._judge_at_rest = False
+        self._line = GameLine(board.occupied, self._games[-1])
+        self._line.repetitions.add(board)
         self._setup = None
         return [GameStart(number, t, fen, chess960)]
 
@@ -426,13 +342,12 @@ class Engine:
     # ----------------------------------------------------------------------------------------------------------
     # square changes
 
-    def _start_ply(self, position: Position, previous: tuple[Position, _Ply] | None) -> None:
+    def _start_ply(self, position: Position, previous: tuple[Position, PlyEvidence] | None) -> None:
         """Play on from ``position``: nothing lifted, nothing matched; ``previous`` is what an amendment re-reads."""
         self._position = position
         self._previous = previous
-        self._ply = _Ply()
-        self._match = None
-        self._checkpoint = None
+        self._evidence = PlyEvidence()
+        self._pending.clear()
 
     def _change(self, t: int, sq: chess.Square, occupied: bool) -> list[Event]:
         bb = chess.BB_SQUARES[sq]
@@ -441,19 +356,19 @@ class Engine:
         out: list[Event] = []
         self._occ ^= bb
         self._changed_at = t
-        self._unjudged = True
+        self._judge_at_rest = True
         if self._sync is EXCUSED:
             self._sync = SHOWN  # a new state of the board: judged again when it rests
-        ply = self._ply
-        match = self._match
-        if match is not None and self._checkpoint is None:
+        ply = self._evidence
+        match = self._pending.match
+        if match is not None and self._pending.interrupted is None:
             # A change while the matched move waits out its settle time: the mover's piece sliding on, or the
             # opponent starting already (fast play without clocks). Keep the move as a checkpoint.
             moved_on = not occupied and bool(match.placed & bb)
             # Its piece had rested there for the settle time before the board showed the move (a knocked piece
             # missing meanwhile).
-            released = moved_on and self._match_t - ply.last_place.get(sq, self._match_t) >= self.settle_ms
-            self._checkpoint = _Checkpoint(match, self._match_t, moved_on=moved_on, released=released)
+            released = moved_on and self._pending.since - ply.last_place.get(sq, self._pending.since) >= self.settle_ms
+            self._pending.interrupted = InterruptedMove(match, self._pending.since, moved_on, released=released)
         if occupied:
             ply.last_place[sq] = t
         else:
@@ -483,35 +398,36 @@ class Engine:
             out: list[Event] = []
             for change in self._chatter.push(t, sq, bool(occ & diff)):
                 out += self._change(*change)
-            if self._reports_changes and self._ply.unsure is None:
-                self._ply.unsure = self._t  # a board that reports lifts and places sent this as a snapshot
+            if self._reports_changes and self._evidence.unsure_since is None:
+                self._evidence.unsure_since = self._t  # a board that reports lifts and places sent this as a snapshot
             return out
         out = self._flush_chatter()
         if occ == self._occ:
-            if not heartbeat and self._reports_changes and self._ply.unsure is None:
+            if not heartbeat and self._reports_changes and self._evidence.unsure_since is None:
                 # A board that reports its changes sends a snapshot when it (re)connects: changes may have been
                 # lost that left the squares as they were (a capture looks like a piece in the hand).
-                self._ply.unsure = self._t
+                self._evidence.unsure_since = self._t
             return out
         gone = self._occ & ~occ
         self._occ = occ
         self._changed_at = t
-        self._unjudged = True
-        self._ply.lifted |= gone
-        self._ply.blind = True
+        self._judge_at_rest = True
+        self._evidence.lifted |= gone
+        self._evidence.lifts_unseen = True
         out += self._after_change(t)
         if self._phase in _READING and self._occ != self._position.occ and (
                 self._unseen.blind is not None or not self._position.continuable(self._occ)):
             # (A move under way from the game position is read as such: its lifts were not seen.)
             out += self._unseen.changes_lost(self, t)
         else:
-            if self._ply.unsure is None:
-                self._ply.unsure = self._t  # read as a move under way; if the board contradicts that, search then
-            if self._reports_changes and self._match is not None and self._phase is PLAYING:
+            if self._evidence.unsure_since is None:
+                # Read as a move under way; if the board contradicts that, search then.
+                self._evidence.unsure_since = self._t
+            if self._reports_changes and self._pending.match is not None and self._phase is PLAYING:
                 # A board that reports its changes was blind (it reconnected): the move it shows has rested there
                 # for a while already, it is made now (the next change is the next move's).
-                fp, self._match = self._match, None
-                self._unjudged = False
+                fp, self._pending.match = self._pending.match, None
+                self._judge_at_rest = False
                 out += self._make(fp, t)
         return out
 
@@ -520,14 +436,14 @@ class Engine:
         if self._phase is OVER:
             started = self._try_new_game(t)
             cleared = (self._occ ^ self._position.occ).bit_count() >= CLEARED_SQUARES
-            if cleared and self._cur.declared is Declared.READ_ON:
-                self._cur.declared = Declared.CLEARED  # the board is being cleared: that game is over for good
-            if started or not self._unseen.declared_end(self) or self._cur.declared is not Declared.READ_ON:
-                self._match = None
+            if cleared and self._line.declared is Declared.READ_ON:
+                self._line.declared = Declared.CLEARED  # the board is being cleared: that game is over for good
+            if started or not self._unseen.declared_end(self) or self._line.declared is not Declared.READ_ON:
+                self._pending.match = None
                 return started
             # A declared result: moves are still read, and one made withdraws it (play went on).
-            self._match = self._explain(self._position, self._ply)
-            self._match_t = t
+            self._pending.match = self._explain(self._position, self._evidence)
+            self._pending.since = t
             return []
         if self._setup is not None:
             started = self._try_new_game(t)
@@ -541,95 +457,56 @@ class Engine:
         elif (self._occ ^ self._position.occ).bit_count() >= CLEARED_SQUARES:
             self._phase = CLEARED
         if self._phase is CLEARED:
-            self._match = None
+            self._pending.match = None
             if self._occ == self._position.occ:
                 self._phase = PLAYING
                 out += self._restored(t, "game position")
             else:
                 out += self._try_new_game(t)
             return out
-        fp = self._explain(self._position, self._ply)
+        fp = self._explain(self._position, self._evidence)
         if fp is None and self._occ & ~self._position.occ and self._castling_completed():
             # The king lands beside the rook moved first: castling, at once (the opponent may answer within the
             # settle time).
             return out + self._amend_last(t)
-        cp = self._checkpoint
-        if fp is None and cp is None and self._ply.lifted & self._position.occ & ~self._occ:
+        interrupted = self._pending.interrupted
+        if fp is None and interrupted is None and self._evidence.lifted & self._position.occ & ~self._occ:
             pushed = self._pushed_capture()
             if pushed is not None:
                 return self._amend_last(t, pushed)  # the pushed-aside victim taken off: the capture, at once
-        if cp is not None and (fp is None or fp.move == cp.footprint.move):
+        if interrupted is not None and (fp is None or fp.move == interrupted.footprint.move):
             # The board may show the checkpoint move and the opponent's answer (when it shows the checkpoint move
             # alone, an answer that leaves the squares as they were: a Chess960 castling of king and rook).
-            ply = self._ply
-            since = self._lifted_since(cp.t)
-            answer = self._after_checkpoint().explain(self._occ, since, ply.blind, ply.held & since,
+            ply = self._evidence
+            since = ply.lifted_since(interrupted.t)
+            answer = interrupted.after(self._position).explain(self._occ, since, ply.lifts_unseen, ply.held & since,
                                                       ply.last_lift, ply.last_place)
             if answer is not None:
-                out += self._commit_checkpoint()
+                out += self._make(*self._pending.take_interrupted())
                 fp = answer
             elif fp is not None:
-                self._checkpoint = None
-        elif cp is not None and fp is not None and not self._checkpoint_stands(fp):
-            self._checkpoint = None
-        self._match = fp
-        self._match_t = t
+                self._pending.interrupted = None
+        elif interrupted is not None and fp is not None and not self._pending.stands(fp, self._occ):
+            self._pending.interrupted = None
+        self._pending.match = fp
+        self._pending.since = t
         if fp is not None:
             # The same move showing again (a piece lifted and put back meanwhile) was made when it first showed.
-            first = self._ply.first_match
+            first = self._evidence.first_match
             if first is not None and first[0] == fp.move:
-                self._match_t = first[1]
+                self._pending.since = first[1]
             else:
-                self._ply.first_match = (fp.move, t)
+                self._evidence.first_match = (fp.move, t)
         if fp is None and self._occ == self._position.occ and self._sync in _OUT_OF_SYNC:
             out += self._restored(t, "game position")
         return out
 
-    def _checkpoint_stands(self, fp: Footprint) -> bool:
-        """Return whether the checkpoint move stays in question beside ``fp``, another move of the same piece.
-
-        The checkpoint's landing square is still occupied: ``fp`` needs it refilled by another piece while its
-        own piece was in the air, the checkpoint only an opponent quick to answer (a piece slid onto its square
-        is sensed there before its own square empties). ``fp`` is matched; the next change decides, and if the
-        board rests first, ``fp`` is made unless it shows an answer in progress after the checkpoint move.
-        """
-        cp = self._checkpoint
-        assert cp is not None
-        made = cp.footprint
-        if fp.move == made.move or fp.move.from_square != made.move.from_square or not made.placed & ~fp.placed:
-            return False  # the same move, another piece, or fp lands there too (the king's step, then castling)
-        return cp.released or self._occ & made.placed == made.placed
-
-    def _after_checkpoint(self) -> Position:
-        assert self._checkpoint is not None
-        cp = self._checkpoint
-        if cp.position is None:
-            board = self._position.board.copy(stack=False)
-            board.push(cp.footprint.move)
-            cp.position = Position(board)
-        return cp.position
-
-    def _commit_checkpoint(self) -> list[Event]:
-        """Make the checkpoint move (what was lifted since it belongs to the next ply)."""
-        cp = self._checkpoint
-        assert cp is not None
-        self._checkpoint = None
-        return self._make(cp.footprint, cp.t)
-
-    def _lifted_since(self, t: int) -> chess.Bitboard:
-        """Return the squares lifted after device time ``t`` in this ply."""
-        lifted = 0
-        for at, sq in self._ply.lifts:
-            if at > t:
-                lifted |= chess.BB_SQUARES[sq]
-        return lifted
-
-    def _explain(self, position: Position, ply: _Ply) -> Footprint | None:
+    def _explain(self, position: Position, ply: PlyEvidence) -> Footprint | None:
         """Return the legal move the board shows from ``position`` with the lifts of ``ply``, if any."""
-        return position.explain(self._occ, ply.lifted, ply.blind, ply.held, ply.last_lift, ply.last_place,
+        return position.explain(self._occ, ply.lifted, ply.lifts_unseen, ply.held, ply.last_lift, ply.last_place,
                                 self._straightened(ply) if ply.adjusted else 0)
 
-    def _straightened(self, ply: _Ply) -> chess.Bitboard:
+    def _straightened(self, ply: PlyEvidence) -> chess.Bitboard:
         """Return the squares the last mover lifted and put back before his press (adjustments, 6.2.5).
 
         A lift before the press whose square was refilled only after it may be the opponent's, taking the piece
@@ -638,7 +515,7 @@ class Engine:
         squares = 0
         for sq in chess.scan_forward(ply.adjusted):
             placed = ply.last_place.get(sq)
-            if placed is not None and (not self._cur.pressed or placed <= self._cur.pressed_at):
+            if placed is not None and (not self._line.presses.pressed or placed <= self._line.presses.pressed_at):
                 squares |= chess.BB_SQUARES[sq]
         return squares
 
@@ -647,14 +524,15 @@ class Engine:
             return []
         position = self._position
         piece = position.board.piece_at(sq)
-        touches = self._ply.touches
+        touches = self._evidence.touches
         if piece is None or sq == self._exchange_sq:
             return []  # the promoted pawn being exchanged for the new piece (4.6) is no touch
         side = "mover" if piece.color == position.board.turn else "opponent"
-        if side == "opponent" and self._has_clock and not self._cur.pressed and self._cur.unseen_since is None:
+        if (side == "opponent" and self._has_clock and not self._line.presses.pressed
+                and self._line.unseen.unseen_since is None):
             # The player who just moved adjusts a piece before pressing: his clock still runs (6.2.5). (After plies
             # not seen made, his press may have been lost too: a lift of his piece is the mover's capture.)
-            self._ply.adjusted |= chess.BB_SQUARES[sq]
+            self._evidence.adjusted |= chess.BB_SQUARES[sq]
             if sq in touches.order or sq in touches.adjusted:
                 return []
             touches.adjusted.append(sq)
@@ -678,7 +556,7 @@ class Engine:
     # made moves
 
     def _make(self, fp: Footprint, t: int) -> list[Event]:
-        position, ply = self._position, self._ply
+        position, ply = self._position, self._evidence
         board = position.board
         game = self._games[-1]
         move = fp.move
@@ -693,16 +571,16 @@ class Engine:
             out += self._restored(t, "legal move")
         after = board.copy(stack=False)
         san = after.san_and_push(move)
-        game.moves.append(move)
-        game.clocks.append(None)
-        self._cur.occs.append(after.occupied)
-        early = self._has_clock and not self._cur.pressed and number > 1 and self._cur.unseen_since is None
-        self._cur.answered = self._previous if early else None
-        self._cur.answered_press = None
+        self._line.push(move, after)
+        early = (self._has_clock and not self._line.presses.pressed and number > 1
+                 and self._line.unseen.unseen_since is None)
+        self._line.presses.answered = self._previous if early else None
+        self._line.presses.answered_press = None
         self._start_ply(position.after(move, after), (position, ply))
-        self._cur.pressed = False
+        self._line.presses.pressed = False
         # Made from a snapshot's difference (its changes not seen), or after a snapshot that may hide lost changes.
-        self._cur.unseen_since = ply.unsure if ply.unsure is not None else self._t if ply.blind else None
+        self._line.unseen.unseen_since = (ply.unsure_since if ply.unsure_since is not None
+                                          else self._t if ply.lifts_unseen else None)
         out.append(MoveMade(game.number, t, number, move.uci(), san, self._position.fen()))
         late = [(at, sq) for at, sq in ply.lifts if at > t]
         if late:
@@ -713,19 +591,12 @@ class Engine:
                 if ply.first_lift.get(sq, t) <= t:
                     earlier.touch(position, sq)
             ply.touches = earlier
-            nxt = self._ply
-            for at, sq in late:
-                nxt.held |= ply.held & chess.BB_SQUARES[sq]  # two pieces in hand (a Chess960 swap castling)
-                nxt.lifted |= chess.BB_SQUARES[sq]
-                nxt.first_lift.setdefault(sq, at)
-                nxt.lifts.append((at, sq))
-                nxt.last_lift[sq] = at
-                nxt.touches.touch(self._position, sq)
-            nxt.last_place.update({sq: placed for sq, placed in ply.last_place.items() if placed > t})
+            nxt = self._evidence
+            nxt.carry_late(ply, t, self._position)
             # The answer may be on the board already (a Chess960 castling that leaves the squares as they were).
             answer = self._explain(self._position, nxt)
             if answer is not None:
-                self._match, self._match_t = answer, self._changed_at
+                self._pending.match, self._pending.since = answer, self._changed_at
                 nxt.first_match = (answer.move, self._changed_at)
         self._exchange_sq = move.to_square if move.promotion is not None else None
         for breach in judge(position, ply.touches, move, ply.first_lift):
@@ -735,9 +606,9 @@ class Engine:
                 "sq": chess.square_name(sq), "piece": str(board.piece_at(sq)),
             }))
         if move.promotion is not None and chosen is not None:
-            self._cur.promotions[number] = True
+            self._line.promotions[number] = True
         elif move.promotion is not None:
-            self._cur.promotions[number] = False
+            self._line.promotions[number] = False
             out.append(self._alert(t, "promotion_unverified", "4.4.4", number, {
                 "sq": chess.square_name(move.to_square), "assumed": "q",
                 "note": "the board cannot see the new piece; a promote record confirms it (7.5.2 if a pawn)",
@@ -750,12 +621,12 @@ class Engine:
         whose suffix tells a check)."""
         out: list[Event] = []
         game = self._games[-1]
-        count = self._cur.repetitions.add(board)
+        count = self._line.repetitions.add(board)
         ended = game_over(board, count, None if san is None else san[-1] in "+#")
         if ended is not None:
             result, reason, article = ended
             game.result, game.end_reason = result, reason
-            self._cur.declared = None
+            self._line.declared = None
             self._phase = OVER
             out.append(GameEnd(game.number, t, result, reason, article))
             return out
@@ -787,9 +658,10 @@ class Engine:
         if self._sync is LOST and self._unseen.still_blind(self._occ):
             # Still blind: what the board shows now may be explained by more of the lost plies.
             return self._unseen.changes_lost(self, t)
-        cp = self._checkpoint
-        if cp is not None and (not cp.moved_on or cp.released) and self._after_checkpoint().continuable(self._occ):
-            return self._commit_checkpoint()
+        interrupted = self._pending.interrupted
+        if (interrupted is not None and (not interrupted.moved_on or interrupted.released)
+                and interrupted.after(self._position).continuable(self._occ)):
+            return self._make(*self._pending.take_interrupted())
         pushed = self._pushed_capture()
         if pushed is not None:
             return self._amend_last(t, pushed)
@@ -803,12 +675,12 @@ class Engine:
             return []
         if self._victim_set_aside():
             return []
-        if self._ply.unsure is not None:
+        if self._evidence.unsure_since is not None:
             # A snapshot was read as one change, and nothing explains the board: changes may have been lost.
-            out = self._unseen.changes_lost(self, t, since=self._ply.unsure, quiet=True)
+            out = self._unseen.changes_lost(self, t, since=self._evidence.unsure_since, quiet=True)
             if out:
                 return out
-        if self._cur.unseen_since is not None:
+        if self._line.unseen.unseen_since is not None:
             # The board contradicts a ply not seen made (a recovered one moved on): search the lost plies again
             # rather than read it as moved after release.
             out = self._unseen.recover_again(self, t)
@@ -833,8 +705,8 @@ class Engine:
         if ply is not None:
             if len(self._games[-1].moves) - ply < 2:
                 return self._takeback_to(t, ply)
-            if self._ply.earlier is None or self._ply.earlier[0] != ply:
-                self._ply.earlier = (ply, t)
+            if self._evidence.earlier is None or self._evidence.earlier[0] != ply:
+                self._evidence.earlier = (ply, t)
         return []
 
     def _end_in_question(self) -> bool:
@@ -876,10 +748,10 @@ class Engine:
         back; the ply before it is amended if the board shows its piece elsewhere (no alert: the piece only
         crossed the square it was read on).
         """
-        answered, pressed = self._cur.answered, self._cur.answered_press
+        answered, pressed = self._line.presses.answered, self._line.presses.answered_press
         if answered is None or self._previous is None or not self._answer_left_before_press():
             return []
-        now = self._ply
+        now = self._evidence
         position, ply = answered
         game = self._games[-1]
         if len(game.moves) < 2:
@@ -890,7 +762,7 @@ class Engine:
             out = self._takeback_to(t, len(game.moves) - 1)
             self._answer_taken_back(pressed)
             self._previous = (position, ply)
-            self._carry(now, 0)
+            self._evidence.carry(now, 0, self._position)
             return out
         fp = self._explain(position, lifts)
         if fp is None or fp.move.from_square != game.moves[-2].from_square:
@@ -905,10 +777,10 @@ class Engine:
     def _answer_left_before_press(self) -> bool:
         """Return whether the last ply is an answer made before the press of the ply it answers, and the board
         left it (a change since it was made) before that press."""
-        if (self._cur.answered is None or self._previous is None or not self._has_clock
-                or self._cur.unseen_since is not None):
+        if (self._line.presses.answered is None or self._previous is None or not self._has_clock
+                or self._line.unseen.unseen_since is not None):
             return False
-        pressed, lifts = self._cur.answered_press, self._ply.lifts
+        pressed, lifts = self._line.presses.answered_press, self._evidence.lifts
         return pressed is None or (bool(lifts) and lifts[0][0] <= pressed)
 
     def _answer_moved_on(self, t: int) -> list[Event]:
@@ -924,8 +796,8 @@ class Engine:
 
     def _answer_taken_back(self, pressed: int | None) -> None:
         """After an answer taken back: whether (and when) the mover of the ply kept has pressed his clock."""
-        self._cur.pressed = pressed is not None
-        self._cur.pressed_at = pressed or 0
+        self._line.presses.pressed = pressed is not None
+        self._line.presses.pressed_at = pressed or 0
 
     def _castling_completed(self) -> bool:
         """Return whether the last move was a rook's that the king has now completed into castling (4.4.2)."""
@@ -944,7 +816,7 @@ class Engine:
         if self._previous is None:
             return None
         position, ply = self._previous
-        return self._explain(position, ply.then(self._ply))
+        return self._explain(position, ply.then(self._evidence))
 
     def _pushed_capture(self) -> Footprint | None:
         """Return the capture the last move really was when its piece only pushed the victim aside, else None.
@@ -959,10 +831,10 @@ class Engine:
             return None
         last = self._games[-1].moves[-1]
         landing = chess.BB_SQUARES[last.to_square]
-        if not self._ply.lifted & landing or self._occ & landing:
+        if not self._evidence.lifted & landing or self._occ & landing:
             return None
-        taken_off = self._ply.first_lift.get(last.to_square, self._t)
-        if self._has_clock and self._cur.pressed and self._cur.pressed_at < taken_off:
+        taken_off = self._evidence.first_lift.get(last.to_square, self._t)
+        if self._has_clock and self._line.presses.pressed and self._line.presses.pressed_at < taken_off:
             return None  # taken off after the press: the opponent's hand
         position, ply = self._previous
         landed = ply.last_place.get(last.to_square)
@@ -971,7 +843,7 @@ class Engine:
             return None
         victim = fp.move.to_square
         # The first refill after the landing (the mover may straighten the capturing piece later).
-        refilled = min((placed for placed in (ply.last_place.get(victim), self._ply.last_place.get(victim))
+        refilled = min((placed for placed in (ply.last_place.get(victim), self._evidence.last_place.get(victim))
                         if placed is not None and placed > landed), default=-1)
         if (not position.board.occupied_co[not position.board.turn] & chess.BB_SQUARES[victim]
                 or not chess.BB_KING_ATTACKS[victim] & landing or not 0 <= refilled - landed <= PUSH_ASIDE_MS):
@@ -984,10 +856,10 @@ class Engine:
         straightening it), not the piece moving on, which a slide may sense there only a moment early.
         """
         victim = fp.move.to_square
-        left = self._ply.first_lift.get(last.to_square)
+        left = self._evidence.first_lift.get(last.to_square)
         if left is None or victim == last.to_square or not position.occ & chess.BB_SQUARES[victim]:
             return False
-        refilled = self._ply.last_place.get(victim)
+        refilled = self._evidence.last_place.get(victim)
         if refilled is None and self._previous is not None:
             refilled = self._previous[1].last_place.get(victim)
         return refilled is not None and refilled < left - SLIDE_OVERLAP_MS
@@ -1000,8 +872,8 @@ class Engine:
         filled = self._occ & ~self._position.occ
         if not filled or filled & (filled - 1):
             return False
-        ply = self._ply
-        fp = self._position.explain(self._occ & ~filled, ply.lifted, ply.blind, ply.held, ply.last_lift,
+        ply = self._evidence
+        fp = self._position.explain(self._occ & ~filled, ply.lifted, ply.lifts_unseen, ply.held, ply.last_lift,
                                     ply.last_place)
         return (fp is not None and bool(chess.BB_KING_ATTACKS[fp.move.to_square] & filled)
                 and bool(self._position.occ & chess.BB_SQUARES[fp.move.to_square]))
@@ -1030,17 +902,12 @@ class Engine:
         if pushed is None and not castling and self._refilled_before_moving_on(position, last, fp):
             return []
         out: list[Event] = []
-        game.moves.pop()
-        game.clocks.pop()
-        self._cur.occs.pop()
-        self._cur.repetitions.remove_last()
+        self._line.pop()
         after = board.copy(stack=False)
         san = after.san_and_push(fp.move)
-        game.moves.append(fp.move)
-        game.clocks.append(None)
-        self._cur.occs.append(after.occupied)
+        self._line.push(fp.move, after)
         # What was seen since the amended move was first made stays its evidence for a later re-reading.
-        self._start_ply(position.after(fp.move, after), (position, self._previous[1].then(self._ply)))
+        self._start_ply(position.after(fp.move, after), (position, self._previous[1].then(self._evidence)))
         self._phase = PLAYING
         out.append(MoveAmended(game.number, t, number, fp.move.uci(), san, self._position.fen()))
         if self._sync is MISMATCH:
@@ -1050,13 +917,13 @@ class Engine:
                 "played": fp.move.uci(), "replaces": last.uci(),
                 "rook": chess.square_name(last.from_square),
             }))
-        elif not king_part and pushed is None and self._cur.unseen_since is None:  # (its release not seen)
+        elif not king_part and pushed is None and self._line.unseen.unseen_since is None:  # (its release not seen)
             out.append(self._alert(t, "moved_after_release", "4.7", number, {
                 "released": chess.square_name(last.to_square), "final": chess.square_name(fp.move.to_square),
                 "replaces": last.uci(), "played": fp.move.uci(),
             }))
         if fp.move.promotion is not None:
-            self._cur.promotions[number] = False
+            self._line.promotions[number] = False
             out.append(self._alert(t, "promotion_unverified", "4.4.4", number, {
                 "sq": chess.square_name(fp.move.to_square), "assumed": "q",
             }))
@@ -1066,8 +933,8 @@ class Engine:
     def _promotion_piece_seen(self, t: int) -> list[Event]:
         """A promoted piece moving as another piece would: the board shows what was really chosen."""
         game = self._games[-1]
-        for number in sorted(self._cur.promotions, reverse=True):
-            if self._cur.promotions[number] or number < len(game.moves) - PROMOTION_LOOKBACK:
+        for number in sorted(self._line.promotions, reverse=True):
+            if self._line.promotions[number] or number < len(game.moves) - PROMOTION_LOOKBACK:
                 continue
             original = game.moves[number - 1]
             before = game.board(number - 1)
@@ -1076,12 +943,12 @@ class Engine:
                 if replayed is None:
                     continue
                 position = Position(replayed)
-                fp = self._explain(position, self._ply)
+                fp = self._explain(position, self._evidence)
                 if fp is None:
                     continue
                 out = self._set_promotion(t, number, alternative, confirmed=False)
                 if out:
-                    match = self._explain(self._position, self._ply)
+                    match = self._explain(self._position, self._evidence)
                     if match is not None:
                         out += self._make(match, self._changed_at)
                     return out
@@ -1106,10 +973,8 @@ class Engine:
             return []
         before = game.board(number - 1)
         san = before.san_and_push(move)
-        game.moves[number - 1] = move
-        self._cur.promotions[number] = confirmed
+        self._line.replace_promotion(number, move, confirmed)
         self._position = Position(board)
-        self._cur.repetitions.rebuild(game.board(0), game.moves)
         out: list[Event] = [MoveAmended(game.number, t, number, move.uci(), san, fen_of(before))]
         # The game end (or its absence) rested on the piece assumed: judge the position again.
         ended = game_over(board)
@@ -1121,18 +986,18 @@ class Engine:
 
     def _promote(self, t: int, piece: chess.PieceType) -> list[Event]:
         """A ``promote`` record: the piece chosen for the latest promotion of the game."""
-        if self._match is not None and self._match.move.promotion is not None:
+        if self._pending.match is not None and self._pending.match.move.promotion is not None:
             self._chosen_piece = piece  # chosen before the promotion was made: it is made with this piece
             return []
         if self._promotion_under_way():
             self._chosen_piece = piece  # the pawn is in the hand: the choice is for this promotion, not the last
             return []
-        if not self._games or not self._cur.promotions:
+        if not self._games or not self._line.promotions:
             return []
-        number = max(self._cur.promotions)
+        number = max(self._line.promotions)
         original = self._games[-1].moves[number - 1]
         if original.promotion == piece:
-            self._cur.promotions[number] = True
+            self._line.promotions[number] = True
             return []
         return self._set_promotion(t, number, chess.Move(original.from_square, original.to_square, piece))
 
@@ -1153,45 +1018,33 @@ class Engine:
         lying where the earlier position has one shows that position as well, and its owner putting it back
         shows the game again (the lifts since the position showed belong to the next move).
         """
-        pending = self._ply.earlier
+        pending = self._evidence.earlier
         if pending is None:
             return []
         keep, shown = pending
         game = self._games[-1]
-        if self._occ == self._cur.occs[keep] or keep >= len(game.moves):
+        if self._occ == self._line.occupancies[keep] or keep >= len(game.moves):
             return []
         earlier = Position(game.board(keep))
-        since = [(at, sq) for at, sq in self._ply.lifts if at >= shown]
+        since = [(at, sq) for at, sq in self._evidence.lifts if at >= shown]
         lifted = 0
         for _, sq in since:
             lifted |= chess.BB_SQUARES[sq]
-        ply = self._ply
+        ply = self._evidence
         fp = earlier.explain(self._occ, lifted, False, ply.held & lifted, ply.last_lift, ply.last_place)
         if fp is None and not earlier.continuable(self._occ):
             return []
         out = self._takeback_to(shown, keep)
-        self._carry(ply, shown)
-        match = self._explain(self._position, self._ply)
+        self._evidence.carry(ply, shown, self._position)
+        match = self._explain(self._position, self._evidence)
         if match is not None:
             out += self._make(match, self._changed_at)
         return out
 
-    def _carry(self, ply: _Ply, since: int) -> None:
-        """Give the new ply the lifts and places of ``ply`` from device time ``since`` on (a move under way)."""
-        nxt = self._ply
-        for at, sq in ply.lifts:
-            if at >= since:
-                nxt.lifted |= chess.BB_SQUARES[sq]
-                nxt.first_lift.setdefault(sq, at)
-                nxt.lifts.append((at, sq))
-                nxt.last_lift[sq] = at
-                nxt.touches.touch(self._position, sq)
-        nxt.last_place.update({sq: at for sq, at in ply.last_place.items() if at >= since})
-
     def _earlier_position(self) -> int | None:
         """Return how many plies to keep if the board shows an earlier position of this game, else None."""
-        for plies in range(len(self._cur.occs) - 2, -1, -1):
-            if self._cur.occs[plies] == self._occ:
+        for plies in range(len(self._line.occupancies) - 2, -1, -1):
+            if self._line.occupancies[plies] == self._occ:
                 return plies
         return None
 
@@ -1202,16 +1055,11 @@ class Engine:
         game = self._games[-1]
         if keep < 0 or keep >= len(game.moves):
             return []
-        game.truncate(keep)
-        del self._cur.occs[keep + 1:]
-        board = game.board()
-        self._start_ply(Position(board), None)
+        self._line.truncate(keep)
+        self._start_ply(Position(game.board()), None)
         self._phase = PLAYING
-        self._cur.pressed = True
-        self._cur.answered = None
-        self._cur.repetitions.rebuild(game.board(0), game.moves)
-        for number in [n for n in self._cur.promotions if n > keep]:
-            del self._cur.promotions[number]
+        self._line.presses.pressed = True
+        self._line.presses.answered = None
         out: list[Event] = [Takeback(game.number, t, keep + 1, self._position.fen())]
         if self._occ == self._position.occ and self._sync is MISMATCH:
             out += self._restored(t, "takeback")
@@ -1220,9 +1068,9 @@ class Engine:
     def _note_king_on_castling_square(self) -> None:
         """The king alone rests on its castling square (4.7.2): only castling on that side may follow."""
         board = self._position.board
-        touches = self._ply.touches
+        touches = self._evidence.touches
         king = board.king(board.turn)
-        if king is None or not self._ply.lifted & chess.BB_SQUARES[king]:
+        if king is None or not self._evidence.lifted & chess.BB_SQUARES[king]:
             return
         for move in board.generate_castling_moves():
             if move.from_square == king:
@@ -1254,7 +1102,8 @@ class Engine:
                 or (self._exchange_sq is not None
                     and occ ^ self._position.occ == chess.BB_SQUARES[self._exchange_sq])
                 or (self._previous is not None and self._previous[0].continuable(occ))
-                or (self._checkpoint is not None and self._after_checkpoint().continuable(occ)))
+                or (self._pending.interrupted is not None
+                    and self._pending.interrupted.after(self._position).continuable(occ)))
 
     def _restored(self, t: int, how: str) -> list[Event]:
         self._sync = SHOWN
@@ -1273,14 +1122,12 @@ class Engine:
             after = position.board.copy(stack=False)
             san = after.san_and_push(move)
             number = len(game.moves) + 1
-            game.moves.append(move)
-            game.clocks.append(None)
-            self._cur.occs.append(after.occupied)
-            unseen = _Ply(lifted=footprint(position.board, move).must_lift, blind=True)
+            self._line.push(move, after)
+            unseen = PlyEvidence(lifted=footprint(position.board, move).must_lift, lifts_unseen=True)
             self._start_ply(position.after(move, after), (position, unseen))
             out.append(RecoveredMove(game.number, t, number, move.uci(), san, self._position.fen()))
             if move.promotion is not None:
-                self._cur.promotions[number] = False
+                self._line.promotions[number] = False
                 out.append(self._alert(t, "promotion_unverified", "4.4.4", number, {
                     "sq": chess.square_name(move.to_square), "assumed": "q",
                 }))
@@ -1288,9 +1135,9 @@ class Engine:
             if self._phase is OVER:
                 break
         if moves:
-            self._cur.pressed = False
-            self._cur.unseen_since = t
-            self._cur.answered = None
+            self._line.presses.pressed = False
+            self._line.unseen.unseen_since = t
+            self._line.presses.answered = None
         self._exchange_sq = None
         restored = self._sync is MISMATCH
         self._sync = SHOWN
@@ -1299,9 +1146,9 @@ class Engine:
             out.append(self._alert(t, "board_restored", "7.4", self._ply_no, {"by": "recovered plies"}))
         if self._phase is PLAYING and self._occ != self._position.occ:
             # One more move under way: its lifts were not seen.
-            self._ply.lifted = self._position.occ & ~self._occ
-            self._ply.blind = True
-            self._unjudged = True
+            self._evidence.lifted = self._position.occ & ~self._occ
+            self._evidence.lifts_unseen = True
+            self._judge_at_rest = True
             out += self._after_change(t)
         return out
 
@@ -1311,12 +1158,13 @@ class Engine:
             return False
         if self._sync in _OUT_OF_SYNC:
             return True
-        if self._phase is not PLAYING or self._unjudged or self._match is not None:
+        if self._phase is not PLAYING or self._judge_at_rest or self._pending.match is not None:
             return False
         occ = self._occ
         if occ == self._position.occ or self._position.continuable(occ):
             return False
-        return not (self._checkpoint is not None and self._after_checkpoint().continuable(occ))
+        interrupted = self._pending.interrupted
+        return not (interrupted is not None and interrupted.after(self._position).continuable(occ))
 
     def _resume(self, t: int) -> list[Event]:
         """The game end announced is withdrawn: the board shows play going on."""
@@ -1338,28 +1186,20 @@ class Engine:
             return out
         side = record.side
         self._has_clock = True
-        if self._match is not None and self._position.board.turn == side:
-            fp = self._match
-            self._match = None
-            self._unjudged = False
-            cp = self._checkpoint
-            if cp is not None and cp.footprint.move != fp.move and (cp.released or (
-                    not cp.footprint.placed & ~self._occ and _sliding_in(self._after_checkpoint(), self._occ))):
-                # Both in question (see _checkpoint_stands), and the checkpoint's piece was released on its square,
-                # or the board shows the checkpoint move with the opponent's answer sliding onto a neighbouring
-                # square, sensed there before its own square empties (a bullet reply as the mover presses): the
-                # checkpoint move was made.
-                out += self._commit_checkpoint()
-            else:
-                out += self._make(fp, self._match_t)
-        elif self._checkpoint is not None and self._position.board.turn == side:
-            out += self._commit_checkpoint()  # the mover's press: the opponent's hand was already moving
-        elif self._unjudged and not (self._position.board.turn != side and _sliding_in(self._position, self._occ)):
+        if self._pending.match is not None and self._position.board.turn == side:
+            self._judge_at_rest = False
+            out += self._make(*self._pending.resolve(self._position, self._occ, pressed=True))
+        elif self._pending.interrupted is not None and self._position.board.turn == side:
+            # The mover's press: the opponent's hand was already moving.
+            out += self._make(*self._pending.take_interrupted())
+        elif self._judge_at_rest and not (self._position.board.turn != side and sliding_in(self._position, self._occ)):
             # (The last mover's press as the answer slides onto its square, sensed there before its own square
             # empties, is no evidence on that answer: it is judged when the board rests.)
-            self._unjudged = False
+            self._judge_at_rest = False
             out += self._unexplained(self._changed_at)
-        unsure = self._ply.unsure if self._ply.unsure is not None else self._cur.unseen_since
+        unsure = self._evidence.unsure_since
+        if unsure is None:
+            unsure = self._line.unseen.unseen_since
         if (unsure is not None and self._position.board.turn == side and self._sync is not LOST
                 and self._occ != self._position.occ):
             # The mover presses while the board shows a move under way that a snapshot told (or right after a
@@ -1370,22 +1210,22 @@ class Engine:
             return out
         game = self._games[-1]
         board = self._position.board
-        if (board.turn == side and self._cur.answered is not None and self._cur.answered_press is None
+        if (board.turn == side and self._line.presses.answered is not None and self._line.presses.answered_press is None
                 and len(game.moves) >= 2):
             # The press of the ply before the last: the answer came before it (bullet).
-            self._cur.answered_press = t
+            self._line.presses.answered_press = t
             game.clocks[-2] = record.remaining
             out.append(ClockPress(game.number, t, len(game.moves) - 1, "white" if side else "black",
                                   record.remaining))
             return out
-        if board.turn != side and game.moves and not self._cur.pressed:
-            self._cur.pressed = True
-            self._cur.pressed_at = t
+        if board.turn != side and game.moves and not self._line.presses.pressed:
+            self._line.presses.pressed = True
+            self._line.presses.pressed_at = t
             game.clocks[-1] = record.remaining
             out.append(ClockPress(game.number, t, len(game.moves), "white" if side else "black",
                                   record.remaining))
             return out
-        if self._sync in _OUT_OF_SYNC or self._ply.blind or self._cur.unseen_since is not None:
+        if self._sync in _OUT_OF_SYNC or self._evidence.lifts_unseen or self._line.unseen.unseen_since is not None:
             # The board was out of sync before this press (changes lost, or a mismatch already raised): the game
             # position may be behind the board, a press proves nothing.
             return out
@@ -1393,14 +1233,14 @@ class Engine:
             # A position no legal move can continue is an illegal move completed; the game position, or a move
             # still in progress (a piece in the hand), is a press without a move.
             shown = self._occ != self._position.occ and not self._position.continuable(self._occ)
-            if self._cur.recovered_plies:
+            if self._line.unseen.recovered_plies:
                 # The game rests on plies recovered after lost changes: the board may be right and a recovered
                 # ply wrong (another piece moved, or captured) rather than this press illegal, until a resync.
                 if shown and self._sync is SHOWN:
                     out += self._report_mismatch(t, force=True)
                 return out
-            self._cur.illegal[side] += 1
-            count = self._cur.illegal[side]
+            self._line.presses.illegal[side] += 1
+            count = self._line.presses.illegal[side]
             detail: dict[str, object] = {"side": "white" if side else "black", "count": count}
             if shown:
                 out += self._report_mismatch(t, force=True) if self._sync is SHOWN else []
@@ -1413,17 +1253,6 @@ class Engine:
                 detail["note"] = "second completed illegal move by this player (7.5.5)"
             out.append(self._alert(t, "illegal_move", article, self._ply_no, detail))
         return out
-
-
-def _sliding_in(position: Position, occ: chess.Bitboard) -> bool:
-    """Return whether ``occ`` is ``position`` with a move of it slid onto an empty square next to its own, sensed
-    there before its own square empties (the one square filled, nothing vacated yet)."""
-    filled = occ & ~position.occ
-    if occ & position.occ != position.occ or not filled or filled & (filled - 1):
-        return False
-    to_sq = filled.bit_length() - 1
-    return any(True for _ in position.board.generate_legal_moves(chess.BB_KING_ATTACKS[to_sq] & position.occ,
-                                                                  filled))
 
 
 def _held_change(t: int, sq: chess.Square, occupied: bool) -> Callable[[Engine], list[Event]]:

@@ -24,6 +24,7 @@ import chess
 from touchmove.records import Record, Result, Resync, Setup, TakebackRequest
 from touchmove.rules.events import DeclaredEnd, Event, ResultRejected, ResyncRejected
 from touchmove.rules.footprints import Position
+from touchmove.rules.game_line import Declared, GameRecovery, Recovered, SearchedAgain
 from touchmove.rules.phases import CLEARED_SQUARES, OUT_OF_SYNC, Phase, Sync
 from touchmove.rules.recovery import MAX_PLIES, Explanation, explanations, likeliest_first, position_key
 
@@ -45,35 +46,6 @@ class Role(Enum):
 
     BOARD = "board"  # the board's own engine
     HYPOTHESIS = "hypothesis"  # follows one hypothesis of another: ruled out when the board contradicts it
-
-
-@dataclass(frozen=True)
-class Recovered:
-    """Plies were recovered in this game: how many plies it had before (the last sure position) and when the
-    board went blind. If the board contradicts them soon after, the recovery is searched again from there.
-
-    ``first``: the ply after the sure position was made when its settle time ran out while the board was blind
-    (its rest unseen): the search again begins with it or with its piece slid on further (:func:`_slid_on`)."""
-
-    keep: int
-    since: int
-    first: tuple[chess.Move, ...] | None = None
-
-
-@dataclass(frozen=True)
-class SearchedAgain:
-    """The recovery was searched again once in this game: the next correction is the arbiter's resync."""
-
-
-#: A game's recovery: none yet, plies recovered (may be searched again), or searched again already.
-GameRecovery = Recovered | SearchedAgain | None
-
-
-class Declared(Enum):
-    """A game's result declared by a ``result`` record (not seen on the board)."""
-
-    READ_ON = "read on"  # the board's moves are still read: one made withdraws the result (play went on)
-    CLEARED = "cleared"  # the board was cleared since: the game is over for good
 
 
 @dataclass
@@ -199,15 +171,15 @@ class UnseenPlay:
         if not found:
             alerted = engine._sync is Sync.LOST
             engine._sync = Sync.LOST
-            engine._match = None
+            engine._pending.match = None
             if alerted:
                 return []
             detail.update(candidates=[], note="no legal sequence of plies found leads to what the board shows: "
                           "resync the game (the moves since the last sure position, or a FEN)")
             return [engine._alert(t, "changes_lost", "7.4", engine._ply_no, detail)]
         out = engine._takeback_to(t, keep) if taken_back else []
-        if engine._cur.recovery is None:
-            engine._cur.recovery = Recovered(keep, blind.since, first)
+        if engine._line.unseen.recovery is None:
+            engine._line.unseen.recovery = Recovered(keep, blind.since, first)
         found = likeliest_first(found, game.moves[-1].to_square if game.moves else None)
         if taken_back and first is not None:
             found.sort(key=lambda e: e.moves[0] != first[0])  # the ply as made first
@@ -221,7 +193,7 @@ class UnseenPlay:
             if len(found) > 1:
                 detail["other_orders"] = [e.sans(start) for e in found[1:5]]
             alert = engine._alert(t, "changes_lost", "7.4", engine._ply_no, detail)
-            engine._cur.recovered_plies += len(chosen.moves)
+            engine._line.unseen.recovered_plies += len(chosen.moves)
             return [*out, alert, *engine._make_recovered(t, chosen.moves)]
         # Several positions fit: follow each until the board shows which (the first later change only one allows).
         hypotheses: list[Hypothesis] = []
@@ -229,27 +201,27 @@ class UnseenPlay:
             child = copy.copy(engine)
             child.__dict__ = copy.deepcopy({k: v for k, v in engine.__dict__.items() if k != "_unseen"})
             child._unseen = UnseenPlay(Role.HYPOTHESIS)
-            child._cur.recovered_plies += len(group[0].moves)
+            child._line.unseen.recovered_plies += len(group[0].moves)
             events = child._make_recovered(t, group[0].moves)
             preferred = taken_back and first is not None and group[0].moves[0] == first[0] and not any(
                 h.preferred for h in hypotheses)
             hypotheses.append(Hypothesis(group[0].sans(start), child, events, preferred,
                                          len(child._games[-1].moves)))
         engine._sync = Sync.LOST
-        engine._match = None
+        engine._pending.match = None
         blind.hypotheses = hypotheses
         detail["candidates"] = [h.sans for h in hypotheses]
         return [*out, engine._alert(t, "changes_lost", "7.4", engine._ply_no, detail)]
 
     def recover_again(self, engine: Engine, t: int) -> list[Event]:
         """The board contradicts plies recovered a moment ago: search again from the position before them."""
-        recovered = engine._cur.recovery
+        recovered = engine._line.unseen.recovery
         game = engine._games[-1]
         if not isinstance(recovered, Recovered) or self.role is Role.HYPOTHESIS:
             return []
         played = len(game.moves) - recovered.keep
         if played > MAX_PLIES + 2:
-            engine._cur.recovery = None
+            engine._line.unseen.recovery = None
             return []
         found = explanations(game.board(recovered.keep), engine._occ, max_plies=min(played + 3, MAX_PLIES + 2),
                              first=recovered.first)
@@ -258,7 +230,7 @@ class UnseenPlay:
         out = engine._takeback_to(t, recovered.keep) if played else []
         self.blind = Blind(since=recovered.since, seen=t, searched=-1)
         out += self.changes_lost(engine, t, first=recovered.first)
-        engine._cur.recovery = SearchedAgain()
+        engine._line.unseen.recovery = SearchedAgain()
         return out
 
     # ----------------------------------------------------------------------------------------------------------
@@ -307,13 +279,13 @@ class UnseenPlay:
         self.blind.hypotheses = None
         engine._occ, engine._chatter, engine._changed_at = first._occ, first._chatter, first._changed_at
         engine._t, engine._received = max(engine._t, first._t), first._received
-        engine._ply.lifted |= engine._position.occ & ~engine._occ
-        engine._ply.blind = True
-        engine._unjudged = True
+        engine._evidence.lifted |= engine._position.occ & ~engine._occ
+        engine._evidence.lifts_unseen = True
+        engine._judge_at_rest = True
         self.blind.searched = -1 if search_again else engine._occ
         if not search_again:
-            engine._unjudged = False
-            engine._cur.recovery = SearchedAgain()
+            engine._judge_at_rest = False
+            engine._line.unseen.recovery = SearchedAgain()
             return []
         return engine._after_change(engine._t)
 
@@ -371,9 +343,9 @@ class UnseenPlay:
         engine._phase = Phase.PLAYING
         engine._sync = Sync.SHOWN
         self.blind = None
-        engine._match = None
-        engine._checkpoint = None
-        engine._cur.recovered_plies = 0  # the arbiter vouches for the position
+        engine._pending.match = None
+        engine._pending.interrupted = None
+        engine._line.unseen.recovered_plies = 0  # the arbiter vouches for the position
         out += engine._make_recovered(t, moves)
         if was_out and engine._sync is Sync.SHOWN:
             out.append(engine._alert(t, "board_restored", "7.4", engine._ply_no, {"by": "resync"}))
@@ -384,7 +356,7 @@ class UnseenPlay:
 
     def declared_end(self, engine: Engine) -> bool:
         """Return whether the current game is over by a declared result (not by what the board showed)."""
-        return bool(engine._games) and engine._games[-1].result != "*" and engine._cur.declared is not None
+        return bool(engine._games) and engine._games[-1].result != "*" and engine._line.declared is not None
 
     def declare(self, engine: Engine, t: int, record: Result) -> list[Event]:
         """A declared result (resignation, time, agreement): the current game ends as the board cannot show.
@@ -396,7 +368,7 @@ class UnseenPlay:
         game = engine._games[-1] if engine._games else None
         if game is None or engine._phase is Phase.NEW or (engine._phase is Phase.OVER and game.result == "*"):
             return [*out, ResultRejected(engine._game_no, t, "no game on this board", record.result, record.reason)]
-        if game.result != "*" and engine._cur.declared is None:
+        if game.result != "*" and engine._line.declared is None:
             if game.result == record.result:
                 return out  # the board saw it already (its reason stands)
             return [*out, ResultRejected(game.number, t, f"the game already ended on the board: {game.result} "
@@ -404,18 +376,18 @@ class UnseenPlay:
                                          record.reason)]
         if (game.result, game.end_reason) == (record.result, record.reason):
             return out  # declared again
-        if engine._phase is Phase.PLAYING and engine._match is not None:
-            fp, engine._match = engine._match, None
-            engine._unjudged = False
-            out += engine._make(fp, engine._match_t)  # the board shows the last move: made before the declaration
+        if engine._phase is Phase.PLAYING and engine._pending.match is not None:
+            fp, engine._pending.match = engine._pending.match, None
+            engine._judge_at_rest = False
+            out += engine._make(fp, engine._pending.since)  # the board shows the last move: made before the declaration
             if game.result != "*":
                 return [*out, *self.declare(engine, t, record)]  # that move ended the game on the board
         game.result, game.end_reason = record.result, record.reason
         cleared = (engine._occ ^ engine._position.occ).bit_count() >= CLEARED_SQUARES
-        engine._cur.declared = Declared.CLEARED if cleared else Declared.READ_ON
+        engine._line.declared = Declared.CLEARED if cleared else Declared.READ_ON
         engine._phase = Phase.OVER
-        engine._match = None
-        engine._checkpoint = None
+        engine._pending.match = None
+        engine._pending.interrupted = None
         article = DECLARED_ARTICLES.get(record.reason.lower(), "")
         out.append(DeclaredEnd(game.number, t, record.result, record.reason, article, "arbiter"))
         return out
@@ -424,7 +396,7 @@ class UnseenPlay:
 def _made_unseen_at_rest(engine: Engine) -> chess.Move | None:
     """Return the last ply if it was made when its settle time ran out with no record come in by then (the board
     may have been blind already: its rest was not seen), else None."""
-    settled = engine._cur.settled_by_time
+    settled = engine._line.unseen.settled_by_time
     game = engine._games[-1]
     if settled is None or settled[0] != len(game.moves) or engine._received >= settled[1]:
         return None
