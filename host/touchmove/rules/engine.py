@@ -15,7 +15,8 @@ How a ply is decided (FIDE 4.7, for a board that sees only occupancy):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import copy
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import chess
@@ -37,6 +38,7 @@ from touchmove.rules.chatter import DEFAULT_CHATTER_MS, ChatterFilter
 from touchmove.rules.events import (
     ALERT_ARTICLES,
     Alert,
+    AlertCode,
     ClockPress,
     Event,
     GameEnd,
@@ -47,6 +49,7 @@ from touchmove.rules.events import (
     RecoveredMove,
     Takeback,
     Touch,
+    TouchSide,
 )
 from touchmove.rules.footprints import (
     SLIDE_OVERLAP_MS,
@@ -72,13 +75,23 @@ from touchmove.rules.phases import (
     OVER,
     PLAYING,
     SHOWN,
+    Phase,
+    Sync,
 )
 from touchmove.rules.phases import OUT_OF_SYNC as _OUT_OF_SYNC
 from touchmove.rules.phases import READING as _READING
 from touchmove.rules.ply_evidence import PlyEvidence
-from touchmove.rules.unseen_play import UnseenPlay
+from touchmove.rules.unseen_play import EngineInterface, Role, UnseenPlay
 
 __all__ = ["DEFAULT_SETTLE_MS", "Engine", "EngineState", "GameRecord"]
+
+#: The fields that make an engine's state: what :meth:`Engine.fork` copies and :meth:`Engine.adopt` takes over
+#: (besides its unseen play, ``_unseen``, which a fork gets new).
+_STATE_FIELDS = (
+    "settle_ms", "mismatch_ms", "_first_fen", "_chess960", "_default_fen", "_chatter", "_games", "_occ", "_phase",
+    "_t", "_received", "_changed_at", "_setup", "_sync", "_position", "_previous", "_evidence", "_pending",
+    "_exchange_sq", "_chosen_piece", "_has_clock", "_judge_at_rest", "_line", "_reports_changes",
+)
 
 DEFAULT_SETTLE_MS = 200
 #: How long the board must rest in a state with no legal continuation before ``board_mismatch``.
@@ -153,13 +166,13 @@ class Engine:
 
     def feed(self, record: Record) -> list[Event]:
         """Return the events caused by one record (time first advances to ``record.t``)."""
-        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
+        if self._unseen.hypotheses is not None:
             followed = self._unseen.feed(self, record)
             if followed is not None:
                 return followed
         t = record.t if record.t > self._t else self._t
         out = self._tick(t)
-        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
+        if self._unseen.hypotheses is not None:
             # The time passed opened hypotheses (lost changes, several explanations): the record is theirs.
             followed = self._unseen.feed(self, record)
             if followed is not None:
@@ -184,7 +197,7 @@ class Engine:
                 self._setup = (chess.Board(fen, chess960=chess960).fen(), chess960)
                 out += self._try_new_game(t)
             case TakebackRequest(ply=ply):
-                out += self._takeback_to(t, ply - 1)
+                out += self.take_back_to(t, ply - 1)
             case Resync():
                 out += self._unseen.resync(self, t, record)
             case Result():
@@ -196,7 +209,7 @@ class Engine:
 
     def advance(self, t: int) -> list[Event]:
         """Return the events due by device time ``t`` when no record has come (settled moves, mismatches)."""
-        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
+        if self._unseen.hypotheses is not None:
             return self._unseen.feed_hypotheses(self, lambda engine: engine.advance(t), t)
         t = max(t, self._t)
         out = self._tick(t)
@@ -205,16 +218,16 @@ class Engine:
 
     def next_deadline(self) -> int | None:
         """Return the device time at which :meth:`advance` may have events to give, or None."""
-        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
+        if self._unseen.hypotheses is not None:
             return self._unseen.next_deadline()
         deadlines = [d for d in (self._chatter.next_deadline(), self._decision_deadline()) if d is not None]
         return min(deadlines) if deadlines else None
 
     def finish(self) -> list[Event]:
         """Return the events still pending at the end of the input (everything counts as settled)."""
-        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
+        if self._unseen.hypotheses is not None:
             return self._unseen.feed_hypotheses(self, lambda engine: engine.finish(), self._t)
-        out = self._flush_chatter()
+        out = self.flush_chatter()
         deadline = self._decision_deadline()
         while deadline is not None:
             out += self.advance(deadline)
@@ -243,9 +256,152 @@ class Engine:
         )
 
     # ----------------------------------------------------------------------------------------------------------
+    # the interface of unseen play (unseen_play.EngineInterface): read-only views and named operations
+
+    @property
+    def occupancy(self) -> chess.Bitboard:
+        """The occupancy the board shows (the chatter filter's held changes not included)."""
+        return self._occ
+
+    @property
+    def position(self) -> Position:
+        """The game position (after the last ply made)."""
+        return self._position
+
+    @property
+    def game(self) -> GameRecord | None:
+        """The current game, or None before the first."""
+        return self._games[-1] if self._games else None
+
+    @property
+    def current_game(self) -> GameRecord:
+        """The current game (there is one)."""
+        return self._games[-1]
+
+    @property
+    def line(self) -> GameLine:
+        """The current game's line and what is kept beside it."""
+        return self._line
+
+    @property
+    def plies(self) -> int:
+        """How many plies the current game has (0 before the first game)."""
+        return len(self._games[-1].moves) if self._games else 0
+
+    @property
+    def now(self) -> int:
+        """The device time reached (by a record or by :meth:`advance`)."""
+        return self._t
+
+    @property
+    def received(self) -> int:
+        """The device time of the last record fed."""
+        return self._received
+
+    @property
+    def phase(self) -> Phase:
+        """Where the board is in its games."""
+        return self._phase
+
+    @property
+    def sync(self) -> Sync:
+        """What the arbiter was told about the board and the game position."""
+        return self._sync
+
+    def fork(self) -> Engine:
+        """Return a copy of this engine that follows one hypothesis (with unseen play of its own, as a hypothesis).
+
+        Copies every field of :data:`_STATE_FIELDS` deeply, with one memo (what two fields share, such as the last
+        game and the game line's record, the copy shares too).
+        """
+        child: Engine = Engine.__new__(Engine)
+        memo: dict[int, object] = {}
+        for name in _STATE_FIELDS:
+            setattr(child, name, copy.deepcopy(getattr(self, name), memo))
+        child._unseen = UnseenPlay(Role.HYPOTHESIS)
+        return child
+
+    def adopt(self, line: Engine) -> None:
+        """Go on as ``line``, a fork the board followed: its fields of :data:`_STATE_FIELDS` and its unseen play,
+        now the board's own."""
+        for name in _STATE_FIELDS:
+            setattr(self, name, getattr(line, name))
+        self._unseen = line._unseen
+        self._unseen.role = Role.BOARD
+
+    def follow_board(self, line: Engine, t: int) -> None:
+        """While hypotheses are followed: show the occupancy of ``line`` (one of them) and time ``t``."""
+        self._occ, self._t = line._occ, max(self._t, t)
+
+    def continue_blind(self, line: Engine, *, judge: bool) -> list[Event]:
+        """Every hypothesis dropped: play on from the last sure position with the board of ``line`` (one of them),
+        what it shows off the position lifted unseen; ``judge``: read what the board shows at once."""
+        self._occ, self._chatter, self._changed_at = line._occ, line._chatter, line._changed_at
+        self._t, self._received = max(self._t, line._t), line._received
+        self._evidence.lifted |= self._position.occ & ~self._occ
+        self._evidence.lifts_unseen = True
+        self._judge_at_rest = True
+        if not judge:
+            self._judge_at_rest = False
+            return []
+        return self._after_change(self._t)
+
+    def rule_out(self) -> None:
+        """This engine follows a hypothesis the board contradicts: it is out of sync (and dropped)."""
+        self._sync = LOST
+
+    def mark_lost(self) -> None:
+        """Changes were lost and no plies explain the board yet: nothing is read as a move until they do."""
+        self._sync = LOST
+        self._pending.match = None
+
+    def read_moves(self) -> None:
+        """Read moves again (many squares off after lost changes are plies lost, not the board cleared)."""
+        self._phase = PLAYING
+
+    def make_pending_move(self) -> list[Event]:
+        """Make the move the board shows and that waits out its settle time, if a game is played; return its
+        events (none: no such move)."""
+        if self._phase is not PLAYING or self._pending.match is None:
+            return []
+        match, self._pending.match = self._pending.match, None
+        self._judge_at_rest = False
+        return self._make(match, self._pending.since)
+
+    def end_declared(self, result: str, reason: str, declared: Declared) -> None:
+        """End the current game with a result declared by a record (not seen on the board)."""
+        game = self._games[-1]
+        game.result, game.end_reason = result, reason
+        self._line.declared = declared
+        self._phase = OVER
+        self._pending.clear()
+
+    def apply_resync(self, t: int, moves: Sequence[chess.Move]) -> list[Event]:
+        """An arbiter's resync, checked: make ``moves`` from the last sure position (the arbiter vouches for it)."""
+        was_out = self._sync in _OUT_OF_SYNC
+        out = self.resume(t) if self._phase is OVER and moves else []
+        self._phase = PLAYING
+        self._sync = SHOWN
+        self._unseen.end_lost()
+        self._pending.clear()
+        self._line.unseen.recovered_plies = 0
+        out += self.make_recovered(t, moves)
+        if was_out and self._sync is SHOWN:
+            out.append(self.alert(t, "board_restored", "7.4", self.ply_number, {"by": "resync"}))
+        return out
+
+    def decide_by(self, t: int) -> list[Event]:
+        """Take the decisions due by device time ``t`` (a step given to the hypotheses)."""
+        return self._decide(t)
+
+    def apply_change(self, t: int, sq: chess.Square, occupied: bool) -> list[Event]:
+        """Take one square change released by the chatter filter (a step given to the hypotheses)."""
+        return self._change(t, sq, occupied)
+
+    # ----------------------------------------------------------------------------------------------------------
     # time
 
-    def _flush_chatter(self) -> list[Event]:
+    def flush_chatter(self) -> list[Event]:
         """Take every held square change as certain now (end of input, a snapshot, a clock press)."""
         out: list[Event] = []
         for change in self._chatter.flush():
@@ -263,18 +419,18 @@ class Engine:
 
     def _tick(self, t: int) -> list[Event]:
         released = self._chatter.release(t)
-        if not released and t < self._changed_at + self.settle_ms and self._unseen.blind is None:
+        if not released and t < self._changed_at + self.settle_ms and self._unseen.lost is None:
             return []  # nothing due (most records)
         out: list[Event] = []
         for at, sq, occupied in released:
-            if self._unseen.blind is not None and self._unseen.hypotheses is not None:
+            if self._unseen.hypotheses is not None:
                 # An earlier change opened hypotheses: the changes after it are theirs.
                 out += self._unseen.feed_hypotheses(self, _held_change(at, sq, occupied), at)
                 continue
             out += self._decide(at)
             out += self._change(at, sq, occupied)
-        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
-            return out + self._unseen.feed_hypotheses(self, lambda engine: engine._decide(t), t)
+        if self._unseen.hypotheses is not None:
+            return out + self._unseen.feed_hypotheses(self, lambda engine: engine.decide_by(t), t)
         out += self._decide(t)
         return out
 
@@ -401,7 +557,7 @@ class Engine:
             if self._reports_changes and self._evidence.unsure_since is None:
                 self._evidence.unsure_since = self._t  # a board that reports lifts and places sent this as a snapshot
             return out
-        out = self._flush_chatter()
+        out = self.flush_chatter()
         if occ == self._occ:
             if not heartbeat and self._reports_changes and self._evidence.unsure_since is None:
                 # A board that reports its changes sends a snapshot when it (re)connects: changes may have been
@@ -416,7 +572,7 @@ class Engine:
         self._evidence.lifts_unseen = True
         out += self._after_change(t)
         if self._phase in _READING and self._occ != self._position.occ and (
-                self._unseen.blind is not None or not self._position.continuable(self._occ)):
+                self._unseen.lost is not None or not self._position.continuable(self._occ)):
             # (A move under way from the game position is read as such: its lifts were not seen.)
             out += self._unseen.changes_lost(self, t)
         else:
@@ -527,7 +683,7 @@ class Engine:
         touches = self._evidence.touches
         if piece is None or sq == self._exchange_sq:
             return []  # the promoted pawn being exchanged for the new piece (4.6) is no touch
-        side = "mover" if piece.color == position.board.turn else "opponent"
+        side: TouchSide = "mover" if piece.color == position.board.turn else "opponent"
         if (side == "opponent" and self._has_clock and not self._line.presses.pressed
                 and self._line.unseen.unseen_since is None):
             # The player who just moved adjusts a piece before pressing: his clock still runs (6.2.5). (After plies
@@ -536,7 +692,7 @@ class Engine:
             if sq in touches.order or sq in touches.adjusted:
                 return []
             touches.adjusted.append(sq)
-            return [Touch(self._game_no, t, self._ply_no, chess.square_name(sq), piece.symbol(), side, False)]
+            return [Touch(self.game_number, t, self.ply_number, chess.square_name(sq), piece.symbol(), side, False)]
         binds = touches.touch(position, sq, piece)
         if binds is None:
             return []
@@ -544,11 +700,11 @@ class Engine:
         return [Touch(game.number, t, len(game.moves) + 1, chess.square_name(sq), piece.symbol(), side, binds)]
 
     @property
-    def _game_no(self) -> int:
+    def game_number(self) -> int:
         return self._games[-1].number if self._games else 0
 
     @property
-    def _ply_no(self) -> int:
+    def ply_number(self) -> int:
         """The ply being played now (1 for the first move of a game)."""
         return len(self._games[-1].moves) + 1 if self._games else 1
 
@@ -566,7 +722,7 @@ class Engine:
         number = len(game.moves) + 1
         out: list[Event] = []
         if self._phase is OVER:
-            out += self._resume(t)  # a move made after a declared result: play went on
+            out += self.resume(t)  # a move made after a declared result: play went on
         if self._sync in _OUT_OF_SYNC:
             out += self._restored(t, "legal move")
         after = board.copy(stack=False)
@@ -600,16 +756,16 @@ class Engine:
                 nxt.first_match = (answer.move, self._changed_at)
         self._exchange_sq = move.to_square if move.promotion is not None else None
         for breach in judge(position, ply.touches, move, ply.first_lift):
-            out.append(self._alert(t, breach.code, breach.article, number, breach.detail))
+            out.append(self.alert(t, breach.code, breach.article, number, breach.detail))
         for sq in out_of_turn(position, ply.touches, move):
-            out.append(self._alert(t, "touch_out_of_turn", "4.2.1", number, {
+            out.append(self.alert(t, "touch_out_of_turn", "4.2.1", number, {
                 "sq": chess.square_name(sq), "piece": str(board.piece_at(sq)),
             }))
         if move.promotion is not None and chosen is not None:
             self._line.promotions[number] = True
         elif move.promotion is not None:
             self._line.promotions[number] = False
-            out.append(self._alert(t, "promotion_unverified", "4.4.4", number, {
+            out.append(self.alert(t, "promotion_unverified", "4.4.4", number, {
                 "sq": chess.square_name(move.to_square), "assumed": "q",
                 "note": "the board cannot see the new piece; a promote record confirms it (7.5.2 if a pawn)",
             }))
@@ -631,18 +787,18 @@ class Engine:
             out.append(GameEnd(game.number, t, result, reason, article))
             return out
         if count >= 3:
-            out.append(self._alert(t, "draw_claimable", "9.2", len(game.moves) + 1, {
+            out.append(self.alert(t, "draw_claimable", "9.2", len(game.moves) + 1, {
                 "reason": "threefold repetition", "occurrences": count,
             }))
         if board.halfmove_clock >= 100:
-            out.append(self._alert(t, "draw_claimable", "9.3", len(game.moves) + 1, {
+            out.append(self.alert(t, "draw_claimable", "9.3", len(game.moves) + 1, {
                 "reason": "fifty-move rule", "halfmove_clock": board.halfmove_clock,
             }))
         return out
 
-    def _alert(self, t: int, code: str, article: str, ply: int, detail: dict[str, object]) -> Alert:
+    def alert(self, t: int, code: AlertCode, article: str, ply: int, detail: dict[str, object]) -> Alert:
         assert article in ALERT_ARTICLES[code]
-        return Alert(self._game_no, t, code, ply, article, dict(detail))
+        return Alert(self.game_number, t, code, ply, article, dict(detail))
 
     # ----------------------------------------------------------------------------------------------------------
     # states no legal move from the game position explains
@@ -704,7 +860,7 @@ class Engine:
         ply = self._earlier_position()
         if ply is not None:
             if len(self._games[-1].moves) - ply < 2:
-                return self._takeback_to(t, ply)
+                return self.take_back_to(t, ply)
             if self._evidence.earlier is None or self._evidence.earlier[0] != ply:
                 self._evidence.earlier = (ply, t)
         return []
@@ -759,7 +915,7 @@ class Engine:
         lifts = ply.then(self._previous[1]).then(now)
         if self._previous[0].continuable(self._occ):
             # The ply before the answer, with the opponent's real answer under way.
-            out = self._takeback_to(t, len(game.moves) - 1)
+            out = self.take_back_to(t, len(game.moves) - 1)
             self._answer_taken_back(pressed)
             self._previous = (position, ply)
             self._evidence.carry(now, 0, self._position)
@@ -767,7 +923,7 @@ class Engine:
         fp = self._explain(position, lifts)
         if fp is None or fp.move.from_square != game.moves[-2].from_square:
             return []
-        out = self._takeback_to(t, len(game.moves) - 1)
+        out = self.take_back_to(t, len(game.moves) - 1)
         self._answer_taken_back(pressed)
         self._previous = (position, lifts)
         if fp.move != game.moves[-1]:
@@ -913,18 +1069,18 @@ class Engine:
         if self._sync is MISMATCH:
             out += self._restored(t, "amended move")
         if rook_part:
-            out.append(self._alert(t, "castling_rook_first", "4.4.2", number, {
+            out.append(self.alert(t, "castling_rook_first", "4.4.2", number, {
                 "played": fp.move.uci(), "replaces": last.uci(),
                 "rook": chess.square_name(last.from_square),
             }))
         elif not king_part and pushed is None and self._line.unseen.unseen_since is None:  # (its release not seen)
-            out.append(self._alert(t, "moved_after_release", "4.7", number, {
+            out.append(self.alert(t, "moved_after_release", "4.7", number, {
                 "released": chess.square_name(last.to_square), "final": chess.square_name(fp.move.to_square),
                 "replaces": last.uci(), "played": fp.move.uci(),
             }))
         if fp.move.promotion is not None:
             self._line.promotions[number] = False
-            out.append(self._alert(t, "promotion_unverified", "4.4.4", number, {
+            out.append(self.alert(t, "promotion_unverified", "4.4.4", number, {
                 "sq": chess.square_name(fp.move.to_square), "assumed": "q",
             }))
         out += self._after_move(t, after, san)
@@ -979,7 +1135,7 @@ class Engine:
         # The game end (or its absence) rested on the piece assumed: judge the position again.
         ended = game_over(board)
         if ended is None and game.result != "*":
-            out += self._resume(t)
+            out += self.resume(t)
         elif ended is not None and game.result == "*" and number == len(game.moves):
             out += self._after_move(t, board)
         return out
@@ -1034,7 +1190,7 @@ class Engine:
         fp = earlier.explain(self._occ, lifted, False, ply.held & lifted, ply.last_lift, ply.last_place)
         if fp is None and not earlier.continuable(self._occ):
             return []
-        out = self._takeback_to(shown, keep)
+        out = self.take_back_to(shown, keep)
         self._evidence.carry(ply, shown, self._position)
         match = self._explain(self._position, self._evidence)
         if match is not None:
@@ -1048,7 +1204,7 @@ class Engine:
                 return plies
         return None
 
-    def _takeback_to(self, t: int, keep: int) -> list[Event]:
+    def take_back_to(self, t: int, keep: int) -> list[Event]:
         """Remove plies after the first ``keep``: the board (or an operator) went back to that position."""
         if not self._games:
             return []
@@ -1086,7 +1242,7 @@ class Engine:
         self._sync = MISMATCH
         extra = self._occ & ~self._position.occ
         missing = self._position.occ & ~self._occ
-        return [self._alert(t, "board_mismatch", "7.4", self._ply_no, {
+        return [self.alert(t, "board_mismatch", "7.4", self.ply_number, {
             "extra": [chess.square_name(sq) for sq in chess.scan_forward(extra)],
             "missing": [chess.square_name(sq) for sq in chess.scan_forward(missing)],
         })]
@@ -1107,13 +1263,13 @@ class Engine:
 
     def _restored(self, t: int, how: str) -> list[Event]:
         self._sync = SHOWN
-        self._unseen.blind = None
-        return [self._alert(t, "board_restored", "7.4", self._ply_no, {"by": how})]
+        self._unseen.end_lost()
+        return [self.alert(t, "board_restored", "7.4", self.ply_number, {"by": how})]
 
     # ----------------------------------------------------------------------------------------------------------
     # plies not seen made (their search, hypotheses, resync and declared results: unseen_play.UnseenPlay)
 
-    def _make_recovered(self, t: int, moves: tuple[chess.Move, ...] | list[chess.Move]) -> list[Event]:
+    def make_recovered(self, t: int, moves: Sequence[chess.Move]) -> list[Event]:
         """Make plies not seen being made (recovered, or from a resync); the board may show one more under way."""
         out: list[Event] = []
         game = self._games[-1]
@@ -1128,7 +1284,7 @@ class Engine:
             out.append(RecoveredMove(game.number, t, number, move.uci(), san, self._position.fen()))
             if move.promotion is not None:
                 self._line.promotions[number] = False
-                out.append(self._alert(t, "promotion_unverified", "4.4.4", number, {
+                out.append(self.alert(t, "promotion_unverified", "4.4.4", number, {
                     "sq": chess.square_name(move.to_square), "assumed": "q",
                 }))
             out += self._after_move(t, after, san)
@@ -1141,9 +1297,9 @@ class Engine:
         self._exchange_sq = None
         restored = self._sync is MISMATCH
         self._sync = SHOWN
-        self._unseen.blind = None
+        self._unseen.end_lost()
         if restored:
-            out.append(self._alert(t, "board_restored", "7.4", self._ply_no, {"by": "recovered plies"}))
+            out.append(self.alert(t, "board_restored", "7.4", self.ply_number, {"by": "recovered plies"}))
         if self._phase is PLAYING and self._occ != self._position.occ:
             # One more move under way: its lifts were not seen.
             self._evidence.lifted = self._position.occ & ~self._occ
@@ -1152,9 +1308,9 @@ class Engine:
             out += self._after_change(t)
         return out
 
-    def _contradicted(self) -> bool:
+    def contradicted(self) -> bool:
         """Return whether the board, at rest, shows what this game cannot go on to (a hypothesis ruled out)."""
-        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
+        if self._unseen.hypotheses is not None:
             return False
         if self._sync in _OUT_OF_SYNC:
             return True
@@ -1166,7 +1322,7 @@ class Engine:
         interrupted = self._pending.interrupted
         return not (interrupted is not None and interrupted.after(self._position).continuable(occ))
 
-    def _resume(self, t: int) -> list[Event]:
+    def resume(self, t: int) -> list[Event]:
         """The game end announced is withdrawn: the board shows play going on."""
         game = self._games[-1]
         if game.result == "*" and self._phase is not OVER:
@@ -1181,7 +1337,7 @@ class Engine:
     def _clock(self, record: Clock) -> list[Event]:
         """A clock press completes the mover's move (6.2.1); pressing without a move is illegal (7.5.3)."""
         t = record.t if record.t >= self._t else self._t
-        out = self._flush_chatter()
+        out = self.flush_chatter()
         if self._phase is NEW or self._phase is OVER:
             return out
         side = record.side
@@ -1206,7 +1362,7 @@ class Engine:
             # move not seen made): it may be a move whose changes were lost (a capture looks like a piece in the
             # hand, and the lifts of the last move may have been the next one's).
             out += self._unseen.changes_lost(self, t, since=unsure, quiet=True)
-        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
+        if self._unseen.hypotheses is not None:
             return out
         game = self._games[-1]
         board = self._position.board
@@ -1251,14 +1407,14 @@ class Engine:
                 detail["reason"] = "clock pressed without a move"
             if count >= 2:
                 detail["note"] = "second completed illegal move by this player (7.5.5)"
-            out.append(self._alert(t, "illegal_move", article, self._ply_no, detail))
+            out.append(self.alert(t, "illegal_move", article, self.ply_number, detail))
         return out
 
 
-def _held_change(t: int, sq: chess.Square, occupied: bool) -> Callable[[Engine], list[Event]]:
+def _held_change(t: int, sq: chess.Square, occupied: bool) -> Callable[[EngineInterface], list[Event]]:
     """Return a step that gives an engine (a hypothesis) one change released by the chatter filter."""
 
-    def step(engine: Engine) -> list[Event]:
-        return engine._decide(t) + engine._change(t, sq, occupied)
+    def step(engine: EngineInterface) -> list[Event]:
+        return engine.decide_by(t) + engine.apply_change(t, sq, occupied)
 
     return step
