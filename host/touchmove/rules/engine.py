@@ -34,6 +34,20 @@ from touchmove.records import (
     Snapshot,
     TakebackRequest,
 )
+from touchmove.rules.at_rest import (
+    AT_REST,
+    Amend,
+    Decision,
+    MakeInterrupted,
+    RecoverAgain,
+    Reopen,
+    SearchLost,
+    SetPromotion,
+    TakeBack,
+    TakeBackProven,
+    UndoAnswer,
+    Wait,
+)
 from touchmove.rules.chatter import DEFAULT_CHATTER_MS, ChatterFilter
 from touchmove.rules.events import (
     ALERT_ARTICLES,
@@ -52,13 +66,11 @@ from touchmove.rules.events import (
     TouchSide,
 )
 from touchmove.rules.footprints import (
-    SLIDE_OVERLAP_MS,
     Footprint,
     Position,
     castling_squares,
     fen_of,
     footprint,
-    promotion_alternatives,
 )
 from touchmove.rules.game_line import Declared, GameLine
 from touchmove.rules.gamelog import GameRecord
@@ -81,6 +93,17 @@ from touchmove.rules.phases import (
 from touchmove.rules.phases import OUT_OF_SYNC as _OUT_OF_SYNC
 from touchmove.rules.phases import READING as _READING
 from touchmove.rules.ply_evidence import PlyEvidence
+from touchmove.rules.readings import (
+    amendment,
+    answer_undone,
+    castling_completed,
+    explain_shown,
+    mismatch_excused,
+    promotion_seen,
+    promotion_under_way,
+    pushed_capture,
+    replay_with,
+)
 from touchmove.rules.unseen_play import EngineInterface, Role, UnseenPlay
 
 __all__ = ["DEFAULT_SETTLE_MS", "Engine", "EngineState", "GameRecord"]
@@ -96,11 +119,6 @@ _STATE_FIELDS = (
 DEFAULT_SETTLE_MS = 200
 #: How long the board must rest in a state with no legal continuation before ``board_mismatch``.
 DEFAULT_MISMATCH_MS = 1000
-#: A victim pushed aside is replaced by the capturing piece in one motion: its square refilled within this long
-#: after the push (a piece knocked off by a sleeve and put back takes a separate, slower reach).
-PUSH_ASIDE_MS = 250
-#: How many plies back an assumed promotion piece may still be corrected by how the piece moves.
-PROMOTION_LOOKBACK = 40
 START_OCCUPANCY = chess.BB_RANK_1 | chess.BB_RANK_2 | chess.BB_RANK_7 | chess.BB_RANK_8
 
 
@@ -307,6 +325,38 @@ class Engine:
     def sync(self) -> Sync:
         """What the arbiter was told about the board and the game position."""
         return self._sync
+
+    # the readings' view (readings.BoardView) besides the above
+
+    @property
+    def previous(self) -> tuple[Position, PlyEvidence] | None:
+        """The position before the last move and its evidence (what an amendment re-reads), or None."""
+        return self._previous
+
+    @property
+    def evidence(self) -> PlyEvidence:
+        """What has happened on the board since the last move was made."""
+        return self._evidence
+
+    @property
+    def interrupted(self) -> InterruptedMove | None:
+        """A matched move interrupted by another change before its settle time, or None."""
+        return self._pending.interrupted
+
+    @property
+    def exchange_square(self) -> chess.Square | None:
+        """The last move's promotion square (its pawn may be taken off for the new piece), or None."""
+        return self._exchange_sq
+
+    @property
+    def has_clock(self) -> bool:
+        """Whether the board has clock buttons (presses tell whose clock runs)."""
+        return self._has_clock
+
+    @property
+    def lost_unsearched(self) -> bool:
+        """Whether changes were lost and the board shows what was not searched yet."""
+        return self._unseen.still_blind(self._occ)
 
     def fork(self) -> Engine:
         """Return a copy of this engine that follows one hypothesis (with unseen play of its own, as a hypothesis).
@@ -621,13 +671,13 @@ class Engine:
                 out += self._try_new_game(t)
             return out
         fp = self._explain(self._position, self._evidence)
-        if fp is None and self._occ & ~self._position.occ and self._castling_completed():
+        if fp is None and self._occ & ~self._position.occ and castling_completed(self):
             # The king lands beside the rook moved first: castling, at once (the opponent may answer within the
             # settle time).
             return out + self._amend_last(t)
         interrupted = self._pending.interrupted
         if fp is None and interrupted is None and self._evidence.lifted & self._position.occ & ~self._occ:
-            pushed = self._pushed_capture()
+            pushed = pushed_capture(self)
             if pushed is not None:
                 return self._amend_last(t, pushed)  # the pushed-aside victim taken off: the capture, at once
         if interrupted is not None and (fp is None or fp.move == interrupted.footprint.move):
@@ -659,21 +709,7 @@ class Engine:
 
     def _explain(self, position: Position, ply: PlyEvidence) -> Footprint | None:
         """Return the legal move the board shows from ``position`` with the lifts of ``ply``, if any."""
-        return position.explain(self._occ, ply.lifted, ply.lifts_unseen, ply.held, ply.last_lift, ply.last_place,
-                                self._straightened(ply) if ply.adjusted else 0)
-
-    def _straightened(self, ply: PlyEvidence) -> chess.Bitboard:
-        """Return the squares the last mover lifted and put back before his press (adjustments, 6.2.5).
-
-        A lift before the press whose square was refilled only after it may be the opponent's, taking the piece
-        as a victim (a bullet reply): that one is not counted.
-        """
-        squares = 0
-        for sq in chess.scan_forward(ply.adjusted):
-            placed = ply.last_place.get(sq)
-            if placed is not None and (not self._line.presses.pressed or placed <= self._line.presses.pressed_at):
-                squares |= chess.BB_SQUARES[sq]
-        return squares
+        return explain_shown(self._occ, position, ply, self._line.presses)
 
     def _touch(self, t: int, sq: chess.Square) -> list[Event]:
         if self._phase is not PLAYING:
@@ -804,73 +840,52 @@ class Engine:
     # states no legal move from the game position explains
 
     def _unexplained(self, t: int) -> list[Event]:
-        """The board rests in a state the current position does not explain: amend, take back, or wait."""
-        if self._phase is OVER and self._end_in_question():
-            return self._reopen(t)
-        if self._phase is not PLAYING or self._occ == self._position.occ:
-            return []
-        if self._exchange_sq is not None and self._occ ^ self._position.occ == chess.BB_SQUARES[self._exchange_sq]:
-            return []  # the promoted pawn taken off to be exchanged for the new piece (4.6): a move in progress
-        if self._sync is LOST and self._unseen.still_blind(self._occ):
-            # Still blind: what the board shows now may be explained by more of the lost plies.
-            return self._unseen.changes_lost(self, t)
-        interrupted = self._pending.interrupted
-        if (interrupted is not None and (not interrupted.moved_on or interrupted.released)
-                and interrupted.after(self._position).continuable(self._occ)):
-            return self._make(*self._pending.take_interrupted())
-        pushed = self._pushed_capture()
-        if pushed is not None:
-            return self._amend_last(t, pushed)
-        out = self._answer_moved_on(t)
-        if out:
-            return out
-        if self._position.continuable(self._occ):
-            # A move in progress (a piece in hand, a promotion's new piece placed first, the king on its
-            # castling square).
-            self._note_king_on_castling_square()
-            return []
-        if self._victim_set_aside():
-            return []
-        if self._evidence.unsure_since is not None:
-            # A snapshot was read as one change, and nothing explains the board: changes may have been lost.
-            out = self._unseen.changes_lost(self, t, since=self._evidence.unsure_since, quiet=True)
-            if out:
-                return out
-        if self._line.unseen.unseen_since is not None:
-            # The board contradicts a ply not seen made (a recovered one moved on): search the lost plies again
-            # rather than read it as moved after release.
-            out = self._unseen.recover_again(self, t)
-            if out:
-                return out
-        out = self._amend_last(t)
-        if out:
-            return out
-        out = self._promotion_piece_seen(t)
-        if out:
-            return out
-        out = self._answer_undone(t)
-        if out:
-            return out
-        out = self._unseen.recover_again(self, t)
-        if out:
-            return out
-        out = self._takeback_proven(t)
-        if out:
-            return out
-        ply = self._earlier_position()
-        if ply is not None:
-            if len(self._games[-1].moves) - ply < 2:
-                return self.take_back_to(t, ply)
-            if self._evidence.earlier is None or self._evidence.earlier[0] != ply:
-                self._evidence.earlier = (ply, t)
+        """The board rests in a state the current position does not explain: the first decision of the rows of
+        :data:`~touchmove.rules.at_rest.AT_REST` that apply, applied (amend, take back, search, or wait)."""
+        for reading in AT_REST:
+            decision = reading(self)
+            if decision is not None:
+                out = self._apply(decision, t)
+                if out or not decision.tentative():
+                    return out
         return []
 
-    def _end_in_question(self) -> bool:
-        """Return whether the board, a few squares off the final position, may show the game going on."""
-        if not self._games or self._games[-1].result == "*" or not self._games[-1].moves:
-            return False
-        diff = self._occ ^ self._position.occ
-        return bool(diff) and diff.bit_count() < CLEARED_SQUARES
+    def _apply(self, decision: Decision, t: int) -> list[Event]:
+        """Apply a decision about the board at rest since ``t``; return its events."""
+        match decision:
+            case Wait(castling_rook=rook, earlier=earlier):
+                if rook is not None:
+                    self._evidence.touches.king_on_castling_square = rook
+                if earlier is not None:
+                    self._evidence.earlier = (earlier, t)
+                return []
+            case Reopen():
+                return self._reopen(t)
+            case SearchLost(since=since, quiet=quiet):
+                return self._unseen.changes_lost(self, t, since=since, quiet=quiet)
+            case RecoverAgain():
+                return self._unseen.recover_again(self, t)
+            case MakeInterrupted():
+                return self._make(*self._pending.take_interrupted())
+            case Amend(footprint=shown, by_evidence=by_evidence):
+                return self._amend(t, shown, by_evidence)
+            case SetPromotion(number=number, move=move):
+                return self._promotion_seen(t, number, move)
+            case UndoAnswer(position=position, evidence=evidence, footprint=shown):
+                return self._undo_answer(t, position, evidence, shown)
+            case TakeBackProven(keep=keep, shown=shown_at):
+                ply = self._evidence
+                out = self.take_back_to(shown_at, keep)
+                self._evidence.carry(ply, shown_at, self._position)
+                return out + self._make_shown()
+            case TakeBack(keep=keep):
+                return self.take_back_to(t, keep)
+        raise AssertionError(f"no application for {decision}")
+
+    def _make_shown(self) -> list[Event]:
+        """Make the move the board now shows from the game position, if any (a move under way re-read)."""
+        match = self._explain(self._position, self._evidence)
+        return [] if match is None else self._make(match, self._changed_at)
 
     def _reopen(self, t: int) -> list[Event]:
         """The game ended, and the board shows play going on: if the end rested on an assumed promotion piece or
@@ -879,252 +894,104 @@ class Engine:
         ended = (game.result, game.end_reason)
         ply = len(game.moves) + 1
         self._phase = PLAYING
-        out = self._promotion_piece_seen(t)
-        if out:
-            return out
+        promotion = promotion_seen(self)
+        if promotion is not None:
+            return self._promotion_seen(t, *promotion)
         game.result, game.end_reason = "*", None
-        out = self._amend_last(t, self._pushed_capture())  # (the victim pushed aside onto a mating square)
-        if out:
+        pushed = pushed_capture(self)  # (the victim pushed aside onto a mating square)
+        shown = amendment(self, pushed)
+        if shown is not None:
+            out = self._amend(t, shown, pushed is not None)
             at = next(i for i, e in enumerate(out) if isinstance(e, MoveAmended)) + 1
             out.insert(at, GameResumed(game.number, t, ply))
             return out
-        out = self._answer_undone(t)
-        if out:
-            return [GameResumed(game.number, t, ply), *out]
+        undone = answer_undone(self)
+        if undone is not None:
+            return [GameResumed(game.number, t, ply), *self._undo_answer(t, *undone)]
         game.result, game.end_reason = ended
         self._phase = OVER
         return []
 
-    def _answer_undone(self, t: int) -> list[Event]:
-        """Take back an answer that the board undid before the move it answered was completed by the press.
-
-        The last ply was made before the mover of the ply before it pressed his clock, and before that press the
-        board shows that ply alone again (or that piece's move re-read over both plies): the answer was a piece
-        displaced (knocked off by the sleeve and lying where it could move), not a move. The answer is taken
-        back; the ply before it is amended if the board shows its piece elsewhere (no alert: the piece only
-        crossed the square it was read on).
-        """
-        answered, pressed = self._line.presses.answered, self._line.presses.answered_press
-        if answered is None or self._previous is None or not self._answer_left_before_press():
-            return []
+    def _undo_answer(self, t: int, position: Position, evidence: PlyEvidence, shown: Footprint | None) -> list[Event]:
+        """Take back an answer the board undid before the press of the ply it answered
+        (:func:`~touchmove.rules.readings.answer_undone`); amend the ply before it to ``shown`` if the board shows
+        its piece elsewhere (no alert: the piece only crossed the square it was read on), or (None) keep it and
+        read the opponent's real answer under way."""
+        pressed = self._line.presses.answered_press
         now = self._evidence
-        position, ply = answered
         game = self._games[-1]
-        if len(game.moves) < 2:
-            return []
-        lifts = ply.then(self._previous[1]).then(now)
-        if self._previous[0].continuable(self._occ):
-            # The ply before the answer, with the opponent's real answer under way.
-            out = self.take_back_to(t, len(game.moves) - 1)
-            self._answer_taken_back(pressed)
-            self._previous = (position, ply)
-            self._evidence.carry(now, 0, self._position)
-            return out
-        fp = self._explain(position, lifts)
-        if fp is None or fp.move.from_square != game.moves[-2].from_square:
-            return []
         out = self.take_back_to(t, len(game.moves) - 1)
         self._answer_taken_back(pressed)
-        self._previous = (position, lifts)
-        if fp.move != game.moves[-1]:
-            out += self._amend_last(t, fp)
+        self._previous = (position, evidence)
+        if shown is None:
+            self._evidence.carry(now, 0, self._position)
+        elif shown.move != game.moves[-1]:
+            out += self._amend_last(t, shown)
         return out
-
-    def _answer_left_before_press(self) -> bool:
-        """Return whether the last ply is an answer made before the press of the ply it answers, and the board
-        left it (a change since it was made) before that press."""
-        if (self._line.presses.answered is None or self._previous is None or not self._has_clock
-                or self._line.unseen.unseen_since is not None):
-            return False
-        pressed, lifts = self._line.presses.answered_press, self._evidence.lifts
-        return pressed is None or (bool(lifts) and lifts[0][0] <= pressed)
-
-    def _answer_moved_on(self, t: int) -> list[Event]:
-        """The answer's piece, lying where it was read, is taken up and played elsewhere: that move was the
-        answer (the first reading was a piece displaced, not released: no alert)."""
-        if not self._answer_left_before_press():
-            return []
-        fp = self._reexplained_last()
-        game = self._games[-1]
-        if fp is None or fp.move == game.moves[-1] or fp.move.from_square != game.moves[-1].from_square:
-            return []
-        return self._amend_last(t, fp)
 
     def _answer_taken_back(self, pressed: int | None) -> None:
         """After an answer taken back: whether (and when) the mover of the ply kept has pressed his clock."""
         self._line.presses.pressed = pressed is not None
         self._line.presses.pressed_at = pressed or 0
 
-    def _castling_completed(self) -> bool:
-        """Return whether the last move was a rook's that the king has now completed into castling (4.4.2)."""
-        if self._previous is None or not self._games or not self._games[-1].moves:
-            return False
-        last = self._games[-1].moves[-1]
-        board = self._previous[0].board
-        rook = chess.BB_SQUARES[last.from_square]
-        if not board.rooks & rook & board.castling_rights:
-            return False
-        return any(castling_squares(board, move)[0] == last.from_square
-                   and footprint(board, move).occ_after == self._occ for move in board.generate_castling_moves())
-
-    def _reexplained_last(self) -> Footprint | None:
-        """Return the move the board shows from the position before the last move, with both plies' lifts."""
-        if self._previous is None:
-            return None
-        position, ply = self._previous
-        return self._explain(position, ply.then(self._evidence))
-
-    def _pushed_capture(self) -> Footprint | None:
-        """Return the capture the last move really was when its piece only pushed the victim aside, else None.
-
-        The last move landed next to a piece the same piece could capture; that piece's square was emptied and
-        refilled after the landing (the victim pushed onto the landing square, the capturing piece set down in
-        its place, in the same motion), and the landing square is empty again (the victim taken off, before
-        the mover's clock is pressed): the board shows the capture. The opponent lifting the piece that just
-        landed, to capture it, refills no square next to it.
-        """
-        if self._previous is None or not self._games:
-            return None
-        last = self._games[-1].moves[-1]
-        landing = chess.BB_SQUARES[last.to_square]
-        if not self._evidence.lifted & landing or self._occ & landing:
-            return None
-        taken_off = self._evidence.first_lift.get(last.to_square, self._t)
-        if self._has_clock and self._line.presses.pressed and self._line.presses.pressed_at < taken_off:
-            return None  # taken off after the press: the opponent's hand
-        position, ply = self._previous
-        landed = ply.last_place.get(last.to_square)
-        fp = self._reexplained_last()
-        if fp is None or landed is None or fp.move.from_square != last.from_square:
-            return None
-        victim = fp.move.to_square
-        # The first refill after the landing (the mover may straighten the capturing piece later).
-        refilled = min((placed for placed in (ply.last_place.get(victim), self._evidence.last_place.get(victim))
-                        if placed is not None and placed > landed), default=-1)
-        if (not position.board.occupied_co[not position.board.turn] & chess.BB_SQUARES[victim]
-                or not chess.BB_KING_ATTACKS[victim] & landing or not 0 <= refilled - landed <= PUSH_ASIDE_MS):
-            return None
-        return fp
-
-    def _refilled_before_moving_on(self, position: Position, last: chess.Move, fp: Footprint) -> bool:
-        """Return whether ``fp``, the last move's piece moved on to a capture, had its victim's square refilled
-        before that piece left its landing square: then the refill was someone else's hand (the victim's owner
-        straightening it), not the piece moving on, which a slide may sense there only a moment early.
-        """
-        victim = fp.move.to_square
-        left = self._evidence.first_lift.get(last.to_square)
-        if left is None or victim == last.to_square or not position.occ & chess.BB_SQUARES[victim]:
-            return False
-        refilled = self._evidence.last_place.get(victim)
-        if refilled is None and self._previous is not None:
-            refilled = self._previous[1].last_place.get(victim)
-        return refilled is not None and refilled < left - SLIDE_OVERLAP_MS
-
-    def _victim_set_aside(self) -> bool:
-        """Return whether the board shows a capture made but for its victim, pushed onto a square next to it.
-
-        The victim is still to be taken off: a capture in progress, which no other explanation may preempt.
-        """
-        filled = self._occ & ~self._position.occ
-        if not filled or filled & (filled - 1):
-            return False
-        ply = self._evidence
-        fp = self._position.explain(self._occ & ~filled, ply.lifted, ply.lifts_unseen, ply.held, ply.last_lift,
-                                    ply.last_place)
-        return (fp is not None and bool(chess.BB_KING_ATTACKS[fp.move.to_square] & filled)
-                and bool(self._position.occ & chess.BB_SQUARES[fp.move.to_square]))
-
     def _amend_last(self, t: int, pushed: Footprint | None = None) -> list[Event]:
-        """Re-explain the board from the position before the last move (what the board shows wins).
+        """Re-explain the board from the position before the last move (:func:`~touchmove.rules.readings.amendment`)
+        and amend the last move if it shows another."""
+        shown = amendment(self, pushed)
+        return [] if shown is None else self._amend(t, shown, pushed is not None)
 
-        ``pushed``: the move the last one really was, read from other evidence (a capture whose victim was pushed
-        aside first, an answer whose first reading was a piece displaced): no alert, no rule was broken.
-        """
-        if self._previous is None:
-            return []
-        position, _ = self._previous
+    def _amend(self, t: int, shown: Footprint, by_evidence: bool) -> list[Event]:
+        """Replace the last move by ``shown`` (what the board shows wins); ``by_evidence``: read from other
+        evidence (a capture whose victim was pushed aside first, an answer displaced): no alert, no rule broken."""
+        previous = self._previous
+        assert previous is not None
+        position = previous[0]
         game = self._games[-1]
         last = game.moves[-1]
-        fp = pushed or self._reexplained_last()
-        if fp is None or fp.move == last:
-            return []
         board = position.board
         number = len(game.moves)
-        castling = board.is_castling(fp.move)
-        rook_part = castling and castling_squares(board, fp.move)[0] == last.from_square
-        king_part = castling and last.from_square == fp.move.from_square
-        if not (last.from_square == fp.move.from_square or rook_part):
-            return []  # a different piece: not this move replayed, leave it to a takeback or a mismatch
-        if pushed is None and not castling and self._refilled_before_moving_on(position, last, fp):
-            return []
+        castling = board.is_castling(shown.move)
+        rook_part = castling and castling_squares(board, shown.move)[0] == last.from_square
+        king_part = castling and last.from_square == shown.move.from_square
         out: list[Event] = []
         self._line.pop()
         after = board.copy(stack=False)
-        san = after.san_and_push(fp.move)
-        self._line.push(fp.move, after)
+        san = after.san_and_push(shown.move)
+        self._line.push(shown.move, after)
         # What was seen since the amended move was first made stays its evidence for a later re-reading.
-        self._start_ply(position.after(fp.move, after), (position, self._previous[1].then(self._evidence)))
+        self._start_ply(position.after(shown.move, after), (position, previous[1].then(self._evidence)))
         self._phase = PLAYING
-        out.append(MoveAmended(game.number, t, number, fp.move.uci(), san, self._position.fen()))
+        out.append(MoveAmended(game.number, t, number, shown.move.uci(), san, self._position.fen()))
         if self._sync is MISMATCH:
             out += self._restored(t, "amended move")
         if rook_part:
             out.append(self.alert(t, "castling_rook_first", "4.4.2", number, {
-                "played": fp.move.uci(), "replaces": last.uci(),
+                "played": shown.move.uci(), "replaces": last.uci(),
                 "rook": chess.square_name(last.from_square),
             }))
-        elif not king_part and pushed is None and self._line.unseen.unseen_since is None:  # (its release not seen)
+        elif not king_part and not by_evidence and self._line.unseen.unseen_since is None:  # (release not seen)
             out.append(self.alert(t, "moved_after_release", "4.7", number, {
-                "released": chess.square_name(last.to_square), "final": chess.square_name(fp.move.to_square),
-                "replaces": last.uci(), "played": fp.move.uci(),
+                "released": chess.square_name(last.to_square), "final": chess.square_name(shown.move.to_square),
+                "replaces": last.uci(), "played": shown.move.uci(),
             }))
-        if fp.move.promotion is not None:
+        if shown.move.promotion is not None:
             self._line.promotions[number] = False
             out.append(self.alert(t, "promotion_unverified", "4.4.4", number, {
-                "sq": chess.square_name(fp.move.to_square), "assumed": "q",
+                "sq": chess.square_name(shown.move.to_square), "assumed": "q",
             }))
         out += self._after_move(t, after, san)
         return out
 
-    def _promotion_piece_seen(self, t: int) -> list[Event]:
-        """A promoted piece moving as another piece would: the board shows what was really chosen."""
-        game = self._games[-1]
-        for number in sorted(self._line.promotions, reverse=True):
-            if self._line.promotions[number] or number < len(game.moves) - PROMOTION_LOOKBACK:
-                continue
-            original = game.moves[number - 1]
-            before = game.board(number - 1)
-            for alternative in promotion_alternatives(before, original):
-                replayed = self._replay_with(number, alternative)
-                if replayed is None:
-                    continue
-                position = Position(replayed)
-                fp = self._explain(position, self._evidence)
-                if fp is None:
-                    continue
-                out = self._set_promotion(t, number, alternative, confirmed=False)
-                if out:
-                    match = self._explain(self._position, self._evidence)
-                    if match is not None:
-                        out += self._make(match, self._changed_at)
-                    return out
-        return []
-
-    def _replay_with(self, number: int, move: chess.Move) -> chess.Board | None:
-        game = self._games[-1]
-        board = game.board(number - 1)
-        moves = [move, *game.moves[number:]]
-        for m in moves:
-            if not board.is_legal(m):
-                return None
-            board.push(m)
-        return board
+    def _promotion_seen(self, t: int, number: int, move: chess.Move) -> list[Event]:
+        """The promotion at ply ``number`` was ``move``, as the board shows the piece moving: set it, and make the
+        move the board shows from there."""
+        return self._set_promotion(t, number, move, confirmed=False) + self._make_shown()
 
     def _set_promotion(self, t: int, number: int, move: chess.Move, confirmed: bool = True) -> list[Event]:
         """Replace the piece of the promotion at ply ``number``; ``confirmed`` by a record, or read from how the
         piece moved (then later moves may still correct it, always to a piece that fits every move since)."""
         game = self._games[-1]
-        board = self._replay_with(number, move)
+        board = replay_with(game, number, move)
         if board is None:
             return []
         before = game.board(number - 1)
@@ -1145,7 +1012,7 @@ class Engine:
         if self._pending.match is not None and self._pending.match.move.promotion is not None:
             self._chosen_piece = piece  # chosen before the promotion was made: it is made with this piece
             return []
-        if self._promotion_under_way():
+        if promotion_under_way(self):
             self._chosen_piece = piece  # the pawn is in the hand: the choice is for this promotion, not the last
             return []
         if not self._games or not self._line.promotions:
@@ -1156,53 +1023,6 @@ class Engine:
             self._line.promotions[number] = True
             return []
         return self._set_promotion(t, number, chess.Move(original.from_square, original.to_square, piece))
-
-    def _promotion_under_way(self) -> bool:
-        """Return whether a pawn of the mover that can promote is off its square (a promotion being made)."""
-        if self._phase is not PLAYING:
-            return False
-        board = self._position.board
-        last_rank_next = chess.BB_RANK_7 if board.turn == chess.WHITE else chess.BB_RANK_2
-        pawns = board.pawns & board.occupied_co[board.turn] & last_rank_next & ~self._occ
-        return bool(pawns)
-
-    def _takeback_proven(self, t: int) -> list[Event]:
-        """The board showed the position of several plies ago and now shows play from there: the takeback.
-
-        Taking back several plies at once is read only when the board goes on from that position (a move of it
-        made or under way) and not from the game position: until then, a piece knocked off its square and
-        lying where the earlier position has one shows that position as well, and its owner putting it back
-        shows the game again (the lifts since the position showed belong to the next move).
-        """
-        pending = self._evidence.earlier
-        if pending is None:
-            return []
-        keep, shown = pending
-        game = self._games[-1]
-        if self._occ == self._line.occupancies[keep] or keep >= len(game.moves):
-            return []
-        earlier = Position(game.board(keep))
-        since = [(at, sq) for at, sq in self._evidence.lifts if at >= shown]
-        lifted = 0
-        for _, sq in since:
-            lifted |= chess.BB_SQUARES[sq]
-        ply = self._evidence
-        fp = earlier.explain(self._occ, lifted, False, ply.held & lifted, ply.last_lift, ply.last_place)
-        if fp is None and not earlier.continuable(self._occ):
-            return []
-        out = self.take_back_to(shown, keep)
-        self._evidence.carry(ply, shown, self._position)
-        match = self._explain(self._position, self._evidence)
-        if match is not None:
-            out += self._make(match, self._changed_at)
-        return out
-
-    def _earlier_position(self) -> int | None:
-        """Return how many plies to keep if the board shows an earlier position of this game, else None."""
-        for plies in range(len(self._line.occupancies) - 2, -1, -1):
-            if self._line.occupancies[plies] == self._occ:
-                return plies
-        return None
 
     def take_back_to(self, t: int, keep: int) -> list[Event]:
         """Remove plies after the first ``keep``: the board (or an operator) went back to that position."""
@@ -1221,22 +1041,8 @@ class Engine:
             out += self._restored(t, "takeback")
         return out
 
-    def _note_king_on_castling_square(self) -> None:
-        """The king alone rests on its castling square (4.7.2): only castling on that side may follow."""
-        board = self._position.board
-        touches = self._evidence.touches
-        king = board.king(board.turn)
-        if king is None or not self._evidence.lifted & chess.BB_SQUARES[king]:
-            return
-        for move in board.generate_castling_moves():
-            if move.from_square == king:
-                rook, king_to, _ = castling_squares(board, move)
-                shown = (self._position.occ & ~chess.BB_SQUARES[king]) | chess.BB_SQUARES[king_to]
-                if king_to != king and shown == self._occ:
-                    touches.king_on_castling_square = rook
-
     def _report_mismatch(self, t: int, *, force: bool) -> list[Event]:
-        if self._phase is OVER or (not force and self._excused()):
+        if self._phase is OVER or (not force and mismatch_excused(self)):
             self._sync = EXCUSED
             return []
         self._sync = MISMATCH
@@ -1246,20 +1052,6 @@ class Engine:
             "extra": [chess.square_name(sq) for sq in chess.scan_forward(extra)],
             "missing": [chess.square_name(sq) for sq in chess.scan_forward(missing)],
         })]
-
-    def _excused(self) -> bool:
-        """Return whether the board, at rest off the game position, shows no mismatch (most often first):
-        a move in progress (a piece in the hand), the promoted pawn taken off to be exchanged for the new piece
-        (4.6), the last move being made again (rook-first castling, a piece moved on), or a move kept in
-        question (a checkpoint) with the opponent's answer in progress after it (a bullet recapture, victim
-        lifted first, the capturing piece still in the hand)."""
-        occ = self._occ
-        return (self._position.continuable(occ)
-                or (self._exchange_sq is not None
-                    and occ ^ self._position.occ == chess.BB_SQUARES[self._exchange_sq])
-                or (self._previous is not None and self._previous[0].continuable(occ))
-                or (self._pending.interrupted is not None
-                    and self._pending.interrupted.after(self._position).continuable(occ)))
 
     def _restored(self, t: int, how: str) -> list[Event]:
         self._sync = SHOWN
