@@ -15,9 +15,7 @@ How a ply is decided (FIDE 4.7, for a board that sees only occupancy):
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import chess
 
@@ -48,16 +46,12 @@ from touchmove.rules.at_rest import (
     UndoAnswer,
     Wait,
 )
-from touchmove.rules.chatter import DEFAULT_CHATTER_MS, ChatterFilter
+from touchmove.rules.board_state import DEFAULT_SETTLE_MS, START_OCCUPANCY, BoardState, EngineState
 from touchmove.rules.events import (
-    ALERT_ARTICLES,
-    Alert,
-    AlertCode,
     ClockPress,
     Event,
     GameEnd,
     GameResumed,
-    GameStart,
     MoveAmended,
     MoveMade,
     RecoveredMove,
@@ -72,11 +66,11 @@ from touchmove.rules.footprints import (
     fen_of,
     footprint,
 )
-from touchmove.rules.game_line import Declared, GameLine
+from touchmove.rules.game_line import Declared
 from touchmove.rules.gamelog import GameRecord
 from touchmove.rules.obligations import Touches, judge, out_of_turn
 from touchmove.rules.outcome import game_over
-from touchmove.rules.pending import InterruptedMove, PendingMove, sliding_in
+from touchmove.rules.pending import InterruptedMove, sliding_in
 from touchmove.rules.phases import (
     CLEARED,
     CLEARED_SQUARES,
@@ -86,9 +80,7 @@ from touchmove.rules.phases import (
     NEW,
     OVER,
     PLAYING,
-    SHOWN,
-    Phase,
-    Sync,
+    UNDISPUTED,
 )
 from touchmove.rules.phases import OUT_OF_SYNC as _OUT_OF_SYNC
 from touchmove.rules.phases import READING as _READING
@@ -98,86 +90,21 @@ from touchmove.rules.readings import (
     answer_undone,
     castling_completed,
     explain_shown,
-    mismatch_excused,
     promotion_seen,
     promotion_under_way,
     pushed_capture,
     replay_with,
 )
-from touchmove.rules.unseen_play import EngineInterface, Role, UnseenPlay
+from touchmove.rules.unseen_play import EngineInterface
 
 __all__ = ["DEFAULT_SETTLE_MS", "Engine", "EngineState", "GameRecord"]
 
-#: The fields that make an engine's state: what :meth:`Engine.fork` copies and :meth:`Engine.adopt` takes over
-#: (besides its unseen play, ``_unseen``, which a fork gets new).
-_STATE_FIELDS = (
-    "settle_ms", "mismatch_ms", "_first_fen", "_chess960", "_default_fen", "_chatter", "_games", "_occ", "_phase",
-    "_t", "_received", "_changed_at", "_setup", "_sync", "_position", "_previous", "_evidence", "_pending",
-    "_exchange_sq", "_chosen_piece", "_has_clock", "_judge_at_rest", "_line", "_reports_changes",
-)
-
-DEFAULT_SETTLE_MS = 200
-#: How long the board must rest in a state with no legal continuation before ``board_mismatch``.
-DEFAULT_MISMATCH_MS = 1000
-START_OCCUPANCY = chess.BB_RANK_1 | chess.BB_RANK_2 | chess.BB_RANK_7 | chess.BB_RANK_8
-
-
-@dataclass(frozen=True)
-class EngineState:
-    """What a publisher shows of a board (retained state)."""
-
-    game: int
-    ply: int
-    fen: str
-    last_move: str | None
-    in_sync: bool
-    occupancy: int
-    game_over: bool
-
-
-class Engine:
+class Engine(BoardState):
     """Turns one board's records into events (see the module documentation).
 
     ``fen`` and ``chess960`` give the first game's start (standard by default); later games start when the
     board shows the standard start occupancy after a game, or from a ``setup`` record.
     """
-
-    def __init__(
-        self,
-        *,
-        fen: str | None = None,
-        chess960: bool = False,
-        settle_ms: int = DEFAULT_SETTLE_MS,
-        chatter_ms: int = DEFAULT_CHATTER_MS,
-        mismatch_ms: int = DEFAULT_MISMATCH_MS,
-    ) -> None:
-        start = chess.Board(fen or chess.STARTING_FEN, chess960=chess960)
-        self.settle_ms = settle_ms
-        self.mismatch_ms = max(mismatch_ms, settle_ms)
-        self._first_fen = start.fen()
-        self._chess960 = chess960
-        # Later games reuse the given start when it is a start array (Chess960 included), else the standard one.
-        self._default_fen = self._first_fen if start.occupied == START_OCCUPANCY else chess.STARTING_FEN
-        self._chatter = ChatterFilter(chatter_ms)
-        self._games: list[GameRecord] = []
-        self._occ: chess.Bitboard = start.occupied
-        self._phase = NEW
-        self._t = 0
-        self._received = 0  # the device time of the last record fed (advance moves only _t)
-        self._changed_at = 0
-        self._setup: tuple[str, bool] | None = None
-        self._sync = SHOWN
-        self._position: Position = Position(start)
-        self._previous: tuple[Position, PlyEvidence] | None = None
-        self._evidence = PlyEvidence()
-        self._pending = PendingMove()
-        self._exchange_sq: chess.Square | None = None  # the last move's promotion square
-        self._chosen_piece: chess.PieceType | None = None  # a promote record that came before its promotion
-        self._has_clock = False  # the board has clock buttons: presses tell whose clock runs
-        self._judge_at_rest = False  # a change came that the board has not yet been judged on at rest
-        self._line = GameLine(start.occupied)
-        self._reports_changes = False  # the board sends lifts and places (not only snapshots)
-        self._unseen = UnseenPlay()  # plies not seen made: lost changes, hypotheses, resync, declared results
 
     # ----------------------------------------------------------------------------------------------------------
     # public API
@@ -255,133 +182,8 @@ class Engine:
             deadline = next_deadline
         return out
 
-    @property
-    def games(self) -> list[GameRecord]:
-        """Return every game seen so far, the current one last."""
-        return list(self._games)
-
-    def state(self) -> EngineState:
-        """Return the board's current state for publishing."""
-        game = self._games[-1] if self._games else None
-        return EngineState(
-            game=game.number if game else 0,
-            ply=len(game.moves) if game else 0,
-            fen=self._position.fen(),
-            last_move=game.moves[-1].uci() if game and game.moves else None,
-            in_sync=self._sync not in _OUT_OF_SYNC and self._occ == self._position.occ,
-            occupancy=self._occ,
-            game_over=self._phase is OVER,
-        )
-
     # ----------------------------------------------------------------------------------------------------------
     # the interface of unseen play (unseen_play.EngineInterface): read-only views and named operations
-
-    @property
-    def occupancy(self) -> chess.Bitboard:
-        """The occupancy the board shows (the chatter filter's held changes not included)."""
-        return self._occ
-
-    @property
-    def position(self) -> Position:
-        """The game position (after the last ply made)."""
-        return self._position
-
-    @property
-    def game(self) -> GameRecord | None:
-        """The current game, or None before the first."""
-        return self._games[-1] if self._games else None
-
-    @property
-    def current_game(self) -> GameRecord:
-        """The current game (there is one)."""
-        return self._games[-1]
-
-    @property
-    def line(self) -> GameLine:
-        """The current game's line and what is kept beside it."""
-        return self._line
-
-    @property
-    def plies(self) -> int:
-        """How many plies the current game has (0 before the first game)."""
-        return len(self._games[-1].moves) if self._games else 0
-
-    @property
-    def now(self) -> int:
-        """The device time reached (by a record or by :meth:`advance`)."""
-        return self._t
-
-    @property
-    def received(self) -> int:
-        """The device time of the last record fed."""
-        return self._received
-
-    @property
-    def phase(self) -> Phase:
-        """Where the board is in its games."""
-        return self._phase
-
-    @property
-    def sync(self) -> Sync:
-        """What the arbiter was told about the board and the game position."""
-        return self._sync
-
-    # the readings' view (readings.BoardView) besides the above
-
-    @property
-    def previous(self) -> tuple[Position, PlyEvidence] | None:
-        """The position before the last move and its evidence (what an amendment re-reads), or None."""
-        return self._previous
-
-    @property
-    def evidence(self) -> PlyEvidence:
-        """What has happened on the board since the last move was made."""
-        return self._evidence
-
-    @property
-    def interrupted(self) -> InterruptedMove | None:
-        """A matched move interrupted by another change before its settle time, or None."""
-        return self._pending.interrupted
-
-    @property
-    def exchange_square(self) -> chess.Square | None:
-        """The last move's promotion square (its pawn may be taken off for the new piece), or None."""
-        return self._exchange_sq
-
-    @property
-    def has_clock(self) -> bool:
-        """Whether the board has clock buttons (presses tell whose clock runs)."""
-        return self._has_clock
-
-    @property
-    def lost_unsearched(self) -> bool:
-        """Whether changes were lost and the board shows what was not searched yet."""
-        return self._unseen.still_blind(self._occ)
-
-    def fork(self) -> Engine:
-        """Return a copy of this engine that follows one hypothesis (with unseen play of its own, as a hypothesis).
-
-        Copies every field of :data:`_STATE_FIELDS` deeply, with one memo (what two fields share, such as the last
-        game and the game line's record, the copy shares too).
-        """
-        child: Engine = Engine.__new__(Engine)
-        memo: dict[int, object] = {}
-        for name in _STATE_FIELDS:
-            setattr(child, name, copy.deepcopy(getattr(self, name), memo))
-        child._unseen = UnseenPlay(Role.HYPOTHESIS)
-        return child
-
-    def adopt(self, line: Engine) -> None:
-        """Go on as ``line``, a fork the board followed: its fields of :data:`_STATE_FIELDS` and its unseen play,
-        now the board's own."""
-        for name in _STATE_FIELDS:
-            setattr(self, name, getattr(line, name))
-        self._unseen = line._unseen
-        self._unseen.role = Role.BOARD
-
-    def follow_board(self, line: Engine, t: int) -> None:
-        """While hypotheses are followed: show the occupancy of ``line`` (one of them) and time ``t``."""
-        self._occ, self._t = line._occ, max(self._t, t)
 
     def continue_blind(self, line: Engine, *, judge: bool) -> list[Event]:
         """Every hypothesis dropped: play on from the last sure position with the board of ``line`` (one of them),
@@ -396,19 +198,6 @@ class Engine:
             return []
         return self._after_change(self._t)
 
-    def rule_out(self) -> None:
-        """This engine follows a hypothesis the board contradicts: it is out of sync (and dropped)."""
-        self._sync = LOST
-
-    def mark_lost(self) -> None:
-        """Changes were lost and no plies explain the board yet: nothing is read as a move until they do."""
-        self._sync = LOST
-        self._pending.match = None
-
-    def read_moves(self) -> None:
-        """Read moves again (many squares off after lost changes are plies lost, not the board cleared)."""
-        self._phase = PLAYING
-
     def make_pending_move(self) -> list[Event]:
         """Make the move the board shows and that waits out its settle time, if a game is played; return its
         events (none: no such move)."""
@@ -418,25 +207,17 @@ class Engine:
         self._judge_at_rest = False
         return self._make(match, self._pending.since)
 
-    def end_declared(self, result: str, reason: str, declared: Declared) -> None:
-        """End the current game with a result declared by a record (not seen on the board)."""
-        game = self._games[-1]
-        game.result, game.end_reason = result, reason
-        self._line.declared = declared
-        self._phase = OVER
-        self._pending.clear()
-
     def apply_resync(self, t: int, moves: Sequence[chess.Move]) -> list[Event]:
         """An arbiter's resync, checked: make ``moves`` from the last sure position (the arbiter vouches for it)."""
         was_out = self._sync in _OUT_OF_SYNC
         out = self.resume(t) if self._phase is OVER and moves else []
-        self._phase = PLAYING
-        self._sync = SHOWN
+        self._enter_playing()
+        self._tell_undisputed()
         self._unseen.end_lost()
         self._pending.clear()
         self._line.unseen.recovered_plies = 0
         out += self.make_recovered(t, moves)
-        if was_out and self._sync is SHOWN:
+        if was_out and self._sync is UNDISPUTED:
             out.append(self.alert(t, "board_restored", "7.4", self.ply_number, {"by": "resync"}))
         return out
 
@@ -463,7 +244,7 @@ class Engine:
             return self._changed_at + self.settle_ms
         if self._judge_at_rest:
             return self._changed_at + self.settle_ms
-        if self._phase in _READING and self._sync is SHOWN and self._occ != self._position.occ:
+        if self._phase in _READING and self._sync is UNDISPUTED and self._occ != self._position.occ:
             return self._changed_at + self.mismatch_ms
         return None
 
@@ -497,7 +278,7 @@ class Engine:
             self._judge_at_rest = False
             out += self._unexplained(self._changed_at)
         if (
-            self._sync is SHOWN
+            self._sync is UNDISPUTED
             and self._phase is not OVER
             and self._occ != self._position.occ
             and t >= self._changed_at + self.mismatch_ms
@@ -509,51 +290,8 @@ class Engine:
     # ----------------------------------------------------------------------------------------------------------
     # games
 
-    def _start_first(self, record: Record, t: int) -> list[Event]:
-        if isinstance(record, Snapshot) and record.occ != self._position.occ:
-            # The board is not (yet) in the start position: wait for it as for a set-up.
-            self._occ = record.occ
-            self._phase = OVER
-            self._setup = (self._first_fen, self._chess960)
-            return []
-        return self._begin_game(t, self._first_fen, self._chess960)
-
-    def _begin_game(self, t: int, fen: str, chess960: bool) -> list[Event]:
-        number = len(self._games) + 1
-        self._games.append(GameRecord(number, fen, chess960, t))
-        board = chess.Board(fen, chess960=chess960)
-        self._start_ply(Position(board), None)
-        self._phase = PLAYING
-        self._sync = SHOWN
-        self._judge_at_rest = False
-        self._line = GameLine(board.occupied, self._games[-1])
-        self._line.repetitions.add(board)
-        self._setup = None
-        return [GameStart(number, t, fen, chess960)]
-
-    def _try_new_game(self, t: int) -> list[Event]:
-        """Start the next game if the board shows its start (a pending setup, or the standard array)."""
-        if self._setup is not None:
-            fen, chess960 = self._setup
-            if self._occ == chess.Board(fen, chess960=chess960).occupied:
-                return self._begin_game(t, fen, chess960)
-            return []
-        if self._occ != START_OCCUPANCY or self._occ == self._position.occ:
-            return []
-        game = self._games[-1] if self._games else None
-        if self._phase is not PLAYING or game is None or len(game.moves) > 2:
-            return self._begin_game(t, self._default_fen, self._chess960 and self._default_fen != chess.STARTING_FEN)
-        return []
-
     # ----------------------------------------------------------------------------------------------------------
     # square changes
-
-    def _start_ply(self, position: Position, previous: tuple[Position, PlyEvidence] | None) -> None:
-        """Play on from ``position``: nothing lifted, nothing matched; ``previous`` is what an amendment re-reads."""
-        self._position = position
-        self._previous = previous
-        self._evidence = PlyEvidence()
-        self._pending.clear()
 
     def _change(self, t: int, sq: chess.Square, occupied: bool) -> list[Event]:
         bb = chess.BB_SQUARES[sq]
@@ -564,7 +302,7 @@ class Engine:
         self._changed_at = t
         self._judge_at_rest = True
         if self._sync is EXCUSED:
-            self._sync = SHOWN  # a new state of the board: judged again when it rests
+            self._tell_undisputed()  # a new state of the board: judged again when it rests
         ply = self._evidence
         match = self._pending.match
         if match is not None and self._pending.interrupted is None:
@@ -661,11 +399,11 @@ class Engine:
                 if started:
                     return out + started
         elif (self._occ ^ self._position.occ).bit_count() >= CLEARED_SQUARES:
-            self._phase = CLEARED
+            self._enter_cleared()
         if self._phase is CLEARED:
             self._pending.match = None
             if self._occ == self._position.occ:
-                self._phase = PLAYING
+                self._enter_playing()
                 out += self._restored(t, "game position")
             else:
                 out += self._try_new_game(t)
@@ -734,15 +472,6 @@ class Engine:
             return []
         game = self._games[-1]  # (a game is on)
         return [Touch(game.number, t, len(game.moves) + 1, chess.square_name(sq), piece.symbol(), side, binds)]
-
-    @property
-    def game_number(self) -> int:
-        return self._games[-1].number if self._games else 0
-
-    @property
-    def ply_number(self) -> int:
-        """The ply being played now (1 for the first move of a game)."""
-        return len(self._games[-1].moves) + 1 if self._games else 1
 
     # ----------------------------------------------------------------------------------------------------------
     # made moves
@@ -816,11 +545,8 @@ class Engine:
         count = self._line.repetitions.add(board)
         ended = game_over(board, count, None if san is None else san[-1] in "+#")
         if ended is not None:
-            result, reason, article = ended
-            game.result, game.end_reason = result, reason
-            self._line.declared = None
-            self._phase = OVER
-            out.append(GameEnd(game.number, t, result, reason, article))
+            self._game_ended(ended)
+            out.append(GameEnd(game.number, t, ended.result, ended.reason, ended.article))
             return out
         if count >= 3:
             out.append(self.alert(t, "draw_claimable", "9.2", len(game.moves) + 1, {
@@ -831,10 +557,6 @@ class Engine:
                 "reason": "fifty-move rule", "halfmove_clock": board.halfmove_clock,
             }))
         return out
-
-    def alert(self, t: int, code: AlertCode, article: str, ply: int, detail: dict[str, object]) -> Alert:
-        assert article in ALERT_ARTICLES[code]
-        return Alert(self.game_number, t, code, ply, article, dict(detail))
 
     # ----------------------------------------------------------------------------------------------------------
     # states no legal move from the game position explains
@@ -893,7 +615,7 @@ class Engine:
         game = self._games[-1]
         ended = (game.result, game.end_reason)
         ply = len(game.moves) + 1
-        self._phase = PLAYING
+        self._enter_playing()
         promotion = promotion_seen(self)
         if promotion is not None:
             return self._promotion_seen(t, *promotion)
@@ -909,7 +631,7 @@ class Engine:
         if undone is not None:
             return [GameResumed(game.number, t, ply), *self._undo_answer(t, *undone)]
         game.result, game.end_reason = ended
-        self._phase = OVER
+        self._enter_over()
         return []
 
     def _undo_answer(self, t: int, position: Position, evidence: PlyEvidence, shown: Footprint | None) -> list[Event]:
@@ -960,7 +682,7 @@ class Engine:
         self._line.push(shown.move, after)
         # What was seen since the amended move was first made stays its evidence for a later re-reading.
         self._start_ply(position.after(shown.move, after), (position, previous[1].then(self._evidence)))
-        self._phase = PLAYING
+        self._enter_playing()
         out.append(MoveAmended(game.number, t, number, shown.move.uci(), san, self._position.fen()))
         if self._sync is MISMATCH:
             out += self._restored(t, "amended move")
@@ -1033,30 +755,13 @@ class Engine:
             return []
         self._line.truncate(keep)
         self._start_ply(Position(game.board()), None)
-        self._phase = PLAYING
+        self._enter_playing()
         self._line.presses.pressed = True
         self._line.presses.answered = None
         out: list[Event] = [Takeback(game.number, t, keep + 1, self._position.fen())]
         if self._occ == self._position.occ and self._sync is MISMATCH:
             out += self._restored(t, "takeback")
         return out
-
-    def _report_mismatch(self, t: int, *, force: bool) -> list[Event]:
-        if self._phase is OVER or (not force and mismatch_excused(self)):
-            self._sync = EXCUSED
-            return []
-        self._sync = MISMATCH
-        extra = self._occ & ~self._position.occ
-        missing = self._position.occ & ~self._occ
-        return [self.alert(t, "board_mismatch", "7.4", self.ply_number, {
-            "extra": [chess.square_name(sq) for sq in chess.scan_forward(extra)],
-            "missing": [chess.square_name(sq) for sq in chess.scan_forward(missing)],
-        })]
-
-    def _restored(self, t: int, how: str) -> list[Event]:
-        self._sync = SHOWN
-        self._unseen.end_lost()
-        return [self.alert(t, "board_restored", "7.4", self.ply_number, {"by": how})]
 
     # ----------------------------------------------------------------------------------------------------------
     # plies not seen made (their search, hypotheses, resync and declared results: unseen_play.UnseenPlay)
@@ -1088,7 +793,7 @@ class Engine:
             self._line.presses.answered = None
         self._exchange_sq = None
         restored = self._sync is MISMATCH
-        self._sync = SHOWN
+        self._tell_undisputed()
         self._unseen.end_lost()
         if restored:
             out.append(self.alert(t, "board_restored", "7.4", self.ply_number, {"by": "recovered plies"}))
@@ -1099,29 +804,6 @@ class Engine:
             self._judge_at_rest = True
             out += self._after_change(t)
         return out
-
-    def contradicted(self) -> bool:
-        """Return whether the board, at rest, shows what this game cannot go on to (a hypothesis ruled out)."""
-        if self._unseen.hypotheses is not None:
-            return False
-        if self._sync in _OUT_OF_SYNC:
-            return True
-        if self._phase is not PLAYING or self._judge_at_rest or self._pending.match is not None:
-            return False
-        occ = self._occ
-        if occ == self._position.occ or self._position.continuable(occ):
-            return False
-        interrupted = self._pending.interrupted
-        return not (interrupted is not None and interrupted.after(self._position).continuable(occ))
-
-    def resume(self, t: int) -> list[Event]:
-        """The game end announced is withdrawn: the board shows play going on."""
-        game = self._games[-1]
-        if game.result == "*" and self._phase is not OVER:
-            return []
-        game.result, game.end_reason = "*", None
-        self._phase = PLAYING
-        return [GameResumed(game.number, t, len(game.moves) + 1)]
 
     # ----------------------------------------------------------------------------------------------------------
     # clock and promotion records
@@ -1184,14 +866,14 @@ class Engine:
             if self._line.unseen.recovered_plies:
                 # The game rests on plies recovered after lost changes: the board may be right and a recovered
                 # ply wrong (another piece moved, or captured) rather than this press illegal, until a resync.
-                if shown and self._sync is SHOWN:
+                if shown and self._sync is UNDISPUTED:
                     out += self._report_mismatch(t, force=True)
                 return out
             self._line.presses.illegal[side] += 1
             count = self._line.presses.illegal[side]
             detail: dict[str, object] = {"side": "white" if side else "black", "count": count}
             if shown:
-                out += self._report_mismatch(t, force=True) if self._sync is SHOWN else []
+                out += self._report_mismatch(t, force=True) if self._sync is UNDISPUTED else []
                 article = "7.5.1"
                 detail["reason"] = "clock pressed after a move that is not legal"
             else:
