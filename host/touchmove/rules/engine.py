@@ -48,6 +48,7 @@ from touchmove.rules.at_rest import (
 )
 from touchmove.rules.board_state import DEFAULT_SETTLE_MS, START_OCCUPANCY, BoardState, EngineState
 from touchmove.rules.events import (
+    AmendmentWithdrawn,
     ClockPress,
     Event,
     GameEnd,
@@ -88,6 +89,7 @@ from touchmove.rules.ply_evidence import PlyEvidence
 from touchmove.rules.readings import (
     amendment,
     answer_undone,
+    capture_on_touchdown,
     castling_completed,
     explain_shown,
     promotion_seen,
@@ -418,6 +420,14 @@ class Engine(BoardState):
             pushed = pushed_capture(self)
             if pushed is not None:
                 return self._amend_last(t, pushed)  # the pushed-aside victim taken off: the capture, at once
+        released = self._line.released_on
+        if interrupted is None and (fp is None or (released is not None and released[0] == self.plies)):
+            # (An amendment as moved after release is provisional: the touchdown reading wins over one that needs it.)
+            touchdown = capture_on_touchdown(self)
+            if touchdown is not None:
+                # The last move's piece captured on a square it touched down on: that was its move.
+                out += self._restore_touchdown(t, *touchdown)
+                fp = self._explain(self._position, self._evidence)
         if interrupted is not None and (fp is None or fp.move == interrupted.footprint.move):
             # The board may show the checkpoint move and the opponent's answer (when it shows the checkpoint move
             # alone, an answer that leaves the squares as they were: a Chess960 castling of king and rook).
@@ -692,6 +702,7 @@ class Engine(BoardState):
                 "rook": chess.square_name(last.from_square),
             }))
         elif not king_part and not by_evidence and self._line.unseen.unseen_since is None:  # (release not seen)
+            self._line.released_on = (number, last)
             out.append(self.alert(t, "moved_after_release", "4.7", number, {
                 "released": chess.square_name(last.to_square), "final": chess.square_name(shown.move.to_square),
                 "replaces": last.uci(), "played": shown.move.uci(),
@@ -702,6 +713,23 @@ class Engine(BoardState):
                 "sq": chess.square_name(shown.move.to_square), "assumed": "q",
             }))
         out += self._after_move(t, after, san)
+        return out
+
+    def _restore_touchdown(self, t: int, moved: Footprint, landed: int) -> list[Event]:
+        """Amend the last move to ``moved``, the move to the square its piece touched down on at ``landed`` (see
+        :func:`~touchmove.rules.readings.capture_on_touchdown`); an amendment as moved after release that this
+        contradicts is withdrawn (``amendment_withdrawn``). The lifts since the touchdown go on to the next ply."""
+        previous = self._previous
+        assert previous is not None
+        seen = previous[1].then(self._evidence)
+        number = len(self._games[-1].moves)
+        replaced = self._games[-1].moves[-1]
+        released, self._line.released_on = self._line.released_on, None
+        out = self._amend(t, moved, by_evidence=True)
+        if released == (number, moved.move):
+            out.append(AmendmentWithdrawn(self.game_number, t, number, moved.move.uci(), replaced.uci(),
+                                          "moved_after_release"))
+        self._evidence.carry(seen, landed + 1, self._position)
         return out
 
     def _promotion_seen(self, t: int, number: int, move: chess.Move) -> list[Event]:

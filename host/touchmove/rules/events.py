@@ -150,6 +150,21 @@ class MoveAmended(MoveMade):
 
 
 @value
+class AmendmentWithdrawn(Event):
+    """The amendment of ply ``ply`` to ``withdrawn`` (and its ``alert``, if it raised one) is withdrawn: later
+    changes showed the move as first read, ``uci``, was played (a ``move_amended`` back to it comes just before)."""
+
+    ply: int
+    uci: str
+    withdrawn: str
+    alert: str | None = None
+
+    @property
+    def type(self) -> str:
+        return "amendment_withdrawn"
+
+
+@value
 class ClockPress(Event):
     """A clock press completing ply ``ply``; ``remaining`` ms on the presser's clock where the board tells it."""
 

@@ -90,6 +90,9 @@ class GameLine:
     presses: Presses = field(default_factory=Presses)
     unseen: UnseenNotes = field(default_factory=UnseenNotes)
     declared: Declared | None = None  # the game's result (when not "*") was declared by a result record, not seen
+    #: The last ply amended as moved after release (4.7): its number and the move as released. Provisional: the
+    #: board may still show that move was played (its piece stood aside by the opponent capturing it).
+    released_on: tuple[int, chess.Move] | None = None
 
     def __post_init__(self) -> None:
         self.occupancies.append(self.start_occ)

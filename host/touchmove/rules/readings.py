@@ -27,9 +27,10 @@ from touchmove.rules.ply_evidence import PlyEvidence
 
 __all__ = [
     "PROMOTION_LOOKBACK", "PUSH_ASIDE_MS", "BoardView", "amendment", "answer_left_before_press", "answer_undone",
-    "castling_completed", "earlier_position", "end_in_question", "explain_shown", "king_on_castling_square",
-    "mismatch_excused", "promotion_seen", "promotion_under_way", "pushed_capture", "reexplained_last",
-    "replay_with", "takeback_proven", "victim_set_aside",
+    "capture_on_touchdown", "capture_under_way_on_touchdown", "castling_completed", "earlier_position",
+    "end_in_question", "explain_shown", "king_on_castling_square", "mismatch_excused", "promotion_seen",
+    "promotion_under_way", "pushed_capture", "reexplained_last", "replay_with", "takeback_proven", "touchdowns",
+    "victim_set_aside",
 ]
 
 #: A victim pushed aside is replaced by the capturing piece in one motion: its square refilled within this long
@@ -135,6 +136,63 @@ def pushed_capture(view: BoardView) -> Footprint | None:
             or not chess.BB_KING_ATTACKS[victim] & landing or not 0 <= refilled - landed <= PUSH_ASIDE_MS):
         return None
     return shown
+
+
+def touchdowns(view: BoardView) -> list[tuple[Position, chess.Move, int]]:
+    """Return the other readings of the last move that its piece touched down for: for each square it was placed
+    on during its ply, empty before and not where it was read, and that it could legally reach, the position after
+    that move, the move, and when it landed there."""
+    previous, game = view.previous, view.game
+    if previous is None or game is None or not game.moves:
+        return []
+    last = game.moves[-1]
+    before, ply = previous
+    found = []
+    for square, landed in ply.last_place.items():
+        if square == last.to_square or before.occ & chess.BB_SQUARES[square]:
+            continue
+        moved = chess.Move(last.from_square, square)
+        if before.board.is_legal(moved):
+            after = before.board.copy(stack=False)
+            after.push(moved)
+            found.append((before.after(moved, after), moved, landed))
+    return found
+
+
+def capture_on_touchdown(view: BoardView) -> tuple[Footprint, int] | None:
+    """Return the move the last one really was and when its piece touched down, when the board shows the piece
+    captured on a square it touched down on, else None.
+
+    The last move's piece landed on a square (a touchdown) and was then read elsewhere (moved on after release,
+    or taken as the destination): a neighbouring square it could have reached, where the opponent stood it for a
+    moment before taking it off to capture it. When the opponent's piece then lands on the touchdown square, the
+    only legal reading is "moved there, then captured there": the move to the touchdown square, and the capture
+    on it proven by the lifts since the touchdown.
+    """
+    previous, game = view.previous, view.game
+    if previous is None or game is None or not game.moves:
+        return None
+    occ = view.occupancy
+    if occ & chess.BB_SQUARES[game.moves[-1].to_square]:
+        return None  # the piece still stands where it was read (the common case: checked first)
+    for after, moved, landed in touchdowns(view):
+        if not occ & chess.BB_SQUARES[moved.to_square]:
+            continue
+        evidence = previous[1].then(view.evidence)
+        lifted = evidence.lifted_since(landed)
+        capture = after.explain(occ, lifted, False, evidence.held & lifted, evidence.last_lift, evidence.last_place)
+        if capture is not None and capture.move.to_square == moved.to_square:
+            return footprint(previous[0].board, moved), landed
+    return None
+
+
+def capture_under_way_on_touchdown(view: BoardView) -> bool:
+    """Return whether the board shows a capture under way of the last move's piece on a square it touched down on
+    (its piece stood aside and taken off, the capturing piece in the hand): no mismatch yet."""
+    game = view.game
+    if game is None or not game.moves or view.occupancy & chess.BB_SQUARES[game.moves[-1].to_square]:
+        return False
+    return any(after.continuable(view.occupancy) for after, _, _ in touchdowns(view))
 
 
 def refilled_before_moving_on(view: BoardView, position: Position, last: chess.Move, shown: Footprint) -> bool:
@@ -364,12 +422,14 @@ def king_on_castling_square(view: BoardView) -> chess.Square | None:
 def mismatch_excused(view: BoardView) -> bool:
     """Return whether the board, at rest off the game position, shows no mismatch (most often first): a move in
     progress (a piece in the hand), the promoted pawn taken off to be exchanged for the new piece (4.6), the last
-    move being made again (rook-first castling, a piece moved on), or an interrupted move with the opponent's
-    answer in progress after it (a bullet recapture, victim lifted first, the capturing piece still in the hand).
+    move being made again (rook-first castling, a piece moved on), an interrupted move with the opponent's answer
+    in progress after it (a bullet recapture, victim lifted first, the capturing piece still in the hand), or a
+    capture under way of the last move's piece on a square it touched down on.
     """
     occ, position = view.occupancy, view.position
     exchange, previous, interrupted = view.exchange_square, view.previous, view.interrupted
     return (position.continuable(occ)
             or (exchange is not None and occ ^ position.occ == chess.BB_SQUARES[exchange])
             or (previous is not None and previous[0].continuable(occ))
-            or (interrupted is not None and interrupted.after(position).continuable(occ)))
+            or (interrupted is not None and interrupted.after(position).continuable(occ))
+            or capture_under_way_on_touchdown(view))
