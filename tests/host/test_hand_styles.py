@@ -55,7 +55,7 @@ def test_every_kind_of_harder_hands_gives_the_games_back(name: str) -> None:
 
 
 def test_the_kinds_cover_each_habit_and_the_sample_every_game() -> None:
-    habits = ("idle_adjust", "sleeve", "castle_slide", "bullet_recapture", "push_aside")
+    habits = ("idle_adjust", "sleeve", "castle_slide", "bullet_recapture", "push_aside", "stand_aside")
     for habit in habits:
         assert any(getattr(style, habit) > 0 for style in HARDER_HANDS.values()), habit
     assert sum(len(games()[i::len(HARDER_HANDS)]) for i in range(len(HARDER_HANDS))) == len(games())
@@ -93,3 +93,25 @@ def test_harder_habits_mixed_with_the_old_ones(data: st.DataObject, style: Style
     exact, illegal = replay(game, style, str(seed))
     assert exact, game[0]
     assert not illegal, game[0]
+
+
+@pytest.mark.parametrize("clock", [True, False], ids=["clocks", "no clocks"])
+def test_a_piece_stood_aside_before_its_capture_comes_back_without_a_mismatch(clock: bool) -> None:
+    """The capturing player stands the piece just moved on a neighbouring square, takes it off and captures on its
+    square: every game of a sample (every 7th) comes back exactly, with no board_mismatch and no illegal_move."""
+    style = Style(stand_aside=0.8, clock=clock)
+    lost, alarmed = [], []
+    for game in games()[::7]:
+        _, board, moves = game
+        hands = Hands(random.Random(f"stood aside-{game[0]}"), style)
+        play(board, moves, hands)
+        engine = Engine(fen=board.fen(), chess960=board.chess960, settle_ms=style.settle_ms)
+        alarms = {event.code for record in hands.records for event in engine.feed(record)
+                  if isinstance(event, Alert) and event.code in ("board_mismatch", "illegal_move")}
+        engine.finish()
+        if not (len(engine.games) == 1 and engine.games[0].moves == moves):
+            lost.append(game[0])
+        if alarms:
+            alarmed.append(game[0])
+    assert not lost, f"{len(lost)} games lost: {lost[:5]}"
+    assert not alarmed, f"board_mismatch or illegal_move in {alarmed[:5]}"
