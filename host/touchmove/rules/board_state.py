@@ -216,7 +216,7 @@ class BoardState:
         Copies every field of :data:`STATE_FIELDS` deeply, with one memo (what two fields share, such as the last
         game and the game line's record, the copy shares too).
         """
-        child = type(self).__new__(type(self))
+        child: Self = type(self).__new__(type(self))
         memo: dict[int, object] = {}
         for name in STATE_FIELDS:
             setattr(child, name, copy.deepcopy(getattr(self, name), memo))
