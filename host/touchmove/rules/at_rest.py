@@ -22,9 +22,11 @@ from touchmove.rules.readings import (
     amendment,
     answer_moved_on,
     answer_undone,
+    capture_on_touchdown,
     earlier_position,
     end_in_question,
     king_on_castling_square,
+    move_captured_on_touchdown,
     promotion_seen,
     pushed_capture,
     takeback_proven,
@@ -32,8 +34,8 @@ from touchmove.rules.readings import (
 )
 
 __all__ = [
-    "AT_REST", "Amend", "Decision", "MakeInterrupted", "RecoverAgain", "Reopen", "SearchLost", "SetPromotion",
-    "TakeBack", "TakeBackProven", "UndoAnswer", "Wait",
+    "AT_REST", "Amend", "CaptureOnTouchdown", "Decision", "MakeInterrupted", "RecoverAgain", "Reopen", "SearchLost",
+    "SetPromotion", "TakeBack", "TakeBackProven", "UndoAnswer", "Wait",
 ]
 
 
@@ -123,6 +125,16 @@ class TakeBackProven(Decision):
 
 
 @dataclass(frozen=True, slots=True)
+class CaptureOnTouchdown(Decision):
+    """The last move was ``footprint``, to the square its piece touched down on at ``landed``, and the board shows
+    it captured there: amend it back (withdrawing an amendment as moved after release) and make the capture."""
+
+    footprint: Footprint
+    landed: int
+    made: bool  # the move was made (to the other square): amend it; else make it
+
+
+@dataclass(frozen=True, slots=True)
 class TakeBack(Decision):
     """Take back to ``keep`` plies (the board shows the position of one ply ago)."""
 
@@ -175,14 +187,24 @@ def pushed_aside_capture(view: BoardView) -> Decision | None:
     return WAIT if shown is None else Amend(shown, by_evidence=True)
 
 
+def captured_on_touchdown(view: BoardView) -> Decision | None:
+    """7. The last move's piece (or the piece being moved), read on a neighbouring square, captured on the square
+    it touched down on (the capturing player stood it aside first): it was moved there."""
+    found = capture_on_touchdown(view)
+    if found is not None:
+        return CaptureOnTouchdown(*found, made=True)
+    found = move_captured_on_touchdown(view)
+    return None if found is None else CaptureOnTouchdown(*found, made=False)
+
+
 def displaced_answer_moved_on(view: BoardView) -> Decision | None:
-    """7. An answer read before the press of the ply it answers was a piece displaced, now played elsewhere."""
+    """8. An answer read before the press of the ply it answers was a piece displaced, now played elsewhere."""
     shown = answer_moved_on(view)
     return None if shown is None else Amend(shown, by_evidence=True)
 
 
 def move_in_progress(view: BoardView) -> Decision | None:
-    """8. A move in progress from the game position (a piece in hand, the new piece placed first, the king on its
+    """9. A move in progress from the game position (a piece in hand, the new piece placed first, the king on its
     castling square)."""
     if view.position.continuable(view.occupancy):
         return Wait(castling_rook=king_on_castling_square(view))
@@ -190,52 +212,52 @@ def move_in_progress(view: BoardView) -> Decision | None:
 
 
 def capture_victim_aside(view: BoardView) -> Decision | None:
-    """9. A capture made but for its victim, pushed onto a square next to it and still to be taken off."""
+    """10. A capture made but for its victim, pushed onto a square next to it and still to be taken off."""
     return WAIT if victim_set_aside(view) else None
 
 
 def snapshot_hides_loss(view: BoardView) -> Decision | None:
-    """10. A snapshot was read as one change and nothing explains the board: changes may have been lost."""
+    """11. A snapshot was read as one change and nothing explains the board: changes may have been lost."""
     since = view.evidence.unsure_since
     return None if since is None else SearchLost(since, quiet=True)
 
 
 def unseen_ply_contradicted(view: BoardView) -> Decision | None:
-    """11. The board contradicts a ply not seen made: search the lost plies again (not moved after release)."""
+    """12. The board contradicts a ply not seen made: search the lost plies again (not moved after release)."""
     return RecoverAgain() if view.line.unseen.unseen_since is not None else None
 
 
 def moved_after_release(view: BoardView) -> Decision | None:
-    """12. The last move's piece (or castling's king) shown elsewhere: the last move amended."""
+    """13. The last move's piece (or castling's king) shown elsewhere: the last move amended."""
     shown = amendment(view)
     return None if shown is None else Amend(shown, by_evidence=False)
 
 
 def promotion_piece_seen(view: BoardView) -> Decision | None:
-    """13. A promoted piece moving as another piece would: the piece really chosen."""
+    """14. A promoted piece moving as another piece would: the piece really chosen."""
     found = promotion_seen(view)
     return None if found is None else SetPromotion(*found)
 
 
 def answer_undone_before_press(view: BoardView) -> Decision | None:
-    """14. An answer the board undid before the press of the ply it answered."""
+    """15. An answer the board undid before the press of the ply it answered."""
     found = answer_undone(view)
     return None if found is None else UndoAnswer(*found)
 
 
 def recovered_plies_contradicted(view: BoardView) -> Decision | None:
-    """15. Plies recovered a moment ago that the board contradicts: search again."""
+    """16. Plies recovered a moment ago that the board contradicts: search again."""
     return RecoverAgain()
 
 
 def takeback_played_on(view: BoardView) -> Decision | None:
-    """16. An earlier position shown, and play now goes on from it: the takeback of several plies."""
+    """17. An earlier position shown, and play now goes on from it: the takeback of several plies."""
     found = takeback_proven(view)
     return None if found is None else TakeBackProven(*found)
 
 
 def earlier_position_shown(view: BoardView) -> Decision | None:
-    """17. The position of one ply ago: taken back; of several plies ago: noted (the next rest decides)."""
+    """18. The position of one ply ago: taken back; of several plies ago: noted (the next rest decides)."""
     keep = earlier_position(view)
     if keep is None:
         return None
@@ -253,6 +275,7 @@ AT_REST: tuple[Reading, ...] = (
     still_lost,
     interrupted_move_shown,
     pushed_aside_capture,
+    captured_on_touchdown,
     displaced_answer_moved_on,
     move_in_progress,
     capture_victim_aside,

@@ -186,6 +186,36 @@ def capture_on_touchdown(view: BoardView) -> tuple[Footprint, int] | None:
     return None
 
 
+def move_captured_on_touchdown(view: BoardView) -> tuple[Footprint, int] | None:
+    """Return the move being made and when its piece touched down, when the board shows that piece captured on a
+    square it touched down on before any move was made of it (the capturing player lifted it before it settled
+    and stood it aside a moment), else None."""
+    position, evidence, occ = view.position, view.evidence, view.occupancy
+    board = position.board
+    for square in evidence.last_place:
+        if position.occ & chess.BB_SQUARES[square] or not occ & chess.BB_SQUARES[square]:
+            continue
+        # The touchdown came before the square's first lift (its last place may be the capturing piece's).
+        taken = evidence.first_lift.get(square)
+        if taken is None:
+            continue
+        landed = taken - 1
+        for start, lifted_at in evidence.first_lift.items():
+            if lifted_at >= landed or not board.occupied_co[board.turn] & chess.BB_SQUARES[start]:
+                continue
+            moved = chess.Move(start, square)
+            if not board.is_legal(moved):
+                continue
+            after = board.copy(stack=False)
+            after.push(moved)
+            lifted = evidence.lifted_since(landed)
+            capture = position.after(moved, after).explain(occ, lifted, False, evidence.held & lifted,
+                                                           evidence.last_lift, evidence.last_place)
+            if capture is not None and capture.move.to_square == square:
+                return footprint(board, moved), landed
+    return None
+
+
 def capture_under_way_on_touchdown(view: BoardView) -> bool:
     """Return whether the board shows a capture under way of the last move's piece on a square it touched down on
     (its piece stood aside and taken off, the capturing piece in the hand): no mismatch yet."""
