@@ -11,6 +11,11 @@ How a ply is decided (FIDE 4.7, for a board that sees only occupancy):
   becomes castling, a piece released and moved on is recorded on its final square; both are amendments.
 * When the board rests in a state no legal move can continue, ``board_mismatch``; play resumes when the board
   shows the game position, a legal move from it, or an earlier position of the game (a takeback).
+
+This module holds the per-record path and the application of decisions; the state and its transitions are in
+:mod:`touchmove.rules.board_state`, the plies written in :mod:`touchmove.rules.ply_writing`, the re-readings of a
+board at rest in :mod:`touchmove.rules.at_rest` (their order) and :mod:`touchmove.rules.readings`, play not seen
+made in :mod:`touchmove.rules.unseen_play`. A map of it all: docs/engine-internals.md.
 """
 
 from __future__ import annotations
