@@ -51,9 +51,9 @@ def en_passant_twin(start: chess.Board, got: list[chess.Move], want: list[chess.
     """Return whether ``got`` differs from ``want`` only as a board cannot tell: a pawn's single step read as its
     double step and its capture on the square passed read as en passant (the same position after both)."""
     diffs = [i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b]
-    if len(got) != len(want) or len(diffs) != 2 or diffs[1] != diffs[0] + 1:
+    if len(got) != len(want) or len(diffs) != 1 or diffs[0] + 1 >= len(want):
         return False
-    i = diffs[0]
+    i = diffs[0]  # the step read; the capture after it has the same UCI either way
     board = start.copy()
     for move in want[:i]:
         board.push(move)

@@ -28,7 +28,8 @@ from touchmove.rules.ply_evidence import PlyEvidence
 __all__ = [
     "PROMOTION_LOOKBACK", "PUSH_ASIDE_MS", "BoardView", "amendment", "answer_left_before_press", "answer_undone",
     "capture_on_touchdown", "capture_under_way_on_touchdown", "castling_completed", "earlier_position",
-    "end_in_question", "explain_shown", "king_on_castling_square", "mismatch_excused", "promotion_seen",
+    "end_in_question", "explain_shown", "king_on_castling_square", "mismatch_excused", "move_captured_on_touchdown",
+    "pending_touchdowns", "promotion_seen",
     "promotion_under_way", "pushed_capture", "reexplained_last", "replay_with", "takeback_proven", "touchdowns",
     "victim_set_aside",
 ]
@@ -186,43 +187,54 @@ def capture_on_touchdown(view: BoardView) -> tuple[Footprint, int] | None:
     return None
 
 
-def move_captured_on_touchdown(view: BoardView) -> tuple[Footprint, int] | None:
-    """Return the move being made and when its piece touched down, when the board shows that piece captured on a
-    square it touched down on before any move was made of it (the capturing player lifted it before it settled
-    and stood it aside a moment), else None."""
-    position, evidence, occ = view.position, view.evidence, view.occupancy
+def pending_touchdowns(view: BoardView) -> list[tuple[Position, chess.Move, int]]:
+    """Return the moves being made whose piece touched down on a square and was lifted from it again (no move of it
+    made yet): for each, the position after it, the move, and a time just before that square's first lift."""
+    position, evidence = view.position, view.evidence
     board = position.board
+    found = []
     for square in evidence.last_place:
-        if position.occ & chess.BB_SQUARES[square] or not occ & chess.BB_SQUARES[square]:
+        if position.occ & chess.BB_SQUARES[square]:
             continue
         # The touchdown came before the square's first lift (its last place may be the capturing piece's).
         taken = evidence.first_lift.get(square)
         if taken is None:
             continue
-        landed = taken - 1
         for start, lifted_at in evidence.first_lift.items():
-            if lifted_at >= landed or not board.occupied_co[board.turn] & chess.BB_SQUARES[start]:
+            if lifted_at >= taken or not board.occupied_co[board.turn] & chess.BB_SQUARES[start]:
                 continue
             moved = chess.Move(start, square)
-            if not board.is_legal(moved):
-                continue
-            after = board.copy(stack=False)
-            after.push(moved)
-            lifted = evidence.lifted_since(landed)
-            capture = position.after(moved, after).explain(occ, lifted, False, evidence.held & lifted,
-                                                           evidence.last_lift, evidence.last_place)
-            if capture is not None and capture.move.to_square == square:
-                return footprint(board, moved), landed
+            if board.is_legal(moved):
+                after = board.copy(stack=False)
+                after.push(moved)
+                found.append((position.after(moved, after), moved, taken - 1))
+    return found
+
+
+def move_captured_on_touchdown(view: BoardView) -> tuple[Footprint, int] | None:
+    """Return the move being made and when its piece touched down, when the board shows that piece captured on a
+    square it touched down on before any move was made of it (the capturing player lifted it before it settled
+    and stood it aside a moment), else None."""
+    occ, evidence = view.occupancy, view.evidence
+    for after, moved, landed in pending_touchdowns(view):
+        if not occ & chess.BB_SQUARES[moved.to_square]:
+            continue
+        lifted = evidence.lifted_since(landed)
+        capture = after.explain(occ, lifted, False, evidence.held & lifted, evidence.last_lift, evidence.last_place)
+        if capture is not None and capture.move.to_square == moved.to_square:
+            return footprint(view.position.board, moved), landed
     return None
 
 
 def capture_under_way_on_touchdown(view: BoardView) -> bool:
     """Return whether the board shows a capture under way of the last move's piece on a square it touched down on
     (its piece stood aside and taken off, the capturing piece in the hand): no mismatch yet."""
-    game = view.game
-    if game is None or not game.moves or view.occupancy & chess.BB_SQUARES[game.moves[-1].to_square]:
+    occ, game = view.occupancy, view.game
+    if any(after.continuable(occ) for after, _, _ in pending_touchdowns(view)):
+        return True
+    if game is None or not game.moves or occ & chess.BB_SQUARES[game.moves[-1].to_square]:
         return False
-    return any(after.continuable(view.occupancy) for after, _, _ in touchdowns(view))
+    return any(after.continuable(occ) for after, _, _ in touchdowns(view))
 
 
 def refilled_before_moving_on(view: BoardView, position: Position, last: chess.Move, shown: Footprint) -> bool:
