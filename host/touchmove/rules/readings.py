@@ -174,12 +174,15 @@ def capture_on_touchdown(view: BoardView) -> tuple[Footprint, int] | None:
     if previous is None or game is None or not game.moves:
         return None
     occ = view.occupancy
-    if occ & chess.BB_SQUARES[game.moves[-1].to_square]:
+    last_to = game.moves[-1].to_square
+    if occ & chess.BB_SQUARES[last_to]:
         return None  # the piece still stands where it was read (the common case: checked first)
     for after, moved, landed in touchdowns(view):
         if not occ & chess.BB_SQUARES[moved.to_square]:
             continue
         evidence = previous[1].then(view.evidence)
+        if not {sq for sq, at in evidence.last_place.items() if at > landed} <= {moved.to_square, last_to}:
+            continue  # something else was placed since: not a piece stood aside and captured
         lifted = evidence.lifted_since(landed)
         capture = after.explain(occ, lifted, False, evidence.held & lifted, evidence.last_lift, evidence.last_place)
         if capture is not None and capture.move.to_square == moved.to_square:
@@ -188,9 +191,10 @@ def capture_on_touchdown(view: BoardView) -> tuple[Footprint, int] | None:
 
 
 def pending_touchdowns(view: BoardView) -> list[tuple[Position, chess.Move, int]]:
-    """Return the moves being made whose piece touched down on a square and was lifted from it again (no move of it
-    made yet): for each, the position after it, the move, and a time just before that square's first lift."""
-    position, evidence = view.position, view.evidence
+    """Return the moves being made whose piece touched down on a square, was lifted from it and stood on an empty
+    neighbouring square it could also reach, and is off the board again (no move of it made yet): for each, the
+    position after it, the move, and a time just before the touchdown square's first lift."""
+    position, evidence, occ = view.position, view.evidence, view.occupancy
     board = position.board
     found = []
     for square in evidence.last_place:
@@ -200,11 +204,19 @@ def pending_touchdowns(view: BoardView) -> list[tuple[Position, chess.Move, int]
         taken = evidence.first_lift.get(square)
         if taken is None:
             continue
+        # Stood aside: a neighbouring square placed after that lift and empty again, and nothing else placed since
+        # but the capturing piece (a piece slid on across the square lands somewhere).
+        places, lifts = evidence.last_place, evidence.last_lift
+        aside = [sq for sq in chess.scan_forward(chess.BB_KING_ATTACKS[square] & ~position.occ & ~occ)
+                 if places.get(sq, -1) > taken and lifts.get(sq, -1) > places[sq]]
+        placed_since = {sq for sq, at in evidence.last_place.items() if at > taken}
+        if not aside or not placed_since <= {square, *aside}:
+            continue
         for start, lifted_at in evidence.first_lift.items():
             if lifted_at >= taken or not board.occupied_co[board.turn] & chess.BB_SQUARES[start]:
                 continue
             moved = chess.Move(start, square)
-            if board.is_legal(moved):
+            if board.is_legal(moved) and any(board.is_legal(chess.Move(start, sq)) for sq in aside):
                 after = board.copy(stack=False)
                 after.push(moved)
                 found.append((position.after(moved, after), moved, taken - 1))
