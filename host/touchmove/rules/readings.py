@@ -26,7 +26,8 @@ from touchmove.rules.phases import CLEARED_SQUARES, Phase, Sync
 from touchmove.rules.ply_evidence import PlyEvidence
 
 __all__ = [
-    "PROMOTION_LOOKBACK", "PUSH_ASIDE_MS", "BoardView", "amendment", "answer_left_before_press", "answer_undone",
+    "PROMOTION_LOOKBACK", "PUSH_ASIDE_MS", "STOOD_ASIDE_MS", "BoardView", "amendment", "answer_left_before_press",
+    "answer_undone",
     "capture_on_touchdown", "capture_under_way_on_touchdown", "castling_completed", "earlier_position",
     "end_in_question", "explain_shown", "king_on_castling_square", "mismatch_excused", "move_captured_on_touchdown",
     "pending_touchdowns", "promotion_seen",
@@ -37,6 +38,9 @@ __all__ = [
 #: A victim pushed aside is replaced by the capturing piece in one motion: its square refilled within this long
 #: after the push (a piece knocked off by a sleeve and put back takes a separate, slower reach).
 PUSH_ASIDE_MS = 250
+#: A piece stood aside by the hand that captures it rests on the neighbouring square at most this long (ms) before
+#: it is taken off (hands: 120-400 ms); a piece that rested there longer was moved there, and its going is a knock.
+STOOD_ASIDE_MS = 600
 #: How many plies back an assumed promotion piece may still be corrected by how the piece moves.
 PROMOTION_LOOKBACK = 40
 
@@ -183,6 +187,9 @@ def capture_on_touchdown(view: BoardView) -> tuple[Footprint, int] | None:
         evidence = previous[1].then(view.evidence)
         if not {sq for sq, at in evidence.last_place.items() if at > landed} <= {moved.to_square, last_to}:
             continue  # something else was placed since: not a piece stood aside and captured
+        stood, taken_off = evidence.last_place.get(last_to), evidence.last_lift.get(last_to)
+        if stood is None or taken_off is None or not stood < taken_off <= stood + STOOD_ASIDE_MS:
+            continue  # it rested where it was read: moved there (its going is a knock, not this capture)
         lifted = evidence.lifted_since(landed)
         capture = after.explain(occ, lifted, False, evidence.held & lifted, evidence.last_lift, evidence.last_place)
         if capture is not None and capture.move.to_square == moved.to_square:
@@ -208,7 +215,7 @@ def pending_touchdowns(view: BoardView) -> list[tuple[Position, chess.Move, int]
         # but the capturing piece (a piece slid on across the square lands somewhere).
         places, lifts = evidence.last_place, evidence.last_lift
         aside = [sq for sq in chess.scan_forward(chess.BB_KING_ATTACKS[square] & ~position.occ & ~occ)
-                 if places.get(sq, -1) > taken and lifts.get(sq, -1) > places[sq]]
+                 if places.get(sq, -1) > taken and places[sq] < lifts.get(sq, -1) <= places[sq] + STOOD_ASIDE_MS]
         placed_since = {sq for sq, at in evidence.last_place.items() if at > taken}
         if not aside or not placed_since <= {square, *aside}:
             continue
