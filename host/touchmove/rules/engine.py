@@ -367,9 +367,9 @@ class Engine(PlyWriting):
             if self._reports_changes and self._pending.match is not None and self._phase is PLAYING:
                 # A board that reports its changes was blind (it reconnected): the move it shows has rested there
                 # for a while already, it is made now (the next change is the next move's).
-                fp, self._pending.match = self._pending.match, None
+                shown, self._pending.match = self._pending.match, None
                 self._judge_at_rest = False
-                out += self._make(fp, t)
+                out += self._make(shown, t)
         return out
 
     def _after_change(self, t: int) -> list[Event]:
@@ -405,25 +405,25 @@ class Engine(PlyWriting):
             else:
                 out += self._try_new_game(t)
             return out
-        fp = self._explain(self._position, self._evidence)
-        if fp is None and self._occ & ~self._position.occ and castling_completed(self):
+        shown = self._explain(self._position, self._evidence)
+        if shown is None and self._occ & ~self._position.occ and castling_completed(self):
             # The king lands beside the rook moved first: castling, at once (the opponent may answer within the
             # settle time).
             return out + self._amend_last(t)
         interrupted = self._pending.interrupted
-        if fp is None and interrupted is None and self._evidence.lifted & self._position.occ & ~self._occ:
+        if shown is None and interrupted is None and self._evidence.lifted & self._position.occ & ~self._occ:
             pushed = pushed_capture(self)
             if pushed is not None:
                 return self._amend_last(t, pushed)  # the pushed-aside victim taken off: the capture, at once
         released = self._line.released_on
-        if fp is not None and interrupted is None and released is not None and released[0] == self.plies:
+        if shown is not None and interrupted is None and released is not None and released[0] == self.plies:
             # An amendment as moved after release is provisional: a capture on the square the piece was released on
             # wins over a reading that needs the amendment (a pawn stood on its double step's square: en passant).
             touchdown = capture_on_touchdown(self)
             if touchdown is not None:
                 out += self._restore_touchdown(t, *touchdown)
-                fp = self._explain(self._position, self._evidence)
-        if interrupted is not None and (fp is None or fp.move == interrupted.footprint.move):
+                shown = self._explain(self._position, self._evidence)
+        if interrupted is not None and (shown is None or shown.move == interrupted.footprint.move):
             # The board may show the checkpoint move and the opponent's answer (when it shows the checkpoint move
             # alone, an answer that leaves the squares as they were: a Chess960 castling of king and rook).
             ply = self._evidence
@@ -432,21 +432,21 @@ class Engine(PlyWriting):
                                                       ply.last_lift, ply.last_place)
             if answer is not None:
                 out += self._make(*self._pending.take_interrupted())
-                fp = answer
-            elif fp is not None:
+                shown = answer
+            elif shown is not None:
                 self._pending.interrupted = None
-        elif interrupted is not None and fp is not None and not self._pending.stands(fp, self._occ):
+        elif interrupted is not None and shown is not None and not self._pending.stands(shown, self._occ):
             self._pending.interrupted = None
-        self._pending.match = fp
+        self._pending.match = shown
         self._pending.since = t
-        if fp is not None:
+        if shown is not None:
             # The same move showing again (a piece lifted and put back meanwhile) was made when it first showed.
             first = self._evidence.first_match
-            if first is not None and first[0] == fp.move:
+            if first is not None and first[0] == shown.move:
                 self._pending.since = first[1]
             else:
-                self._evidence.first_match = (fp.move, t)
-        if fp is None and self._occ == self._position.occ and self._sync in _OUT_OF_SYNC:
+                self._evidence.first_match = (shown.move, t)
+        if shown is None and self._occ == self._position.occ and self._sync in _OUT_OF_SYNC:
             out += self._restored(t, "game position")
         return out
 

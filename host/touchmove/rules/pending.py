@@ -80,19 +80,20 @@ class PendingMove:
         self.interrupted = None
         return interrupted.footprint, interrupted.t
 
-    def stands(self, fp: Footprint, occ: chess.Bitboard) -> bool:
-        """Return whether the interrupted move stays in question beside ``fp``, another move of the same piece.
+    def stands(self, shown: Footprint, occ: chess.Bitboard) -> bool:
+        """Return whether the interrupted move stays in question beside ``shown``, another move of the same piece.
 
-        Its landing square is still occupied: ``fp`` needs it refilled by another piece while its own piece was in
+        Its landing square is still occupied: ``shown`` needs it refilled by another piece while its own piece was in
         the air, the interrupted move only an opponent quick to answer (a piece slid onto its square is sensed
-        there before its own square empties). ``fp`` is matched; the next change decides, and if the board rests
-        first, ``fp`` is made unless it shows an answer in progress after the interrupted move.
+        there before its own square empties). ``shown`` is matched; the next change decides, and if the board rests
+        first, ``shown`` is made unless it shows an answer in progress after the interrupted move.
         """
         interrupted = self.interrupted
         assert interrupted is not None
         made = interrupted.footprint
-        if fp.move == made.move or fp.move.from_square != made.move.from_square or not made.placed & ~fp.placed:
-            return False  # the same move, another piece, or fp lands there too (the king's step, then castling)
+        if (shown.move == made.move or shown.move.from_square != made.move.from_square
+                or not made.placed & ~shown.placed):
+            return False  # the same move, another piece, or it lands there too (the king's step, then castling)
         return interrupted.released or occ & made.placed == made.placed
 
 

@@ -28,11 +28,11 @@ class PlyWriting(BoardState):
         """Return the legal move the board shows from ``position`` with the lifts of ``ply``, if any."""
         return explain_shown(self._occ, position, ply, self._line.presses)
 
-    def _make(self, fp: Footprint, t: int) -> list[Event]:
+    def _make(self, shown: Footprint, t: int) -> list[Event]:
         position, ply = self._position, self._evidence
         board = position.board
         game = self._games[-1]
-        move = fp.move
+        move = shown.move
         chosen, self._chosen_piece = self._chosen_piece, None
         if move.promotion is not None and chosen is not None:
             move = chess.Move(move.from_square, move.to_square, chosen)
