@@ -140,8 +140,8 @@ def board_state(payload: dict[str, Any]) -> BoardState:
 
 
 #: The engine's event types the broadcaster reads (``game_resumed``: a ``game_end`` withdrawn, play went on).
-EVENT_TYPES = frozenset({"game_start", "touch", "move", "move_amended", "clock", "takeback", "alert",
-                         "game_end", "game_resumed", "result_rejected", "resync_rejected"})
+EVENT_TYPES = frozenset({"game_start", "touch", "move", "move_amended", "amendment_withdrawn", "clock", "takeback",
+                         "alert", "game_end", "game_resumed", "result_rejected", "resync_rejected"})
 #: No game is longer than this many plies (the 75-move rule ends any game far below it).
 MAX_PLY = 10_000
 MAX_GAME = 10**9
@@ -171,7 +171,8 @@ def check_event(event: dict[str, Any]) -> str | None:
     if "t" in event and event["t"] is not None and type(event["t"]) is not int:
         return f"{kind}: t must be an integer"
     ply = event.get("ply")
-    if kind in ("move", "move_amended", "clock", "takeback") and not _int_in(ply, 1, MAX_PLY):
+    if (kind in ("move", "move_amended", "amendment_withdrawn", "clock", "takeback")
+            and not _int_in(ply, 1, MAX_PLY)):
         return f"{kind}: ply must be an integer 1..{MAX_PLY}"
     if kind in ("alert", "touch", "game_resumed", "result_rejected", "resync_rejected") and ply is not None \
             and not _int_in(ply, 0, MAX_PLY):

@@ -261,6 +261,10 @@ def ply_timeline(record: GameEvents, ply: int, *, meanings: Mapping[str, str] | 
             move = e
             entry.update(uci=e.get("uci"), san=e.get("san"),
                          text=("move amended to " if kind == "move_amended" else "move made: ") + str(e.get("san")))
+        elif kind == "amendment_withdrawn":
+            entry.update(uci=e.get("uci"), text=f"amendment to {e.get('withdrawn')} withdrawn: the move was "
+                                                f"{e.get('uci')}" + (f" (alert {e['alert']} withdrawn)"
+                                                                     if e.get("alert") else ""))
         elif kind == "clock":
             entry.update(side=e.get("side"), remaining=e.get("remaining"),
                          text=f"{e.get('side')} pressed the clock" + (

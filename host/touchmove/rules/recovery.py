@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import chess
 
 from touchmove.rules.footprints import Position
+from touchmove.rules.outcome import position_key as repetition_key
 
 #: The longest lost sequence searched for.
 MAX_PLIES = 8
@@ -238,14 +239,14 @@ def _ways(board: chess.Board, target: chess.Bitboard, plies: int, budget: _Budge
             changed = (board.occupied ^ target).bit_count()
             castling = board.castling_rights & board.occupied_co[board.turn]
             if 0 < changed <= (4 if castling else 3) and Position(board).continuable(target):
-                return [((), board.copy(stack=False), board._transposition_key(), True)]
+                return [((), board.copy(stack=False), repetition_key(board), True)]
         elif board.occupied == target:
-            return [((), board.copy(stack=False), board._transposition_key(), False)]
+            return [((), board.copy(stack=False), repetition_key(board), False)]
         return []
     spare = _spare(board, target, plies, 2 if in_progress else 0)
     if spare is None:
         return []
-    key = (board._transposition_key(), plies, in_progress)
+    key = (repetition_key(board), plies, in_progress)
     known = budget.memo.get(key)
     if known is not None:
         return known
