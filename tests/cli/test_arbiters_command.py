@@ -84,3 +84,25 @@ def test_the_shared_token_counts_as_an_account(tmp_path: Path, monkeypatch: pyte
     summary = accounts_summary(book_for(tmp_path, "s3cret"))
     assert summary is not None and "arbiter (chief)" in summary
     assert "1 arbiter account(s)" in arbiters_line(service(tmp_path, token="s3cret"))
+
+
+def test_accounts_revocations_and_audit_log_are_owner_only(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Token digests, revocations and the audit log are 0600 even under a umask that gives the world read."""
+    import os
+    import stat
+
+    from touchmove.broadcast.audit import AuditLog
+
+    before = os.umask(0o022)
+    try:
+        path = tmp_path / "broadcast" / "arbiters.toml"
+        add(capsys, path, "Anna Chief", "--chief")
+        add(capsys, path, "Bob Deputy")
+        assert main(["arbiters", "revoke", str(path), "Bob Deputy"]) == 0
+        log = AuditLog(tmp_path / "broadcast" / "audit.jsonl")
+        log.record(arbiter="Anna Chief", action="result")
+    finally:
+        os.umask(before)
+    for made in (path, path.parent / "arbiters-revoked.json", tmp_path / "broadcast" / "audit.jsonl"):
+        assert stat.S_IMODE(made.stat().st_mode) == 0o600, made

@@ -16,6 +16,7 @@ from pathlib import Path
 from touchmove.broadcast.arbiters import ArbiterBook, ArbiterConfigError, file_entry, parse_file
 from touchmove.errors import EXIT_USAGE, CommandError
 from touchmove.journal import iso_now
+from touchmove.private_files import append_private
 
 TOKEN_BYTES = 18          # 24 URL-safe characters
 REVOKED_NAME = "arbiters-revoked.json"
@@ -73,8 +74,7 @@ def add_arbiter(args: argparse.Namespace) -> int:
     token = secrets.token_urlsafe(TOKEN_BYTES)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)    # the broadcast's output folder, before its first start
-        with path.open("a", encoding="utf-8") as fh:
-            fh.write(file_entry(name, "chief" if args.chief else "arbiter", token))
+        append_private(path, file_entry(name, "chief" if args.chief else "arbiter", token))
     except OSError as exc:
         raise CommandError(f"cannot write {path}: {exc.strerror}", EXIT_USAGE) from None
     print(token)

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from touchmove.private_files import write_private
+
 ARBITERS_ENV = "TOUCHMOVE_ARBITERS"
 ARBITERS_FILE_ENV = "TOUCHMOVE_ARBITERS_FILE"
 ROLES = ("chief", "arbiter")
@@ -173,9 +175,7 @@ class ArbiterBook:
         for a in found:
             self._revoked[a.token_sha256] = {"name": a.name, "by": by, "at": at}
         if found and self.revoked_path is not None:
-            tmp = self.revoked_path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(self._revoked, indent=1) + "\n", encoding="utf-8")
-            os.replace(tmp, self.revoked_path)
+            write_private(self.revoked_path, json.dumps(self._revoked, indent=1) + "\n")
             self._stamps = (self._mtime(self.file), self._mtime(self.revoked_path))
         return found
 

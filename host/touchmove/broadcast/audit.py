@@ -10,9 +10,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Any
+
+from touchmove.private_files import append_private
 
 log = logging.getLogger(__name__)
 
@@ -60,10 +61,8 @@ class AuditLog:
         del self.entries[:-KEEP_IN_MEMORY]
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps(entry, separators=(",", ":"), ensure_ascii=False) + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())
+            append_private(self.path, json.dumps(entry, separators=(",", ":"), ensure_ascii=False) + "\n",
+                           sync=True)
         except OSError:
             log.exception("cannot write the audit log %s", self.path)
             entry["unsaved"] = True
