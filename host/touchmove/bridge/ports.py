@@ -18,7 +18,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from touchmove import records
+from touchmove import boards, records
 from touchmove.bridge.identity import IdentityConflict
 from touchmove.bridge.session import BoardSession
 from touchmove.journal import iso_now
@@ -69,8 +69,9 @@ class BoardPorts:
         real = os.path.realpath(path)
         if real in self.links:
             return None
-        link = SerialLink(path, self.bridge.config.serial.baudrate, self._lines_from_thread,
-                          self._closed_from_thread)
+        link = boards.open_link(path, self.bridge.config.serial, self._lines_from_thread,
+                                self._closed_from_thread) or SerialLink(
+            path, self.bridge.config.serial.baudrate, self._lines_from_thread, self._closed_from_thread)
         try:
             link.open(self.bridge._loop)
         except Exception as exc:
@@ -88,7 +89,7 @@ class BoardPorts:
         cfg = self.bridge.config.serial
         while True:
             try:
-                for path in find_ports(cfg.ports, cfg.usb):
+                for path in [*find_ports(cfg.ports, cfg.usb), *boards.find_board_ports(cfg)]:
                     self.open_port(path)
                 for link in list(self.links.values()):
                     if link.board is None and link.held_back is None:
@@ -240,6 +241,8 @@ class BoardPorts:
         if msg.record is None:
             if msg.kind == "error":
                 log.warning("board %s reports an error: %s", sess.board, msg.fields.get("why"))
+                if isinstance(msg.fields.get("alert"), str):      # a vendor board's adapter (touchmove.boards)
+                    self.bridge.emit_bridge_alert(sess, msg.fields["alert"], dict(msg.fields.get("detail") or {}))
             return
         now = time.monotonic()
         board_t, jumped, changed = sess.board_time(msg.t, now)
