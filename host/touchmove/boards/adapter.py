@@ -9,6 +9,8 @@ board as reported (``actual``) and the board as the records have told it (``show
   ``place`` :data:`SWAP_GAP_MS` later. Several squares changed in one report go empties first, then changes, then fills (the
   order hands make); more than :data:`MAX_CHANGES_AS_MOVES` at once is a ``snapshot`` (the engine searches
   the plies that explain it: ``changes_lost``);
+- the scan is absorbed: a piece reported on its new square while it still stands on its old one (no such
+  piece in the hand) waits up to :data:`FILL_HOLD_MS` for the old square to empty, which is then told first;
 - a promotion read from the board: a pawn gone from its 7th rank and a queen, rook, bishop or knight of its
   side put on the last rank is a ``promote`` record with that piece, before the ``place``;
 - a result shown with the kings: both kings on the four centre squares (never a legal position: the squares
@@ -40,6 +42,8 @@ KING_HOLD_MS = 3000
 MAX_CHANGES_AS_MOVES = 4
 #: Pieces remembered in the hand (lifted, not put down): enough for any move.
 MAX_HAND = 8
+#: Longest a placement waits for the piece's own square to be reported empty (ms): a scan and a margin.
+FILL_HOLD_MS = 400
 #: A piece replaced by another in one scan is a lift and, this long after (ms), a place: the engine drops a
 #: lift and place of one square closer together than its chatter window (25 ms) as contact bounce.
 SWAP_GAP_MS = 30
@@ -109,6 +113,8 @@ class PieceAdapter:
         self.king_held_at: int | None = None     # when a king in the centre was first held back
         self.hand: list[tuple[str, int]] = []    # pieces lifted and not put down yet (letter, square)
         self.new_on_last_rank: tuple[int, str] | None = None   # a piece from outside put on a last rank
+        self.fill_held: dict[int, int] = {}     # placements waiting for their piece's own square to empty
+        self.lifted_at: dict[int, int] = {}     # when each square was last told empty
 
     # -- reports ---------------------------------------------------------------------------------------------
     def full_report(self, board_raw: Sequence[Content], t: int, *, snapshot: bool = False) -> list[dict[str, Any]]:
@@ -148,6 +154,8 @@ class PieceAdapter:
         """Release what a timer holds back (a king in the centre held too long); return the records."""
         if self.king_held_at is not None and t - self.king_held_at >= KING_HOLD_MS:
             return self._update(t)
+        if self.fill_held and t - min(self.fill_held.values()) >= FILL_HOLD_MS:
+            return self._update(t)
         return []
 
     def snapshot(self, t: int) -> list[dict[str, Any]]:
@@ -186,6 +194,7 @@ class PieceAdapter:
         if force_snapshot or len(changed) > MAX_CHANGES_AS_MOVES:
             self.shown = target
             self.hand = []
+            self.fill_held = {}
             out += self.snapshot(t)
         else:
             out += self._changes(t, target, changed)
@@ -202,23 +211,46 @@ class PieceAdapter:
         out: list[dict[str, Any]] = []
         for sq in empties:
             out.append({"t": t, "type": "lift", "sq": chess.square_name(sq)})
+            self.lifted_at[sq] = t
             promoted = self._to_hand(sq)
             if promoted is not None:
                 out.append({"t": t, "type": "promote", "piece": promoted})
         for sq in swaps + fills:
             piece = target[sq]
             assert piece is not None
+            if self._hold_fill(sq, piece, t):
+                if sq in swaps:        # the victim is off: say so now
+                    out.append({"t": t, "type": "lift", "sq": chess.square_name(sq)})
+                    self.lifted_at[sq] = t
+                    self._to_hand(sq)
+                continue
             if sq in swaps:
                 out.append({"t": t, "type": "lift", "sq": chess.square_name(sq)})
                 self._to_hand(sq)
-                t += SWAP_GAP_MS         # not read as contact chatter (a lift and a place at once)
-                self.last_t = t
+                self.lifted_at[sq] = t
             promoted = self._promotion(sq, piece)
+            if sq in self.lifted_at and t - self.lifted_at[sq] < SWAP_GAP_MS:
+                t = self.lifted_at[sq] + SWAP_GAP_MS     # not read as contact chatter
+                self.last_t = t
             out.append({"t": t, "type": "place", "sq": chess.square_name(sq), "piece": piece})
             self.shown[sq] = piece
             if promoted is not None:
                 out.append({"t": t, "type": "promote", "piece": promoted})
         return out
+
+    def _hold_fill(self, sq: int, piece: str, t: int) -> bool:
+        """Return True when the placement of ``piece`` on ``sq`` waits: no such piece is in the hand but one
+        still stands elsewhere, so its own square is about to be reported empty (the scan saw the new square
+        first). It waits :data:`FILL_HOLD_MS` at most; the lift, when it comes, goes first."""
+        if any(c == piece for c, _ in self.hand) or not any(
+                self.shown[s] == piece for s in range(64) if s != sq):
+            self.fill_held.pop(sq, None)
+            return False
+        since = self.fill_held.setdefault(sq, t)
+        if t - since >= FILL_HOLD_MS:
+            del self.fill_held[sq]
+            return False
+        return True
 
     def _to_hand(self, sq: int) -> str | None:
         """Put the piece of ``sq`` in the hand; return the promoted piece's letter when it is a pawn leaving its

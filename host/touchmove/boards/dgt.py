@@ -56,6 +56,8 @@ FIXED_SIZES = {MSG_BOARD_DUMP: 67, MSG_BWTIME: 10, MSG_FIELD_UPDATE: 5, MSG_BUSA
 #: Messages of variable size; the EEPROM dump is the largest (0x2000 - 0x100 + 3).
 VARIABLE = {MSG_EE_MOVES: 0x2000, MSG_TRADEMARK: 512}
 HEADER = 3
+#: A clock press is told this long (ms) after it arrives: the placement before it may still be in the scan.
+CLOCK_AFTER_SCAN_MS = 300
 
 # -- EEPROM log ---------------------------------------------------------------------------------------------------
 EE_POWERUP = 0x6A
@@ -272,6 +274,7 @@ class DgtTranslator(Translator):
         self.ee_events: list[tuple[str, int, int]] | None = None
         self.dumps_wanted = 0                # board dumps asked for that the bridge wants as a snapshot
         self.turn: str | None = None
+        self.clock_due: list[tuple[int, dict[str, Any]]] = []   # presses waiting for the scan (due, line)
         self.clock_primed = False            # the clock has been read once (its turn then is no press)
         self.recovered = 0                   # changes replayed from the EEPROM log
 
@@ -305,7 +308,7 @@ class DgtTranslator(Translator):
                 lines += self._message(item, now)
             except ProtocolError as exc:
                 lines.append(self.rejected(str(exc), now))
-        return lines
+        return lines + self._clock_lines(now)
 
     def _message(self, frame: Frame, now: int) -> list[dict[str, Any]]:
         p = frame.payload
@@ -382,7 +385,20 @@ class DgtTranslator(Translator):
             return []           # the first reading (asked for at the start) is no press
         side = "white" if reading.turn == "black" else "black"
         remaining = reading.white_ms if side == "white" else reading.black_ms
-        return [{"t": max(now, self.adapter.last_t), "type": "clock", "side": side, "remaining": remaining}]
+        self.clock_due.append((now + CLOCK_AFTER_SCAN_MS, {"type": "clock", "side": side, "remaining": remaining}))
+        return []
+
+    def _clock_lines(self, now: int) -> list[dict[str, Any]]:
+        """Return the clock presses whose wait is over (a scan's reports that came after them go first)."""
+        out = []
+        while self.clock_due and self.clock_due[0][0] <= now:
+            _, line = self.clock_due.pop(0)
+            out.append({"t": max(now, self.adapter.last_t), **line})
+        return out
+
+    def tick(self, now: int) -> tuple[list[dict[str, Any]], bytes]:
+        lines, out = super().tick(now)
+        return lines + self._clock_lines(now), out
 
 
 def _contents(codes: list[int]) -> list[Content]:

@@ -27,8 +27,8 @@ from touchmove.sim.pieces import ClockPress, start_pieces
 
 #: A full scan takes this long (ms), drawn per scan.
 SCAN_MS = (200, 250)
-#: The clock's message reaches the board this long after the press (ms).
-CLOCK_DELAY_MS = (50, 300)
+#: The clock's message reaches the board this long after the press (ms): reading the clock takes up to 1 s.
+CLOCK_DELAY_MS = (100, 1000)
 #: Each side's time on the clock at the start (ms) when the timeline does not say it.
 CLOCK_START_MS = 90 * 60 * 1000
 #: Bytes of the EEPROM log (a cyclic buffer).
