@@ -39,11 +39,11 @@ def emulator_for(protocol: str, start: chess.Board, events: list[Event], seed: i
 
         return DgtEmulator(pieces, events, seed=seed, **options)
     if protocol == "chesslink":
-        from touchmove.sim.chesslink import ChessLinkEmulator
+        from touchmove.sim.scanning import ChessLinkEmulator
 
         return ChessLinkEmulator(pieces, events, seed=seed, **options)
     if protocol == "chessnut":
-        from touchmove.sim.chessnut import ChessnutEmulator
+        from touchmove.sim.scanning import ChessnutEmulator
 
         return ChessnutEmulator(pieces, events, seed=seed, **options)
     raise ValueError(f"unknown protocol {protocol!r}")
