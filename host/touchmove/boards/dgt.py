@@ -253,6 +253,7 @@ class Memory:
 
     at_download: list[int] | None = None   # the board read right after the last EEPROM download
     last: list[int] | None = None          # the board as last reported
+    last_t: int = 0                        # the time of the last record told
 
 
 #: Per serial number, for the life of the bridge process.
@@ -333,10 +334,12 @@ class DgtTranslator(Translator):
             if field_no > 63 or code not in CODES:
                 raise ProtocolError(f"field update out of range (field {field_no}, code {code})")
             self.raw[field_no] = code
-            self._remember()
             if not self.adapter.synced:
+                self._remember()
                 return []
-            return self.adapter.square_report(to_square(field_no), CODES[code], now)
+            lines = self.adapter.square_report(to_square(field_no), CODES[code], now)
+            self._remember()
+            return lines
         if frame.msg_id == MSG_BWTIME:
             return self._clock(p, now)
         return []
@@ -348,32 +351,37 @@ class DgtTranslator(Translator):
         memory = MEMORIES.get(self.serial) if self.serial else None
         if self.ee_events is not None and memory is not None and memory.at_download and memory.last:
             missed = recover(memory.at_download, memory.last, self.ee_events)
+            since = min(memory.last_t, now)
             if missed and self.adapter.synced is False:
                 # the adapter starts from what the host saw last, then replays the missed changes
-                self.adapter.full_report(_contents(memory.last), now)
+                self.adapter.full_report(_contents(memory.last), since)
                 self.adapter.shown = list(self.adapter.actual)
             if missed:
                 log.info("%s: %d change(s) made while disconnected read from the board's memory", self.board,
                          len(missed))
                 out.append({"t": now, "type": "error", "why": f"{len(missed)} change(s) read from the board's "
                             "memory (made while the port was closed)", "recovered": len(missed)})
-            for field_no, code in missed:
+            for i, (field_no, code) in enumerate(missed, start=1):
+                # made at unknown times while the port was closed: spread over that time, in their order
                 self.recovered += 1
-                out += self.adapter.square_report(to_square(field_no), CODES.get(code), now)
+                t = since + (now - since) * i // (len(missed) + 1)
+                out += self.adapter.square_report(to_square(field_no), CODES.get(code), t)
             out = [line for line in out if line.get("type") != "snapshot"]
         if self.ee_events is not None and self.serial:
             MEMORIES.setdefault(self.serial, Memory()).at_download = list(codes)
             self.ee_events = None
         self.raw = list(codes)
-        self._remember()
         snapshot = self.dumps_wanted > 0
         self.dumps_wanted = max(0, self.dumps_wanted - 1)
         out += self.adapter.full_report(_contents(codes), now, snapshot=snapshot)
+        self._remember()
         return out
 
     def _remember(self) -> None:
         if self.serial:
-            MEMORIES.setdefault(self.serial, Memory()).last = list(self.raw)
+            memory = MEMORIES.setdefault(self.serial, Memory())
+            memory.last = list(self.raw)
+            memory.last_t = max(memory.last_t, self.adapter.last_t)
 
     def _clock(self, payload: bytes, now: int) -> list[dict[str, Any]]:
         reading = parse_clock(payload)
