@@ -30,7 +30,7 @@ def test_opera_game_through_the_bridge(tmp_path: Path, protocol: str) -> None:
 @pytest.mark.parametrize("protocol", ["dgt", "chesslink", "chessnut"])
 def test_a_shared_game_through_the_bridge(tmp_path: Path, protocol: str) -> None:
     games = require_games()
-    name, start, moves = next(g for g in games if len(g[2]) >= 60 and g[1].fen() == chess.STARTING_FEN)
+    name, _start, moves = next(g for g in games if len(g[2]) >= 60 and g[1].fen() == chess.STARTING_FEN)
     want = [m.uci() for m in moves]
     with BoardRig(tmp_path, protocol, moves, speed=8, seed=3) as rig:
         rig.wait_game(want, timeout=180)

@@ -69,14 +69,15 @@ def board_port_of(path: str, cfg: SerialConfig) -> BoardPort | None:
     """Return the ``[serial] boards`` entry that serves ``path`` (None: a touchmove board)."""
     import fnmatch
 
-    ids: tuple[int, int] | None | bool = False
+    ids: tuple[int, int] | None = None
+    looked = False
     for entry in cfg.boards:
         if entry.port is not None:
             if path == entry.port or fnmatch.fnmatch(path, entry.port):
                 return entry
             continue
-        if ids is False:
-            ids = _usb_ids_of(path)
+        if not looked:
+            ids, looked = _usb_ids_of(path), True
         if ids and (entry.vid is None or entry.vid == ids[0]) and (entry.pid is None or entry.pid == ids[1]):
             return entry
     return None

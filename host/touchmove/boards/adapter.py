@@ -6,9 +6,9 @@ board as reported (``actual``) and the board as the records have told it (``show
 
 - a square that empties is a ``lift``, one that fills a ``place`` (with the optional ``piece``, the FEN letter);
   a square whose piece changes with no empty in between (a capture seen in one scan) is a ``lift`` and a
-  ``place`` :data:`SWAP_GAP_MS` later. Several squares changed in one report go empties first, then changes, then fills (the
-  order hands make); more than :data:`MAX_CHANGES_AS_MOVES` at once is a ``snapshot`` (the engine searches
-  the plies that explain it: ``changes_lost``);
+  ``place`` :data:`SWAP_GAP_MS` later. Several squares changed in one report go empties first, then
+  changes, then fills (the order hands make); more than :data:`MAX_CHANGES_AS_MOVES` at once is a
+  ``snapshot`` (the engine searches the plies that explain it: ``changes_lost``);
 - the scan is absorbed: a piece reported on its new square while it still stands on its old one (no such
   piece in the hand) waits up to :data:`FILL_HOLD_MS` for the old square to empty, which is then told first;
 - a promotion read from the board: a pawn gone from its 7th rank and a queen, rook, bishop or knight of its

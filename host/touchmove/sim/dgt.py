@@ -18,12 +18,13 @@ import random
 import select
 import sys
 import time
+from typing import Any
 
 import chess
 
 from touchmove.boards import dgt
 from touchmove.sim import timeline
-from touchmove.sim.pieces import ClockPress, start_pieces
+from touchmove.sim.pieces import ClockPress, Event, start_pieces
 
 #: A full scan takes this long (ms), drawn per scan.
 SCAN_MS = (200, 250)
@@ -68,13 +69,13 @@ class EepromLog:
 class DgtEmulator:
     """The board's state and replies (pure: :meth:`advance` and :meth:`command` return bytes to send)."""
 
-    def __init__(self, start: list[str | None], events: list[timeline.Event], serial: str = "12345",
+    def __init__(self, start: list[str | None], events: list[Event], serial: str = "12345",
                  rotated: bool = False, seed: int = 0) -> None:
         self.rotated = rotated
         self.serial = serial
         rng = random.Random(seed)
         reports = timeline.scan(start, events, SCAN_MS, rng, order=self._order())
-        self.items: list[tuple[int, int, object]] = [(t, 0, (sq, piece)) for t, sq, piece in reports]
+        self.items: list[tuple[int, int, Any]] = [(t, 0, (sq, piece)) for t, sq, piece in reports]
         for e in events:
             if isinstance(e, ClockPress):
                 self.items.append((e.t + rng.randint(*CLOCK_DELAY_MS), 1, e))
@@ -103,7 +104,7 @@ class DgtEmulator:
             _, kind, data = self.items[self.next]
             self.next += 1
             if kind == 0:
-                sq, piece = data  # type: ignore[misc]
+                sq, piece = data
                 f = field_of(sq, self.rotated)
                 code = dgt.CONTENT_CODES[piece]
                 self.codes[f] = code
@@ -170,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     return serve(emulator, args.speed)
 
 
-def serve(emulator: DgtEmulator | object, speed: float) -> int:
+def serve(emulator: Any, speed: float) -> int:
     """Run an emulator on stdin/stdout in real time (device ms = host ms x ``speed``) until stdin closes."""
     begin = time.monotonic()
     stdin, stdout = sys.stdin.fileno(), sys.stdout.fileno()
@@ -179,10 +180,10 @@ def serve(emulator: DgtEmulator | object, speed: float) -> int:
         return (time.monotonic() - begin) * 1000 * speed
 
     while True:
-        out = emulator.advance(now())  # type: ignore[attr-defined]
+        out = emulator.advance(now())
         if out:
             _write(stdout, out)
-        due = emulator.due()  # type: ignore[attr-defined]
+        due = emulator.due()
         wait = 0.05 if due is None else max(0.0, min(0.05, (due - now()) / 1000 / speed))
         ready, _, _ = select.select([stdin], [], [], wait)
         if ready:
@@ -190,7 +191,7 @@ def serve(emulator: DgtEmulator | object, speed: float) -> int:
             if not data:
                 return 0
             reply = emulator.feed(data) if hasattr(emulator, "feed") else \
-                b"".join(emulator.command(b) for b in data)  # type: ignore[attr-defined]
+                b"".join(emulator.command(b) for b in data)
             if reply:
                 _write(stdout, reply)
 

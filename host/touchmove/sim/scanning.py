@@ -17,7 +17,7 @@ from touchmove.boards import chesslink, chessnut
 from touchmove.boards.adapter import Content
 from touchmove.sim import timeline
 from touchmove.sim.dgt import serve
-from touchmove.sim.pieces import start_pieces
+from touchmove.sim.pieces import Event, start_pieces
 
 #: ChessLink's default scan (20 x 2.048 ms) and its debounce option 0x05 (3 scans).
 CHESSLINK_SCAN_MS = 40.96
@@ -26,7 +26,7 @@ CHESSLINK_DEBOUNCE = 3
 CHESSNUT_SCAN_MS = (100.0, 100.0)
 
 
-def scanned_positions(start: list[Content], events: list[timeline.Event], period: tuple[float, float],
+def scanned_positions(start: list[Content], events: list[Event], period: tuple[float, float],
                       rng: random.Random) -> list[tuple[int, list[Content]]]:
     """Return the board after each scan that changed it: ``(t at the scan's end, board)``."""
     reports = timeline.scan(start, events, period, random.Random(rng.random()))
@@ -45,7 +45,7 @@ def scanned_positions(start: list[Content], events: list[timeline.Event], period
 class ChessLinkEmulator:
     """A ChessLink board (see the module); reports only once the host wrote address 02 (on change)."""
 
-    def __init__(self, start: list[Content], events: list[timeline.Event], seed: int = 0,
+    def __init__(self, start: list[Content], events: list[Event], seed: int = 0,
                  debounce: int = CHESSLINK_DEBOUNCE) -> None:
         self.positions = scanned_positions(start, events, (CHESSLINK_SCAN_MS, CHESSLINK_SCAN_MS),
                                            random.Random(seed))
@@ -110,7 +110,7 @@ class ChessLinkEmulator:
 class ChessnutEmulator:
     """A Chessnut Air (see the module): a board report on each scanned change once in real-time mode."""
 
-    def __init__(self, start: list[Content], events: list[timeline.Event], seed: int = 0) -> None:
+    def __init__(self, start: list[Content], events: list[Event], seed: int = 0) -> None:
         self.positions = scanned_positions(start, events, CHESSNUT_SCAN_MS, random.Random(seed))
         self.board = list(start)
         self.next = 0

@@ -41,7 +41,7 @@ def read(path: Path) -> list[Event]:
     return out
 
 
-def scan(start: list[str | None], events: list[Event], period_ms: tuple[int, int], rng: random.Random,
+def scan(start: list[str | None], events: list[Event], period_ms: tuple[float, float], rng: random.Random,
          order: list[int] | None = None, until: int | None = None) -> list[tuple[int, int, str | None]]:
     """Return what a board scanning its squares one by one reports: ``(t, square, piece)`` for each square
     whose sampled content differs from its last sample.
