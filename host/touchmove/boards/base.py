@@ -113,9 +113,14 @@ class Translator(ABC):
         if not self.silent:
             return []
         self.silent = False
+        self.outbox += self.resume()
         log.info("%s on %s answers again", self.board or self.name, self.port)
         return [alert_line("board_answering", max(now, self.adapter.last_t), port=self.port,
                            message=f"the board on {self.port} answers again")]
+
+    def resume(self) -> bytes:
+        """Return the bytes that set a board up again after it was silent (it may have been reset)."""
+        return b""
 
     def hello(self, board: str, now: int, **fields: Any) -> dict[str, Any]:
         """Return the ``hello`` line that binds this port to ``board`` in the bridge."""

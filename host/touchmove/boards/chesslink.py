@@ -130,10 +130,13 @@ class ChessLinkTranslator(Translator):
 
     def start(self, now: int) -> bytes:
         self.last_rx = now
-        return encode("V") + encode(f"W02{REPORT_ON_CHANGE_3:02X}") + encode("S")
+        return encode("V")          # the rest once the board answers
 
     def poll(self) -> bytes:
         return encode("V")
+
+    def resume(self) -> bytes:
+        return encode(f"W02{REPORT_ON_CHANGE_3:02X}") + encode("S")
 
     def command(self, cmd: dict[str, Any], now: int) -> bytes:
         kind = cmd.get("cmd")
@@ -177,6 +180,7 @@ class ChessLinkTranslator(Translator):
         if letter == "v":
             self.version = f"{body[:2]}.{body[2:]}"
             if self.board is None:
+                self.outbox += self.resume()
                 out.append(self.hello(board_id("chesslink", self.port.rsplit("/", 1)[-1]), now,
                                       version=self.version))
             return out

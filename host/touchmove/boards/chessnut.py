@@ -112,10 +112,13 @@ class ChessnutTranslator(Translator):
     def poll(self) -> bytes:
         return BATTERY
 
+    def resume(self) -> bytes:
+        return REALTIME_MODE
+
     def command(self, cmd: dict[str, Any], now: int) -> bytes:
         kind = cmd.get("cmd")
         if kind == "hello":
-            return b"" if self.board is not None else REALTIME_MODE
+            return b"" if self.board is not None else BATTERY     # its answer binds the board
         if kind == "snapshot":
             if self.latest is not None and self.board is not None:
                 self.snapshots_wanted += 1      # answered from the latest report on the next feed or tick
@@ -140,6 +143,7 @@ class ChessnutTranslator(Translator):
             rid, body = item
             if rid == BATTERY_REPORT:
                 if self.board is None:
+                    self.outbox += REALTIME_MODE
                     lines.append(self.hello(board_id("chessnut", self.port.rsplit("/", 1)[-1]), now,
                                             battery=body[0]))
                 continue

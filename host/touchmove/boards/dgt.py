@@ -56,6 +56,9 @@ FIXED_SIZES = {MSG_BOARD_DUMP: 67, MSG_BWTIME: 10, MSG_FIELD_UPDATE: 5, MSG_BUSA
 #: Messages of variable size; the EEPROM dump is the largest (0x2000 - 0x100 + 3).
 VARIABLE = {MSG_EE_MOVES: 0x2000, MSG_TRADEMARK: 512}
 HEADER = 3
+#: Sent once the board has answered: version, the EEPROM log (changes made while no host listened), the board,
+#: the clock, then field updates and clock times as they change.
+SETUP = bytes((SEND_VERSION, SEND_EE_MOVES, SEND_BRD, SEND_CLK, SEND_UPDATE_NICE))
 #: A clock press is told this long (ms) after it arrives: the placement before it may still be in the scan.
 CLOCK_AFTER_SCAN_MS = 300
 
@@ -281,11 +284,13 @@ class DgtTranslator(Translator):
 
     def start(self, now: int) -> bytes:
         self.last_rx = now                   # the watch starts now
-        return bytes((SEND_RESET, RETURN_SERIALNR, SEND_VERSION, SEND_EE_MOVES, SEND_BRD, SEND_CLK,
-                      SEND_UPDATE_NICE))
+        return bytes((SEND_RESET, RETURN_SERIALNR))     # the rest once the board answers (:data:`SETUP`)
 
     def poll(self) -> bytes:
         return bytes((SEND_VERSION,))
+
+    def resume(self) -> bytes:
+        return bytes((SEND_BRD, SEND_UPDATE_NICE))
 
     def command(self, cmd: dict[str, Any], now: int) -> bytes:
         kind = cmd.get("cmd")
@@ -320,6 +325,7 @@ class DgtTranslator(Translator):
             self.serial = serial
             if self.board is not None:
                 return []            # identified already (a second answer)
+            self.outbox += SETUP
             return [self.hello(board_id("dgt", serial), now, serial=serial)]
         if frame.msg_id == MSG_VERSION:
             self.version = f"{p[0]}.{p[1]:02d}"
