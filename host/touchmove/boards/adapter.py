@@ -44,6 +44,9 @@ MAX_CHANGES_AS_MOVES = 4
 MAX_HAND = 8
 #: Longest a placement waits for the piece's own square to be reported empty (ms): a scan and a margin.
 FILL_HOLD_MS = 400
+#: A report that ends one side's move and starts the other's: the answer is told this much later (ms), as
+#: the fastest hands answer (the scan hides the true times; this keeps the order readable).
+ANSWER_GAP_MS = 60
 #: A piece replaced by another in one scan is a lift and, this long after (ms), a place: the engine drops a
 #: lift and place of one square closer together than its chatter window (25 ms) as contact bounce.
 SWAP_GAP_MS = 30
@@ -115,6 +118,7 @@ class PieceAdapter:
         self.new_on_last_rank: tuple[int, str] | None = None   # a piece from outside put on a last rank
         self.fill_held: dict[int, int] = {}     # placements waiting for their piece's own square to empty
         self.lifted_at: dict[int, int] = {}     # when each square was last told empty
+        self.last_mover: str | None = None      # the colour of the piece told placed last
 
     # -- reports ---------------------------------------------------------------------------------------------
     def full_report(self, board_raw: Sequence[Content], t: int, *, snapshot: bool = False) -> list[dict[str, Any]]:
@@ -205,38 +209,58 @@ class PieceAdapter:
         return out
 
     def _changes(self, t: int, target: list[Content], changed: list[int]) -> list[dict[str, Any]]:
+        """Return the records of the changed squares: first the placements of pieces already in the hand (the
+        end of a move under way: the scan may have caught the answer's first lift with it), then the empties,
+        then the other replacements and fills."""
+        in_hand = {c for c, _ in self.hand}
+        placed = [sq for sq in changed if target[sq] is not None]
+        finishing = [sq for sq in placed if target[sq] in in_hand and self.shown[sq] is None]
         empties = [sq for sq in changed if target[sq] is None]
-        swaps = [sq for sq in changed if target[sq] is not None and self.shown[sq] is not None]
-        fills = [sq for sq in changed if target[sq] is not None and self.shown[sq] is None]
+        rest = [sq for sq in placed if sq not in finishing]
         out: list[dict[str, Any]] = []
+        for sq in finishing:
+            t = self._place(out, t, sq, target)
+        movers = {c.isupper() for c in (target[sq] for sq in finishing) if c}
+        if movers and any((self.shown[sq] or "").isupper() not in movers for sq in empties + rest):
+            # the answer began within the same scan: it cannot have begun sooner than a hand answers
+            t += ANSWER_GAP_MS
+            self.last_t = t
         for sq in empties:
             out.append({"t": t, "type": "lift", "sq": chess.square_name(sq)})
             self.lifted_at[sq] = t
             promoted = self._to_hand(sq)
             if promoted is not None:
                 out.append({"t": t, "type": "promote", "piece": promoted})
-        for sq in swaps + fills:
-            piece = target[sq]
-            assert piece is not None
-            if self._hold_fill(sq, piece, t):
-                if sq in swaps:        # the victim is off: say so now
-                    out.append({"t": t, "type": "lift", "sq": chess.square_name(sq)})
-                    self.lifted_at[sq] = t
-                    self._to_hand(sq)
-                continue
-            if sq in swaps:
-                out.append({"t": t, "type": "lift", "sq": chess.square_name(sq)})
-                self._to_hand(sq)
-                self.lifted_at[sq] = t
-            promoted = self._promotion(sq, piece)
-            if sq in self.lifted_at and t - self.lifted_at[sq] < SWAP_GAP_MS:
-                t = self.lifted_at[sq] + SWAP_GAP_MS     # not read as contact chatter
-                self.last_t = t
-            out.append({"t": t, "type": "place", "sq": chess.square_name(sq), "piece": piece})
-            self.shown[sq] = piece
-            if promoted is not None:
-                out.append({"t": t, "type": "promote", "piece": promoted})
+        for sq in rest:
+            t = self._place(out, t, sq, target)
         return out
+
+    def _place(self, out: list[dict[str, Any]], t: int, sq: int, target: list[Content]) -> int:
+        """Append the records putting ``target[sq]`` on ``sq`` (a replaced piece lifted first); return the time
+        reached."""
+        piece = target[sq]
+        assert piece is not None
+        swap = self.shown[sq] is not None
+        if self._hold_fill(sq, piece, t):
+            if swap:        # the victim is off: say so now
+                out.append({"t": t, "type": "lift", "sq": chess.square_name(sq)})
+                self.lifted_at[sq] = t
+                self._to_hand(sq)
+            return t
+        if swap:
+            out.append({"t": t, "type": "lift", "sq": chess.square_name(sq)})
+            self._to_hand(sq)
+            self.lifted_at[sq] = t
+        promoted = self._promotion(sq, piece)
+        if sq in self.lifted_at and t - self.lifted_at[sq] < SWAP_GAP_MS:
+            t = self.lifted_at[sq] + SWAP_GAP_MS     # not read as contact chatter
+            self.last_t = t
+        out.append({"t": t, "type": "place", "sq": chess.square_name(sq), "piece": piece})
+        self.shown[sq] = piece
+        self.last_mover = "white" if piece.isupper() else "black"
+        if promoted is not None:
+            out.append({"t": t, "type": "promote", "piece": promoted})
+        return t
 
     def _hold_fill(self, sq: int, piece: str, t: int) -> bool:
         """Return True when the placement of ``piece`` on ``sq`` waits: no such piece is in the hand but one

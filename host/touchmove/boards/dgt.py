@@ -279,6 +279,7 @@ class DgtTranslator(Translator):
         self.dumps_wanted = 0                # board dumps asked for that the bridge wants as a snapshot
         self.turn: str | None = None
         self.clock_due: list[tuple[int, dict[str, Any]]] = []   # presses waiting for the scan (due, line)
+        self.late_presses = 0                # presses read after the opponent's reply (left out)
         self.clock_primed = False            # the clock has been read once (its turn then is no press)
         self.recovered = 0                   # changes replayed from the EEPROM log
 
@@ -407,6 +408,12 @@ class DgtTranslator(Translator):
         out = []
         while self.clock_due and self.clock_due[0][0] <= now:
             _, line = self.clock_due.pop(0)
+            if self.adapter.last_mover not in (None, line["side"]):
+                # the opponent has moved since this press (the clock is read up to 1 s late): told now, the
+                # press would stand after the reply; left out (its time is lost, never a move)
+                self.late_presses += 1
+                log.debug("%s: a %s clock press read after the reply, left out", self.board, line["side"])
+                continue
             out.append({"t": max(now, self.adapter.last_t), **line})
         return out
 
