@@ -180,8 +180,8 @@ def main() -> None:
             continue
         delays.sort()
         p90 = delays[int(0.9 * (len(delays) - 1))]
-        print(f"{protocol:10} median {statistics.median(delays):6.0f} ms   p90 {p90:6.0f} ms   max {max(delays):6.0f} ms"
-              f"   ({len(delays)} plies)", flush=True)
+        print(f"{protocol:10} median {statistics.median(delays):6.0f} ms   p90 {p90:6.0f} ms   "
+              f"max {max(delays):6.0f} ms   ({len(delays)} plies)", flush=True)
 
 
 if __name__ == "__main__":
