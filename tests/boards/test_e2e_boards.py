@@ -4,6 +4,8 @@ the moves made meanwhile from its memory."""
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -51,3 +53,38 @@ def test_dgt_unplugged_mid_game_gives_back_its_moves_from_memory(tmp_path: Path)
         assert "read from the board's memory" in rig.log()
         counts = rig.counts()
     assert counts == {"published": len(want), "journaled": len(want), "exported": len(want)}
+
+
+def test_a_board_that_stops_answering_is_an_alert_with_its_last_position(tmp_path: Path) -> None:
+    """The emulator hangs (SIGSTOP) with its port open: ``board_silent`` with the last position, then
+    ``board_answering`` and its position diffed."""
+    want = [m.uci() for m in OPERA]
+    with BoardRig(tmp_path, "dgt", OPERA, speed=5) as rig:
+        rig.wait_game(want[:6], timeout=60)
+        assert rig.board.proc is not None
+        os.kill(rig.board.proc.pid, signal.SIGSTOP)        # the board hangs: the port stays open
+        try:
+            assert rig.sub is not None
+            rig.sub.wait_for(lambda: "board_silent" in rig.alerts(), 30, "the board_silent alert")
+            silent = next(e for e in rig.events() if e.get("code") == "board_silent")
+            detail = silent["detail"]
+            assert isinstance(detail, dict) and detail["port"].endswith("ttyBOARD0")
+            positions = {b.board_fen() for b in _positions(OPERA)}
+            assert detail["last_position"] in positions
+        finally:
+            os.kill(rig.board.proc.pid, signal.SIGCONT)
+        rig.sub.wait_for(lambda: "board_answering" in rig.alerts(), 30, "the board_answering alert")
+        # the hung board saw nothing for many plies: its whole position is diffed, which the engine cannot
+        # explain in a few plies: lost changes, said, and no wrong move published
+        rig.sub.wait_for(lambda: "changes_lost" in rig.alerts(), 30, "the changes_lost alert")
+        time.sleep(2)
+        assert rig.moves() == want[:len(rig.moves())]
+
+
+def _positions(moves: list[chess.Move]) -> list[chess.Board]:
+    board = chess.Board()
+    out = [board.copy()]
+    for m in moves:
+        board.push(m)
+        out.append(board.copy())
+    return out

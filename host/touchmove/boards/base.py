@@ -66,6 +66,7 @@ class Translator(ABC):
         self.silent = False
         self.errors = 0                    # frames rejected (bad checksum, truncated, garbage)
         self.outbox = bytearray()          # bytes for the board that a reply asked for (see :meth:`drain`)
+        self.resyncing = False             # answering again after silence: waiting for its whole position
 
     # -- the interface ---------------------------------------------------------------------------------------
     @abstractmethod
@@ -113,6 +114,7 @@ class Translator(ABC):
         if not self.silent:
             return []
         self.silent = False
+        self.resyncing = True              # what it says before its whole position is diffed, not piecemeal
         self.outbox += self.resume()
         log.info("%s on %s answers again", self.board or self.name, self.port)
         return [alert_line("board_answering", max(now, self.adapter.last_t), port=self.port,

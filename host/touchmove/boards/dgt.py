@@ -341,7 +341,7 @@ class DgtTranslator(Translator):
             if field_no > 63 or code not in CODES:
                 raise ProtocolError(f"field update out of range (field {field_no}, code {code})")
             self.raw[field_no] = code
-            if not self.adapter.synced:
+            if not self.adapter.synced or self.resyncing:
                 self._remember()
                 return []
             lines = self.adapter.square_report(to_square(field_no), CODES[code], now)
@@ -378,6 +378,7 @@ class DgtTranslator(Translator):
             MEMORIES.setdefault(self.serial, Memory()).at_download = list(codes)
             self.ee_events = None
         self.raw = list(codes)
+        self.resyncing = False
         snapshot = self.dumps_wanted > 0
         self.dumps_wanted = max(0, self.dumps_wanted - 1)
         out += self.adapter.full_report(_contents(codes), now, snapshot=snapshot)

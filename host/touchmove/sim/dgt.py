@@ -30,6 +30,8 @@ from touchmove.sim.pieces import ClockPress, Event, start_pieces
 SCAN_MS = (200, 250)
 #: The clock's message reaches the board this long after the press (ms): reading the clock takes up to 1 s.
 CLOCK_DELAY_MS = (100, 1000)
+#: Reports due this long ago (ms) mean the board was stopped: it then reports the net changes of one scan.
+BEHIND_MS = 1000
 #: Each side's time on the clock at the start (ms) when the timeline does not say it.
 CLOCK_START_MS = 90 * 60 * 1000
 #: Bytes of the EEPROM log (a cyclic buffer).
@@ -100,6 +102,8 @@ class DgtEmulator:
     def advance(self, now: float) -> bytes:
         """Play what is due by ``now`` (device ms); return the messages sent."""
         out = bytearray()
+        behind = self.next < len(self.items) and now - self.items[self.next][0] > BEHIND_MS
+        before = list(self.codes)
         while self.next < len(self.items) and self.items[self.next][0] <= now:
             _, kind, data = self.items[self.next]
             self.next += 1
@@ -109,7 +113,7 @@ class DgtEmulator:
                 code = dgt.CONTENT_CODES[piece]
                 self.codes[f] = code
                 self.ee.change(f, code)
-                if self.mode != "idle":
+                if self.mode != "idle" and not behind:
                     out += dgt.message(dgt.MSG_FIELD_UPDATE, bytes((f, code)))
             else:
                 press = data
@@ -121,6 +125,11 @@ class DgtEmulator:
                 self.turn = "black" if press.side else "white"
                 if self.mode in ("update", "nice"):
                     out += self.clock_message()
+        if behind and self.mode != "idle":
+            # the board was stopped (a hang): its next scan reports what differs now, once per square
+            for f in range(64):
+                if self.codes[f] != before[f]:
+                    out += dgt.message(dgt.MSG_FIELD_UPDATE, bytes((f, self.codes[f])))
         return bytes(out)
 
     def run_clock(self, now: float) -> None:
