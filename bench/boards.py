@@ -145,10 +145,10 @@ def latency(protocol: str, plies: int, tmp: Path) -> list[float]:
         client.subscribe(f"touchmove/boards/{BOARD_IDS[protocol]}/events", qos=1)
         client.loop_start()
         module = ["touchmove.sim.dgt"] if protocol == "dgt" else ["touchmove.sim.scanning", protocol]
-        board_proc = PtyBoard([sys.executable, "-m", *module, str(path)], str(tmp / "ttyB0"))
         time.sleep(1.5)
+        started = time.monotonic() + 1.0     # the timeline's 0, after the emulator has started
+        board_proc = PtyBoard([sys.executable, "-m", *module, str(path), "--t0", repr(started)], str(tmp / "ttyB0"))
         board_proc.plug()
-        started = time.monotonic()
         board_proc.start()
         deadline = started + events[-1].t / 1000 + 15
         while len(received) < len(moves) and time.monotonic() < deadline:

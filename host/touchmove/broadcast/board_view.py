@@ -24,6 +24,10 @@ CONSOLE_MEANINGS = {
     "result_rejected": "a result declared for the board was not applied (see the reason): the game's result "
                        "is not what was declared",
     "resync_rejected": "an arbiter's resync was not applied (see the reason): the board is still out of step",
+    "board_silent": "the board stopped answering (a vendor board's adapter): its last position is in the detail; "
+                    "check its cable and power",
+    "board_answering": "the board answers again: its whole position is read and compared",
+    "board_rotated": "the board is set up turned round: its squares are turned from now on",
 }
 
 

@@ -174,15 +174,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rotated", action="store_true")
     parser.add_argument("--start", default=chess.STARTING_FEN, help="the position on the board at power-on")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--t0", type=float, help="time.monotonic() of the timeline's 0 (default: now)")
     args = parser.parse_args(argv)
     events = timeline.read(args.timeline)
     emulator = DgtEmulator(start_pieces(chess.Board(args.start)), events, args.serial, args.rotated, args.seed)
-    return serve(emulator, args.speed)
+    return serve(emulator, args.speed, args.t0)
 
 
-def serve(emulator: Any, speed: float) -> int:
-    """Run an emulator on stdin/stdout in real time (device ms = host ms x ``speed``) until stdin closes."""
-    begin = time.monotonic()
+def serve(emulator: Any, speed: float, t0: float | None = None) -> int:
+    """Run an emulator on stdin/stdout in real time (device ms = host ms x ``speed``, from ``t0``, a
+    ``time.monotonic()`` reading, or now) until stdin closes."""
+    begin = time.monotonic() if t0 is None else t0
     stdin, stdout = sys.stdin.fileno(), sys.stdout.fileno()
 
     def now() -> float:

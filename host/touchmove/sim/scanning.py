@@ -159,13 +159,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--speed", type=float, default=1.0)
     parser.add_argument("--start", default=chess.STARTING_FEN)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--t0", type=float, help="time.monotonic() of the timeline's 0 (default: now)")
     args = parser.parse_args(argv)
     events = timeline.read(args.timeline)
     start = start_pieces(chess.Board(args.start))
     emulator: ChessLinkEmulator | ChessnutEmulator = (
         ChessLinkEmulator(start, events, args.seed) if args.protocol == "chesslink"
         else ChessnutEmulator(start, events, args.seed))
-    return serve(emulator, args.speed)
+    return serve(emulator, args.speed, args.t0)
 
 
 if __name__ == "__main__":
