@@ -119,3 +119,33 @@ def test_a_board_that_stops_answering_is_an_alert_with_its_last_position() -> No
     assert alerts[0]["detail"]["last_position"] == chess.Board().board_fen()  # type: ignore[index]
     back = tr.feed(bytes((0x93, 0, 5, 1, 7)), 9000)
     assert [line.get("alert") for line in back] == ["board_answering"]
+
+
+def test_a_chess960_start_on_the_board_is_a_setup() -> None:
+    a = PieceAdapter()
+    b960 = chess.Board.from_chess960_pos(100)
+    out = a.full_report(start_pieces(b960), 0)
+    setups = [line for line in out if line["type"] == "setup"]
+    assert setups == [{"t": 0, "type": "setup", "fen": b960.fen(), "chess960": True}]
+    assert [line for line in a.full_report(start_pieces(chess.Board()), 10) if line["type"] == "setup"] == []
+
+
+def test_chess960_game_from_the_board_through_the_engine() -> None:
+    import random
+
+    from touchmove.rules import Engine
+    from touchmove.sim import harness
+    from touchmove.sim.pieces import piece_timeline
+
+    start = chess.Board.from_chess960_pos(100)
+    moves = []
+    b = start.copy()
+    for _ in range(12):
+        move = sorted(b.legal_moves, key=lambda m: m.uci())[3]
+        moves.append(move)
+        b.push(move)
+    run = harness.run("chessnut", start, piece_timeline(start, moves, random.Random(4)))
+    eng = Engine()              # nothing said about the game: the board's array tells it
+    events = [e for r in run.records for e in eng.feed(r)] + eng.finish()
+    got = [e.uci for e in events if e.type == "move"]  # type: ignore[attr-defined]
+    assert got == [m.uci() for m in moves]

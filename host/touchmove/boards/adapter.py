@@ -17,6 +17,8 @@ board as reported (``actual``) and the board as the records have told it (``show
   touch) is a ``result`` record (both on light squares 1-0, both on dark 0-1, one of each 1/2-1/2); the kings'
   centre squares are not shown, so no king move is read. A king put in the centre while the other is off the
   board is held back (:data:`KING_HOLD_MS`) until the other lands;
+- a Chess960 start array set up on the board (not the standard one) is a ``setup`` record with
+  ``chess960``: the next game starts from it;
 - DGT's result pieces (codes 13-15) are a ``result`` record and are never shown as pieces;
 - a start position set up rotated (White on the 8th rank side) is detected and turned; the change of
   orientation is an alert line (``board_rotated``).
@@ -50,6 +52,10 @@ ANSWER_GAP_MS = 60
 #: A piece replaced by another in one scan is a lift and, this long after (ms), a place: the engine drops a
 #: lift and place of one square closer together than its chatter window (25 ms) as contact bounce.
 SWAP_GAP_MS = 30
+#: The standard start's number among the 960 start arrays.
+STANDARD_960_INDEX = 518
+#: A board with fewer pieces than this has been cleared (a Chess960 array set up next is told again).
+CLEARED_BELOW = 8
 RESULT_REASON_KINGS = "result shown with the kings"
 RESULT_REASON_PIECE = "result piece put on the board"
 RESULTS = ("1-0", "0-1", "1/2-1/2")
@@ -119,6 +125,7 @@ class PieceAdapter:
         self.fill_held: dict[int, int] = {}     # placements waiting for their piece's own square to empty
         self.lifted_at: dict[int, int] = {}     # when each square was last told empty
         self.last_mover: str | None = None      # the colour of the piece told placed last
+        self.announced_start: str | None = None # the Chess960 start array last told as a setup
 
     # -- reports ---------------------------------------------------------------------------------------------
     def full_report(self, board_raw: Sequence[Content], t: int, *, snapshot: bool = False) -> list[dict[str, Any]]:
@@ -195,6 +202,7 @@ class PieceAdapter:
         hidden = self._hidden(t)
         target = [None if (sq in hidden or not is_piece(c)) else c for sq, c in enumerate(self.actual)]
         changed = [sq for sq in range(64) if target[sq] != self.shown[sq]]
+        out += self._chess960_start(t, target)
         if force_snapshot or len(changed) > MAX_CHANGES_AS_MOVES:
             self.shown = target
             self.hand = []
@@ -207,6 +215,23 @@ class PieceAdapter:
             out.append({"t": t, "type": "result", "result": result, "reason": reason})
         self.shown_result = result
         return out
+
+    def _chess960_start(self, t: int, board: list[Content]) -> list[dict[str, Any]]:
+        """Return a ``setup`` record when the board shows a Chess960 start array other than the standard one
+        (once per array; again after the board was cleared)."""
+        if sum(is_piece(c) for c in board) < CLEARED_BELOW:
+            self.announced_start = None
+            return []
+        if start_orientation(board) is not False or sum(is_piece(c) for c in board) != 32:
+            return []
+        fen = board_fen(board)
+        if fen == self.announced_start:
+            return []
+        index = chess.Board(f"{fen} w KQkq - 0 1", chess960=True).chess960_pos()
+        if index is None or index == STANDARD_960_INDEX:
+            return []
+        self.announced_start = fen
+        return [{"t": t, "type": "setup", "fen": chess.Board.from_chess960_pos(index).fen(), "chess960": True}]
 
     def _changes(self, t: int, target: list[Content], changed: list[int]) -> list[dict[str, Any]]:
         """Return the records of the changed squares: first the placements of pieces already in the hand (the
