@@ -3,7 +3,8 @@
 Part 1, per board type, over the shared games (../shared/data/games) played by the hand model through the
 board's emulator and translator on a simulated clock (touchmove.sim.harness: the protocol path of ``touchmove
 run`` without the pty), once with the default hands and once with fast replies (bullet: an answer 60-120 ms after
-the move it answers, within one DGT scan). A game is *exact* when the engine's moves are the game's; else it
+the move it answers, within one DGT scan). The engine's settle time is the bridge's for that board: 300 ms for
+DGT boards, 200 for the others. A game is *exact* when the engine's moves are the game's; else it
 *alerted* (changes_lost or another alert says the board was not read) or is *wrong without an alert* (the
 figure that must stay 0).
 
@@ -58,10 +59,10 @@ def load(limit: int) -> list[tuple[chess.Board, list[chess.Move]]]:
     return out[:limit]
 
 
-def replay(start: chess.Board, records: list[object]) -> tuple[list[str], list[str]]:
+def replay(start: chess.Board, records: list[object], settle_ms: int = 200) -> tuple[list[str], list[str]]:
     """Return the moves the engine publishes (amendments and takebacks applied) and its alert codes."""
     fen = None if start.fen() == chess.STARTING_FEN else start.fen()
-    eng = Engine(fen=fen, chess960=start.chess960)
+    eng = Engine(fen=fen, chess960=start.chess960, settle_ms=settle_ms)
     events = [e for r in records for e in eng.feed(r)] + eng.finish()  # type: ignore[arg-type]
     moves: list[str] = []
     alerts = []
@@ -87,7 +88,8 @@ def games_given_back(limit: int) -> None:
             for i, (start, moves) in enumerate(games):
                 events = piece_timeline(start, moves, random.Random(i), style)
                 run = harness.run(protocol, start, events, seed=i)
-                got, alerts = replay(start, run.records)
+                assert run.translator is not None
+                got, alerts = replay(start, run.records, max(200, run.translator.min_settle_ms))
                 want = [m.uci() for m in moves]
                 if got == want:
                     exact += 1

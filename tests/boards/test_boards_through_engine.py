@@ -18,8 +18,8 @@ from touchmove.sim.pieces import Change, piece_timeline
 PROTOCOLS = ("dgt", "chesslink", "chessnut")
 
 
-def engine_events(start: chess.Board, recs: list[Record]) -> list[Event]:
-    eng = Engine(fen=None if start.fen() == chess.STARTING_FEN else start.fen())
+def engine_events(start: chess.Board, recs: list[Record], settle_ms: int = 200) -> list[Event]:
+    eng = Engine(fen=None if start.fen() == chess.STARTING_FEN else start.fen(), settle_ms=settle_ms)
     return [e for r in recs for e in eng.feed(r)] + eng.finish()
 
 
@@ -41,7 +41,8 @@ def test_shared_games_come_back_or_alert(protocol: str) -> None:
     exact = 0
     for i, (name, start, moves) in enumerate(games):
         run = harness.run(protocol, start, piece_timeline(start, moves, random.Random(i)), seed=i)
-        events = engine_events(start, run.records)
+        assert run.translator is not None
+        events = engine_events(start, run.records, max(200, run.translator.min_settle_ms))
         got = published(events)
         if got == [m.uci() for m in moves]:
             exact += 1

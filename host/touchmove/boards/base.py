@@ -55,6 +55,9 @@ class Translator(ABC):
     bytesize = 8
     parity = "N"
     name = "board"
+    #: The shortest settle time (ms) the engine may use for this board: a scan slower than the engine's settle
+    #: time makes a piece slid over a square look released there.
+    min_settle_ms = 0
 
     def __init__(self, port: str, rate: float = 1.0) -> None:
         self.port = port

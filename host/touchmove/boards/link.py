@@ -50,6 +50,8 @@ class BoardLink(SerialLink):
                  on_closed: Callable[[SerialLink, str], None]) -> None:
         super().__init__(path, translator.baudrate, on_lines, on_closed)
         self.translator = translator
+        #: the shortest settle time the board's reports allow (the bridge's engine for it uses at least this)
+        self.min_settle_ms = translator.min_settle_ms
         self._timer: asyncio.TimerHandle | None = None
 
     def now(self) -> int:

@@ -180,7 +180,8 @@ class BoardPorts:
             return
         link.held_back = None
         if sess is None:
-            sess = BoardSession(board, Engine(settle_ms=self.bridge.config.settle_ms))
+            settle = max(self.bridge.config.settle_ms, getattr(link, "min_settle_ms", 0))   # a scanning board's
+            sess = BoardSession(board, Engine(settle_ms=settle))
             self.bridge.boards[board] = sess
             self.bridge.journal.ensure_board(board)
         first_contact = link.board is None
