@@ -87,9 +87,9 @@ class BoardLink(SerialLink):
             self._finish("port error: device disconnected (end of file)")
             return
         lines = self.translator.feed(data, self.now())
+        self._write_bytes(self.translator.drain())    # before the bridge answers the lines (order matters)
         if lines:
             self._on_lines(self, encode_lines(lines))
-        self._write_bytes(self.translator.drain())
 
     def _tick(self) -> None:
         if self._finished:

@@ -92,10 +92,11 @@ def run(protocol: str, start: chess.Board, events: list[Event], *, seed: int = 0
         if corrupt is not None and data:
             data = corrupt(data)
         if data:
-            take(tr.feed(data, now + TRANSPORT_MS))
-            back = tr.drain()
+            lines = tr.feed(data, now + TRANSPORT_MS)
+            back = tr.drain()             # written before the bridge answers the lines, as the link does
             if back:
                 deliver(reply_to(emulator, back))
+            take(lines)
 
     deliver(reply_to(emulator, tr.start(now)))
     last_event = max((e.t for e in events), default=0) + 3000
