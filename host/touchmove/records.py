@@ -7,7 +7,7 @@ board replays. Every record has ``t`` (integer device milliseconds, non-decreasi
 type       fields                           meaning
 ========== ================================ ==========================================================
 lift       ``sq`` ("a1".."h8")              a square became empty
-place      ``sq``                           a square became occupied
+place      ``sq``, optional ``piece``         a square became occupied (``piece``: FEN letter, if the board knows)
 snapshot   ``occ`` (16 hex digits)          the whole occupancy; bit i is square i, a1 = 0 ... h8 = 63
 heartbeat  ``occ``                          the firmware's periodic occupancy report (same meaning)
 promote    ``piece`` (q, r, b, n)           the piece chosen for the latest promotion
@@ -46,6 +46,7 @@ PIECE_LETTERS = ("q", "r", "b", "n")
 MAX_RESYNC_MOVES = 600
 _PIECE_TYPES = {"q": chess.QUEEN, "r": chess.ROOK, "b": chess.BISHOP, "n": chess.KNIGHT}
 _SQUARES = {name: sq for sq, name in enumerate(chess.SQUARE_NAMES)}
+_PIECE_LETTERS = frozenset("PNBRQKpnbrqk")
 
 #: Largest device time accepted (ms): 2**40 ms is about 35 years of uptime, far below SQLite's 64-bit integers
 #: even after the bridge adds its reboot offsets.
@@ -101,6 +102,7 @@ class Place:
     t: int
     sq: chess.Square
     type: Literal["place"] = "place"
+    piece: str | None = None     # the piece put down (FEN letter), from a board that knows it
 
 
 @value
@@ -227,7 +229,10 @@ def from_dict(obj: Any) -> Record:
     if kind == "lift":
         return Lift(t, _square(obj))
     if kind == "place":
-        return Place(t, _square(obj))
+        piece = obj.get("piece")
+        if piece is not None and (not isinstance(piece, str) or piece not in _PIECE_LETTERS):
+            raise RecordError("'piece' must be a FEN piece letter (PNBRQK, pnbrqk)")
+        return Place(t, _square(obj), piece=piece)
     if kind in ("snapshot", "heartbeat"):
         return Snapshot(t, _occupancy(obj), "snapshot" if kind == "snapshot" else "heartbeat")
     if kind == "promote":
@@ -310,8 +315,12 @@ def to_dict(record: Record) -> dict[str, Any]:
     """Return the JSON object for a record (the inverse of :func:`from_dict`)."""
     out: dict[str, Any] = {"t": record.t, "type": record.type}
     match record:
-        case Lift(sq=sq) | Place(sq=sq):
+        case Lift(sq=sq):
             out["sq"] = chess.square_name(sq)
+        case Place(sq=sq, piece=piece):
+            out["sq"] = chess.square_name(sq)
+            if piece is not None:
+                out["piece"] = piece
         case Snapshot(occ=occ):
             out["occ"] = format_occupancy(occ)
         case Promote(piece=piece):
