@@ -13,6 +13,11 @@ clock presses) into a recording; the recordings are made first and not timed. Th
 Figures are medians of several runs of CPU time (the machine is shared); every game must come back exactly.
 
     python bench/replay_throughput.py [--games N] [--runs R]
+
+For an instruction count a loaded machine cannot disturb (bench/README.md), ``--feed engine`` makes the
+recordings of ``--games N`` (square changes only) and feeds them once to the engine, ``--feed none`` makes them
+only; the engine's instructions are the difference of the two runs under
+``valgrind --tool=cachegrind --cache-sim=no``.
 """
 
 from __future__ import annotations
@@ -89,10 +94,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=None, help="how many games (default: all)")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--feed", choices=("engine", "none"), default=None,
+                        help="only make the recordings and feed them once to the engine (or not): for cachegrind")
     args = parser.parse_args()
     if not GAMES_DIR.is_dir():
         print(f"no games at {GAMES_DIR}: clone the project beside ../shared", file=sys.stderr)
         return 2
+    if args.feed is not None:
+        games, _ = recordings(args.games)
+        if args.feed == "engine":
+            run_engine(games)
+        print(f"{len(games)} games, {sum(len(r) for _, _, r in games)} records, fed to: {args.feed}")
+        return 0
     print("making recordings (not timed)...", flush=True)
     games, paced = recordings(args.games)
     beating = [(b, m, with_heartbeats(r, b.occupied)) for b, m, r in games]

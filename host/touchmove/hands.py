@@ -5,8 +5,9 @@ victim first or mover first, all en passant orders, castling king first, two-han
 promotion manners of FIDE 4.6, slides across squares, bounces and sensor chatter, hesitation with a piece in the
 air, and clock presses. Harder habits (off unless the style asks, see ``HARDER_HANDS`` and docs/hands.md): the
 player not to move straightening his own pieces, a sleeve knocking a neighbouring piece off, castling slid square
-by square, bullet replies 60-120 ms after the last change, and victims pushed aside before the capturing piece
-lands. Everything is drawn from the ``random.Random`` passed in, so a seed reproduces a timeline (and a style with
+by square, bullet replies 60-120 ms after the last change, victims pushed aside before the capturing piece
+lands, and the piece just moved stood aside for a moment by the hand that then captures it. Everything is drawn
+from the ``random.Random`` passed in, so a seed reproduces a timeline (and a style with
 the harder habits off gives the very timeline it gave before they existed).
 """
 
@@ -60,10 +61,22 @@ class Style:
     #: A capture: the capturing piece pushes the victim aside onto an empty neighbouring square, lands, and the
     #: victim is then taken off the board.
     push_aside: float = 0.0
+    #: A capture of the piece just moved (by a move that captured nothing): the capturing player first lifts it and
+    #: stands it for a moment (:data:`STAND_ASIDE_MS`) on an empty neighbouring square it could have reached (often
+    #: one it slid across), takes it off, and his own piece lands on its square 0.4-1.2 s later; the lift comes a
+    #: thinking time after the move, or 70-120 ms after it landed (:data:`STAND_ASIDE_QUICK`), before it settled.
+    stand_aside: float = 0.0
 
 
 #: The reply of a bullet player comes this long (ms) after the last change of the move it answers.
 BULLET_REPLY_MS = (60, 120)
+#: A victim stood aside rests this long (ms) on its neighbouring square before it is taken off ...
+STAND_ASIDE_MS = (120, 400)
+#: ... and the capturing piece lands on its square this long (ms) after that.
+STAND_ASIDE_LANDING_MS = (400, 1200)
+#: The chance that the victim is lifted before its move settled, and how long (ms) after it landed.
+STAND_ASIDE_QUICK = 0.3
+STAND_ASIDE_QUICK_MS = (70, 120)
 
 
 #: The harder hands, one new habit each (over today's default hands), and all of them at once: what the tests
@@ -77,6 +90,8 @@ HARDER_HANDS: dict[str, Style] = {
     "bullet replies": Style(bullet_recapture=0.8, bullet=0.2, think_ms=(100, 600)),
     "bullet replies, no clocks": Style(bullet_recapture=0.8, bullet=0.2, think_ms=(100, 600), clock=False),
     "victim pushed aside": Style(push_aside=0.7),
+    "victim stood aside": Style(stand_aside=0.8),
+    "victim stood aside, no clocks": Style(stand_aside=0.8, clock=False),
     "all at once": Style(idle_adjust=0.3, sleeve=0.15, castle_slide=0.7, bullet_recapture=0.6, bullet=0.1,
                          push_aside=0.4, overlap=0.3, adjust=0.2, jadoube=0.1),
 }
@@ -266,6 +281,55 @@ class Hands:
         self.rest()
         return True
 
+    def stand_aside_square(self, board: chess.Board, move: chess.Move) -> chess.Square | None:
+        """Return where the capturing player stands the piece just moved before taking it off, or None (``move``
+        is no plain capture of it, the move before captured, or it had no empty neighbouring square to reach)."""
+        if not board.move_stack or board.is_castling(move) or board.is_en_passant(move) or move.promotion:
+            return None
+        last = board.peek()
+        if last.to_square != move.to_square or last.promotion is not None:
+            return None
+        before = board.copy(stack=1)
+        before.pop()
+        if before.is_capture(last) or before.is_castling(last):
+            return None
+        reachable = [sq for sq in chess.scan_forward(chess.BB_KING_ATTACKS[last.to_square] & ~board.occupied)
+                     if sq != move.from_square and before.is_legal(chess.Move(last.from_square, sq))]
+        if not reachable:
+            return None
+        crossed = [sq for sq in reachable if chess.BB_SQUARES[sq] & chess.between(last.from_square, last.to_square)]
+        return self.rng.choice(crossed if crossed and self.rng.random() < 0.6 else reachable)
+
+    def capture_stood_aside(self, board: chess.Board, move: chess.Move, aside: chess.Square,
+                            think_ms: int | None, remaining_ms: int | None = None) -> None:
+        """Capture the piece just moved: lift it, stand it on ``aside`` for a moment, take it off, then land the
+        capturing piece on its square (see :attr:`Style.stand_aside`)."""
+        rng, style = self.rng, self.style
+        if rng.random() < STAND_ASIDE_QUICK:  # before the move settled (the last mover presses meanwhile)
+            if self._due is not None:
+                press = max(self._last_change + rng.randint(20, 150), self._last_record)
+                self._due = Clock(press, self._due.side, self._due.remaining)
+            self.t = max(self._last_change + rng.randint(*STAND_ASIDE_QUICK_MS), self._last_record)
+        else:
+            if think_ms is None:
+                think_ms = rng.randint(*style.think_ms)
+            self.think(board, think_ms)
+        src, dst = move.from_square, move.to_square
+        self.emit(Lift(self.t, dst))
+        self.t += rng.randint(30, 120)
+        self.emit(Place(self.t, aside))
+        self.t += rng.randint(*STAND_ASIDE_MS)
+        self.emit(Lift(self.t, aside))
+        landing = self.t + rng.randint(*STAND_ASIDE_LANDING_MS)
+        self.t += rng.randint(100, 300)
+        self.lift(src)
+        self.t = max(self.t, landing)
+        self.place(dst)
+        self.flush()  # the previous press, if it came after the lift
+        if style.clock:
+            self.wait(20, 150)
+            self._due = Clock(self.t, board.turn, remaining_ms)
+
     # -- moves -----------------------------------------------------------------------------------------------
 
     def move(self, board: chess.Board, move: chess.Move, remaining_ms: int | None = None,
@@ -277,6 +341,10 @@ class Hands:
         """
         rng = self.rng
         style = self.style
+        aside = self.stand_aside_square(board, move) if self.chance(style.stand_aside) else None
+        if aside is not None:
+            self.capture_stood_aside(board, move, aside, think_ms, remaining_ms)
+            return
         bullet = self.bullet_reply(board, move)
         # A piece slid onto its square is sensed there before its own square empties; a reply begun at once can
         # do so only to a neighbouring square (a longer slide is sensed on the way, or the piece is lifted).

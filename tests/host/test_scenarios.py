@@ -41,6 +41,12 @@ def test_the_corpus_is_large_enough() -> None:
     assert len({s.name for s in SCENARIOS}) == len(SCENARIOS), "scenario names must be unique"
 
 
+def test_every_scenario_states_its_alerts() -> None:
+    # A spurious alert must fail its scenario: "alerts": [] where none is due.
+    silent = [s.name for s in SCENARIOS if "alerts" not in s.expect]
+    assert not silent, f"scenarios without \"alerts\": {silent}"
+
+
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
 def test_scenario(scenario: Scenario) -> None:
     engine, events = run(scenario)
@@ -52,9 +58,8 @@ def test_scenario(scenario: Scenario) -> None:
         assert [[m.uci() for m in g.moves] for g in games] == expect["games"]
     if "result" in expect:
         assert games[-1].result == expect["result"]
-    if "alerts" in expect:
-        alerts = [f"{e.code} {e.article} {e.ply}" for e in events if e.type == "alert"]  # type: ignore[attr-defined]
-        assert alerts == expect["alerts"]
+    alerts = [f"{e.code} {e.article} {e.ply}" for e in events if e.type == "alert"]  # type: ignore[attr-defined]
+    assert alerts == expect["alerts"]
     dicts = [e.to_dict() for e in events]
     position = 0
     for pattern in expect.get("events", []):

@@ -11,12 +11,16 @@ How a ply is decided (FIDE 4.7, for a board that sees only occupancy):
   becomes castling, a piece released and moved on is recorded on its final square; both are amendments.
 * When the board rests in a state no legal move can continue, ``board_mismatch``; play resumes when the board
   shows the game position, a legal move from it, or an earlier position of the game (a takeback).
+
+This module holds the per-record path and the application of decisions; the state and its transitions are in
+:mod:`touchmove.rules.board_state`, the plies written in :mod:`touchmove.rules.ply_writing`, the re-readings of a
+board at rest in :mod:`touchmove.rules.at_rest` (their order) and :mod:`touchmove.rules.readings`, play not seen
+made in :mod:`touchmove.rules.unseen_play`. A map of it all: docs/engine-internals.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 
 import chess
 
@@ -33,33 +37,37 @@ from touchmove.records import (
     Snapshot,
     TakebackRequest,
 )
-from touchmove.rules.chatter import DEFAULT_CHATTER_MS, ChatterFilter
+from touchmove.rules.at_rest import (
+    AT_REST,
+    Amend,
+    CaptureOnTouchdown,
+    Decision,
+    MakeInterrupted,
+    RecoverAgain,
+    Reopen,
+    SearchLost,
+    SetPromotion,
+    TakeBack,
+    TakeBackProven,
+    UndoAnswer,
+    Wait,
+)
+from touchmove.rules.board_state import DEFAULT_SETTLE_MS, START_OCCUPANCY, EngineState
 from touchmove.rules.events import (
-    ALERT_ARTICLES,
-    Alert,
     ClockPress,
     Event,
-    GameEnd,
     GameResumed,
-    GameStart,
     MoveAmended,
-    MoveMade,
     RecoveredMove,
-    Takeback,
     Touch,
+    TouchSide,
 )
 from touchmove.rules.footprints import (
-    SLIDE_OVERLAP_MS,
-    Footprint,
-    Position,
-    castling_squares,
-    fen_of,
     footprint,
-    promotion_alternatives,
 )
+from touchmove.rules.game_line import Declared
 from touchmove.rules.gamelog import GameRecord
-from touchmove.rules.obligations import Touches, judge, out_of_turn
-from touchmove.rules.outcome import Repetitions, game_over
+from touchmove.rules.pending import InterruptedMove, sliding_in
 from touchmove.rules.phases import (
     CLEARED,
     CLEARED_SQUARES,
@@ -69,170 +77,44 @@ from touchmove.rules.phases import (
     NEW,
     OVER,
     PLAYING,
-    SHOWN,
+    UNDISPUTED,
 )
 from touchmove.rules.phases import OUT_OF_SYNC as _OUT_OF_SYNC
 from touchmove.rules.phases import READING as _READING
-from touchmove.rules.unseen_play import Declared, GameRecovery, UnseenPlay
+from touchmove.rules.ply_evidence import PlyEvidence
+from touchmove.rules.ply_writing import PlyWriting
+from touchmove.rules.readings import (
+    amendment,
+    answer_undone,
+    capture_on_touchdown,
+    castling_completed,
+    promotion_seen,
+    promotion_under_way,
+    pushed_capture,
+)
+from touchmove.rules.unseen_play import EngineInterface
 
 __all__ = ["DEFAULT_SETTLE_MS", "Engine", "EngineState", "GameRecord"]
 
-DEFAULT_SETTLE_MS = 200
-#: How long the board must rest in a state with no legal continuation before ``board_mismatch``.
-DEFAULT_MISMATCH_MS = 1000
-#: A victim pushed aside is replaced by the capturing piece in one motion: its square refilled within this long
-#: after the push (a piece knocked off by a sleeve and put back takes a separate, slower reach).
-PUSH_ASIDE_MS = 250
-#: How many plies back an assumed promotion piece may still be corrected by how the piece moves.
-PROMOTION_LOOKBACK = 40
-START_OCCUPANCY = chess.BB_RANK_1 | chess.BB_RANK_2 | chess.BB_RANK_7 | chess.BB_RANK_8
-
-
-@dataclass(frozen=True)
-class EngineState:
-    """What a publisher shows of a board (retained state)."""
-
-    game: int
-    ply: int
-    fen: str
-    last_move: str | None
-    in_sync: bool
-    occupancy: int
-    game_over: bool
-
-
-@dataclass(slots=True)
-class _GameState:
-    """What the engine keeps of the current game beside its record."""
-
-    start_occ: chess.Bitboard
-    repetitions: Repetitions = field(default_factory=Repetitions)
-    #: Each promotion's ply -> whether the piece is known (else a queen is assumed).
-    promotions: dict[int, bool] = field(default_factory=dict)
-    occs: list[chess.Bitboard] = field(default_factory=list)  # the occupancy after each ply (0: the start)
-    illegal: dict[chess.Color, int] = field(default_factory=lambda: {chess.WHITE: 0, chess.BLACK: 0})
-    pressed: bool = True  # the clock was pressed since the last move
-    pressed_at: int = 0  # device time of that press
-    #: The last ply was made before the mover of the ply before it pressed his clock (an answer in his time):
-    #: the position before that ply and its lifts; and when his press came (None: not yet).
-    answered: tuple[Position, _Ply] | None = None
-    answered_press: int | None = None
-    recovery: GameRecovery = None  # plies recovered after lost changes, and whether searched again since
-    #: The last ply made when its settle time ran out, with no change since (not by a press or a snapshot): its
-    #: number and that time. If no record came in by then and the next shows lost changes, its rest went unseen.
-    settled_by_time: tuple[int, int] | None = None
-    #: The last ply was not seen made (recovered, resynced, read from a snapshot's difference, or made after a
-    #: snapshot that may hide lost changes): since when changes may have been lost. Presses prove nothing yet.
-    unseen_since: int | None = None
-    #: How many plies of this game were recovered after lost changes since the last resync (occupancy cannot prove
-    #: every piece's type: presses are no evidence of illegal moves meanwhile).
-    recovered_plies: int = 0
-    declared: Declared | None = None  # the game's result (when not "*") was declared by a result record, not seen
-
-    def __post_init__(self) -> None:
-        self.occs.append(self.start_occ)
-
-
-@dataclass(slots=True)
-class _Checkpoint:
-    """A matched move interrupted before its settle time by another change on the board."""
-
-    footprint: Footprint
-    t: int
-    moved_on: bool  # the change was a lift of a square the move had just filled
-    position: Position | None = None
-    #: Moved on, its piece having rested on that square for the settle time before the board showed the move
-    #: (no legal position meanwhile: a knocked piece missing): released there (4.7), whatever the board shows next.
-    released: bool = False
-
-
-@dataclass(slots=True)
-class _Ply:
-    """What has happened on the board since the last move was made."""
-
-    lifted: chess.Bitboard = 0
-    blind: bool = False  # a snapshot changed squares whose lifts were not seen
-    #: A snapshot one square off was read as a lift or place: changes before it may have been lost (the device
-    #: time of the record before that snapshot).
-    unsure: int | None = None
-    held: chess.Bitboard = 0  # squares off the board together with another one (two pieces in hand)
-    touches: Touches = field(default_factory=Touches)
-    first_lift: dict[int, int] = field(default_factory=dict)  # the first lift of each square
-    lifts: list[tuple[int, chess.Square]] = field(default_factory=list)  # every lift, in order
-    last_lift: dict[int, int] = field(default_factory=dict)  # the last lift of each square
-    last_place: dict[int, int] = field(default_factory=dict)  # the last place on each square
-    adjusted: chess.Bitboard = 0  # squares last lifted by the last mover adjusting before his press (6.2.5)
-    first_match: tuple[chess.Move, int] | None = None  # a matched move and when it first showed
-    #: The board rested in the position of several plies ago, not yet read as a takeback: (plies kept, when it
-    #: showed). A piece knocked off can leave the same occupancy; the next state at rest decides.
-    earlier: tuple[int, int] | None = None
-
-    def then(self, later: _Ply) -> _Ply:
-        """Return this ply's lifts and places followed by ``later``'s (a move re-read over both)."""
-        return _Ply(lifted=self.lifted | later.lifted, blind=self.blind or later.blind, held=self.held,
-                    touches=self.touches, first_lift={**later.first_lift, **self.first_lift},
-                    lifts=self.lifts + later.lifts, last_lift={**self.last_lift, **later.last_lift},
-                    last_place={**self.last_place, **later.last_place}, adjusted=self.adjusted | later.adjusted)
-
-
-class Engine:
+class Engine(PlyWriting):
     """Turns one board's records into events (see the module documentation).
 
     ``fen`` and ``chess960`` give the first game's start (standard by default); later games start when the
     board shows the standard start occupancy after a game, or from a ``setup`` record.
     """
 
-    def __init__(
-        self,
-        *,
-        fen: str | None = None,
-        chess960: bool = False,
-        settle_ms: int = DEFAULT_SETTLE_MS,
-        chatter_ms: int = DEFAULT_CHATTER_MS,
-        mismatch_ms: int = DEFAULT_MISMATCH_MS,
-    ) -> None:
-        start = chess.Board(fen or chess.STARTING_FEN, chess960=chess960)
-        self.settle_ms = settle_ms
-        self.mismatch_ms = max(mismatch_ms, settle_ms)
-        self._first_fen = start.fen()
-        self._chess960 = chess960
-        # Later games reuse the given start when it is a start array (Chess960 included), else the standard one.
-        self._default_fen = self._first_fen if start.occupied == START_OCCUPANCY else chess.STARTING_FEN
-        self._chatter = ChatterFilter(chatter_ms)
-        self._games: list[GameRecord] = []
-        self._occ: chess.Bitboard = start.occupied
-        self._phase = NEW
-        self._t = 0
-        self._received = 0  # the device time of the last record fed (advance moves only _t)
-        self._changed_at = 0
-        self._setup: tuple[str, bool] | None = None
-        self._sync = SHOWN
-        self._position: Position = Position(start)
-        self._previous: tuple[Position, _Ply] | None = None
-        self._ply = _Ply()
-        self._match: Footprint | None = None
-        self._match_t = 0
-        self._checkpoint: _Checkpoint | None = None
-        self._exchange_sq: chess.Square | None = None  # the last move's promotion square
-        self._chosen_piece: chess.PieceType | None = None  # a promote record that came before its promotion
-        self._has_clock = False  # the board has clock buttons: presses tell whose clock runs
-        self._unjudged = False  # a change came that the board has not yet been judged on at rest
-        self._cur = _GameState(start.occupied)
-        self._reports_changes = False  # the board sends lifts and places (not only snapshots)
-        self._unseen = UnseenPlay()  # plies not seen made: lost changes, hypotheses, resync, declared results
-
     # ----------------------------------------------------------------------------------------------------------
     # public API
 
     def feed(self, record: Record) -> list[Event]:
         """Return the events caused by one record (time first advances to ``record.t``)."""
-        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
+        if self._unseen.hypotheses is not None:
             followed = self._unseen.feed(self, record)
             if followed is not None:
                 return followed
         t = record.t if record.t > self._t else self._t
         out = self._tick(t)
-        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
+        if self._unseen.hypotheses is not None:
             # The time passed opened hypotheses (lost changes, several explanations): the record is theirs.
             followed = self._unseen.feed(self, record)
             if followed is not None:
@@ -257,7 +139,7 @@ class Engine:
                 self._setup = (chess.Board(fen, chess960=chess960).fen(), chess960)
                 out += self._try_new_game(t)
             case TakebackRequest(ply=ply):
-                out += self._takeback_to(t, ply - 1)
+                out += self.take_back_to(t, ply - 1)
             case Resync():
                 out += self._unseen.resync(self, t, record)
             case Result():
@@ -269,7 +151,7 @@ class Engine:
 
     def advance(self, t: int) -> list[Event]:
         """Return the events due by device time ``t`` when no record has come (settled moves, mismatches)."""
-        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
+        if self._unseen.hypotheses is not None:
             return self._unseen.feed_hypotheses(self, lambda engine: engine.advance(t), t)
         t = max(t, self._t)
         out = self._tick(t)
@@ -278,16 +160,16 @@ class Engine:
 
     def next_deadline(self) -> int | None:
         """Return the device time at which :meth:`advance` may have events to give, or None."""
-        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
+        if self._unseen.hypotheses is not None:
             return self._unseen.next_deadline()
         deadlines = [d for d in (self._chatter.next_deadline(), self._decision_deadline()) if d is not None]
         return min(deadlines) if deadlines else None
 
     def finish(self) -> list[Event]:
         """Return the events still pending at the end of the input (everything counts as settled)."""
-        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
+        if self._unseen.hypotheses is not None:
             return self._unseen.feed_hypotheses(self, lambda engine: engine.finish(), self._t)
-        out = self._flush_chatter()
+        out = self.flush_chatter()
         deadline = self._decision_deadline()
         while deadline is not None:
             out += self.advance(deadline)
@@ -297,28 +179,57 @@ class Engine:
             deadline = next_deadline
         return out
 
-    @property
-    def games(self) -> list[GameRecord]:
-        """Return every game seen so far, the current one last."""
-        return list(self._games)
+    # ----------------------------------------------------------------------------------------------------------
+    # the interface of unseen play (unseen_play.EngineInterface): read-only views and named operations
 
-    def state(self) -> EngineState:
-        """Return the board's current state for publishing."""
-        game = self._games[-1] if self._games else None
-        return EngineState(
-            game=game.number if game else 0,
-            ply=len(game.moves) if game else 0,
-            fen=self._position.fen(),
-            last_move=game.moves[-1].uci() if game and game.moves else None,
-            in_sync=self._sync not in _OUT_OF_SYNC and self._occ == self._position.occ,
-            occupancy=self._occ,
-            game_over=self._phase is OVER,
-        )
+    def continue_blind(self, line: Engine, *, judge: bool) -> list[Event]:
+        """Every hypothesis dropped: play on from the last sure position with the board of ``line`` (one of them),
+        what it shows off the position lifted unseen; ``judge``: read what the board shows at once."""
+        self._occ, self._chatter, self._changed_at = line._occ, line._chatter, line._changed_at
+        self._t, self._received = max(self._t, line._t), line._received
+        self._evidence.lifted |= self._position.occ & ~self._occ
+        self._evidence.lifts_unseen = True
+        self._judge_at_rest = True
+        if not judge:
+            self._judge_at_rest = False
+            return []
+        return self._after_change(self._t)
+
+    def make_pending_move(self) -> list[Event]:
+        """Make the move the board shows and that waits out its settle time, if a game is played; return its
+        events (none: no such move)."""
+        if self._phase is not PLAYING or self._pending.match is None:
+            return []
+        match, self._pending.match = self._pending.match, None
+        self._judge_at_rest = False
+        return self._make(match, self._pending.since)
+
+    def apply_resync(self, t: int, moves: Sequence[chess.Move]) -> list[Event]:
+        """An arbiter's resync, checked: make ``moves`` from the last sure position (the arbiter vouches for it)."""
+        was_out = self._sync in _OUT_OF_SYNC
+        out = self.resume(t) if self._phase is OVER and moves else []
+        self._enter_playing()
+        self._tell_undisputed()
+        self._unseen.end_lost()
+        self._pending.clear()
+        self._line.unseen.recovered_plies = 0
+        out += self.make_recovered(t, moves)
+        if was_out and self._sync is UNDISPUTED:
+            out.append(self.alert(t, "board_restored", "7.4", self.ply_number, {"by": "resync"}))
+        return out
+
+    def decide_by(self, t: int) -> list[Event]:
+        """Take the decisions due by device time ``t`` (a step given to the hypotheses)."""
+        return self._decide(t)
+
+    def apply_change(self, t: int, sq: chess.Square, occupied: bool) -> list[Event]:
+        """Take one square change released by the chatter filter (a step given to the hypotheses)."""
+        return self._change(t, sq, occupied)
 
     # ----------------------------------------------------------------------------------------------------------
     # time
 
-    def _flush_chatter(self) -> list[Event]:
+    def flush_chatter(self) -> list[Event]:
         """Take every held square change as certain now (end of input, a snapshot, a clock press)."""
         out: list[Event] = []
         for change in self._chatter.flush():
@@ -326,28 +237,28 @@ class Engine:
         return out
 
     def _decision_deadline(self) -> int | None:
-        if self._match is not None:
+        if self._pending.match is not None:
             return self._changed_at + self.settle_ms
-        if self._unjudged:
+        if self._judge_at_rest:
             return self._changed_at + self.settle_ms
-        if self._phase in _READING and self._sync is SHOWN and self._occ != self._position.occ:
+        if self._phase in _READING and self._sync is UNDISPUTED and self._occ != self._position.occ:
             return self._changed_at + self.mismatch_ms
         return None
 
     def _tick(self, t: int) -> list[Event]:
         released = self._chatter.release(t)
-        if not released and t < self._changed_at + self.settle_ms and self._unseen.blind is None:
+        if not released and t < self._changed_at + self.settle_ms and self._unseen.lost is None:
             return []  # nothing due (most records)
         out: list[Event] = []
         for at, sq, occupied in released:
-            if self._unseen.blind is not None and self._unseen.hypotheses is not None:
+            if self._unseen.hypotheses is not None:
                 # An earlier change opened hypotheses: the changes after it are theirs.
                 out += self._unseen.feed_hypotheses(self, _held_change(at, sq, occupied), at)
                 continue
             out += self._decide(at)
             out += self._change(at, sq, occupied)
-        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
-            return out + self._unseen.feed_hypotheses(self, lambda engine: engine._decide(t), t)
+        if self._unseen.hypotheses is not None:
+            return out + self._unseen.feed_hypotheses(self, lambda engine: engine.decide_by(t), t)
         out += self._decide(t)
         return out
 
@@ -356,30 +267,19 @@ class Engine:
         out: list[Event] = []
         if self._phase is NEW or t < self._changed_at + self.settle_ms:
             return out
-        if self._match is not None:
-            fp = self._match
-            self._match = None
-            self._unjudged = False
-            cp = self._checkpoint
-            if (cp is not None and cp.footprint.move != fp.move
-                    and (cp.released or not cp.footprint.placed & ~self._occ)
-                    and self._occ != self._after_checkpoint().occ and self._after_checkpoint().continuable(self._occ)):
-                # Both in question (see _checkpoint_stands) and the board shows the opponent's answer in progress
-                # (a promotion's new piece placed first): the checkpoint move was made. A board that shows both
-                # moves alike (two captures by one piece) shows no answer: the later match, the better proven.
-                out += self._commit_checkpoint()
-            else:
-                out += self._make(fp, self._match_t)
-            self._cur.settled_by_time = (len(self._games[-1].moves), self._changed_at + self.settle_ms)
-        elif self._unjudged:
-            self._unjudged = False
+        if self._pending.match is not None:
+            self._judge_at_rest = False
+            out += self._make(*self._pending.resolve(self._position, self._occ, pressed=False))
+            self._line.unseen.settled_by_time = (len(self._games[-1].moves), self._changed_at + self.settle_ms)
+        elif self._judge_at_rest:
+            self._judge_at_rest = False
             out += self._unexplained(self._changed_at)
         if (
-            self._sync is SHOWN
+            self._sync is UNDISPUTED
             and self._phase is not OVER
             and self._occ != self._position.occ
             and t >= self._changed_at + self.mismatch_ms
-            and self._match is None
+            and self._pending.match is None
         ):
             out += self._report_mismatch(self._changed_at, force=False)
         return out
@@ -387,52 +287,8 @@ class Engine:
     # ----------------------------------------------------------------------------------------------------------
     # games
 
-    def _start_first(self, record: Record, t: int) -> list[Event]:
-        if isinstance(record, Snapshot) and record.occ != self._position.occ:
-            # The board is not (yet) in the start position: wait for it as for a set-up.
-            self._occ = record.occ
-            self._phase = OVER
-            self._setup = (self._first_fen, self._chess960)
-            return []
-        return self._begin_game(t, self._first_fen, self._chess960)
-
-    def _begin_game(self, t: int, fen: str, chess960: bool) -> list[Event]:
-        number = len(self._games) + 1
-        self._games.append(GameRecord(number, fen, chess960, t))
-        board = chess.Board(fen, chess960=chess960)
-        self._start_ply(Position(board), None)
-        self._phase = PLAYING
-        self._sync = SHOWN
-        self._unjudged = False
-        self._cur = _GameState(board.occupied)
-        self._cur.repetitions.add(board)
-        self._setup = None
-        return [GameStart(number, t, fen, chess960)]
-
-    def _try_new_game(self, t: int) -> list[Event]:
-        """Start the next game if the board shows its start (a pending setup, or the standard array)."""
-        if self._setup is not None:
-            fen, chess960 = self._setup
-            if self._occ == chess.Board(fen, chess960=chess960).occupied:
-                return self._begin_game(t, fen, chess960)
-            return []
-        if self._occ != START_OCCUPANCY or self._occ == self._position.occ:
-            return []
-        game = self._games[-1] if self._games else None
-        if self._phase is not PLAYING or game is None or len(game.moves) > 2:
-            return self._begin_game(t, self._default_fen, self._chess960 and self._default_fen != chess.STARTING_FEN)
-        return []
-
     # ----------------------------------------------------------------------------------------------------------
     # square changes
-
-    def _start_ply(self, position: Position, previous: tuple[Position, _Ply] | None) -> None:
-        """Play on from ``position``: nothing lifted, nothing matched; ``previous`` is what an amendment re-reads."""
-        self._position = position
-        self._previous = previous
-        self._ply = _Ply()
-        self._match = None
-        self._checkpoint = None
 
     def _change(self, t: int, sq: chess.Square, occupied: bool) -> list[Event]:
         bb = chess.BB_SQUARES[sq]
@@ -441,19 +297,19 @@ class Engine:
         out: list[Event] = []
         self._occ ^= bb
         self._changed_at = t
-        self._unjudged = True
+        self._judge_at_rest = True
         if self._sync is EXCUSED:
-            self._sync = SHOWN  # a new state of the board: judged again when it rests
-        ply = self._ply
-        match = self._match
-        if match is not None and self._checkpoint is None:
+            self._tell_undisputed()  # a new state of the board: judged again when it rests
+        ply = self._evidence
+        match = self._pending.match
+        if match is not None and self._pending.interrupted is None:
             # A change while the matched move waits out its settle time: the mover's piece sliding on, or the
             # opponent starting already (fast play without clocks). Keep the move as a checkpoint.
             moved_on = not occupied and bool(match.placed & bb)
             # Its piece had rested there for the settle time before the board showed the move (a knocked piece
             # missing meanwhile).
-            released = moved_on and self._match_t - ply.last_place.get(sq, self._match_t) >= self.settle_ms
-            self._checkpoint = _Checkpoint(match, self._match_t, moved_on=moved_on, released=released)
+            released = moved_on and self._pending.since - ply.last_place.get(sq, self._pending.since) >= self.settle_ms
+            self._pending.interrupted = InterruptedMove(match, self._pending.since, moved_on, released=released)
         if occupied:
             ply.last_place[sq] = t
         else:
@@ -483,35 +339,36 @@ class Engine:
             out: list[Event] = []
             for change in self._chatter.push(t, sq, bool(occ & diff)):
                 out += self._change(*change)
-            if self._reports_changes and self._ply.unsure is None:
-                self._ply.unsure = self._t  # a board that reports lifts and places sent this as a snapshot
+            if self._reports_changes and self._evidence.unsure_since is None:
+                self._evidence.unsure_since = self._t  # a board that reports lifts and places sent this as a snapshot
             return out
-        out = self._flush_chatter()
+        out = self.flush_chatter()
         if occ == self._occ:
-            if not heartbeat and self._reports_changes and self._ply.unsure is None:
+            if not heartbeat and self._reports_changes and self._evidence.unsure_since is None:
                 # A board that reports its changes sends a snapshot when it (re)connects: changes may have been
                 # lost that left the squares as they were (a capture looks like a piece in the hand).
-                self._ply.unsure = self._t
+                self._evidence.unsure_since = self._t
             return out
         gone = self._occ & ~occ
         self._occ = occ
         self._changed_at = t
-        self._unjudged = True
-        self._ply.lifted |= gone
-        self._ply.blind = True
+        self._judge_at_rest = True
+        self._evidence.lifted |= gone
+        self._evidence.lifts_unseen = True
         out += self._after_change(t)
         if self._phase in _READING and self._occ != self._position.occ and (
-                self._unseen.blind is not None or not self._position.continuable(self._occ)):
+                self._unseen.lost is not None or not self._position.continuable(self._occ)):
             # (A move under way from the game position is read as such: its lifts were not seen.)
             out += self._unseen.changes_lost(self, t)
         else:
-            if self._ply.unsure is None:
-                self._ply.unsure = self._t  # read as a move under way; if the board contradicts that, search then
-            if self._reports_changes and self._match is not None and self._phase is PLAYING:
+            if self._evidence.unsure_since is None:
+                # Read as a move under way; if the board contradicts that, search then.
+                self._evidence.unsure_since = self._t
+            if self._reports_changes and self._pending.match is not None and self._phase is PLAYING:
                 # A board that reports its changes was blind (it reconnected): the move it shows has rested there
                 # for a while already, it is made now (the next change is the next move's).
-                fp, self._match = self._match, None
-                self._unjudged = False
+                fp, self._pending.match = self._pending.match, None
+                self._judge_at_rest = False
                 out += self._make(fp, t)
         return out
 
@@ -520,14 +377,14 @@ class Engine:
         if self._phase is OVER:
             started = self._try_new_game(t)
             cleared = (self._occ ^ self._position.occ).bit_count() >= CLEARED_SQUARES
-            if cleared and self._cur.declared is Declared.READ_ON:
-                self._cur.declared = Declared.CLEARED  # the board is being cleared: that game is over for good
-            if started or not self._unseen.declared_end(self) or self._cur.declared is not Declared.READ_ON:
-                self._match = None
+            if cleared and self._line.declared is Declared.READ_ON:
+                self._line.declared = Declared.CLEARED  # the board is being cleared: that game is over for good
+            if started or not self._unseen.declared_end(self) or self._line.declared is not Declared.READ_ON:
+                self._pending.match = None
                 return started
             # A declared result: moves are still read, and one made withdraws it (play went on).
-            self._match = self._explain(self._position, self._ply)
-            self._match_t = t
+            self._pending.match = self._explain(self._position, self._evidence)
+            self._pending.since = t
             return []
         if self._setup is not None:
             started = self._try_new_game(t)
@@ -539,310 +396,135 @@ class Engine:
                 if started:
                     return out + started
         elif (self._occ ^ self._position.occ).bit_count() >= CLEARED_SQUARES:
-            self._phase = CLEARED
+            self._enter_cleared()
         if self._phase is CLEARED:
-            self._match = None
+            self._pending.match = None
             if self._occ == self._position.occ:
-                self._phase = PLAYING
+                self._enter_playing()
                 out += self._restored(t, "game position")
             else:
                 out += self._try_new_game(t)
             return out
-        fp = self._explain(self._position, self._ply)
-        if fp is None and self._occ & ~self._position.occ and self._castling_completed():
+        fp = self._explain(self._position, self._evidence)
+        if fp is None and self._occ & ~self._position.occ and castling_completed(self):
             # The king lands beside the rook moved first: castling, at once (the opponent may answer within the
             # settle time).
             return out + self._amend_last(t)
-        cp = self._checkpoint
-        if fp is None and cp is None and self._ply.lifted & self._position.occ & ~self._occ:
-            pushed = self._pushed_capture()
+        interrupted = self._pending.interrupted
+        if fp is None and interrupted is None and self._evidence.lifted & self._position.occ & ~self._occ:
+            pushed = pushed_capture(self)
             if pushed is not None:
                 return self._amend_last(t, pushed)  # the pushed-aside victim taken off: the capture, at once
-        if cp is not None and (fp is None or fp.move == cp.footprint.move):
+        released = self._line.released_on
+        if fp is not None and interrupted is None and released is not None and released[0] == self.plies:
+            # An amendment as moved after release is provisional: a capture on the square the piece was released on
+            # wins over a reading that needs the amendment (a pawn stood on its double step's square: en passant).
+            touchdown = capture_on_touchdown(self)
+            if touchdown is not None:
+                out += self._restore_touchdown(t, *touchdown)
+                fp = self._explain(self._position, self._evidence)
+        if interrupted is not None and (fp is None or fp.move == interrupted.footprint.move):
             # The board may show the checkpoint move and the opponent's answer (when it shows the checkpoint move
             # alone, an answer that leaves the squares as they were: a Chess960 castling of king and rook).
-            ply = self._ply
-            since = self._lifted_since(cp.t)
-            answer = self._after_checkpoint().explain(self._occ, since, ply.blind, ply.held & since,
+            ply = self._evidence
+            since = ply.lifted_since(interrupted.t)
+            answer = interrupted.after(self._position).explain(self._occ, since, ply.lifts_unseen, ply.held & since,
                                                       ply.last_lift, ply.last_place)
             if answer is not None:
-                out += self._commit_checkpoint()
+                out += self._make(*self._pending.take_interrupted())
                 fp = answer
             elif fp is not None:
-                self._checkpoint = None
-        elif cp is not None and fp is not None and not self._checkpoint_stands(fp):
-            self._checkpoint = None
-        self._match = fp
-        self._match_t = t
+                self._pending.interrupted = None
+        elif interrupted is not None and fp is not None and not self._pending.stands(fp, self._occ):
+            self._pending.interrupted = None
+        self._pending.match = fp
+        self._pending.since = t
         if fp is not None:
             # The same move showing again (a piece lifted and put back meanwhile) was made when it first showed.
-            first = self._ply.first_match
+            first = self._evidence.first_match
             if first is not None and first[0] == fp.move:
-                self._match_t = first[1]
+                self._pending.since = first[1]
             else:
-                self._ply.first_match = (fp.move, t)
+                self._evidence.first_match = (fp.move, t)
         if fp is None and self._occ == self._position.occ and self._sync in _OUT_OF_SYNC:
             out += self._restored(t, "game position")
         return out
-
-    def _checkpoint_stands(self, fp: Footprint) -> bool:
-        """Return whether the checkpoint move stays in question beside ``fp``, another move of the same piece.
-
-        The checkpoint's landing square is still occupied: ``fp`` needs it refilled by another piece while its
-        own piece was in the air, the checkpoint only an opponent quick to answer (a piece slid onto its square
-        is sensed there before its own square empties). ``fp`` is matched; the next change decides, and if the
-        board rests first, ``fp`` is made unless it shows an answer in progress after the checkpoint move.
-        """
-        cp = self._checkpoint
-        assert cp is not None
-        made = cp.footprint
-        if fp.move == made.move or fp.move.from_square != made.move.from_square or not made.placed & ~fp.placed:
-            return False  # the same move, another piece, or fp lands there too (the king's step, then castling)
-        return cp.released or self._occ & made.placed == made.placed
-
-    def _after_checkpoint(self) -> Position:
-        assert self._checkpoint is not None
-        cp = self._checkpoint
-        if cp.position is None:
-            board = self._position.board.copy(stack=False)
-            board.push(cp.footprint.move)
-            cp.position = Position(board)
-        return cp.position
-
-    def _commit_checkpoint(self) -> list[Event]:
-        """Make the checkpoint move (what was lifted since it belongs to the next ply)."""
-        cp = self._checkpoint
-        assert cp is not None
-        self._checkpoint = None
-        return self._make(cp.footprint, cp.t)
-
-    def _lifted_since(self, t: int) -> chess.Bitboard:
-        """Return the squares lifted after device time ``t`` in this ply."""
-        lifted = 0
-        for at, sq in self._ply.lifts:
-            if at > t:
-                lifted |= chess.BB_SQUARES[sq]
-        return lifted
-
-    def _explain(self, position: Position, ply: _Ply) -> Footprint | None:
-        """Return the legal move the board shows from ``position`` with the lifts of ``ply``, if any."""
-        return position.explain(self._occ, ply.lifted, ply.blind, ply.held, ply.last_lift, ply.last_place,
-                                self._straightened(ply) if ply.adjusted else 0)
-
-    def _straightened(self, ply: _Ply) -> chess.Bitboard:
-        """Return the squares the last mover lifted and put back before his press (adjustments, 6.2.5).
-
-        A lift before the press whose square was refilled only after it may be the opponent's, taking the piece
-        as a victim (a bullet reply): that one is not counted.
-        """
-        squares = 0
-        for sq in chess.scan_forward(ply.adjusted):
-            placed = ply.last_place.get(sq)
-            if placed is not None and (not self._cur.pressed or placed <= self._cur.pressed_at):
-                squares |= chess.BB_SQUARES[sq]
-        return squares
 
     def _touch(self, t: int, sq: chess.Square) -> list[Event]:
         if self._phase is not PLAYING:
             return []
         position = self._position
         piece = position.board.piece_at(sq)
-        touches = self._ply.touches
+        touches = self._evidence.touches
         if piece is None or sq == self._exchange_sq:
             return []  # the promoted pawn being exchanged for the new piece (4.6) is no touch
-        side = "mover" if piece.color == position.board.turn else "opponent"
-        if side == "opponent" and self._has_clock and not self._cur.pressed and self._cur.unseen_since is None:
+        side: TouchSide = "mover" if piece.color == position.board.turn else "opponent"
+        if (side == "opponent" and self._has_clock and not self._line.presses.pressed
+                and self._line.unseen.unseen_since is None):
             # The player who just moved adjusts a piece before pressing: his clock still runs (6.2.5). (After plies
             # not seen made, his press may have been lost too: a lift of his piece is the mover's capture.)
-            self._ply.adjusted |= chess.BB_SQUARES[sq]
+            self._evidence.adjusted |= chess.BB_SQUARES[sq]
             if sq in touches.order or sq in touches.adjusted:
                 return []
             touches.adjusted.append(sq)
-            return [Touch(self._game_no, t, self._ply_no, chess.square_name(sq), piece.symbol(), side, False)]
+            return [Touch(self.game_number, t, self.ply_number, chess.square_name(sq), piece.symbol(), side, False)]
         binds = touches.touch(position, sq, piece)
         if binds is None:
             return []
         game = self._games[-1]  # (a game is on)
         return [Touch(game.number, t, len(game.moves) + 1, chess.square_name(sq), piece.symbol(), side, binds)]
 
-    @property
-    def _game_no(self) -> int:
-        return self._games[-1].number if self._games else 0
-
-    @property
-    def _ply_no(self) -> int:
-        """The ply being played now (1 for the first move of a game)."""
-        return len(self._games[-1].moves) + 1 if self._games else 1
-
     # ----------------------------------------------------------------------------------------------------------
     # made moves
-
-    def _make(self, fp: Footprint, t: int) -> list[Event]:
-        position, ply = self._position, self._ply
-        board = position.board
-        game = self._games[-1]
-        move = fp.move
-        chosen, self._chosen_piece = self._chosen_piece, None
-        if move.promotion is not None and chosen is not None:
-            move = chess.Move(move.from_square, move.to_square, chosen)
-        number = len(game.moves) + 1
-        out: list[Event] = []
-        if self._phase is OVER:
-            out += self._resume(t)  # a move made after a declared result: play went on
-        if self._sync in _OUT_OF_SYNC:
-            out += self._restored(t, "legal move")
-        after = board.copy(stack=False)
-        san = after.san_and_push(move)
-        game.moves.append(move)
-        game.clocks.append(None)
-        self._cur.occs.append(after.occupied)
-        early = self._has_clock and not self._cur.pressed and number > 1 and self._cur.unseen_since is None
-        self._cur.answered = self._previous if early else None
-        self._cur.answered_press = None
-        self._start_ply(position.after(move, after), (position, ply))
-        self._cur.pressed = False
-        # Made from a snapshot's difference (its changes not seen), or after a snapshot that may hide lost changes.
-        self._cur.unseen_since = ply.unsure if ply.unsure is not None else self._t if ply.blind else None
-        out.append(MoveMade(game.number, t, number, move.uci(), san, self._position.fen()))
-        late = [(at, sq) for at, sq in ply.lifts if at > t]
-        if late:
-            # Lifts after the move showed belong to the next ply (the opponent started before the settle time
-            # was over); they are judged there, not here.
-            earlier = Touches()
-            for sq in ply.touches.order:
-                if ply.first_lift.get(sq, t) <= t:
-                    earlier.touch(position, sq)
-            ply.touches = earlier
-            nxt = self._ply
-            for at, sq in late:
-                nxt.held |= ply.held & chess.BB_SQUARES[sq]  # two pieces in hand (a Chess960 swap castling)
-                nxt.lifted |= chess.BB_SQUARES[sq]
-                nxt.first_lift.setdefault(sq, at)
-                nxt.lifts.append((at, sq))
-                nxt.last_lift[sq] = at
-                nxt.touches.touch(self._position, sq)
-            nxt.last_place.update({sq: placed for sq, placed in ply.last_place.items() if placed > t})
-            # The answer may be on the board already (a Chess960 castling that leaves the squares as they were).
-            answer = self._explain(self._position, nxt)
-            if answer is not None:
-                self._match, self._match_t = answer, self._changed_at
-                nxt.first_match = (answer.move, self._changed_at)
-        self._exchange_sq = move.to_square if move.promotion is not None else None
-        for breach in judge(position, ply.touches, move, ply.first_lift):
-            out.append(self._alert(t, breach.code, breach.article, number, breach.detail))
-        for sq in out_of_turn(position, ply.touches, move):
-            out.append(self._alert(t, "touch_out_of_turn", "4.2.1", number, {
-                "sq": chess.square_name(sq), "piece": str(board.piece_at(sq)),
-            }))
-        if move.promotion is not None and chosen is not None:
-            self._cur.promotions[number] = True
-        elif move.promotion is not None:
-            self._cur.promotions[number] = False
-            out.append(self._alert(t, "promotion_unverified", "4.4.4", number, {
-                "sq": chess.square_name(move.to_square), "assumed": "q",
-                "note": "the board cannot see the new piece; a promote record confirms it (7.5.2 if a pawn)",
-            }))
-        out += self._after_move(t, after, san)
-        return out
-
-    def _after_move(self, t: int, board: chess.Board, san: str | None = None) -> list[Event]:
-        """Return the game end, or the draws now claimable, after the move that left ``board`` (``san``: its SAN,
-        whose suffix tells a check)."""
-        out: list[Event] = []
-        game = self._games[-1]
-        count = self._cur.repetitions.add(board)
-        ended = game_over(board, count, None if san is None else san[-1] in "+#")
-        if ended is not None:
-            result, reason, article = ended
-            game.result, game.end_reason = result, reason
-            self._cur.declared = None
-            self._phase = OVER
-            out.append(GameEnd(game.number, t, result, reason, article))
-            return out
-        if count >= 3:
-            out.append(self._alert(t, "draw_claimable", "9.2", len(game.moves) + 1, {
-                "reason": "threefold repetition", "occurrences": count,
-            }))
-        if board.halfmove_clock >= 100:
-            out.append(self._alert(t, "draw_claimable", "9.3", len(game.moves) + 1, {
-                "reason": "fifty-move rule", "halfmove_clock": board.halfmove_clock,
-            }))
-        return out
-
-    def _alert(self, t: int, code: str, article: str, ply: int, detail: dict[str, object]) -> Alert:
-        assert article in ALERT_ARTICLES[code]
-        return Alert(self._game_no, t, code, ply, article, dict(detail))
 
     # ----------------------------------------------------------------------------------------------------------
     # states no legal move from the game position explains
 
     def _unexplained(self, t: int) -> list[Event]:
-        """The board rests in a state the current position does not explain: amend, take back, or wait."""
-        if self._phase is OVER and self._end_in_question():
-            return self._reopen(t)
-        if self._phase is not PLAYING or self._occ == self._position.occ:
-            return []
-        if self._exchange_sq is not None and self._occ ^ self._position.occ == chess.BB_SQUARES[self._exchange_sq]:
-            return []  # the promoted pawn taken off to be exchanged for the new piece (4.6): a move in progress
-        if self._sync is LOST and self._unseen.still_blind(self._occ):
-            # Still blind: what the board shows now may be explained by more of the lost plies.
-            return self._unseen.changes_lost(self, t)
-        cp = self._checkpoint
-        if cp is not None and (not cp.moved_on or cp.released) and self._after_checkpoint().continuable(self._occ):
-            return self._commit_checkpoint()
-        pushed = self._pushed_capture()
-        if pushed is not None:
-            return self._amend_last(t, pushed)
-        out = self._answer_moved_on(t)
-        if out:
-            return out
-        if self._position.continuable(self._occ):
-            # A move in progress (a piece in hand, a promotion's new piece placed first, the king on its
-            # castling square).
-            self._note_king_on_castling_square()
-            return []
-        if self._victim_set_aside():
-            return []
-        if self._ply.unsure is not None:
-            # A snapshot was read as one change, and nothing explains the board: changes may have been lost.
-            out = self._unseen.changes_lost(self, t, since=self._ply.unsure, quiet=True)
-            if out:
-                return out
-        if self._cur.unseen_since is not None:
-            # The board contradicts a ply not seen made (a recovered one moved on): search the lost plies again
-            # rather than read it as moved after release.
-            out = self._unseen.recover_again(self, t)
-            if out:
-                return out
-        out = self._amend_last(t)
-        if out:
-            return out
-        out = self._promotion_piece_seen(t)
-        if out:
-            return out
-        out = self._answer_undone(t)
-        if out:
-            return out
-        out = self._unseen.recover_again(self, t)
-        if out:
-            return out
-        out = self._takeback_proven(t)
-        if out:
-            return out
-        ply = self._earlier_position()
-        if ply is not None:
-            if len(self._games[-1].moves) - ply < 2:
-                return self._takeback_to(t, ply)
-            if self._ply.earlier is None or self._ply.earlier[0] != ply:
-                self._ply.earlier = (ply, t)
+        """The board rests in a state the current position does not explain: the first decision of the rows of
+        :data:`~touchmove.rules.at_rest.AT_REST` that apply, applied (amend, take back, search, or wait)."""
+        for reading in AT_REST:
+            decision = reading(self)
+            if decision is not None:
+                out = self._apply(decision, t)
+                if out or not decision.tentative():
+                    return out
         return []
 
-    def _end_in_question(self) -> bool:
-        """Return whether the board, a few squares off the final position, may show the game going on."""
-        if not self._games or self._games[-1].result == "*" or not self._games[-1].moves:
-            return False
-        diff = self._occ ^ self._position.occ
-        return bool(diff) and diff.bit_count() < CLEARED_SQUARES
+    def _apply(self, decision: Decision, t: int) -> list[Event]:
+        """Apply a decision about the board at rest since ``t``; return its events."""
+        match decision:
+            case Wait(castling_rook=rook, earlier=earlier):
+                if rook is not None:
+                    self._evidence.touches.king_on_castling_square = rook
+                if earlier is not None:
+                    self._evidence.earlier = (earlier, t)
+                return []
+            case Reopen():
+                return self._reopen(t)
+            case SearchLost(since=since, quiet=quiet):
+                return self._unseen.changes_lost(self, t, since=since, quiet=quiet)
+            case RecoverAgain():
+                return self._unseen.recover_again(self, t)
+            case MakeInterrupted():
+                return self._make(*self._pending.take_interrupted())
+            case Amend(footprint=shown, by_evidence=by_evidence):
+                return self._amend(t, shown, by_evidence)
+            case SetPromotion(number=number, move=move):
+                return self._promotion_seen(t, number, move)
+            case UndoAnswer(position=position, evidence=evidence, footprint=shown):
+                return self._undo_answer(t, position, evidence, shown)
+            case TakeBackProven(keep=keep, shown=shown_at):
+                ply = self._evidence
+                out = self.take_back_to(shown_at, keep)
+                self._evidence.carry(ply, shown_at, self._position)
+                return out + self._make_shown()
+            case TakeBack(keep=keep):
+                return self.take_back_to(t, keep)
+            case CaptureOnTouchdown(footprint=moved, landed=landed, made=made):
+                out = self._restore_touchdown(t, moved, landed) if made else self._make(moved, landed)
+                return out + self._make_shown()
+        raise AssertionError(f"no application for {decision}")
 
     def _reopen(self, t: int) -> list[Event]:
         """The game ended, and the board shows play going on: if the end rested on an assumed promotion piece or
@@ -850,421 +532,46 @@ class Engine:
         game = self._games[-1]
         ended = (game.result, game.end_reason)
         ply = len(game.moves) + 1
-        self._phase = PLAYING
-        out = self._promotion_piece_seen(t)
-        if out:
-            return out
+        self._enter_playing()
+        promotion = promotion_seen(self)
+        if promotion is not None:
+            return self._promotion_seen(t, *promotion)
         game.result, game.end_reason = "*", None
-        out = self._amend_last(t, self._pushed_capture())  # (the victim pushed aside onto a mating square)
-        if out:
+        pushed = pushed_capture(self)  # (the victim pushed aside onto a mating square)
+        shown = amendment(self, pushed)
+        if shown is not None:
+            out = self._amend(t, shown, pushed is not None)
             at = next(i for i, e in enumerate(out) if isinstance(e, MoveAmended)) + 1
             out.insert(at, GameResumed(game.number, t, ply))
             return out
-        out = self._answer_undone(t)
-        if out:
-            return [GameResumed(game.number, t, ply), *out]
+        undone = answer_undone(self)
+        if undone is not None:
+            return [GameResumed(game.number, t, ply), *self._undo_answer(t, *undone)]
         game.result, game.end_reason = ended
-        self._phase = OVER
+        self._enter_over()
         return []
-
-    def _answer_undone(self, t: int) -> list[Event]:
-        """Take back an answer that the board undid before the move it answered was completed by the press.
-
-        The last ply was made before the mover of the ply before it pressed his clock, and before that press the
-        board shows that ply alone again (or that piece's move re-read over both plies): the answer was a piece
-        displaced (knocked off by the sleeve and lying where it could move), not a move. The answer is taken
-        back; the ply before it is amended if the board shows its piece elsewhere (no alert: the piece only
-        crossed the square it was read on).
-        """
-        answered, pressed = self._cur.answered, self._cur.answered_press
-        if answered is None or self._previous is None or not self._answer_left_before_press():
-            return []
-        now = self._ply
-        position, ply = answered
-        game = self._games[-1]
-        if len(game.moves) < 2:
-            return []
-        lifts = ply.then(self._previous[1]).then(now)
-        if self._previous[0].continuable(self._occ):
-            # The ply before the answer, with the opponent's real answer under way.
-            out = self._takeback_to(t, len(game.moves) - 1)
-            self._answer_taken_back(pressed)
-            self._previous = (position, ply)
-            self._carry(now, 0)
-            return out
-        fp = self._explain(position, lifts)
-        if fp is None or fp.move.from_square != game.moves[-2].from_square:
-            return []
-        out = self._takeback_to(t, len(game.moves) - 1)
-        self._answer_taken_back(pressed)
-        self._previous = (position, lifts)
-        if fp.move != game.moves[-1]:
-            out += self._amend_last(t, fp)
-        return out
-
-    def _answer_left_before_press(self) -> bool:
-        """Return whether the last ply is an answer made before the press of the ply it answers, and the board
-        left it (a change since it was made) before that press."""
-        if (self._cur.answered is None or self._previous is None or not self._has_clock
-                or self._cur.unseen_since is not None):
-            return False
-        pressed, lifts = self._cur.answered_press, self._ply.lifts
-        return pressed is None or (bool(lifts) and lifts[0][0] <= pressed)
-
-    def _answer_moved_on(self, t: int) -> list[Event]:
-        """The answer's piece, lying where it was read, is taken up and played elsewhere: that move was the
-        answer (the first reading was a piece displaced, not released: no alert)."""
-        if not self._answer_left_before_press():
-            return []
-        fp = self._reexplained_last()
-        game = self._games[-1]
-        if fp is None or fp.move == game.moves[-1] or fp.move.from_square != game.moves[-1].from_square:
-            return []
-        return self._amend_last(t, fp)
-
-    def _answer_taken_back(self, pressed: int | None) -> None:
-        """After an answer taken back: whether (and when) the mover of the ply kept has pressed his clock."""
-        self._cur.pressed = pressed is not None
-        self._cur.pressed_at = pressed or 0
-
-    def _castling_completed(self) -> bool:
-        """Return whether the last move was a rook's that the king has now completed into castling (4.4.2)."""
-        if self._previous is None or not self._games or not self._games[-1].moves:
-            return False
-        last = self._games[-1].moves[-1]
-        board = self._previous[0].board
-        rook = chess.BB_SQUARES[last.from_square]
-        if not board.rooks & rook & board.castling_rights:
-            return False
-        return any(castling_squares(board, move)[0] == last.from_square
-                   and footprint(board, move).occ_after == self._occ for move in board.generate_castling_moves())
-
-    def _reexplained_last(self) -> Footprint | None:
-        """Return the move the board shows from the position before the last move, with both plies' lifts."""
-        if self._previous is None:
-            return None
-        position, ply = self._previous
-        return self._explain(position, ply.then(self._ply))
-
-    def _pushed_capture(self) -> Footprint | None:
-        """Return the capture the last move really was when its piece only pushed the victim aside, else None.
-
-        The last move landed next to a piece the same piece could capture; that piece's square was emptied and
-        refilled after the landing (the victim pushed onto the landing square, the capturing piece set down in
-        its place, in the same motion), and the landing square is empty again (the victim taken off, before
-        the mover's clock is pressed): the board shows the capture. The opponent lifting the piece that just
-        landed, to capture it, refills no square next to it.
-        """
-        if self._previous is None or not self._games:
-            return None
-        last = self._games[-1].moves[-1]
-        landing = chess.BB_SQUARES[last.to_square]
-        if not self._ply.lifted & landing or self._occ & landing:
-            return None
-        taken_off = self._ply.first_lift.get(last.to_square, self._t)
-        if self._has_clock and self._cur.pressed and self._cur.pressed_at < taken_off:
-            return None  # taken off after the press: the opponent's hand
-        position, ply = self._previous
-        landed = ply.last_place.get(last.to_square)
-        fp = self._reexplained_last()
-        if fp is None or landed is None or fp.move.from_square != last.from_square:
-            return None
-        victim = fp.move.to_square
-        # The first refill after the landing (the mover may straighten the capturing piece later).
-        refilled = min((placed for placed in (ply.last_place.get(victim), self._ply.last_place.get(victim))
-                        if placed is not None and placed > landed), default=-1)
-        if (not position.board.occupied_co[not position.board.turn] & chess.BB_SQUARES[victim]
-                or not chess.BB_KING_ATTACKS[victim] & landing or not 0 <= refilled - landed <= PUSH_ASIDE_MS):
-            return None
-        return fp
-
-    def _refilled_before_moving_on(self, position: Position, last: chess.Move, fp: Footprint) -> bool:
-        """Return whether ``fp``, the last move's piece moved on to a capture, had its victim's square refilled
-        before that piece left its landing square: then the refill was someone else's hand (the victim's owner
-        straightening it), not the piece moving on, which a slide may sense there only a moment early.
-        """
-        victim = fp.move.to_square
-        left = self._ply.first_lift.get(last.to_square)
-        if left is None or victim == last.to_square or not position.occ & chess.BB_SQUARES[victim]:
-            return False
-        refilled = self._ply.last_place.get(victim)
-        if refilled is None and self._previous is not None:
-            refilled = self._previous[1].last_place.get(victim)
-        return refilled is not None and refilled < left - SLIDE_OVERLAP_MS
-
-    def _victim_set_aside(self) -> bool:
-        """Return whether the board shows a capture made but for its victim, pushed onto a square next to it.
-
-        The victim is still to be taken off: a capture in progress, which no other explanation may preempt.
-        """
-        filled = self._occ & ~self._position.occ
-        if not filled or filled & (filled - 1):
-            return False
-        ply = self._ply
-        fp = self._position.explain(self._occ & ~filled, ply.lifted, ply.blind, ply.held, ply.last_lift,
-                                    ply.last_place)
-        return (fp is not None and bool(chess.BB_KING_ATTACKS[fp.move.to_square] & filled)
-                and bool(self._position.occ & chess.BB_SQUARES[fp.move.to_square]))
-
-    def _amend_last(self, t: int, pushed: Footprint | None = None) -> list[Event]:
-        """Re-explain the board from the position before the last move (what the board shows wins).
-
-        ``pushed``: the move the last one really was, read from other evidence (a capture whose victim was pushed
-        aside first, an answer whose first reading was a piece displaced): no alert, no rule was broken.
-        """
-        if self._previous is None:
-            return []
-        position, _ = self._previous
-        game = self._games[-1]
-        last = game.moves[-1]
-        fp = pushed or self._reexplained_last()
-        if fp is None or fp.move == last:
-            return []
-        board = position.board
-        number = len(game.moves)
-        castling = board.is_castling(fp.move)
-        rook_part = castling and castling_squares(board, fp.move)[0] == last.from_square
-        king_part = castling and last.from_square == fp.move.from_square
-        if not (last.from_square == fp.move.from_square or rook_part):
-            return []  # a different piece: not this move replayed, leave it to a takeback or a mismatch
-        if pushed is None and not castling and self._refilled_before_moving_on(position, last, fp):
-            return []
-        out: list[Event] = []
-        game.moves.pop()
-        game.clocks.pop()
-        self._cur.occs.pop()
-        self._cur.repetitions.remove_last()
-        after = board.copy(stack=False)
-        san = after.san_and_push(fp.move)
-        game.moves.append(fp.move)
-        game.clocks.append(None)
-        self._cur.occs.append(after.occupied)
-        # What was seen since the amended move was first made stays its evidence for a later re-reading.
-        self._start_ply(position.after(fp.move, after), (position, self._previous[1].then(self._ply)))
-        self._phase = PLAYING
-        out.append(MoveAmended(game.number, t, number, fp.move.uci(), san, self._position.fen()))
-        if self._sync is MISMATCH:
-            out += self._restored(t, "amended move")
-        if rook_part:
-            out.append(self._alert(t, "castling_rook_first", "4.4.2", number, {
-                "played": fp.move.uci(), "replaces": last.uci(),
-                "rook": chess.square_name(last.from_square),
-            }))
-        elif not king_part and pushed is None and self._cur.unseen_since is None:  # (its release not seen)
-            out.append(self._alert(t, "moved_after_release", "4.7", number, {
-                "released": chess.square_name(last.to_square), "final": chess.square_name(fp.move.to_square),
-                "replaces": last.uci(), "played": fp.move.uci(),
-            }))
-        if fp.move.promotion is not None:
-            self._cur.promotions[number] = False
-            out.append(self._alert(t, "promotion_unverified", "4.4.4", number, {
-                "sq": chess.square_name(fp.move.to_square), "assumed": "q",
-            }))
-        out += self._after_move(t, after, san)
-        return out
-
-    def _promotion_piece_seen(self, t: int) -> list[Event]:
-        """A promoted piece moving as another piece would: the board shows what was really chosen."""
-        game = self._games[-1]
-        for number in sorted(self._cur.promotions, reverse=True):
-            if self._cur.promotions[number] or number < len(game.moves) - PROMOTION_LOOKBACK:
-                continue
-            original = game.moves[number - 1]
-            before = game.board(number - 1)
-            for alternative in promotion_alternatives(before, original):
-                replayed = self._replay_with(number, alternative)
-                if replayed is None:
-                    continue
-                position = Position(replayed)
-                fp = self._explain(position, self._ply)
-                if fp is None:
-                    continue
-                out = self._set_promotion(t, number, alternative, confirmed=False)
-                if out:
-                    match = self._explain(self._position, self._ply)
-                    if match is not None:
-                        out += self._make(match, self._changed_at)
-                    return out
-        return []
-
-    def _replay_with(self, number: int, move: chess.Move) -> chess.Board | None:
-        game = self._games[-1]
-        board = game.board(number - 1)
-        moves = [move, *game.moves[number:]]
-        for m in moves:
-            if not board.is_legal(m):
-                return None
-            board.push(m)
-        return board
-
-    def _set_promotion(self, t: int, number: int, move: chess.Move, confirmed: bool = True) -> list[Event]:
-        """Replace the piece of the promotion at ply ``number``; ``confirmed`` by a record, or read from how the
-        piece moved (then later moves may still correct it, always to a piece that fits every move since)."""
-        game = self._games[-1]
-        board = self._replay_with(number, move)
-        if board is None:
-            return []
-        before = game.board(number - 1)
-        san = before.san_and_push(move)
-        game.moves[number - 1] = move
-        self._cur.promotions[number] = confirmed
-        self._position = Position(board)
-        self._cur.repetitions.rebuild(game.board(0), game.moves)
-        out: list[Event] = [MoveAmended(game.number, t, number, move.uci(), san, fen_of(before))]
-        # The game end (or its absence) rested on the piece assumed: judge the position again.
-        ended = game_over(board)
-        if ended is None and game.result != "*":
-            out += self._resume(t)
-        elif ended is not None and game.result == "*" and number == len(game.moves):
-            out += self._after_move(t, board)
-        return out
 
     def _promote(self, t: int, piece: chess.PieceType) -> list[Event]:
         """A ``promote`` record: the piece chosen for the latest promotion of the game."""
-        if self._match is not None and self._match.move.promotion is not None:
+        if self._pending.match is not None and self._pending.match.move.promotion is not None:
             self._chosen_piece = piece  # chosen before the promotion was made: it is made with this piece
             return []
-        if self._promotion_under_way():
+        if promotion_under_way(self):
             self._chosen_piece = piece  # the pawn is in the hand: the choice is for this promotion, not the last
             return []
-        if not self._games or not self._cur.promotions:
+        if not self._games or not self._line.promotions:
             return []
-        number = max(self._cur.promotions)
+        number = max(self._line.promotions)
         original = self._games[-1].moves[number - 1]
         if original.promotion == piece:
-            self._cur.promotions[number] = True
+            self._line.promotions[number] = True
             return []
         return self._set_promotion(t, number, chess.Move(original.from_square, original.to_square, piece))
-
-    def _promotion_under_way(self) -> bool:
-        """Return whether a pawn of the mover that can promote is off its square (a promotion being made)."""
-        if self._phase is not PLAYING:
-            return False
-        board = self._position.board
-        last_rank_next = chess.BB_RANK_7 if board.turn == chess.WHITE else chess.BB_RANK_2
-        pawns = board.pawns & board.occupied_co[board.turn] & last_rank_next & ~self._occ
-        return bool(pawns)
-
-    def _takeback_proven(self, t: int) -> list[Event]:
-        """The board showed the position of several plies ago and now shows play from there: the takeback.
-
-        Taking back several plies at once is read only when the board goes on from that position (a move of it
-        made or under way) and not from the game position: until then, a piece knocked off its square and
-        lying where the earlier position has one shows that position as well, and its owner putting it back
-        shows the game again (the lifts since the position showed belong to the next move).
-        """
-        pending = self._ply.earlier
-        if pending is None:
-            return []
-        keep, shown = pending
-        game = self._games[-1]
-        if self._occ == self._cur.occs[keep] or keep >= len(game.moves):
-            return []
-        earlier = Position(game.board(keep))
-        since = [(at, sq) for at, sq in self._ply.lifts if at >= shown]
-        lifted = 0
-        for _, sq in since:
-            lifted |= chess.BB_SQUARES[sq]
-        ply = self._ply
-        fp = earlier.explain(self._occ, lifted, False, ply.held & lifted, ply.last_lift, ply.last_place)
-        if fp is None and not earlier.continuable(self._occ):
-            return []
-        out = self._takeback_to(shown, keep)
-        self._carry(ply, shown)
-        match = self._explain(self._position, self._ply)
-        if match is not None:
-            out += self._make(match, self._changed_at)
-        return out
-
-    def _carry(self, ply: _Ply, since: int) -> None:
-        """Give the new ply the lifts and places of ``ply`` from device time ``since`` on (a move under way)."""
-        nxt = self._ply
-        for at, sq in ply.lifts:
-            if at >= since:
-                nxt.lifted |= chess.BB_SQUARES[sq]
-                nxt.first_lift.setdefault(sq, at)
-                nxt.lifts.append((at, sq))
-                nxt.last_lift[sq] = at
-                nxt.touches.touch(self._position, sq)
-        nxt.last_place.update({sq: at for sq, at in ply.last_place.items() if at >= since})
-
-    def _earlier_position(self) -> int | None:
-        """Return how many plies to keep if the board shows an earlier position of this game, else None."""
-        for plies in range(len(self._cur.occs) - 2, -1, -1):
-            if self._cur.occs[plies] == self._occ:
-                return plies
-        return None
-
-    def _takeback_to(self, t: int, keep: int) -> list[Event]:
-        """Remove plies after the first ``keep``: the board (or an operator) went back to that position."""
-        if not self._games:
-            return []
-        game = self._games[-1]
-        if keep < 0 or keep >= len(game.moves):
-            return []
-        game.truncate(keep)
-        del self._cur.occs[keep + 1:]
-        board = game.board()
-        self._start_ply(Position(board), None)
-        self._phase = PLAYING
-        self._cur.pressed = True
-        self._cur.answered = None
-        self._cur.repetitions.rebuild(game.board(0), game.moves)
-        for number in [n for n in self._cur.promotions if n > keep]:
-            del self._cur.promotions[number]
-        out: list[Event] = [Takeback(game.number, t, keep + 1, self._position.fen())]
-        if self._occ == self._position.occ and self._sync is MISMATCH:
-            out += self._restored(t, "takeback")
-        return out
-
-    def _note_king_on_castling_square(self) -> None:
-        """The king alone rests on its castling square (4.7.2): only castling on that side may follow."""
-        board = self._position.board
-        touches = self._ply.touches
-        king = board.king(board.turn)
-        if king is None or not self._ply.lifted & chess.BB_SQUARES[king]:
-            return
-        for move in board.generate_castling_moves():
-            if move.from_square == king:
-                rook, king_to, _ = castling_squares(board, move)
-                shown = (self._position.occ & ~chess.BB_SQUARES[king]) | chess.BB_SQUARES[king_to]
-                if king_to != king and shown == self._occ:
-                    touches.king_on_castling_square = rook
-
-    def _report_mismatch(self, t: int, *, force: bool) -> list[Event]:
-        if self._phase is OVER or (not force and self._excused()):
-            self._sync = EXCUSED
-            return []
-        self._sync = MISMATCH
-        extra = self._occ & ~self._position.occ
-        missing = self._position.occ & ~self._occ
-        return [self._alert(t, "board_mismatch", "7.4", self._ply_no, {
-            "extra": [chess.square_name(sq) for sq in chess.scan_forward(extra)],
-            "missing": [chess.square_name(sq) for sq in chess.scan_forward(missing)],
-        })]
-
-    def _excused(self) -> bool:
-        """Return whether the board, at rest off the game position, shows no mismatch (most often first):
-        a move in progress (a piece in the hand), the promoted pawn taken off to be exchanged for the new piece
-        (4.6), the last move being made again (rook-first castling, a piece moved on), or a move kept in
-        question (a checkpoint) with the opponent's answer in progress after it (a bullet recapture, victim
-        lifted first, the capturing piece still in the hand)."""
-        occ = self._occ
-        return (self._position.continuable(occ)
-                or (self._exchange_sq is not None
-                    and occ ^ self._position.occ == chess.BB_SQUARES[self._exchange_sq])
-                or (self._previous is not None and self._previous[0].continuable(occ))
-                or (self._checkpoint is not None and self._after_checkpoint().continuable(occ)))
-
-    def _restored(self, t: int, how: str) -> list[Event]:
-        self._sync = SHOWN
-        self._unseen.blind = None
-        return [self._alert(t, "board_restored", "7.4", self._ply_no, {"by": how})]
 
     # ----------------------------------------------------------------------------------------------------------
     # plies not seen made (their search, hypotheses, resync and declared results: unseen_play.UnseenPlay)
 
-    def _make_recovered(self, t: int, moves: tuple[chess.Move, ...] | list[chess.Move]) -> list[Event]:
+    def make_recovered(self, t: int, moves: Sequence[chess.Move]) -> list[Event]:
         """Make plies not seen being made (recovered, or from a resync); the board may show one more under way."""
         out: list[Event] = []
         game = self._games[-1]
@@ -1273,59 +580,35 @@ class Engine:
             after = position.board.copy(stack=False)
             san = after.san_and_push(move)
             number = len(game.moves) + 1
-            game.moves.append(move)
-            game.clocks.append(None)
-            self._cur.occs.append(after.occupied)
-            unseen = _Ply(lifted=footprint(position.board, move).must_lift, blind=True)
+            self._line.push(move, after)
+            unseen = PlyEvidence(lifted=footprint(position.board, move).must_lift, lifts_unseen=True)
             self._start_ply(position.after(move, after), (position, unseen))
             out.append(RecoveredMove(game.number, t, number, move.uci(), san, self._position.fen()))
             if move.promotion is not None:
-                self._cur.promotions[number] = False
-                out.append(self._alert(t, "promotion_unverified", "4.4.4", number, {
+                self._line.promotions[number] = False
+                out.append(self.alert(t, "promotion_unverified", "4.4.4", number, {
                     "sq": chess.square_name(move.to_square), "assumed": "q",
                 }))
             out += self._after_move(t, after, san)
             if self._phase is OVER:
                 break
         if moves:
-            self._cur.pressed = False
-            self._cur.unseen_since = t
-            self._cur.answered = None
+            self._line.presses.pressed = False
+            self._line.unseen.unseen_since = t
+            self._line.presses.answered = None
         self._exchange_sq = None
         restored = self._sync is MISMATCH
-        self._sync = SHOWN
-        self._unseen.blind = None
+        self._tell_undisputed()
+        self._unseen.end_lost()
         if restored:
-            out.append(self._alert(t, "board_restored", "7.4", self._ply_no, {"by": "recovered plies"}))
+            out.append(self.alert(t, "board_restored", "7.4", self.ply_number, {"by": "recovered plies"}))
         if self._phase is PLAYING and self._occ != self._position.occ:
             # One more move under way: its lifts were not seen.
-            self._ply.lifted = self._position.occ & ~self._occ
-            self._ply.blind = True
-            self._unjudged = True
+            self._evidence.lifted = self._position.occ & ~self._occ
+            self._evidence.lifts_unseen = True
+            self._judge_at_rest = True
             out += self._after_change(t)
         return out
-
-    def _contradicted(self) -> bool:
-        """Return whether the board, at rest, shows what this game cannot go on to (a hypothesis ruled out)."""
-        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
-            return False
-        if self._sync in _OUT_OF_SYNC:
-            return True
-        if self._phase is not PLAYING or self._unjudged or self._match is not None:
-            return False
-        occ = self._occ
-        if occ == self._position.occ or self._position.continuable(occ):
-            return False
-        return not (self._checkpoint is not None and self._after_checkpoint().continuable(occ))
-
-    def _resume(self, t: int) -> list[Event]:
-        """The game end announced is withdrawn: the board shows play going on."""
-        game = self._games[-1]
-        if game.result == "*" and self._phase is not OVER:
-            return []
-        game.result, game.end_reason = "*", None
-        self._phase = PLAYING
-        return [GameResumed(game.number, t, len(game.moves) + 1)]
 
     # ----------------------------------------------------------------------------------------------------------
     # clock and promotion records
@@ -1333,59 +616,51 @@ class Engine:
     def _clock(self, record: Clock) -> list[Event]:
         """A clock press completes the mover's move (6.2.1); pressing without a move is illegal (7.5.3)."""
         t = record.t if record.t >= self._t else self._t
-        out = self._flush_chatter()
+        out = self.flush_chatter()
         if self._phase is NEW or self._phase is OVER:
             return out
         side = record.side
         self._has_clock = True
-        if self._match is not None and self._position.board.turn == side:
-            fp = self._match
-            self._match = None
-            self._unjudged = False
-            cp = self._checkpoint
-            if cp is not None and cp.footprint.move != fp.move and (cp.released or (
-                    not cp.footprint.placed & ~self._occ and _sliding_in(self._after_checkpoint(), self._occ))):
-                # Both in question (see _checkpoint_stands), and the checkpoint's piece was released on its square,
-                # or the board shows the checkpoint move with the opponent's answer sliding onto a neighbouring
-                # square, sensed there before its own square empties (a bullet reply as the mover presses): the
-                # checkpoint move was made.
-                out += self._commit_checkpoint()
-            else:
-                out += self._make(fp, self._match_t)
-        elif self._checkpoint is not None and self._position.board.turn == side:
-            out += self._commit_checkpoint()  # the mover's press: the opponent's hand was already moving
-        elif self._unjudged and not (self._position.board.turn != side and _sliding_in(self._position, self._occ)):
+        if self._pending.match is not None and self._position.board.turn == side:
+            self._judge_at_rest = False
+            out += self._make(*self._pending.resolve(self._position, self._occ, pressed=True))
+        elif self._pending.interrupted is not None and self._position.board.turn == side:
+            # The mover's press: the opponent's hand was already moving.
+            out += self._make(*self._pending.take_interrupted())
+        elif self._judge_at_rest and not (self._position.board.turn != side and sliding_in(self._position, self._occ)):
             # (The last mover's press as the answer slides onto its square, sensed there before its own square
             # empties, is no evidence on that answer: it is judged when the board rests.)
-            self._unjudged = False
+            self._judge_at_rest = False
             out += self._unexplained(self._changed_at)
-        unsure = self._ply.unsure if self._ply.unsure is not None else self._cur.unseen_since
+        unsure = self._evidence.unsure_since
+        if unsure is None:
+            unsure = self._line.unseen.unseen_since
         if (unsure is not None and self._position.board.turn == side and self._sync is not LOST
                 and self._occ != self._position.occ):
             # The mover presses while the board shows a move under way that a snapshot told (or right after a
             # move not seen made): it may be a move whose changes were lost (a capture looks like a piece in the
             # hand, and the lifts of the last move may have been the next one's).
             out += self._unseen.changes_lost(self, t, since=unsure, quiet=True)
-        if self._unseen.blind is not None and self._unseen.hypotheses is not None:
+        if self._unseen.hypotheses is not None:
             return out
         game = self._games[-1]
         board = self._position.board
-        if (board.turn == side and self._cur.answered is not None and self._cur.answered_press is None
+        if (board.turn == side and self._line.presses.answered is not None and self._line.presses.answered_press is None
                 and len(game.moves) >= 2):
             # The press of the ply before the last: the answer came before it (bullet).
-            self._cur.answered_press = t
+            self._line.presses.answered_press = t
             game.clocks[-2] = record.remaining
             out.append(ClockPress(game.number, t, len(game.moves) - 1, "white" if side else "black",
                                   record.remaining))
             return out
-        if board.turn != side and game.moves and not self._cur.pressed:
-            self._cur.pressed = True
-            self._cur.pressed_at = t
+        if board.turn != side and game.moves and not self._line.presses.pressed:
+            self._line.presses.pressed = True
+            self._line.presses.pressed_at = t
             game.clocks[-1] = record.remaining
             out.append(ClockPress(game.number, t, len(game.moves), "white" if side else "black",
                                   record.remaining))
             return out
-        if self._sync in _OUT_OF_SYNC or self._ply.blind or self._cur.unseen_since is not None:
+        if self._sync in _OUT_OF_SYNC or self._evidence.lifts_unseen or self._line.unseen.unseen_since is not None:
             # The board was out of sync before this press (changes lost, or a mismatch already raised): the game
             # position may be behind the board, a press proves nothing.
             return out
@@ -1393,17 +668,17 @@ class Engine:
             # A position no legal move can continue is an illegal move completed; the game position, or a move
             # still in progress (a piece in the hand), is a press without a move.
             shown = self._occ != self._position.occ and not self._position.continuable(self._occ)
-            if self._cur.recovered_plies:
+            if self._line.unseen.recovered_plies:
                 # The game rests on plies recovered after lost changes: the board may be right and a recovered
                 # ply wrong (another piece moved, or captured) rather than this press illegal, until a resync.
-                if shown and self._sync is SHOWN:
+                if shown and self._sync is UNDISPUTED:
                     out += self._report_mismatch(t, force=True)
                 return out
-            self._cur.illegal[side] += 1
-            count = self._cur.illegal[side]
+            self._line.presses.illegal[side] += 1
+            count = self._line.presses.illegal[side]
             detail: dict[str, object] = {"side": "white" if side else "black", "count": count}
             if shown:
-                out += self._report_mismatch(t, force=True) if self._sync is SHOWN else []
+                out += self._report_mismatch(t, force=True) if self._sync is UNDISPUTED else []
                 article = "7.5.1"
                 detail["reason"] = "clock pressed after a move that is not legal"
             else:
@@ -1411,25 +686,14 @@ class Engine:
                 detail["reason"] = "clock pressed without a move"
             if count >= 2:
                 detail["note"] = "second completed illegal move by this player (7.5.5)"
-            out.append(self._alert(t, "illegal_move", article, self._ply_no, detail))
+            out.append(self.alert(t, "illegal_move", article, self.ply_number, detail))
         return out
 
 
-def _sliding_in(position: Position, occ: chess.Bitboard) -> bool:
-    """Return whether ``occ`` is ``position`` with a move of it slid onto an empty square next to its own, sensed
-    there before its own square empties (the one square filled, nothing vacated yet)."""
-    filled = occ & ~position.occ
-    if occ & position.occ != position.occ or not filled or filled & (filled - 1):
-        return False
-    to_sq = filled.bit_length() - 1
-    return any(True for _ in position.board.generate_legal_moves(chess.BB_KING_ATTACKS[to_sq] & position.occ,
-                                                                  filled))
-
-
-def _held_change(t: int, sq: chess.Square, occupied: bool) -> Callable[[Engine], list[Event]]:
+def _held_change(t: int, sq: chess.Square, occupied: bool) -> Callable[[EngineInterface], list[Event]]:
     """Return a step that gives an engine (a hypothesis) one change released by the chatter filter."""
 
-    def step(engine: Engine) -> list[Event]:
-        return engine._decide(t) + engine._change(t, sq, occupied)
+    def step(engine: EngineInterface) -> list[Event]:
+        return engine.decide_by(t) + engine.apply_change(t, sq, occupied)
 
     return step

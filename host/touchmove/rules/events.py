@@ -8,14 +8,25 @@ from __future__ import annotations
 
 import json
 from dataclasses import field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from touchmove.values import value
 
 _JSON = json.JSONEncoder(separators=(",", ":"))  # one encoder for every event: json.dumps makes one a call
 
+#: The alert codes (the fixed vocabulary of :data:`ALERT_ARTICLES`).
+AlertCode = Literal[
+    "touch_move", "castling_rook_first", "castling_obligation", "moved_after_release", "illegal_move",
+    "touch_out_of_turn", "promotion_unverified", "board_mismatch", "board_restored", "draw_claimable",
+    "changes_lost",
+]
+#: Whose piece a touch lifted: the side to move's or the opponent's.
+TouchSide = Literal["mover", "opponent"]
+#: A side as events name it.
+SideName = Literal["white", "black"]
+
 #: The fixed alert vocabulary: code -> the FIDE Laws articles it refers to.
-ALERT_ARTICLES: dict[str, tuple[str, ...]] = {
+ALERT_ARTICLES: dict[AlertCode, tuple[str, ...]] = {
     "touch_move": ("4.3.1", "4.3.2", "4.3.3"),
     "castling_rook_first": ("4.4.2",),
     "castling_obligation": ("4.4.1", "4.4.3", "4.7.2"),
@@ -85,7 +96,7 @@ class Touch(Event):
     ply: int
     sq: str
     piece: str
-    side: str
+    side: TouchSide
     binds: bool
 
     @property
@@ -139,11 +150,26 @@ class MoveAmended(MoveMade):
 
 
 @value
+class AmendmentWithdrawn(Event):
+    """The amendment of ply ``ply`` to ``withdrawn`` (and its ``alert``, if it raised one) is withdrawn: later
+    changes showed the move as first read, ``uci``, was played (a ``move_amended`` back to it comes just before)."""
+
+    ply: int
+    uci: str
+    withdrawn: str
+    alert: str | None = None
+
+    @property
+    def type(self) -> str:
+        return "amendment_withdrawn"
+
+
+@value
 class ClockPress(Event):
     """A clock press completing ply ``ply``; ``remaining`` ms on the presser's clock where the board tells it."""
 
     ply: int
-    side: str
+    side: SideName
     remaining: int | None = None
 
     @property
@@ -173,7 +199,7 @@ class Takeback(Event):
 class Alert(Event):
     """Something for the arbiter, never an automatic penalty."""
 
-    code: str
+    code: AlertCode
     ply: int
     article: str
     detail: dict[str, Any] = field(default_factory=dict)
@@ -239,3 +265,11 @@ class ResyncRejected(Event):
     @property
     def type(self) -> str:
         return "resync_rejected"
+
+
+assert set(get_args(AlertCode)) == set(ALERT_ARTICLES) == set(ALERT_MEANINGS), "every alert code has its articles"
+
+
+def side_name(color: bool) -> SideName:
+    """Return how events name a side (``chess.WHITE`` is True)."""
+    return "white" if color else "black"

@@ -11,6 +11,7 @@ from typing import Any
 
 import chess
 
+from touchmove.rules.events import AlertCode
 from touchmove.rules.footprints import Position, castling_squares
 
 
@@ -74,7 +75,7 @@ def _capture_square(board: chess.Board, move: chess.Move) -> chess.Square | None
 class Breach:
     """An obligation not met: the alert code, the article, and details for the arbiter."""
 
-    code: str
+    code: AlertCode
     article: str
     detail: dict[str, Any]
 

@@ -4,8 +4,21 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from typing import Literal, NamedTuple
 
 import chess
+
+#: A game's result as PGN writes it.
+Result = Literal["1-0", "0-1", "1/2-1/2", "*"]
+
+
+class GameEnding(NamedTuple):
+    """How a position ends the game on the board: the result, the reason and the FIDE article."""
+
+    result: Result
+    reason: str
+    article: str
+
 
 PositionKey = tuple[int, int, int, int, int, int, int, int, bool, int, int | None]
 
@@ -49,8 +62,8 @@ class Repetitions:
             self.add(board)
 
 
-def game_over(board: chess.Board, occurrences: int = 1, check: bool | None = None) -> tuple[str, str, str] | None:
-    """Return (result, reason, article) if the position ends the game on the board, else None.
+def game_over(board: chess.Board, occurrences: int = 1, check: bool | None = None) -> GameEnding | None:
+    """Return how the position ends the game on the board (result, reason, article), else None.
 
     ``occurrences`` is how often this position has stood in the game, this time included (9.6.1); ``check``
     whether the side to move is in check, where the caller knows it already (the suffix of the move's SAN).
@@ -61,14 +74,14 @@ def game_over(board: chess.Board, occurrences: int = 1, check: bool | None = Non
         check = board.is_check()
     if (check or not _surely_movable(board)) and not any(board.generate_legal_moves()):
         if check:
-            return ("0-1" if board.turn == chess.WHITE else "1-0"), "checkmate", "5.1.1"
-        return "1/2-1/2", "stalemate", "5.2.1"
+            return GameEnding("0-1" if board.turn == chess.WHITE else "1-0", "checkmate", "5.1.1")
+        return GameEnding("1/2-1/2", "stalemate", "5.2.1")
     if board.is_insufficient_material():
-        return "1/2-1/2", "dead position", "5.2.2"
+        return GameEnding("1/2-1/2", "dead position", "5.2.2")
     if occurrences >= 5:
-        return "1/2-1/2", "fivefold repetition", "9.6.1"
+        return GameEnding("1/2-1/2", "fivefold repetition", "9.6.1")
     if board.halfmove_clock >= 150:
-        return "1/2-1/2", "seventy-five-move rule", "9.6.2"
+        return GameEnding("1/2-1/2", "seventy-five-move rule", "9.6.2")
     return None
 
 

@@ -10,7 +10,7 @@ from enum import Enum
 
 __all__ = [
     "CLEARED", "CLEARED_SQUARES", "EXCUSED", "LOST", "MISMATCH", "NEW", "OUT_OF_SYNC", "OVER", "PLAYING", "READING",
-    "SHOWN", "Phase", "Sync",
+    "UNDISPUTED", "Phase", "Sync",
 ]
 
 #: How many squares off the game position mean the board is being cleared or set up (no moves are read then);
@@ -38,13 +38,13 @@ READING = (PLAYING, CLEARED)
 class Sync(Enum):
     """What the arbiter was told about the board and the game position."""
 
-    SHOWN = "shown"  # the board shows the game, or a difference not yet judged at rest
+    UNDISPUTED = "undisputed"  # nothing said against the board: it shows the game, or a difference not yet judged
     EXCUSED = "excused"  # a difference judged at rest as no mismatch (a move made again, a promotion exchange)
     MISMATCH = "mismatch"  # board_mismatch was raised; board_restored ends it
     LOST = "lost"  # changes were lost and no plies explain the board yet (changes_lost was raised)
 
 
-SHOWN, EXCUSED, MISMATCH, LOST = Sync.SHOWN, Sync.EXCUSED, Sync.MISMATCH, Sync.LOST
+UNDISPUTED, EXCUSED, MISMATCH, LOST = Sync.UNDISPUTED, Sync.EXCUSED, Sync.MISMATCH, Sync.LOST
 
 #: The states in which the arbiter was told that the board does not show the game.
 OUT_OF_SYNC = (MISMATCH, LOST)

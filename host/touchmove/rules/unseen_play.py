@@ -6,31 +6,37 @@ the legal plies played meanwhile (:mod:`touchmove.rules.recovery`) and makes the
 fit, follows each as a hypothesis (a copy of the engine) until the board shows which one was played. An
 arbiter's ``resync`` gives those plies by hand; a ``result`` record declares a game end the board cannot show.
 
-Each engine owns one :class:`UnseenPlay`; its state is :attr:`UnseenPlay.blind` (changes were lost and not yet
-explained) and its :class:`Role`. What it keeps per game (:data:`GameRecovery`, :class:`Declared`) lives in the
-engine's game state, so that a takeback or a new game resets it with the rest.
+Each engine owns one :class:`UnseenPlay`; its state is :attr:`UnseenPlay.lost` (changes were lost and not yet
+explained), :attr:`UnseenPlay.hypotheses` (the lines followed while several fit) and its :class:`Role`. What it
+keeps per game (:class:`~touchmove.rules.game_line.UnseenNotes`, :class:`Declared`) lives in the engine's game
+line, so that a takeback or a new game resets it with the rest.
+
+This module does not import the engine: it sees an engine through :class:`EngineInterface`, the named
+operations the engine offers for play it did not see (fork and adopt a hypothesis, mark the board lost, make
+recovered plies, take back, read-only views of the occupancy, position and ply).
 """
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import Protocol, Self
 
 import chess
 
 from touchmove.records import Record, Result, Resync, Setup, TakebackRequest
-from touchmove.rules.events import DeclaredEnd, Event, ResultRejected, ResyncRejected
+from touchmove.rules.events import Alert, AlertCode, DeclaredEnd, Event, ResultRejected, ResyncRejected
 from touchmove.rules.footprints import Position
-from touchmove.rules.phases import CLEARED_SQUARES, OUT_OF_SYNC, Phase, Sync
+from touchmove.rules.game_line import Declared, GameLine, GameRecovery, Recovered, SearchedAgain
+from touchmove.rules.gamelog import GameRecord
+from touchmove.rules.phases import CLEARED_SQUARES, Phase, Sync
 from touchmove.rules.recovery import MAX_PLIES, Explanation, explanations, likeliest_first, position_key
 
-if TYPE_CHECKING:
-    from touchmove.rules.engine import Engine
-
-__all__ = ["DECLARED_ARTICLES", "Declared", "GameRecovery", "Recovered", "Role", "SearchedAgain", "UnseenPlay"]
+__all__ = [
+    "DECLARED_ARTICLES", "Declared", "EngineInterface", "GameRecovery", "Hypothesis", "LostWindow", "Recovered",
+    "Role", "SearchedAgain", "UnseenPlay",
+]
 
 #: After a ply made when its settle time ran out is searched again with its piece slid on further (changes were
 #: lost), how many plies every line must see made, none contradicted, before the ply as made is taken.
@@ -47,33 +53,56 @@ class Role(Enum):
     HYPOTHESIS = "hypothesis"  # follows one hypothesis of another: ruled out when the board contradicts it
 
 
-@dataclass(frozen=True)
-class Recovered:
-    """Plies were recovered in this game: how many plies it had before (the last sure position) and when the
-    board went blind. If the board contradicts them soon after, the recovery is searched again from there.
+class EngineInterface(Protocol):
+    """What unseen play sees of an engine and may do to it (:class:`touchmove.rules.engine.Engine` offers it)."""
 
-    ``first``: the ply after the sure position was made when its settle time ran out while the board was blind
-    (its rest unseen): the search again begins with it or with its piece slid on further (:func:`_slid_on`)."""
+    @property
+    def occupancy(self) -> chess.Bitboard: ...
+    @property
+    def position(self) -> Position: ...
+    @property
+    def game(self) -> GameRecord | None: ...
+    @property
+    def current_game(self) -> GameRecord: ...
+    @property
+    def line(self) -> GameLine: ...
+    @property
+    def plies(self) -> int: ...
+    @property
+    def ply_number(self) -> int: ...
+    @property
+    def game_number(self) -> int: ...
+    @property
+    def now(self) -> int: ...
+    @property
+    def received(self) -> int: ...
+    @property
+    def phase(self) -> Phase: ...
+    @property
+    def sync(self) -> Sync: ...
 
-    keep: int
-    since: int
-    first: tuple[chess.Move, ...] | None = None
-
-
-@dataclass(frozen=True)
-class SearchedAgain:
-    """The recovery was searched again once in this game: the next correction is the arbiter's resync."""
-
-
-#: A game's recovery: none yet, plies recovered (may be searched again), or searched again already.
-GameRecovery = Recovered | SearchedAgain | None
-
-
-class Declared(Enum):
-    """A game's result declared by a ``result`` record (not seen on the board)."""
-
-    READ_ON = "read on"  # the board's moves are still read: one made withdraws the result (play went on)
-    CLEARED = "cleared"  # the board was cleared since: the game is over for good
+    def feed(self, record: Record) -> list[Event]: ...
+    def advance(self, t: int) -> list[Event]: ...
+    def finish(self) -> list[Event]: ...
+    def next_deadline(self) -> int | None: ...
+    def decide_by(self, t: int) -> list[Event]: ...
+    def apply_change(self, t: int, sq: chess.Square, occupied: bool) -> list[Event]: ...
+    def fork(self) -> Self: ...
+    def adopt(self, line: Self) -> None: ...
+    def follow_board(self, line: Self, t: int) -> None: ...
+    def continue_blind(self, line: Self, *, judge: bool) -> list[Event]: ...
+    def contradicted(self) -> bool: ...
+    def rule_out(self) -> None: ...
+    def mark_lost(self) -> None: ...
+    def read_moves(self) -> None: ...
+    def make_recovered(self, t: int, moves: Sequence[chess.Move]) -> list[Event]: ...
+    def take_back_to(self, t: int, keep: int) -> list[Event]: ...
+    def apply_resync(self, t: int, moves: Sequence[chess.Move]) -> list[Event]: ...
+    def make_pending_move(self) -> list[Event]: ...
+    def end_declared(self, result: str, reason: str, declared: Declared) -> None: ...
+    def resume(self, t: int) -> list[Event]: ...
+    def flush_chatter(self) -> list[Event]: ...
+    def alert(self, t: int, code: AlertCode, article: str, ply: int, detail: dict[str, object]) -> Alert: ...
 
 
 @dataclass
@@ -81,7 +110,7 @@ class Hypothesis:
     """One way the lost plies may have gone: the game played on from there, with the events it gave so far."""
 
     sans: list[str]
-    engine: Engine
+    engine: EngineInterface
     events: list[Event]
     #: The line that keeps a ply made when its settle time ran out (its piece slid on further in the others):
     #: taken once every line still open has seen :data:`UNTOLD_PLIES` plies made with no change telling them
@@ -91,13 +120,12 @@ class Hypothesis:
 
 
 @dataclass
-class Blind:
+class LostWindow:
     """Lost changes: when the board went blind, when that was seen, and the occupancy last searched."""
 
     since: int
     seen: int
     searched: chess.Bitboard
-    hypotheses: list[Hypothesis] | None = None
 
 
 class UnseenPlay:
@@ -108,29 +136,32 @@ class UnseenPlay:
 
     def __init__(self, role: Role = Role.BOARD) -> None:
         self.role = role
-        self.blind: Blind | None = None  # changes were lost: recovery under way
+        self.lost: LostWindow | None = None  # changes were lost: recovery under way
+        #: The lines followed while several positions fit the lost changes (only while ``lost``); the engine gives
+        #: them every record and the time until the board shows which one was played.
+        self.hypotheses: list[Hypothesis] | None = None
 
-    @property
-    def hypotheses(self) -> list[Hypothesis] | None:
-        """The hypotheses followed, or None (no loss, or one explanation)."""
-        return self.blind.hypotheses if self.blind is not None else None
+    def end_lost(self) -> None:
+        """The board shows the game again (or an arbiter resynced it): nothing lost, nothing followed."""
+        self.lost = None
+        self.hypotheses = None
 
     def still_blind(self, occ: chess.Bitboard) -> bool:
         """Return whether the board is blind and shows what was not searched yet (more of the lost plies)."""
-        return self.blind is not None and self.blind.searched != occ
+        return self.lost is not None and self.lost.searched != occ
 
     # ----------------------------------------------------------------------------------------------------------
     # the engine's API while hypotheses are followed
 
-    def feed(self, engine: Engine, record: Record) -> list[Event] | None:
+    def feed(self, engine: EngineInterface, record: Record) -> list[Event] | None:
         """Give a record to the hypotheses; None when the engine reads it itself (an operator's record)."""
         if isinstance(record, Resync):
             plies = self.resync_plies(engine, record)
             if isinstance(plies, str):  # rejected: the hypotheses stay
-                return [ResyncRejected(engine._game_no, max(record.t, engine._t), plies, list(record.moves),
+                return [ResyncRejected(engine.game_number, max(record.t, engine.now), plies, list(record.moves),
                                        record.fen)]
         elif isinstance(record, Result):
-            return [ResultRejected(engine._game_no, max(record.t, engine._t),
+            return [ResultRejected(engine.game_number, max(record.t, engine.now),
                                    "changes were lost and several positions fit: resync the game first",
                                    record.result, record.reason)]
         elif not isinstance(record, Setup | TakebackRequest):
@@ -147,7 +178,7 @@ class UnseenPlay:
     # ----------------------------------------------------------------------------------------------------------
     # recovery
 
-    def changes_lost(self, engine: Engine, t: int, since: int | None = None, quiet: bool = False,
+    def changes_lost(self, engine: EngineInterface, t: int, since: int | None = None, quiet: bool = False,
                      first: tuple[chess.Move, ...] | None = None) -> list[Event]:
         """The board shows what the changes seen do not explain: find the plies played meanwhile.
 
@@ -157,15 +188,15 @@ class UnseenPlay:
         """
         if self.role is Role.HYPOTHESIS:
             # A hypothesis the board does not follow is ruled out, not recovered in turn.
-            engine._sync = Sync.LOST
+            engine.rule_out()
             return []
-        game = engine._games[-1]
+        game = engine.current_game
         keep = len(game.moves)  # the plies of the last sure position
         taken_back = False
         if first is not None:
-            found = explanations(engine._position.board, engine._occ, max_plies=MAX_PLIES + 1, first=first)
+            found = explanations(engine.position.board, engine.occupancy, max_plies=MAX_PLIES + 1, first=first)
         else:
-            found = explanations(engine._position.board, engine._occ)
+            found = explanations(engine.position.board, engine.occupancy)
             made = _made_unseen_at_rest(engine)
             if made is not None:
                 # The last ply was made when its settle time ran out, and no record came in by then: the board may
@@ -179,153 +210,143 @@ class UnseenPlay:
                 further: list[Explanation] | None = None
                 if slid and found:
                     plies = 1 + min(len(e.moves) + e.in_progress for e in found)
-                    further = explanations(before, engine._occ, min_plies=plies, max_plies=plies,
+                    further = explanations(before, engine.occupancy, min_plies=plies, max_plies=plies,
                                            first=(made, *slid))
                     if further and (all(e.moves[0] == made for e in further)
                                     or len({position_key(e.board) for e in further}) == 1):
                         further = None  # no other line, or the same position either way: the ply as made
                 elif slid:
-                    further = explanations(before, engine._occ, max_plies=MAX_PLIES + 1, first=slid)
+                    further = explanations(before, engine.occupancy, max_plies=MAX_PLIES + 1, first=slid)
                 if further:
                     found, taken_back, keep, first = further, True, keep - 1, (made, *slid)
         if quiet and not found:
             return []
-        engine._phase = Phase.PLAYING  # many squares off after lost changes: plies lost, not the board cleared
-        if self.blind is None:
-            self.blind = Blind(since=engine._t if since is None else since, seen=t, searched=engine._occ)
-        blind = self.blind
-        blind.searched = engine._occ
+        engine.read_moves()  # many squares off after lost changes: plies lost, not the board cleared
+        if self.lost is None:
+            self.lost = LostWindow(since=engine.now if since is None else since, seen=t, searched=engine.occupancy)
+        blind = self.lost
+        blind.searched = engine.occupancy
         detail: dict[str, object] = {"blind_ms": blind.seen - blind.since}
         if not found:
-            alerted = engine._sync is Sync.LOST
-            engine._sync = Sync.LOST
-            engine._match = None
+            alerted = engine.sync is Sync.LOST
+            engine.mark_lost()
             if alerted:
                 return []
             detail.update(candidates=[], note="no legal sequence of plies found leads to what the board shows: "
                           "resync the game (the moves since the last sure position, or a FEN)")
-            return [engine._alert(t, "changes_lost", "7.4", engine._ply_no, detail)]
-        out = engine._takeback_to(t, keep) if taken_back else []
-        if engine._cur.recovery is None:
-            engine._cur.recovery = Recovered(keep, blind.since, first)
+            return [engine.alert(t, "changes_lost", "7.4", engine.ply_number, detail)]
+        out = engine.take_back_to(t, keep) if taken_back else []
+        if engine.line.unseen.recovery is None:
+            engine.line.unseen.recovery = Recovered(keep, blind.since, first)
         found = likeliest_first(found, game.moves[-1].to_square if game.moves else None)
         if taken_back and first is not None:
             found.sort(key=lambda e: e.moves[0] != first[0])  # the ply as made first
         groups: dict[str, list[Explanation]] = {}
         for found_one in found:
             groups.setdefault(position_key(found_one.board), []).append(found_one)
-        start = engine._position.board
+        start = engine.position.board
         if len(groups) == 1:
             chosen = found[0]
             detail["plies"] = chosen.sans(start)
             if len(found) > 1:
                 detail["other_orders"] = [e.sans(start) for e in found[1:5]]
-            alert = engine._alert(t, "changes_lost", "7.4", engine._ply_no, detail)
-            engine._cur.recovered_plies += len(chosen.moves)
-            return [*out, alert, *engine._make_recovered(t, chosen.moves)]
+            alert = engine.alert(t, "changes_lost", "7.4", engine.ply_number, detail)
+            engine.line.unseen.recovered_plies += len(chosen.moves)
+            return [*out, alert, *engine.make_recovered(t, chosen.moves)]
         # Several positions fit: follow each until the board shows which (the first later change only one allows).
         hypotheses: list[Hypothesis] = []
         for group in groups.values():
-            child = copy.copy(engine)
-            child.__dict__ = copy.deepcopy({k: v for k, v in engine.__dict__.items() if k != "_unseen"})
-            child._unseen = UnseenPlay(Role.HYPOTHESIS)
-            child._cur.recovered_plies += len(group[0].moves)
-            events = child._make_recovered(t, group[0].moves)
+            child = engine.fork()
+            child.line.unseen.recovered_plies += len(group[0].moves)
+            events = child.make_recovered(t, group[0].moves)
             preferred = taken_back and first is not None and group[0].moves[0] == first[0] and not any(
                 h.preferred for h in hypotheses)
             hypotheses.append(Hypothesis(group[0].sans(start), child, events, preferred,
-                                         len(child._games[-1].moves)))
-        engine._sync = Sync.LOST
-        engine._match = None
-        blind.hypotheses = hypotheses
+                                         child.plies))
+        engine.mark_lost()
+        self.hypotheses = hypotheses
         detail["candidates"] = [h.sans for h in hypotheses]
-        return [*out, engine._alert(t, "changes_lost", "7.4", engine._ply_no, detail)]
+        return [*out, engine.alert(t, "changes_lost", "7.4", engine.ply_number, detail)]
 
-    def recover_again(self, engine: Engine, t: int) -> list[Event]:
+    def recover_again(self, engine: EngineInterface, t: int) -> list[Event]:
         """The board contradicts plies recovered a moment ago: search again from the position before them."""
-        recovered = engine._cur.recovery
-        game = engine._games[-1]
+        recovered = engine.line.unseen.recovery
+        game = engine.current_game
         if not isinstance(recovered, Recovered) or self.role is Role.HYPOTHESIS:
             return []
         played = len(game.moves) - recovered.keep
         if played > MAX_PLIES + 2:
-            engine._cur.recovery = None
+            engine.line.unseen.recovery = None
             return []
-        found = explanations(game.board(recovered.keep), engine._occ, max_plies=min(played + 3, MAX_PLIES + 2),
+        found = explanations(game.board(recovered.keep), engine.occupancy, max_plies=min(played + 3, MAX_PLIES + 2),
                              first=recovered.first)
         if not found:
             return []
-        out = engine._takeback_to(t, recovered.keep) if played else []
-        self.blind = Blind(since=recovered.since, seen=t, searched=-1)
+        out = engine.take_back_to(t, recovered.keep) if played else []
+        self.lost = LostWindow(since=recovered.since, seen=t, searched=-1)
+        self.hypotheses = None
         out += self.changes_lost(engine, t, first=recovered.first)
-        engine._cur.recovery = SearchedAgain()
+        engine.line.unseen.recovery = SearchedAgain()
         return out
 
     # ----------------------------------------------------------------------------------------------------------
     # hypotheses
 
-    def feed_hypotheses(self, engine: Engine, step: Callable[[Engine], list[Event]], t: int) -> list[Event]:
+    def feed_hypotheses(self, engine: EngineInterface, step: Callable[[EngineInterface], list[Event]],
+                        t: int) -> list[Event]:
         """Give a record (or the time) to every hypothesis; adopt the one the board leaves."""
         hypotheses = self.hypotheses
         assert hypotheses is not None
         for hypothesis in hypotheses:
             hypothesis.events += step(hypothesis.engine)
-        first = hypotheses[0].engine
-        engine._occ, engine._t = first._occ, max(engine._t, t)
-        alive = [h for h in hypotheses if not h.engine._contradicted()]
+        engine.follow_board(hypotheses[0].engine, t)
+        alive = [h for h in hypotheses if not h.engine.contradicted()]
         preferred = next((h for h in alive if h.preferred), None) if len(alive) > 1 else None
-        if preferred is not None and all(len(h.engine._games[-1].moves) >= h.plies + UNTOLD_PLIES for h in alive):
+        if preferred is not None and all(h.engine.plies >= h.plies + UNTOLD_PLIES for h in alive):
             alive = [preferred]  # the board never told them apart: the ply as it was made stands
-        if len({position_key(h.engine._position.board) for h in alive}) == 1 and len(alive) > 1:
+        if len({position_key(h.engine.position.board) for h in alive}) == 1 and len(alive) > 1:
             # The lines have met (a move under way in one was made in another): the same game from here on.
-            alive = [min(alive, key=lambda h: len(h.engine._games[-1].moves))]
+            alive = [min(alive, key=lambda h: h.engine.plies)]
         if len(alive) == 1:
             return self.adopt(engine, alive[0], [h for h in hypotheses if h is not alive[0]])
         if not alive:
             return self.drop_hypotheses(engine)
-        assert self.blind is not None
-        self.blind.hypotheses = alive
+        self.hypotheses = alive
         return []
 
-    def adopt(self, engine: Engine, chosen: Hypothesis, rejected: list[Hypothesis]) -> list[Event]:
+    def adopt(self, engine: EngineInterface, chosen: Hypothesis, rejected: list[Hypothesis]) -> list[Event]:
         """The board showed which lost plies were played: go on from there, with the events of that line."""
-        blind = self.blind
+        blind = self.lost
         assert blind is not None
         child = chosen.engine
-        alert = engine._alert(child._t, "changes_lost", "7.4", engine._ply_no, {
+        alert = engine.alert(child.now, "changes_lost", "7.4", engine.ply_number, {
             "blind_ms": blind.seen - blind.since, "plies": chosen.sans, "rejected": [h.sans for h in rejected],
         })
-        engine.__dict__.update(child.__dict__)  # the engine is that line's now, its unseen play included
-        engine._unseen.role = Role.BOARD
+        engine.adopt(child)  # the engine is that line's now, its unseen play a board's again
         return [alert, *chosen.events]
 
-    def drop_hypotheses(self, engine: Engine, search_again: bool = True) -> list[Event]:
+    def drop_hypotheses(self, engine: EngineInterface, search_again: bool = True) -> list[Event]:
         """Every hypothesis is contradicted (or an operator acts): play on from the last sure position, blind."""
-        hypotheses = self.hypotheses
-        assert hypotheses is not None and self.blind is not None
-        first = hypotheses[0].engine
-        self.blind.hypotheses = None
-        engine._occ, engine._chatter, engine._changed_at = first._occ, first._chatter, first._changed_at
-        engine._t, engine._received = max(engine._t, first._t), first._received
-        engine._ply.lifted |= engine._position.occ & ~engine._occ
-        engine._ply.blind = True
-        engine._unjudged = True
-        self.blind.searched = -1 if search_again else engine._occ
-        if not search_again:
-            engine._unjudged = False
-            engine._cur.recovery = SearchedAgain()
-            return []
-        return engine._after_change(engine._t)
+        hypotheses, blind = self.hypotheses, self.lost
+        assert hypotheses is not None and blind is not None
+        self.hypotheses = None
+        if search_again:
+            blind.searched = -1
+            return engine.continue_blind(hypotheses[0].engine, judge=True)
+        engine.continue_blind(hypotheses[0].engine, judge=False)
+        blind.searched = engine.occupancy
+        engine.line.unseen.recovery = SearchedAgain()
+        return []
 
     # ----------------------------------------------------------------------------------------------------------
     # an arbiter's resync
 
-    def resync_plies(self, engine: Engine, record: Resync) -> list[chess.Move] | str:
+    def resync_plies(self, engine: EngineInterface, record: Resync) -> list[chess.Move] | str:
         """Return the plies an arbiter's resync gives from the last sure position, or why it cannot be applied."""
-        games = engine._games
-        if not games or engine._phase is Phase.NEW or (engine._phase is Phase.OVER and not games[-1].moves):
+        game = engine.game
+        if game is None or engine.phase is Phase.NEW or (engine.phase is Phase.OVER and not game.moves):
             return "no game on this board"
-        sure = engine._position
+        sure = engine.position
         board = sure.board.copy(stack=False)
         moves: list[chess.Move] = []
         if record.fen is not None:
@@ -350,7 +371,7 @@ class UnseenPlay:
                 moves.append(move)
                 board.push(move)
         final = Position(board)
-        occ = engine._occ
+        occ = engine.occupancy
         if final.occ != occ and not final.continuable(occ):
             extra = occ & ~final.occ
             missing = final.occ & ~occ
@@ -359,44 +380,33 @@ class UnseenPlay:
                     f"missing {[chess.square_name(sq) for sq in chess.scan_forward(missing)]}")
         return moves
 
-    def resync(self, engine: Engine, t: int, record: Resync) -> list[Event]:
+    def resync(self, engine: EngineInterface, t: int, record: Resync) -> list[Event]:
         """An arbiter's resync: the plies since the last sure position (or the position now) given by hand."""
-        out = engine._flush_chatter()
+        out = engine.flush_chatter()
         moves = self.resync_plies(engine, record)
         if isinstance(moves, str):
-            return [*out, ResyncRejected(engine._game_no, t, moves, list(record.moves), record.fen)]
-        was_out = engine._sync in OUT_OF_SYNC
-        if engine._phase is Phase.OVER and moves:
-            out += engine._resume(t)
-        engine._phase = Phase.PLAYING
-        engine._sync = Sync.SHOWN
-        self.blind = None
-        engine._match = None
-        engine._checkpoint = None
-        engine._cur.recovered_plies = 0  # the arbiter vouches for the position
-        out += engine._make_recovered(t, moves)
-        if was_out and engine._sync is Sync.SHOWN:
-            out.append(engine._alert(t, "board_restored", "7.4", engine._ply_no, {"by": "resync"}))
-        return out
+            return [*out, ResyncRejected(engine.game_number, t, moves, list(record.moves), record.fen)]
+        return [*out, *engine.apply_resync(t, moves)]
 
     # ----------------------------------------------------------------------------------------------------------
     # declared results
 
-    def declared_end(self, engine: Engine) -> bool:
+    def declared_end(self, engine: EngineInterface) -> bool:
         """Return whether the current game is over by a declared result (not by what the board showed)."""
-        return bool(engine._games) and engine._games[-1].result != "*" and engine._cur.declared is not None
+        game = engine.game
+        return game is not None and game.result != "*" and engine.line.declared is not None
 
-    def declare(self, engine: Engine, t: int, record: Result) -> list[Event]:
+    def declare(self, engine: EngineInterface, t: int, record: Result) -> list[Event]:
         """A declared result (resignation, time, agreement): the current game ends as the board cannot show.
 
         Rejected when no game is on, or when the board already ended the game with another result; a result
         declared before is replaced. A move the board then shows made withdraws it (``game_resumed``).
         """
-        out = engine._flush_chatter()
-        game = engine._games[-1] if engine._games else None
-        if game is None or engine._phase is Phase.NEW or (engine._phase is Phase.OVER and game.result == "*"):
-            return [*out, ResultRejected(engine._game_no, t, "no game on this board", record.result, record.reason)]
-        if game.result != "*" and engine._cur.declared is None:
+        out = engine.flush_chatter()
+        game = engine.game
+        if game is None or engine.phase is Phase.NEW or (engine.phase is Phase.OVER and game.result == "*"):
+            return [*out, ResultRejected(engine.game_number, t, "no game on this board", record.result, record.reason)]
+        if game.result != "*" and engine.line.declared is None:
             if game.result == record.result:
                 return out  # the board saw it already (its reason stands)
             return [*out, ResultRejected(game.number, t, f"the game already ended on the board: {game.result} "
@@ -404,29 +414,24 @@ class UnseenPlay:
                                          record.reason)]
         if (game.result, game.end_reason) == (record.result, record.reason):
             return out  # declared again
-        if engine._phase is Phase.PLAYING and engine._match is not None:
-            fp, engine._match = engine._match, None
-            engine._unjudged = False
-            out += engine._make(fp, engine._match_t)  # the board shows the last move: made before the declaration
+        made = engine.make_pending_move()  # the board shows the last move: made before the declaration
+        if made:
+            out += made
             if game.result != "*":
                 return [*out, *self.declare(engine, t, record)]  # that move ended the game on the board
-        game.result, game.end_reason = record.result, record.reason
-        cleared = (engine._occ ^ engine._position.occ).bit_count() >= CLEARED_SQUARES
-        engine._cur.declared = Declared.CLEARED if cleared else Declared.READ_ON
-        engine._phase = Phase.OVER
-        engine._match = None
-        engine._checkpoint = None
+        cleared = (engine.occupancy ^ engine.position.occ).bit_count() >= CLEARED_SQUARES
+        engine.end_declared(record.result, record.reason, Declared.CLEARED if cleared else Declared.READ_ON)
         article = DECLARED_ARTICLES.get(record.reason.lower(), "")
         out.append(DeclaredEnd(game.number, t, record.result, record.reason, article, "arbiter"))
         return out
 
 
-def _made_unseen_at_rest(engine: Engine) -> chess.Move | None:
+def _made_unseen_at_rest(engine: EngineInterface) -> chess.Move | None:
     """Return the last ply if it was made when its settle time ran out with no record come in by then (the board
     may have been blind already: its rest was not seen), else None."""
-    settled = engine._cur.settled_by_time
-    game = engine._games[-1]
-    if settled is None or settled[0] != len(game.moves) or engine._received >= settled[1]:
+    settled = engine.line.unseen.settled_by_time
+    game = engine.current_game
+    if settled is None or settled[0] != len(game.moves) or engine.received >= settled[1]:
         return None
     return game.moves[-1]
 

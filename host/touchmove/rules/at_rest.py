@@ -1,0 +1,290 @@
+"""The board at rest in a state the game position does not explain: the re-readings, in order, and their decisions.
+
+:data:`AT_REST` is the policy. Each row is a function of a read-only view of the engine
+(:class:`~touchmove.rules.readings.BoardView`) that returns a decision, or None when it does not apply; the
+engine asks the rows in order and applies the first decision (:meth:`Engine._unexplained`). A *tentative*
+decision is a search whose result only its application knows (plies lost): when it finds nothing, the next row
+is asked. docs/engine-internals.md lists the rows and why they come in this order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import chess
+
+from touchmove.rules.footprints import Footprint, Position
+from touchmove.rules.phases import LOST, OVER, PLAYING
+from touchmove.rules.ply_evidence import PlyEvidence
+from touchmove.rules.readings import (
+    BoardView,
+    amendment,
+    answer_moved_on,
+    answer_undone,
+    capture_on_touchdown,
+    earlier_position,
+    end_in_question,
+    king_on_castling_square,
+    move_captured_on_touchdown,
+    promotion_seen,
+    pushed_capture,
+    takeback_proven,
+    victim_set_aside,
+)
+
+__all__ = [
+    "AT_REST", "Amend", "CaptureOnTouchdown", "Decision", "MakeInterrupted", "RecoverAgain", "Reopen", "SearchLost",
+    "SetPromotion", "TakeBack", "TakeBackProven", "UndoAnswer", "Wait",
+]
+
+
+class Decision:
+    """What the engine does about a board at rest (applied by the engine)."""
+
+    __slots__ = ()
+
+    def tentative(self) -> bool:
+        """Return whether this is a search whose application may find nothing (then the next row is asked)."""
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class Wait(Decision):
+    """Nothing to do yet (a move in progress, a capture's victim still to be taken off ...); note the rook of a
+    castling whose square the king rests on (4.7.2), or an earlier position shown (plies it keeps)."""
+
+    castling_rook: chess.Square | None = None
+    earlier: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Reopen(Decision):
+    """The game ended, and the board may show play going on: withdraw the end if it rested on an assumption."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchLost(Decision):
+    """Search the plies lost since ``since`` (None: the last record); ``quiet``: if none explain the board, say
+    nothing (it may be no loss): then tentative."""
+
+    since: int | None = None
+    quiet: bool = False
+
+    def tentative(self) -> bool:
+        """Return whether the search is quiet (then, finding nothing, the next row is asked)."""
+        return self.quiet
+
+
+@dataclass(frozen=True, slots=True)
+class RecoverAgain(Decision):
+    """The board contradicts plies recovered a moment ago: search again from before them (tentative)."""
+
+    def tentative(self) -> bool:
+        """Return True: the search again may find nothing."""
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class MakeInterrupted(Decision):
+    """Make the interrupted move: the board shows the opponent's answer (or a move in progress) after it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Amend(Decision):
+    """Replace the last move by ``footprint``; ``by_evidence``: read from other evidence than the board re-read
+    (a pushed-aside capture, an answer displaced), so no rule was broken and no alert."""
+
+    footprint: Footprint
+    by_evidence: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SetPromotion(Decision):
+    """The promotion at ply ``number`` was ``move`` (another piece than assumed): the board shows it moving."""
+
+    number: int
+    move: chess.Move
+
+
+@dataclass(frozen=True, slots=True)
+class UndoAnswer(Decision):
+    """Take back an answer the board undid before the press (:func:`~touchmove.rules.readings.answer_undone`)."""
+
+    position: Position
+    evidence: PlyEvidence
+    footprint: Footprint | None
+
+
+@dataclass(frozen=True, slots=True)
+class TakeBackProven(Decision):
+    """Take back to ``keep`` plies, the position shown at ``shown`` and played on from since."""
+
+    keep: int
+    shown: int
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureOnTouchdown(Decision):
+    """The last move was ``footprint``, to the square its piece touched down on at ``landed``, and the board shows
+    it captured there: amend it back (withdrawing an amendment as moved after release) and make the capture."""
+
+    footprint: Footprint
+    landed: int
+    made: bool  # the move was made (to the other square): amend it; else make it
+
+
+@dataclass(frozen=True, slots=True)
+class TakeBack(Decision):
+    """Take back to ``keep`` plies (the board shows the position of one ply ago)."""
+
+    keep: int
+
+
+WAIT = Wait()
+
+Reading = Callable[[BoardView], Decision | None]
+
+
+def game_end_in_question(view: BoardView) -> Decision | None:
+    """1. The game ended and the board, a few squares off, may show it going on."""
+    return Reopen() if view.phase is OVER and end_in_question(view) else None
+
+
+def nothing_to_read(view: BoardView) -> Decision | None:
+    """2. No game is read (over, cleared) or the board shows the game position."""
+    return WAIT if view.phase is not PLAYING or view.occupancy == view.position.occ else None
+
+
+def promotion_exchange(view: BoardView) -> Decision | None:
+    """3. The promoted pawn taken off to be exchanged for the new piece (4.6): a move in progress."""
+    exchange = view.exchange_square
+    if exchange is not None and view.occupancy ^ view.position.occ == chess.BB_SQUARES[exchange]:
+        return WAIT
+    return None
+
+
+def still_lost(view: BoardView) -> Decision | None:
+    """4. Still blind after lost changes: what the board shows now may be explained by more of the lost plies."""
+    return SearchLost() if view.sync is LOST and view.lost_unsearched else None
+
+
+def interrupted_move_shown(view: BoardView) -> Decision | None:
+    """5. An interrupted move (not moved on, or released) that the board continues from."""
+    interrupted = view.interrupted
+    if (interrupted is not None and (not interrupted.moved_on or interrupted.released)
+            and interrupted.after(view.position).continuable(view.occupancy)):
+        return MakeInterrupted()
+    return None
+
+
+def pushed_aside_capture(view: BoardView) -> Decision | None:
+    """6. The last move pushed its victim aside, now taken off: the capture."""
+    pushed = pushed_capture(view)
+    if pushed is None:
+        return None
+    shown = amendment(view, pushed)
+    return WAIT if shown is None else Amend(shown, by_evidence=True)
+
+
+def captured_on_touchdown(view: BoardView) -> Decision | None:
+    """7. The last move's piece (or the piece being moved), read on a neighbouring square, captured on the square
+    it touched down on (the capturing player stood it aside first): it was moved there."""
+    found = capture_on_touchdown(view)
+    if found is not None:
+        return CaptureOnTouchdown(*found, made=True)
+    found = move_captured_on_touchdown(view)
+    return None if found is None else CaptureOnTouchdown(*found, made=False)
+
+
+def displaced_answer_moved_on(view: BoardView) -> Decision | None:
+    """8. An answer read before the press of the ply it answers was a piece displaced, now played elsewhere."""
+    shown = answer_moved_on(view)
+    return None if shown is None else Amend(shown, by_evidence=True)
+
+
+def move_in_progress(view: BoardView) -> Decision | None:
+    """9. A move in progress from the game position (a piece in hand, the new piece placed first, the king on its
+    castling square)."""
+    if view.position.continuable(view.occupancy):
+        return Wait(castling_rook=king_on_castling_square(view))
+    return None
+
+
+def capture_victim_aside(view: BoardView) -> Decision | None:
+    """10. A capture made but for its victim, pushed onto a square next to it and still to be taken off."""
+    return WAIT if victim_set_aside(view) else None
+
+
+def snapshot_hides_loss(view: BoardView) -> Decision | None:
+    """11. A snapshot was read as one change and nothing explains the board: changes may have been lost."""
+    since = view.evidence.unsure_since
+    return None if since is None else SearchLost(since, quiet=True)
+
+
+def unseen_ply_contradicted(view: BoardView) -> Decision | None:
+    """12. The board contradicts a ply not seen made: search the lost plies again (not moved after release)."""
+    return RecoverAgain() if view.line.unseen.unseen_since is not None else None
+
+
+def moved_after_release(view: BoardView) -> Decision | None:
+    """13. The last move's piece (or castling's king) shown elsewhere: the last move amended."""
+    shown = amendment(view)
+    return None if shown is None else Amend(shown, by_evidence=False)
+
+
+def promotion_piece_seen(view: BoardView) -> Decision | None:
+    """14. A promoted piece moving as another piece would: the piece really chosen."""
+    found = promotion_seen(view)
+    return None if found is None else SetPromotion(*found)
+
+
+def answer_undone_before_press(view: BoardView) -> Decision | None:
+    """15. An answer the board undid before the press of the ply it answered."""
+    found = answer_undone(view)
+    return None if found is None else UndoAnswer(*found)
+
+
+def recovered_plies_contradicted(view: BoardView) -> Decision | None:
+    """16. Plies recovered a moment ago that the board contradicts: search again."""
+    return RecoverAgain()
+
+
+def takeback_played_on(view: BoardView) -> Decision | None:
+    """17. An earlier position shown, and play now goes on from it: the takeback of several plies."""
+    found = takeback_proven(view)
+    return None if found is None else TakeBackProven(*found)
+
+
+def earlier_position_shown(view: BoardView) -> Decision | None:
+    """18. The position of one ply ago: taken back; of several plies ago: noted (the next rest decides)."""
+    keep = earlier_position(view)
+    if keep is None:
+        return None
+    if len(view.current_game.moves) - keep < 2:
+        return TakeBack(keep)
+    earlier = view.evidence.earlier
+    return Wait(earlier=keep) if earlier is None or earlier[0] != keep else None
+
+
+#: The re-readings of a board at rest that the game position does not explain, in the order they are asked.
+AT_REST: tuple[Reading, ...] = (
+    game_end_in_question,
+    nothing_to_read,
+    promotion_exchange,
+    still_lost,
+    interrupted_move_shown,
+    pushed_aside_capture,
+    captured_on_touchdown,
+    displaced_answer_moved_on,
+    move_in_progress,
+    capture_victim_aside,
+    snapshot_hides_loss,
+    unseen_ply_contradicted,
+    moved_after_release,
+    promotion_piece_seen,
+    answer_undone_before_press,
+    recovered_plies_contradicted,
+    takeback_played_on,
+    earlier_position_shown,
+)

@@ -1,0 +1,133 @@
+"""The current game's line: its moves and clock times, the occupancy after each ply, its repetitions and promotions,
+and what the engine keeps beside them for the game (the presses as evidence, the plies not seen made).
+
+Everything here belongs to one game: a new game starts a new :class:`GameLine`, a takeback truncates it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+import chess
+
+from touchmove.rules.footprints import Position
+from touchmove.rules.gamelog import GameRecord
+from touchmove.rules.outcome import Repetitions
+from touchmove.rules.ply_evidence import PlyEvidence
+
+__all__ = ["Declared", "GameLine", "GameRecovery", "Presses", "Recovered", "SearchedAgain", "UnseenNotes"]
+
+
+@dataclass(frozen=True)
+class Recovered:
+    """Plies were recovered in this game: how many plies it had before (the last sure position) and when the
+    board went blind. If the board contradicts them soon after, the recovery is searched again from there.
+
+    ``first``: the ply after the sure position was made when its settle time ran out while the board was blind
+    (its rest unseen): the search again begins with it or with its piece slid on further."""
+
+    keep: int
+    since: int
+    first: tuple[chess.Move, ...] | None = None
+
+
+@dataclass(frozen=True)
+class SearchedAgain:
+    """The recovery was searched again once in this game: the next correction is the arbiter's resync."""
+
+
+#: A game's recovery: none yet, plies recovered (may be searched again), or searched again already.
+GameRecovery = Recovered | SearchedAgain | None
+
+
+class Declared(Enum):
+    """A game's result declared by a ``result`` record (not seen on the board)."""
+
+    READ_ON = "read on"  # the board's moves are still read: one made withdraws the result (play went on)
+    CLEARED = "cleared"  # the board was cleared since: the game is over for good
+
+
+@dataclass(slots=True)
+class Presses:
+    """The game's clock presses as evidence (6.2): who pressed since the last move, and early answers."""
+
+    pressed: bool = True  # the clock was pressed since the last move
+    pressed_at: int = 0  # device time of that press
+    #: The last ply was made before the mover of the ply before it pressed his clock (an answer in his time):
+    #: the position before that ply and its evidence; and when his press came (None: not yet).
+    answered: tuple[Position, PlyEvidence] | None = None
+    answered_press: int | None = None
+    illegal: dict[chess.Color, int] = field(default_factory=lambda: {chess.WHITE: 0, chess.BLACK: 0})
+
+
+@dataclass(slots=True)
+class UnseenNotes:
+    """What the game keeps about plies not seen made (recovered after lost changes, resynced, from snapshots)."""
+
+    recovery: GameRecovery = None  # plies recovered after lost changes, and whether searched again since
+    #: The last ply made when its settle time ran out, with no change since (not by a press or a snapshot): its
+    #: number and that time. If no record came in by then and the next shows lost changes, its rest went unseen.
+    settled_by_time: tuple[int, int] | None = None
+    #: The last ply was not seen made (recovered, resynced, read from a snapshot's difference, or made after a
+    #: snapshot that may hide lost changes): since when changes may have been lost. Presses prove nothing yet.
+    unseen_since: int | None = None
+    #: How many plies of this game were recovered after lost changes since the last resync (occupancy cannot prove
+    #: every piece's type: presses are no evidence of illegal moves meanwhile).
+    recovered_plies: int = 0
+
+
+@dataclass(slots=True)
+class GameLine:
+    """The current game's line (``record``: None before the first game) and what the engine keeps beside it."""
+
+    start_occ: chess.Bitboard
+    record: GameRecord | None = None
+    repetitions: Repetitions = field(default_factory=Repetitions)
+    #: Each promotion's ply -> whether the piece is known (else a queen is assumed).
+    promotions: dict[int, bool] = field(default_factory=dict)
+    occupancies: list[chess.Bitboard] = field(default_factory=list)  # the occupancy after each ply (0: the start)
+    presses: Presses = field(default_factory=Presses)
+    unseen: UnseenNotes = field(default_factory=UnseenNotes)
+    declared: Declared | None = None  # the game's result (when not "*") was declared by a result record, not seen
+    #: The last ply amended as moved after release (4.7): its number and the move as released. Provisional: the
+    #: board may still show that move was played (its piece stood aside by the opponent capturing it).
+    released_on: tuple[int, chess.Move] | None = None
+
+    def __post_init__(self) -> None:
+        self.occupancies.append(self.start_occ)
+
+    def push(self, move: chess.Move, after: chess.Board) -> None:
+        """Append a ply that left ``after`` (its clock time unknown; its repetition counted by the caller)."""
+        record = self.record
+        assert record is not None
+        record.moves.append(move)
+        record.clocks.append(None)
+        self.occupancies.append(after.occupied)
+
+    def pop(self) -> None:
+        """Remove the last ply, its occupancy and its repetition (it is replaced)."""
+        record = self.record
+        assert record is not None
+        record.moves.pop()
+        record.clocks.pop()
+        self.occupancies.pop()
+        self.repetitions.remove_last()
+
+    def truncate(self, keep: int) -> None:
+        """Keep the first ``keep`` plies only (a takeback): the game is no longer over."""
+        record = self.record
+        assert record is not None
+        record.truncate(keep)
+        del self.occupancies[keep + 1:]
+        self.repetitions.rebuild(record.board(0), record.moves)
+        for number in [n for n in self.promotions if n > keep]:
+            del self.promotions[number]
+
+    def replace_promotion(self, number: int, move: chess.Move, confirmed: bool) -> None:
+        """Put ``move`` (the same promotion with another piece) at ply ``number``; ``confirmed``: by a record."""
+        record = self.record
+        assert record is not None
+        record.moves[number - 1] = move
+        self.promotions[number] = confirmed
+        self.repetitions.rebuild(record.board(0), record.moves)

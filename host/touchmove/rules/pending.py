@@ -1,0 +1,107 @@
+"""The move the board shows and that waits out its settle time, and the one before it that a change interrupted.
+
+One :class:`PendingMove` per engine. :meth:`PendingMove.resolve` is the one place where it is decided which of
+the two is made when the board rests or the mover presses his clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import chess
+
+from touchmove.rules.footprints import Footprint, Position
+
+__all__ = ["InterruptedMove", "PendingMove", "sliding_in"]
+
+
+@dataclass(slots=True)
+class InterruptedMove:
+    """A matched move interrupted before its settle time by another change on the board."""
+
+    footprint: Footprint
+    t: int
+    moved_on: bool  # the change was a lift of a square the move had just filled
+    position: Position | None = None  # the position after it (worked out when first asked)
+    #: Moved on, its piece having rested on that square for the settle time before the board showed the move
+    #: (no legal position meanwhile: a knocked piece missing): released there (4.7), whatever the board shows next.
+    released: bool = False
+
+    def after(self, before: Position) -> Position:
+        """Return the position after this move, made from ``before``."""
+        if self.position is None:
+            board = before.board.copy(stack=False)
+            board.push(self.footprint.move)
+            self.position = Position(board)
+        return self.position
+
+
+@dataclass(slots=True)
+class PendingMove:
+    """The move the board shows (``match``, since ``since``) and a move ``interrupted`` before it, if any."""
+
+    match: Footprint | None = None
+    since: int = 0
+    interrupted: InterruptedMove | None = None
+
+    def clear(self) -> None:
+        """Nothing is pending (a move was made, or the game position changed)."""
+        self.match = None
+        self.interrupted = None
+
+    def resolve(self, position: Position, occ: chess.Bitboard, *, pressed: bool) -> tuple[Footprint, int]:
+        """Return the move to make now and when it showed, the match taken (the interrupted move is dropped by the
+        caller's making of the move).
+
+        Both in question (an interrupted move of the same piece, :meth:`stands`): the interrupted one is made when
+        its piece was released on its square, or when the board shows the opponent's answer in progress after it
+        (on a rest: a promotion's new piece placed first; on the mover's press (``pressed``): the answer sliding
+        onto a neighbouring square, sensed there before its own square empties). A board that shows both moves
+        alike (two captures by one piece) shows no answer: the later match, the better proven.
+        """
+        match, interrupted = self.match, self.interrupted
+        assert match is not None
+        self.match = None
+        if interrupted is not None and interrupted.footprint.move != match.move:
+            landed = not interrupted.footprint.placed & ~occ
+            if pressed:
+                take = interrupted.released or (landed and sliding_in(interrupted.after(position), occ))
+            else:
+                after = interrupted.after(position) if interrupted.released or landed else None
+                take = after is not None and occ != after.occ and after.continuable(occ)
+            if take:
+                return self.take_interrupted()
+        return match, self.since
+
+    def take_interrupted(self) -> tuple[Footprint, int]:
+        """Return the interrupted move and its time, to make now (what was lifted since belongs to the next ply)."""
+        interrupted = self.interrupted
+        assert interrupted is not None
+        self.interrupted = None
+        return interrupted.footprint, interrupted.t
+
+    def stands(self, fp: Footprint, occ: chess.Bitboard) -> bool:
+        """Return whether the interrupted move stays in question beside ``fp``, another move of the same piece.
+
+        Its landing square is still occupied: ``fp`` needs it refilled by another piece while its own piece was in
+        the air, the interrupted move only an opponent quick to answer (a piece slid onto its square is sensed
+        there before its own square empties). ``fp`` is matched; the next change decides, and if the board rests
+        first, ``fp`` is made unless it shows an answer in progress after the interrupted move.
+        """
+        interrupted = self.interrupted
+        assert interrupted is not None
+        made = interrupted.footprint
+        if fp.move == made.move or fp.move.from_square != made.move.from_square or not made.placed & ~fp.placed:
+            return False  # the same move, another piece, or fp lands there too (the king's step, then castling)
+        return interrupted.released or occ & made.placed == made.placed
+
+
+def sliding_in(position: Position, occ: chess.Bitboard) -> bool:
+    """Return whether ``occ`` is ``position`` with a move of it slid onto an empty square next to its own, sensed
+    there before its own square empties (the one square filled, nothing vacated yet)."""
+    filled = occ & ~position.occ
+    if occ & position.occ != position.occ or not filled or filled & (filled - 1):
+        return False
+    to_sq = filled.bit_length() - 1
+    return any(True for _ in position.board.generate_legal_moves(chess.BB_KING_ATTACKS[to_sq] & position.occ,
+                                                                  filled))

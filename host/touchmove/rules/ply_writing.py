@@ -1,0 +1,246 @@
+"""Writing the game's plies: a move made, amended, taken back, its promotion piece set, and the events that say so.
+
+:class:`PlyWriting` is the part of :class:`~touchmove.rules.engine.Engine` that applies decisions to the game line
+(:mod:`touchmove.rules.game_line`) and the position; what to decide is the engine's (the per-record path, the
+table of :mod:`touchmove.rules.at_rest`), when it is decided is its too.
+"""
+
+from __future__ import annotations
+
+import chess
+
+from touchmove.rules.board_state import BoardState
+from touchmove.rules.events import AmendmentWithdrawn, Event, GameEnd, MoveAmended, MoveMade, Takeback
+from touchmove.rules.footprints import Footprint, Position, castling_squares, fen_of
+from touchmove.rules.obligations import Touches, judge, out_of_turn
+from touchmove.rules.outcome import game_over
+from touchmove.rules.phases import MISMATCH, OUT_OF_SYNC, OVER
+from touchmove.rules.ply_evidence import PlyEvidence
+from touchmove.rules.readings import amendment, explain_shown, replay_with
+
+__all__ = ["PlyWriting"]
+
+
+class PlyWriting(BoardState):
+    """Applies decisions to the game: makes, amends and takes back plies (see the module documentation)."""
+
+    def _explain(self, position: Position, ply: PlyEvidence) -> Footprint | None:
+        """Return the legal move the board shows from ``position`` with the lifts of ``ply``, if any."""
+        return explain_shown(self._occ, position, ply, self._line.presses)
+
+    def _make(self, fp: Footprint, t: int) -> list[Event]:
+        position, ply = self._position, self._evidence
+        board = position.board
+        game = self._games[-1]
+        move = fp.move
+        chosen, self._chosen_piece = self._chosen_piece, None
+        if move.promotion is not None and chosen is not None:
+            move = chess.Move(move.from_square, move.to_square, chosen)
+        number = len(game.moves) + 1
+        out: list[Event] = []
+        if self._phase is OVER:
+            out += self.resume(t)  # a move made after a declared result: play went on
+        if self._sync in OUT_OF_SYNC:
+            out += self._restored(t, "legal move")
+        after = board.copy(stack=False)
+        san = after.san_and_push(move)
+        self._line.push(move, after)
+        early = (self._has_clock and not self._line.presses.pressed and number > 1
+                 and self._line.unseen.unseen_since is None)
+        self._line.presses.answered = self._previous if early else None
+        self._line.presses.answered_press = None
+        self._start_ply(position.after(move, after), (position, ply))
+        self._line.presses.pressed = False
+        # Made from a snapshot's difference (its changes not seen), or after a snapshot that may hide lost changes.
+        self._line.unseen.unseen_since = (ply.unsure_since if ply.unsure_since is not None
+                                          else self._t if ply.lifts_unseen else None)
+        out.append(MoveMade(game.number, t, number, move.uci(), san, self._position.fen()))
+        late = [(at, sq) for at, sq in ply.lifts if at > t]
+        if late:
+            # Lifts after the move showed belong to the next ply (the opponent started before the settle time
+            # was over); they are judged there, not here.
+            earlier = Touches()
+            for sq in ply.touches.order:
+                if ply.first_lift.get(sq, t) <= t:
+                    earlier.touch(position, sq)
+            ply.touches = earlier
+            nxt = self._evidence
+            nxt.carry_late(ply, t, self._position)
+            # The answer may be on the board already (a Chess960 castling that leaves the squares as they were).
+            answer = self._explain(self._position, nxt)
+            if answer is not None:
+                self._pending.match, self._pending.since = answer, self._changed_at
+                nxt.first_match = (answer.move, self._changed_at)
+        self._exchange_sq = move.to_square if move.promotion is not None else None
+        for breach in judge(position, ply.touches, move, ply.first_lift):
+            out.append(self.alert(t, breach.code, breach.article, number, breach.detail))
+        for sq in out_of_turn(position, ply.touches, move):
+            out.append(self.alert(t, "touch_out_of_turn", "4.2.1", number, {
+                "sq": chess.square_name(sq), "piece": str(board.piece_at(sq)),
+            }))
+        if move.promotion is not None and chosen is not None:
+            self._line.promotions[number] = True
+        elif move.promotion is not None:
+            self._line.promotions[number] = False
+            out.append(self.alert(t, "promotion_unverified", "4.4.4", number, {
+                "sq": chess.square_name(move.to_square), "assumed": "q",
+                "note": "the board cannot see the new piece; a promote record confirms it (7.5.2 if a pawn)",
+            }))
+        out += self._after_move(t, after, san)
+        return out
+
+    def _after_move(self, t: int, board: chess.Board, san: str | None = None) -> list[Event]:
+        """Return the game end, or the draws now claimable, after the move that left ``board`` (``san``: its SAN,
+        whose suffix tells a check)."""
+        out: list[Event] = []
+        game = self._games[-1]
+        count = self._line.repetitions.add(board)
+        ended = game_over(board, count, None if san is None else san[-1] in "+#")
+        if ended is not None:
+            self._game_ended(ended)
+            out.append(GameEnd(game.number, t, ended.result, ended.reason, ended.article))
+            return out
+        if count >= 3:
+            out.append(self.alert(t, "draw_claimable", "9.2", len(game.moves) + 1, {
+                "reason": "threefold repetition", "occurrences": count,
+            }))
+        if board.halfmove_clock >= 100:
+            out.append(self.alert(t, "draw_claimable", "9.3", len(game.moves) + 1, {
+                "reason": "fifty-move rule", "halfmove_clock": board.halfmove_clock,
+            }))
+        return out
+
+    def _make_shown(self) -> list[Event]:
+        """Make the move the board now shows from the game position, if any (a move under way re-read)."""
+        match = self._explain(self._position, self._evidence)
+        return [] if match is None else self._make(match, self._changed_at)
+
+    def _undo_answer(self, t: int, position: Position, evidence: PlyEvidence, shown: Footprint | None) -> list[Event]:
+        """Take back an answer the board undid before the press of the ply it answered
+        (:func:`~touchmove.rules.readings.answer_undone`); amend the ply before it to ``shown`` if the board shows
+        its piece elsewhere (no alert: the piece only crossed the square it was read on), or (None) keep it and
+        read the opponent's real answer under way."""
+        pressed = self._line.presses.answered_press
+        now = self._evidence
+        game = self._games[-1]
+        out = self.take_back_to(t, len(game.moves) - 1)
+        self._answer_taken_back(pressed)
+        self._previous = (position, evidence)
+        if shown is None:
+            self._evidence.carry(now, 0, self._position)
+        elif shown.move != game.moves[-1]:
+            out += self._amend_last(t, shown)
+        return out
+
+    def _answer_taken_back(self, pressed: int | None) -> None:
+        """After an answer taken back: whether (and when) the mover of the ply kept has pressed his clock."""
+        self._line.presses.pressed = pressed is not None
+        self._line.presses.pressed_at = pressed or 0
+
+    def _amend_last(self, t: int, pushed: Footprint | None = None) -> list[Event]:
+        """Re-explain the board from the position before the last move (:func:`~touchmove.rules.readings.amendment`)
+        and amend the last move if it shows another."""
+        shown = amendment(self, pushed)
+        return [] if shown is None else self._amend(t, shown, pushed is not None)
+
+    def _amend(self, t: int, shown: Footprint, by_evidence: bool) -> list[Event]:
+        """Replace the last move by ``shown`` (what the board shows wins); ``by_evidence``: read from other
+        evidence (a capture whose victim was pushed aside first, an answer displaced): no alert, no rule broken."""
+        previous = self._previous
+        assert previous is not None
+        position = previous[0]
+        game = self._games[-1]
+        last = game.moves[-1]
+        board = position.board
+        number = len(game.moves)
+        castling = board.is_castling(shown.move)
+        rook_part = castling and castling_squares(board, shown.move)[0] == last.from_square
+        king_part = castling and last.from_square == shown.move.from_square
+        out: list[Event] = []
+        self._line.pop()
+        after = board.copy(stack=False)
+        san = after.san_and_push(shown.move)
+        self._line.push(shown.move, after)
+        # What was seen since the amended move was first made stays its evidence for a later re-reading.
+        self._start_ply(position.after(shown.move, after), (position, previous[1].then(self._evidence)))
+        self._enter_playing()
+        out.append(MoveAmended(game.number, t, number, shown.move.uci(), san, self._position.fen()))
+        if self._sync is MISMATCH:
+            out += self._restored(t, "amended move")
+        if rook_part:
+            out.append(self.alert(t, "castling_rook_first", "4.4.2", number, {
+                "played": shown.move.uci(), "replaces": last.uci(),
+                "rook": chess.square_name(last.from_square),
+            }))
+        elif not king_part and not by_evidence and self._line.unseen.unseen_since is None:  # (release not seen)
+            self._line.released_on = (number, last)
+            out.append(self.alert(t, "moved_after_release", "4.7", number, {
+                "released": chess.square_name(last.to_square), "final": chess.square_name(shown.move.to_square),
+                "replaces": last.uci(), "played": shown.move.uci(),
+            }))
+        if shown.move.promotion is not None:
+            self._line.promotions[number] = False
+            out.append(self.alert(t, "promotion_unverified", "4.4.4", number, {
+                "sq": chess.square_name(shown.move.to_square), "assumed": "q",
+            }))
+        out += self._after_move(t, after, san)
+        return out
+
+    def _restore_touchdown(self, t: int, moved: Footprint, landed: int) -> list[Event]:
+        """Amend the last move to ``moved``, the move to the square its piece touched down on at ``landed`` (see
+        :func:`~touchmove.rules.readings.capture_on_touchdown`); an amendment as moved after release that this
+        contradicts is withdrawn (``amendment_withdrawn``). The lifts since the touchdown go on to the next ply."""
+        previous = self._previous
+        assert previous is not None
+        seen = previous[1].then(self._evidence)
+        number = len(self._games[-1].moves)
+        replaced = self._games[-1].moves[-1]
+        released, self._line.released_on = self._line.released_on, None
+        out = self._amend(t, moved, by_evidence=True)
+        if released == (number, moved.move):
+            out.append(AmendmentWithdrawn(self.game_number, t, number, moved.move.uci(), replaced.uci(),
+                                          "moved_after_release"))
+        self._evidence.carry(seen, landed + 1, self._position)
+        return out
+
+    def _promotion_seen(self, t: int, number: int, move: chess.Move) -> list[Event]:
+        """The promotion at ply ``number`` was ``move``, as the board shows the piece moving: set it, and make the
+        move the board shows from there."""
+        return self._set_promotion(t, number, move, confirmed=False) + self._make_shown()
+
+    def _set_promotion(self, t: int, number: int, move: chess.Move, confirmed: bool = True) -> list[Event]:
+        """Replace the piece of the promotion at ply ``number``; ``confirmed`` by a record, or read from how the
+        piece moved (then later moves may still correct it, always to a piece that fits every move since)."""
+        game = self._games[-1]
+        board = replay_with(game, number, move)
+        if board is None:
+            return []
+        before = game.board(number - 1)
+        san = before.san_and_push(move)
+        self._line.replace_promotion(number, move, confirmed)
+        self._position = Position(board)
+        out: list[Event] = [MoveAmended(game.number, t, number, move.uci(), san, fen_of(before))]
+        # The game end (or its absence) rested on the piece assumed: judge the position again.
+        ended = game_over(board)
+        if ended is None and game.result != "*":
+            out += self.resume(t)
+        elif ended is not None and game.result == "*" and number == len(game.moves):
+            out += self._after_move(t, board)
+        return out
+
+    def take_back_to(self, t: int, keep: int) -> list[Event]:
+        """Remove plies after the first ``keep``: the board (or an operator) went back to that position."""
+        if not self._games:
+            return []
+        game = self._games[-1]
+        if keep < 0 or keep >= len(game.moves):
+            return []
+        self._line.truncate(keep)
+        self._start_ply(Position(game.board()), None)
+        self._enter_playing()
+        self._line.presses.pressed = True
+        self._line.presses.answered = None
+        out: list[Event] = [Takeback(game.number, t, keep + 1, self._position.fen())]
+        if self._occ == self._position.occ and self._sync is MISMATCH:
+            out += self._restored(t, "takeback")
+        return out

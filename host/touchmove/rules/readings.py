@@ -1,0 +1,496 @@
+"""Readings of the board: pure functions of a read-only view of an engine (:class:`BoardView`).
+
+Each answers one question about what the board shows against the game (was the last move a capture whose victim
+was pushed aside, did the board undo an answer, does it show an earlier position ...). They change nothing: the
+table of :mod:`touchmove.rules.at_rest` turns their answers into decisions, and the engine applies those.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import chess
+
+from touchmove.rules.footprints import (
+    SLIDE_OVERLAP_MS,
+    Footprint,
+    Position,
+    castling_squares,
+    footprint,
+    promotion_alternatives,
+)
+from touchmove.rules.game_line import GameLine, Presses
+from touchmove.rules.gamelog import GameRecord
+from touchmove.rules.pending import InterruptedMove
+from touchmove.rules.phases import CLEARED_SQUARES, Phase, Sync
+from touchmove.rules.ply_evidence import PlyEvidence
+
+__all__ = [
+    "PROMOTION_LOOKBACK", "PUSH_ASIDE_MS", "STOOD_ASIDE_MS", "BoardView", "amendment", "answer_left_before_press",
+    "answer_undone",
+    "capture_on_touchdown", "capture_under_way_on_touchdown", "castling_completed", "earlier_position",
+    "end_in_question", "explain_shown", "king_on_castling_square", "mismatch_excused", "move_captured_on_touchdown",
+    "pending_touchdowns", "promotion_seen",
+    "promotion_under_way", "pushed_capture", "reexplained_last", "replay_with", "takeback_proven", "touchdowns",
+    "victim_set_aside",
+]
+
+#: A victim pushed aside is replaced by the capturing piece in one motion: its square refilled within this long
+#: after the push (a piece knocked off by a sleeve and put back takes a separate, slower reach).
+PUSH_ASIDE_MS = 250
+#: A piece stood aside by the hand that captures it rests on the neighbouring square at most this long (ms) before
+#: it is taken off (hands: 120-400 ms); a piece that rested there longer was moved there, and its going is a knock.
+STOOD_ASIDE_MS = 600
+#: How many plies back an assumed promotion piece may still be corrected by how the piece moves.
+PROMOTION_LOOKBACK = 40
+
+
+class BoardView(Protocol):
+    """What a reading sees of an engine (read-only)."""
+
+    @property
+    def occupancy(self) -> chess.Bitboard: ...
+    @property
+    def position(self) -> Position: ...
+    @property
+    def previous(self) -> tuple[Position, PlyEvidence] | None: ...
+    @property
+    def evidence(self) -> PlyEvidence: ...
+    @property
+    def interrupted(self) -> InterruptedMove | None: ...
+    @property
+    def game(self) -> GameRecord | None: ...
+    @property
+    def current_game(self) -> GameRecord: ...
+    @property
+    def line(self) -> GameLine: ...
+    @property
+    def phase(self) -> Phase: ...
+    @property
+    def sync(self) -> Sync: ...
+    @property
+    def exchange_square(self) -> chess.Square | None: ...
+    @property
+    def has_clock(self) -> bool: ...
+    @property
+    def now(self) -> int: ...
+    @property
+    def lost_unsearched(self) -> bool: ...
+
+
+def straightened(ply: PlyEvidence, presses: Presses) -> chess.Bitboard:
+    """Return the squares the last mover lifted and put back before his press (adjustments, 6.2.5).
+
+    A lift before the press whose square was refilled only after it may be the opponent's, taking the piece as a
+    victim (a bullet reply): that one is not counted.
+    """
+    squares = 0
+    for sq in chess.scan_forward(ply.adjusted):
+        placed = ply.last_place.get(sq)
+        if placed is not None and (not presses.pressed or placed <= presses.pressed_at):
+            squares |= chess.BB_SQUARES[sq]
+    return squares
+
+
+def explain_shown(occ: chess.Bitboard, position: Position, ply: PlyEvidence, presses: Presses) -> Footprint | None:
+    """Return the legal move that ``occ`` shows from ``position`` with the lifts of ``ply``, if any."""
+    return position.explain(occ, ply.lifted, ply.lifts_unseen, ply.held, ply.last_lift, ply.last_place,
+                            straightened(ply, presses) if ply.adjusted else 0)
+
+
+def reexplained_last(view: BoardView) -> Footprint | None:
+    """Return the move the board shows from the position before the last move, with both plies' lifts."""
+    previous = view.previous
+    if previous is None:
+        return None
+    position, ply = previous
+    return explain_shown(view.occupancy, position, ply.then(view.evidence), view.line.presses)
+
+
+def pushed_capture(view: BoardView) -> Footprint | None:
+    """Return the capture the last move really was when its piece only pushed the victim aside, else None.
+
+    The last move landed next to a piece the same piece could capture; that piece's square was emptied and
+    refilled after the landing (the victim pushed onto the landing square, the capturing piece set down in its
+    place, in the same motion), and the landing square is empty again (the victim taken off, before the mover's
+    clock is pressed): the board shows the capture. The opponent lifting the piece that just landed, to capture
+    it, refills no square next to it.
+    """
+    previous, game = view.previous, view.game
+    if previous is None or game is None:
+        return None
+    last = game.moves[-1]
+    landing = chess.BB_SQUARES[last.to_square]
+    evidence = view.evidence
+    if not evidence.lifted & landing or view.occupancy & landing:
+        return None
+    taken_off = evidence.first_lift.get(last.to_square, view.now)
+    presses = view.line.presses
+    if view.has_clock and presses.pressed and presses.pressed_at < taken_off:
+        return None  # taken off after the press: the opponent's hand
+    position, ply = previous
+    landed = ply.last_place.get(last.to_square)
+    shown = reexplained_last(view)
+    if shown is None or landed is None or shown.move.from_square != last.from_square:
+        return None
+    victim = shown.move.to_square
+    # The first refill after the landing (the mover may straighten the capturing piece later).
+    refilled = min((placed for placed in (ply.last_place.get(victim), evidence.last_place.get(victim))
+                    if placed is not None and placed > landed), default=-1)
+    if (not position.board.occupied_co[not position.board.turn] & chess.BB_SQUARES[victim]
+            or not chess.BB_KING_ATTACKS[victim] & landing or not 0 <= refilled - landed <= PUSH_ASIDE_MS):
+        return None
+    return shown
+
+
+def touchdowns(view: BoardView) -> list[tuple[Position, chess.Move, int]]:
+    """Return the other readings of the last move that its piece touched down for: for each square it was placed
+    on during its ply, empty before and not where it was read, and that it could legally reach, the position after
+    that move, the move, and when it landed there."""
+    previous, game = view.previous, view.game
+    if previous is None or game is None or not game.moves:
+        return []
+    last = game.moves[-1]
+    before, ply = previous
+    found = []
+    for square, landed in ply.last_place.items():
+        if square == last.to_square or before.occ & chess.BB_SQUARES[square]:
+            continue
+        moved = chess.Move(last.from_square, square)
+        if before.board.is_legal(moved):
+            after = before.board.copy(stack=False)
+            after.push(moved)
+            found.append((before.after(moved, after), moved, landed))
+    return found
+
+
+def capture_on_touchdown(view: BoardView) -> tuple[Footprint, int] | None:
+    """Return the move the last one really was and when its piece touched down, when the board shows the piece
+    captured on a square it touched down on, else None.
+
+    The last move's piece landed on a square (a touchdown) and was then read elsewhere (moved on after release,
+    or taken as the destination): a neighbouring square it could have reached, where the opponent stood it for a
+    moment before taking it off to capture it. When the opponent's piece then lands on the touchdown square, the
+    only legal reading is "moved there, then captured there": the move to the touchdown square, and the capture
+    on it proven by the lifts since the touchdown.
+    """
+    previous, game = view.previous, view.game
+    if previous is None or game is None or not game.moves:
+        return None
+    occ = view.occupancy
+    last_to = game.moves[-1].to_square
+    if occ & chess.BB_SQUARES[last_to]:
+        return None  # the piece still stands where it was read (the common case: checked first)
+    for after, moved, landed in touchdowns(view):
+        if not occ & chess.BB_SQUARES[moved.to_square]:
+            continue
+        evidence = previous[1].then(view.evidence)
+        if not {sq for sq, at in evidence.last_place.items() if at > landed} <= {moved.to_square, last_to}:
+            continue  # something else was placed since: not a piece stood aside and captured
+        stood, taken_off = evidence.last_place.get(last_to), evidence.last_lift.get(last_to)
+        if stood is None or taken_off is None or not stood < taken_off <= stood + STOOD_ASIDE_MS:
+            continue  # it rested where it was read: moved there (its going is a knock, not this capture)
+        lifted = evidence.lifted_since(landed)
+        capture = after.explain(occ, lifted, False, evidence.held & lifted, evidence.last_lift, evidence.last_place)
+        if capture is not None and capture.move.to_square == moved.to_square:
+            return footprint(previous[0].board, moved), landed
+    return None
+
+
+def pending_touchdowns(view: BoardView) -> list[tuple[Position, chess.Move, int]]:
+    """Return the moves being made whose piece touched down on a square, was lifted from it and stood on an empty
+    neighbouring square it could also reach, and is off the board again (no move of it made yet): for each, the
+    position after it, the move, and a time just before the touchdown square's first lift."""
+    position, evidence, occ = view.position, view.evidence, view.occupancy
+    board = position.board
+    found = []
+    for square in evidence.last_place:
+        if position.occ & chess.BB_SQUARES[square]:
+            continue
+        # The touchdown came before the square's first lift (its last place may be the capturing piece's).
+        taken = evidence.first_lift.get(square)
+        if taken is None:
+            continue
+        # Stood aside: a neighbouring square placed after that lift and empty again, and nothing else placed since
+        # but the capturing piece (a piece slid on across the square lands somewhere).
+        places, lifts = evidence.last_place, evidence.last_lift
+        aside = [sq for sq in chess.scan_forward(chess.BB_KING_ATTACKS[square] & ~position.occ & ~occ)
+                 if places.get(sq, -1) > taken and places[sq] < lifts.get(sq, -1) <= places[sq] + STOOD_ASIDE_MS]
+        placed_since = {sq for sq, at in evidence.last_place.items() if at > taken}
+        if not aside or not placed_since <= {square, *aside}:
+            continue
+        for start, lifted_at in evidence.first_lift.items():
+            if lifted_at >= taken or not board.occupied_co[board.turn] & chess.BB_SQUARES[start]:
+                continue
+            moved = chess.Move(start, square)
+            if board.is_legal(moved) and any(board.is_legal(chess.Move(start, sq)) for sq in aside):
+                after = board.copy(stack=False)
+                after.push(moved)
+                found.append((position.after(moved, after), moved, taken - 1))
+    return found
+
+
+def move_captured_on_touchdown(view: BoardView) -> tuple[Footprint, int] | None:
+    """Return the move being made and when its piece touched down, when the board shows that piece captured on a
+    square it touched down on before any move was made of it (the capturing player lifted it before it settled
+    and stood it aside a moment), else None."""
+    occ, evidence = view.occupancy, view.evidence
+    for after, moved, landed in pending_touchdowns(view):
+        if not occ & chess.BB_SQUARES[moved.to_square]:
+            continue
+        lifted = evidence.lifted_since(landed)
+        capture = after.explain(occ, lifted, False, evidence.held & lifted, evidence.last_lift, evidence.last_place)
+        if capture is not None and capture.move.to_square == moved.to_square:
+            return footprint(view.position.board, moved), landed
+    return None
+
+
+def capture_under_way_on_touchdown(view: BoardView) -> bool:
+    """Return whether the board shows a capture under way of the last move's piece on a square it touched down on
+    (its piece stood aside and taken off, the capturing piece in the hand): no mismatch yet."""
+    occ, game = view.occupancy, view.game
+    if any(after.continuable(occ) for after, _, _ in pending_touchdowns(view)):
+        return True
+    if game is None or not game.moves or occ & chess.BB_SQUARES[game.moves[-1].to_square]:
+        return False
+    return any(after.continuable(occ) for after, _, _ in touchdowns(view))
+
+
+def refilled_before_moving_on(view: BoardView, position: Position, last: chess.Move, shown: Footprint) -> bool:
+    """Return whether ``shown``, the last move's piece moved on to a capture, had its victim's square refilled
+    before that piece left its landing square: then the refill was someone else's hand (the victim's owner
+    straightening it), not the piece moving on, which a slide may sense there only a moment early.
+    """
+    victim = shown.move.to_square
+    evidence = view.evidence
+    left = evidence.first_lift.get(last.to_square)
+    if left is None or victim == last.to_square or not position.occ & chess.BB_SQUARES[victim]:
+        return False
+    refilled = evidence.last_place.get(victim)
+    previous = view.previous
+    if refilled is None and previous is not None:
+        refilled = previous[1].last_place.get(victim)
+    return refilled is not None and refilled < left - SLIDE_OVERLAP_MS
+
+
+def amendment(view: BoardView, pushed: Footprint | None = None) -> Footprint | None:
+    """Return the move the last one is to be amended to, re-read from the position before it (what the board
+    shows wins), or None. ``pushed``: the move it really was, read from other evidence (a capture whose victim
+    was pushed aside first, an answer whose first reading was a piece displaced).
+
+    Only the same piece replayed (or castling completed from its rook's move) is an amendment; a different piece
+    is left to a takeback or a mismatch, and a piece moved on to a capture whose square was refilled before it
+    left is no amendment (:func:`refilled_before_moving_on`).
+    """
+    previous = view.previous
+    if previous is None:
+        return None
+    position = previous[0]
+    last = view.current_game.moves[-1]
+    shown = pushed or reexplained_last(view)
+    if shown is None or shown.move == last:
+        return None
+    board = position.board
+    castling = board.is_castling(shown.move)
+    rook_part = castling and castling_squares(board, shown.move)[0] == last.from_square
+    if not (last.from_square == shown.move.from_square or rook_part):
+        return None
+    if pushed is None and not castling and refilled_before_moving_on(view, position, last, shown):
+        return None
+    return shown
+
+
+def victim_set_aside(view: BoardView) -> bool:
+    """Return whether the board shows a capture made but for its victim, pushed onto a square next to it.
+
+    The victim is still to be taken off: a capture in progress, which no other explanation may preempt.
+    """
+    position, occ = view.position, view.occupancy
+    filled = occ & ~position.occ
+    if not filled or filled & (filled - 1):
+        return False
+    ply = view.evidence
+    shown = position.explain(occ & ~filled, ply.lifted, ply.lifts_unseen, ply.held, ply.last_lift, ply.last_place)
+    return (shown is not None and bool(chess.BB_KING_ATTACKS[shown.move.to_square] & filled)
+            and bool(position.occ & chess.BB_SQUARES[shown.move.to_square]))
+
+
+def answer_left_before_press(view: BoardView) -> bool:
+    """Return whether the last ply is an answer made before the press of the ply it answers, and the board left
+    it (a change since it was made) before that press."""
+    presses = view.line.presses
+    if (presses.answered is None or view.previous is None or not view.has_clock
+            or view.line.unseen.unseen_since is not None):
+        return False
+    pressed, lifts = presses.answered_press, view.evidence.lifts
+    return pressed is None or (bool(lifts) and lifts[0][0] <= pressed)
+
+
+def answer_moved_on(view: BoardView) -> Footprint | None:
+    """Return the move the answer really was when its piece, lying where it was read, is taken up and played
+    elsewhere (the first reading was a piece displaced, not released: no alert), else None."""
+    if not answer_left_before_press(view):
+        return None
+    shown = reexplained_last(view)
+    last = view.current_game.moves[-1]
+    if shown is None or shown.move == last or shown.move.from_square != last.from_square:
+        return None
+    return amendment(view, shown)
+
+
+def answer_undone(view: BoardView) -> tuple[Position, PlyEvidence, Footprint | None] | None:
+    """Return how to take back an answer that the board undid before the move it answered was completed by the
+    press, else None: the position before the answered ply, the evidence to re-read it with, and the move it is
+    amended to (None: it stands, the opponent's real answer is under way).
+
+    The last ply was made before the mover of the ply before it pressed his clock, and before that press the board
+    shows that ply alone again (or that piece's move re-read over both plies): the answer was a piece displaced
+    (knocked off by the sleeve and lying where it could move), not a move.
+    """
+    presses = view.line.presses
+    answered, previous = presses.answered, view.previous
+    if answered is None or previous is None or not answer_left_before_press(view):
+        return None
+    game = view.current_game
+    if len(game.moves) < 2:
+        return None
+    position, ply = answered
+    if previous[0].continuable(view.occupancy):
+        return position, ply, None  # the ply before the answer, with the opponent's real answer under way
+    lifts = ply.then(previous[1]).then(view.evidence)
+    shown = explain_shown(view.occupancy, position, lifts, presses)
+    if shown is None or shown.move.from_square != game.moves[-2].from_square:
+        return None
+    return position, lifts, shown
+
+
+def castling_completed(view: BoardView) -> bool:
+    """Return whether the last move was a rook's that the king has now completed into castling (4.4.2)."""
+    previous, game = view.previous, view.game
+    if previous is None or game is None or not game.moves:
+        return False
+    last = game.moves[-1]
+    board = previous[0].board
+    rook = chess.BB_SQUARES[last.from_square]
+    if not board.rooks & rook & board.castling_rights:
+        return False
+    return any(castling_squares(board, move)[0] == last.from_square
+               and footprint(board, move).occ_after == view.occupancy for move in board.generate_castling_moves())
+
+
+def end_in_question(view: BoardView) -> bool:
+    """Return whether the board, a few squares off the final position, may show the game going on."""
+    game = view.game
+    if game is None or game.result == "*" or not game.moves:
+        return False
+    diff = view.occupancy ^ view.position.occ
+    return bool(diff) and diff.bit_count() < CLEARED_SQUARES
+
+
+def replay_with(game: GameRecord, number: int, move: chess.Move) -> chess.Board | None:
+    """Return the game's position with ply ``number`` replaced by ``move`` (None: a later ply is then illegal)."""
+    board = game.board(number - 1)
+    for m in [move, *game.moves[number:]]:
+        if not board.is_legal(m):
+            return None
+        board.push(m)
+    return board
+
+
+def promotion_seen(view: BoardView) -> tuple[int, chess.Move] | None:
+    """Return a promotion (its ply and the move with another piece) that the board shows was made with another
+    piece than assumed (the promoted piece moving as that piece would), else None."""
+    game = view.current_game
+    promotions = view.line.promotions
+    for number in sorted(promotions, reverse=True):
+        if promotions[number] or number < len(game.moves) - PROMOTION_LOOKBACK:
+            continue
+        original = game.moves[number - 1]
+        before = game.board(number - 1)
+        for alternative in promotion_alternatives(before, original):
+            replayed = replay_with(game, number, alternative)
+            if replayed is None:
+                continue
+            if explain_shown(view.occupancy, Position(replayed), view.evidence, view.line.presses) is not None:
+                return number, alternative
+    return None
+
+
+def promotion_under_way(view: BoardView) -> bool:
+    """Return whether a pawn of the mover that can promote is off its square (a promotion being made)."""
+    if view.phase is not Phase.PLAYING:
+        return False
+    board = view.position.board
+    last_rank_next = chess.BB_RANK_7 if board.turn == chess.WHITE else chess.BB_RANK_2
+    return bool(board.pawns & board.occupied_co[board.turn] & last_rank_next & ~view.occupancy)
+
+
+def takeback_proven(view: BoardView) -> tuple[int, int] | None:
+    """Return (plies kept, when that position showed) when the board showed the position of several plies ago
+    and now shows play from there: the takeback; else None.
+
+    Taking back several plies at once is read only when the board goes on from that position (a move of it made
+    or under way) and not from the game position: until then, a piece knocked off its square and lying where the
+    earlier position has one shows that position as well, and its owner putting it back shows the game again.
+    """
+    evidence = view.evidence
+    pending = evidence.earlier
+    if pending is None:
+        return None
+    keep, shown = pending
+    game = view.current_game
+    occ = view.occupancy
+    if occ == view.line.occupancies[keep] or keep >= len(game.moves):
+        return None
+    earlier = Position(game.board(keep))
+    lifted = 0
+    for at, sq in evidence.lifts:
+        if at >= shown:
+            lifted |= chess.BB_SQUARES[sq]
+    move = earlier.explain(occ, lifted, False, evidence.held & lifted, evidence.last_lift, evidence.last_place)
+    if move is None and not earlier.continuable(occ):
+        return None
+    return keep, shown
+
+
+def earlier_position(view: BoardView) -> int | None:
+    """Return how many plies to keep if the board shows an earlier position of this game, else None."""
+    occupancies = view.line.occupancies
+    for plies in range(len(occupancies) - 2, -1, -1):
+        if occupancies[plies] == view.occupancy:
+            return plies
+    return None
+
+
+def king_on_castling_square(view: BoardView) -> chess.Square | None:
+    """Return the rook of the castling whose square the king alone rests on (4.7.2: only that castling may
+    follow), else None."""
+    position = view.position
+    board = position.board
+    king = board.king(board.turn)
+    if king is None or not view.evidence.lifted & chess.BB_SQUARES[king]:
+        return None
+    found = None
+    for move in board.generate_castling_moves():
+        if move.from_square == king:
+            rook, king_to, _ = castling_squares(board, move)
+            shown = (position.occ & ~chess.BB_SQUARES[king]) | chess.BB_SQUARES[king_to]
+            if king_to != king and shown == view.occupancy:
+                found = rook
+    return found
+
+
+def mismatch_excused(view: BoardView) -> bool:
+    """Return whether the board, at rest off the game position, shows no mismatch (most often first): a move in
+    progress (a piece in the hand), the promoted pawn taken off to be exchanged for the new piece (4.6), the last
+    move being made again (rook-first castling, a piece moved on), an interrupted move with the opponent's answer
+    in progress after it (a bullet recapture, victim lifted first, the capturing piece still in the hand), or a
+    capture under way of the last move's piece on a square it touched down on.
+    """
+    occ, position = view.occupancy, view.position
+    exchange, previous, interrupted = view.exchange_square, view.previous, view.interrupted
+    return (position.continuable(occ)
+            or (exchange is not None and occ ^ position.occ == chess.BB_SQUARES[exchange])
+            or (previous is not None and previous[0].continuable(occ))
+            or (interrupted is not None and interrupted.after(position).continuable(occ))
+            or capture_under_way_on_touchdown(view))
