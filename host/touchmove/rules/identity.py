@@ -17,6 +17,7 @@ class PieceWatch:
 
     def __init__(self) -> None:
         self.letters: dict[chess.Square, str] = {}
+        self.last: dict[chess.Square, str] = {}              # the last letter each square had, lifted or not
         self.told: set[tuple[chess.Square, str]] = set()     # (square, found) already reported
 
     def place(self, sq: chess.Square, piece: str | None) -> None:
@@ -24,7 +25,7 @@ class PieceWatch:
         if piece is None:
             self.letters.pop(sq, None)
         else:
-            self.letters[sq] = piece
+            self.letters[sq] = self.last[sq] = piece
 
     def lift(self, sq: chess.Square) -> None:
         """Note a lift record."""
@@ -34,6 +35,10 @@ class PieceWatch:
     def piece_on(self, sq: chess.Square) -> str | None:
         """Return the letter the board gave the piece on ``sq``, if it gave one."""
         return self.letters.get(sq)
+
+    def exchanging(self, sq: chess.Square) -> bool:
+        """Return True when ``sq`` is empty after a pawn stood on it (a promotion's pawn being exchanged)."""
+        return sq not in self.letters and self.last.get(sq) in ("P", "p")
 
     def wrong(self, board: chess.BaseBoard) -> list[dict[str, str]]:
         """Return the squares (not reported before) whose piece differs from ``board``'s: square, expected piece

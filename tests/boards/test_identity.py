@@ -1,0 +1,54 @@
+"""Piece identity in the rules engine: a wrong piece put down is a board_mismatch naming the pieces, a promotion
+is made with the piece the board names; records without pieces give the very events they gave before."""
+
+from __future__ import annotations
+
+import chess
+
+from touchmove.records import Lift, Place, Record, Snapshot
+from touchmove.rules import Engine, Event
+
+
+def feed(engine: Engine, recs: list[Record]) -> list[Event]:
+    return [e for r in recs for e in engine.feed(r)] + engine.finish()
+
+
+def alerts(events: list[Event], code: str) -> list[Event]:
+    return [e for e in events if e.type == "alert" and e.code == code]  # type: ignore[attr-defined]
+
+
+def test_a_wrong_piece_put_down_is_a_board_mismatch_naming_the_pieces() -> None:
+    recs: list[Record] = [Snapshot(0, chess.BB_RANK_1 | chess.BB_RANK_2 | chess.BB_RANK_7 | chess.BB_RANK_8),
+                          Lift(1000, chess.E2), Place(1200, chess.E4, piece="P"),
+                          Lift(3000, chess.E7), Place(3200, chess.E5, piece="p"),
+                          Lift(5000, chess.F1), Place(5200, chess.C4, piece="N")]    # a knight where the bishop goes
+    events = feed(Engine(), recs)
+    assert [e.uci for e in events if e.type == "move"] == ["e2e4", "e7e5", "f1c4"]  # type: ignore[attr-defined]
+    [mismatch] = alerts(events, "board_mismatch")
+    assert mismatch.detail["pieces"] == [{"sq": "c4", "expected": "B", "found": "N"}]  # type: ignore[attr-defined]
+
+
+def test_pieces_swapped_are_named_at_the_next_move() -> None:
+    recs: list[Record] = [Snapshot(0, chess.BB_RANK_1 | chess.BB_RANK_2 | chess.BB_RANK_7 | chess.BB_RANK_8),
+                          Lift(500, chess.B1), Lift(520, chess.C1), Place(700, chess.B1, piece="B"),
+                          Place(760, chess.C1, piece="N"),                       # knight and bishop swapped
+                          Lift(1500, chess.E2), Place(1700, chess.E4, piece="P")]
+    events = feed(Engine(), recs)
+    [mismatch] = alerts(events, "board_mismatch")
+    assert mismatch.detail["pieces"] == [{"sq": "b1", "expected": "N", "found": "B"},  # type: ignore[attr-defined]
+                                         {"sq": "c1", "expected": "B", "found": "N"}]
+
+
+def test_the_promoted_piece_is_read_from_the_board() -> None:
+    fen = "8/4P3/8/8/8/k7/8/4K2R w - - 0 1"
+    recs: list[Record] = [Lift(1000, chess.E7), Place(1500, chess.E8, piece="N")]
+    events = feed(Engine(fen=fen), recs)
+    assert [e.uci for e in events if e.type in ("move", "move_amended")] == ["e7e8n"]  # type: ignore[attr-defined]
+    assert alerts(events, "promotion_unverified") == []
+
+
+def test_records_without_pieces_give_the_same_events() -> None:
+    fen = "8/4P3/8/8/8/k7/8/4K2R w - - 0 1"
+    plain = feed(Engine(fen=fen), [Lift(1000, chess.E7), Place(1500, chess.E8)])
+    assert [e.type for e in plain] == ["game_start", "touch", "move", "alert"]
+    assert alerts(plain, "promotion_unverified")
