@@ -112,6 +112,7 @@ class Snapshot:
     t: int
     occ: chess.Bitboard
     type: Literal["snapshot", "heartbeat"] = "snapshot"
+    pieces: str | None = None    # the pieces (FEN placement), from a board that knows them
 
 
 @value
@@ -205,6 +206,19 @@ def _occupancy(obj: dict[str, Any]) -> chess.Bitboard:
     return int(occ, 16)
 
 
+def _pieces(obj: dict[str, Any]) -> str | None:
+    pieces = obj.get("pieces")
+    if pieces is None:
+        return None
+    try:
+        if not isinstance(pieces, str) or len(pieces) > MAX_FEN:
+            raise ValueError(pieces)
+        chess.BaseBoard(pieces)
+    except ValueError:
+        raise RecordError("'pieces' must be a FEN piece placement") from None
+    return pieces
+
+
 def fen_problem(fen: str, chess960: bool = False) -> str | None:
     """Return why a FEN cannot start a game (not FEN, no king, an impossible position), or None when it can."""
     try:
@@ -234,7 +248,7 @@ def from_dict(obj: Any) -> Record:
             raise RecordError("'piece' must be a FEN piece letter (PNBRQK, pnbrqk)")
         return Place(t, _square(obj), piece=piece)
     if kind in ("snapshot", "heartbeat"):
-        return Snapshot(t, _occupancy(obj), "snapshot" if kind == "snapshot" else "heartbeat")
+        return Snapshot(t, _occupancy(obj), "snapshot" if kind == "snapshot" else "heartbeat", _pieces(obj))
     if kind == "promote":
         piece = obj.get("piece")
         if not isinstance(piece, str) or piece.lower() not in _PIECE_TYPES:
@@ -321,8 +335,10 @@ def to_dict(record: Record) -> dict[str, Any]:
             out["sq"] = chess.square_name(sq)
             if piece is not None:
                 out["piece"] = piece
-        case Snapshot(occ=occ):
+        case Snapshot(occ=occ, pieces=pieces):
             out["occ"] = format_occupancy(occ)
+            if pieces is not None:
+                out["pieces"] = pieces
         case Promote(piece=piece):
             out["piece"] = chess.piece_symbol(piece)
         case Clock(side=side, remaining=remaining):

@@ -52,3 +52,26 @@ def test_records_without_pieces_give_the_same_events() -> None:
     plain = feed(Engine(fen=fen), [Lift(1000, chess.E7), Place(1500, chess.E8)])
     assert [e.type for e in plain] == ["game_start", "touch", "move", "alert"]
     assert alerts(plain, "promotion_unverified")
+
+
+def test_the_start_position_is_checked_piece_by_piece() -> None:
+    wrong = chess.Board()
+    wrong.set_piece_at(chess.D1, chess.Piece.from_symbol("K"))
+    wrong.set_piece_at(chess.E1, chess.Piece.from_symbol("Q"))     # king and queen swapped
+    events = feed(Engine(), [Snapshot(0, wrong.occupied, pieces=wrong.board_fen())])
+    assert events[0].type == "game_start"
+    [mismatch] = alerts(events, "board_mismatch")
+    assert mismatch.detail["pieces"] == [{"sq": "d1", "expected": "Q", "found": "K"},  # type: ignore[attr-defined]
+                                         {"sq": "e1", "expected": "K", "found": "Q"}]
+
+
+def test_a_snapshot_with_pieces_round_trips_and_bad_pieces_are_an_error() -> None:
+    import pytest
+
+    from touchmove import records
+
+    rec = records.parse_line('{"t":1,"type":"snapshot","occ":"ffff00000000ffff","pieces":"8/8/8/8/8/8/8/8"}')
+    assert isinstance(rec, records.Snapshot) and rec.pieces == "8/8/8/8/8/8/8/8"
+    assert '"pieces":"8/8/8/8/8/8/8/8"' in records.to_line(rec)
+    with pytest.raises(records.RecordError, match="FEN piece placement"):
+        records.parse_line('{"t":1,"type":"snapshot","occ":"ff","pieces":"9/x"}')

@@ -119,6 +119,8 @@ class Engine(PlyWriting):
                 pieces.place(sq, piece)
             case Lift(sq=sq):
                 pieces.lift(sq)
+            case Snapshot(pieces=placement) if placement is not None:
+                pieces.snapshot(placement)
         out = self._feed(record)
         if (isinstance(record, Place) and record.piece is not None and record.piece.upper() not in ("P", "K")
                 and chess.square_rank(record.sq) in (0, 7) and self._unseen.hypotheses is None

@@ -27,6 +27,12 @@ class PieceWatch:
         else:
             self.letters[sq] = self.last[sq] = piece
 
+    def snapshot(self, placement: str) -> None:
+        """Note a snapshot's pieces (a FEN placement): every square's letter is known again."""
+        board = chess.BaseBoard(placement)
+        self.letters = {sq: piece.symbol() for sq, piece in board.piece_map().items()}
+        self.last.update(self.letters)
+
     def lift(self, sq: chess.Square) -> None:
         """Note a lift record."""
         self.letters.pop(sq, None)
