@@ -75,3 +75,22 @@ def test_a_snapshot_with_pieces_round_trips_and_bad_pieces_are_an_error() -> Non
     assert '"pieces":"8/8/8/8/8/8/8/8"' in records.to_line(rec)
     with pytest.raises(records.RecordError, match="FEN piece placement"):
         records.parse_line('{"t":1,"type":"snapshot","occ":"ff","pieces":"9/x"}')
+
+
+def test_answers_put_down_before_the_move_they_answer_was_made_are_no_wrong_piece() -> None:
+    """Fast replies (an answer 60-120 ms after the move, before the engine made it): the piece the answer puts
+    on a square is judged once the answer is made, never against the move it answers."""
+    import random
+
+    from tests.host.games import require_games
+    from touchmove import hands
+    from touchmove.sim import harness
+    from touchmove.sim.pieces import piece_timeline
+
+    fast = hands.Style(promote_record=False, bullet_recapture=0.8, bullet=0.3, think_ms=(100, 600))
+    for i, (name, start, moves) in enumerate(require_games()[::60]):
+        run = harness.run("chessnut", start, piece_timeline(start, moves, random.Random(i), fast), seed=i)
+        engine = Engine(fen=None if start.fen() == chess.STARTING_FEN else start.fen())
+        named = [e for e in alerts(feed(engine, run.records), "board_mismatch")
+                 if e.detail.get("pieces")]  # type: ignore[attr-defined]
+        assert named == [], name

@@ -116,7 +116,7 @@ class Engine(PlyWriting):
         pieces = self._piece_watch()
         match record:
             case Place(sq=sq, piece=piece):
-                pieces.place(sq, piece)
+                pieces.place(sq, piece, record.t)
             case Lift(sq=sq):
                 pieces.lift(sq)
             case Snapshot(pieces=placement) if placement is not None:
@@ -154,7 +154,7 @@ class Engine(PlyWriting):
                     continue     # the pawn is being exchanged: the new piece names itself (a promote record)
             judged.append(event)
         if any(isinstance(e, MoveMade | MoveAmended | GameStart) for e in judged):
-            wrong = pieces.wrong(self._position.board)
+            wrong = pieces.wrong(self._position.board, self._t - self.settle_ms)
             if wrong:
                 judged.append(self.alert(judged[-1].t, "board_mismatch", "7.4", self.ply_number, {
                     "pieces": wrong, "extra": [], "missing": []}))

@@ -11,26 +11,32 @@ from __future__ import annotations
 
 import chess
 
+#: The time given the letters of a snapshot: a whole board reported at rest, judged at once.
+WHOLE_BOARD = -(2**62)
+
 
 class PieceWatch:
     """The pieces a board said it holds, square by square (see the module)."""
 
     def __init__(self) -> None:
         self.letters: dict[chess.Square, str] = {}
+        self.since: dict[chess.Square, int] = {}             # when each letter was put down
         self.last: dict[chess.Square, str] = {}              # the last letter each square had, lifted or not
         self.told: set[tuple[chess.Square, str]] = set()     # (square, found) already reported
 
-    def place(self, sq: chess.Square, piece: str | None) -> None:
-        """Note a place record (``piece`` None: the board did not say)."""
+    def place(self, sq: chess.Square, piece: str | None, t: int) -> None:
+        """Note a place record at ``t`` (``piece`` None: the board did not say)."""
         if piece is None:
             self.letters.pop(sq, None)
         else:
             self.letters[sq] = self.last[sq] = piece
+            self.since[sq] = t
 
     def snapshot(self, placement: str) -> None:
         """Note a snapshot's pieces (a FEN placement): every square's letter is known again."""
         board = chess.BaseBoard(placement)
         self.letters = {sq: piece.symbol() for sq, piece in board.piece_map().items()}
+        self.since = dict.fromkeys(self.letters, WHOLE_BOARD)
         self.last.update(self.letters)
 
     def lift(self, sq: chess.Square) -> None:
@@ -46,11 +52,14 @@ class PieceWatch:
         """Return True when ``sq`` is empty after a pawn stood on it (a promotion's pawn being exchanged)."""
         return sq not in self.letters and self.last.get(sq) in ("P", "p")
 
-    def wrong(self, board: chess.BaseBoard) -> list[dict[str, str]]:
+    def wrong(self, board: chess.BaseBoard, settled_by: int) -> list[dict[str, str]]:
         """Return the squares (not reported before) whose piece differs from ``board``'s: square, expected piece
-        (the position's, "" for an empty square) and the piece found."""
+        (the position's) and the piece found. Only pieces put down by ``settled_by`` are judged: one put down
+        since may be the next move under way (an answer before the move it answers was made)."""
         out = []
         for sq, found in sorted(self.letters.items()):
+            if self.since.get(sq, WHOLE_BOARD) > settled_by:
+                continue
             piece = board.piece_at(sq)
             expected = piece.symbol() if piece is not None else ""
             if expected != found and expected and (sq, found) not in self.told:
