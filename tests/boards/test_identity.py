@@ -94,3 +94,14 @@ def test_answers_put_down_before_the_move_they_answer_was_made_are_no_wrong_piec
         named = [e for e in alerts(feed(engine, run.records), "board_mismatch")
                  if e.detail.get("pieces")]  # type: ignore[attr-defined]
         assert named == [], name
+
+
+def test_a_promotion_is_not_named_by_the_answer_that_captures_it() -> None:
+    """a8=Q and ...Bxa8 at once (bullet): the black bishop landing on a8 before the promotion was made does not
+    name the promoted piece (the piece must be the promoting side's)."""
+    fen = "8/P7/2b5/8/8/k7/8/4K2R w - - 0 1"
+    recs: list[Record] = [Lift(1000, chess.A7), Place(1100, chess.A8, piece="Q"), Lift(1150, chess.C6),
+                          Lift(1170, chess.A8), Place(1250, chess.A8, piece="b")]
+    events = feed(Engine(fen=fen), recs)
+    moves = [e.uci for e in events if e.type in ("move", "move_amended")]  # type: ignore[attr-defined]
+    assert moves[0] in ("a7a8q",) and moves[-1] == "c6a8"

@@ -123,8 +123,9 @@ class Engine(PlyWriting):
                 pieces.snapshot(placement)
         out = self._feed(record)
         if (isinstance(record, Place) and record.piece is not None and record.piece.upper() not in ("P", "K")
-                and chess.square_rank(record.sq) in (0, 7) and self._unseen.hypotheses is None
-                and promotion_under_way(self)):
+                and chess.square_rank(record.sq) == (7 if record.piece.isupper() else 0)
+                and record.piece.isupper() == (self._position.board.turn == chess.WHITE)
+                and self._unseen.hypotheses is None and promotion_under_way(self)):
             self._chosen_piece = chess.Piece.from_symbol(record.piece).piece_type   # the new piece, named
         return self._judge_pieces(out) if pieces.letters else out
 
@@ -147,7 +148,8 @@ class Engine(PlyWriting):
             if isinstance(event, Alert) and event.code == "promotion_unverified":
                 sq = chess.parse_square(str(event.detail["sq"]))
                 letter = pieces.piece_on(sq)
-                if letter is not None and letter.upper() not in ("P", "K"):
+                if letter is not None and letter.upper() not in ("P", "K") and letter.isupper() == (
+                        chess.square_rank(sq) == 7):       # the promoting side's piece, not an answer's
                     judged += self._promote(event.t, chess.Piece.from_symbol(letter).piece_type)
                     continue
                 if pieces.exchanging(sq):
