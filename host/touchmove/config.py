@@ -20,6 +20,9 @@ Example (every key is optional; these are the defaults unless noted)::
     usb = [{ vid = 0x2E8A, pid = 0x0005 }, { vid = 0x303A, pid = 0x4001 }]  # and/or USB ids: Pico, ESP32-S3
     baudrate = 115200
     rescan_s = 1.5
+    # boards that speak a vendor's protocol (docs/boards.md): a port (path or glob) or USB ids, and the protocol
+    # boards = [{ port = "/dev/serial/by-id/usb-DGT*", protocol = "dgt" },
+    #           { vid = 0x2D80, protocol = "chessnut" }]      # dgt | chesslink | chessnut
 
     [engine]
     settle_ms = 200
@@ -61,6 +64,18 @@ class UsbMatch:
 
 
 @dataclass(frozen=True)
+class BoardPort:
+    """Ports served with a vendor's board protocol: a path or glob ``port``, or USB ids (None matches anything);
+    ``rate`` is for simulations only (device ms per host ms, as a simulated board's hello says)."""
+
+    protocol: str
+    port: str | None = None
+    vid: int | None = None
+    pid: int | None = None
+    rate: float = 1.0
+
+
+@dataclass(frozen=True)
 class MqttConfig:
     host: str = "127.0.0.1"
     port: int = 1883
@@ -94,6 +109,7 @@ class SerialConfig:
     usb: tuple[UsbMatch, ...] = ()
     baudrate: int = 115200
     rescan_s: float = 1.5
+    boards: tuple[BoardPort, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -187,7 +203,8 @@ def from_dict(data: dict[str, Any]) -> BridgeConfig:
         raise ConfigError("[mqtt] queue_size must be >= 1")
 
     serial_t = data.get("serial", {})
-    _check(serial_t, "serial", {"ports": list, "usb": list, "baudrate": int, "rescan_s": (int, float)})
+    _check(serial_t, "serial", {"ports": list, "usb": list, "baudrate": int, "rescan_s": (int, float),
+                                "boards": list})
     ports = serial_t.get("ports", [])
     if not all(isinstance(p, str) for p in ports):
         raise ConfigError("[serial] ports must be a list of paths or glob patterns")
@@ -200,7 +217,8 @@ def from_dict(data: dict[str, Any]) -> BridgeConfig:
     rescan = float(serial_t.get("rescan_s", 1.5))
     if not 0.05 <= rescan <= 60:
         raise ConfigError("[serial] rescan_s must be between 0.05 and 60 seconds")
-    serial_cfg = SerialConfig(tuple(ports), tuple(usb), serial_t.get("baudrate", 115200), rescan)
+    serial_cfg = SerialConfig(tuple(ports), tuple(usb), serial_t.get("baudrate", 115200), rescan,
+                              _board_ports(serial_t.get("boards", [])))
 
     engine_t = data.get("engine", {})
     _check(engine_t, "engine", {"settle_ms": int})
@@ -235,6 +253,26 @@ def _board_serials(boards_t: Any) -> dict[str, str]:
                 raise ConfigError(f"[boards.{board}] usb_serial must be the port's USB serial number")
             out[board] = serial
     return out
+
+
+def _board_ports(entries: list[Any]) -> tuple[BoardPort, ...]:
+    """Return the ``[serial] boards`` entries, or raise :class:`ConfigError`."""
+    from touchmove.boards import PROTOCOL_NAMES
+
+    out = []
+    for entry in entries:
+        if not isinstance(entry, dict):
+            raise ConfigError('[serial] boards entries must be tables like { port = "/dev/ttyUSB0", protocol = "dgt" }')
+        _check(entry, "serial.boards", {"protocol": str, "port": str, "vid": int, "pid": int, "rate": (int, float)})
+        if entry.get("protocol") not in PROTOCOL_NAMES:
+            raise ConfigError(f"[serial.boards] protocol must be one of {', '.join(PROTOCOL_NAMES)}")
+        if ("port" in entry) == ("vid" in entry or "pid" in entry):
+            raise ConfigError("[serial.boards] give a port, or USB ids (vid, pid), for each entry")
+        if not 1 <= entry.get("rate", 1) <= 1000:
+            raise ConfigError("[serial.boards] rate (simulations only) must be between 1 and 1000")
+        out.append(BoardPort(entry["protocol"], entry.get("port"), entry.get("vid"), entry.get("pid"),
+                             float(entry.get("rate", 1))))
+    return tuple(out)
 
 
 def load(path: str | Path) -> BridgeConfig:

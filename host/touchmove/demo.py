@@ -33,11 +33,12 @@ import aiomqtt
 import chess
 import chess.pgn
 
-from touchmove import records
+from touchmove import records, wire
 from touchmove.bridge import Bridge
 from touchmove.config import BridgeConfig, MqttConfig, SerialConfig, parse_broker_url
 from touchmove.errors import EXIT_USAGE, CommandError
 from touchmove.ptyboard import PtyBoard
+from touchmove.sim.vendor_demo import BOARDS, vendor_board
 
 DATA = Path(__file__).resolve().parent / "data"
 DEFAULT_PGN = DATA / "opera-1858.pgn"
@@ -280,7 +281,7 @@ async def watch(url: str, base: str, view: View, *, ui: bool, done: asyncio.Even
     try:
         async with aiomqtt.Client(kw["host"], kw["port"], username=kw.get("username"),
                                   password=kw.get("password"), identifier=f"touchmove-demo-{os.getpid()}") as client:
-            await client.subscribe(f"{base}/boards/{view.board}/#", qos=1)
+            await client.subscribe(wire.board_topic(base, view.board, "#"), qos=1)
             async for message in client.messages:
                 payload = message.payload if isinstance(message.payload, bytes) else b"{}"
                 moves_before = len(view.sans)
@@ -289,10 +290,10 @@ async def watch(url: str, base: str, view: View, *, ui: bool, done: asyncio.Even
                 except (ValueError, KeyError, TypeError):
                     continue
                 if setup and view.status == "board online":
-                    await client.publish(f"{base}/boards/{view.board}/set", json.dumps(setup), qos=1)
+                    await client.publish(wire.set_topic(base, view.board), json.dumps(setup), qos=1)
                     setup = None
                 if assign and view.status == "board online":
-                    await client.publish(f"{base}/boards/{view.board}/set",
+                    await client.publish(wire.set_topic(base, view.board),
                                          json.dumps({"command": "assign", **assign}), qos=1)
                     assign = None
                 if live is not None:
@@ -320,14 +321,18 @@ async def run_demo(args: argparse.Namespace) -> int:
     budget = recs[-1].t / 1000 / args.speed + 30
     env = dict(os.environ, TOUCHMOVE_SIM=str(timeline), TOUCHMOVE_SIM_SPEED=str(args.speed),
                TOUCHMOVE_SIM_EXIT="0", TOUCHMOVE_BOARD=args.board_id)
-    board = PtyBoard(firmware_command(), str(workdir / "board0"), env=env)
+    vendor = None if args.board == "touchmove" else vendor_board(args.board, game, workdir, args.speed)
+    board = vendor.pty if vendor else PtyBoard(firmware_command(), str(workdir / "board0"), env=env)
+    board_id = vendor.board_id if vendor else args.board_id
     board.plug()
     loop = asyncio.get_running_loop()
     done = asyncio.Event()
     timed_out = False
     async with broker_for(args.broker, workdir, embedded=args.embedded_broker) as url:
         mqtt = replace(MqttConfig(**parse_broker_url(url)), base_topic=args.base_topic)
-        config = BridgeConfig(mqtt=mqtt, serial=SerialConfig(ports=(str(workdir / "board*"),), rescan_s=0.5),
+        serial = SerialConfig(ports=() if vendor else (str(workdir / "board*"),), rescan_s=0.5,
+                              boards=vendor.ports if vendor else ())
+        config = BridgeConfig(mqtt=mqtt, serial=serial,
                               settle_ms=args.settle_ms, journal=args.journal or str(workdir / "journal.sqlite3"))
         bridge = Bridge(config)
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -336,7 +341,7 @@ async def run_demo(args: argparse.Namespace) -> int:
         bridge_task = asyncio.create_task(bridge.run())
         players = {"white": game.headers.get("White", "?"), "black": game.headers.get("Black", "?"),
                    "event": game.headers.get("Event", "touchmove demo")}
-        watcher = asyncio.create_task(watch(url, args.base_topic, View(board=args.board_id), ui=not args.no_ui,
+        watcher = asyncio.create_task(watch(url, args.base_topic, View(board=board_id), ui=not args.no_ui,
                                             done=done,
                                             assign=None if args.no_assign else players, setup=setup))
         await asyncio.sleep(0.5)     # the subscriber is in before the first move
@@ -349,13 +354,13 @@ async def run_demo(args: argparse.Namespace) -> int:
         try:
             deadline = loop.time() + budget
             while not done.is_set():
-                sess = bridge.boards.get(args.board_id)
+                sess = bridge.boards.get(board_id)
                 if watcher.done() and not watcher.cancelled() and watcher.exception() is not None:
                     raise DemoError(f"the subscriber lost the broker {url}: {watcher.exception()}")
                 if (sess is not None and played_out(sess, plies) and declared is not None and declared_at is None
                         and not sess.engine.state().game_over):
                     # The board cannot see this end: the operator's result command, through the broker.
-                    await send_result(url, args.base_topic, declared, args.board_id)
+                    await send_result(url, args.base_topic, declared, board_id)
                     declared_at = loop.time()
                 elif (sess is not None and played_out(sess, plies) and (
                         declared_at is None or sess.engine.state().game_over or loop.time() > declared_at + 10)):
@@ -371,7 +376,7 @@ async def run_demo(args: argparse.Namespace) -> int:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await watcher
-            sess = bridge.boards.get(args.board_id)
+            sess = bridge.boards.get(board_id)
             pgn = bridge.pgn_text(sess) if sess else ""
             bridge.stop()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -420,7 +425,7 @@ def declared_result(game: chess.pgn.Game) -> dict[str, str] | None:
     return {"command": "result", "result": result, "reason": reason}
 
 
-async def send_result(url: str, base: str, command: dict[str, str], board: str = DEMO_BOARD_ID) -> None:
+async def send_result(url: str, base: str, command: dict[str, str], board_id: str = DEMO_BOARD_ID) -> None:
     """Publish a ``result`` command to the demo board, as an operator's console would."""
     kw = parse_broker_url(url)
     print(f"demo: the board cannot see how this game ended (resignation, time, agreement): result "
@@ -428,7 +433,7 @@ async def send_result(url: str, base: str, command: dict[str, str], board: str =
           file=sys.stderr, flush=True)
     async with aiomqtt.Client(kw["host"], kw["port"], username=kw.get("username"), password=kw.get("password"),
                               identifier=f"touchmove-demo-result-{os.getpid()}") as client:
-        await client.publish(f"{base}/boards/{board}/set", json.dumps(command), qos=1)
+        await client.publish(wire.set_topic(base, board_id), json.dumps(command), qos=1)
 
 
 def check_broker(url: str) -> None:
@@ -455,6 +460,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--journal", metavar="FILE", help="keep the journal here (default: a temporary file)")
     parser.add_argument("--embedded-broker", action="store_true",
                         help="use the built-in broker (amqtt) even when Mosquitto is available")
+    parser.add_argument("--board", choices=BOARDS, default="touchmove",
+                        help="the board: touchmove's firmware (default) or an emulated DGT, ChessLink or Chessnut")
     parser.set_defaults(handler=demo_command)
 
 

@@ -7,7 +7,7 @@ board replays. Every record has ``t`` (integer device milliseconds, non-decreasi
 type       fields                           meaning
 ========== ================================ ==========================================================
 lift       ``sq`` ("a1".."h8")              a square became empty
-place      ``sq``                           a square became occupied
+place      ``sq``, optional ``piece``         a square became occupied (``piece``: FEN letter, if the board knows)
 snapshot   ``occ`` (16 hex digits)          the whole occupancy; bit i is square i, a1 = 0 ... h8 = 63
 heartbeat  ``occ``                          the firmware's periodic occupancy report (same meaning)
 promote    ``piece`` (q, r, b, n)           the piece chosen for the latest promotion
@@ -46,6 +46,7 @@ PIECE_LETTERS = ("q", "r", "b", "n")
 MAX_RESYNC_MOVES = 600
 _PIECE_TYPES = {"q": chess.QUEEN, "r": chess.ROOK, "b": chess.BISHOP, "n": chess.KNIGHT}
 _SQUARES = {name: sq for sq, name in enumerate(chess.SQUARE_NAMES)}
+_PIECE_LETTERS = frozenset("PNBRQKpnbrqk")
 
 #: Largest device time accepted (ms): 2**40 ms is about 35 years of uptime, far below SQLite's 64-bit integers
 #: even after the bridge adds its reboot offsets.
@@ -101,6 +102,7 @@ class Place:
     t: int
     sq: chess.Square
     type: Literal["place"] = "place"
+    piece: str | None = None     # the piece put down (FEN letter), from a board that knows it
 
 
 @value
@@ -110,6 +112,7 @@ class Snapshot:
     t: int
     occ: chess.Bitboard
     type: Literal["snapshot", "heartbeat"] = "snapshot"
+    pieces: str | None = None    # the pieces (FEN placement), from a board that knows them
 
 
 @value
@@ -203,6 +206,19 @@ def _occupancy(obj: dict[str, Any]) -> chess.Bitboard:
     return int(occ, 16)
 
 
+def _pieces(obj: dict[str, Any]) -> str | None:
+    pieces = obj.get("pieces")
+    if pieces is None:
+        return None
+    try:
+        if not isinstance(pieces, str) or len(pieces) > MAX_FEN:
+            raise ValueError(pieces)
+        chess.BaseBoard(pieces)
+    except ValueError:
+        raise RecordError("'pieces' must be a FEN piece placement") from None
+    return pieces
+
+
 def fen_problem(fen: str, chess960: bool = False) -> str | None:
     """Return why a FEN cannot start a game (not FEN, no king, an impossible position), or None when it can."""
     try:
@@ -227,9 +243,12 @@ def from_dict(obj: Any) -> Record:
     if kind == "lift":
         return Lift(t, _square(obj))
     if kind == "place":
-        return Place(t, _square(obj))
+        piece = obj.get("piece")
+        if piece is not None and (not isinstance(piece, str) or piece not in _PIECE_LETTERS):
+            raise RecordError("'piece' must be a FEN piece letter (PNBRQK, pnbrqk)")
+        return Place(t, _square(obj), piece=piece)
     if kind in ("snapshot", "heartbeat"):
-        return Snapshot(t, _occupancy(obj), "snapshot" if kind == "snapshot" else "heartbeat")
+        return Snapshot(t, _occupancy(obj), "snapshot" if kind == "snapshot" else "heartbeat", _pieces(obj))
     if kind == "promote":
         piece = obj.get("piece")
         if not isinstance(piece, str) or piece.lower() not in _PIECE_TYPES:
@@ -310,10 +329,16 @@ def to_dict(record: Record) -> dict[str, Any]:
     """Return the JSON object for a record (the inverse of :func:`from_dict`)."""
     out: dict[str, Any] = {"t": record.t, "type": record.type}
     match record:
-        case Lift(sq=sq) | Place(sq=sq):
+        case Lift(sq=sq):
             out["sq"] = chess.square_name(sq)
-        case Snapshot(occ=occ):
+        case Place(sq=sq, piece=piece):
+            out["sq"] = chess.square_name(sq)
+            if piece is not None:
+                out["piece"] = piece
+        case Snapshot(occ=occ, pieces=pieces):
             out["occ"] = format_occupancy(occ)
+            if pieces is not None:
+                out["pieces"] = pieces
         case Promote(piece=piece):
             out["piece"] = chess.piece_symbol(piece)
         case Clock(side=side, remaining=remaining):

@@ -184,10 +184,11 @@ class Bridge:
             if sess.queued_seq < sess.event_seq:
                 self._pump_boards.add(sess)
 
-    def new_session(self, board: str) -> BoardSession:
+    def new_session(self, board: str, min_settle_ms: int = 0) -> BoardSession:
         """Return the session of a board the journal does not know; its seqs go on past any it had (a journal
-        set aside, see :mod:`touchmove.bridge.seq_floor`)."""
-        sess = BoardSession(board, Engine(settle_ms=self.config.settle_ms))
+        set aside, see :mod:`touchmove.bridge.seq_floor`). ``min_settle_ms``: the least settle time the board's
+        link needs (a scanning vendor board shows a sliding piece for a whole scan)."""
+        sess = BoardSession(board, Engine(settle_ms=max(self.config.settle_ms, min_settle_ms)))
         offered = self.seq_floor.floor(board)
         sess.event_seq = sess.queued_seq = sess.published = offered
         return sess

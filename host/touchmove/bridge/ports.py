@@ -18,7 +18,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from touchmove import records
+from touchmove import boards, records
 from touchmove.bridge.identity import IdentityConflict
 from touchmove.bridge.port_report import PortReport
 from touchmove.bridge.session import BoardSession
@@ -71,8 +71,9 @@ class BoardPorts:
         real = os.path.realpath(path)
         if real in self.links:
             return None
-        link = SerialLink(path, self.bridge.config.serial.baudrate, self._lines_from_thread,
-                          self._closed_from_thread)
+        link = boards.open_link(path, self.bridge.config.serial, self._lines_from_thread,
+                                self._closed_from_thread) or SerialLink(
+            path, self.bridge.config.serial.baudrate, self._lines_from_thread, self._closed_from_thread)
         try:
             link.open(self.bridge._loop)
         except Exception as exc:
@@ -92,7 +93,7 @@ class BoardPorts:
         self.report.started()
         while True:
             try:
-                paths = find_ports(cfg.ports, cfg.usb)
+                paths = [*find_ports(cfg.ports, cfg.usb), *boards.find_board_ports(cfg)]
                 self.report.scanned(paths)
                 for path in paths:
                     self.open_port(path)
@@ -194,7 +195,7 @@ class BoardPorts:
             return
         link.held_back = None
         if sess is None:
-            sess = self.bridge.new_session(board)
+            sess = self.bridge.new_session(board, min_settle_ms=getattr(link, "min_settle_ms", 0))  # a scanning board's
             self.bridge.boards[board] = sess
             self.bridge.journal.ensure_board(board)
         first_contact = link.board is None
@@ -258,6 +259,8 @@ class BoardPorts:
         if msg.record is None:
             if msg.kind == "error":
                 log.warning("board %s reports an error: %s", sess.board, msg.fields.get("why"))
+                if isinstance(msg.fields.get("alert"), str):      # a vendor board's adapter (touchmove.boards)
+                    self.bridge.emit_bridge_alert(sess, msg.fields["alert"], dict(msg.fields.get("detail") or {}))
             return
         now = time.monotonic()
         board_t, jumped, changed = sess.board_time(msg.t, now)

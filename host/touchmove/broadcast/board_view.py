@@ -29,6 +29,10 @@ CONSOLE_MEANINGS = {
     "play_after_result": "the board shows play after a result declared through the bridge (pieces put back, "
                          "or play went on): the result stands and later plies are not taken; clear the "
                          "result if play really went on",
+    "board_silent": "the board stopped answering (a vendor board's adapter): its last position is in the detail; "
+                    "check its cable and power",
+    "board_answering": "the board answers again: its whole position is read and compared",
+    "board_rotated": "the board is set up turned round: its squares are turned from now on",
 }
 
 

@@ -54,10 +54,13 @@ from touchmove.rules.at_rest import (
 )
 from touchmove.rules.board_state import DEFAULT_SETTLE_MS, START_OCCUPANCY, EngineState
 from touchmove.rules.events import (
+    Alert,
     ClockPress,
     Event,
     GameResumed,
+    GameStart,
     MoveAmended,
+    MoveMade,
     RecoveredMove,
     Touch,
     TouchSide,
@@ -67,6 +70,7 @@ from touchmove.rules.footprints import (
 )
 from touchmove.rules.game_line import Declared
 from touchmove.rules.gamelog import GameRecord
+from touchmove.rules.identity import PieceWatch
 from touchmove.rules.pending import InterruptedMove, sliding_in
 from touchmove.rules.phases import (
     CLEARED,
@@ -107,7 +111,58 @@ class Engine(PlyWriting):
     # public API
 
     def feed(self, record: Record) -> list[Event]:
-        """Return the events caused by one record (time first advances to ``record.t``)."""
+        """Return the events caused by one record (time first advances to ``record.t``); a board that names its
+        pieces has them judged once the position is settled (:meth:`_judge_pieces`)."""
+        pieces = self._piece_watch()
+        match record:
+            case Place(sq=sq, piece=piece):
+                pieces.place(sq, piece, record.t)
+            case Lift(sq=sq):
+                pieces.lift(sq)
+            case Snapshot(pieces=placement) if placement is not None:
+                pieces.snapshot(placement)
+        out = self._feed(record)
+        if (isinstance(record, Place) and record.piece is not None and record.piece.upper() not in ("P", "K")
+                and chess.square_rank(record.sq) == (7 if record.piece.isupper() else 0)
+                and record.piece.isupper() == (self._position.board.turn == chess.WHITE)
+                and self._unseen.hypotheses is None and promotion_under_way(self)):
+            self._chosen_piece = chess.Piece.from_symbol(record.piece).piece_type   # the new piece, named
+        return self._judge_pieces(out) if pieces.letters else out
+
+    def _piece_watch(self) -> PieceWatch:
+        watch: PieceWatch | None = getattr(self, "_pieces", None)
+        if watch is None:
+            watch = self._pieces = PieceWatch()
+        return watch
+
+    def _judge_pieces(self, out: list[Event]) -> list[Event]:
+        """Return ``out`` with what the board's pieces tell: a promotion whose new piece the board names is
+        made with it, one whose pawn is being exchanged waits for the new piece (no ``promotion_unverified``);
+        a position made or started with a piece on a square where the game has another is a
+        ``board_mismatch`` naming them (7.4)."""
+        pieces = self._piece_watch()
+        if self._unseen.hypotheses is not None:
+            return out           # each hypothesis (an engine of its own) judges its events
+        judged: list[Event] = []
+        for event in out:
+            if isinstance(event, Alert) and event.code == "promotion_unverified":
+                sq = chess.parse_square(str(event.detail["sq"]))
+                letter = pieces.piece_on(sq)
+                if letter is not None and letter.upper() not in ("P", "K") and letter.isupper() == (
+                        chess.square_rank(sq) == 7):       # the promoting side's piece, not an answer's
+                    judged += self._promote(event.t, chess.Piece.from_symbol(letter).piece_type)
+                    continue
+                if pieces.exchanging(sq):
+                    continue     # the pawn is being exchanged: the new piece names itself (a promote record)
+            judged.append(event)
+        if any(isinstance(e, MoveMade | MoveAmended | GameStart) for e in judged):
+            wrong = pieces.wrong(self._position.board, self._t - self.settle_ms)
+            if wrong:
+                judged.append(self.alert(judged[-1].t, "board_mismatch", "7.4", self.ply_number, {
+                    "pieces": wrong, "extra": [], "missing": []}))
+        return judged
+
+    def _feed(self, record: Record) -> list[Event]:
         if self._unseen.hypotheses is not None:
             followed = self._unseen.feed(self, record)
             if followed is not None:
@@ -151,6 +206,10 @@ class Engine(PlyWriting):
 
     def advance(self, t: int) -> list[Event]:
         """Return the events due by device time ``t`` when no record has come (settled moves, mismatches)."""
+        out = self._advance(t)
+        return self._judge_pieces(out) if self._piece_watch().letters else out
+
+    def _advance(self, t: int) -> list[Event]:
         if self._unseen.hypotheses is not None:
             return self._unseen.feed_hypotheses(self, lambda engine: engine.advance(t), t)
         t = max(t, self._t)

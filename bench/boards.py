@@ -1,0 +1,190 @@
+"""Vendor boards (DGT, Millennium ChessLink, Chessnut): games given back, and placement -> MQTT move latency.
+
+Part 1, per board type, over the shared games (../shared/data/games) played by the hand model through the
+board's emulator and translator on a simulated clock (touchmove.sim.harness: the protocol path of ``touchmove
+run`` without the pty), once with the default hands and once with fast replies (bullet: an answer 60-120 ms after
+the move it answers, within one DGT scan). The engine's settle time is the bridge's for that board: 300 ms for
+DGT boards, 200 for the others. A game is *exact* when the engine's moves are the game's; else it
+*alerted* (changes_lost or another alert says the board was not read) or is *wrong without an alert* (the
+figure that must stay 0).
+
+Part 2, per board type: the emulator on a pty at real speed, the real bridge (``touchmove run``) and a private
+Mosquitto; the time from a piece's placement on the emulated board to the ``move`` event on MQTT (median, p90,
+max over the plies of the first moves of the Opera Game).
+
+    .venv/bin/python bench/boards.py [--games N] [--latency-plies N] [--skip-latency]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import chess
+import chess.pgn
+
+from touchmove import hands
+from touchmove.broadcast.local_broker import LocalBroker
+from touchmove.demo import DEFAULT_PGN, read_game
+from touchmove.ptyboard import PtyBoard
+from touchmove.rules import Engine
+from touchmove.sim import harness, timeline
+from touchmove.sim.pieces import Change, piece_timeline
+
+REPO = Path(__file__).resolve().parents[1]
+GAMES = REPO.parent / "shared" / "data" / "games"
+PROTOCOLS = ("dgt", "chesslink", "chessnut")
+STYLES = {"default hands": hands.Style(promote_record=False),
+          "fast replies": hands.Style(promote_record=False, bullet_recapture=0.8, bullet=0.3, think_ms=(100, 600))}
+BOARD_IDS = {"dgt": "dgt-12345", "chesslink": "chesslink-ttyB0", "chessnut": "chessnut-ttyB0"}
+
+
+def load(limit: int) -> list[tuple[chess.Board, list[chess.Move]]]:
+    logging.getLogger("chess.pgn").setLevel(logging.CRITICAL)
+    out = []
+    for path in sorted(GAMES.glob("*.pgn")):
+        for game in hands.read_games(str(path)):
+            moves = hands.playable_moves(game)
+            if moves is not None:
+                out.append((game.board(), moves))
+    random.Random(20).shuffle(out)
+    return out[:limit]
+
+
+def replay(start: chess.Board, records: list[object], settle_ms: int = 200) -> tuple[list[str], list[str]]:
+    """Return the moves the engine publishes (amendments and takebacks applied) and its alert codes."""
+    fen = None if start.fen() == chess.STARTING_FEN else start.fen()
+    eng = Engine(fen=fen, chess960=start.chess960, settle_ms=settle_ms)
+    events = [e for r in records for e in eng.feed(r)] + eng.finish()  # type: ignore[arg-type]
+    moves: list[str] = []
+    alerts = []
+    for e in events:
+        if e.type in ("move", "move_amended"):
+            del moves[e.ply - 1:]
+            moves.append(e.uci)
+        elif e.type == "takeback":
+            del moves[e.ply - 1:]
+        elif e.type == "alert":
+            alerts.append(e.code)
+    return moves, alerts
+
+
+def games_given_back(limit: int) -> None:
+    games = load(limit)
+    print(f"part 1: {len(games)} shared games per board type and hands (simulated clock)")
+    print(f"{'board':10} {'hands':14} {'exact':>7} {'alerted':>8} {'changes_lost':>13} {'wrong, no alert':>16}")
+    for protocol in PROTOCOLS:
+        for style_name, style in STYLES.items():
+            exact = alerted = lost = silent = 0
+            t0 = time.monotonic()
+            for i, (start, moves) in enumerate(games):
+                events = piece_timeline(start, moves, random.Random(i), style)
+                run = harness.run(protocol, start, events, seed=i)
+                assert run.translator is not None
+                got, alerts = replay(start, run.records, max(200, run.translator.min_settle_ms))
+                want = [m.uci() for m in moves]
+                if got == want:
+                    exact += 1
+                elif alerts:
+                    alerted += 1
+                    lost += "changes_lost" in alerts
+                else:
+                    silent += 1
+            n = len(games)
+            print(f"{protocol:10} {style_name:14} {exact:>4}/{n} {alerted:>8} {lost:>13} {silent:>16}"
+                  f"   ({time.monotonic() - t0:.0f} s)", flush=True)
+
+
+def latency(protocol: str, plies: int, tmp: Path) -> list[float]:
+    """Return placement -> MQTT move delays (ms) for the first ``plies`` of the Opera Game at real speed."""
+    import paho.mqtt.client as mqtt
+
+    game = read_game(DEFAULT_PGN)
+    moves = list(game.mainline_moves())[:plies]
+    events = piece_timeline(chess.Board(), moves, random.Random(7))
+    path = timeline.write(tmp / f"{protocol}.jsonl", events)
+    # the placement that completes each ply: the last change onto the ply's destination
+    board = chess.Board()
+    landing = []
+    for move in moves:
+        dest = move.to_square if not board.is_castling(move) else chess.square(
+            6 if chess.square_file(move.to_square) > 4 else 2, chess.square_rank(move.from_square))
+        board.push(move)
+        landing.append(dest)
+    place_times: list[int] = []
+    k = 0
+    for e in events:
+        if k < len(landing) and isinstance(e, Change) and e.sq == landing[k] and e.piece is not None:
+            later = [x for x in events if isinstance(x, Change) and x.t > e.t and x.sq == e.sq]
+            if not later or later[0].t > e.t + 1000:
+                place_times.append(e.t)
+                k += 1
+    received: dict[int, float] = {}
+    with LocalBroker() as broker:
+        conf = tmp / f"{protocol}.toml"
+        conf.write_text(f'[mqtt]\nurl = "mqtt://127.0.0.1:{broker.port}"\n[serial]\nrescan_s = 0.2\n'
+                        f'boards = [{{ port = "{tmp}/ttyB*", protocol = "{protocol}" }}]\n'
+                        f'[journal]\npath = "{tmp}/{protocol}.sqlite3"\n')
+        daemon = subprocess.Popen([sys.executable, "-m", "touchmove.cli", "run", "--config", str(conf)],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"bench-{protocol}")
+
+        def on_message(_c: object, _u: object, msg: mqtt.MQTTMessage) -> None:
+            ev = json.loads(msg.payload)
+            if ev.get("type") == "move" and ev["ply"] not in received:
+                received[ev["ply"]] = time.monotonic()
+
+        client.on_message = on_message
+        client.connect("127.0.0.1", broker.port)
+        client.subscribe(f"touchmove/boards/{BOARD_IDS[protocol]}/events", qos=1)
+        client.loop_start()
+        module = ["touchmove.sim.dgt"] if protocol == "dgt" else ["touchmove.sim.scanning", protocol]
+        time.sleep(1.5)
+        started = time.monotonic() + 1.0     # the timeline's 0, after the emulator has started
+        board_proc = PtyBoard([sys.executable, "-m", *module, str(path), "--t0", repr(started)], str(tmp / "ttyB0"))
+        board_proc.plug()
+        board_proc.start()
+        deadline = started + events[-1].t / 1000 + 15
+        while len(received) < len(moves) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        board_proc.stop()
+        daemon.terminate()
+        daemon.wait(10)
+        client.loop_stop()
+    return [(received[i + 1] - started) * 1000 - t for i, t in enumerate(place_times) if i + 1 in received]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--games", type=int, default=300)
+    parser.add_argument("--latency-plies", type=int, default=16)
+    parser.add_argument("--skip-latency", action="store_true")
+    args = parser.parse_args()
+    if not GAMES.is_dir():
+        raise SystemExit(f"the shared games are not at {GAMES}")
+    games_given_back(args.games)
+    if args.skip_latency:
+        return
+    print(f"part 2: placement -> MQTT move, real bridge and Mosquitto, {args.latency_plies} plies at real speed")
+    for protocol in PROTOCOLS:
+        with tempfile.TemporaryDirectory() as tmp:
+            delays = latency(protocol, args.latency_plies, Path(tmp))
+        if not delays:
+            print(f"{protocol:10} no move received")
+            continue
+        delays.sort()
+        p90 = delays[int(0.9 * (len(delays) - 1))]
+        print(f"{protocol:10} median {statistics.median(delays):6.0f} ms   p90 {p90:6.0f} ms   "
+              f"max {max(delays):6.0f} ms   ({len(delays)} plies)", flush=True)
+
+
+if __name__ == "__main__":
+    main()

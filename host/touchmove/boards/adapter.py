@@ -1,0 +1,348 @@
+"""What a board that knows its pieces reports, turned into the recording format's records (pure: no I/O).
+
+DGT, ChessLink and Chessnut boards report which piece stands on each square. :class:`PieceAdapter` keeps the
+board as reported (``actual``) and the board as the records have told it (``shown``); every report moves
+``actual`` and emits the records that bring ``shown`` to it:
+
+- a square that empties is a ``lift``, one that fills a ``place`` (with the optional ``piece``, the FEN letter);
+  a square whose piece changes with no empty in between (a capture seen in one scan) is a ``lift`` and a
+  ``place`` :data:`SWAP_GAP_MS` later. Several squares changed in one report go empties first, then
+  changes, then fills (the order hands make); more than :data:`MAX_CHANGES_AS_MOVES` at once is a
+  ``snapshot`` (the engine searches the plies that explain it: ``changes_lost``);
+- the scan is absorbed: a piece reported on its new square while it still stands on its old one (no such
+  piece in the hand) waits up to :data:`FILL_HOLD_MS` for the old square to empty, which is then told first;
+- a promotion read from the board: a pawn gone from its 7th rank and a queen, rook, bishop or knight of its
+  side put on the last rank is a ``promote`` record with that piece, before the ``place``;
+- a result shown with the kings: both kings on the four centre squares (never a legal position: the squares
+  touch) is a ``result`` record (both on light squares 1-0, both on dark 0-1, one of each 1/2-1/2); the kings'
+  centre squares are not shown, so no king move is read. A king put in the centre while the other is off the
+  board is held back (:data:`KING_HOLD_MS`) until the other lands;
+- a Chess960 start array set up on the board (not the standard one) is a ``setup`` record with
+  ``chess960``: the next game starts from it;
+- DGT's result pieces (codes 13-15) are a ``result`` record and are never shown as pieces;
+- a start position set up rotated (White on the 8th rank side) is detected and turned; the change of
+  orientation is an alert line (``board_rotated``).
+
+Records are dicts for the wire protocol v1 (:mod:`touchmove.serial_link` decodes them), host-stamped in ms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import chess
+
+#: A square's content: a FEN piece letter, a result marker (``"1-0"``, ``"0-1"``, ``"1/2-1/2"``) or None.
+Content = str | None
+
+CENTRE = (chess.D4, chess.E4, chess.D5, chess.E5)
+LIGHT_CENTRE = frozenset({chess.E4, chess.D5})
+#: Longest a king put in the centre is held back while the other king is off the board (ms).
+KING_HOLD_MS = 3000
+#: More squares changed in one report than this (castling changes four) is read as lost changes.
+MAX_CHANGES_AS_MOVES = 4
+#: Pieces remembered in the hand (lifted, not put down): enough for any move.
+MAX_HAND = 8
+#: Longest a placement waits for the piece's own square to be reported empty (ms): a scan and a margin.
+FILL_HOLD_MS = 400
+#: A report that ends one side's move and starts the other's: the answer is told this much later (ms), as
+#: the fastest hands answer (the scan hides the true times; this keeps the order readable).
+ANSWER_GAP_MS = 60
+#: A piece replaced by another in one scan is a lift and, this long after (ms), a place: the engine drops a
+#: lift and place of one square closer together than its chatter window (25 ms) as contact bounce.
+SWAP_GAP_MS = 30
+#: The standard start's number among the 960 start arrays.
+STANDARD_960_INDEX = 518
+#: A board with fewer pieces than this has been cleared (a Chess960 array set up next is told again).
+CLEARED_BELOW = 8
+RESULT_REASON_KINGS = "result shown with the kings"
+RESULT_REASON_PIECE = "result piece put on the board"
+RESULTS = ("1-0", "0-1", "1/2-1/2")
+
+
+def is_piece(content: Content) -> bool:
+    """Return True for a chess piece letter (not empty, not a result marker)."""
+    return content is not None and content not in RESULTS
+
+
+def rotate(board: Sequence[Content]) -> list[Content]:
+    """Return the board turned by 180 degrees (a1 <-> h8)."""
+    return [board[63 - sq] for sq in range(64)]
+
+
+def start_orientation(board: Sequence[Content]) -> bool | None:
+    """Return False for a start position the right way up, True for one rotated by 180 degrees, None when the
+    board shows no start (the pawn ranks decide: all 16 pawns on their ranks)."""
+    def rank_is(rank: int, letter: str) -> bool:
+        return all(board[chess.square(f, rank)] == letter for f in range(8))
+
+    if rank_is(1, "P") and rank_is(6, "p"):
+        return False
+    if rank_is(6, "P") and rank_is(1, "p"):
+        return True
+    return None
+
+
+def board_fen(board: Sequence[Content]) -> str:
+    """Return the FEN piece placement of a board (result markers left out)."""
+    b = chess.BaseBoard.empty()
+    for sq, content in enumerate(board):
+        if is_piece(content):
+            assert content is not None
+            b.set_piece_at(sq, chess.Piece.from_symbol(content))
+    return b.board_fen()
+
+
+def occupancy(board: Sequence[Content]) -> int:
+    """Return the occupancy bitboard (bit i = square i) of the chess pieces on a board."""
+    return sum(1 << sq for sq, content in enumerate(board) if is_piece(content))
+
+
+def kings_result(board: Sequence[Content]) -> str | None:
+    """Return the result both kings in the centre show, or None."""
+    white = [sq for sq in CENTRE if board[sq] == "K"]
+    black = [sq for sq in CENTRE if board[sq] == "k"]
+    if not white or not black:
+        return None
+    light = (white[0] in LIGHT_CENTRE) + (black[0] in LIGHT_CENTRE)
+    return ("0-1", "1/2-1/2", "1-0")[light]
+
+
+class PieceAdapter:
+    """The board as a piece-reporting board shows it, and the records that tell it (see the module)."""
+
+    def __init__(self) -> None:
+        self.actual: list[Content] = [None] * 64
+        self.shown: list[Content] = [None] * 64
+        self.synced = False          # a full report has been seen
+        self.rotated = False
+        self.last_t = 0
+        self.shown_result: str | None = None     # the result the kings or a result piece show now
+        self.king_held_at: int | None = None     # when a king in the centre was first held back
+        self.hand: list[tuple[str, int]] = []    # pieces lifted and not put down yet (letter, square)
+        self.new_on_last_rank: tuple[int, str] | None = None   # a piece from outside put on a last rank
+        self.fill_held: dict[int, int] = {}     # placements waiting for their piece's own square to empty
+        self.lifted_at: dict[int, int] = {}     # when each square was last told empty
+        self.last_mover: str | None = None      # the colour of the piece told placed last
+        self.announced_start: str | None = None # the Chess960 start array last told as a setup
+
+    # -- reports ---------------------------------------------------------------------------------------------
+    def full_report(self, board_raw: Sequence[Content], t: int, *, snapshot: bool = False) -> list[dict[str, Any]]:
+        """Take a whole board as the board numbers it (not yet turned); return the records.
+
+        The first report (or ``snapshot``: asked for by the bridge) is a ``snapshot`` record; later ones are
+        their changes."""
+        out: list[dict[str, Any]] = []
+        orientation = start_orientation(board_raw)
+        if orientation is not None and orientation != self.rotated:
+            if self.synced:
+                out.append(alert_line("board_rotated", t, rotated=orientation,
+                                      message="the board is set up rotated: squares are turned"
+                                      if orientation else "the board is the right way up again"))
+            self.rotated = orientation
+        self.actual = rotate(board_raw) if self.rotated else list(board_raw)
+        first = not self.synced
+        self.synced = True
+        out += self._update(t, force_snapshot=first or snapshot)
+        return out
+
+    def square_report(self, raw_square: int, content: Content, t: int) -> list[dict[str, Any]]:
+        """Take one square's new content (square as the board numbers it in python-chess order, not turned);
+        return the records."""
+        sq = 63 - raw_square if self.rotated else raw_square
+        self.actual[sq] = content
+        out: list[dict[str, Any]] = []
+        orientation = start_orientation(rotate(self.actual) if self.rotated else self.actual)
+        if orientation is not None and orientation != self.rotated:
+            # the pieces set up the other way round: turn everything (a snapshot) and say so
+            raw = rotate(self.actual) if self.rotated else list(self.actual)
+            return self.full_report(raw, t, snapshot=True)
+        out += self._update(t)
+        return out
+
+    def tick(self, t: int) -> list[dict[str, Any]]:
+        """Release what a timer holds back (a king in the centre held too long); return the records."""
+        if self.king_held_at is not None and t - self.king_held_at >= KING_HOLD_MS:
+            return self._update(t)
+        if self.fill_held and t - min(self.fill_held.values()) >= FILL_HOLD_MS:
+            return self._update(t)
+        return []
+
+    def snapshot(self, t: int) -> list[dict[str, Any]]:
+        """Return a ``snapshot`` record of the board as shown (the bridge asked for one)."""
+        self.last_t = max(self.last_t, t)
+        return [{"t": self.last_t, "type": "snapshot", "occ": f"{occupancy(self.shown):016x}",
+                 "pieces": board_fen(self.shown)}]
+
+    # -- what is shown ---------------------------------------------------------------------------------------
+    def _hidden(self, t: int) -> set[int]:
+        """Return the squares not shown: result pieces, kings showing a result, a king held in the centre."""
+        hidden = {sq for sq, c in enumerate(self.actual) if c in RESULTS}
+        if kings_result(self.actual) is not None:
+            hidden |= {sq for sq in CENTRE if self.actual[sq] in ("K", "k")}
+            self.king_held_at = None
+            return hidden
+        for king, other in (("K", "k"), ("k", "K")):
+            in_centre = [sq for sq in CENTRE if self.actual[sq] == king]
+            if in_centre and other not in self.actual and self.shown[in_centre[0]] != king:
+                if self.king_held_at is None:
+                    self.king_held_at = t
+                if t - self.king_held_at < KING_HOLD_MS:
+                    hidden.add(in_centre[0])
+                    return hidden
+        self.king_held_at = None
+        return hidden
+
+    def _update(self, t: int, *, force_snapshot: bool = False) -> list[dict[str, Any]]:
+        t = max(t, self.last_t)
+        self.last_t = t
+        out: list[dict[str, Any]] = []
+        result = next((c for c in self.actual if c in RESULTS), None) or kings_result(self.actual)
+        hidden = self._hidden(t)
+        target = [None if (sq in hidden or not is_piece(c)) else c for sq, c in enumerate(self.actual)]
+        changed = [sq for sq in range(64) if target[sq] != self.shown[sq]]
+        out += self._chess960_start(t, target)
+        if force_snapshot or len(changed) > MAX_CHANGES_AS_MOVES:
+            self.shown = target
+            self.hand = []
+            self.fill_held = {}
+            out += self.snapshot(t)
+        else:
+            out += self._changes(t, target, changed)
+        if result is not None and result != self.shown_result:
+            reason = RESULT_REASON_KINGS if kings_result(self.actual) else RESULT_REASON_PIECE
+            out.append({"t": t, "type": "result", "result": result, "reason": reason})
+        self.shown_result = result
+        return out
+
+    def _chess960_start(self, t: int, board: list[Content]) -> list[dict[str, Any]]:
+        """Return a ``setup`` record when the board shows a Chess960 start array other than the standard one
+        (once per array; again after the board was cleared)."""
+        if sum(is_piece(c) for c in board) < CLEARED_BELOW:
+            self.announced_start = None
+            return []
+        if start_orientation(board) is not False or sum(is_piece(c) for c in board) != 32:
+            return []
+        fen = board_fen(board)
+        if fen == self.announced_start:
+            return []
+        index = chess.Board(f"{fen} w KQkq - 0 1", chess960=True).chess960_pos()
+        if index is None or index == STANDARD_960_INDEX:
+            return []
+        self.announced_start = fen
+        return [{"t": t, "type": "setup", "fen": chess.Board.from_chess960_pos(index).fen(), "chess960": True}]
+
+    def _changes(self, t: int, target: list[Content], changed: list[int]) -> list[dict[str, Any]]:
+        """Return the records of the changed squares: first the placements of pieces already in the hand (the
+        end of a move under way: the scan may have caught the answer's first lift with it), then the empties,
+        then the other replacements and fills."""
+        in_hand = {c for c, _ in self.hand}
+        placed = [sq for sq in changed if target[sq] is not None]
+        finishing = [sq for sq in placed if target[sq] in in_hand and self.shown[sq] is None]
+        empties = [sq for sq in changed if target[sq] is None]
+        rest = [sq for sq in placed if sq not in finishing]
+        out: list[dict[str, Any]] = []
+        for sq in finishing:
+            t = self._place(out, t, sq, target)
+        movers = {c.isupper() for c in (target[sq] for sq in finishing) if c}
+        if movers and any((self.shown[sq] or "").isupper() not in movers for sq in empties + rest):
+            # the answer began within the same scan: it cannot have begun sooner than a hand answers
+            t += ANSWER_GAP_MS
+            self.last_t = t
+        for sq in empties:
+            out.append({"t": t, "type": "lift", "sq": chess.square_name(sq)})
+            self.lifted_at[sq] = t
+            promoted = self._to_hand(sq)
+            if promoted is not None:
+                out.append({"t": t, "type": "promote", "piece": promoted})
+        for sq in rest:
+            t = self._place(out, t, sq, target)
+        return out
+
+    def _place(self, out: list[dict[str, Any]], t: int, sq: int, target: list[Content]) -> int:
+        """Append the records putting ``target[sq]`` on ``sq`` (a replaced piece lifted first); return the time
+        reached."""
+        piece = target[sq]
+        assert piece is not None
+        swap = self.shown[sq] is not None
+        if self._hold_fill(sq, piece, t):
+            if swap:        # the victim is off: say so now
+                out.append({"t": t, "type": "lift", "sq": chess.square_name(sq)})
+                self.lifted_at[sq] = t
+                self._to_hand(sq)
+            return t
+        if swap:
+            out.append({"t": t, "type": "lift", "sq": chess.square_name(sq)})
+            self._to_hand(sq)
+            self.lifted_at[sq] = t
+        promoted = self._promotion(sq, piece)
+        if sq in self.lifted_at and t - self.lifted_at[sq] < SWAP_GAP_MS:
+            t = self.lifted_at[sq] + SWAP_GAP_MS     # not read as contact chatter
+            self.last_t = t
+        out.append({"t": t, "type": "place", "sq": chess.square_name(sq), "piece": piece})
+        self.shown[sq] = piece
+        self.last_mover = "white" if piece.isupper() else "black"
+        if promoted is not None:
+            out.append({"t": t, "type": "promote", "piece": promoted})
+        return t
+
+    def _hold_fill(self, sq: int, piece: str, t: int) -> bool:
+        """Return True when the placement of ``piece`` on ``sq`` waits: no such piece is in the hand but one
+        still stands elsewhere, so its own square is about to be reported empty (the scan saw the new square
+        first). It waits :data:`FILL_HOLD_MS` at most; the lift, when it comes, goes first."""
+        if any(c == piece for c, _ in self.hand) or not any(
+                self.shown[s] == piece for s in range(64) if s != sq):
+            self.fill_held.pop(sq, None)
+            return False
+        since = self.fill_held.setdefault(sq, t)
+        if t - since >= FILL_HOLD_MS:
+            del self.fill_held[sq]
+            return False
+        return True
+
+    def _to_hand(self, sq: int) -> str | None:
+        """Put the piece of ``sq`` in the hand; return the promoted piece's letter when it is a pawn leaving its
+        7th rank after a new piece was put on the last rank next to it (the new piece placed first, 4.6.2)."""
+        piece = self.shown[sq]
+        self.shown[sq] = None
+        if piece is None:
+            return None
+        self.hand = [*self.hand[-(MAX_HAND - 1):], (piece, sq)]
+        new = self.new_on_last_rank
+        if (piece in ("P", "p") and new is not None and new[1].isupper() == piece.isupper()
+                and chess.square_rank(sq) == (6 if piece == "P" else 1)
+                and abs(chess.square_file(sq) - chess.square_file(new[0])) <= 1 and self.shown[new[0]] == new[1]):
+            self.hand.pop()
+            self.new_on_last_rank = None
+            return new[1].lower()
+        return None
+
+    def _promotion(self, sq: int, piece: str) -> str | None:
+        """Track the pieces in the hand for a placement; return the piece letter (q r b n) when ``piece`` put
+        on ``sq`` is a promotion the board shows: on its last rank, not a pawn or king, not a piece of the hand,
+        and the last piece its side lifted a pawn from its 7th rank."""
+        white = piece.isupper()
+        self.hand = [(c, s) for c, s in self.hand if c.isupper() == white]   # the other side's move is over
+        for i in range(len(self.hand) - 1, -1, -1):
+            if self.hand[i][0] == piece:
+                del self.hand[i]
+                return None
+        self.new_on_last_rank = None
+        if piece.upper() in ("P", "K") or chess.square_rank(sq) != (7 if white else 0):
+            return None
+        if not self.hand:
+            self.new_on_last_rank = (sq, piece)
+            return None
+        letter, origin = self.hand[-1]
+        if letter == ("P" if white else "p") and chess.square_rank(origin) in ((6, 7) if white else (1, 0)):
+            self.hand.pop()
+            return piece.lower()
+        self.new_on_last_rank = (sq, piece)
+        return None
+
+
+def alert_line(code: str, t: int, **detail: Any) -> dict[str, Any]:
+    """Return the wire line that makes the bridge raise an alert ``code`` for the board (an ``error`` line with
+    ``alert``)."""
+    return {"t": t, "type": "error", "why": detail.get("message", code), "alert": code, "detail": detail}

@@ -1,0 +1,220 @@
+"""A DGT board emulator: a process speaking DGT's serial protocol on stdin/stdout (put on a pseudo-terminal by
+:class:`touchmove.ptyboard.PtyBoard`), playing a piece timeline (:mod:`touchmove.sim.timeline`).
+
+It behaves as the board does: squares sampled one by one, a scan every 200-250 ms (so changes come in scanning
+order, pieces lifted and put back between two samples are missed, captures show as a code change), field updates
+only in an update mode, no time in any message, a clock message on each press, and every change written to the
+EEPROM log whether a host listens or not (read with ``DGT_SEND_EE_MOVES``; consecutive changes of one square
+overwrite each other, as the board does).
+
+    python -m touchmove.sim.dgt TIMELINE [--speed N] [--serial 12345] [--rotated] [--start FEN]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import select
+import sys
+import time
+from typing import Any
+
+import chess
+
+from touchmove.boards import dgt
+from touchmove.sim import timeline
+from touchmove.sim.pieces import ClockPress, Event, start_pieces
+
+#: A full scan takes this long (ms), drawn per scan.
+SCAN_MS = (200, 250)
+#: The clock's message reaches the board this long after the press (ms): reading the clock takes up to 1 s.
+CLOCK_DELAY_MS = (100, 1000)
+#: Reports due this long ago (ms) mean the board was stopped: it then reports the net changes of one scan.
+BEHIND_MS = 1000
+#: Each side's time on the clock at the start (ms) when the timeline does not say it.
+CLOCK_START_MS = 90 * 60 * 1000
+#: Bytes of the EEPROM log (a cyclic buffer).
+EE_SIZE = 0x1F00
+FIELD_ORDER = [f ^ 56 for f in range(64)]      # python-chess squares in the board's scanning order (a8 first)
+
+
+def field_of(sq: int, rotated: bool) -> int:
+    """Return the field number the board gives square ``sq`` (a board set up rotated numbers it turned)."""
+    return (63 - sq if rotated else sq) ^ 56
+
+
+class EepromLog:
+    """The board's change log (see the module)."""
+
+    def __init__(self, codes: list[int]) -> None:
+        self.data = bytearray((dgt.EE_NOP, dgt.EE_NOP, dgt.EE_NOP, dgt.EE_POWERUP))
+        for f, code in enumerate(codes):
+            if code:
+                self.data += bytes((0x40 | code, f))
+        self.last_field: int | None = None
+
+    def change(self, field_no: int, code: int) -> None:
+        if self.last_field == field_no and len(self.data) >= 2:
+            self.data[-2:] = bytes((0x40 | code, field_no))     # one piece changing: overwritten
+        else:
+            self.data += bytes((0x40 | code, field_no))
+        self.last_field = field_no
+        del self.data[:-EE_SIZE]
+
+    def tag(self, code: int) -> None:
+        self.data.append(code)
+        self.last_field = None
+        del self.data[:-EE_SIZE]
+
+
+class DgtEmulator:
+    """The board's state and replies (pure: :meth:`advance` and :meth:`command` return bytes to send)."""
+
+    def __init__(self, start: list[str | None], events: list[Event], serial: str = "12345",
+                 rotated: bool = False, seed: int = 0) -> None:
+        self.rotated = rotated
+        self.serial = serial
+        rng = random.Random(seed)
+        reports = timeline.scan(start, events, SCAN_MS, rng, order=self._order())
+        self.items: list[tuple[int, int, Any]] = [(t, 0, (sq, piece)) for t, sq, piece in reports]
+        for e in events:
+            if isinstance(e, ClockPress):
+                self.items.append((e.t + rng.randint(*CLOCK_DELAY_MS), 1, e))
+        self.items.sort(key=lambda item: (item[0], item[1]))
+        self.next = 0
+        self.codes = [0] * 64                    # by field number
+        for sq, piece in enumerate(start):
+            self.codes[field_of(sq, rotated)] = dgt.CONTENT_CODES[piece]
+        self.ee = EepromLog(self.codes)
+        self.mode = "idle"
+        self.clock = {"white": CLOCK_START_MS, "black": CLOCK_START_MS}
+        self.turn: str | None = None
+        self.clock_t = 0.0
+
+    def _order(self) -> list[int]:
+        return [(63 - sq if self.rotated else sq) for sq in FIELD_ORDER]
+
+    def due(self) -> int | None:
+        """Return the time of the next report, or None."""
+        return self.items[self.next][0] if self.next < len(self.items) else None
+
+    def advance(self, now: float) -> bytes:
+        """Play what is due by ``now`` (device ms); return the messages sent."""
+        out = bytearray()
+        behind = self.next < len(self.items) and now - self.items[self.next][0] > BEHIND_MS
+        before = list(self.codes)
+        while self.next < len(self.items) and self.items[self.next][0] <= now:
+            _, kind, data = self.items[self.next]
+            self.next += 1
+            if kind == 0:
+                sq, piece = data
+                f = field_of(sq, self.rotated)
+                code = dgt.CONTENT_CODES[piece]
+                self.codes[f] = code
+                self.ee.change(f, code)
+                if self.mode != "idle" and not behind:
+                    out += dgt.message(dgt.MSG_FIELD_UPDATE, bytes((f, code)))
+            else:
+                press = data
+                assert isinstance(press, ClockPress)
+                side = "white" if press.side else "black"
+                self.run_clock(now)
+                if press.remaining is not None:
+                    self.clock[side] = press.remaining
+                self.turn = "black" if press.side else "white"
+                if self.mode in ("update", "nice"):
+                    out += self.clock_message()
+        if behind and self.mode != "idle":
+            # the board was stopped (a hang): its next scan reports what differs now, once per square
+            for f in range(64):
+                if self.codes[f] != before[f]:
+                    out += dgt.message(dgt.MSG_FIELD_UPDATE, bytes((f, self.codes[f])))
+        return bytes(out)
+
+    def run_clock(self, now: float) -> None:
+        """Run the clock of the side to move up to ``now``."""
+        if self.turn is not None:
+            self.clock[self.turn] = max(0, int(self.clock[self.turn] - (now - self.clock_t)))
+        self.clock_t = now
+
+    def clock_message(self) -> bytes:
+        return dgt.message(dgt.MSG_BWTIME, dgt.clock_payload(self.clock["white"], self.clock["black"], self.turn))
+
+    def command(self, byte: int) -> bytes:
+        """Return the reply to one command byte."""
+        if byte == dgt.SEND_RESET:
+            self.mode = "idle"
+        elif byte == dgt.SEND_UPDATE:
+            self.mode = "update"
+        elif byte == dgt.SEND_UPDATE_NICE:
+            self.mode = "nice"
+        elif byte == dgt.SEND_UPDATE_BRD:
+            self.mode = "board"
+        elif byte == dgt.SEND_BRD:
+            return dgt.message(dgt.MSG_BOARD_DUMP, bytes(self.codes))
+        elif byte == dgt.RETURN_SERIALNR:
+            return dgt.message(dgt.MSG_SERIALNR, (self.serial[:5].rjust(5, "0") + " 1.0").encode())
+        elif byte == dgt.SEND_VERSION:
+            return dgt.message(dgt.MSG_VERSION, bytes((1, 7)))
+        elif byte == dgt.SEND_CLK:
+            return self.clock_message()
+        elif byte == dgt.SEND_EE_MOVES:
+            reply = dgt.message(dgt.MSG_EE_MOVES, bytes(self.ee.data) + bytes((dgt.EE_EOF,)))
+            self.ee.tag(dgt.EE_DOWNLOADED)
+            return reply
+        return b""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m touchmove.sim.dgt", description=__doc__)
+    parser.add_argument("timeline")
+    parser.add_argument("--speed", type=float, default=1.0)
+    parser.add_argument("--serial", default="12345")
+    parser.add_argument("--rotated", action="store_true")
+    parser.add_argument("--start", default=chess.STARTING_FEN, help="the position on the board at power-on")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--t0", type=float, help="time.monotonic() of the timeline's 0 (default: now)")
+    args = parser.parse_args(argv)
+    events = timeline.read(args.timeline)
+    emulator = DgtEmulator(start_pieces(chess.Board(args.start)), events, args.serial, args.rotated, args.seed)
+    return serve(emulator, args.speed, args.t0)
+
+
+def serve(emulator: Any, speed: float, t0: float | None = None) -> int:
+    """Run an emulator on stdin/stdout in real time (device ms = host ms x ``speed``, from ``t0``, a
+    ``time.monotonic()`` reading, or now) until stdin closes."""
+    begin = time.monotonic() if t0 is None else t0
+    stdin, stdout = sys.stdin.fileno(), sys.stdout.fileno()
+
+    def now() -> float:
+        return (time.monotonic() - begin) * 1000 * speed
+
+    while True:
+        out = emulator.advance(now())
+        if out:
+            _write(stdout, out)
+        due = emulator.due()
+        wait = 0.05 if due is None else max(0.0, min(0.05, (due - now()) / 1000 / speed))
+        ready, _, _ = select.select([stdin], [], [], wait)
+        if ready:
+            data = os.read(stdin, 4096)
+            if not data:
+                return 0
+            reply = emulator.feed(data) if hasattr(emulator, "feed") else \
+                b"".join(emulator.command(b) for b in data)
+            if reply:
+                _write(stdout, reply)
+
+
+def _write(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view):]
+        except BlockingIOError:
+            time.sleep(0.005)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

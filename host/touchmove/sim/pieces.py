@@ -1,0 +1,121 @@
+"""The hand model with the pieces it carries: what a board that senses pieces would see, change by change.
+
+:func:`piece_timeline` plays a game with :class:`touchmove.hands.Hands` and names the piece of every placement:
+the piece the move leaves on that square for its last placement there in the move (the promoted piece on a
+promotion; a piece slid onto its square before its own square is sensed empty), else the piece
+lifted from that square and not put down (a bounce, a piece put back), else the piece lifted last (a piece
+slid over squares, a victim pushed aside, a neighbour knocked by a sleeve). At the end of each move the board is
+checked against the position: the names can then only differ from the game where the hand model's habits put a
+piece on a square the move does not use.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import chess
+
+from touchmove import hands
+from touchmove.records import Clock, Lift, Place
+
+
+@dataclass(frozen=True)
+class Change:
+    """A square's content changed at ``t`` (device ms): ``piece`` is a FEN letter, None when it empties."""
+
+    t: int
+    sq: chess.Square
+    piece: str | None
+
+
+@dataclass(frozen=True)
+class ClockPress:
+    """A clock press at ``t``: ``side`` pressed; ``remaining`` ms on its clock (None: unknown)."""
+
+    t: int
+    side: chess.Color
+    remaining: int | None
+
+
+Event = Change | ClockPress
+
+
+def start_pieces(board: chess.Board) -> list[str | None]:
+    """Return the 64 squares' contents of a position (FEN letters, None for empty; a1 = 0)."""
+    return [(p.symbol() if (p := board.piece_at(sq)) else None) for sq in range(64)]
+
+
+def piece_timeline(start: chess.Board, moves: list[chess.Move], rng: random.Random,
+                   style: hands.Style | None = None, t: int = 1500) -> list[Event]:
+    """Return the timed changes (with pieces) and clock presses of ``moves`` played from ``start`` by hands."""
+    style = style or hands.Style(promote_record=False)
+    player = hands.Hands(rng, style, t=t)
+    board = start.copy()
+    squares = start_pieces(board)
+    events: list[Event] = []
+    in_hand: list[tuple[str, chess.Square]] = []
+    for move in moves:
+        before = len(player.records)
+        player.move(board, move)
+        after_board = board.copy()
+        after_board.push(move)
+        after = start_pieces(after_board)
+        recs = player.records[before:]
+        last_place = {r.sq: i for i, r in enumerate(recs) if isinstance(r, Place)}
+        for i, rec in enumerate(recs):
+            if isinstance(rec, Clock):
+                events.append(ClockPress(rec.t, rec.side, rec.remaining))
+            elif isinstance(rec, Lift):
+                piece = squares[rec.sq]
+                if piece is not None:
+                    in_hand.append((piece, rec.sq))
+                squares[rec.sq] = None
+                events.append(Change(rec.t, rec.sq, None))
+            elif isinstance(rec, Place):
+                piece = _placed(rec.sq, i == last_place[rec.sq], after, in_hand, move)
+                squares[rec.sq] = piece
+                events.append(Change(rec.t, rec.sq, piece))
+        board = after_board
+        in_hand = []                                  # the move is over: victims are off the board
+        for sq in range(64):
+            if squares[sq] is not None and after[sq] is not None and squares[sq] != after[sq]:
+                squares[sq] = after[sq]                     # a habit named a piece wrongly: the game rules
+    player.flush()
+    # the clock press the flush wrote at the end
+    seen = {(e.t, e.side) for e in events if isinstance(e, ClockPress)}
+    for rec in player.records:
+        if isinstance(rec, Clock) and (rec.t, rec.side) not in seen:
+            events.append(ClockPress(rec.t, rec.side, rec.remaining))
+    events.sort(key=lambda e: e.t)
+    return events
+
+
+def _placed(sq: chess.Square, final: bool, after: list[str | None], in_hand: list[tuple[str, chess.Square]],
+            move: chess.Move) -> str | None:
+    """Return the piece put on ``sq`` (and take it from the hand)."""
+    def take(piece: str) -> str:
+        for i in range(len(in_hand) - 1, -1, -1):
+            if in_hand[i][0] == piece:
+                del in_hand[i]
+                break
+        return piece
+
+    promoting = move.promotion is not None and sq == move.to_square
+    if promoting and not final:
+        pawn = next((p for p, _ in reversed(in_hand) if p in ("P", "p")), None)
+        if pawn is not None:
+            return take(pawn)
+    if final and after[sq] is not None:
+        piece = after[sq]
+        assert piece is not None
+        if promoting:
+            take("P" if piece.isupper() else "p")
+            return piece
+        return take(piece)
+    for i in range(len(in_hand) - 1, -1, -1):
+        if in_hand[i][1] == sq:
+            return take(in_hand[i][0])
+    if in_hand:
+        return take(in_hand[-1][0])
+    return after[sq]

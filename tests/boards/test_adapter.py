@@ -1,0 +1,151 @@
+"""The piece adapter: what a piece-reporting board shows, as records (promotions read from the board, results
+shown with the kings or DGT's result pieces, a rotated board, a board that stops answering)."""
+
+from __future__ import annotations
+
+import chess
+
+from touchmove.boards.adapter import KING_HOLD_MS, PieceAdapter, rotate
+from touchmove.boards.dgt import DgtTranslator
+from touchmove.sim.pieces import start_pieces
+
+
+def adapter_at(fen: str) -> PieceAdapter:
+    a = PieceAdapter()
+    a.full_report(start_pieces(chess.Board(fen)), 0)
+    return a
+
+
+def sq(name: str) -> int:
+    return chess.parse_square(name)
+
+
+def kinds(lines: list[dict[str, object]]) -> list[tuple[object, ...]]:
+    return [(line["type"], line.get("sq") or line.get("piece") or line.get("result")) for line in lines]
+
+
+def test_first_report_is_a_snapshot_with_pieces() -> None:
+    a = PieceAdapter()
+    out = a.full_report(start_pieces(chess.Board()), 5)
+    assert out[0]["type"] == "snapshot" and out[0]["occ"] == "ffff00000000ffff"
+    assert out[0]["pieces"] == chess.Board().board_fen()
+
+
+def test_promotion_is_read_from_the_board() -> None:
+    a = adapter_at("8/4P3/8/8/8/8/k7/4K3 w - - 0 1")
+    a.square_report(sq("e7"), None, 100)
+    out = a.square_report(sq("e8"), "N", 400)
+    assert kinds(out) == [("place", "e8"), ("promote", "n")]
+
+
+def test_promotion_new_piece_first_then_pawn_removed() -> None:
+    a = adapter_at("8/4P3/8/8/8/8/k7/4K3 w - - 0 1")
+    assert kinds(a.square_report(sq("e8"), "R", 100)) == [("place", "e8")]
+    assert kinds(a.square_report(sq("e7"), None, 300)) == [("lift", "e7"), ("promote", "r")]
+
+
+def test_a_rook_reaching_the_last_rank_is_no_promotion() -> None:
+    a = adapter_at("8/8/8/8/8/8/k7/R3K3 w - - 0 1")
+    a.square_report(sq("a1"), None, 100)
+    assert kinds(a.square_report(sq("a8"), "R", 300)) == [("place", "a8")]
+
+
+def test_kings_in_the_centre_are_a_result_and_no_king_move() -> None:
+    a = adapter_at("4k3/8/8/8/8/8/8/4K3 w - - 0 1")
+    out = a.square_report(sq("e1"), None, 100) + a.square_report(sq("e8"), None, 200)
+    out += a.square_report(sq("e4"), "K", 300)          # the other king is off the board: held back
+    assert kinds(out) == [("lift", "e1"), ("lift", "e8")]
+    out = a.square_report(sq("d5"), "k", 400)           # both on light centre squares: 1-0
+    assert [line for line in out if line["type"] == "place"] == []
+    assert [(line["result"], line["reason"]) for line in out if line["type"] == "result"] == [
+        ("1-0", "result shown with the kings")]
+
+
+def test_kings_on_squares_of_both_colours_are_a_draw() -> None:
+    a = adapter_at("4k3/8/8/8/8/8/8/4K3 w - - 0 1")
+    a.square_report(sq("e1"), None, 100)
+    a.square_report(sq("e8"), None, 200)
+    a.square_report(sq("d4"), "K", 300)
+    out = a.square_report(sq("d5"), "k", 400)
+    assert [line["result"] for line in out if line["type"] == "result"] == ["1/2-1/2"]
+
+
+def test_a_king_held_in_the_centre_is_released_when_the_other_does_not_come() -> None:
+    a = adapter_at("4k3/8/8/8/8/8/8/4K3 w - - 0 1")
+    a.square_report(sq("e8"), None, 100)
+    a.square_report(sq("e1"), None, 150)
+    assert a.square_report(sq("e4"), "K", 200) == []
+    assert kinds(a.tick(200 + KING_HOLD_MS)) == [("place", "e4")]
+
+
+def test_a_king_move_into_the_centre_is_not_held() -> None:
+    a = adapter_at("4k3/8/8/8/8/8/4K3/8 w - - 0 1")
+    a.square_report(sq("e2"), None, 100)
+    assert kinds(a.square_report(sq("e3"), "K", 200)) == [("place", "e3")]
+    a.square_report(sq("e3"), None, 300)
+    assert kinds(a.square_report(sq("e4"), "K", 400)) == [("place", "e4")]
+
+
+def test_dgt_result_piece_is_a_result_and_never_a_piece() -> None:
+    a = adapter_at("4k3/8/8/8/8/8/8/4K3 w - - 0 1")
+    out = a.square_report(sq("d4"), "0-1", 100)
+    assert kinds(out) == [("result", "0-1")]
+    assert a.square_report(sq("d4"), None, 200) == []
+
+
+def test_rotated_start_is_turned_and_said() -> None:
+    a = PieceAdapter()
+    rotated = rotate(start_pieces(chess.Board()))
+    out = a.full_report(rotated, 0)
+    assert a.rotated and out[-1]["occ"] == "ffff00000000ffff"
+    a2 = adapter_at(chess.STARTING_FEN)
+    out = a2.full_report(rotated, 100)
+    assert out[0]["type"] == "error" and out[0]["alert"] == "board_rotated"
+    # e2-e4 on the rotated board: the board numbers e2 as d7
+    out = a.square_report(63 - sq("e2"), None, 200) + a.square_report(63 - sq("e4"), "P", 300)
+    assert kinds(out) == [("lift", "e2"), ("place", "e4")]
+
+
+def test_a_board_that_stops_answering_is_an_alert_with_its_last_position() -> None:
+    tr = DgtTranslator("/dev/ttyUSB0")
+    tr.start(0)
+    tr.board = "dgt-1"
+    tr.adapter.full_report(start_pieces(chess.Board()), 0)
+    lines: list[dict[str, object]] = []
+    for now in range(0, 8000, 100):
+        lines += tr.tick(now)[0]
+    alerts = [line for line in lines if line.get("alert") == "board_silent"]
+    assert len(alerts) == 1
+    assert alerts[0]["detail"]["last_position"] == chess.Board().board_fen()  # type: ignore[index]
+    back = tr.feed(bytes((0x93, 0, 5, 1, 7)), 9000)
+    assert [line.get("alert") for line in back] == ["board_answering"]
+
+
+def test_a_chess960_start_on_the_board_is_a_setup() -> None:
+    a = PieceAdapter()
+    b960 = chess.Board.from_chess960_pos(100)
+    out = a.full_report(start_pieces(b960), 0)
+    setups = [line for line in out if line["type"] == "setup"]
+    assert setups == [{"t": 0, "type": "setup", "fen": b960.fen(), "chess960": True}]
+    assert [line for line in a.full_report(start_pieces(chess.Board()), 10) if line["type"] == "setup"] == []
+
+
+def test_chess960_game_from_the_board_through_the_engine() -> None:
+    import random
+
+    from touchmove.rules import Engine
+    from touchmove.sim import harness
+    from touchmove.sim.pieces import piece_timeline
+
+    start = chess.Board.from_chess960_pos(100)
+    moves = []
+    b = start.copy()
+    for _ in range(12):
+        move = sorted(b.legal_moves, key=lambda m: m.uci())[3]
+        moves.append(move)
+        b.push(move)
+    run = harness.run("chessnut", start, piece_timeline(start, moves, random.Random(4)))
+    eng = Engine()              # nothing said about the game: the board's array tells it
+    events = [e for r in run.records for e in eng.feed(r)] + eng.finish()
+    got = [e.uci for e in events if e.type == "move"]  # type: ignore[attr-defined]
+    assert got == [m.uci() for m in moves]

@@ -1,0 +1,84 @@
+"""The emulators and translators joined on a simulated clock (touchmove.sim.harness), read by the rules engine:
+games come back, a rotated DGT board is turned, a result shown with the kings ends the game with no king move,
+a promotion is read from the board."""
+
+from __future__ import annotations
+
+import random
+
+import chess
+import pytest
+
+from tests.host.games import require_games
+from touchmove.records import Record
+from touchmove.rules import Engine, Event
+from touchmove.sim import harness
+from touchmove.sim.pieces import Change, piece_timeline
+
+PROTOCOLS = ("dgt", "chesslink", "chessnut")
+
+
+def engine_events(start: chess.Board, recs: list[Record], settle_ms: int = 200) -> list[Event]:
+    eng = Engine(fen=None if start.fen() == chess.STARTING_FEN else start.fen(), settle_ms=settle_ms)
+    return [e for r in recs for e in eng.feed(r)] + eng.finish()
+
+
+def published(events: list[Event]) -> list[str]:
+    moves: list[str] = []
+    for e in events:
+        if e.type in ("move", "move_amended"):
+            del moves[e.ply - 1:]
+            moves.append(e.uci)  # type: ignore[attr-defined]
+        elif e.type == "takeback":
+            del moves[e.ply - 1:]
+    return moves
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_shared_games_come_back_or_alert(protocol: str) -> None:
+    """Every 40th shared game with the default hands: given back exactly, and never a wrong move unalerted."""
+    games = require_games()[::40]
+    exact = 0
+    for i, (name, start, moves) in enumerate(games):
+        run = harness.run(protocol, start, piece_timeline(start, moves, random.Random(i)), seed=i)
+        assert run.translator is not None
+        events = engine_events(start, run.records, max(200, run.translator.min_settle_ms))
+        got = published(events)
+        if got == [m.uci() for m in moves]:
+            exact += 1
+        else:
+            assert any(e.type == "alert" for e in events), f"{name}: a wrong game without an alert"
+    assert exact >= len(games) - 2, f"{exact} of {len(games)} games exact"
+
+
+def test_rotated_dgt_board_is_turned() -> None:
+    moves = [chess.Move.from_uci(u) for u in ("e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "g8f6", "e1g1")]
+    run = harness.run("dgt", chess.Board(), piece_timeline(chess.Board(), moves, random.Random(3)), rotated=True)
+    assert published(engine_events(chess.Board(), run.records)) == [m.uci() for m in moves]
+
+
+def test_result_shown_with_the_kings_is_a_declared_result() -> None:
+    board = chess.Board()
+    moves = [chess.Move.from_uci(u) for u in ("e2e4", "e7e5", "e1e2", "e8e7")]
+    events = piece_timeline(board, moves, random.Random(2))
+    t = max(e.t for e in events) + 2000
+    # both kings taken to the light centre squares: White won
+    events += [Change(t, chess.E2, None), Change(t + 300, chess.E7, None), Change(t + 1400, chess.E4, "K"),
+               Change(t + 2000, chess.D5, "k")]
+    for protocol in PROTOCOLS:
+        run = harness.run(protocol, board, sorted(events, key=lambda e: e.t))
+        evs = engine_events(board, run.records)
+        assert published(evs) == [m.uci() for m in moves], protocol
+        ends = [e for e in evs if e.type == "game_end"]
+        assert [(e.result, e.reason) for e in ends] == [("1-0", "result shown with the kings")], protocol  # type: ignore[attr-defined]
+
+
+def test_promotion_is_read_from_the_board() -> None:
+    start = chess.Board("8/3P4/8/8/8/k7/8/4K2R w - - 0 1")
+    moves = [chess.Move.from_uci("d7d8"), chess.Move.from_uci("a3b2")]
+    moves[0] = chess.Move(chess.D7, chess.D8, chess.KNIGHT)
+    for protocol in PROTOCOLS:
+        run = harness.run(protocol, start, piece_timeline(start, moves, random.Random(11)))
+        promotes = [r for r in run.records if r.type == "promote"]
+        assert [p.piece for p in promotes] == [chess.KNIGHT], protocol  # type: ignore[attr-defined]
+        assert published(engine_events(start, run.records)) == ["d7d8n", "a3b2"], protocol

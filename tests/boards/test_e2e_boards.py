@@ -1,0 +1,90 @@
+"""Each vendor board's emulator on a pty, the real bridge and a real Mosquitto: the Opera Game and shared games
+come back move for move on MQTT, in the journal and in the export; a DGT board unplugged mid-game gives back
+the moves made meanwhile from its memory."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import chess
+import pytest
+
+from tests.boards.rig import BoardRig
+from tests.host.games import require_games
+from touchmove.demo import DEFAULT_PGN, read_game
+
+OPERA = list(read_game(DEFAULT_PGN).mainline_moves())
+
+
+@pytest.mark.parametrize("protocol", ["dgt", "chesslink", "chessnut"])
+def test_opera_game_through_the_bridge(tmp_path: Path, protocol: str) -> None:
+    want = [m.uci() for m in OPERA]
+    with BoardRig(tmp_path, protocol, OPERA, speed=5) as rig:
+        rig.wait_game(want, timeout=120)
+        assert "changes_lost" not in rig.alerts()
+        counts = rig.counts()
+    assert counts == {"published": len(want), "journaled": len(want), "exported": len(want)}
+
+
+@pytest.mark.parametrize("protocol", ["dgt", "chesslink", "chessnut"])
+def test_a_shared_game_through_the_bridge(tmp_path: Path, protocol: str) -> None:
+    games = require_games()
+    name, _start, moves = next(g for g in games if len(g[2]) >= 60 and g[1].fen() == chess.STARTING_FEN)
+    want = [m.uci() for m in moves]
+    with BoardRig(tmp_path, protocol, moves, speed=8, seed=3) as rig:
+        rig.wait_game(want, timeout=180)
+        counts = rig.counts()
+    assert counts == {"published": len(want), "journaled": len(want), "exported": len(want)}, name
+
+
+def test_dgt_unplugged_mid_game_gives_back_its_moves_from_memory(tmp_path: Path) -> None:
+    want = [m.uci() for m in OPERA]
+    with BoardRig(tmp_path, "dgt", OPERA, speed=5) as rig:
+        rig.wait_game(want[:8], timeout=60)
+        rig.board.unplug()                # the cable out: the board plays on, its reports are lost
+        time.sleep(3.0)                   # 15 s of play at speed 5: several plies
+        assert len(rig.moves()) < 14
+        rig.board.plug()
+        rig.wait_game(want, timeout=120)
+        assert "changes_lost" not in rig.alerts()
+        assert "read from the board's memory" in rig.log()
+        counts = rig.counts()
+    assert counts == {"published": len(want), "journaled": len(want), "exported": len(want)}
+
+
+def test_a_board_that_stops_answering_is_an_alert_with_its_last_position(tmp_path: Path) -> None:
+    """The emulator hangs (SIGSTOP) with its port open: ``board_silent`` with the last position, then
+    ``board_answering`` and its position diffed."""
+    want = [m.uci() for m in OPERA]
+    with BoardRig(tmp_path, "dgt", OPERA, speed=5) as rig:
+        rig.wait_game(want[:6], timeout=60)
+        assert rig.board.proc is not None
+        os.kill(rig.board.proc.pid, signal.SIGSTOP)        # the board hangs: the port stays open
+        try:
+            assert rig.sub is not None
+            rig.sub.wait_for(lambda: "board_silent" in rig.alerts(), 30, "the board_silent alert")
+            silent = next(e for e in rig.events() if e.get("code") == "board_silent")
+            detail = silent["detail"]
+            assert isinstance(detail, dict) and detail["port"].endswith("ttyBOARD0")
+            positions = {b.board_fen() for b in _positions(OPERA)}
+            assert detail["last_position"] in positions
+        finally:
+            os.kill(rig.board.proc.pid, signal.SIGCONT)
+        rig.sub.wait_for(lambda: "board_answering" in rig.alerts(), 30, "the board_answering alert")
+        # the hung board saw nothing for many plies: its whole position is diffed, which the engine cannot
+        # explain in a few plies: lost changes, said, and no wrong move published
+        rig.sub.wait_for(lambda: "changes_lost" in rig.alerts(), 30, "the changes_lost alert")
+        time.sleep(2)
+        assert rig.moves() == want[:len(rig.moves())]
+
+
+def _positions(moves: list[chess.Move]) -> list[chess.Board]:
+    board = chess.Board()
+    out = [board.copy()]
+    for m in moves:
+        board.push(m)
+        out.append(board.copy())
+    return out

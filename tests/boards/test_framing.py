@@ -1,0 +1,129 @@
+"""Framing of the three protocols: good frames decode; bad checks, truncated and garbage frames are a clear
+error, and nothing is lost (the translator asks the board again and the adapter diffs what it says)."""
+
+from __future__ import annotations
+
+import chess
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from touchmove.boards import chesslink, chessnut, dgt
+from touchmove.boards.base import ProtocolError
+from touchmove.sim import harness
+from touchmove.sim.pieces import start_pieces
+
+START = start_pieces(chess.Board())
+
+
+def test_dgt_field_update_and_dump_decode() -> None:
+    dec = dgt.FrameDecoder()
+    frames = dec.feed(dgt.message(dgt.MSG_FIELD_UPDATE, bytes((52, 0))) + dgt.message(dgt.MSG_BOARD_DUMP, bytes(64)))
+    assert frames == [dgt.Frame(dgt.MSG_FIELD_UPDATE, bytes((52, 0))), dgt.Frame(dgt.MSG_BOARD_DUMP, bytes(64))]
+    assert dgt.to_square(52) == chess.E2 and dgt.to_square(0) == chess.A8 and dgt.to_square(63) == chess.H1
+
+
+def test_dgt_truncated_frame_is_an_error_and_the_next_frame_survives() -> None:
+    dec = dgt.FrameDecoder()
+    good = dgt.message(dgt.MSG_FIELD_UPDATE, bytes((12, 7)))
+    out = dec.feed(good[:4] + good)
+    assert isinstance(out[0], ProtocolError) and "truncated" in str(out[0])
+    assert out[1] == dgt.Frame(dgt.MSG_FIELD_UPDATE, bytes((12, 7)))
+
+
+def test_dgt_garbage_and_wrong_lengths_are_errors() -> None:
+    dec = dgt.FrameDecoder()
+    out = dec.feed(b"\x01\x02" + dgt.header(dgt.MSG_FIELD_UPDATE, 9) + dgt.message(dgt.MSG_VERSION, b"\x01\x07"))
+    errors = [o for o in out if isinstance(o, ProtocolError)]
+    assert "garbage" in str(errors[0]) and any("wrong length" in str(e) for e in errors)
+    assert out[-1] == dgt.Frame(dgt.MSG_VERSION, b"\x01\x07")
+
+
+def test_dgt_clock_message_round_trip() -> None:
+    reading = dgt.parse_clock(dgt.clock_payload(5_400_000 - 61_000, 3_723_000, "black"))
+    assert reading is not None and reading.white_ms == 5_339_000 and reading.black_ms == 3_723_000
+    assert reading.turn == "black" and reading.running
+
+
+def test_dgt_recovery_finds_the_changes_after_what_the_host_saw() -> None:
+    start = [0] * 64
+    start[52], start[12] = 1, 7
+    events = [("tag", dgt.EE_DOWNLOADED, 0), ("field", 52, 0), ("field", 36, 1), ("field", 12, 0), ("field", 28, 7)]
+    seen = list(start)
+    seen[52], seen[36] = 0, 1
+    assert dgt.recover(start, seen, events) == [(12, 0), (28, 7)]
+
+
+def test_chesslink_checks_and_bad_checks() -> None:
+    msg = chesslink.encode("s" + chesslink.status_text(START))
+    dec = chesslink.MessageDecoder()
+    assert dec.feed(msg) == [("s", chesslink.status_text(START))]
+    bad = msg[:-2] + (b"00" if msg[-2:] != b"00" else b"01")
+    out = dec.feed(bad + chesslink.encode("v0107"))
+    assert isinstance(out[0], ProtocolError) and "block check" in str(out[0])
+    assert out[-1] == ("v", "0107")
+
+
+def test_chesslink_truncated_status_is_an_error() -> None:
+    msg = chesslink.encode("s" + chesslink.status_text(START))
+    out = chesslink.MessageDecoder().feed(msg[:30] + chesslink.encode("v0107"))
+    assert isinstance(out[0], ProtocolError) and "cut short" in str(out[0])
+    assert out[-1] == ("v", "0107")
+
+
+def test_chessnut_board_report_round_trip_and_wrong_length() -> None:
+    body = chessnut.board_bytes(START)
+    assert chessnut.parse_board(body) == START
+    dec = chessnut.ReportDecoder()
+    report = bytes((1, 0x24)) + body + bytes(4)
+    out = dec.feed(bytes((1, 0x10)) + report)
+    assert isinstance(out[0], ProtocolError) and out[1] == (1, body + bytes(4))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=400))
+def test_fuzz_decoders_never_raise(data: bytes) -> None:
+    for item in dgt.FrameDecoder().feed(data):
+        assert isinstance(item, (dgt.Frame, ProtocolError))
+    for item2 in chesslink.MessageDecoder().feed(data):
+        assert isinstance(item2, (tuple, ProtocolError))
+    for item3 in chessnut.ReportDecoder().feed(data):
+        assert isinstance(item3, (tuple, ProtocolError))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=300), st.integers(0, 400))
+def test_fuzz_translators_take_anything(data: bytes, cut: int) -> None:
+    for protocol in ("dgt", "chesslink", "chessnut"):
+        from touchmove.boards import translator_for
+
+        tr = translator_for(protocol, "fuzz")
+        tr.start(0)
+        for line in tr.feed(data[:cut], 10) + tr.feed(data[cut:], 20):
+            assert isinstance(line, dict) and "type" in line
+
+
+def corrupt_every(n: int) -> object:
+    count = {"i": 0}
+
+    def corrupt(data: bytes) -> bytes:
+        count["i"] += 1
+        if count["i"] % n == 0 and len(data) > 3:
+            return data[:2] + b"\x7f" + data[1:]      # a byte slipped in: the frame is broken
+        return data
+
+    return corrupt
+
+
+def test_broken_frames_lose_no_move() -> None:
+    """Frames broken now and then: each is an error line, the board is asked again, the game comes back."""
+    from touchmove.rules import Engine
+
+    moves = [chess.Move.from_uci(u) for u in ("e2e4", "e7e5", "g1f3", "b8c6", "f1b5", "a7a6")]
+    events = harness.game_events(chess.Board(), moves, 5)
+    for protocol in ("dgt", "chesslink", "chessnut"):
+        run = harness.run(protocol, chess.Board(), events, corrupt=corrupt_every(7))  # type: ignore[arg-type]
+        assert run.translator is not None and run.translator.errors > 0, protocol
+        eng = Engine()
+        got = [e.uci for r in run.records for e in eng.feed(r) if e.type == "move"]
+        got += [e.uci for e in eng.finish() if e.type == "move"]
+        assert got == [m.uci() for m in moves], protocol
