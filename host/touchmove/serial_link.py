@@ -102,6 +102,10 @@ MAX_FW = 64
 #: choice, protocol messages. Operator records (result, takeback, resync, setup) come only through the
 #: authenticated MQTT command path (:mod:`touchmove.bridge.commands`), never from a serial port.
 FROM_BOARD = frozenset({"lift", "place", "snapshot", "heartbeat", "clock", "promote", *records.PROTOCOL_ONLY_TYPES})
+#: What the host's own adapter of a vendor's board (:mod:`touchmove.boards`) may add to that, read from the pieces
+#: the board reports: a Chess960 start array set up (``setup``), a result shown with the kings or DGT's result
+#: pieces (``result``). The adapter writes these itself; the board's bytes can only show pieces, never send them.
+FROM_BOARD_ADAPTER = FROM_BOARD | {"setup", "result"}
 
 
 class DecodeError(ValueError):
@@ -125,8 +129,9 @@ class OperatorRecordRefused(DecodeError):
     """A record only an operator may give (result, takeback, resync, setup) came from a serial port."""
 
 
-def decode(line: bytes | None) -> Message:
-    """Return the message on one line from a board, or raise :class:`DecodeError`."""
+def decode(line: bytes | None, accepts: frozenset[str] = FROM_BOARD) -> Message:
+    """Return the message on one line from a board, or raise :class:`DecodeError`; a record whose type is not
+    in ``accepts`` (what the port's kind of board may give) is :class:`OperatorRecordRefused`."""
     if line is None:
         raise DecodeError(f"line longer than {MAX_LINE} bytes dropped")
     try:
@@ -143,7 +148,7 @@ def decode(line: bytes | None) -> Message:
     except records.RecordError as exc:
         raise DecodeError(exc.reason, out_of_range=isinstance(exc, records.OutOfRange)) from None
     kind = record.type
-    if kind not in FROM_BOARD and not isinstance(record, records.Other):
+    if kind not in accepts and not isinstance(record, records.Other):
         raise OperatorRecordRefused(f"{kind!r} records come only from an operator (the MQTT set command), "
                                     "never from a board's port")
     fields = {k: v for k, v in obj.items() if k not in ("t", "type", "seq")}
@@ -225,6 +230,9 @@ class SerialLink:
     calls pyserial's ``read``. ``on_lines(link, lines)`` and ``on_closed(link, reason)`` are called in the loop
     or in the reader thread; the bridge passes the latter on to its loop.
     """
+
+    #: The record types a line of this port may carry (:func:`decode`).
+    accepts: frozenset[str] = FROM_BOARD
 
     def __init__(self, path: str, baudrate: int,
                  on_lines: Callable[[SerialLink, list[bytes | None]], None],

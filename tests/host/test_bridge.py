@@ -25,9 +25,12 @@ from touchmove.export import pgn_games, recording_gaps
 from touchmove.journal import Journal
 from touchmove.mqtt_bridge import Outgoing
 from touchmove.rules import Engine
+from touchmove.serial_link import FROM_BOARD
 
 
 class FakeLink:
+    accepts = FROM_BOARD      # a touchmove board's port (serial_link.SerialLink)
+
     def __init__(self, path: str = "/dev/fake0") -> None:
         self.path = path
         self.key = path

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from touchmove.boards.base import Translator, encode_lines
-from touchmove.serial_link import SerialLink
+from touchmove.serial_link import FROM_BOARD_ADAPTER, SerialLink
 
 log = logging.getLogger("touchmove.boards")
 
@@ -44,6 +44,8 @@ def is_hidraw(path: str) -> bool:
 
 class BoardLink(SerialLink):
     """One open port of a vendor's board, translated (see the module)."""
+
+    accepts = FROM_BOARD_ADAPTER    # the adapter's own setup and result records, read from the pieces shown
 
     def __init__(self, path: str, translator: Translator,
                  on_lines: Callable[[SerialLink, list[bytes | None]], None],

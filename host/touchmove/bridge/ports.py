@@ -149,7 +149,7 @@ class BoardPorts:
         for line in lines:
             self.bridge.stats["lines"] += 1
             try:
-                msg = decode(line)
+                msg = decode(line, link.accepts)
             except DecodeError as exc:
                 self.bridge.stats["malformed"] += 1
                 if link.board is None:
@@ -211,7 +211,7 @@ class BoardPorts:
         msgs: list[Message] = []
         for line in pending:
             with contextlib.suppress(DecodeError):
-                msgs.append(decode(line))
+                msgs.append(decode(line, link.accepts))
         if boot != sess.boot:
             first_t = msgs[0].t if msgs else hello.t
             if sess.boot is None and sess.last_t == 0:

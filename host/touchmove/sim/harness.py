@@ -16,7 +16,7 @@ import chess
 from touchmove import hands, records
 from touchmove.boards import translator_for
 from touchmove.boards.base import Translator, encode_lines
-from touchmove.serial_link import DecodeError, decode
+from touchmove.serial_link import FROM_BOARD_ADAPTER, DecodeError, decode
 from touchmove.sim.pieces import ClockPress, Event, piece_timeline, start_pieces
 
 #: Host time between the board writing a frame and the translator reading it (ms): a USB serial round trip.
@@ -79,7 +79,7 @@ def run(protocol: str, start: chess.Board, events: list[Event], *, seed: int = 0
         out.lines += lines
         for raw in encode_lines(lines):
             try:
-                msg = decode(raw)
+                msg = decode(raw, FROM_BOARD_ADAPTER)
             except DecodeError:
                 continue
             if msg.kind == "hello":
