@@ -11,7 +11,7 @@ import { attachFlash } from './flash.mjs';
 import { Chessboard, attachSensors } from './sensors.mjs';
 
 const FLASH_BASE = 0x10000000;
-const UNIQUE_ID = [0xe6, 0x61, 0x38, 0x52, 0x83, 0x27, 0x5a, 0x2c];
+const DEFAULT_UNIQUE_ID = 'e661385283275a2c'; // the flash chip's unique id: machine.unique_id(), the board id
 const EP_IN_BUFFER_CONTROL = 0x80; // + 8 * endpoint (the device's IN buffer control words in DPRAM)
 const BUF_AVAILABLE = (1 << 10) | (1 << 26);
 const HOST_CHUNK = 64; // bytes handed to the device each emulated millisecond, at most (its RX buffer drops overflow)
@@ -49,7 +49,7 @@ class Pico {
     if (flash) mcu.flash.set(flash);
     if (opts.image) loadUF2(mcu, opts.image);
     if (opts.clock_start_ms) this.sim.clock.nanosCounter = Number(opts.clock_start_ms) * 1e6;
-    this.flashStats = attachFlash(mcu, UNIQUE_ID);
+    this.flashStats = attachFlash(mcu, [...Buffer.from(opts.unique_id || DEFAULT_UNIQUE_ID, 'hex')]);
     const wd = mcu.peripherals[0x40058];
     wd.reason = reason;
     wd.onWatchdogTrigger = () => {
@@ -182,6 +182,7 @@ async function install(opts) {
 function run(opts) {
   const ptyFd = Number(opts.pty_fd);
   const board = new Chessboard();
+  if (opts.occ) board.setOcc(opts.occ, 0); // the pieces on the board at power-up
   let pico = null;
   let boots = 0;
   let hostOpen = false; // a process has the pty's slave open (master reads do not fail with EIO)
