@@ -49,7 +49,8 @@ def build_mpy(board: str = "pico") -> Path:
     return REPO / "build" / f"mpy-{board}"
 
 
-def install(files: Iterable[tuple[str, Path]], out: Path, base: Path | None = None, timeout: float = 600) -> dict[str, Any]:
+def install(files: Iterable[tuple[str, Path]], out: Path, base: Path | None = None,
+            timeout: float = 600) -> dict[str, Any]:
     """Write files onto the board's filesystem through the raw REPL (as mpremote does) and save its flash to
     ``out``; starts from the bare image (a fresh littlefs is formatted at first boot) or from ``base``."""
     manifest = out.with_suffix(".files.json")
@@ -103,7 +104,9 @@ class EmulatedPico:
     """A running emulated board; its USB CDC is the pty behind ``link`` (a symlink, like /dev/serial/by-id)."""
 
     def __init__(self, flash: Path, link: Path, driver: str, *, clock_start_ms: int | None = None,
-                 log: Path | None = None, board_id: str = BOARD_ID, occ: int = 0) -> None:
+                 log: Path | None = None, board_id: str = BOARD_ID, occ: int = 0,
+                 hold_button: str | None = None) -> None:
+        self.hold_button = hold_button
         self.board_id = board_id
         self.occ = occ
         self.flash = flash
@@ -131,6 +134,8 @@ class EmulatedPico:
         os.replace(tmp, self.link)
         argv = ["node", str(PICO_JS), "run", "--bootrom", str(BOOTROM), "--flash-in", str(self.flash),
                 "--pty-fd", str(master), "--driver", self.driver, "--unique-id", self.board_id]
+        if self.hold_button:
+            argv += ["--hold-button", self.hold_button]
         if self.occ:
             argv += ["--occ", f"{self.occ:016x}"]
         if self.clock_start_ms is not None:

@@ -105,6 +105,33 @@ class Pico {
   }
 }
 
+// MicroPython's GC heap as gc.mem_free() / gc.mem_alloc() count it, read from RAM: the heap's area record in
+// mp_state_ctx (alloc table start, its length in bytes, finaliser table start, pool start, pool end) is found
+// by its shape, then the allocation table's 2-bit block states are counted (0 = free; 16-byte blocks).
+function gcHeap(mcu) {
+  const RAM = 0x20000000;
+  const ram = mcu.sramView;
+  const words = mcu.sram.length >> 2;
+  const inRam = (a) => a >= RAM && a < RAM + mcu.sram.length;
+  for (let i = 0; i + 5 <= words; i++) {
+    const atb = ram.getUint32(4 * i, true);
+    const len = ram.getUint32(4 * i + 4, true);
+    const ftb = ram.getUint32(4 * i + 8, true);
+    const pool = ram.getUint32(4 * i + 12, true);
+    const end = ram.getUint32(4 * i + 16, true);
+    if (!inRam(atb) || !inRam(end) || len < 256 || ftb !== atb + len || pool <= ftb || end <= pool) continue;
+    const blocks = len * 4;
+    if ((end - pool) !== blocks * 16) continue;
+    let free = 0;
+    for (let b = 0; b < len; b++) {
+      const v = mcu.sram[atb - RAM + b];
+      for (let k = 0; k < 4; k++) if (((v >> (2 * k)) & 3) === 0) free++;
+    }
+    return { heap_total: blocks * 16, heap_free: free * 16 };
+  }
+  return { heap_total: null, heap_free: null };
+}
+
 // ---- install: write files through the raw REPL, as mpremote does ------------------------------------------
 async function install(opts) {
   const flash = opts.flash_in ? fs.readFileSync(opts.flash_in) : null;
@@ -183,6 +210,7 @@ function run(opts) {
   const ptyFd = Number(opts.pty_fd);
   const board = new Chessboard();
   if (opts.occ) board.setOcc(opts.occ, 0); // the pieces on the board at power-up
+  if (opts.hold_button) board.buttons[opts.hold_button] = true; // held at power-up (safe boot)
   let pico = null;
   let boots = 0;
   let hostOpen = false; // a process has the pty's slave open (master reads do not fail with EIO)
@@ -316,6 +344,8 @@ function run(opts) {
       if (e.occ !== undefined) board.setOcc(e.occ, pico.micros);
       if (e.press !== undefined) board.press(e.press, pico.micros, e.ms ?? 80);
       if (e.mark !== undefined) emit({ ev: 'mark', mark: e.mark, us: Math.round(pico.micros) });
+      if (e.hold !== undefined) ops.usb_hold({ ms: e.hold, id: this.id });
+      if (e.fault !== undefined) sensors.fault(e.fault);
       this.next();
     }
   }
@@ -330,8 +360,10 @@ function run(opts) {
       a.schedule(o.ms * 1e6);
     },
     fault: (o) => sensors.fault(o),
+    button: (o) => board.setButton(o.name, o.down, pico.micros),
     time: (o) => emit({ ev: 'time', us: Math.round(pico.micros), id: o.id }),
     leds: (o) => emit({ ev: 'leds', id: o.id, pixels: sensors.leds.pixels, frames: sensors.leds.frames }),
+    heap: (o) => emit({ ev: 'heap', id: o.id, us: Math.round(pico.micros), ...gcHeap(pico.mcu) }),
     save: (o) => {
       fs.writeFileSync(o.path, pico.mcu.flash);
       emit({ ev: 'saved', id: o.id });

@@ -8,6 +8,7 @@ import random
 import signal
 import sqlite3
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +19,17 @@ from tests.pico.emulator import EmulatedPico
 from touchmove import hands
 from touchmove.records import Clock, Lift, Place
 
-#: The bridge's settle time for the emulated boards (device ms). Faster than a human pace, see PACE.
-SETTLE_MS = 100
-#: The pace the games are played at on the emulated Pico: about 0.4 s a ply (a human plays at 1-30 s). Every
-#: change still lasts far longer than the firmware's debounce (4 scans at 200 Hz: 20 ms), and every release rests
-#: longer than the bridge's settle time, so the board sees each change as a real board would. Contact chatter and
-#: bounces of 1-6 ms (the hand model's) stay in: the debounce must hide them.
-PACE = hands.Style(settle_ms=SETTLE_MS, think_ms=(40, 160), release_ms=(SETTLE_MS + 40, SETTLE_MS + 100),
+#: The bridge's settle time for the emulated boards (device ms). Shorter than a human pace needs, see PACE.
+SETTLE_MS = 60
+#: The pace the games are played at on the emulated Pico (the emulator runs at 0.1-0.4x real time): the hand
+#: model with short thinking and rests, its times then halved (SPEEDUP): about 0.5 s of device time a ply, where
+#: people take 1-30 s. Changes on different squares come at least 20 ms apart, a piece rests at least 80 ms after
+#: it is released (longer than the bridge's settle time) and a clock press lasts 60 ms: the firmware's debounce (4
+#: equal scans at 200 Hz, 15-20 ms) sees every change as a board would. The hand model's contact chatter and
+#: bounces (1-6 ms, halved) stay in: the debounce must hide them.
+PACE = hands.Style(settle_ms=2 * SETTLE_MS, think_ms=(40, 160), release_ms=(2 * SETTLE_MS + 40, 2 * SETTLE_MS + 100),
                    hesitate=0.0, slide=0.2)
+SPEEDUP = 2
 BUTTONS = {chess.WHITE: "clock_white", chess.BLACK: "clock_black"}
 PRESS_MS = 60
 
@@ -34,12 +38,13 @@ def board_timeline(start: chess.Board, moves: list[chess.Move], seed: int = 1858
                    t0: int = 300) -> list[dict[str, Any]]:
     """The emulator's timeline for a game: ``{"t": ms, "occ": hex}`` for every sensor change the hands make and
     ``{"t": ms, "press": button}`` for the clock presses, times from ``t0``."""
-    player = hands.Hands(random.Random(seed), PACE, t=t0)
+    player = hands.Hands(random.Random(seed), PACE, t=0)
     hands.play(start.copy(), moves, player)
     player.flush()
     occ = start.occupied
     out: list[dict[str, Any]] = []
     for rec in player.records:
+        rec = replace(rec, t=t0 + rec.t // SPEEDUP)
         if isinstance(rec, Lift):
             occ &= ~chess.BB_SQUARES[rec.sq]
             out.append({"t": rec.t, "occ": f"{occ:016x}"})
@@ -80,7 +85,7 @@ class BridgeRig:
         return self
 
     def board(self, flash: Path, driver: str, name: str = "ttyPICO0", **kw: Any) -> EmulatedPico:
-        pico = EmulatedPico(flash, self.tmp / name, driver, log=self.tmp / f"{name}.node.log", **kw)
+        pico = EmulatedPico(flash, self.tmp / name, driver, log=self.tmp / f"node-{name}.log", **kw)
         self.boards.append(pico)
         return pico
 
