@@ -28,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 FIRMWARE = ROOT / "firmware"
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(1, str(ROOT))  # tests.pico: the emulated Pico
 
 DRIVERS = ("hc165", "matrix", "mcp23017", "hall_mux")
 
