@@ -72,11 +72,14 @@ class FlashCache:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.base: Path | None = None
+        self.main = REPO / "build" / "mpy-pico" / "main.py"
 
     def firmware(self) -> Path:
         """The flash with the firmware's .mpy files (no main.py yet: the board stays at the REPL)."""
         if self.base is None:
-            mpy = build_mpy()
+            mpy = self.folder / "mpy-pico"  # a copy: another `make mpy` may rebuild build/ meanwhile
+            shutil.copytree(build_mpy(), mpy, dirs_exist_ok=True)
+            self.main = mpy / "main.py"
             files = [(str(p.relative_to(mpy)), p) for p in sorted(mpy.rglob("*.mpy"))]
             self.base = self.folder / "firmware.flash"
             install(files, self.base)
@@ -95,7 +98,8 @@ class FlashCache:
             bj.write_text(text)
             files.append(("board.json", bj))
         if main:
-            files.append(("main.py", REPO / "build" / "mpy-pico" / "main.py"))
+            self.firmware()
+            files.append(("main.py", self.main))
         install(files, out, base=self.firmware())
         return out
 

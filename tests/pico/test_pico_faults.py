@@ -153,7 +153,8 @@ def test_watchdog_resets_a_hung_board_and_the_game_goes_on(rig: BridgeRig, flash
     stalled = pico.wait(lambda e: e.get("ev") == "fault", 60, "the stall", mark)
     reset = pico.wait(lambda e: e.get("ev") == "reset", 600, "the watchdog reset", mark)
     assert reset["cause"] == "watchdog"
-    assert 1900_000 <= reset["us"] - stalled["us"] <= 2600_000, "the watchdog fired after the wrong time"
+    # the supervisor feeds every wdt_ms / 4 while scans go on: the last feed was up to 500 ms before the hang
+    assert 1_450_000 <= reset["us"] - stalled["us"] <= 2_050_000, "the watchdog fired after the wrong time"
     hello = pico.wait(lambda e: e.get("ev") == "line" and '"hello"' in e["text"], 300, "hello after the reset",
                       mark)
     rig.wait_moves(BOARD_ID, WANT[:CUT], 60)
@@ -241,3 +242,53 @@ def read_until(fd: int, marker: bytes, timeout: float, poke: bytes) -> bytes:
         if r:
             buf += os.read(fd, 4096)
     return buf
+
+
+@pytest.mark.parametrize(("board_json", "words"), [
+    ({"wdt": True, "wdt_ms": 50}, "wdt_ms"),
+    ('{"profile": "matrix", "scan_hz": ', "board.json"),
+], ids=["bad-value", "malformed"])
+def test_bad_board_json_stays_up_and_says_why(flashes: FlashCache, tmp_path: Any, board_json: Any,
+                                              words: str) -> None:
+    """A board.json with a bad value, and a malformed one: no boot loop (no reset in 6 s of device time), a hello
+    and an error record naming the fault once a host listens, a ping still answered, and never the defaults
+    in silence (no scanning: no snapshot or heartbeat). Safe boot still works with it (clock_white held)."""
+    from tests.pico.bench_pico import Host
+
+    pico = EmulatedPico(flashes.board(board_json), tmp_path / "ttyPICO0", "hc165").start()
+    try:
+        pico.wait(lambda e: e.get("ev") == "usb", 120, "USB")
+        host = Host(tmp_path / "ttyPICO0")
+        host.send({"cmd": "hello"})
+        hello = host.wait("hello", 300)
+        assert hello["board"] == BOARD_ID
+        error = host.wait("error", 300)
+        assert words in error["why"], error
+        host.send({"cmd": "ping", "id": 7})
+        assert host.wait("pong", 300)["id"] == 7
+        t0 = pico.now_us()
+        while pico.now_us() - t0 < 6_000_000:
+            time.sleep(1)
+        host.drain()
+        host.close()
+        assert not pico.of("reset"), "the board reset (a boot loop)"
+        kinds = {json.loads(e["text"]).get("type") for e in pico.of("line") if e["text"].startswith("{")}
+        assert not kinds & {"snapshot", "heartbeat", "lift", "place"}, f"it scans with defaults: {kinds}"
+    finally:
+        pico.stop()
+    safe = EmulatedPico(flashes.board(board_json), tmp_path / "ttyPICO1", "hc165", hold_button="clock_white")
+    safe.start()
+    try:
+        safe.wait(lambda e: e.get("ev") == "usb", 120, "USB")
+        import os
+
+        fd = os.open(str(tmp_path / "ttyPICO1"), os.O_RDWR | os.O_NOCTTY)
+        try:
+            os.write(fd, b"\r\x03\x03")
+            read_until(fd, b">>> ", 120, b"\r\n")
+            os.write(fd, b"\r\x01")
+            assert b"raw REPL" in read_until(fd, b"raw REPL; CTRL-B to exit\r\n>", 60, b"")
+        finally:
+            os.close(fd)
+    finally:
+        safe.stop()
