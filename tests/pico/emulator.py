@@ -43,10 +43,18 @@ def missing() -> str | None:
     return None
 
 
-def build_mpy(board: str = "pico") -> Path:
-    """The firmware's .mpy files as ``make mpy BOARD=pico`` makes them (and main.py); returns the folder."""
-    subprocess.run(["make", "-s", "mpy", f"BOARD={board}"], cwd=REPO, check=True, capture_output=True, timeout=300)
-    return REPO / "build" / f"mpy-{board}"
+def build_mpy(dest: Path, board: str = "pico") -> Path:
+    """The firmware's .mpy files (and main.py) as ``make mpy BOARD=pico`` makes them, copied to ``dest``.
+
+    make builds into a folder of this process's own under build/ (several test runs may build at once)."""
+    own = f"build/mpy-{board}-test{os.getpid()}"
+    try:
+        subprocess.run(["make", "-s", "mpy", f"BOARD={board}", f"MPY_DIR={own}"], cwd=REPO, check=True,
+                       capture_output=True, timeout=300)
+        shutil.copytree(REPO / own, dest, dirs_exist_ok=True)
+    finally:
+        shutil.rmtree(REPO / own, ignore_errors=True)
+    return dest
 
 
 def install(files: Iterable[tuple[str, Path]], out: Path, base: Path | None = None,
@@ -72,13 +80,12 @@ class FlashCache:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.base: Path | None = None
-        self.main = REPO / "build" / "mpy-pico" / "main.py"
+        self.main = folder / "mpy-pico" / "main.py"
 
     def firmware(self) -> Path:
         """The flash with the firmware's .mpy files (no main.py yet: the board stays at the REPL)."""
         if self.base is None:
-            mpy = self.folder / "mpy-pico"  # a copy: another `make mpy` may rebuild build/ meanwhile
-            shutil.copytree(build_mpy(), mpy, dirs_exist_ok=True)
+            mpy = build_mpy(self.folder / "mpy-pico")
             self.main = mpy / "main.py"
             files = [(str(p.relative_to(mpy)), p) for p in sorted(mpy.rglob("*.mpy"))]
             self.base = self.folder / "firmware.flash"
@@ -214,6 +221,11 @@ class EmulatedPico:
         """The emulator's current time (µs)."""
         i = self.send("time")
         return int(self.wait(lambda e: e.get("ev") == "time" and e.get("id") == i, timeout, "the time")["us"])
+
+    def leds(self, timeout: float = 60) -> dict[str, Any]:
+        """The last WS2812 frame seen at the LED pin: {"pixels": [[r, g, b], ...], "frames": count}."""
+        i = self.send("leds")
+        return self.wait(lambda e: e.get("ev") == "leds" and e.get("id") == i, timeout, "the LED frame")
 
     def play(self, events: list[dict[str, Any]]) -> int:
         """Start a timeline (``{"t": ms, "occ": hex}`` / ``{"t": ms, "press": name}``, t from now)."""

@@ -4,11 +4,13 @@ the journal and ``touchmove export``. Pace: rig.PACE (about 0.4 s a ply)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import chess
 import pytest
 
 from tests.e2e.helpers import OPERA, game_moves
-from tests.pico.emulator import BOARD_ID, FlashCache
+from tests.pico.emulator import BOARD_ID, EmulatedPico, FlashCache
 from tests.pico.rig import BridgeRig, board_timeline
 
 #: board.json for each driver's profile (hc165 is the firmware's default profile: no board.json needed)
@@ -28,13 +30,48 @@ def play_game(rig: BridgeRig, flashes: FlashCache, driver: str, moves: list[ches
     assert rig.sub is not None
     rig.sub.wait_for(lambda: any(e.get("type") == "board_online" or e.get("type") == "game_start"
                                  for e in rig.events(board_id)) or bool(pico.lines()), 120, "the board's hello")
-    pico.play(board_timeline(start, moves))
+    timeline = board_timeline(start, moves)
+    pico.play(timeline)
     want = [m.uci() for m in moves]
     rig.wait_moves(board_id, want, timeout)
-    return rig.assert_exact(board_id, want)
+    counts = rig.assert_exact(board_id, want)
+    # every clock press at the button pins became a button record on the wire
+    presses = [e["press"] for e in timeline if "press" in e]
+    buttons = [r["id"] for r in pico.lines() if r["type"] == "button"]
+    assert buttons == presses
+    return counts
 
 
 @pytest.mark.parametrize("driver", ["hc165", "matrix", "mcp23017", "hall_mux"])
 def test_opera_game_on_each_driver(rig: BridgeRig, flashes: FlashCache, driver: str) -> None:
     counts = play_game(rig, flashes, driver, game_moves(OPERA))
     assert counts == {"played": 33, "published": 33, "journaled": 33, "exported": 33}
+
+
+def test_led_command_reaches_the_led_pin(flashes: FlashCache, tmp_path: Path) -> None:
+    """A leds command from the host lights the squares' pixels in the WS2812 frame at GP22 (serpentine strip:
+    e2 is LED 11, e4 LED 27), green only, no brighter than asked; the other 62 stay dark."""
+    from tests.pico.bench_pico import Host
+
+    pico = EmulatedPico(flashes.board(None), tmp_path / "ttyPICO0", "hc165").start()
+    try:
+        pico.wait(lambda e: e.get("ev") == "usb", 120, "USB")
+        host = Host(tmp_path / "ttyPICO0")
+        host.send({"cmd": "hello"})
+        host.wait("hello", 300)
+        frames = pico.leds()["frames"]
+        host.send({"cmd": "leds", "squares": ["e2", "e4"], "color": [0, 200, 0]})
+        host.send({"cmd": "ping", "id": 1})
+        host.wait("pong", 300)
+        host.close()
+        leds = pico.leds()
+        assert leds["frames"] > frames
+        px = leds["pixels"]
+        assert len(px) == 64
+        lit = {i for i, p in enumerate(px) if any(p)}
+        assert lit == {11, 27}, lit
+        for i in lit:
+            r, g, b = px[i]
+            assert r == b == 0 and 0 < g <= 200
+    finally:
+        pico.stop()
