@@ -11,7 +11,7 @@ import pytest
 
 from tests.e2e.helpers import OPERA, game_moves
 from tests.pico.emulator import BOARD_ID, EmulatedPico, FlashCache
-from tests.pico.rig import BridgeRig, board_timeline
+from tests.pico.rig import BridgeRig, board_timeline, budget_s
 
 #: board.json for each driver's profile (hc165 is the firmware's default profile: no board.json needed)
 PROFILES: dict[str, dict[str, str] | None] = {
@@ -23,8 +23,7 @@ PROFILES: dict[str, dict[str, str] | None] = {
 
 
 def play_game(rig: BridgeRig, flashes: FlashCache, driver: str, moves: list[chess.Move],
-              start: chess.Board | None = None, board_id: str = BOARD_ID, name: str = "ttyPICO0",
-              timeout: float = 600) -> dict[str, int]:
+              start: chess.Board | None = None, board_id: str = BOARD_ID, name: str = "ttyPICO0") -> dict[str, int]:
     start = start or chess.Board()
     pico = rig.board(flashes.board(PROFILES[driver]), driver, name, board_id=board_id, occ=start.occupied).start()
     assert rig.sub is not None
@@ -33,7 +32,7 @@ def play_game(rig: BridgeRig, flashes: FlashCache, driver: str, moves: list[ches
     timeline = board_timeline(start, moves)
     pico.play(timeline)
     want = [m.uci() for m in moves]
-    rig.wait_moves(board_id, want, timeout)
+    rig.wait_moves(board_id, want, budget_s(timeline))
     counts = rig.assert_exact(board_id, want)
     # every clock press at the button pins became a button record on the wire
     presses = [e["press"] for e in timeline if "press" in e]

@@ -8,7 +8,7 @@ import chess
 
 from tests.host.games import require_games
 from tests.pico.emulator import EmulatedPico, FlashCache
-from tests.pico.rig import BridgeRig, board_timeline
+from tests.pico.rig import BridgeRig, board_timeline, budget_s
 
 GAMES = 20
 AT_ONCE = 2
@@ -37,10 +37,13 @@ def test_twenty_shared_games_on_hc165(rig: BridgeRig, flashes: FlashCache) -> No
             running.append((board_id, [m.uci() for m in moves], pico))
         for board_id, _want, pico in running:
             pico.wait(lambda e: e.get("ev") == "line" and '"hello"' in e["text"], 300, f"{board_id}'s hello")
+        budget = 0.0
         for (_board_id, _want, pico), (_name, moves) in zip(running, batch, strict=True):
-            pico.play(board_timeline(chess.Board(), moves, seed=first))
+            timeline = board_timeline(chess.Board(), moves, seed=first)
+            pico.play(timeline)
+            budget = max(budget, AT_ONCE * budget_s(timeline))
         for board_id, want, pico in running:
-            rig.wait_moves(board_id, want, 900)
+            rig.wait_moves(board_id, want, budget)
             counts = rig.assert_exact(board_id, want)
             for key in totals:
                 totals[key] += counts[key]
