@@ -24,14 +24,14 @@ SETTLE_MS = 60
 #: The pace the games are played at on the emulated Pico (the emulator runs at 0.1-0.4x real time): the hand
 #: model with short thinking and rests, its times then halved (SPEEDUP): about 0.5 s of device time a ply, where
 #: people take 1-30 s. Changes on different squares come at least 20 ms apart, a piece rests at least 80 ms after
-#: it is released (longer than the bridge's settle time) and a clock press lasts 60 ms: the firmware's debounce (4
+#: it is released (longer than the bridge's settle time) and a clock press lasts 150 ms: the firmware's debounce (4
 #: equal scans at 200 Hz, 15-20 ms) sees every change as a board would. The hand model's contact chatter and
 #: bounces (1-6 ms, halved) stay in: the debounce must hide them.
 PACE = hands.Style(settle_ms=2 * SETTLE_MS, think_ms=(40, 160), release_ms=(2 * SETTLE_MS + 40, 2 * SETTLE_MS + 100),
                    hesitate=0.0, slide=0.2)
 SPEEDUP = 2
 BUTTONS = {chess.WHITE: "clock_white", chess.BLACK: "clock_black"}
-PRESS_MS = 60
+PRESS_MS = 150  # a hand on a chess clock: 0.1-0.2 s
 
 
 def board_timeline(start: chess.Board, moves: list[chess.Move], seed: int = 1858,
