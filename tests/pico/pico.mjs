@@ -119,7 +119,9 @@ function gcHeap(mcu) {
     const ftb = ram.getUint32(4 * i + 8, true);
     const pool = ram.getUint32(4 * i + 12, true);
     const end = ram.getUint32(4 * i + 16, true);
-    if (!inRam(atb) || !inRam(end) || len < 256 || ftb !== atb + len || pool <= ftb || end <= pool) continue;
+    // the finaliser table follows the allocation table (1.28 leaves a byte between them)
+    if (!inRam(atb) || !inRam(end) || len < 256 || ftb < atb + len || ftb > atb + len + 16 || pool <= ftb) continue;
+    if (end <= pool) continue;
     const blocks = len * 4;
     if ((end - pool) !== blocks * 16) continue;
     let free = 0;

@@ -58,8 +58,8 @@ def board_timeline(start: chess.Board, moves: list[chess.Move], seed: int = 1858
 
 def budget_s(timeline: list[dict[str, Any]]) -> float:
     """Wall seconds to allow for a timeline: the emulator runs at 0.4x real time on a free core, and down to
-    0.05x on a machine shared with many jobs."""
-    return 120 + 20 * timeline[-1]["t"] / 1000
+    0.025x on a machine shared with many jobs."""
+    return 120 + 40 * timeline[-1]["t"] / 1000
 
 
 def start_occupancy(start: chess.Board) -> dict[str, Any]:

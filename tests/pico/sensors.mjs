@@ -282,11 +282,21 @@ function hallMux(pico, board) {
   const FULL = 0.45; // V above the no-field level with a piece's magnet on the square
   const RISE_US = 30000; // the field rises (and falls) over 30 ms as the piece comes down (is lifted)
   const NOISE = 0.003; // V rms
+  // each square's field moves from where it was towards its target (a piece's magnet or none) over RISE_US,
+  // starting at the change: a piece put back while its field is still falling rises from there
+  const from = board.occ.map((on) => (on ? FULL : 0));
+  const to = [...from];
+  const t0 = new Array(64).fill(-1e12);
   const field = (sq, us) => {
-    const k = Math.min(1, Math.max(0, (us - board.since[sq]) / RISE_US));
-    const x = board.occ[sq] ? k : 1 - k;
-    return FULL * x * x * (3 - 2 * x); // a smooth approach
+    const k = Math.min(1, Math.max(0, (us - t0[sq]) / RISE_US));
+    return from[sq] + (to[sq] - from[sq]) * k * k * (3 - 2 * k);
   };
+  board.listeners.push((kind, sq, on, us) => {
+    if (kind !== 'square') return;
+    from[sq] = field(sq, us);
+    to[sq] = on ? FULL : 0;
+    t0[sq] = us;
+  });
   const adc = pico.mcu.adc;
   adc.onADCRead = (channel) => {
     const us = pico.micros;
