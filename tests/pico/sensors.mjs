@@ -239,8 +239,10 @@ function mcp23017(pico, board, faults, emit) {
     a.schedule(byteNanos());
   };
   i2c.onStart = () => {
-    if (stuck()) return; // SDA held low: no START can be made; the transfer times out in the driver
-    i2c.completeStart();
+    // SDA held low: the master cannot make its START and loses arbitration (ARB_LOST); no STOP follows, so the
+    // driver waits for one until its timeout
+    if (stuck()) later(() => i2c.arbitrationLost());
+    else i2c.completeStart();
   };
   i2c.onConnect = (addr, mode) => {
     cur = chips.get(addr) ?? null;
