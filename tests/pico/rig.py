@@ -35,7 +35,7 @@ PRESS_MS = 150  # a hand on a chess clock: 0.1-0.2 s
 
 
 def board_timeline(start: chess.Board, moves: list[chess.Move], seed: int = 1858,
-                   t0: int = 300) -> list[dict[str, Any]]:
+                   t0: int = 300, speedup: int = SPEEDUP) -> list[dict[str, Any]]:
     """The emulator's timeline for a game: ``{"t": ms, "occ": hex}`` for every sensor change the hands make and
     ``{"t": ms, "press": button}`` for the clock presses, times from ``t0``."""
     player = hands.Hands(random.Random(seed), PACE, t=0)
@@ -44,7 +44,7 @@ def board_timeline(start: chess.Board, moves: list[chess.Move], seed: int = 1858
     occ = start.occupied
     out: list[dict[str, Any]] = []
     for rec in player.records:
-        rec = replace(rec, t=t0 + rec.t // SPEEDUP)
+        rec = replace(rec, t=t0 + rec.t // speedup)
         if isinstance(rec, Lift):
             occ &= ~chess.BB_SQUARES[rec.sq]
             out.append({"t": rec.t, "occ": f"{occ:016x}"})

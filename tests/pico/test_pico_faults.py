@@ -66,14 +66,14 @@ def device_lines_intact(pico: EmulatedPico) -> list[dict[str, Any]]:
 
 def test_host_stops_reading_for_10_s(rig: BridgeRig, flashes: FlashCache) -> None:
     """The bridge keeps the port open but reads nothing (SIGSTOP) and its USB stack takes nothing from the IN
-    endpoint for 10 s of device time, while a piece is straightened 40 times (more changes than the firmware's
-    event queue holds): scanning goes on, the watchdog (on) does not fire, no line is cut, the board
+    endpoint for 10 s of device time, while a piece is straightened 100 times (more changes than the firmware's
+    event queue and output buffers hold): scanning goes on, the watchdog (on) does not fire, no line is cut, the board
     sends a snapshot once it can, and the game comes back whole."""
     pico = boot(rig, flashes, {"wdt": True})
     straighten = []
-    for k in range(40):  # the player straightens the c1 bishop 40 times: 80 changes, more than the queue holds
-        straighten.append({"t": 2000 + 60 * k, "lift": "c1"})
-        straighten.append({"t": 2030 + 60 * k, "place": "c1"})
+    for k in range(100):  # the c1 bishop straightened 100 times: 200 changes, far more than the firmware's
+        straighten.append({"t": 1000 + 60 * k, "lift": "c1"})  # event queue (64) and output buffers hold
+        straighten.append({"t": 1030 + 60 * k, "place": "c1"})
     middle = [{"t": 0, "hold": 10000}, *straighten]
     timeline = two_halves(11000, middle)
     occ_events = expand_square_ops(timeline, position_after([]))
@@ -94,7 +94,8 @@ def test_host_stops_reading_for_10_s(rig: BridgeRig, flashes: FlashCache) -> Non
     during = [r for r in recs if start["until_us"] - 10_000_000 + 1000 < r["us"] < end["us"]]
     assert not during, f"the board wrote {len(during)} lines while the host took nothing"
     after = [r for r in recs if r["us"] >= end["us"]]
-    assert any(r["type"] == "snapshot" for r in after[:20]), "no snapshot after the queue overflowed"
+    assert any(r["type"] == "snapshot" for r in after[:20]), \
+        f"no snapshot after the queue overflowed: {[(r['type'], r.get('sq'), r['t']) for r in after[:20]]}"
     # scanning went on: the snapshot after the hold is the board as it stands 10 s on
     before = [r for r in recs if r["us"] < start["until_us"] - 10_000_000]
     snap = next(r for r in after if r["type"] == "snapshot")
