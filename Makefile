@@ -42,7 +42,7 @@ system-deps: broker-deps
 	  ( echo "installing chromium"; $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium )
 
 lint: install
-	$(BIN)/ruff check host tests bench
+	$(BIN)/ruff check host tests bench firmware
 
 typecheck: install
 	$(BIN)/mypy

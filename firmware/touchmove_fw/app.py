@@ -4,11 +4,11 @@ import asyncio
 import gc
 import time
 
-from . import FW_VERSION, protocol
+from . import FW_NAME, FW_VERSION, protocol
 from .clock import add, diff
 from .evqueue import BUTTON0, STATE, EventQueue
-from .leds import Leds
-from .link import LINE, READ_CHUNK, TOO_LONG, LineAssembler, Output
+from .leds import BUDGET_MA, Leds
+from .link import LINE, NONE, READ_CHUNK, TOO_LONG, LineAssembler, Output
 from .scan import Scanner
 
 try:
@@ -31,6 +31,9 @@ class App:
         self.board_id = board_id
         self.boot = boot
         self.button_ids = tuple(cfg.get("button_ids") or cfg.get("buttons") or ())
+        import sys
+
+        self.about = protocol.about_fields(FW_NAME, sys.implementation.version, cfg.get("reset_cause"))
         self.q = EventQueue(cfg["queue"])
         from .maps import build_map
 
@@ -47,6 +50,9 @@ class App:
         self.fatal = None
         self.memstats = None  # a dict when measuring heap use (tests)
         self.errors_told = 0  # the driver's error count last reported to the host
+        self.failed_commands = 0  # commands lost to an exception (reader_task), since boot ...
+        self.failed_oom = 0  # ... of which to a MemoryError
+        self.failed_told = 0  # the count last reported to the host
         # scan statistics for diag (small ints, updated by the scan task without allocating)
         self.win_t0 = 0  # a window of _WINDOW scans gives the rate and the mean scan time
         self.win_n = 0
@@ -59,7 +65,7 @@ class App:
     # ---- messages ----
     def send_hello(self):
         rate = self.cfg.get("speed", 1) if self.cfg.get("driver") == "sim" else 1
-        return self.out.send("hello", protocol.hello_fields(FW_VERSION, self.board_id, self.boot, rate))
+        return self.out.send("hello", protocol.hello_fields(FW_VERSION, self.board_id, self.boot, rate, self.about))
 
     def send_snapshot(self, kind="snapshot", t=-1):
         return self.out.send(kind, protocol.occ_fields(self.scanner.occupancy()), t)
@@ -94,7 +100,12 @@ class App:
             e = getattr(self.driver, "errors", 0)
             if e != self.errors_told and out.room() >= _ROOM:  # at most once a heartbeat
                 self.errors_told = e
-                out.error("sensor bus: %d errors since boot, last good readings kept" % e)
+                out.error("sensor bus: %d errors since boot (%d timed out), last good readings kept" % (
+                    e, getattr(self.driver, "timeouts", 0)))
+            f = self.failed_commands
+            if f != self.failed_told and out.room() >= _ROOM:
+                self.failed_told = f
+                out.error("commands: %d since boot got no answer (%d out of memory)" % (f, self.failed_oom))
             self._collect()
         out.pump()
 
@@ -172,7 +183,10 @@ class App:
 
     async def reader_task(self, stream, inp=None):
         """Commands from the host: wait for a byte, then take every byte already waiting (up to READ_CHUNK)
-        in the same pass."""
+        in the same pass. Nothing a command does ends this task: a command that fails (a MemoryError in the
+        line copy, the flush, the lazy import of commands.py or the reply) is counted and reported
+        (``failed_commands``), and the next one is read; only the link itself going away (EOF, OSError on
+        the stream) ends it."""
         la = LineAssembler()
         one = bytearray(1)
         while self.running:
@@ -180,17 +194,18 @@ class App:
                 n = await stream.readinto(one)
             except OSError:  # the link went away (a closed pty): stop reading, keep reporting
                 return
+            except MemoryError:  # even awaiting a byte allocates: wait for the heap to recover
+                self.command_failed(True)
+                await asyncio.sleep_ms(10)
+                continue
             if not n:
                 return  # EOF: no more commands (the board keeps reporting)
             b = one[0]
             k = 0
             while True:
                 r = la.feed(b)
-                if r == LINE:
-                    self.command(la.line())
-                elif r == TOO_LONG:
-                    self.flush()
-                    self.out.error("line too long")
+                if r != NONE:
+                    self.line_done(la, r)
                 k += 1
                 if inp is None or k >= READ_CHUNK or not inp.waiting():
                     break
@@ -200,6 +215,24 @@ class App:
                     return
                 if b < 0:
                     return
+
+    def line_done(self, la, r):
+        """Carry out a complete command line (or answer an over-long one); never raises."""
+        try:
+            if r == LINE:
+                self.command(la.line())
+            elif r == TOO_LONG:
+                self.flush()
+                self.out.error("line too long")
+        except Exception as exc:  # MemoryError above all: the board must keep answering
+            self.command_failed(isinstance(exc, MemoryError))
+
+    def command_failed(self, oom):
+        """Count a command lost to an exception; the host is told at the next heartbeat (flush())."""
+        self.failed_commands += 1
+        if oom:
+            self.failed_oom += 1
+        gc.collect()
 
     async def supervisor_task(self, wdt, period_ms):
         # Feed the watchdog only while the scan task makes progress: a hung or dead scan task resets the board.
@@ -244,7 +277,8 @@ def make_leds(cfg, strip):
     from .maps import led_map
 
     spec = cfg["leds"]
-    return Leds(strip, led_map(spec.get("layout", "serpentine"), spec.get("rotate", 0)), spec.get("cap", 24))
+    return Leds(strip, led_map(spec.get("layout", "serpentine"), spec.get("rotate", 0)), spec.get("cap", 24),
+                spec.get("budget_ma", BUDGET_MA))
 
 
 def run(app, stream=None, wdt=None, cleanup=None, inp=None):

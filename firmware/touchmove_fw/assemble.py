@@ -25,7 +25,6 @@ def build(cfg, machine=None):
 
     from .app import App, make_leds
     from .clock import Clock, ScaledClock, SteppedClock
-
     from .link import Port
 
     sim = cfg["driver"] == "sim"
@@ -81,7 +80,9 @@ def build(cfg, machine=None):
         if sim:
             cleanup = drv_mod.raw_tty()
     stream = asyncio.StreamReader(in_stream)
-    port = inp = Port(out_stream, in_stream)
+    # the esp32 port's USB stdout write returns the full length whatever USB took (link.Port.exact)
+    exact = cfg["link"] == "uart" or cfg.get("port") != "esp32"
+    port = inp = Port(out_stream, in_stream, exact)
 
     if sim:
         board_id = cfg.get("board_id") or _hex(b"touchmove-sim")
@@ -107,6 +108,19 @@ def build(cfg, machine=None):
     return app, stream, wdt, cleanup, inp
 
 
+def start(cfg):
+    """build() and unload(): the job for app.run(), or None with cfg["fault"] set when a board's build
+    failed (a bad value check() did not catch, a pin the port refuses): main.py then reports it instead of
+    resetting into it again. The sim raises (the PC shows the traceback)."""
+    try:
+        job = build(cfg)
+    except Exception as exc:
+        if cfg["driver"] == "sim":
+            raise
+        job = None
+        cfg["fault"] = "start-up failed: %s: %s" % (type(exc).__name__, exc)
+    unload()
+    return job
 
 
 def unload():

@@ -62,32 +62,53 @@ def safe_boot(cfg, machine):
     return pin() == 0
 
 
-def setup(argv=None):
+def setup(argv=None, path="board.json", machine=None, version=None):
     """The checked configuration for this board; None when the firmware must not start (safe boot).
-    main.py then unloads this module and builds the firmware with assemble.build()."""
+    main.py then unloads this module and builds the firmware with assemble.build().
+
+    On a board nothing here raises: the safe-boot button is read first, with board.json's board and pins
+    where those are sound, and a board.json that is malformed or has a bad value, or a MicroPython that is
+    too old, gives a configuration with ``fault`` set (the sentence to report): main.py then serves the
+    host that sentence (halted.py) instead of scanning, and never resets into the same fault again."""
     from . import config
 
+    version = sys.implementation.version if version is None else version
     sim = sim_overrides(argv)
-    if sim is None and sys.platform == "linux":
-        prof = _getenv("TOUCHMOVE_PROFILE")
+    prof = _getenv("TOUCHMOVE_PROFILE") if sim is None and sys.platform == "linux" else None
+    if prof == "board.json":  # the unix port with the fake machine: start as a board does (tests)
+        prof = None
+    elif sim is None and sys.platform == "linux" and machine is None:
         if prof is None:
             raise SystemExit("unix port: set TOUCHMOVE_SIM=timeline.jsonl (or TOUCHMOVE_PROFILE with fakes)")
+        sim = {}
         cfg = config.get(prof, {})
+    elif sim:
+        cfg = config.get(None, sim)
+    if sim is not None:  # the PC: a problem is an exit with the sentence, as any program's
+        if tuple(version[:2]) < (1, 22):
+            raise SystemExit("MicroPython 1.22 or later needed")
+        config.check(cfg)
     else:
-        cfg = config.get(None, sim) if sim else config.get()
-    config.check(cfg)
+        from . import boardfile
+
+        cfg = boardfile.board_config(path, version)
+        if machine is None:
+            import machine
+        cfg["reset_cause"] = boardfile.reset_cause(machine)
+        del boardfile
+        _drop("boardfile")
     del config
     _drop("config")  # the profiles are read: free them before the firmware's modules load
     if cfg["driver"] != "sim":
-        import machine
-
+        if machine is None:
+            import machine
         if safe_boot(cfg, machine):
             print("touchmove: safe boot, firmware not started")
             return None
-    if cfg["kbd_intr_off"]:
+    if cfg["kbd_intr_off"] and not cfg.get("fault"):
         import micropython
 
-        micropython.kbd_intr(-1)  # 0x03 in a command is data, not Ctrl-C
+        micropython.kbd_intr(-1)  # 0x03 in a command is data, not Ctrl-C (a halted board keeps Ctrl-C)
     return cfg
 
 
@@ -103,5 +124,6 @@ def _drop(name):
 
 def unload():
     """Drop the set-up code (this module) from RAM once the configuration is read."""
+    _drop("boardfile")
     _drop("config")
     _drop("board")

@@ -21,18 +21,21 @@ except ImportError:  # CPython
 
 MASK = const(0x3FFFFFFF)
 _HALF = const(0x20000000)
-_PERIOD = const(0x40000000)
+
+# A 32-bit port's small ints are -2**30 .. 2**30 - 1: 2**30 itself, or a + d with a near the wrap, would be a
+# long int (an allocation). So every operand is masked first and no intermediate value leaves that range:
+# a - b of two masked times is within it, and a + d is formed as a - (2**30 - d) (the same modulo 2**30).
 
 
 def diff(a, b):
     """a - b for device times, in -2**29 .. 2**29 - 1 (like time.ticks_diff)."""
-    d = (a - b) & MASK
-    return d - _PERIOD if d >= _HALF else d
+    d = ((a & MASK) - (b & MASK)) & MASK
+    return d - _HALF - _HALF if d >= _HALF else d
 
 
 def add(a, d):
-    """Device time a plus d ms (like time.ticks_add)."""
-    return (a + d) & MASK
+    """Device time a plus d ms (like time.ticks_add); d may be negative."""
+    return ((a & MASK) - (MASK - (d & MASK)) - 1) & MASK
 
 
 class Clock:
@@ -42,12 +45,16 @@ class Clock:
 
     def ms(self):
         t = time.ticks_ms()
-        self.now = (self.now + time.ticks_diff(t, self.last)) & MASK
+        self.now = add(self.now, time.ticks_diff(t, self.last))
         self.last = t
         return self.now
 
     def sleep(self, ms):
         return asyncio.sleep_ms(ms)
+
+    def pause(self, ms):
+        """Wait ms without the event loop (halted.py's loop)."""
+        time.sleep_ms(ms)
 
 
 class ScaledClock(Clock):
@@ -57,7 +64,8 @@ class ScaledClock(Clock):
         self.base = start & MASK
 
     def ms(self):
-        return (self.base + Clock.ms(self) * self.speed) & MASK
+        # the sim's clock (the 64-bit unix port): the product is a small int there
+        return add(self.base, (Clock.ms(self) * self.speed) & MASK)
 
     def sleep(self, ms):
         # Round up: scanning before device time reaches the next scan would sample the timeline more often
@@ -76,5 +84,8 @@ class SteppedClock:
 
     def sleep(self, ms):
         if ms > 0:
-            self.now = (self.now + ms) & MASK
+            self.now = add(self.now, ms)
         return asyncio.sleep_ms(0)
+
+    def pause(self, ms):
+        self.now = add(self.now, ms)

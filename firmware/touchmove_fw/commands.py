@@ -5,8 +5,15 @@ import json
 from . import protocol
 from .squares import index
 
-MAX_ID_LEN = 32  # longest string ping id echoed back
-MAX_LED_SQUARES = 64
+try:
+    from micropython import const
+except ImportError:  # CPython
+
+    def const(x):
+        return x
+
+MAX_ID_LEN = const(32)  # longest string ping id echoed back
+MAX_LED_SQUARES = const(64)
 
 
 class CommandError(Exception):
@@ -18,7 +25,7 @@ def parse_command(line):
     try:
         obj = json.loads(line)
     except Exception:  # ValueError, UnicodeError, MemoryError on deep nesting: all just bad input
-        raise CommandError("bad json")
+        raise CommandError("bad json") from None
     if not isinstance(obj, dict):
         raise CommandError("a command is a JSON object")
     cmd = obj.get("cmd")
@@ -137,6 +144,6 @@ def calibrate(app):
         try:
             save_thresholds(path, th)
         except OSError:
-            raise CommandError("calibrated, but could not save")
+            raise CommandError("calibrated, but could not save") from None
     app.scanner.prime(app.clock.ms())  # the board (empty) as it now reads
     app.send_snapshot()

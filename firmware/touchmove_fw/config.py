@@ -9,24 +9,27 @@ BOARD = "pico"
 PROFILE = "hc165"
 
 COMMON = {
-    "scan_hz": 200,  # >= 100 Hz; 200 Hz with debounce_n = 4 reports a change 15..20 ms after it settles
+    "scan_hz": 200,  # 200 Hz with debounce_n = 4 reports a change 15..20 ms after it settles (MAX_SCAN_HZ)
     "debounce_n": 4,  # N equal consecutive samples (count mode) ...
     "debounce_ms": 0,  # ... or, when > 0, a change must persist this long (time mode)
     "heartbeat_ms": 1000,
     "queue": 64,  # bounded event queue; on overflow: drop and send a snapshot
-    "wdt": False,  # enable on finished boards; off so development boards keep a usable REPL
+    "wdt": True,  # a hung scan resets the board; hold the safe-boot button at power-up for the REPL
     "wdt_ms": 2000,
     "kbd_intr_off": True,  # a 0x03 byte in a command must not stop the firmware
     "square_map": {"rotate": 0, "mirror": False},  # or a list of 64 square names in wiring order
     "active_low": True,  # raw 0 = occupied (switches to GND with pull-ups)
-    "leds": None,  # {"count": 64, "layout": "serpentine", "rotate": 0, "cap": 24}; needs pins["led_data"]
+    "leds": None,  # {"count": 64, "layout": "serpentine", "rotate": 0, "cap": 24, "budget_ma": 300}; needs
+    # pins["led_data"]; budget_ma: the most the lit LEDs may draw (leds.py), from hardware/README.md
     "buttons": ("clock_white", "clock_black"),  # ids; GPIOs in pins under the same names
     "safe_boot": "clock_white",  # held at power-up: skip the firmware, stay at the REPL (for mpremote)
     "link": "usb",  # "usb" (stdin/stdout, USB CDC) or "uart" (115200 8N1, pins uart_tx/uart_rx)
     "uart_baud": 115200,
 }
 
-_LEDS = {"count": 64, "layout": "serpentine", "rotate": 0, "cap": 24}
+# budget_ma: USB's 500 mA less a 10 % reserve, the board's own current and the LEDs' idle current
+# (hardware/README.md, power budget per sensing option): 300 mA, 150 mA on hall_mux (64 sensors: 192 mA)
+_LEDS = {"count": 64, "layout": "serpentine", "rotate": 0, "cap": 24, "budget_ma": 300}
 
 # The microcontroller boards. wdt_ms: the range machine.WDT accepts on the port (rp2: the RP2040 watchdog
 # counts 2**24 - 1 ticks of 2 us, so at most 8388 ms), never below 1000 ms (a USB CDC write may wait 500 ms).
@@ -45,10 +48,13 @@ PROFILES = {
     # 8 x 8 switches with a diode each; rows open-drain (high impedance when idle).
     "matrix": {"driver": "matrix", "leds": _LEDS},
     # 5 x MCP23017: 14 inputs a chip (GPA7/GPB7 are output-only in the current datasheet).
-    "mcp23017": {"driver": "mcp23017", "i2c_addrs": (0x20, 0x21, 0x22, 0x23, 0x24), "leds": _LEDS},
+    # 400 kHz with 1.2 kOhm pull-ups (hardware/README.md); each transfer times out after 1 ms (drivers/mcp23017)
+    "mcp23017": {"driver": "mcp23017", "i2c_addrs": (0x20, 0x21, 0x22, 0x23, 0x24), "i2c_freq": 400_000,
+                 "leds": _LEDS},
     # Linear hall sensors behind 4 x CD74HC4067 (calibrate once with the board empty).
-    "hall_mux": {"driver": "hall_mux", "active_low": False, "polarity": 1, "calibration_delta": 4000,
-                 "calibration_file": "hall_calib.json", "leds": _LEDS},
+    # 100 Hz: a scan is 64 x (mux select, settle, ADC read), ~3.6-4.6 ms on an RP2040: no fit in 5 ms
+    "hall_mux": {"driver": "hall_mux", "scan_hz": 100, "active_low": False, "polarity": 1, "calibration_delta": 4000,
+                 "calibration_file": "hall_calib.json", "leds": dict(_LEDS, budget_ma=150)},
     # The PC simulation (unix port): a timeline file instead of sensors, stdin/stdout as the link.
     "sim": {
         "driver": "sim",
@@ -56,7 +62,7 @@ PROFILES = {
         "buttons": (),  # the sim board has its own clock buttons (timeline "clock" records)
         "sim_buttons": ("clock_white", "clock_black"),
         "safe_boot": None,
-        "leds": {"count": 64, "layout": "serpentine", "rotate": 0, "cap": 24, "memory": True},
+        "leds": {"count": 64, "layout": "serpentine", "rotate": 0, "cap": 24, "budget_ma": 300, "memory": True},
         "timeline": None,
         "speed": 1,  # device ms per real ms; 0 = stepped (as fast as possible)
     },
@@ -100,6 +106,11 @@ PINS = {
     },
 }
 
+# The fastest scan rate per driver: a scan (driver read + scan step) may take at most half its slot, from the
+# RP2040 arithmetic in docs/firmware.md (worst case, all 64 squares changing): hc165 ~1.4 ms, matrix ~1.9 ms,
+# mcp23017 ~2.2 ms (400 kHz), hall_mux ~4.6 ms. To be replaced by the emulated Pico's figures.
+MAX_SCAN_HZ = {"hc165": 350, "matrix": 250, "mcp23017": 200, "hall_mux": 100, "sim": 1000}
+
 # Pins each driver needs (besides buttons, LEDs and the UART).
 NEEDS = {
     "hc165": ("sck", "miso", "load"),
@@ -110,9 +121,14 @@ NEEDS = {
 
 
 def get(name=None, overrides=None):
-    """The merged configuration of a profile on a board (defaults PROFILE and BOARD, or board.json's)."""
+    """The merged configuration of a profile on a board (defaults PROFILE and BOARD, or board.json's);
+    raises ValueError for an unknown profile or board or a board.json that cannot be read."""
     if name is None and overrides is None:
-        overrides = _board_json()
+        from .boardfile import read_board_json
+
+        overrides, problem = read_board_json()
+        if problem:
+            raise ValueError(problem)
     if overrides and name is None:
         name = overrides.get("profile")
     name = name or PROFILE
@@ -138,6 +154,10 @@ def check(cfg):
     """Raise ValueError (one clear sentence) when the board's port cannot run this configuration."""
     if cfg["driver"] == "sim":
         return
+    hz = cfg["scan_hz"]
+    top = MAX_SCAN_HZ.get(cfg["driver"], 200)
+    if not isinstance(hz, int) or not 10 <= hz <= top:
+        raise ValueError("scan_hz must be 10..%d for %s (a scan must fit half its slot)" % (top, cfg["driver"]))
     w = cfg["wdt_ms"]
     if cfg["wdt"] and not (isinstance(w, int) and 1000 <= w <= cfg["wdt_max_ms"]):
         raise ValueError("wdt_ms must be 1000..%d on %s" % (cfg["wdt_max_ms"], cfg["board"]))
@@ -164,13 +184,3 @@ def check(cfg):
         if g in used:
             raise ValueError("GPIO %d is both '%s' and '%s'" % (g, used[g], p))
         used[g] = p
-
-
-def _board_json():
-    try:
-        import json
-
-        with open("board.json") as f:
-            return json.load(f)
-    except Exception:  # no board.json: the defaults above
-        return None

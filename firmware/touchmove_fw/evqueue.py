@@ -4,12 +4,19 @@
 # a snapshot instead, from which the host resyncs.
 from array import array
 
+try:
+    from micropython import const
+except ImportError:  # CPython
+
+    def const(x):
+        return x
+
 # An event code: bits 0..6 the subject (0..63 a square, 64 + i button i), bit 7 the new state
 # (1 = occupied / pressed, 0 = empty / released).
-STATE = 0x80
-BUTTON0 = 64
+STATE = const(0x80)
+BUTTON0 = const(64)
 # Times are device times, modulo 2**30 like all of them (clock.py): small ints, no allocation.
-MASK = 0x3FFFFFFF
+MASK = const(0x3FFFFFFF)
 
 
 class EventQueue:

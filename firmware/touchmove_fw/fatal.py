@@ -4,7 +4,14 @@ import sys
 
 from . import protocol
 
-MAX_WHY = 120
+try:
+    from micropython import const
+except ImportError:  # CPython
+
+    def const(x):
+        return x
+
+MAX_WHY = const(120)
 
 
 def why(exc):
@@ -47,6 +54,8 @@ def report(exc, app=None):
     try:
         with open("last_error.txt", "w") as f:  # read it with mpremote after the reset
             sys.print_exception(exc, f)
+        with open("fatal_reset", "w") as f:  # the next hello says "reset":"fatal" (board.reset_cause())
+            f.write("1")
     except Exception:
         pass
     import machine

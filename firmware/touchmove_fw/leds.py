@@ -1,45 +1,84 @@
-# Per-square LEDs on a WS2812 (NeoPixel) strip, with a brightness cap.
-# 64 LEDs at full white draw about 64 x 60 mA = 3.8 A, far more than USB gives: every channel is scaled by
-# cap/255 before it reaches the strip. The default cap 24 keeps even 64 white LEDs near 0.36 A, inside a
-# USB 2.0 port's 500 mA with the Pico and the LEDs' own idle current (see hardware/README.md).
+# Per-square LEDs on a WS2812 (NeoPixel) strip, with a brightness cap and a current budget.
+# A WS2812B draws about 20 mA a colour channel at full value, linear in the value: 64 LEDs at full white would
+# draw 64 x 60 mA = 3.8 A, far more than USB gives. Two limits, both applied before a frame reaches the strip:
+#   cap (default 24): every channel is scaled by cap/255 (a lit square is bright enough at 24);
+#   budget_ma: the frame's total, sum of (r + g + b) x 20 mA / 255 over all LEDs, never exceeds it; a frame
+#   that would is scaled down as a whole (every channel by budget / total, rounding down), so the colours keep
+#   their proportions and whatever the host sends, the LEDs cannot push the board past its USB budget.
+# The budgets per sensing option come from the power table in hardware/README.md (USB 2.0: 500 mA, less a
+# 10 % reserve, the board's own current and the LEDs' ~1 mA idle each): 300 mA, 150 mA for hall_mux.
+try:
+    from micropython import const
+except ImportError:  # CPython
+
+    def const(x):
+        return x
+
+
+MA_PER_CHANNEL = const(20)  # WS2812B: each of the three LED chips at full value
+BUDGET_MA = const(150)  # when a configuration names none: the smallest of the profiles'
+_OFF = (0, 0, 0)
 
 
 class Leds:
-    def __init__(self, strip, led_map, cap=24):
+    def __init__(self, strip, led_map, cap=24, budget_ma=BUDGET_MA):
         """``strip``: a neopixel.NeoPixel (or anything with __setitem__ and write()) of >= 64 pixels;
         ``led_map``: bytearray(64) square -> pixel index (squares.led_map)."""
         self.strip = strip
         self.map = led_map
         self.cap = max(0, min(255, cap))
+        self.limit = max(0, budget_ma) * 255 // MA_PER_CHANNEL  # the most sum(r + g + b) a frame may have
+        self.px = bytearray(3 * 64)  # the frame as asked (after the cap), by pixel index
 
     def scale(self, c):
         return (c * self.cap + 127) // 255
 
     def clear(self):
-        for k in range(64):
-            self.strip[k] = (0, 0, 0)
+        px = self.px
+        for i in range(len(px)):
+            px[i] = 0
 
     def set(self, squares, color):
-        rgb = (self.scale(color[0]), self.scale(color[1]), self.scale(color[2]))
+        r, g, b = self.scale(color[0]), self.scale(color[1]), self.scale(color[2])
+        px = self.px
         for sq in squares:
-            self.strip[self.map[sq]] = rgb
+            i = 3 * self.map[sq]
+            px[i] = r
+            px[i + 1] = g
+            px[i + 2] = b
 
     def show(self):
-        self.strip.write()
+        """Send the frame to the strip, scaled down as a whole if it would exceed the budget."""
+        px = self.px
+        total = sum(px)
+        num, den = (self.limit, total) if total > self.limit else (1, 1)
+        strip = self.strip
+        for k in range(64):
+            i = 3 * k
+            if px[i] or px[i + 1] or px[i + 2]:
+                strip[k] = (px[i] * num // den, px[i + 1] * num // den, px[i + 2] * num // den)
+            else:
+                strip[k] = _OFF  # no new tuple for a dark LED
+        strip.write()
 
 
 class MemoryStrip:
-    """A strip that only remembers its pixels: the sim board's LEDs (no hardware on the unix port)."""
+    """A strip that only remembers its pixels (3 bytes each, like a NeoPixel's buffer): the sim board's LEDs
+    (no hardware on the unix port)."""
 
     def __init__(self, n=64):
-        self.pixels = [(0, 0, 0)] * n
+        self.buf = bytearray(3 * n)
         self.writes = 0
 
     def __setitem__(self, i, rgb):
-        self.pixels[i] = rgb
+        j = 3 * i
+        self.buf[j] = rgb[0]
+        self.buf[j + 1] = rgb[1]
+        self.buf[j + 2] = rgb[2]
 
     def __getitem__(self, i):
-        return self.pixels[i]
+        j = 3 * i
+        return (self.buf[j], self.buf[j + 1], self.buf[j + 2])
 
     def write(self):
         self.writes += 1

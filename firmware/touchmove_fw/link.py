@@ -12,6 +12,7 @@
 # before each write of at most WRITE_CHUNK bytes). Messages that do not fit stay in the event queue; when that
 # overflows the scanner drops and marks, and the app sends a snapshot once the host reads again.
 from . import protocol
+from .clock import add, diff
 
 try:
     from micropython import const
@@ -27,6 +28,8 @@ WRITE_CHUNK = const(32)  # bytes per port write: small, so a port with any room 
 READ_CHUNK = const(64)  # bytes read per reader pass
 HOLD_MIN = const(250)  # ms without writes after a write the port did not take whole ...
 HOLD_MAX = const(4000)  # ... doubling up to this while the host is not reading
+STALL_MS = const(50)  # a write that took this long waited for a host that is not reading
+PUMP_MS = const(20)  # a pump starts no write after this long: the scan goes first
 
 # LineAssembler.feed() results
 NONE = const(0)  # byte consumed, no complete line yet
@@ -76,11 +79,14 @@ class Port:
     the same UART). ready(): a write would not wait; write(mv): the bytes the stream took; waiting(): a byte
     can be read without waiting; read_byte(): it (0..255), or -1 at the end of the stream."""
 
-    def __init__(self, out, inp):
+    def __init__(self, out, inp, exact=True):
         import select
 
         self.out = out
         self.inp = inp
+        # exact: write() returns what the port took. Not on ESP32_GENERIC_S3, whose stdout write returns the
+        # full length whatever USB took (the UART REPL took it all): there only a write's time shows a stall.
+        self.exact = exact
         self.one = bytearray(1)
         self.any = getattr(inp, "any", None)  # a UART: bytes waiting without a poll
         self.po = self.pi = None
@@ -105,7 +111,7 @@ class Port:
         if self.any is not None:
             return self.any() > 0
         for _, ev in self.pi.ipoll(0):
-            return ev & 1 != 0  # POLLIN
+            return ev & 25 != 0  # POLLIN, or POLLHUP / POLLERR: a read then says why (-1 at the end)
         return False
 
     def read_byte(self):
@@ -171,7 +177,7 @@ class Output:
                 self.end = k
             self.mv[self.end : self.end + n] = line.encode()
             self.end += n
-        self.last_t = (self.last_t + d) & _MASK
+        self.last_t = add(self.last_t, d)
         self.wire_t += d  # past 2**30 this is a long int: the writer allocates (strings) anyway
         self.seq += 1
         return True
@@ -179,33 +185,60 @@ class Output:
     def pump(self):
         """Write what the port accepts now; returns the bytes still waiting.
 
-        A write the port did not take whole means it waited (its TX timeout) for a host that is not reading:
-        no write is tried for ``backoff`` ms (doubling to HOLD_MAX while it goes on). Ports whose poll always
-        says writable (esp32's stdio) can then cost one wait per backoff, never one per message."""
+        A write the port did not take whole waited (its TX timeout, 500 ms on rp2 and esp32) for a host that is
+        not reading; on a port whose count says nothing (``exact`` False: esp32's USB stdout), a write that
+        took STALL_MS or more did. Then no write is tried for ``backoff`` ms (doubling to HOLD_MAX while it
+        goes on): a busy PC running the sim, whose writes are exact, never mistakes a slow write for a stall.
+        Ports whose poll always says writable (esp32's stdio) cost one wait per backoff, never one per message.
+        A pump starts no write after PUMP_MS, so it lasts at most PUMP_MS plus one port wait: far inside the
+        watchdog (wdt_ms >= 1000)."""
         port = self.port
         if port is None:
             return 0
+        clock = self.clock
         if self.hold >= 0:
-            if ((self.clock.ms() - self.hold) & _MASK) >= _HALF:  # before the hold ends
+            if diff(clock.ms(), self.hold) < 0:  # before the hold ends
                 return self.end - self.start
             self.hold = -1
+        exact = getattr(port, "exact", True)
+        t0 = clock.ms()
         while self.start < self.end and port.ready():
             k = self.end - self.start
             if k > WRITE_CHUNK:
                 k = WRITE_CHUNK
+            w0 = clock.ms()
             n = port.write(self.mv[self.start : self.start + k])
-            if n < k:
+            now = clock.ms()
+            if n < k or (not exact and diff(now, w0) >= STALL_MS):
                 self.blocked += 1
-                self.hold = (self.clock.ms() + self.backoff) & _MASK
+                self.hold = add(now, self.backoff)
                 self.backoff = min(2 * self.backoff, HOLD_MAX)
                 if n > 0:
                     self.start += n
+                if not exact:
+                    self._cut()
                 break
             self.backoff = HOLD_MIN
             self.start += n
+            if diff(now, t0) >= PUMP_MS:
+                break
         if self.start == self.end:
             self.start = self.end = 0
         return self.end - self.start
+
+    def _cut(self):
+        # After a stalled write on a port whose count says nothing, any part of that chunk may be lost: drop
+        # the rest of its line (the newline that ends it stays), or, when the chunk ended a line, send a
+        # newline first. Either way the host gets at most one broken line, which it skips (and a seq gap, at
+        # which it asks for a snapshot), never two messages run together.
+        buf = self.buf
+        i = self.start
+        if i > 0 and buf[i - 1] == 10:
+            self.start = i - 1  # that newline again
+            return
+        while i < self.end and buf[i] != 10:
+            i += 1
+        self.start = i
 
     def error(self, why):
         return self.send("error", protocol.error_fields(why))

@@ -1,12 +1,20 @@
-# Wire protocol v1: newline-delimited JSON (device messages here; host commands in commands.py). Device messages are the host's recording format
-# (host/touchmove/records.py): every one has "type", then its fields, then "seq" (per-boot counter, no gaps)
-# and "t" (device milliseconds). They are formatted by hand so the key order is fixed and the encoder
-# needs no dict (MicroPython dicts do not keep insertion order). Pure Python: also runs under CPython.
+# Wire protocol v1: newline-delimited JSON (device messages here; host commands in commands.py). Device messages
+# are the host's recording format (host/touchmove/records.py): every one has "type", then its fields, then "seq"
+# (per-boot counter, no gaps) and "t" (device milliseconds). They are formatted by hand so the key order is fixed
+# and the encoder needs no dict (MicroPython dicts do not keep insertion order). Pure Python: also runs under
+# CPython.
 import json
 
 from .squares import name
 
-PROTO = 1
+try:
+    from micropython import const
+except ImportError:  # CPython
+
+    def const(x):
+        return x
+
+PROTO = const(1)
 
 
 def occ_hex(ranks):
@@ -28,10 +36,17 @@ def occ_fields(ranks):
     return ',"occ":"%s"' % occ_hex(ranks)
 
 
-def hello_fields(fw, board, boot, rate=1):
+def hello_fields(fw, board, boot, rate=1, about=""):
     # rate: device ms per real ms, said only by a simulation running faster than real time (a real board's is 1)
+    # about: about_fields() (the firmware's name, the MicroPython version, the reset cause)
     out = ',"proto":%d,"fw":"%s","board":"%s","boot":%d' % (PROTO, fw, board, boot)
-    return out + (',"rate":%d' % rate if rate > 1 else "")
+    return out + (',"rate":%d' % rate if rate > 1 else "") + about
+
+
+def about_fields(name, version, reset=None):
+    """',"name":"touchmove","mp":"1.28.0"' and, on a board, ',"reset":"watchdog"' (board.reset_cause())."""
+    out = ',"name":"%s","mp":"%d.%d.%d"' % (name, version[0], version[1], version[2])
+    return out + (',"reset":"%s"' % reset if reset else "")
 
 
 def button_fields(name):

@@ -16,6 +16,11 @@ HERE = Path(__file__).resolve().parent
 FAKES = HERE / "fakes"
 MP_TESTS = HERE / "mp"
 ARTIFACTS = ROOT / "artifacts"  # measured figures land here (git-ignored)
+# The heap the firmware itself runs in under the unix port (64-bit: objects take about twice their RP2040 size,
+# so this is far less than the Pico's ~190 KB). Measured 2026-12-02 (.mpy, the sim board): it starts in 62 KB
+# (64 KB on a pty, with termios) and serves every command (diag is the largest) from 66 KB (68 KB on a pty);
+# 72 KB leaves a margin for a busy heap.
+FIRMWARE_HEAP = "72K"
 
 
 def save_figures(name: str, data: object) -> None:

@@ -1,4 +1,4 @@
-"""``touchmove board-check`` against the real firmware (the sim driver, from .mpy in a 64 KB heap) on a
+"""``touchmove board-check`` against the real firmware (the sim driver, from .mpy in a 72 KB heap) on a
 pseudo-terminal, and its analysis on its own."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import time
 from touchmove.board_check import BoardCheck
 from touchmove.ptyboard import PtyBoard
 
-from .conftest import mp_env
+from .conftest import FIRMWARE_HEAP, mp_env
 
 ALL = "ffffffffffffffff"
 
@@ -39,7 +39,7 @@ def test_board_check_on_the_firmware_sim(micropython: str, mpy_build, tmp_path) 
     _walk_timeline(tl)
     env = mp_env(mpy_build, TOUCHMOVE_SIM=str(tl), TOUCHMOVE_SIM_SPEED="4")
     link = str(tmp_path / "board")
-    board = PtyBoard([micropython, "-X", "heapsize=64K", str(mpy_build / "main.py")], link, env=env)
+    board = PtyBoard([micropython, "-X", f"heapsize={FIRMWARE_HEAP}", str(mpy_build / "main.py")], link, env=env)
     board.plug()
     check = subprocess.Popen([sys.executable, "-m", "touchmove.cli", "board-check", link, "--seconds", "9",
                               "--interval", "0.1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

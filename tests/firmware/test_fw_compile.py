@@ -44,3 +44,23 @@ def test_make_flash_installs_mpy_for_the_board(board: str, march: str) -> None:
     assert f"-march={march}" in proc.stdout
     assert f"fs cp -r build/mpy-{board}/touchmove_fw :" in proc.stdout
     assert "fs cp -r firmware/touchmove_fw" not in proc.stdout
+
+
+def _plain_int_constants(path) -> list[str]:
+    """Module-level NAME = <int literal> assignments (not wrapped in const())."""
+    import ast
+
+    found = []
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            value = node.value
+            if isinstance(value, ast.Constant) and type(value.value) is int:
+                found.append(f"{path.name}: {node.targets[0].id}")
+    return found
+
+
+def test_int_constants_are_const() -> None:
+    """Module-level integer constants are const(): the compiler folds them into the bytecode (a private _NAME
+    takes no RAM at all) instead of a global lookup at each use, in the scan loop too."""
+    plain = [c for m in MODULES for c in _plain_int_constants(FIRMWARE / m)]
+    assert plain == [], plain

@@ -130,8 +130,9 @@ def test_messages_are_records() -> None:
 
 def test_leds_for_all_64_squares_fit_one_command_line() -> None:
     """The host sends many squares as a mask; the firmware reads it back to the same squares, in 256 bytes."""
-    from touchmove.serial_link import encode_command, leds_command
     from touchmove_fw import commands
+
+    from touchmove.serial_link import encode_command, leds_command
 
     names = [f + r for r in "12345678" for f in "abcdefgh"]
     cmd = leds_command(names, [255, 255, 255])
@@ -151,3 +152,15 @@ def test_leds_for_all_64_squares_fit_one_command_line() -> None:
         except commands.CommandError:
             continue
         raise AssertionError(bad)
+
+
+def test_docs_name_every_key_board_json_may_set() -> None:
+    """docs/firmware.md lists the keys boardfile.KEYS accepts (and the LED spec's), so a builder knows them."""
+    from pathlib import Path
+
+    from touchmove_fw import boardfile
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "firmware.md").read_text()
+    section = docs[docs.index("## Start-up faults"):docs.index("## Scan rates")]
+    missing = [k for k in [*boardfile.KEYS, *boardfile._LED_KEYS] if f"`{k}`" not in section and k != "memory"]
+    assert missing == [], missing

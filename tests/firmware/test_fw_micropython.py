@@ -2,7 +2,7 @@
 
 Everything runs as deployed: the firmware, the fakes and the suites compiled to .mpy. A suite loads all four
 drivers, the fakes, the hardware models and its own code at once, so suites get SUITE_HEAP; the firmware as it
-runs on a board (one driver) is held to 64 KB by test_fw_sim.py."""
+runs on a board (one driver) is held to 72 KB (conftest.FIRMWARE_HEAP) by test_fw_sim.py."""
 
 from __future__ import annotations
 

@@ -4,8 +4,8 @@ MicroPython (mp/mprun.py): the same code, both interpreters."""
 import json
 
 from touchmove_fw import commands, protocol
-from touchmove_fw.debounce import Debouncer
 from touchmove_fw.clock import MASK, add, diff
+from touchmove_fw.debounce import Debouncer
 from touchmove_fw.evqueue import EventQueue
 from touchmove_fw.link import LINE, NONE, TOO_LONG, LineAssembler
 from touchmove_fw.maps import build_map, led_map
@@ -144,6 +144,58 @@ def test_device_time_wraps_at_2_30():
     assert ev == [add(t0, 15)] and ev[0] == 5
 
 
+class Small(int):
+    """An int that records every operand and result outside a 32-bit port's small ints (31 bits: -2**30 ..
+    2**30 - 1). There, such a value is a long int: an allocation, in the scan loop's clock arithmetic."""
+
+    outside: list = []  # noqa: RUF012 (shared on purpose: one list for a test)
+
+    def _op(self, o, v):
+        for x in (int(self), int(o), v):
+            if not -(2**30) <= x <= 2**30 - 1:
+                Small.outside.append(x)
+        return Small(v)
+
+    def __add__(self, o):
+        return self._op(o, int(self) + int(o))
+
+    def __radd__(self, o):
+        return self._op(o, int(o) + int(self))
+
+    def __sub__(self, o):
+        return self._op(o, int(self) - int(o))
+
+    def __rsub__(self, o):
+        return self._op(o, int(o) - int(self))
+
+    def __and__(self, o):
+        return self._op(o, int(self) & int(o))
+
+    def __rand__(self, o):
+        return self._op(o, int(o) & int(self))
+
+    def __or__(self, o):
+        return self._op(o, int(self) | int(o))
+
+    def __ror__(self, o):
+        return self._op(o, int(o) | int(self))
+
+
+def test_device_time_arithmetic_stays_in_small_ints_near_the_wrap():
+    """add() and diff() near 2**30 never form a value a 32-bit port must store as a long int."""
+    Small.outside.clear()
+    times = (0, 1, 2**29 - 1, 2**29, MASK - 1000, MASK - 5, MASK)
+    steps = (0, 1, 10, 1000, 2**29 - 1, -1, -10, -1000, -(2**29))
+    for a in times:
+        for d in steps:
+            r = int(add(Small(a), Small(d)))
+            assert 0 <= r <= MASK and r == (a + d) % (MASK + 1), (a, d, r)
+        for b in times:
+            r = int(diff(Small(a), Small(b)))
+            assert -(2**29) <= r < 2**29 and (b + r - a) % (MASK + 1) == 0, (a, b, r)
+    assert Small.outside == [], Small.outside[:5]
+
+
 def test_messages_are_exact():
     lift = protocol.msg("lift", protocol.square_fields(12), 3, 1234)
     assert lift == '{"type":"lift","sq":"e2","seq":3,"t":1234}\n'
@@ -190,3 +242,24 @@ def test_line_assembler():
         else:
             assert r == NONE
     assert got == [b"ab", b"cd", "long", b"ok"], got
+
+
+def test_each_driver_scans_at_a_rate_its_scan_fits():
+    """Default scan rates from the RP2040 arithmetic in docs/firmware.md: a scan (driver read plus the scan
+    step) takes at most half its slot. hall_mux (64 x mux select, settle and ADC read: ~3.6-4.6 ms) does not
+    fit a 5 ms slot: 100 Hz; the others 200 Hz. check() refuses a rate above the driver's limit."""
+    from touchmove_fw import config
+
+    want = {"hc165": 200, "matrix": 200, "mcp23017": 200, "hall_mux": 100}
+    for driver, hz in want.items():
+        cfg = config.get(driver, {})
+        assert cfg["scan_hz"] == hz, (driver, cfg["scan_hz"])
+        config.check(cfg)
+        too_fast = dict(cfg, scan_hz=config.MAX_SCAN_HZ[driver] + 1)
+        try:
+            config.check(too_fast)
+        except ValueError as exc:
+            assert "scan_hz" in str(exc) and driver in str(exc), exc
+        else:
+            raise AssertionError(driver + " accepted " + str(too_fast["scan_hz"]) + " Hz")
+    assert config.MAX_SCAN_HZ["hall_mux"] < 200 <= config.MAX_SCAN_HZ["mcp23017"]

@@ -11,9 +11,11 @@ import select
 import subprocess
 import time
 
+import pytest
+
 from touchmove import records
 
-from .conftest import FIRMWARE, mp_env, run_mp, save_figures
+from .conftest import FIRMWARE, FIRMWARE_HEAP, mp_env, run_mp, save_figures
 from .timeline import Timeline, game
 
 MAX_LATENCY_MS = 30  # a change is reported within ~30 ms (200 Hz scan, 4 equal samples: 15..20 ms)
@@ -51,7 +53,7 @@ def test_sim_stream_with_chatter_and_slides(micropython: str, mpy_build, tmp_pat
     assert any(r["t"] - tl.records[i - 1]["t"] < 5 for i, r in enumerate(tl.records) if i)  # has chatter
     path = tmp_path / "game.jsonl"
     tl.write(path)
-    proc = _run_sim(micropython, path, str(mpy_build / "main.py"), heapsize="64K")
+    proc = _run_sim(micropython, path, str(mpy_build / "main.py"), heapsize=FIRMWARE_HEAP)
     assert proc.returncode == 0, proc.stderr.decode()
     msgs = check_stream(proc.stdout.decode(), tl)
     assert sum(m["type"] == "heartbeat" for m in msgs) >= tl.end_t // 1000 - 1
@@ -69,7 +71,7 @@ def test_sim_at_ten_times_speed_still_hides_chatter(micropython: str, mpy_build,
     tl.write(path)
     env = mp_env(TOUCHMOVE_SIM=str(path), TOUCHMOVE_SIM_SPEED="10", TOUCHMOVE_SIM_EXIT="1",
                  TOUCHMOVE_SIM_LINGER="1500")
-    proc = run_mp(micropython, [str(mpy_build / "main.py")], env, heapsize="64K", timeout=60)
+    proc = run_mp(micropython, [str(mpy_build / "main.py")], env, heapsize=FIRMWARE_HEAP, timeout=60)
     assert proc.returncode == 0, proc.stderr.decode()
     msgs = [json.loads(line) for line in proc.stdout.decode().splitlines()]
     assert [m["seq"] for m in msgs] == list(range(len(msgs)))
@@ -85,7 +87,7 @@ def test_sim_starts_from_a_leading_snapshot(micropython: str, mpy_build, tmp_pat
     path.write_text('{"t":0,"type":"snapshot","occ":"0000000000001010"}\n'
                     '{"t":300,"type":"lift","sq":"e1"}\n{"t":302,"type":"place","sq":"e1"}\n'
                     '{"t":500,"type":"place","sq":"e8"}\n{"t":900,"type":"snapshot","occ":"1"}\n')
-    proc = _run_sim(micropython, path, str(mpy_build / "main.py"), heapsize="64K", TOUCHMOVE_SIM_LINGER="300")
+    proc = _run_sim(micropython, path, str(mpy_build / "main.py"), heapsize=FIRMWARE_HEAP, TOUCHMOVE_SIM_LINGER="300")
     msgs = [json.loads(x) for x in proc.stdout.decode().splitlines()]
     assert msgs[1]["occ"] == "0000000000001010"
     ev = [(m["type"], m.get("sq")) for m in msgs if m["type"] in ("lift", "place")]
@@ -107,7 +109,7 @@ def test_fatal_error_is_a_record_on_the_wire(micropython: str, mpy_build, tmp_pa
     path = tmp_path / "late.jsonl"
     path.write_text('{"t":100,"type":"lift","sq":"e2"}\n{"t":400,"type":"place","sq":"e4"}\n'
                     '{"t":800,"type":"lift","sq":"a1"}\n{"t":900,"type":"place","sq":"q9"}\n')
-    proc = _run_sim(micropython, path, str(mpy_build / "main.py"), heapsize="64K")
+    proc = _run_sim(micropython, path, str(mpy_build / "main.py"), heapsize=FIRMWARE_HEAP)
     assert proc.returncode == 1
     lines = proc.stdout.decode().splitlines()
     msgs = [json.loads(x) for x in lines]  # every line is a record: no traceback on the wire
@@ -120,12 +122,12 @@ def test_fatal_error_is_a_record_on_the_wire(micropython: str, mpy_build, tmp_pa
 
 def test_runs_across_the_device_time_wrap_in_64k(micropython: str, mpy_build, tmp_path) -> None:
     """Started 3 s before device time wraps at 2**30 ms (12.4 days up): events and heartbeats go on, their
-    wire times continue past 2**30, and the run fits the same 64 KB heap."""
+    wire times continue past 2**30, and the run fits the same 72 KB heap."""
     start = 2**30 - 3000
     tl = game(seed=3, plies=10, think_ms=(400, 900), chatter=0.5, slide=0.3)
     path = tmp_path / "wrap.jsonl"
     tl.write(path)
-    proc = _run_sim(micropython, path, str(mpy_build / "main.py"), heapsize="64K",
+    proc = _run_sim(micropython, path, str(mpy_build / "main.py"), heapsize=FIRMWARE_HEAP,
                     TOUCHMOVE_CLOCK_START=str(start), TOUCHMOVE_MEMSTATS="1")
     assert proc.returncode == 0, proc.stderr.decode()
     msgs = [json.loads(x) for x in proc.stdout.decode().splitlines()]
@@ -137,19 +139,19 @@ def test_runs_across_the_device_time_wrap_in_64k(micropython: str, mpy_build, tm
 
 
 def test_ten_minute_game_in_64k_heap(micropython: str, mpy_build, tmp_path) -> None:
-    """The deployed form (.mpy) plays a 10-minute game in a 64 KB heap; the peak is printed for the report."""
+    """The deployed form (.mpy) plays a 10-minute game in a 72 KB heap; the peak is printed for the report."""
     tl = game(seed=11, plies=160, think_ms=(2500, 4400), chatter=0.5, slide=0.2)
     assert tl.end_t >= 600_000, tl.end_t
     path = tmp_path / "ten.jsonl"
     tl.write(path)
     start = time.monotonic()
-    proc = _run_sim(micropython, path, str(mpy_build / "main.py"), heapsize="64K", TOUCHMOVE_MEMSTATS="1")
+    proc = _run_sim(micropython, path, str(mpy_build / "main.py"), heapsize=FIRMWARE_HEAP, TOUCHMOVE_MEMSTATS="1")
     elapsed = time.monotonic() - start
     err = proc.stderr.decode()
     assert proc.returncode == 0, err
     check_stream(proc.stdout.decode(), tl)
     stats = json.loads(re.search(r"^memstats (.*)$", err, re.M).group(1))
-    assert stats["heap"] <= 64 * 1024 and stats["dropped"] == 0
+    assert stats["heap"] <= int(FIRMWARE_HEAP[:-1]) * 1024 and stats["dropped"] == 0
     assert stats["device_ms"] >= 600_000
     save_figures("firmware-heap.json", {**stats, "timeline_records": len(tl.records), "seconds": elapsed})
     print(f"\n10-minute game ({len(tl.records)} timeline records, {stats['scans']} scans, "
@@ -189,8 +191,8 @@ def test_pty_session(micropython: str, mpy_build, tmp_path) -> None:
     tl.write(path)
     master, slave = pty.openpty()
     env = mp_env(TOUCHMOVE_SIM=str(path), TOUCHMOVE_SIM_SPEED="2")
-    proc = subprocess.Popen([micropython, "-X", "heapsize=64K", str(mpy_build / "main.py")], stdin=slave, stdout=slave,
-                            stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen([micropython, "-X", f"heapsize={FIRMWARE_HEAP}", str(mpy_build / "main.py")],
+                            stdin=slave, stdout=slave, stderr=subprocess.PIPE, env=env)
     os.close(slave)
     try:
         msgs = _read_lines(master, lambda m: len(m) >= 2)
@@ -238,7 +240,7 @@ def test_stdin_fuzz_through_the_real_process(micropython: str, mpy_build, tmp_pa
     path = tmp_path / "t.jsonl"
     path.write_text('{"t":100,"type":"lift","sq":"e2"}\n{"t":300,"type":"place","sq":"e4"}\n')
     env = mp_env(TOUCHMOVE_SIM=str(path), TOUCHMOVE_SIM_SPEED="0", TOUCHMOVE_SIM_LINGER="120000")
-    proc = run_mp(micropython, [str(mpy_build / "main.py")], env, heapsize="64K", stdin=data)
+    proc = run_mp(micropython, [str(mpy_build / "main.py")], env, heapsize=FIRMWARE_HEAP, stdin=data)
     assert proc.returncode == 0, proc.stderr.decode()
     lines = proc.stdout.decode().splitlines()
     msgs = [json.loads(x) for x in lines]
@@ -248,3 +250,38 @@ def test_stdin_fuzz_through_the_real_process(micropython: str, mpy_build, tmp_pa
     assert any(m["type"] == "error" for m in msgs)
     assert [m for m in msgs if m["type"] == "pong"][-1]["id"] == "end"
     assert [(m["type"], m["sq"]) for m in msgs if m["type"] in ("lift", "place")] == [("lift", "e2"), ("place", "e4")]
+
+
+@pytest.mark.parametrize(
+    ("board_json", "why"),
+    [
+        ('{"profile": "hc165", "wdt_m": 2000}', "board.json: unknown key 'wdt_m'"),
+        ('{"wdt": true, "wdt_ms": 9000}', "board.json: wdt_ms must be 1000..8388 on pico"),
+        ('{"profile": "matrix",', "board.json is not valid JSON"),
+    ],
+)
+def test_main_on_a_board_with_a_bad_board_json_stays_up_and_says_why(
+    micropython: str, mpy_build, tmp_path, board_json: str, why: str
+) -> None:
+    """main.py as a board runs it (the fake machine, board.json in the current folder): no reset, no boot
+    loop, no defaults; the host gets hello and the reason, at start and at its hello, and a pong; every line
+    is a message the host's decoder accepts (hello's new name, mp and reset fields too)."""
+    from touchmove.serial_link import decode
+
+    from .conftest import FAKES
+
+    (tmp_path / "board.json").write_text(board_json)
+    env = mp_env(FAKES, mpy_build, TOUCHMOVE_PROFILE="board.json")
+    proc = subprocess.run(
+        [micropython, "-X", f"heapsize={FIRMWARE_HEAP}", str(mpy_build / "main.py")], env=env, cwd=tmp_path,
+        input=b'{"cmd":"hello"}\n{"cmd":"ping","id":1}\n{"cmd":"snapshot"}\n', capture_output=True, timeout=60,
+        check=False)
+    assert proc.returncode == 0, proc.stderr.decode()
+    lines = proc.stdout.splitlines()
+    msgs = [decode(x) for x in lines]
+    assert [m.kind for m in msgs] == ["hello", "error", "hello", "error", "pong", "error"], lines
+    assert [m.seq for m in msgs] == list(range(len(msgs)))
+    hello = msgs[0].fields
+    assert hello["board"] == "e6614104032b8c2d" and hello["name"] == "touchmove" and hello["reset"] == "power"
+    assert all(m.fields["why"].startswith("firmware not started: " + why) for m in msgs if m.kind == "error")
+    assert not (tmp_path / "last_error.txt").exists()  # not a fatal error: nothing reset

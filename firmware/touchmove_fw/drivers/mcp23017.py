@@ -6,7 +6,13 @@
 # and left unconnected. Wiring order: chip c's GPA0..6 are inputs 14c..14c+6, its GPB0..6 inputs 14c+7..14c+13.
 # Internal 100k pull-ups are enabled, so a reed switch to GND reads 0 (the profile sets active_low).
 # With IOCON.BANK = 0 (the power-on default) and sequential addressing, one read at GPIOA returns GPIOA then
-# GPIOB: 5 transactions a scan, ~0.6 ms at 400 kHz.
+# GPIOB: 5 transactions a scan of ~48 bit times each (START, address+W, register, repeated START,
+# address+R, 2 data bytes, STOP): ~120 us a chip at 400 kHz, ~0.6 ms a scan (~2.4 ms at 100 kHz).
+#
+# A chip that holds the bus (SCL stretched low) makes each transfer wait the I2C timeout, 50 ms by default on
+# rp2: 50 ms a chip, past a 5 ms scan slot. The I2C object gets I2C_TIMEOUT_US per transfer instead (1000 us
+# at 400 kHz: 8 x a register read; at lower speeds 4 x a read, rounded up to whole ms), so all five chips
+# stuck cost about 5 ms a scan; such failures are counted as ``timeouts`` (diag, the host's error record).
 #
 # I2C errors never stop the scan: a chip that does not answer keeps its last good reading (so no square
 # flips because of a glitch), ``errors`` counts them (diag, and an error record to the host), and after
@@ -27,6 +33,8 @@ _IOCON = const(0x0A)
 _OLATA = const(0x14)
 INPUTS = const(14)  # per chip
 RECOVER_AFTER = const(10)
+I2C_TIMEOUT_US = const(1000)  # per transfer, at least (hardware/README.md: the I2C timing table)
+_ETIMEDOUT = const(110)  # MicroPython's errno for a transfer that timed out
 
 
 class MCP23017:
@@ -40,7 +48,8 @@ class MCP23017:
         self.good = bytearray(2 * len(self.addrs))  # last good GPIOA/GPIOB per chip
         for i in range(len(self.good)):
             self.good[i] = 0x7F  # all open until a chip has been read
-        self.errors = 0  # failed chip reads since boot
+        self.errors = 0  # failed chip reads since boot ...
+        self.timeouts = 0  # ... of which timed out (a chip holding the bus)
         self.failing = 0  # scans in a row with a failed read
         self.recoveries = 0
         self.needs_setup = not self.setup()
@@ -70,8 +79,10 @@ class MCP23017:
                 i2c.readfrom_mem_into(a, _GPIOA, two)
                 good[i] = two[0] & 0x7F
                 good[i + 1] = two[1] & 0x7F
-            except OSError:  # keep the chip's last good reading
+            except OSError as exc:  # keep the chip's last good reading
                 self.errors += 1
+                if exc.args and exc.args[0] == _ETIMEDOUT:
+                    self.timeouts += 1
                 failed = True
             i += 2
         # pack 14 bits a chip into the 64-bit wiring order
@@ -104,7 +115,13 @@ class MCP23017:
                 self.needs_setup = not self.setup()
 
 
-def bus_recovery(machine, i2c_id, sda, scl, freq):
+def i2c_timeout_us(freq):
+    """The per-transfer timeout for a bus speed: 4 x a 48-bit register read, whole ms, >= I2C_TIMEOUT_US."""
+    t = 4 * 48 * 1_000_000 // freq
+    return max(I2C_TIMEOUT_US, (t + 999) // 1000 * 1000)
+
+
+def bus_recovery(machine, i2c_id, sda, scl, freq, timeout):
     """A function that frees a stuck bus and returns a new I2C object (allocates: only after errors)."""
     import time
 
@@ -122,7 +139,7 @@ def bus_recovery(machine, i2c_id, sda, scl, freq):
         time.sleep_us(5)
         d(1)
         time.sleep_us(5)
-        return machine.I2C(i2c_id, sda=machine.Pin(sda), scl=machine.Pin(scl), freq=freq)
+        return machine.I2C(i2c_id, sda=machine.Pin(sda), scl=machine.Pin(scl), freq=freq, timeout=timeout)
 
     return recover
 
@@ -130,7 +147,8 @@ def bus_recovery(machine, i2c_id, sda, scl, freq):
 def from_config(cfg, machine, clock):
     p = cfg["pins"]
     freq = cfg.get("i2c_freq", 400_000)
+    timeout = cfg.get("i2c_timeout_us") or i2c_timeout_us(freq)
     i2c_id = cfg.get("i2c_id", 0)
-    i2c = machine.I2C(i2c_id, sda=machine.Pin(p["sda"]), scl=machine.Pin(p["scl"]), freq=freq)
+    i2c = machine.I2C(i2c_id, sda=machine.Pin(p["sda"]), scl=machine.Pin(p["scl"]), freq=freq, timeout=timeout)
     return MCP23017(i2c, cfg.get("i2c_addrs", (0x20, 0x21, 0x22, 0x23, 0x24)),
-                    bus_recovery(machine, i2c_id, p["sda"], p["scl"], freq))
+                    bus_recovery(machine, i2c_id, p["sda"], p["scl"], freq, timeout))

@@ -16,17 +16,24 @@ from array import array
 from ..clock import diff
 from ..squares import START_OCC, index
 
-_LIFT = 0
-_PLACE = 1
-_SNAP = 2
-_CLOCK = 3  # arg 0 white, 1 black; arg 2..4: a chain fault (ok, dead, flat)
+try:
+    from micropython import const
+except ImportError:  # CPython
+
+    def const(x):
+        return x
+
+_LIFT = const(0)
+_PLACE = const(1)
+_SNAP = const(2)
+_CLOCK = const(3)  # arg 0 white, 1 black; arg 2..4: a chain fault (ok, dead, flat)
 _CHAINS = ("ok", "dead", "flat")
-PRESS_MS = 100
+PRESS_MS = const(100)
 # A real board (200 Hz, 4 equal scans) reports every change that lasts this long (ms); shorter ones are chatter.
-SEEN_MS = 20
+SEEN_MS = const(20)
 # A state the timeline holds longer than SEEN_MS lasts at least this long (ms, or as long as the timeline says if
 # less) even when the scans run late: quicker than deliberate hands, longer than the host's chatter window (25).
-KEEP_MS = 40
+KEEP_MS = const(40)
 
 
 def _parse_occ(s):
@@ -74,7 +81,7 @@ class SimBoard:
             return
         src = self.source
         if isinstance(src, str):
-            src = self.file = open(src)
+            src = self.file = open(src)  # noqa: SIM115 (read lazily for the whole run; closed by over())
         self.source = None
         self.t0 = self.clock.ms()
         self.records = _records(src, self)
@@ -171,7 +178,7 @@ def _records(lines, board):
             if not isinstance(t, int) or isinstance(t, bool) or t < 0:
                 raise ValueError
         except Exception:
-            raise ValueError("timeline line %d: not a record" % lineno)
+            raise ValueError("timeline line %d: not a record" % lineno) from None
         if t < last_t:
             t = last_t  # like the host's reader: time never runs backwards
         last_t = t
@@ -184,7 +191,7 @@ def _records(lines, board):
             try:
                 occ = _parse_occ(rec.get("occ"))
             except ValueError:
-                raise ValueError("timeline line %d: bad occ" % lineno)
+                raise ValueError("timeline line %d: bad occ" % lineno) from None
             board.snap[:] = occ
             board.first_snap = first
             code, arg = _SNAP, 0

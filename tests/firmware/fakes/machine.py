@@ -25,6 +25,7 @@ def reset_fakes():
     ADC_FNS.clear()
     WDT_FEEDS[0] = 0
     RESETS[0] = 0
+    RESET_CAUSE[0] = PWRON_RESET
 
 
 def set_input(pin_id, level):
@@ -104,15 +105,30 @@ class SPI:
 
 
 class I2C:
-    def __init__(self, id=0, scl=None, sda=None, freq=400000):
+    """machine.I2C as on rp2: ``timeout`` (us, default 50000) bounds each transfer; a device that holds the
+    bus (a model whose ``stuck`` is set: SCL stretched low) costs that long, then OSError(ETIMEDOUT). A
+    register read is two transfers (the register address, then the data), as the port does it."""
+
+    def __init__(self, id=0, scl=None, sda=None, freq=400000, timeout=50000):
         self.id = id
         self.freq = freq
+        self.timeout = timeout
+
+    def _transfer(self, addr):
+        dev = I2C_DEVICES[addr]
+        if getattr(dev, "stuck", False):
+            import time
+
+            time.sleep_us(self.timeout)
+            raise OSError(110)  # ETIMEDOUT
+        return dev
 
     def writeto_mem(self, addr, reg, buf):
-        I2C_DEVICES[addr].write_mem(reg, buf)
+        self._transfer(addr).write_mem(reg, buf)
 
     def readfrom_mem_into(self, addr, reg, buf):
-        I2C_DEVICES[addr].read_mem_into(reg, buf)
+        self._transfer(addr)  # the register address
+        self._transfer(addr).read_mem_into(reg, buf)
 
     def scan(self):
         return sorted(I2C_DEVICES)
@@ -181,3 +197,17 @@ def reset():
 
 def freq():
     return 125000000
+
+
+# machine.reset_cause() and its constants (the values of MicroPython's esp32 port; rp2 has PWRON_RESET 1 and
+# WDT_RESET 3 too). Tests set RESET_CAUSE[0].
+PWRON_RESET = 1
+HARD_RESET = 2
+WDT_RESET = 3
+DEEPSLEEP_RESET = 4
+SOFT_RESET = 5
+RESET_CAUSE = [PWRON_RESET]
+
+
+def reset_cause():
+    return RESET_CAUSE[0]

@@ -6,6 +6,7 @@ class NeoPixel:
         self.pin = pin
         self.n = n
         self.pixels = [(0, 0, 0)] * n
+        self.shown = list(self.pixels)  # what the LEDs show: the pixels as of the last write()
         self.writes = 0
 
     def __setitem__(self, i, rgb):
@@ -19,3 +20,4 @@ class NeoPixel:
 
     def write(self):
         self.writes += 1
+        self.shown = list(self.pixels)

@@ -94,6 +94,7 @@ class MatrixModel:
 class MCP23017Model:
     """One MCP23017: switches to GND on GPA/GPB; ``closed`` bit i = pin i (GPA0..7, GPB0..7).
     ``fail`` > 0: that many transactions raise OSError(EIO) (a glitch or a stuck bus); ``fail`` < 0: all do.
+    ``stuck``: the chip holds the bus; each transfer waits the I2C object's timeout, then fails.
     ``gp7_inputs_at_read`` counts reads while GPA7 or GPB7 is an input (output-only pins since the 2022
     datasheet: an input there can corrupt SDA)."""
 
@@ -102,6 +103,7 @@ class MCP23017Model:
         self.regs[0] = self.regs[1] = 0xFF  # IODIR: inputs at power-on
         self.closed = 0
         self.fail = 0
+        self.stuck = False  # holds SCL low: every transfer waits the I2C timeout (fakes/machine.I2C)
         self.gp7_inputs_at_read = 0
         machine.I2C_DEVICES[addr] = self
 

@@ -67,9 +67,13 @@ def check_stream(app):
 
 def test_hello_and_snapshot_at_start():
     out = msgs(make_app())
-    assert out[0] == {"type": "hello", "proto": 1, "fw": "0.1.0", "board": "abcd", "boot": 7, "seq": 0, "t": 0}
+    import sys
+
+    mp = "%d.%d.%d" % sys.implementation.version[:3]
+    assert out[0] == {"type": "hello", "proto": 1, "fw": "0.1.0", "board": "abcd", "boot": 7, "name": "touchmove",
+                      "mp": mp, "seq": 0, "t": 0}
     assert out[1] == {"type": "snapshot", "occ": "ffff00000000ffff", "seq": 1, "t": 0}
-    assert app_line_keys(make_app()) == ["type", "proto", "fw", "board", "boot", "seq", "t"]
+    assert app_line_keys(make_app()) == ["type", "proto", "fw", "board", "boot", "name", "mp", "seq", "t"]
 
 
 def app_line_keys(app):
@@ -248,3 +252,119 @@ def test_sim_clock_buttons():
     out = [json.loads(x) for x in lines]
     assert [(m["type"], m.get("id")) for m in out if m["type"] == "button"] == [
         ("button", "clock_black"), ("button", "clock_white")]
+
+
+class ByteStream:
+    """Command bytes as the reader gets them (a first byte awaited, the rest read while waiting);
+    ``on_byte(i)`` runs as byte i is handed over."""
+
+    def __init__(self, data, on_byte=None):
+        self.data = bytearray(data)
+        self.i = 0
+        self.on_byte = on_byte
+
+    async def readinto(self, buf):
+        return self.take(buf)
+
+    def take(self, buf):
+        if self.i >= len(self.data):
+            return 0
+        if self.on_byte is not None:
+            self.on_byte(self.i)
+        buf[0] = self.data[self.i]
+        self.i += 1
+        return 1
+
+    def waiting(self):
+        if self.on_byte is not None:
+            self.on_byte(-1)
+        return self.i < len(self.data)
+
+    def read_byte(self):
+        one = bytearray(1)
+        return one[0] if self.take(one) else -1
+
+
+_hog = [None]  # one slot, made before memory runs out
+
+
+def _exhaust_memory():
+    """Allocate until nothing is left (a chain of blocks: a growing list would fail on its own growth)."""
+    chain = None
+    size = 4096
+    while size >= 1:
+        try:
+            chain = (bytearray(size), chain)
+        except MemoryError:
+            size //= 2
+    _hog[0] = chain
+
+
+def test_memory_exhausted_in_the_command_path_never_ends_the_reader():
+    """A MemoryError while a command is read or carried out (the line copy, the flush, the lazy import of
+    commands.py, the reply) costs that command only: the reader goes on and answers the next ones, and the
+    host hears how many commands were lost once memory is back."""
+    app = make_app(leds=False)
+    first = b'{"cmd":"ping","id":1}\n'
+    data = first + b'{"cmd":"ping","id":2}\n{"cmd":"ping","id":3}\n'
+    state = {"hogging": False}
+
+    def on_byte(i):
+        if i == len(first) - 1:  # the first line's newline: the heap is full while that command runs
+            _exhaust_memory()
+            state["hogging"] = True
+        elif state["hogging"] and i != len(first) - 1:
+            _hog[0] = None  # the next read: memory is back
+            state["hogging"] = False
+
+    s = ByteStream(data, on_byte)
+    app.running = True
+
+    async def main():
+        await app.reader_task(s, s)
+
+    try:
+        asyncio.run(main())
+    finally:
+        _hog[0] = None
+    app.scanner.heartbeat_due = True
+    app.flush()
+    out = check_stream(app)
+    pongs = [m["id"] for m in out if m["type"] == "pong"]
+    assert 1 not in pongs, out  # memory ran out for it
+    assert 2 in pongs and 3 in pongs, out
+    errs = [m["why"] for m in out if m["type"] == "error"]
+    assert any("out of memory" in w for w in errs), errs
+
+
+def _frame_ma(pixels):
+    """The LEDs' current for a frame: 20 mA a channel at 255 (WS2812B), linear in the value."""
+    return sum(r + g + b for r, g, b in pixels) * 20 / 255
+
+
+def test_leds_never_draw_more_than_the_profiles_budget():
+    """Whatever the host asks for, the frame a strip shows stays within the profile's LED budget (issue 25:
+    300 mA for hc165 / matrix / mcp23017, 150 mA for hall_mux, whose 64 sensors take up to 192 mA); colours
+    keep their proportions, and a frame within the budget is shown exactly as asked."""
+    for profile, budget in (("hc165", 300), ("matrix", 300), ("mcp23017", 300), ("hall_mux", 150)):
+        cfg = config.get(profile, {})
+        assert cfg["leds"]["budget_ma"] == budget, (profile, cfg["leds"])
+        strip = neopixel.NeoPixel(machine.Pin(22), 64)
+        leds = make_leds(cfg, strip)
+        leds.set(range(64), (255, 255, 255))  # 64 white: 64 x 3 x 24 = 4608 channel units, ~361 mA
+        leds.show()
+        assert _frame_ma(strip.shown) <= budget, (profile, _frame_ma(strip.shown))
+        assert _frame_ma(strip.shown) >= 0.9 * budget, (profile, _frame_ma(strip.shown))
+        assert len(set(strip.shown)) == 1 and strip.shown[0][0] == strip.shown[0][1] == strip.shown[0][2]
+        leds.clear()
+        leds.set(range(64), (255, 0, 128))  # a colour: its proportions are kept
+        leds.show()
+        r, g, b = strip.shown[5]
+        assert g == 0 and abs(r - 2 * b) <= 1 and _frame_ma(strip.shown) <= budget, strip.shown[5]
+        leds.clear()
+        leds.set((0, 9, 63), (255, 255, 255))  # a few squares: within the budget, shown as asked
+        leds.show()
+        v = (255 * leds.cap + 127) // 255
+        # a1 -> LED 0, b2 -> LED 14 and h8 -> LED 56 (serpentine rows)
+        assert strip.shown[0] == strip.shown[14] == strip.shown[56] == (v, v, v), strip.shown
+        assert sum(1 for p in strip.shown if p != (0, 0, 0)) == 3, strip.shown

@@ -1,4 +1,4 @@
-# ruff: noqa: UP031  (MicroPython-side code: %-formatting, like the firmware)
+
 # Scan cost on this machine: microseconds per scan of the scan step (driver read + debounce + queue) for
 # each driver with the fake hardware, idle and while squares change. Prints one JSON object.
 # (The fakes are Python too, so a driver's figure includes its fake's cost: an upper bound here.)
@@ -10,8 +10,8 @@ from hwmodels import HallModel, HC165Chain, MatrixModel, MCP23017Model
 from touchmove_fw import config
 from touchmove_fw.drivers import hall_mux, hc165, matrix, mcp23017
 from touchmove_fw.evqueue import EventQueue
-from touchmove_fw.scan import Scanner
 from touchmove_fw.maps import build_map
+from touchmove_fw.scan import Scanner
 
 N = 2000
 

@@ -1,4 +1,4 @@
-# ruff: noqa: UP031  (MicroPython-side code: %-formatting, like the firmware)
+
 # board.py builds a working firmware for every hardware profile from the fake machine: driver, buttons,
 # NeoPixel LEDs, watchdog, the hello with the unique id; and safe boot.
 import json
@@ -173,3 +173,160 @@ def test_diag_on_a_hall_board_sends_adc_values():
     assert d[0]["chain"] == "n/a"
     assert [v for m in d[1:] for v in m["v"]] == [30000 + j for j in range(64)]
     assert all(len(x) < 256 for x in lines)
+
+
+_DIR = "/tmp/touchmove_fw_boardjson"
+
+
+def _board_json(text):
+    import os
+
+    try:
+        os.mkdir(_DIR)
+    except OSError:
+        pass
+    path = _DIR + "/board.json"
+    if text is None:
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+    else:
+        with open(path, "w") as f:
+            f.write(text)
+    return path
+
+
+def _setup(text, held=False, version=None):
+    path = _board_json(text)
+    machine.set_input(14, 0 if held else 1)  # the white clock button (safe boot) on a Pico, any profile
+    return board.setup(["main.py"], path, machine, version)
+
+
+def test_a_bad_value_in_board_json_halts_with_the_reason_and_safe_boot_still_works():
+    bad = (
+        ('{"wdt": true, "wdt_ms": 50}', "wdt_ms"),
+        ('{"scan_hz": "fast"}', "'scan_hz' must be an integer"),
+        ('{"profile": "reed"}', "unknown board profile: reed"),
+        ('{"board": "pico2"}', "unknown board: pico2"),
+        ('{"wdt_m": 2000}', "unknown key 'wdt_m'"),
+        ('{"pins": {"sck": "GP18"}}', "'pins.sck' must be an integer"),
+        ('{"leds": {"cap": 900}}', "'leds.cap' must be an integer 0..255"),
+        ('{"square_map": {"rotate": 45}}', "rotate must be 0, 90, 180 or 270"),
+        ('[1, 2]', "board.json must be a JSON object"),
+    )
+    for text, why in bad:
+        setup()
+        cfg = _setup(text)  # never raises: a raise here was a reset, and the same raise again (a boot loop)
+        assert cfg["fault"].startswith("board.json") and why in cfg["fault"], (text, cfg["fault"])
+        assert cfg["driver"] == "hc165" and cfg["pins"]["clock_white"] == 14
+        assert _setup(text, held=True) is None, text  # safe boot: the REPL, whatever board.json says
+
+
+def test_a_malformed_board_json_is_never_replaced_by_the_defaults():
+    for text in ('{"profile": "matrix",', "profile = matrix\n", "\xff\xfe{}"):
+        setup()
+        cfg = _setup(text)
+        assert cfg is not None and "not valid JSON" in cfg["fault"], (text, cfg and cfg.get("fault"))
+        assert _setup(text, held=True) is None
+
+
+def test_a_sound_board_json_is_used_and_none_means_the_defaults():
+    setup()
+    cfg = _setup('{"profile": "matrix", "wdt": true, "wdt_ms": 3000, "leds": null}')
+    assert not cfg.get("fault") and cfg["driver"] == "matrix" and cfg["wdt_ms"] == 3000 and cfg["leds"] is None
+    cfg = _setup(None)
+    assert not cfg.get("fault") and cfg["driver"] == "hc165"
+
+
+def test_a_too_old_micropython_halts_with_the_reason():
+    setup()
+    cfg = _setup(None, version=(1, 21, 0, ""))
+    assert "MicroPython 1.21.0 is too old" in cfg["fault"] and "1.22" in cfg["fault"], cfg["fault"]
+    assert not _setup(None, version=(1, 22, 0, "")).get("fault")
+
+
+class FakePort:
+    """A link a test types into: ready/write as link.Port, waiting/read_byte for the host's bytes."""
+
+    exact = True
+
+    def __init__(self, data):
+        self.data = bytearray(data)
+        self.sent = bytearray()
+
+    def ready(self):
+        return True
+
+    def write(self, mv):
+        self.sent += bytes(mv)
+        return len(mv)
+
+    def waiting(self):
+        return True  # at the end: the end of the stream
+
+    def read_byte(self):
+        if not self.data:
+            return -1
+        b = self.data[0]
+        self.data = self.data[1:]
+        return b
+
+    def lines(self):
+        return [json.loads(x) for x in bytes(self.sent).decode().splitlines() if x]
+
+
+def test_a_halted_board_tells_the_host_what_is_wrong():
+    from touchmove_fw import halted
+    from touchmove_fw.clock import SteppedClock
+
+    setup()
+    machine.RESET_CAUSE[0] = machine.WDT_RESET
+    cfg = _setup('{"wdt": true, "wdt_ms": 9000}')
+    port = FakePort(b'{"cmd":"hello"}\n{"cmd":"ping","id":4}\n{"cmd":"leds","clear":true}\n{"cmd":"fly"}\n')
+    halted.serve(cfg, cfg["fault"], port, "e6614104032b8c2d", 5, SteppedClock())
+    msgs = port.lines()
+    assert [m["seq"] for m in msgs] == list(range(len(msgs)))
+    kinds = [m["type"] for m in msgs]
+    assert kinds == ["hello", "error", "hello", "error", "pong", "error", "error"], kinds
+    assert msgs[0]["board"] == "e6614104032b8c2d" and msgs[0]["reset"] == "watchdog", msgs[0]
+    assert msgs[1]["why"] == "firmware not started: board.json: wdt_ms must be 1000..8388 on pico", msgs[1]
+    assert msgs[5]["why"] == msgs[1]["why"] and msgs[6]["why"] == "unknown cmd"
+
+
+def test_hello_carries_the_reset_cause():
+    for cause, name in ((machine.PWRON_RESET, "power"), (machine.WDT_RESET, "watchdog"),
+                        (machine.SOFT_RESET, "soft")):
+        setup()
+        machine.RESET_CAUSE[0] = cause
+        cfg = _setup(None)
+        HC165Chain(load=cfg["pins"]["load"], clk=cfg["pins"]["sck"], data=cfg["pins"]["miso"])
+        app = assemble.build(cfg, machine)[0]
+        lines = []
+        app.out.port = None
+        app.out.write = lines.append
+        app.start()
+        hello = json.loads(lines[0])
+        assert hello["reset"] == name and hello["name"] == "touchmove" and hello["fw"] == "0.1.0", hello
+
+
+def test_after_a_fatal_reset_hello_says_fatal_once():
+    from touchmove_fw import boardfile
+
+    setup()
+    machine.RESET_CAUSE[0] = machine.WDT_RESET  # rp2's machine.reset() is a watchdog reset
+    mark = _DIR + "/fatal_reset"
+    with open(mark, "w") as f:  # what fatal.report() leaves before machine.reset()
+        f.write("1")
+    assert boardfile.reset_cause(machine, mark) == "fatal"
+    assert boardfile.reset_cause(machine, mark) == "watchdog"  # the mark is used once
+
+
+def test_the_watchdog_is_on_by_default():
+    """A finished board resets itself when the scan stops (safe boot keeps the REPL reachable)."""
+    setup()
+    cfg = _setup(None)
+    assert cfg["wdt"] and cfg["wdt_ms"] == 2000
+    HC165Chain(load=cfg["pins"]["load"], clk=cfg["pins"]["sck"], data=cfg["pins"]["miso"])
+    wdt = assemble.build(cfg, machine)[2]
+    assert wdt is not None and wdt.timeout == 2000

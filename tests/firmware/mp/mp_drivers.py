@@ -1,4 +1,4 @@
-# ruff: noqa: UP031  (MicroPython-side code: %-formatting, like the firmware)
+
 # Drivers against scripted pin states (fake machine + hardware models).
 import json
 import random
@@ -184,6 +184,56 @@ def test_mcp23017_error_reaches_the_host():
     errs = [m for m in out if m["type"] == "error"]
     assert len(errs) == 1 and "sensor bus" in errs[0]["why"] and "3" in errs[0]["why"], out
     assert not [m for m in out if m["type"] in ("lift", "place")]  # the glitch flipped no square
+
+
+def test_mcp23017_a_stuck_chip_costs_a_bounded_time_and_is_reported():
+    """A chip holding SCL low makes every transfer wait the I2C timeout: rp2's default 50 ms would stall a scan
+    50 ms a chip (250 ms with all five). The driver passes i2c_timeout_us (1000 us: 8 x a 2-byte register
+    read at 400 kHz), so one stuck chip costs about 1 ms a scan; the failures are counted as timeouts and
+    reach the host in the bus error record."""
+    import time
+
+    from touchmove_fw import assemble
+
+    cfg = config.get("mcp23017", {"leds": None, "buttons": ()})
+    models = [MCP23017Model(a) for a in cfg["i2c_addrs"]]
+    app = assemble.build(cfg, machine)[0]
+    drv = app.driver
+    assert drv.i2c.freq == 400_000 and drv.i2c.timeout == 1000, (drv.i2c.freq, drv.i2c.timeout)
+    lines = []
+    app.out.port = None
+    app.out.write = lines.append
+    app.start()
+    models[3].stuck = True
+    times = []
+    t = 0
+    for _ in range(250):  # a bit more than one heartbeat
+        t += 5
+        u0 = time.ticks_us()
+        app.scanner.scan(t)
+        times.append(time.ticks_diff(time.ticks_us(), u0))
+        app.flush()
+    times.sort()
+    # one stuck chip: one 1 ms timeout a scan (before: rp2's default 50 ms); the worst allows for a busy PC
+    assert 1000 <= times[125] < 3000 and times[-1] < 40000, (times[125], times[-5:])
+    assert drv.timeouts >= 200 and drv.errors >= drv.timeouts, (drv.timeouts, drv.errors)
+    out = [json.loads(x) for x in lines]
+    errs = [m["why"] for m in out if m["type"] == "error"]
+    assert errs and "timed out" in errs[0], errs
+    # the bus counters are in diag too (and the scan task's scan_us_max shows the cost)
+    app.command(b'{"cmd":"diag"}')
+    diag = json.loads(lines[-1])
+    assert diag["bus_errors"] >= 200 and diag["bus_timeouts"] >= 200, diag
+
+
+def test_i2c_timeout_follows_the_bus_speed():
+    """At 100 kHz a register read takes ~480 us: the timeout grows to 4 x that (2000 us) unless set."""
+    cfg = config.get("mcp23017", {"i2c_freq": 100_000})
+    for a in cfg["i2c_addrs"]:
+        MCP23017Model(a)
+    assert mcp23017.from_config(cfg, machine, None).i2c.timeout == 2000
+    cfg = config.get("mcp23017", {"i2c_freq": 100_000, "i2c_timeout_us": 5000})
+    assert mcp23017.from_config(cfg, machine, None).i2c.timeout == 5000
 
 
 def _hall(shared=True):

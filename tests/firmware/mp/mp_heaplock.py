@@ -1,4 +1,4 @@
-# ruff: noqa: UP031  (MicroPython-side code: %-formatting, like the firmware)
+
 # The scan loop allocates nothing: every driver's scan runs with the heap locked (any allocation raises
 # MemoryError), through debounce, button reads, the event queue, overflow and heartbeats.
 import asyncio
@@ -12,8 +12,8 @@ from touchmove_fw.buttons import PinButtons
 from touchmove_fw.clock import SteppedClock
 from touchmove_fw.drivers import hall_mux, hc165, matrix, mcp23017
 from touchmove_fw.evqueue import EventQueue
-from touchmove_fw.scan import Scanner
 from touchmove_fw.maps import build_map
+from touchmove_fw.scan import Scanner
 
 
 def setup():

@@ -1,4 +1,4 @@
-# ruff: noqa: UP031  (MicroPython-side code: %-formatting, like the firmware)
+
 # The link under a host that stops reading: a fake USB CDC that behaves like MicroPython's rp2 port, the
 # watchdog supervisor, chunked command reads, the UART link, device time across the 2**30 wrap.
 import asyncio
@@ -10,7 +10,7 @@ from hwmodels import ScriptedBoard
 from touchmove_fw import assemble, config
 from touchmove_fw.app import App
 from touchmove_fw.clock import MASK, Clock, SteppedClock, add, diff
-from touchmove_fw.link import READ_CHUNK
+from touchmove_fw.link import PUMP_MS, READ_CHUNK
 
 TX_TIMEOUT_MS = 500  # MICROPY_HW_USB_CDC_TX_TIMEOUT on rp2
 
@@ -20,14 +20,20 @@ def setup():
 
 
 class FakeCDC:
-    """USB CDC as MicroPython's rp2 port drives it: a 256-byte TX FIFO the host empties when it reads. A poll
-    says writable while the FIFO has any room (or nobody has the port open). A write that does not fit waits
-    up to TX_TIMEOUT_MS for the host (device time passes, nothing else runs), then takes what fits and
-    returns that count; the rest is not written."""
+    """USB CDC as a MicroPython port drives it: a 256-byte TX FIFO the host empties when it reads. A write
+    that does not fit waits up to TX_TIMEOUT_MS for the host (device time passes, nothing else runs), then
+    takes what fits; the rest is not written.
 
-    def __init__(self, clock, size=256, always_ready=False):
+    ``port="rp2"`` (MicroPython 1.22 and later): a poll says writable while the FIFO has any room (or nobody
+    has the port open), and a write returns the count the FIFO took.
+    ``port="esp32"`` (ESP32_GENERIC_S3): stdout goes to USB and to the UART REPL, and the write returns the
+    full length whatever USB took (the UART took it all); the poll always says writable. So the count says
+    nothing: the firmware can only see the stall in how long the write took."""
+
+    def __init__(self, clock, size=256, port="rp2"):
         self.clock = clock
-        self.always_ready = always_ready  # esp32's stdio poll: always "writable"
+        self.port = port
+        self.exact = port != "esp32"  # what Port.exact says for this port
         self.size = size
         self.fifo = bytearray()
         self.host = bytearray()  # what the host has read
@@ -35,9 +41,10 @@ class FakeCDC:
         self.blocked_ms = 0
         self.blocks = 0
         self.longest_block = 0
+        self.dropped = 0  # bytes a write said it took but USB did not (esp32)
 
     def ready(self):
-        return self.always_ready or len(self.fifo) < self.size
+        return self.port == "esp32" or len(self.fifo) < self.size
 
     def write(self, mv):
         n = len(mv)
@@ -52,19 +59,33 @@ class FakeCDC:
                 self.blocks += 1
         k = min(n, free)
         self.fifo += bytes(mv[:k])
+        if self.port == "esp32":
+            self.dropped += n - k
+            return n
         return k
 
     def host_read(self):
         self.host += self.fifo
         self.fifo = bytearray()
 
-    def lines(self):
+    def lines(self, broken=None):
+        """The messages the host got; a line that is not JSON fails, or is counted in ``broken`` (a list)."""
         text = bytes(self.host).decode()
         assert text.endswith("\n") or not text, text[-80:]
-        return [json.loads(x) for x in text.splitlines()]
+        out = []
+        for x in text.splitlines():
+            if not x:
+                continue  # the host skips empty lines
+            try:
+                out.append(json.loads(x))
+            except ValueError:
+                if broken is None:
+                    raise
+                broken.append(x)
+        return out
 
 
-def _stall_run(always_ready=False):
+def _stall_run(port="rp2"):
     clock = SteppedClock()
     # pieces move all through the stall: a place and a lift every 150 ms for 12 s (more events than the
     # output buffer, the CDC FIFO and the event queue hold together)
@@ -86,7 +107,7 @@ def _stall_run(always_ready=False):
     gap = [0, -1]
     board = Timed(clock, script)
     cfg = config.get("sim", {"timeline": None, "wdt_ms": 2000})
-    cdc = FakeCDC(clock, always_ready=always_ready)
+    cdc = FakeCDC(clock, port=port)
     app = App(cfg, board, clock, None, "ab", 1, None, None, cdc)
     stall = [1 << 29, 0]  # the scan counter at the stall's start and end
 
@@ -141,15 +162,23 @@ def test_a_host_that_stops_reading_never_stalls_scanning():
     assert after, "events after the resync"
 
 
-def test_a_port_whose_poll_always_says_writable_costs_few_waits():
-    """esp32's stdio poll reports writable even when the USB FIFO is full: every write could wait. After a
-    short write the firmware holds off writing (250 ms, doubling to 4 s), so a 10 s stall costs a few waits."""
-    app, cdc, max_gap, stall, board = _stall_run(always_ready=True)
+def test_esp32_s3_write_stalls_are_seen_by_their_time():
+    """ESP32_GENERIC_S3: a write into a full USB FIFO waits 500 ms and still returns the full length, and the
+    poll always says writable. The firmware sees the stall in how long the write took: it holds off writing
+    (250 ms, doubling to 4 s) and a pump writes for a bounded time, so a 10 s stall costs a few waits, never
+    one per chunk (before: 16 waits of 500 ms for one 512-byte buffer, 8 s without a scan). What the port
+    may have dropped costs at most one broken line per stall (its rest is not sent; the host skips it and
+    asks for a snapshot at the seq gap)."""
+    app, cdc, max_gap, stall, _ = _stall_run(port="esp32")
     assert cdc.blocks <= 6 and cdc.blocked_ms <= 3000, (cdc.blocks, cdc.blocked_ms)
-    assert max_gap <= TX_TIMEOUT_MS + 5 < app.cfg["wdt_ms"], max_gap
+    assert max_gap <= TX_TIMEOUT_MS + PUMP_MS + 5 < app.cfg["wdt_ms"], max_gap
     assert stall[1] - stall[0] > 1000, stall
-    msgs = cdc.lines()
-    assert [m["seq"] for m in msgs] == list(range(len(msgs)))
+    broken = []
+    msgs = cdc.lines(broken)
+    assert len(broken) <= cdc.blocks, (broken, cdc.blocks)
+    seqs = [m["seq"] for m in msgs]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    assert len(seqs) >= seqs[-1] + 1 - cdc.blocks, "at most one message lost a stall"
     assert [m for m in msgs if m["t"] >= 10900 and m["type"] == "snapshot"]
 
 
@@ -217,7 +246,7 @@ def test_uart_link_has_its_pins():
         p = cfg["pins"]
         HC165Chain(spi_id=cfg["spi_id"], load=p["load"], clk=p["sck"], data=p["miso"])
         config.check(cfg)
-        app, stream, wdt, cleanup, port = assemble.build(cfg, machine)
+        app, _, _, _, port = assemble.build(cfg, machine)
         assert port.out.tx.id == cfg["pins"]["uart_tx"] and port.out.rx.id == cfg["pins"]["uart_rx"]
         app.start()
         app.out.pump()
@@ -273,3 +302,38 @@ def test_events_across_the_wrap_keep_their_order_and_time():
         assert want <= t <= want + 30, (ev, script)
     ts = [m["t"] for m in msgs]
     assert ts == sorted(ts) and ts[-1] > MASK  # the wire carries the time unwrapped
+
+
+def test_a_pump_writes_for_a_bounded_time():
+    """A port whose writes are slow but each under the stall threshold (40 ms a 32-byte chunk here) would keep
+    one pump writing for the whole buffer (16 chunks: 640 ms without a scan); a pump starts no write after
+    PUMP_MS, so it lasts at most PUMP_MS plus one write."""
+    from touchmove_fw.link import OUT_BUF, Output
+
+    class SlowPort:
+        exact = True
+
+        def __init__(self, clock):
+            self.clock = clock
+            self.took = bytearray()
+
+        def ready(self):
+            return True
+
+        def write(self, mv):
+            self.clock.now = add(self.clock.now, 40)
+            self.took += bytes(mv)
+            return len(mv)
+
+    clock = SteppedClock()
+    port = SlowPort(clock)
+    out = Output(None, clock, port)
+    while out.send("heartbeat", ',"occ":"ffff00000000ffff"'):
+        pass
+    assert out.end > OUT_BUF - 100
+    t0 = clock.ms()
+    left = out.pump()
+    assert clock.ms() - t0 <= PUMP_MS + 40 and left > 0, (clock.ms() - t0, left)
+    while out.pump():  # later pumps send the rest, in order
+        pass
+    assert bytes(port.took).count(b"\n") == out.seq

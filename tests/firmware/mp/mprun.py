@@ -1,4 +1,4 @@
-# ruff: noqa: UP031  (MicroPython-side code: %-formatting, like the firmware)
+
 # A tiny test runner for MicroPython with an honest exit code (unittest.main() on MicroPython exits 0 even
 # when a test fails). Usage: micropython mprun.py MODULE [MODULE ...]
 # Runs every function named test_* in each module (in name order), prints one line per test and a closing
