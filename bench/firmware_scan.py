@@ -172,7 +172,8 @@ def emulated_pico() -> None:
             print(d, json.dumps(rows[d]), flush=True)
     for d, f in rows.items():
         print(f"{d:9s} scan {f['scan_us']} us (longest {f['scan_us_max']} us) at {f['scan_hz']} Hz; "
-              f"asked for 500 Hz: {f['max_scan_hz']} scans/s; free heap {f['heap_free_min']}..{f['heap_free_max']} "
+              f"asked for {f['asked_hz']} Hz: {f['max_scan_hz']} scans/s; "
+              f"free heap {f['heap_free_min']}..{f['heap_free_max']} "
               f"of {f['heap_total']} B; magnet -> USB line {f['latency_ms_median']} ms median "
               f"({f['latency_ms_min']}..{f['latency_ms_max']}, n={f['latency_n']})")
 

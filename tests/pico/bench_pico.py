@@ -20,8 +20,23 @@ import chess
 from tests.pico.emulator import EmulatedPico, FlashCache
 
 SQUARES = [chess.E4, chess.D5, chess.C3, chess.F6]
-#: the rate asked for to find the highest one a driver sustains (the firmware's diag says what it reached)
+#: the rate asked for to find the highest one a driver sustains (the firmware's diag says what it reached); the
+#: firmware refuses rates above its MAX_SCAN_HZ for the driver, so no more than that is asked
 FAST_HZ = 500
+
+
+def fast_hz(driver: str) -> int:
+    """FAST_HZ, or the firmware's own limit for the driver when that is lower."""
+    import importlib.util
+
+    from tests.pico.emulator import REPO
+
+    spec = importlib.util.spec_from_file_location("fw_config", REPO / "firmware" / "touchmove_fw" / "config.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    limit = getattr(mod, "MAX_SCAN_HZ", {}).get(driver, FAST_HZ)
+    return int(min(FAST_HZ, limit))
 
 
 class Host:
@@ -109,16 +124,17 @@ def measure_driver(flashes: FlashCache, driver: str, tmp: Path) -> dict[str, Any
     pico, diag, heap = run_board(flashes, driver, profile, tmp, changes=40)
     lat = latencies_ms(pico)
     pico.stop()
-    fast = {"scan_hz": FAST_HZ} if profile is None else {**profile, "scan_hz": FAST_HZ}
+    hz = fast_hz(driver)
+    fast = {"scan_hz": hz} if profile is None else {**profile, "scan_hz": hz}
     try:
         pico2, diag2, _ = run_board(flashes, driver, fast, tmp, changes=8)
         pico2.stop()
     except TimeoutError as exc:  # the board does not answer at that rate
-        diag2 = {"scan_hz": f"no answer at {FAST_HZ} Hz ({exc})", "scan_us": None}
+        diag2 = {"scan_hz": f"no answer at {hz} Hz ({exc})", "scan_us": None}
     free = [h["heap_free"] for h in heap[len(heap) // 3:] if h.get("heap_free") is not None]
     return {
         "scan_us": diag["scan_us"], "scan_us_max": diag["scan_us_max"], "scan_hz": diag["scan_hz"],
-        "max_scan_hz": diag2["scan_hz"], "max_rate_scan_us": diag2["scan_us"],
+        "asked_hz": hz, "max_scan_hz": diag2["scan_hz"], "max_rate_scan_us": diag2["scan_us"],
         "heap_total": heap[0].get("heap_total"), "heap_free_min": min(free, default=None),
         "heap_free_max": max(free, default=None),
         "latency_ms_median": round(statistics.median(lat), 1) if lat else None,
