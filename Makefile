@@ -6,9 +6,11 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PORT ?= /dev/ttyACM0
 
-.PHONY: install broker-deps system-deps test lint typecheck pytest demo broadcast-demo cluster-demo bench bench-broadcast bench-bridge bench-console bench-cluster flash mpy hardware-deps hardware-check hardware-draw bench-firmware clean
+PICO_JS := tests/pico/node_modules/.package-lock.json
 
-install: $(STAMP)
+.PHONY: pico-deps install broker-deps system-deps test lint typecheck pytest demo broadcast-demo cluster-demo bench bench-broadcast bench-bridge bench-console bench-cluster flash mpy hardware-deps hardware-check hardware-draw bench-firmware clean
+
+install: $(STAMP) pico-deps
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || \
@@ -25,6 +27,16 @@ broker-deps:
 	@command -v nats-server >/dev/null 2>&1 || test -x /usr/sbin/nats-server || \
 	  ( echo "installing nats-server"; $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q nats-server )
 
+# The emulated Raspberry Pi Pico of tests/pico: Debian's nodejs and npm, and rp2040js at the version the lock
+# file pins (npm ci: exactly the locked tree, nothing resolved anew).
+pico-deps: $(PICO_JS)
+
+$(PICO_JS): tests/pico/package.json tests/pico/package-lock.json
+	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || \
+	  ( echo "installing nodejs and npm"; $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q nodejs npm )
+	cd tests/pico && npm ci --no-audit --no-fund --loglevel=error
+	@touch $(PICO_JS)
+
 system-deps: broker-deps
 	@command -v chromium >/dev/null 2>&1 || \
 	  ( echo "installing chromium"; $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium )
@@ -35,7 +47,7 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-pytest: install system-deps
+pytest: install system-deps pico-deps
 	$(BIN)/pytest -q
 
 test: lint typecheck pytest hardware-check

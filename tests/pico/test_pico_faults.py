@@ -1,0 +1,298 @@
+"""Faults on the emulated Pico, end to end through the real firmware image, ``touchmove run`` and Mosquitto; each
+test counts the plies played, published on MQTT, journaled and exported.
+
+The first 12 plies of the Opera Game at rig.PACE; the fault comes after ply 6.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from typing import Any
+
+import chess
+import pytest
+
+from tests.e2e.helpers import OPERA, game_moves, start_daemon
+from tests.pico.emulator import BOARD_ID, EmulatedPico, FlashCache
+from tests.pico.rig import BridgeRig, board_timeline
+
+MOVES = game_moves(OPERA)[:12]
+WANT = [m.uci() for m in MOVES]
+CUT = 6
+ALL = {"played": 12, "published": 12, "journaled": 12, "exported": 12}
+
+
+def position_after(moves: list[chess.Move]) -> chess.Board:
+    board = chess.Board()
+    for m in moves:
+        board.push(m)
+    return board
+
+
+def two_halves(gap_ms: int, middle: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Plies 1-6, then ``middle`` (fault entries, times from the end of ply 6), ``gap_ms`` later plies 7-12."""
+    first = board_timeline(chess.Board(), MOVES[:CUT])
+    end = first[-1]["t"] + 200
+    mid = [{**e, "t": end + e["t"]} for e in middle or []]
+    second = board_timeline(position_after(MOVES[:CUT]), MOVES[CUT:], seed=1859, t0=end + gap_ms)
+    return first + mid + second
+
+
+def boot(rig: BridgeRig, flashes: FlashCache, board_json: dict[str, Any] | str | None, driver: str = "hc165",
+         **kw: Any) -> EmulatedPico:
+    pico = rig.board(flashes.board(board_json), driver, occ=chess.Board().occupied, **kw).start()
+    pico.wait(lambda e: e.get("ev") == "line" and '"hello"' in e["text"], 180, "the board's hello")
+    return pico
+
+
+def device_lines_intact(pico: EmulatedPico) -> list[dict[str, Any]]:
+    """Every line the board wrote is one whole JSON record, and seq runs without gaps within each boot."""
+    recs = []
+    for ev in pico.of("line"):
+        rec = json.loads(ev["text"])  # a cut or merged line fails here
+        assert isinstance(rec, dict) and "type" in rec, ev["text"]
+        rec["us"] = ev["us"]
+        recs.append(rec)
+    seq = -1
+    for rec in recs:
+        if rec["seq"] == 0:
+            seq = -1  # a new boot
+        assert rec["seq"] == seq + 1, f"device seq jumps from {seq} to {rec['seq']}"
+        seq = rec["seq"]
+    return recs
+
+
+def test_host_stops_reading_for_10_s(rig: BridgeRig, flashes: FlashCache) -> None:
+    """The bridge keeps the port open but reads nothing (SIGSTOP) and its USB stack takes nothing from the IN
+    endpoint for 10 s of device time, while a piece is straightened 100 times (more changes than the firmware's
+    event queue and output buffers hold): scanning goes on, the watchdog (on) does not fire, no line is cut, the board
+    sends a snapshot once it can, and the game comes back whole."""
+    pico = boot(rig, flashes, {"wdt": True})
+    straighten = []
+    for k in range(100):  # the c1 bishop straightened 100 times: 200 changes, far more than the firmware's
+        straighten.append({"t": 1000 + 60 * k, "lift": "c1"})  # event queue (64) and output buffers hold
+        straighten.append({"t": 1030 + 60 * k, "place": "c1"})
+    middle = [{"t": 0, "hold": 10000}, *straighten]
+    timeline = two_halves(11000, middle)
+    occ_events = expand_square_ops(timeline, position_after([]))
+    held = len(pico.events)
+    pico.play(occ_events)
+    start = pico.wait(lambda e: e.get("ev") == "usb_hold", 600, "the USB hold", held)
+    rig.stop_reading()
+    try:
+        end = pico.wait(lambda e: e.get("ev") == "usb_hold_end", 600, "the end of the hold", held)
+    finally:
+        rig.read_again()
+    rig.wait_moves(BOARD_ID, WANT, 600)
+    counts = rig.assert_exact(BOARD_ID, WANT)
+    assert counts == ALL
+    assert not pico.of("reset"), "the watchdog fired while the host was not reading"
+    recs = device_lines_intact(pico)
+    # (a transfer the host had already asked for may end just after the hold began)
+    during = [r for r in recs if start["until_us"] - 10_000_000 + 1000 < r["us"] < end["us"]]
+    assert not during, f"the board wrote {len(during)} lines while the host took nothing"
+    after = [r for r in recs if r["us"] >= end["us"]]
+    assert any(r["type"] == "snapshot" for r in after[:20]), \
+        f"no snapshot after the queue overflowed: {[(r['type'], r.get('sq'), r['t']) for r in after[:20]]}"
+    # scanning went on: the snapshot after the hold is the board as it stands 10 s on
+    before = [r for r in recs if r["us"] < start["until_us"] - 10_000_000]
+    snap = next(r for r in after if r["type"] == "snapshot")
+    assert snap["t"] - before[-1]["t"] >= 9000
+
+
+def expand_square_ops(timeline: list[dict[str, Any]], start: chess.Board) -> list[dict[str, Any]]:
+    """Turn ``lift``/``place`` entries (a square name) into occupancy entries, keeping the order by time."""
+    out = []
+    occ = start.occupied
+    for e in sorted(timeline, key=lambda e: e["t"]):
+        if "occ" in e:
+            occ = int(e["occ"], 16)
+            out.append(e)
+        elif "lift" in e or "place" in e:
+            sq = chess.parse_square(e.get("lift") or e["place"])
+            occ = occ & ~chess.BB_SQUARES[sq] if "lift" in e else occ | chess.BB_SQUARES[sq]
+            out.append({"t": e["t"], "occ": f"{occ:016x}"})
+        else:
+            out.append(e)
+    return out
+
+
+def test_host_closes_and_reopens_the_port(rig: BridgeRig, flashes: FlashCache) -> None:
+    """The host closes the port mid-game (the bridge process ends: DTR drops) while a ply is played, and opens it
+    again (the bridge restarts on its journal): the board answers the new hello with its snapshot, the missed
+    ply is read from it, and the game goes on."""
+    pico = boot(rig, flashes, None)
+    first = board_timeline(chess.Board(), MOVES[:CUT])
+    pico.play(first)
+    rig.wait_moves(BOARD_ID, WANT[:CUT], 600)
+    assert rig.daemon is not None
+    rig.daemon.terminate()
+    rig.daemon.wait(15)
+    pico.wait(lambda e: e.get("ev") == "host" and not e["open"], 60, "the port closed")
+    mark = len(pico.events)
+    pico.play(board_timeline(position_after(MOVES[:CUT]), MOVES[CUT:CUT + 1], seed=7, t0=200))
+    pico.wait(lambda e: e.get("ev") == "timeline_done", 600, "the ply while closed", mark)
+    rig.daemon = start_daemon(rig.config, rig.tmp / "daemon.log")
+    pico.wait(lambda e: e.get("ev") == "host" and e["open"], 60, "the port reopened", mark)
+    rig.wait_moves(BOARD_ID, WANT[:CUT + 1], 600)
+    pico.play(board_timeline(position_after(MOVES[:CUT + 1]), MOVES[CUT + 1:], seed=8, t0=300))
+    rig.wait_moves(BOARD_ID, WANT, 600)
+    assert rig.assert_exact(BOARD_ID, WANT) == ALL
+    assert not pico.of("reset")
+    device_lines_intact(pico)
+
+
+def test_watchdog_resets_a_hung_board_and_the_game_goes_on(rig: BridgeRig, flashes: FlashCache) -> None:
+    """A hang in the scan path (the SPI transfer never ends: the C driver waits for ever) with the watchdog on:
+    the board resets after wdt_ms, its next hello gives the reset cause, and the bridge carries on."""
+    pico = boot(rig, flashes, {"wdt": True, "wdt_ms": 2000})
+    pico.play(board_timeline(chess.Board(), MOVES[:CUT]))
+    rig.wait_moves(BOARD_ID, WANT[:CUT], 600)
+    mark = len(pico.events)
+    pico.send("fault", kind="spi_stall")
+    stalled = pico.wait(lambda e: e.get("ev") == "fault", 60, "the stall", mark)
+    reset = pico.wait(lambda e: e.get("ev") == "reset", 600, "the watchdog reset", mark)
+    assert reset["cause"] == "watchdog"
+    # the supervisor feeds every wdt_ms / 4 while scans go on: the last feed was up to 500 ms before the hang
+    assert 1_450_000 <= reset["us"] - stalled["us"] <= 2_050_000, "the watchdog fired after the wrong time"
+    hello = pico.wait(lambda e: e.get("ev") == "line" and '"hello"' in e["text"], 300, "hello after the reset",
+                      mark)
+    rig.wait_moves(BOARD_ID, WANT[:CUT], 60)
+    pico.play(board_timeline(position_after(MOVES[:CUT]), MOVES[CUT:], seed=9, t0=500))
+    rig.wait_moves(BOARD_ID, WANT, 600)
+    assert rig.assert_exact(BOARD_ID, WANT) == ALL
+    device_lines_intact(pico)
+    fields = json.loads(hello["text"])
+    if "reset" not in fields:
+        pytest.xfail("the firmware's hello does not give the reset cause yet (h27b)")
+    assert fields["reset"] in ("wdt", "watchdog")
+
+
+def test_stuck_i2c_device_stall_is_bounded_and_reported(rig: BridgeRig, flashes: FlashCache) -> None:
+    """The MCP23017 at 0x22 holds SDA low for 3 s of device time mid-game: every scan's transfer to it times out,
+    the other chips keep their readings, the stall of a scan stays bounded (heartbeats keep coming), the board
+    reports the bus errors, and once the chip lets go the game goes on."""
+    pico = boot(rig, flashes, {"profile": "mcp23017"}, driver="mcp23017")
+    middle = [{"t": 0, "fault": {"kind": "i2c_stuck", "addr": 0x22, "ms": 3000}}]
+    pico.play(two_halves(4500, middle))
+    rig.wait_moves(BOARD_ID, WANT, 900)
+    assert rig.assert_exact(BOARD_ID, WANT) == ALL
+    recs = device_lines_intact(pico)
+    fault = pico.of("fault")[0]
+    beats = [r for r in recs if r["type"] == "heartbeat" and r["us"] > fault["us"] - 2_000_000]
+    gaps = [b["t"] - a["t"] for a, b in itertools.pairwise(beats)]
+    assert gaps and max(gaps) <= 1500, f"heartbeats {gaps} ms apart: a scan stalled"
+    errors = [r for r in recs if r["type"] == "error" and r["us"] > fault["us"]]
+    assert errors and "sensor bus" in errors[0]["why"], "the bus errors were not reported"
+    assert not pico.of("reset")
+
+
+def test_device_time_across_the_2_to_30_wrap(rig: BridgeRig, flashes: FlashCache) -> None:
+    """The RP2040's timer set (the emulator lets it be) so that ``time.ticks_ms()`` wraps at 2**30 ms 4 s into
+    the board's life, mid-game: no reset, device time on the wire non-decreasing, the game exact."""
+    wrap_ms = 2**30
+    pico = boot(rig, flashes, None, clock_start_ms=wrap_ms - 4000)
+    first_us = pico.of("boot")[0]["us"]
+    assert first_us < wrap_ms * 1000
+    pico.play(board_timeline(chess.Board(), MOVES))
+    rig.wait_moves(BOARD_ID, WANT, 900)
+    assert rig.assert_exact(BOARD_ID, WANT) == ALL
+    recs = device_lines_intact(pico)
+    ts = [r["t"] for r in recs]
+    assert ts == sorted(ts), "the wire time went backwards"
+    moved = [r for r in recs if r["type"] in ("lift", "place")]
+    assert moved[0]["us"] < wrap_ms * 1000 < moved[-1]["us"], "the game did not cross the timer's wrap"
+    assert not pico.of("reset")
+
+
+def test_safe_boot_stays_at_the_repl(flashes: FlashCache, tmp_path: Any) -> None:
+    """clock_white held at power-up: the firmware does not start, the raw REPL answers (mpremote can flash)."""
+    import os
+
+    pico = EmulatedPico(flashes.board(None), tmp_path / "ttyPICO0", "hc165", hold_button="clock_white").start()
+    try:
+        pico.wait(lambda e: e.get("ev") == "usb", 120, "USB")
+        fd = os.open(str(tmp_path / "ttyPICO0"), os.O_RDWR | os.O_NOCTTY)
+        try:
+            got = read_until(fd, b"safe boot", 120, b"")
+            os.write(fd, b"\r\x03\x03")
+            got = read_until(fd, b">>> ", 60, b"\r\n")
+            os.write(fd, b"\r\x01")
+            got = read_until(fd, b"raw REPL; CTRL-B to exit\r\n>", 60, b"")
+        finally:
+            os.close(fd)
+        assert b"raw REPL" in got
+        assert not any('"hello"' in e["text"] for e in pico.of("line"))
+    finally:
+        pico.stop()
+
+
+def read_until(fd: int, marker: bytes, timeout: float, poke: bytes) -> bytes:
+    import os
+    import select
+
+    buf = b""
+    deadline = time.monotonic() + timeout
+    last_poke = 0.0
+    while marker not in buf:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {marker!r} (got {buf[-300:]!r})")
+        if poke and time.monotonic() - last_poke > 2:
+            os.write(fd, poke)
+            last_poke = time.monotonic()
+        r, _, _ = select.select([fd], [], [], 0.2)
+        if r:
+            buf += os.read(fd, 4096)
+    return buf
+
+
+@pytest.mark.parametrize(("board_json", "words"), [
+    ({"wdt": True, "wdt_ms": 50}, "wdt_ms"),
+    ('{"profile": "matrix", "scan_hz": ', "board.json"),
+], ids=["bad-value", "malformed"])
+def test_bad_board_json_stays_up_and_says_why(flashes: FlashCache, tmp_path: Any, board_json: Any,
+                                              words: str) -> None:
+    """A board.json with a bad value, and a malformed one: no boot loop (no reset in 6 s of device time), a hello
+    and an error record naming the fault once a host listens, a ping still answered, and never the defaults
+    in silence (no scanning: no snapshot or heartbeat). Safe boot still works with it (clock_white held)."""
+    from tests.pico.bench_pico import Host
+
+    pico = EmulatedPico(flashes.board(board_json), tmp_path / "ttyPICO0", "hc165").start()
+    try:
+        pico.wait(lambda e: e.get("ev") == "usb", 120, "USB")
+        host = Host(tmp_path / "ttyPICO0")
+        host.send({"cmd": "hello"})
+        hello = host.wait("hello", 300)
+        assert hello["board"] == BOARD_ID
+        error = host.wait("error", 300)
+        assert words in error["why"], error
+        host.send({"cmd": "ping", "id": 7})
+        assert host.wait("pong", 300)["id"] == 7
+        t0 = pico.now_us()
+        while pico.now_us() - t0 < 6_000_000:
+            time.sleep(1)
+        host.drain()
+        host.close()
+        assert not pico.of("reset"), "the board reset (a boot loop)"
+        kinds = {json.loads(e["text"]).get("type") for e in pico.of("line") if e["text"].startswith("{")}
+        assert not kinds & {"snapshot", "heartbeat", "lift", "place"}, f"it scans with defaults: {kinds}"
+    finally:
+        pico.stop()
+    safe = EmulatedPico(flashes.board(board_json), tmp_path / "ttyPICO1", "hc165", hold_button="clock_white")
+    safe.start()
+    try:
+        safe.wait(lambda e: e.get("ev") == "usb", 120, "USB")
+        import os
+
+        fd = os.open(str(tmp_path / "ttyPICO1"), os.O_RDWR | os.O_NOCTTY)
+        try:
+            os.write(fd, b"\r\x03\x03")
+            read_until(fd, b">>> ", 120, b"\r\n")
+            os.write(fd, b"\r\x01")
+            assert b"raw REPL" in read_until(fd, b"raw REPL; CTRL-B to exit\r\n>", 60, b"")
+        finally:
+            os.close(fd)
+    finally:
+        safe.stop()
