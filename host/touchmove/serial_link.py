@@ -279,6 +279,10 @@ class SerialLink:
         if not data:
             self._finish("port error: device disconnected (end of file)")
             return
+        self._received(data)
+
+    def _received(self, data: bytes) -> None:
+        """Pass on the lines completed by ``data``, the bytes just read (a vendor's board link translates them)."""
         lines = self._splitter.feed(data)
         if lines:
             self._on_lines(self, lines)

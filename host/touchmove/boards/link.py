@@ -76,18 +76,7 @@ class BoardLink(SerialLink):
         self._write_bytes(self.translator.start(self.now()))
         self._timer = loop.call_later(TICK_S, self._tick)
 
-    def _readable(self) -> None:
-        assert self._fd is not None
-        try:
-            data = os.read(self._fd, 65536)
-        except BlockingIOError:
-            return
-        except OSError as exc:
-            self._finish(f"port error: {exc}")
-            return
-        if not data:
-            self._finish("port error: device disconnected (end of file)")
-            return
+    def _received(self, data: bytes) -> None:
         lines = self.translator.feed(data, self.now())
         self._write_bytes(self.translator.drain())    # before the bridge answers the lines (order matters)
         if lines:

@@ -24,12 +24,18 @@ from touchmove.bridge.port_report import PortReport
 from touchmove.bridge.session import BoardSession
 from touchmove.journal import iso_now
 from touchmove.mqtt_bridge import OFFLINE, ONLINE
-from touchmove.serial_link import DecodeError, Message, SerialLink, decode, find_ports
+from touchmove.serial_link import FROM_BOARD, DecodeError, Message, SerialLink, decode, find_ports
 
 if TYPE_CHECKING:
     from touchmove.bridge.daemon import Bridge
 
 log = logging.getLogger("touchmove.bridge")
+
+
+def accepted_by(link: SerialLink) -> frozenset[str]:
+    """Return the record types ``link``'s lines may carry: a touchmove board's unless the link says otherwise
+    (a vendor board's adapter, :class:`touchmove.boards.link.BoardLink`)."""
+    return getattr(link, "accepts", FROM_BOARD)
 
 #: Lines kept from a port before its board has said hello.
 MAX_PENDING = 4000
@@ -149,7 +155,7 @@ class BoardPorts:
         for line in lines:
             self.bridge.stats["lines"] += 1
             try:
-                msg = decode(line, link.accepts)
+                msg = decode(line, accepted_by(link))
             except DecodeError as exc:
                 self.bridge.stats["malformed"] += 1
                 if link.board is None:
@@ -211,7 +217,7 @@ class BoardPorts:
         msgs: list[Message] = []
         for line in pending:
             with contextlib.suppress(DecodeError):
-                msgs.append(decode(line, link.accepts))
+                msgs.append(decode(line, accepted_by(link)))
         if boot != sess.boot:
             first_t = msgs[0].t if msgs else hello.t
             if sess.boot is None and sess.last_t == 0:
