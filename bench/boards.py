@@ -4,15 +4,17 @@ Part 1, per board type, over the shared games (../shared/data/games) played by t
 board's emulator and translator on a simulated clock (touchmove.sim.harness: the protocol path of ``touchmove
 run`` without the pty), once with the default hands and once with fast replies (bullet: an answer 60-120 ms after
 the move it answers, within one DGT scan). The engine's settle time is the bridge's for that board: 300 ms for
-DGT boards, 200 for the others. A game is *exact* when the engine's moves are the game's; else it
-*alerted* (changes_lost or another alert says the board was not read) or is *wrong without an alert* (the
-figure that must stay 0).
+DGT boards, 200 for the others. A game is *exact* when the engine's moves are the game's, *recovered* when
+they are but some came from the lost-changes search (a ``changes_lost`` alert: the scans mixed plies and the
+pieces shown told which); else it ends on ``changes_lost`` (the only alert), ``board_mismatch``,
+``illegal_move`` or another alert, or is *wrong* without an alert (the figure that must stay 0).
 
 Part 2, per board type: the emulator on a pty at real speed, the real bridge (``touchmove run``) and a private
 Mosquitto; the time from a piece's placement on the emulated board to the ``move`` event on MQTT (median, p90,
 max over the plies of the first moves of the Opera Game).
 
-    .venv/bin/python bench/boards.py [--games N] [--latency-plies N] [--skip-latency]
+    .venv/bin/python bench/boards.py [--games N] [--boards dgt,chesslink,chessnut] [--hands default|fast|both]
+                                     [--latency-plies N] [--skip-latency]
 """
 
 from __future__ import annotations
@@ -31,13 +33,12 @@ from pathlib import Path
 import chess
 import chess.pgn
 
-from touchmove import hands
-from touchmove.broadcast.local_broker import LocalBroker
-from touchmove.demo import DEFAULT_PGN, read_game
-from touchmove.ptyboard import PtyBoard
 from touchmove.rules import Engine
-from touchmove.sim import harness, timeline
+from touchmove.sim import hands, harness, timeline
+from touchmove.sim.demo import DEFAULT_PGN, read_game
+from touchmove.sim.local_broker import LocalBroker
 from touchmove.sim.pieces import Change, piece_timeline
+from touchmove.sim.ptyboard import PtyBoard
 
 REPO = Path(__file__).resolve().parents[1]
 GAMES = REPO.parent / "shared" / "data" / "games"
@@ -77,30 +78,39 @@ def replay(start: chess.Board, records: list[object], settle_ms: int = 200) -> t
     return moves, alerts
 
 
-def games_given_back(limit: int) -> None:
+def outcome(got: list[str], want: list[str], alerts: list[str]) -> str:
+    """Return what became of one game: ``exact`` (the game's moves, no lost changes), ``recovered`` (the game's
+    moves, some of them recovered after a ``changes_lost``), else the alert it ends on: ``changes_lost`` when that
+    is the only kind (besides ``board_restored``), else the first other alert; ``wrong`` when no alert says so."""
+    if got == want:
+        return "recovered" if "changes_lost" in alerts else "exact"
+    others = [a for a in alerts if a not in ("changes_lost", "board_restored")]
+    if others:
+        return others[0]
+    return "changes_lost" if alerts else "wrong"
+
+
+COLUMNS = ("exact", "recovered", "changes_lost", "board_mismatch", "illegal_move", "other alert", "wrong")
+
+
+def games_given_back(limit: int, protocols: list[str], styles: list[str]) -> None:
     games = load(limit)
     print(f"part 1: {len(games)} shared games per board type and hands (simulated clock)")
-    print(f"{'board':10} {'hands':14} {'exact':>7} {'alerted':>8} {'changes_lost':>13} {'wrong, no alert':>16}")
-    for protocol in PROTOCOLS:
-        for style_name, style in STYLES.items():
-            exact = alerted = lost = silent = 0
+    print(f"{'board':10} {'hands':14} " + " ".join(f"{c:>14}" for c in COLUMNS))
+    for protocol in protocols:
+        for style_name in styles:
+            style = STYLES[style_name]
+            counts = dict.fromkeys(COLUMNS, 0)
             t0 = time.monotonic()
             for i, (start, moves) in enumerate(games):
                 events = piece_timeline(start, moves, random.Random(i), style)
                 run = harness.run(protocol, start, events, seed=i)
                 assert run.translator is not None
                 got, alerts = replay(start, run.records, max(200, run.translator.min_settle_ms))
-                want = [m.uci() for m in moves]
-                if got == want:
-                    exact += 1
-                elif alerts:
-                    alerted += 1
-                    lost += "changes_lost" in alerts
-                else:
-                    silent += 1
-            n = len(games)
-            print(f"{protocol:10} {style_name:14} {exact:>4}/{n} {alerted:>8} {lost:>13} {silent:>16}"
-                  f"   ({time.monotonic() - t0:.0f} s)", flush=True)
+                kind = outcome(got, [m.uci() for m in moves], alerts)
+                counts[kind if kind in counts else "other alert"] += 1
+            print(f"{protocol:10} {style_name:14} " + " ".join(f"{counts[c]:>14}" for c in COLUMNS)
+                  + f"   ({time.monotonic() - t0:.0f} s)", flush=True)
 
 
 def latency(protocol: str, plies: int, tmp: Path) -> list[float]:
@@ -166,11 +176,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--games", type=int, default=300)
     parser.add_argument("--latency-plies", type=int, default=16)
+    parser.add_argument("--boards", default=",".join(PROTOCOLS),
+                        help="the board types of part 1, comma-separated (default: all three)")
+    parser.add_argument("--hands", choices=("default", "fast", "both"), default="both",
+                        help="the hands of part 1: default hands, fast replies, or both (default)")
     parser.add_argument("--skip-latency", action="store_true")
     args = parser.parse_args()
+    protocols = [p.strip() for p in args.boards.split(",") if p.strip()]
+    unknown = [p for p in protocols if p not in PROTOCOLS]
+    if unknown or not protocols:
+        parser.error(f"--boards takes {', '.join(PROTOCOLS)}, not {', '.join(unknown) or 'nothing'}")
+    styles = {"default": ["default hands"], "fast": ["fast replies"], "both": list(STYLES)}[args.hands]
     if not GAMES.is_dir():
         raise SystemExit(f"the shared games are not at {GAMES}")
-    games_given_back(args.games)
+    games_given_back(args.games, protocols, styles)
     if args.skip_latency:
         return
     print(f"part 2: placement -> MQTT move, real bridge and Mosquitto, {args.latency_plies} plies at real speed")

@@ -31,8 +31,8 @@ from pathlib import Path
 import aiohttp
 import aiomqtt
 
-from touchmove.broadcast.local_broker import LocalBroker, free_port
-from touchmove.broadcast.simboards import SimBoard, SimRound, round_toml
+from touchmove.sim.broadcast_boards import SimBoard, SimRound, round_toml
+from touchmove.sim.local_broker import LocalBroker, free_port
 
 COMMENT = re.compile(r"\{[^}]*\}")
 ROUND = re.compile(r'\[Round "\d+\.(\d+)"\]')

@@ -26,7 +26,7 @@ def tournament(boards: int, out: Path) -> Broadcaster:
                 for n in range(1, boards + 1)]
     data = {"event": "bench", "round": 1, "broadcast": {"output_dir": str(out)},
             "rounds": [{"number": 1, "date": "2026-11-29", "boards": pairings}]}
-    return Broadcaster(parse_tournament(data), output_dir=out)
+    return Broadcaster(parse_tournament(data), output_dir=out).open()
 
 
 def run(boards: int, moves: int, opening: int, seed: int) -> list[float]:

@@ -37,9 +37,9 @@ import aiohttp
 from bridge_latency import raise_fd_limit, simulate
 from broadcast_latency import PlyCounter, pct
 
-from touchmove.broadcast.local_broker import free_port
-from touchmove.clusterdemo import connected_node, rotated
-from touchmove.natscluster import NatsCluster
+from touchmove.sim.clusterdemo import connected_node, rotated
+from touchmove.sim.local_broker import free_port
+from touchmove.sim.natscluster import NatsCluster
 
 REPO = Path(__file__).resolve().parents[1]
 TICK = os.sysconf("SC_CLK_TCK")

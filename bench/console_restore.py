@@ -2,7 +2,7 @@
 
 Prints figures; not a test. Writes ``round-1-console.jsonl`` as the broadcaster keeps it (every board's game
 of random legal moves, each ply a binding touch, the move and the clock press, one alert per board), then
-times ``Broadcaster(...)`` reading it: the touch timelines, alerts and claim windows as before the restart.
+times ``Broadcaster(...).open()`` reading it: the touch timelines, alerts and claim windows as before the restart.
 
     .venv/bin/python bench/console_restore.py --boards 200 --plies 100
 """
@@ -74,7 +74,7 @@ def main() -> None:
         path = out / "round-1-console.jsonl"
         path.write_text("\n".join(lines) + "\n")
         start = time.perf_counter()
-        hub = Broadcaster(tournament, output_dir=out)
+        hub = Broadcaster(tournament, output_dir=out).open()
         took = time.perf_counter() - start
         kept = sum(len(g.events) for games in hub.console.events.boards.values() for g in games.values())
         print(f"{len(lines)} events ({path.stat().st_size / 1e6:.1f} MB) of {args.boards} boards read back in "

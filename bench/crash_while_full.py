@@ -23,7 +23,8 @@ from tests.e2e.crash_while_full import CrashRun, can_mount, crash_while_full
 
 
 def reordering(run: CrashRun) -> str:
-    return f", {run.reordered} plies recovered in another order" if run.reordered else ""
+    amended = f", {run.amended} plies amended to the order published" if run.amended else ""
+    return (f", {run.reordered} plies recovered in another order" if run.reordered else "") + amended
 
 
 def main() -> int:

@@ -32,8 +32,8 @@ import aiohttp
 import aiomqtt
 import chess
 
-from touchmove.broadcast.local_broker import LocalBroker, free_port
-from touchmove.broadcast.simboards import SimBoard, SimBridge, SimRound, round_toml
+from touchmove.sim.broadcast_boards import SimBoard, SimBridge, SimRound, round_toml
+from touchmove.sim.local_broker import LocalBroker, free_port
 
 EVENT_PLY = re.compile(rb'"ply":(\d+),')
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

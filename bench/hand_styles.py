@@ -1,4 +1,4 @@
-"""How many shared games come back exactly from each of the harder hands (``touchmove.hands.HARDER_HANDS``).
+"""How many shared games come back exactly from each of the harder hands (``touchmove.sim.hands.HARDER_HANDS``).
 
 Every game of ../shared/data/games is played alone on a board by each kind of hands (a seed per game and kind),
 replayed through the engine, and compared move by move with the game. Printed per kind: games exact, games lost
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import chess
 
-from touchmove.hands import HARDER_HANDS, Hands, Style, play, playable_moves, read_games
 from touchmove.rules import Engine
 from touchmove.rules.events import Alert
+from touchmove.sim.hands import HARDER_HANDS, Hands, Style, play, playable_moves, read_games
 
 GAMES_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "games"
 

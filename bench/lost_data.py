@@ -1,5 +1,5 @@
 """Lost data: every shared game played by the modelled hands, with every record of a 0.5–8 s window mid-game lost
-and the firmware's snapshot on reconnection (touchmove.lost_data). Prints how many games come back exactly:
+and the firmware's snapshot on reconnection (touchmove.sim.lost_data). Prints how many games come back exactly:
 
 * by how many legal explanations the lost window has (the legal sequences of plies, shortest first, from the
   position the engine was sure of to the snapshot's occupancy; a move under way at the end included);
@@ -27,10 +27,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from touchmove.hands import Style, playable_moves, read_games
-from touchmove.lost_data import WINDOW_KINDS, WINDOW_MS, lost_game
 from touchmove.rules import Alert, Engine
 from touchmove.rules.recovery import search
+from touchmove.sim.hands import Style, playable_moves, read_games
+from touchmove.sim.lost_data import WINDOW_KINDS, WINDOW_MS, lost_game
 
 #: The recovery bar: a window with one explanation is recovered within this (ms).
 BAR_MS = 50.0
@@ -44,6 +44,9 @@ def run(limit: int | None, seed: int, only: set[int] | None = None, show: bool =
         window_ms: tuple[int, int] = WINDOW_MS, style: Style | None = None) -> int:
     rows: Counter[tuple[str, bool]] = Counter()
     searches: dict[tuple[int, str], list[float]] = {}
+    cpu: dict[int, list[float]] = {}
+    #: per plies really lost: windows, back exactly; with one explanation, back exactly; searches that gave up
+    by_plies: dict[int, Counter[str]] = {}
     gave_up_nodes: list[int] = []
     illegal = 0
     lost_alerts = 0
@@ -61,11 +64,13 @@ def run(limit: int | None, seed: int, only: set[int] | None = None, show: bool =
             lost = lost_game(board, moves, random.Random(f"{seed}-{count}"), style, window_ms)
             recording, window, kind = lost.recording, lost.window, lost.kind
             if lost.sure is not None:
-                s0 = time.perf_counter()
+                s0, c0 = time.perf_counter(), time.process_time()
                 result = search(lost.sure, window.occ)
                 searches.setdefault((lost.lost_plies, kind), []).append((time.perf_counter() - s0) * 1000)
+                cpu.setdefault(lost.lost_plies, []).append((time.process_time() - c0) * 1000)
                 if result.gave_up and not result.ambiguous:
                     gave_up_nodes.append(result.nodes)
+                by_plies.setdefault(lost.lost_plies, Counter())["gave up"] += result.gave_up
             engine = Engine(fen=board.fen(), chess960=board.chess960)
             t0 = time.process_time()
             events = []
@@ -79,6 +84,12 @@ def run(limit: int | None, seed: int, only: set[int] | None = None, show: bool =
             lost_alerts += sum(a.code == "changes_lost" for a in alerts)
             exact = engine.games[0].moves == moves if engine.games else False
             rows[(kind, exact)] += 1
+            if lost.sure is not None:
+                tally = by_plies.setdefault(lost.lost_plies, Counter())
+                tally["windows"] += 1
+                tally["exact"] += exact
+                tally["one"] += kind == "one explanation"
+                tally["one exact"] += exact and kind == "one explanation"
             if show and (raised or (kind == "one explanation" and not exact)):
                 players = f"{game.headers.get('White', '?')}-{game.headers.get('Black', '?')}"
                 print(f"  game {count} ({path.name}, {players}):"
@@ -116,7 +127,25 @@ def run(limit: int | None, seed: int, only: set[int] | None = None, show: bool =
         print(line + (f"; gave up {gave}" if gave else ""))
     if gave_up_nodes:
         print(f"  of which at the position bound (not too many explanations): {len(gave_up_nodes)}")
+    print("  by plies really lost: windows, back exactly; one explanation, back exactly; search gave up; search "
+          "p50 / p99 / max ms wall clock (CPU)")
+    for plies in sorted(by_plies):
+        tally, every, used = by_plies[plies], sorted(searches_of(searches, plies)), sorted(cpu.get(plies, []))
+        print(f"    {plies} plies: {tally['windows']:>4} windows, {tally['exact']:>4} exact; one explanation "
+              f"{tally['one']:>4}, {tally['one exact']:>4} exact; gave up {tally['gave up']:>3}; "
+              f"{quantile(every, 0.5):6.1f} / {quantile(every, 0.99):6.1f} / {every[-1]:6.1f} ms "
+              f"({quantile(used, 0.5):.1f} / {quantile(used, 0.99):.1f} / {used[-1]:.1f})")
     return 0
+
+
+def searches_of(searches: dict[tuple[int, str], list[float]], plies: int) -> list[float]:
+    """Return every search time of windows with ``plies`` plies really lost."""
+    return [ms for (p, _), values in searches.items() if p == plies for ms in values]
+
+
+def quantile(values: list[float], q: float) -> float:
+    """Return the ``q`` quantile of sorted ``values`` (the nearest rank)."""
+    return values[min(len(values) - 1, int(q * len(values)))]
 
 
 def sweep(limit: int | None, seed: int) -> int:
@@ -160,7 +189,9 @@ def sweep(limit: int | None, seed: int) -> int:
         every = [ms for values in kinds.values() for ms in values]
         one = kinds.get("one", [])
         parts = [f"{kind} {len(values)}" for kind, values in sorted(kinds.items())]
-        line = (f"  {plies} plies: median {statistics.median(every):6.1f} ms, max {max(every):7.1f} ms; "
+        every.sort()
+        line = (f"  {plies} plies: median {statistics.median(every):6.1f} ms, p99 {quantile(every, 0.99):7.1f} ms, "
+                f"max {max(every):7.1f} ms; "
                 + ", ".join(parts))
         if one:
             line += (f"; one explanation within {BAR_MS:g} ms: {sum(ms <= BAR_MS for ms in one)}/{len(one)} "

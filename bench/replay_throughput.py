@@ -1,6 +1,6 @@
 """Replay throughput of the rules engine on recordings of the real games in ../shared/data/games.
 
-Each game is played by the modelled hands (touchmove.hands: captures in varied orders, slides, bounces, chatter,
+Each game is played by the modelled hands (touchmove.sim.hands: captures in varied orders, slides, bounces, chatter,
 clock presses) into a recording; the recordings are made first and not timed. Then, on one core:
 
 * engine: parsed records through ``Engine.feed`` (records/s and µs per record);
@@ -32,9 +32,9 @@ from pathlib import Path
 import chess
 
 from touchmove import records
-from touchmove.hands import Hands, Style, game_timing, play, playable_moves, read_games, with_heartbeats
 from touchmove.replay import replay
 from touchmove.rules import Engine
+from touchmove.sim.hands import Hands, Style, game_timing, play, playable_moves, read_games, with_heartbeats
 
 GAMES_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "games"
 

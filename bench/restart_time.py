@@ -27,12 +27,12 @@ from pathlib import Path
 
 import chess
 
-from touchmove import checkpoint, records
-from touchmove.bridge import CHECKPOINT_EVERY, Bridge
+from touchmove import records
+from touchmove.bridge import CHECKPOINT_EVERY, Bridge, checkpoint
+from touchmove.bridge.journal import Journal
 from touchmove.config import BridgeConfig
-from touchmove.hands import Hands, Style, play_session, playable_moves, read_games
-from touchmove.journal import Journal
 from touchmove.rules import Engine
+from touchmove.sim.hands import Hands, Style, play_session, playable_moves, read_games
 
 REPO = Path(__file__).resolve().parents[1]
 GAMES_DIR = REPO.parent / "shared" / "data" / "games"
@@ -108,6 +108,7 @@ def restore_time(path: Path, key: Path) -> tuple[float, Bridge]:
     async def run() -> tuple[float, Bridge]:
         bridge = Bridge(BridgeConfig(settle_ms=SETTLE_MS, journal=str(path), checkpoint_key=str(key)),
                         session="bench")
+        bridge.open()
         bridge._loop = asyncio.get_running_loop()
         start = time.perf_counter()
         bridge.restore()
@@ -133,7 +134,7 @@ def main() -> int:
         sessions = {f"board{b:03d}": [rng.choice(pool) for _ in range(args.rounds)] for b in range(args.boards)}
         for rounds in sorted({1, args.rounds}):
             path = work / f"journal-{rounds}.sqlite3"
-            journal = Journal(path)
+            journal = Journal.open(path)
             start = time.perf_counter()
             for i, (board, session) in enumerate(sessions.items()):
                 engines[board] = write_board(journal, board, session[:rounds], seed=i, key=key)

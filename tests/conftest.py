@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from touchmove.broadcast.local_broker import LocalBroker
-from touchmove.checkpoint import KEY_ENV
+from touchmove.bridge.checkpoint import KEY_ENV
+from touchmove.sim.local_broker import LocalBroker
 
 REQUIRE_ALL = os.environ.get("TOUCHMOVE_REQUIRE_ALL") == "1"
 

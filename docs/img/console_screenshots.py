@@ -22,10 +22,10 @@ from typing import Any
 
 import aiomqtt
 
-from touchmove.broadcast.local_broker import LocalBroker
 from touchmove.broadcast.service import BroadcastService
-from touchmove.broadcast.simboards import SimBoard, SimBridge
 from touchmove.broadcast.tournament import parse_tournament
+from touchmove.sim.broadcast_boards import SimBoard, SimBridge
+from touchmove.sim.local_broker import LocalBroker
 
 HERE = Path(__file__).resolve().parent
 FIRST = ["Anna", "Boris", "Chen", "Dara", "Emil", "Fatima", "Goran", "Hana", "Ivan", "Jana", "Kofi", "Lena",

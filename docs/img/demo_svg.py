@@ -1,7 +1,7 @@
 """Draw docs/img/demo.svg: the demo's terminal view at the end of the Opera Game (``python docs/img/demo_svg.py``).
 
 The game is played by the hand model through the rules engine, as ``touchmove demo`` plays it; the view is the
-demo's own (:class:`touchmove.demo.View`), printed by rich and saved as SVG.
+demo's own (:class:`touchmove.sim.demo.View`), printed by rich and saved as SVG.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from pathlib import Path
 
 from rich.console import Console
 
-from touchmove import demo, records
+from touchmove import records
 from touchmove.replay import replay
 from touchmove.rules import Engine
+from touchmove.sim import demo
 
 OUT = Path(__file__).with_name("demo.svg")
 

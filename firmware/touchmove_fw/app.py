@@ -4,7 +4,7 @@ import asyncio
 import gc
 import time
 
-from . import FW_NAME, FW_VERSION, protocol
+from . import FW_ID, FW_NAME, protocol
 from .clock import add, diff
 from .evqueue import BUTTON0, STATE, EventQueue
 from .leds import BUDGET_MA, Leds
@@ -65,19 +65,21 @@ class App:
     # ---- messages ----
     def send_hello(self):
         rate = self.cfg.get("speed", 1) if self.cfg.get("driver") == "sim" else 1
-        return self.out.send("hello", protocol.hello_fields(FW_VERSION, self.board_id, self.boot, rate, self.about))
+        return self.out.send("hello", protocol.hello_fields(FW_ID, self.board_id, self.boot, rate, self.about))
 
     def send_snapshot(self, kind="snapshot", t=-1):
         return self.out.send(kind, protocol.occ_fields(self.scanner.occupancy()), t)
 
-    def flush(self):
-        """Move queued events into the output as far as it has room, then write what the port accepts now.
+    def flush(self, pump=True):
+        """Move queued events into the output as far as it has room, then (``pump``) write what the port accepts
+        now.
 
         Never waits for the host: what does not fit stays queued; if the queue overflowed meanwhile, the
         backlog is discarded and one snapshot (the current state) replaces it once there is room."""
         q = self.q
         out = self.out
-        out.pump()
+        if pump:
+            out.pump()
         if q.overflow:
             if out.room() < _ROOM:
                 return
@@ -107,7 +109,8 @@ class App:
                 self.failed_told = f
                 out.error("commands: %d since boot got no answer (%d out of memory)" % (f, self.failed_oom))
             self._collect()
-        out.pump()
+        if pump:
+            out.pump()
 
     def _collect(self):
         # Once a second, off the scan path: keeps GC pauses small and predictable.
@@ -120,12 +123,14 @@ class App:
 
     # ---- commands ----
     def command(self, line):
-        """Carry out one host command line (commands.py, loaded at the first command)."""
-        self.flush()  # earlier events go out first, so t stays in order
+        """Carry out one host command line (commands.py, loaded at the first command). Writes nothing itself:
+        the writer task sends the reply, so a host that sends many commands cannot keep the scan waiting on the
+        port."""
+        self.flush(False)  # earlier events go into the output first, so t stays in order
         from .commands import handle
 
         handle(self, line)
-        self.out.pump()
+        self.wake.set()
 
     # ---- tasks ----
     async def scan_task(self):
@@ -206,6 +211,9 @@ class App:
                 r = la.feed(b)
                 if r != NONE:
                     self.line_done(la, r)
+                    # the scan goes first: a backlog of commands (a host that sent many at once) is carried
+                    # out one per turn of the event loop, never several between two scans
+                    await asyncio.sleep_ms(0)
                 k += 1
                 if inp is None or k >= READ_CHUNK or not inp.waiting():
                     break

@@ -3,7 +3,7 @@
 # defaults would hide it. So the board stays up and tells the host: a hello (the host knows which board) and
 # an error record with the sentence, again at every hello command and every 10 s; a ping gets its pong;
 # every other command gets the error. Ctrl-C works here (mpremote can fix board.json), and so does safe boot.
-from . import FW_NAME, FW_VERSION, protocol
+from . import FW_ID, FW_NAME, protocol
 from .link import LINE, TOO_LONG, LineAssembler, Output
 
 try:
@@ -31,7 +31,7 @@ def serve(cfg, why, port, board_id, boot, clock, until=None):
     why = "firmware not started: " + why
 
     def hello():
-        out.send("hello", protocol.hello_fields(FW_VERSION, board_id, boot, 1, about))
+        out.send("hello", protocol.hello_fields(FW_ID, board_id, boot, 1, about))
         out.error(why)
 
     hello()

@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-from collections.abc import Iterable
+from collections.abc import Coroutine, Iterable
+from typing import Any, TypeVar
 
 import aiomqtt
 from paho.mqtt.subscribeoptions import SubscribeOptions
@@ -21,9 +22,15 @@ from touchmove.brokers import refused_subscription
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 #: How long a CONNACK may take before the next node is tried. A NATS node whose JetStream is electing leaders
 #: held a CONNECT for the client's default 10 s in a measurement while another node answered at once.
 CONNECT_TIMEOUT_S = 2.0
+#: The CONNACK wait doubles with each whole round of the nodes that failed, up to this: a cluster whose every
+#: node is slow to answer (JetStream re-electing on a loaded machine: a CONNECT waits for the sessions stream)
+#: still takes a connection, where a fixed 2 s would give up on each node just before it answers.
+CONNECT_TIMEOUT_MAX_S = 8.0
 #: How long a QoS 1 publish or a subscription may wait for the broker's answer on a connection that is alive.
 REPLY_TIMEOUT_S = 10.0
 #: The same right after a fail-over, until the first acknowledgement: a NATS node drops the QoS 1 publishes it
@@ -34,6 +41,32 @@ SUBSCRIBE_RETRY_S = 15.0
 SUBSCRIBE_PAUSE_S = 0.25
 #: A peer that leaves sent data unacknowledged this long is dead (a machine lost, a cable pulled).
 TCP_USER_TIMEOUT_MS = 2000
+
+
+async def one_attempt(attempt: Coroutine[Any, Any, T]) -> T:
+    """Run one connection attempt as a task of its own; return what it returns or raise what it raises.
+
+    A cancellation of the caller cancels the attempt, waits for it to end, and is raised whatever the attempt
+    made of it. A reconnect loop runs each attempt through here because an attempt may turn a cancellation
+    into an :class:`aiomqtt.MqttError` (aiomqtt's disconnect on the way out, Python 3.11's ``TaskGroup``
+    beside a failing child), which the loop would take for a lost connection and try again for ever: a bridge
+    or broadcaster asked to stop that never stops.
+    """
+    task = asyncio.ensure_future(attempt)
+    try:
+        await asyncio.wait([task])
+    except asyncio.CancelledError:
+        task.cancel()
+        await asyncio.wait([task])
+        if not task.cancelled():
+            task.exception()      # retrieved: the caller's cancellation is what counts now
+        raise
+    return task.result()
+
+
+def connect_timeout(rounds_failed: int) -> float:
+    """Return how long a CONNACK may take after ``rounds_failed`` whole rounds of the nodes failed in a row."""
+    return min(CONNECT_TIMEOUT_MAX_S, CONNECT_TIMEOUT_S * (1 << min(max(rounds_failed, 0), 8)))
 
 
 def socket_options() -> list[tuple[int, int, int]]:

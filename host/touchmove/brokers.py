@@ -131,6 +131,8 @@ class Endpoints:
             raise BrokerSettingError("at least one broker URL is needed")
         self._index = start % len(self.all)
         self._failed_in_row = 0
+        #: whole rounds of the nodes that failed since the last connection
+        self.rounds_failed = 0
 
     @property
     def current(self) -> Endpoint:
@@ -142,8 +144,10 @@ class Endpoints:
         self._failed_in_row += 1
         if self._failed_in_row >= len(self.all):
             self._failed_in_row = 0
+            self.rounds_failed += 1
             return True
         return False
 
     def connected(self) -> None:
         self._failed_in_row = 0
+        self.rounds_failed = 0

@@ -25,16 +25,16 @@ __all__ = ["EXIT_BROKEN_PIPE", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_USAGE", "
 SUBCOMMANDS: list[tuple[str, str, str]] = [
     ("replay", "touchmove.replay", "replay a recording (JSON lines) through the rules engine"),
     ("run", "touchmove.bridge", "serve serial boards: moves and alerts to MQTT, everything to the journal"),
-    ("demo", "touchmove.demo", "a simulated board plays a game through firmware, bridge and MQTT"),
+    ("demo", "touchmove.sim.demo", "a simulated board plays a game through firmware, bridge and MQTT"),
     ("export", "touchmove.export", "write a board's recording and PGN from the bridge's journal"),
     ("broadcast", "touchmove.broadcast.command", "live round PGN and the arbiter's dashboard"),
-    ("broadcast-demo", "touchmove.broadcast.demo", "a simulated round through a private broker, checked"),
+    ("broadcast-demo", "touchmove.sim.broadcast_demo", "a simulated round through a private broker, checked"),
     ("arbiters", "touchmove.broadcast.arbiter_accounts", "arbiters' accounts for the console: add, list, revoke"),
     ("init", "touchmove.samples", "write a commented sample configuration (bridge or tournament)"),
     ("board-check", "touchmove.board_check", "bring-up: a live 8x8 view of a board's sensors, what looks wrong"),
     ("doctor", "touchmove.doctor", "check a deployment (brokers, credentials, journal, ports, clocks)"),
     ("broker-auth", "touchmove.brokerauth", "per-service broker users and access rules (Mosquitto, NATS)"),
-    ("cluster-demo", "touchmove.clusterdemo", "three halls on a 3-node NATS cluster, a node killed mid-round"),
+    ("cluster-demo", "touchmove.sim.clusterdemo", "three halls on a 3-node NATS cluster, a node killed mid-round"),
 ]
 
 #: The options the ``touchmove`` command itself takes before a COMMAND.

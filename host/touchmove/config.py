@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from touchmove import board_ids
+from touchmove.board_protocols import PROTOCOL_NAMES
 from touchmove.brokers import PASSWORD_ENV, USERNAME_ENV, BrokerSettingError, Endpoint, parse_url, read_secret
 
 DEFAULT_BASE_TOPIC = "touchmove"
@@ -118,7 +119,7 @@ class BridgeConfig:
     serial: SerialConfig = field(default_factory=SerialConfig)
     settle_ms: int = 200
     journal: str = "touchmove-journal.sqlite3"
-    #: the file with the key that signs engine checkpoints (None: touchmove.checkpoint.key_path's default)
+    #: the file with the key that signs engine checkpoints (None: touchmove.bridge.checkpoint.key_path's default)
     checkpoint_key: str | None = None
     #: board id -> the USB serial number its port must have (``[boards.<id>] usb_serial``)
     board_serials: dict[str, str] = field(default_factory=dict)
@@ -257,8 +258,6 @@ def _board_serials(boards_t: Any) -> dict[str, str]:
 
 def _board_ports(entries: list[Any]) -> tuple[BoardPort, ...]:
     """Return the ``[serial] boards`` entries, or raise :class:`ConfigError`."""
-    from touchmove.boards import PROTOCOL_NAMES
-
     out = []
     for entry in entries:
         if not isinstance(entry, dict):

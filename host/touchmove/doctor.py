@@ -173,7 +173,7 @@ def check_journal(report: Report, path: Path) -> None:
 
 
 def check_checkpoint_key(report: Report, configured: str | None) -> None:
-    from touchmove.checkpoint import CheckpointKeyError, find_key, key_path
+    from touchmove.bridge.checkpoint import CheckpointKeyError, find_key, key_path
 
     path = key_path(configured)
     try:
@@ -369,7 +369,7 @@ async def doctor_broadcast(report: Report, path: Path, timeout: float) -> None:
 
 def check_arbiters(report: Report, output_dir: Path, shared_token: str | None) -> None:
     """Report who may act in the console: the accounts the broadcaster itself will accept."""
-    from touchmove.broadcast.arbiters import ArbiterConfigError, accounts_summary, book_for
+    from touchmove.broadcast.arbiter_book import ArbiterConfigError, accounts_summary, book_for
 
     try:
         book = book_for(output_dir, shared_token)

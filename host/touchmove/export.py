@@ -16,8 +16,8 @@ from pathlib import Path
 
 import chess.pgn
 
-from touchmove import checkpoint
-from touchmove.journal import Journal
+from touchmove.bridge import checkpoint
+from touchmove.bridge.journal import Journal
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ def export_command(args: argparse.Namespace) -> int:
     if problem is not None:
         print(f"touchmove export: {problem}", file=sys.stderr)
         return 2
-    journal = Journal(args.journal)
+    journal = Journal.open(args.journal)
     try:
         boards = [row.board for row in journal.boards()]
         board = args.board

@@ -18,6 +18,9 @@ resync     ``moves`` (SAN/UCI) or ``fen``   arbiter's correction: the plies sinc
                                             or the position now; the current game goes on
 result     ``result``, ``reason``           arbiter's declaration of how the game ended where the board
                                             cannot see it (resignation, time, agreement)
+published  ``moves`` (SAN/UCI)              the bridge's: the current game's plies from its start as it
+                                            had published them before a restart (read back from the
+                                            broker), evidence of the order of plies recovered unseen
 ========== ================================ ==========================================================
 
 Numbers are range-checked: ``t`` is 0 .. 2**40 ms (about 35 years), ``remaining`` 0 .. 100 hours, ``ply``
@@ -44,6 +47,8 @@ from touchmove.values import value
 PIECE_LETTERS = ("q", "r", "b", "n")
 #: The most plies one ``resync`` record may give.
 MAX_RESYNC_MOVES = 600
+#: The most plies one ``published`` record may give (a game's, from its start).
+MAX_PUBLISHED_MOVES = 1200
 _PIECE_TYPES = {"q": chess.QUEEN, "r": chess.ROOK, "b": chess.BISHOP, "n": chess.KNIGHT}
 _SQUARES = {name: sq for sq, name in enumerate(chess.SQUARE_NAMES)}
 _PIECE_LETTERS = frozenset("PNBRQKpnbrqk")
@@ -170,6 +175,17 @@ class Result:
 
 
 @value
+class Published:
+    """The bridge's evidence after a restart: the current game's plies (SAN or UCI, from its start) as the bridge had
+    published them before (read back from the broker's retained PGN). The board cannot tell orders of the same
+    plies apart; this tells the order consumers were given."""
+
+    t: int
+    moves: tuple[str, ...]
+    type: Literal["published"] = "published"
+
+
+@value
 class Other:
     """A record of a type the rules engine does not use (``hello``, ``button``, or an unknown type)."""
 
@@ -183,7 +199,7 @@ class Other:
         return self.type in PROTOCOL_ONLY_TYPES
 
 
-Record = Lift | Place | Snapshot | Promote | Clock | Setup | TakebackRequest | Resync | Result | Other
+Record = Lift | Place | Snapshot | Promote | Clock | Setup | TakebackRequest | Resync | Result | Published | Other
 
 
 def _square(obj: dict[str, Any]) -> chess.Square:
@@ -279,6 +295,8 @@ def from_dict(obj: Any) -> Record:
         return _resync(t, obj)
     if kind == "result":
         return _result(t, obj)
+    if kind == "published":
+        return Published(t, _moves(obj, MAX_PUBLISHED_MOVES))
     fields = tuple((k, v) for k, v in obj.items() if k not in ("t", "type"))
     return Other(t, kind, fields)
 
@@ -295,11 +313,17 @@ def _resync(t: int, obj: dict[str, Any]) -> Resync:
         except ValueError as exc:
             raise RecordError(f"invalid FEN: {exc}") from None
         return Resync(t, fen=fen)
+    return Resync(t, _moves(obj, MAX_RESYNC_MOVES))
+
+
+def _moves(obj: dict[str, Any], most: int) -> tuple[str, ...]:
+    """Return ``obj["moves"]``, a list of at most ``most`` SAN or UCI moves, or raise :class:`RecordError`."""
+    moves = obj.get("moves")
     if not isinstance(moves, list) or not all(isinstance(m, str) and 0 < len(m) <= 12 for m in moves):
         raise RecordError("'moves' must be a list of SAN or UCI moves such as [\"Nf3\", \"e7e5\"]")
-    if len(moves) > MAX_RESYNC_MOVES:
-        raise RecordError(f"'moves' may hold at most {MAX_RESYNC_MOVES} moves")
-    return Resync(t, tuple(moves))
+    if len(moves) > most:
+        raise RecordError(f"'moves' may hold at most {most} moves")
+    return tuple(moves)
 
 
 def _result(t: int, obj: dict[str, Any]) -> Result:
@@ -359,6 +383,8 @@ def to_dict(record: Record) -> dict[str, Any]:
         case Result(result=result, reason=reason):
             out["result"] = result
             out["reason"] = reason
+        case Published(moves=moves):
+            out["moves"] = list(moves)
         case Other(fields=fields):
             out.update(fields)
     return out

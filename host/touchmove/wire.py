@@ -10,7 +10,8 @@ Topic tree (``<base>`` is a bridge's base topic, default ``touchmove``; docs/mqt
     <base>/boards/<id>/availability     retained  Availability
     <base>/boards/<id>/state            retained  BoardState
     <base>/boards/<id>/events           QoS 1     EventEnvelope and the engine event's own fields
-    <base>/boards/<id>/pgn              retained  the current game's PGN (text)
+    <base>/boards/<id>/pgn              retained  the current game's PGN (text; the bridge reads it back once
+                                                  after a crash while its journal could not write)
     <base>/boards/<id>/set              in        BoardCommand
     <base>/boards/<id>/response         out       Response
 
@@ -21,6 +22,7 @@ is :mod:`touchmove.mqtt_schema`'s (re-exported here); :func:`problem_in_state` c
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple, NotRequired, TypedDict
 
 from touchmove.mqtt_schema import (
@@ -115,6 +117,12 @@ class Response(TypedDict):
     error: NotRequired[str]
 
 
+# -- time ------------------------------------------------------------------------------------------------
+def iso_now() -> str:
+    """Return the UTC time as ISO-8601 with milliseconds and a Z (events' and replies' ``ts``, the journal's)."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 # -- topics -----------------------------------------------------------------------------------------------
 def board_topic(base: str, board: str, leaf: str) -> str:
     """Return ``<base>/boards/<board>/<leaf>`` (``board`` may be ``+`` for a filter)."""
@@ -164,8 +172,14 @@ def bridge_writes(base: str) -> list[str]:
 
 
 def bridge_reads(base: str) -> list[str]:
-    """Return the filters a bridge reads: its commands (broker rules)."""
-    return list(command_filters(base))
+    """Return the filters a bridge reads (broker rules): its commands, and its boards' retained PGN (read back once
+    after a restart that followed a crash while its journal could not write: the plies it had published)."""
+    return [*command_filters(base), published_filter(base)]
+
+
+def published_filter(base: str) -> str:
+    """Return the filter of every board's retained PGN under ``base``, which a bridge reads back after a restart."""
+    return board_topic(base, ANY, "pgn")
 
 
 def everything(base: str) -> str:

@@ -9,10 +9,9 @@ from pathlib import Path
 import chess
 
 from tests.e2e.helpers import Broker, Subscriber, exported_moves, journal_moves, start_daemon, unique_moves
-from touchmove import hands
-from touchmove.ptyboard import PtyBoard
-from touchmove.sim import timeline
+from touchmove.sim import hands, timeline
 from touchmove.sim.pieces import piece_timeline
+from touchmove.sim.ptyboard import PtyBoard
 
 BOARD_IDS = {"dgt": "dgt-12345", "chesslink": "chesslink-ttyBOARD0", "chessnut": "chessnut-ttyBOARD0"}
 

@@ -14,7 +14,7 @@ import pytest
 
 from tests.boards.rig import BoardRig
 from tests.host.games import require_games
-from touchmove.demo import DEFAULT_PGN, read_game
+from touchmove.sim.demo import DEFAULT_PGN, read_game
 
 OPERA = list(read_game(DEFAULT_PGN).mainline_moves())
 

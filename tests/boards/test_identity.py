@@ -83,8 +83,7 @@ def test_answers_put_down_before_the_move_they_answer_was_made_are_no_wrong_piec
     import random
 
     from tests.host.games import require_games
-    from touchmove import hands
-    from touchmove.sim import harness
+    from touchmove.sim import hands, harness
     from touchmove.sim.pieces import piece_timeline
 
     fast = hands.Style(promote_record=False, bullet_recapture=0.8, bullet=0.3, think_ms=(100, 600))

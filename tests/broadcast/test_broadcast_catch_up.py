@@ -15,7 +15,7 @@ PGN_3 = '[Result "*"]\n\n1. e4 e5 2. Nf3 *\n'
 
 
 def test_retained_pgn_extending_the_game_is_taken(tmp_path: Path) -> None:
-    hub = Broadcaster(make_tournament(1), output_dir=tmp_path)
+    hub = Broadcaster(make_tournament(1), output_dir=tmp_path).open()
     for e in moves_events(["e2e4", "e7e5", "g1f3", "b8c6"]):
         hub.handle(BridgeMessage("touchmove", "b01", "events", e))
     view = hub.by_number[1]
@@ -27,7 +27,7 @@ def test_retained_pgn_extending_the_game_is_taken(tmp_path: Path) -> None:
 
 
 def test_retained_pgn_behind_or_elsewhere_changes_nothing(tmp_path: Path) -> None:
-    hub = Broadcaster(make_tournament(1), output_dir=tmp_path)
+    hub = Broadcaster(make_tournament(1), output_dir=tmp_path).open()
     for e in moves_events(["e2e4", "e7e5", "g1f3", "b8c6"]):
         hub.handle(BridgeMessage("touchmove", "b01", "events", e))
     view = hub.by_number[1]

@@ -18,8 +18,8 @@ import chess.pgn
 import pytest
 
 from tests.broadcast.broadcast_helpers import tournament_data
-from touchmove.broadcast.local_broker import LocalBroker, free_port
 from touchmove.cli import main
+from touchmove.sim.local_broker import LocalBroker, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 

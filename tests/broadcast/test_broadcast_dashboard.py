@@ -18,11 +18,11 @@ from typing import Any
 import aiomqtt
 
 from tests.broadcast.broadcast_helpers import chromium_path, tournament_data
-from touchmove.broadcast.arbiters import file_entry
-from touchmove.broadcast.local_broker import LocalBroker
+from touchmove.broadcast.arbiter_book import file_entry
 from touchmove.broadcast.service import BroadcastService
-from touchmove.broadcast.simboards import SimBoard, SimBridge
 from touchmove.broadcast.tournament import parse_tournament
+from touchmove.sim.broadcast_boards import SimBoard, SimBridge
+from touchmove.sim.local_broker import LocalBroker
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -30,7 +30,7 @@ from tests.e2e.helpers import (
 )
 from touchmove.broadcast.service import BroadcastService
 from touchmove.broadcast.tournament import parse_tournament
-from touchmove.ptyboard import PtyBoard
+from touchmove.sim.ptyboard import PtyBoard
 
 FAKE = REPO / "tests" / "e2e" / "fake_board.py"
 

@@ -74,9 +74,11 @@ MQTT_CASES: list[tuple[str, Any, str]] = [
 @pytest.mark.parametrize(("what", "change", "message"), MQTT_CASES, ids=[c[0] for c in MQTT_CASES])
 def test_bad_mqtt_settings_stop_before_serving(tmp_path: Path, what: str, change: Any, message: str) -> None:
     t = parse_tournament(_with(change, tmp_path))
+    svc = BroadcastService(t, port=0)     # making it reads nothing: start() checks, before serving
     with pytest.raises(TournamentError) as info:
-        BroadcastService(t, port=0)
+        asyncio.run(svc.start(wait_mqtt=None))
     assert message in str(info.value) and "\n" not in str(info.value)
+    assert not svc.hub.opened
 
 
 def test_the_command_says_one_line_and_exits_2_before_serving(tmp_path: Path) -> None:
@@ -109,7 +111,7 @@ def test_http_numbers_isdigit_accepts_are_400_or_404_never_500(tmp_path: Path) -
 
 
 async def _http(tmp_path: Path) -> None:
-    hub = Broadcaster(parse_tournament(tournament_data(2, out=tmp_path)))
+    hub = Broadcaster(parse_tournament(tournament_data(2, out=tmp_path))).open()
     for seq, event in enumerate([{"type": "game_start", "game": 1},
                                  {"type": "move", "game": 1, "ply": 1, "uci": "e2e4", "san": "e4"},
                                  {"type": "move", "game": 1, "ply": 2, "uci": "e7e5", "san": "e5"}], 1):
@@ -145,7 +147,7 @@ def test_an_unexpected_error_is_logged_not_shown(tmp_path: Path, caplog: pytest.
 
 
 async def _internal(tmp_path: Path) -> None:
-    hub = Broadcaster(parse_tournament(tournament_data(2, out=tmp_path)))
+    hub = Broadcaster(parse_tournament(tournament_data(2, out=tmp_path))).open()
 
     def broken(**_: Any) -> dict[str, Any]:
         raise RuntimeError("secret internal detail")
@@ -164,7 +166,7 @@ async def _private(tmp_path: Path) -> None:
     data = tournament_data(2, out=tmp_path)
     data["broadcast"]["delay_minutes"] = 15
     now = [1_000_000.0]
-    hub = Broadcaster(parse_tournament(data), clock=lambda: now[0])
+    hub = Broadcaster(parse_tournament(data), clock=lambda: now[0]).open()
     assert hub.console_private
     for seq, event in enumerate([{"type": "game_start", "game": 1},
                                  {"type": "move", "game": 1, "ply": 1, "uci": "f2f3", "san": "f3"},
@@ -208,9 +210,9 @@ async def _private(tmp_path: Path) -> None:
 def test_private_console_can_be_set_either_way(tmp_path: Path) -> None:
     data = tournament_data(1, out=tmp_path)
     data["broadcast"]["private_console"] = True
-    assert Broadcaster(parse_tournament(data)).console_private
+    assert Broadcaster(parse_tournament(data)).open().console_private
     data["broadcast"].update(private_console=False, delay_minutes=15)
-    assert not Broadcaster(parse_tournament(data)).console_private
+    assert not Broadcaster(parse_tournament(data)).open().console_private
     data["broadcast"]["private_console"] = "yes"
     with pytest.raises(TournamentError, match="private_console must be true or false"):
         parse_tournament(data)

@@ -19,10 +19,10 @@ from aiohttp import web
 from tests.broadcast.broadcast_helpers import tournament_data
 from touchmove.broadcast.broadcaster import ActionError
 from touchmove.broadcast.lichess_push import LichessPusher, PushState, TokenSource, retry_after
-from touchmove.broadcast.local_broker import LocalBroker
 from touchmove.broadcast.service import BroadcastService
-from touchmove.broadcast.simboards import SimBridge
 from touchmove.broadcast.tournament import parse_tournament
+from touchmove.sim.broadcast_boards import SimBridge
+from touchmove.sim.local_broker import LocalBroker
 
 PGN = '[Event "x"]\n[Round "1.1"]\n[White "A"]\n[Black "B"]\n[Result "*"]\n\n1. e4 *\n'
 Answer = Callable[[web.Request], web.Response]

@@ -3,24 +3,113 @@
 - a delayed broadcast whose last burst (the mating move and its ``game_end``) fell due while the writer slept;
 - a finished game, then the board served by a bridge started afresh (new journal: ``seq`` and ``game`` from 1);
 - a resignation declared through the bridge, then the pieces put back (the engine's ``game_resumed`` and a move).
+
+Each path is played twice: with simulated bridges (:func:`served`), and through ``touchmove run`` with a stand-in
+board on a pseudo-terminal (the :func:`hall` fixture).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import aiomqtt
+import chess
+import pytest
 
 from tests.broadcast.broadcast_helpers import tournament_data
 from tests.broadcast.test_broadcast_mqtt import read_games, ucis, wait_for
-from touchmove.broadcast.local_broker import LocalBroker
+from tests.e2e.helpers import (
+    OPERA,
+    REPO,
+    Broker,
+    game_moves,
+    simple_timeline,
+    start_daemon,
+    write_config,
+    write_timeline,
+)
+from touchmove.broadcast.broadcaster import Broadcaster
 from touchmove.broadcast.service import BroadcastService
-from touchmove.broadcast.simboards import SimBridge
-from touchmove.broadcast.tournament import parse_tournament
+from touchmove.broadcast.tournament import Tournament, parse_tournament
+from touchmove.sim.broadcast_boards import SimBridge
+from touchmove.sim.local_broker import LocalBroker
+from touchmove.sim.ptyboard import PtyBoard
 
 SCHOLAR = ["e2e4", "e7e5", "f1c4", "b8c6", "d1h5", "g8f6", "h5f7"]
 RESIGNED = ["c2c4", "e7e5", "b1c3", "g8f6"]
+FAKE_BOARD = REPO / "tests" / "e2e" / "fake_board.py"
+
+
+@contextlib.asynccontextmanager
+async def served(t: Tournament, broker: LocalBroker) -> AsyncIterator[tuple[Broadcaster, aiomqtt.Client]]:
+    """The broadcaster serving ``t`` and an MQTT client for simulated bridges, both on ``broker``."""
+    async with BroadcastService(t, port=0) as svc, aiomqtt.Client("127.0.0.1", broker.port) as client:
+        yield svc.hub, client
+
+
+class Hall:
+    """A real Mosquitto, a stand-in board (``fake_board.py`` behind a pseudo-terminal, ``board1``) and the
+    ``touchmove run`` daemons serving it; :meth:`close` stops the daemons, then the board, then the broker."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp_path = tmp_path
+        self.broker = Broker(tmp_path)
+        self.broker.start()
+        self.port = self.broker.port
+        self.board: PtyBoard | None = None
+        self.daemons: list[subprocess.Popen[bytes]] = []
+
+    def tournament(self, rounds: int, delay_minutes: float | None = None) -> Tournament:
+        """A tournament of ``rounds`` rounds whose board 1 is the stand-in board ``fake1``; results to ``out``."""
+        data = tournament_data(rounds, port=self.port, out=self.tmp_path / "out")
+        data["rounds"][0]["boards"][0]["board_id"] = "fake1"
+        if delay_minutes is not None:
+            data["broadcast"]["delay_minutes"] = delay_minutes
+        return parse_tournament(data)
+
+    def plug(self, recs: list[dict[str, Any]]) -> PtyBoard:
+        """The stand-in board ``fake1`` playing ``recs`` at speed 4, plugged (not started)."""
+        timeline = write_timeline(self.tmp_path / "t.jsonl", recs)
+        self.board = PtyBoard([sys.executable, str(FAKE_BOARD), str(timeline), "fake1", "--speed", "4"],
+                              str(self.tmp_path / "board1"))
+        self.board.plug()
+        return self.board
+
+    def start_bridge(self, name: str) -> subprocess.Popen[bytes]:
+        """A ``touchmove run`` on the board's port with its own journal ``<name>.sqlite3`` (settle 150 ms)."""
+        cfg = write_config(self.tmp_path / f"{name}.toml", broker_port=self.port,
+                           ports=[str(self.tmp_path / "board*")], journal=self.tmp_path / f"{name}.sqlite3",
+                           settle_ms=150)
+        daemon = start_daemon(cfg, self.tmp_path / f"{name}.log")
+        self.daemons.append(daemon)
+        return daemon
+
+    def close(self) -> None:
+        try:
+            for daemon in self.daemons:
+                daemon.terminate()
+                daemon.wait(10)
+            if self.board is not None:
+                self.board.stop()
+        finally:
+            self.broker.stop()
+
+
+@pytest.fixture
+def hall(tmp_path: Path) -> Iterator[Hall]:
+    running = Hall(tmp_path)
+    try:
+        yield running
+    finally:
+        running.close()
 
 
 def test_delayed_round_end_is_written_when_due(broker: LocalBroker, tmp_path: Path) -> None:
@@ -32,17 +121,16 @@ def test_delayed_round_end_is_written_when_due(broker: LocalBroker, tmp_path: Pa
 async def _delayed_end(broker: LocalBroker, tmp_path: Path) -> None:
     data = tournament_data(2, port=broker.port, out=tmp_path)
     data["broadcast"]["delay_minutes"] = 0.02  # 1.2 s
-    t = parse_tournament(data)
     pushed: list[str] = []
-    async with BroadcastService(t, port=0) as svc, aiomqtt.Client("127.0.0.1", broker.port) as client:
-        svc.hub.on_pgn(pushed.append)  # what the lichess push is handed
+    async with served(parse_tournament(data), broker) as (hub, client):
+        hub.on_pgn(pushed.append)  # what the lichess push is handed
         board = SimBridge(client).board("b01")
         await board.start()
         for uci in SCHOLAR:
             await board.move(uci, remaining_ms=170_000)
         await board.end("1-0", "checkmate", "5.1.1")
-        await wait_for(lambda: svc.hub.by_number[1].game.results.board == "1-0", what="the mate, live")
-        path = svc.hub.pgn_path
+        await wait_for(lambda: hub.by_number[1].game.results.board == "1-0", what="the mate, live")
+        path = hub.pgn_path
 
         def mate_written() -> bool:
             games = read_games(path.read_text()) if path.exists() else []
@@ -58,8 +146,7 @@ def test_a_bridge_started_afresh_never_touches_a_finished_game(broker: LocalBrok
 
 async def _fresh_bridge(broker: LocalBroker, tmp_path: Path) -> None:
     t = parse_tournament(tournament_data(1, port=broker.port, out=tmp_path))
-    async with BroadcastService(t, port=0) as svc, aiomqtt.Client("127.0.0.1", broker.port) as client:
-        hub = svc.hub
+    async with served(t, broker) as (hub, client):
         old = SimBridge(client).board("b01")
         await old.start()
         for uci in SCHOLAR:
@@ -91,8 +178,7 @@ def test_a_declared_resignation_survives_the_board_reset(broker: LocalBroker, tm
 
 async def _declared(broker: LocalBroker, tmp_path: Path) -> None:
     t = parse_tournament(tournament_data(1, port=broker.port, out=tmp_path))
-    async with BroadcastService(t, port=0) as svc, aiomqtt.Client("127.0.0.1", broker.port) as client:
-        hub = svc.hub
+    async with served(t, broker) as (hub, client):
         board = SimBridge(client).board("b01")
         await board.start()
         for uci in RESIGNED:
@@ -123,32 +209,15 @@ async def _declared(broker: LocalBroker, tmp_path: Path) -> None:
         await board.bridge.clear_retained()
 
 
-def test_a_declared_resignation_through_the_real_bridge_survives_the_pieces_put_back(tmp_path: Path) -> None:
+def test_a_declared_resignation_through_the_real_bridge_survives_the_pieces_put_back(hall: Hall) -> None:
     """The same through ``touchmove run``: 4 plies on a stand-in board, a ``result`` command (0-1, resignation)
     on the bridge's ``set`` topic, then White's knight put back c3 -> b1 (a legal move to the engine, which
     withdraws the declared end and plays it) and the rest of the pieces put back. The round PGN keeps 0-1 and
     the 4 plies; the arbiter gets the alert; plies played 4, journaled more, published more, exported 4."""
-    from tests.e2e.helpers import Broker
-
-    broker = Broker(tmp_path)
-    broker.start()
-    try:
-        asyncio.run(_real_bridge_resignation(tmp_path, broker))
-    finally:
-        broker.stop()
+    asyncio.run(_real_bridge_resignation(hall))
 
 
-async def _real_bridge_resignation(tmp_path: Path, broker: object) -> None:
-    import json
-    import sys
-    import time
-
-    import chess
-
-    from tests.e2e.helpers import REPO, simple_timeline, start_daemon, write_config, write_timeline
-    from touchmove.ptyboard import PtyBoard
-
-    port = broker.port  # type: ignore[attr-defined]
+async def _real_bridge_resignation(hall: Hall) -> None:
     recs = simple_timeline([chess.Move.from_uci(u) for u in RESIGNED], think=400, hand=120)
     t = recs[-1]["t"] + 16_000  # time for the arbiter's result to reach the bridge (at speed 4: 4 s)
     for kind, sq in (("lift", "c3"), ("place", "b1")):  # White's knight back home: a legal Nb1 to the engine
@@ -159,78 +228,52 @@ async def _real_bridge_resignation(tmp_path: Path, broker: object) -> None:
                      ("place", "c2")):
         recs.append({"t": t, "type": kind, "sq": sq})
         t += 300
-    timeline = write_timeline(tmp_path / "t.jsonl", recs)
-    data = tournament_data(1, port=port, out=tmp_path / "out")
-    data["rounds"][0]["boards"][0]["board_id"] = "fake1"
-    board = PtyBoard([sys.executable, str(REPO / "tests" / "e2e" / "fake_board.py"), str(timeline), "fake1",
-                      "--speed", "4"], str(tmp_path / "board1"))
-    board.plug()
-    cfg = write_config(tmp_path / "c.toml", broker_port=port, ports=[str(tmp_path / "board*")],
-                       journal=tmp_path / "j.sqlite3", settle_ms=150)
-    daemon = start_daemon(cfg, tmp_path / "daemon.log")
+    board = hall.plug(recs)
+    hall.start_bridge("j")
     published: list[dict[str, object]] = []
-    try:
-        async with BroadcastService(parse_tournament(data), port=0, svg_workers=0) as svc, \
-                aiomqtt.Client("127.0.0.1", port) as client:
-            hub = svc.hub
-            await client.subscribe("touchmove/boards/fake1/events", qos=1)
+    async with BroadcastService(hall.tournament(1), port=0, svg_workers=0) as svc, \
+            aiomqtt.Client("127.0.0.1", hall.port) as client:
+        hub = svc.hub
+        await client.subscribe("touchmove/boards/fake1/events", qos=1)
 
-            async def collect() -> None:
-                async for message in client.messages:
-                    published.append(json.loads(bytes(message.payload)))
+        async def collect() -> None:
+            async for message in client.messages:
+                published.append(json.loads(bytes(message.payload)))
 
-            collector = asyncio.create_task(collect())
-            await wait_for(lambda: hub.bridges.get("touchmove") == "online", 20, "the bridge online")
-            board.start()
-            game = lambda: hub.by_number[1].game  # noqa: E731
-            await wait_for(lambda: game().ply == 4, 30, "the 4 plies")
-            await client.publish("touchmove/boards/fake1/set", json.dumps(
-                {"command": "result", "result": "0-1", "reason": "resignation"}).encode(), qos=1)
-            await wait_for(lambda: game().results.effective() == "0-1", 5, "the declared resignation")
-            await wait_for(lambda: any(e.get("type") == "game_resumed" for e in published), 30,
-                           "the engine's game_resumed (the knight put back)")
-            await wait_for(lambda: any(a.code == "play_after_result" for a in hub.alerts), 5, "the alert")
-            deadline = time.monotonic() + 3
-            while time.monotonic() < deadline:  # the rest of the pieces put back
-                await asyncio.sleep(0.1)
-            await wait_for(lambda: hub.written_version == hub.version, 5, "the write")
-            collector.cancel()
-            await asyncio.gather(collector, return_exceptions=True)
-            written = read_games(hub.pgn_path.read_text())
-    finally:
-        daemon.terminate()
-        daemon.wait(10)
-        board.stop()
+        collector = asyncio.create_task(collect())
+        await wait_for(lambda: hub.bridges.get("touchmove") == "online", 20, "the bridge online")
+        board.start()
+        game = lambda: hub.by_number[1].game  # noqa: E731
+        await wait_for(lambda: game().ply == 4, 30, "the 4 plies")
+        await client.publish("touchmove/boards/fake1/set", json.dumps(
+            {"command": "result", "result": "0-1", "reason": "resignation"}).encode(), qos=1)
+        await wait_for(lambda: game().results.effective() == "0-1", 5, "the declared resignation")
+        await wait_for(lambda: any(e.get("type") == "game_resumed" for e in published), 30,
+                       "the engine's game_resumed (the knight put back)")
+        await wait_for(lambda: any(a.code == "play_after_result" for a in hub.alerts), 5, "the alert")
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:  # the rest of the pieces put back
+            await asyncio.sleep(0.1)
+        await wait_for(lambda: hub.written_version == hub.version, 5, "the write")
+        collector.cancel()
+        await asyncio.gather(collector, return_exceptions=True)
+        written = read_games(hub.pgn_path.read_text())
     moves_published = [e for e in published if e.get("type") == "move"]
     assert len(moves_published) > 4  # the engine published the knight going back as a move
     assert written[0].headers["Result"] == "0-1" and ucis(written[0]) == RESIGNED  # exported: 4 plies
     assert game().results.source() == "arbiter" and game().ply == 4
 
 
-def test_a_board_moved_to_another_bridge_with_a_fresh_journal(tmp_path: Path) -> None:
+def test_a_board_moved_to_another_bridge_with_a_fresh_journal(hall: Hall) -> None:
     """Through ``touchmove run``: Scholar's mate on a stand-in board under bridge A; bridge A stops and bridge B
     (a fresh journal: seq and game numbers from 1) serves the board, which is cleared and set up again and
     two plies played. The round PGN keeps the mate; the new game is held."""
-    from tests.e2e.helpers import Broker
-
-    broker = Broker(tmp_path)
-    broker.start()
-    try:
-        asyncio.run(_real_fresh_bridge(tmp_path, broker))
-    finally:
-        broker.stop()
+    asyncio.run(_real_fresh_bridge(hall))
 
 
-async def _real_fresh_bridge(tmp_path: Path, broker: object) -> None:
-    import sys
-
-    import chess
-
+async def _real_fresh_bridge(hall: Hall) -> None:
     from tests.broadcast.test_broadcast_e2e_bridge import START_OCC, _occupancy
-    from tests.e2e.helpers import REPO, simple_timeline, start_daemon, write_config, write_timeline
-    from touchmove.ptyboard import PtyBoard
 
-    port = broker.port  # type: ignore[attr-defined]
     recs = simple_timeline([chess.Move.from_uci(u) for u in SCHOLAR], think=400, hand=120)
     t = recs[-1]["t"] + 40_000  # the board is carried to the other hall PC (at speed 4: 10 s)
     occ = _occupancy(recs)
@@ -243,92 +286,50 @@ async def _real_fresh_bridge(tmp_path: Path, broker: object) -> None:
         t += 120
     recs += simple_timeline([chess.Move.from_uci("d2d4"), chess.Move.from_uci("d7d5")], t0=t + 1500, think=400,
                             hand=120)
-    timeline = write_timeline(tmp_path / "t.jsonl", recs)
-    data = tournament_data(1, port=port, out=tmp_path / "out")
-    data["rounds"][0]["boards"][0]["board_id"] = "fake1"
-    board = PtyBoard([sys.executable, str(REPO / "tests" / "e2e" / "fake_board.py"), str(timeline), "fake1",
-                      "--speed", "4"], str(tmp_path / "board1"))
-    board.plug()
-    daemons = []
-    try:
-        async with BroadcastService(parse_tournament(data), port=0, svg_workers=0) as svc:
-            hub = svc.hub
-            first = write_config(tmp_path / "a.toml", broker_port=port, ports=[str(tmp_path / "board*")],
-                                 journal=tmp_path / "a.sqlite3", settle_ms=150)
-            daemons.append(start_daemon(first, tmp_path / "a.log"))
-            await wait_for(lambda: hub.bridges.get("touchmove") == "online", 20, "bridge A online")
-            board.start()
-            await wait_for(lambda: hub.by_number[1].game.results.board == "1-0", 40, "the mate under bridge A")
-            daemons[0].terminate()
-            daemons[0].wait(10)
-            second = write_config(tmp_path / "b.toml", broker_port=port, ports=[str(tmp_path / "board*")],
-                                  journal=tmp_path / "b.sqlite3", settle_ms=150)
-            daemons.append(start_daemon(second, tmp_path / "b.log"))
-            games = hub.by_number[1].games
-            await wait_for(lambda: games.held is not None and games.held.ply == 2, 60,
-                           "the new game under bridge B, held")
-            await wait_for(lambda: hub.written_version == hub.version, 5, "the write")
-            written = read_games(hub.pgn_path.read_text())
-    finally:
-        for daemon in daemons:
-            daemon.terminate()
-            daemon.wait(10)
-        board.stop()
+    board = hall.plug(recs)
+    async with BroadcastService(hall.tournament(1), port=0, svg_workers=0) as svc:
+        hub = svc.hub
+        first = hall.start_bridge("a")
+        await wait_for(lambda: hub.bridges.get("touchmove") == "online", 20, "bridge A online")
+        board.start()
+        await wait_for(lambda: hub.by_number[1].game.results.board == "1-0", 40, "the mate under bridge A")
+        first.terminate()
+        first.wait(10)
+        hall.start_bridge("b")
+        games = hub.by_number[1].games
+        await wait_for(lambda: games.held is not None and games.held.ply == 2, 60,
+                       "the new game under bridge B, held")
+        await wait_for(lambda: hub.written_version == hub.version, 5, "the write")
+        written = read_games(hub.pgn_path.read_text())
     assert len(written) == 1 and written[0].headers["Result"] == "1-0" and ucis(written[0]) == SCHOLAR
     assert games.held is not None and [m.uci for m in games.held.moves] == ["d2d4", "d7d5"]
     assert games.held.number == 1  # bridge B numbers its games from 1 again
 
 
-def test_the_delayed_end_through_the_real_bridge(tmp_path: Path) -> None:
+def test_the_delayed_end_through_the_real_bridge(hall: Hall) -> None:
     """The Opera Game through ``touchmove run`` with a delay of 1.2 s: the mate and 1-0 reach ``round-3.pgn``
     (and the push's listener) once due, though nothing happens afterwards. (The real bridge sends the mating
     move and its ``game_end`` within a millisecond, so the old writer usually caught both by luck: the
     simulated-bridge test above is the one that failed before the fix; this one keeps the whole path.)"""
-    from tests.e2e.helpers import Broker
-
-    broker = Broker(tmp_path)
-    broker.start()
-    try:
-        asyncio.run(_real_delayed(tmp_path, broker))
-    finally:
-        broker.stop()
+    asyncio.run(_real_delayed(hall))
 
 
-async def _real_delayed(tmp_path: Path, broker: object) -> None:
-    import sys
-
-    from tests.e2e.helpers import OPERA, REPO, game_moves, simple_timeline, start_daemon, write_config, write_timeline
-    from touchmove.ptyboard import PtyBoard
-
-    port = broker.port  # type: ignore[attr-defined]
+async def _real_delayed(hall: Hall) -> None:
     moves = game_moves(OPERA)
-    timeline = write_timeline(tmp_path / "t.jsonl", simple_timeline(moves, think=300, hand=100))
-    data = tournament_data(2, port=port, out=tmp_path / "out")
-    data["rounds"][0]["boards"][0]["board_id"] = "fake1"
-    data["broadcast"]["delay_minutes"] = 0.02
-    board = PtyBoard([sys.executable, str(REPO / "tests" / "e2e" / "fake_board.py"), str(timeline), "fake1",
-                      "--speed", "4"], str(tmp_path / "board1"))
-    board.plug()
-    cfg = write_config(tmp_path / "c.toml", broker_port=port, ports=[str(tmp_path / "board*")],
-                       journal=tmp_path / "j.sqlite3", settle_ms=150)
-    daemon = start_daemon(cfg, tmp_path / "daemon.log")
+    board = hall.plug(simple_timeline(moves, think=300, hand=100))
+    hall.start_bridge("j")
     pushed: list[str] = []
-    try:
-        async with BroadcastService(parse_tournament(data), port=0, svg_workers=0) as svc:
-            hub = svc.hub
-            hub.on_pgn(pushed.append)
-            await wait_for(lambda: hub.bridges.get("touchmove") == "online", 20, "the bridge online")
-            board.start()
-            await wait_for(lambda: hub.by_number[1].game.results.board == "1-0", 60, "the mate, live")
-            path = hub.pgn_path
+    async with BroadcastService(hall.tournament(2, delay_minutes=0.02), port=0, svg_workers=0) as svc:
+        hub = svc.hub
+        hub.on_pgn(pushed.append)
+        await wait_for(lambda: hub.bridges.get("touchmove") == "online", 20, "the bridge online")
+        board.start()
+        await wait_for(lambda: hub.by_number[1].game.results.board == "1-0", 60, "the mate, live")
+        path = hub.pgn_path
 
-            def mate_written() -> bool:
-                games = read_games(path.read_text())
-                return games[0].headers["Result"] == "1-0" and len(ucis(games[0])) == len(moves)
+        def mate_written() -> bool:
+            games = read_games(path.read_text())
+            return games[0].headers["Result"] == "1-0" and len(ucis(games[0])) == len(moves)
 
-            await wait_for(mate_written, 1.2 + 3.0, "the mate in round-3.pgn once due")
-            assert '[Result "1-0"]' in pushed[-1]
-    finally:
-        daemon.terminate()
-        daemon.wait(10)
-        board.stop()
+        await wait_for(mate_written, 1.2 + 3.0, "the mate in round-3.pgn once due")
+        assert '[Result "1-0"]' in pushed[-1]

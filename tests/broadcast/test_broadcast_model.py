@@ -239,7 +239,7 @@ async def _broadcaster_events_results_and_actions(tmp_path: Path) -> None:
     async def publish(broker: int, topic: str, payload: bytes) -> None:
         sent.append((broker, topic, payload))
 
-    hub = Broadcaster(t, output_dir=tmp_path, publish=publish)
+    hub = Broadcaster(t, output_dir=tmp_path, publish=publish).open()
     queue = hub.listen()
     for i, e in enumerate(moves_events(["e2e4", "e7e5"]), start=1):
         hub.handle(BridgeMessage("touchmove", "b01", "events", {**e, "seq": i, "session": "s1"}))
@@ -267,7 +267,7 @@ async def _broadcaster_events_results_and_actions(tmp_path: Path) -> None:
     hub.record_result(1, "1-0")
     saved = json.loads((tmp_path / "round-3-state.json").read_text())
     assert saved["boards"]["1"]["entries"][0]["results"]["arbiter"] == "1-0"
-    assert Broadcaster(t, output_dir=tmp_path).by_number[1].game.results.effective() == "1-0"
+    assert Broadcaster(t, output_dir=tmp_path).open().by_number[1].game.results.effective() == "1-0"
     path = hub.write_now()
     assert '[Result "1-0"]' in path.read_text() and "1. e4 e5 1-0" in path.read_text()
     # actions become bridge commands
@@ -345,7 +345,7 @@ def test_docs_tournament_example_parses(tmp_path: Path) -> None:
 
 
 def test_missed_game_start_is_resynced_from_the_bridge_pgn(tmp_path: Path) -> None:
-    hub = Broadcaster(make_tournament(1), output_dir=tmp_path)
+    hub = Broadcaster(make_tournament(1), output_dir=tmp_path).open()
     for e in moves_events(["e2e4", "e7e5"]):
         hub.handle(BridgeMessage("touchmove", "b01", "events", e))
     # game 2 started while we were away, and its first move was lost too
@@ -369,7 +369,7 @@ def test_missed_game_start_is_resynced_from_the_bridge_pgn(tmp_path: Path) -> No
 
 
 def test_alert_replayed_after_a_bridge_restart_is_not_repeated(tmp_path: Path) -> None:
-    hub = Broadcaster(make_tournament(1), output_dir=tmp_path)
+    hub = Broadcaster(make_tournament(1), output_dir=tmp_path).open()
     alert = {"type": "alert", "game": 1, "ply": 3, "code": "touch_move", "article": "4.3.1", "seq": 7}
     hub.handle(BridgeMessage("touchmove", "b01", "events", {**alert, "session": "s1"}))
     hub.handle(BridgeMessage("touchmove", "b01", "events", {**alert, "session": "s2"}))  # same journal seq
@@ -378,7 +378,7 @@ def test_alert_replayed_after_a_bridge_restart_is_not_repeated(tmp_path: Path) -
 
 
 def test_bridge_offline_marks_its_boards_offline(tmp_path: Path) -> None:
-    hub = Broadcaster(make_tournament(2), output_dir=tmp_path)
+    hub = Broadcaster(make_tournament(2), output_dir=tmp_path).open()
     hub.handle(BridgeMessage("hall-a", "b01", "availability", "online"))
     hub.handle(BridgeMessage("hall-b", "b02", "availability", "online"))
     hub.handle(BridgeMessage("hall-a", None, "bridge_state", {"state": "offline"}))

@@ -18,10 +18,10 @@ import pytest
 from aiohttp import web
 
 from tests.broadcast.broadcast_helpers import REQUIRE_ALL, tournament_data
-from touchmove.broadcast.local_broker import LocalBroker
 from touchmove.broadcast.service import BroadcastService
-from touchmove.broadcast.simboards import SimBridge
 from touchmove.broadcast.tournament import parse_tournament
+from touchmove.sim.broadcast_boards import SimBridge
+from touchmove.sim.local_broker import LocalBroker
 
 
 async def wait_for(predicate: Callable[[], bool], timeout: float = 5.0, what: str = "condition") -> float:

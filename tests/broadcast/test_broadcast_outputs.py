@@ -18,11 +18,11 @@ from tests.broadcast.test_broadcast_lichess import StandIn, ok
 from tests.broadcast.test_broadcast_mqtt import wait_for
 from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.broadcaster import Broadcaster
-from touchmove.broadcast.local_broker import LocalBroker
 from touchmove.broadcast.server import make_app
 from touchmove.broadcast.service import BroadcastService
-from touchmove.broadcast.simboards import SimBridge
 from touchmove.broadcast.tournament import parse_tournament
+from touchmove.sim.broadcast_boards import SimBridge
+from touchmove.sim.local_broker import LocalBroker
 
 T0 = dt.datetime(2026, 11, 29, 15, 0, 7, 250000, tzinfo=dt.UTC)
 
@@ -47,7 +47,7 @@ def test_livechess_json_as_its_readers_expect_it(tmp_path: Path) -> None:
 
 
 async def _livechess(tmp_path: Path) -> None:
-    hub = Broadcaster(parse_tournament(tournament_data(3, out=tmp_path)))  # time control 180+2
+    hub = Broadcaster(parse_tournament(tournament_data(3, out=tmp_path))).open()  # time control 180+2
     _feed(hub, "b01", [*_game(["f2f3", "e7e5", "g2g4", "d8h4"], [175_000, 170_000, 160_000, 169_000]),
                        {"type": "game_end", "game": 1, "result": "0-1", "reason": "checkmate"}])
     _feed(hub, "b03", _game(["d2d4"], [179_000]))
@@ -56,7 +56,7 @@ async def _livechess(tmp_path: Path) -> None:
         again = await (await client.get("/live/tournament.json")).json()
         assert tournament["id"] == again["id"] and len(tournament["id"]) == 36
         other = parse_tournament({**tournament_data(1, out=tmp_path), "event": "Another Open"})
-        assert Broadcaster(other).tournament.event != hub.tournament.event
+        assert Broadcaster(other).open().tournament.event != hub.tournament.event
         mate = await (await client.get("/live/round-3/game-1.json")).json()
         first_ms = int((T0 + dt.timedelta(seconds=30)).timestamp() * 1000)
         assert mate["firstMove"] == first_ms and mate["result"] == "BLACKWIN"

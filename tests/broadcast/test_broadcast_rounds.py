@@ -94,7 +94,7 @@ def set_up_again(hub: Broadcaster, board_id: str, game: int, ucis: list[str]) ->
 def test_a_finished_game_is_frozen_and_kept_across_a_restart(tmp_path: Path, source: str) -> None:
     clock = Clock()
     t = tournament(tmp_path)
-    hub = Broadcaster(t, output_dir=tmp_path, clock=clock)
+    hub = Broadcaster(t, output_dir=tmp_path, clock=clock).open()
     if source == "board":
         feed(hub, "b01", events(SCHOLAR))
         feed(hub, "b01", [{"type": "game_end", "game": 1, "result": "1-0", "reason": "checkmate", "t": 9}])
@@ -117,7 +117,7 @@ def test_a_finished_game_is_frozen_and_kept_across_a_restart(tmp_path: Path, sou
     assert view.to_json()["held"]["game"] == 2
     hub.save_if_due()  # what the writer does within write_interval
     # a restart: the round PGN is byte for byte the same, and so is the push's
-    again = Broadcaster(t, output_dir=tmp_path, clock=clock)
+    again = Broadcaster(t, output_dir=tmp_path, clock=clock).open()
     for e in events(["d2d4", "d7d5"])[1:]:  # board 2's game comes back from the bridge (its events/PGN)
         again.handle(BridgeMessage("touchmove", "b02", "events", e))
     assert again.round_pgn() == before
@@ -135,13 +135,13 @@ def test_a_finished_game_is_frozen_and_kept_across_a_restart(tmp_path: Path, sou
 
 def test_a_restart_mid_round_takes_the_live_games_back_from_the_bridge(tmp_path: Path) -> None:
     t = tournament(tmp_path)
-    hub = Broadcaster(t, output_dir=tmp_path, clock=Clock())
+    hub = Broadcaster(t, output_dir=tmp_path, clock=Clock()).open()
     feed(hub, "b01", events(SCHOLAR))
     feed(hub, "b01", [{"type": "game_end", "game": 1, "result": "1-0", "reason": "checkmate", "t": 9}])
     feed(hub, "b02", events(["d2d4", "d7d5"]))
     hub.save_state()
     feed(hub, "b02", events(["d2d4", "d7d5", "c2c4"], first_ply=3, start=False))  # not saved yet
-    again = Broadcaster(t, output_dir=tmp_path, clock=Clock())
+    again = Broadcaster(t, output_dir=tmp_path, clock=Clock()).open()
     assert again.by_number[2].game.needs_resync  # until the bridge's retained PGN says where the game is
     pgn = "1. e4 e5 2. Bc4 Nc6 3. Qh5 Nf6 4. Qxf7# 1-0\n"
     again.handle(BridgeMessage("touchmove", "b01", "state", {"game": 1, "ply": 7, "in_sync": True}))
@@ -154,19 +154,19 @@ def test_a_restart_mid_round_takes_the_live_games_back_from_the_bridge(tmp_path:
 
 
 def test_the_state_of_another_event_is_not_taken(tmp_path: Path) -> None:
-    hub = Broadcaster(tournament(tmp_path), output_dir=tmp_path, clock=Clock())
+    hub = Broadcaster(tournament(tmp_path), output_dir=tmp_path, clock=Clock()).open()
     hub.save_state()
     data = tournament_data(2, out=tmp_path)
     data["event"] = "Another Open"
     with pytest.raises(ValueError, match="is the state of 'Test Open', not 'Another Open'"):
-        Broadcaster(parse_tournament(data), output_dir=tmp_path, clock=Clock())
+        Broadcaster(parse_tournament(data), output_dir=tmp_path, clock=Clock()).open()
     (tmp_path / "round-3-state.json").write_text("{not json")
     with pytest.raises(ValueError, match="cannot be read"):
-        Broadcaster(tournament(tmp_path), output_dir=tmp_path, clock=Clock())
+        Broadcaster(tournament(tmp_path), output_dir=tmp_path, clock=Clock()).open()
 
 
 def test_a_game_with_moves_but_no_result_is_not_wiped(tmp_path: Path) -> None:
-    hub = Broadcaster(tournament(tmp_path), output_dir=tmp_path, clock=Clock())
+    hub = Broadcaster(tournament(tmp_path), output_dir=tmp_path, clock=Clock()).open()
     feed(hub, "b01", events(SCHOLAR[:6]))  # a draw agreed, or a resignation: the board cannot tell
     set_up_again(hub, "b01", 2, [])
     assert hub.by_number[1].game.ply == 6 and hub.by_number[1].games.held is not None
@@ -186,7 +186,7 @@ def test_a_game_with_moves_but_no_result_is_not_wiped(tmp_path: Path) -> None:
 
 
 def test_allowed_before_it_starts_and_replace(tmp_path: Path) -> None:
-    hub = Broadcaster(tournament(tmp_path), output_dir=tmp_path, clock=Clock())
+    hub = Broadcaster(tournament(tmp_path), output_dir=tmp_path, clock=Clock()).open()
     feed(hub, "b01", events(SCHOLAR[:2]))
     hub.record_result(1, "1-0")
     hub.permit_game(1, "next")  # an armageddon will follow
@@ -206,7 +206,7 @@ def test_a_position_set_up_by_the_arbiter_is_the_rounds_game(tmp_path: Path) -> 
     async def publish(broker: int, topic: str, payload: bytes) -> None:
         return None
 
-    hub = Broadcaster(tournament(tmp_path), output_dir=tmp_path, publish=publish, clock=Clock())
+    hub = Broadcaster(tournament(tmp_path), output_dir=tmp_path, publish=publish, clock=Clock()).open()
     feed(hub, "b01", events(SCHOLAR[:3]))
     fen = "4k3/8/8/8/8/8/4P3/4K3 w - - 0 1"
     asyncio.run(hub.setup(1, fen))
@@ -218,7 +218,7 @@ def test_a_position_set_up_by_the_arbiter_is_the_rounds_game(tmp_path: Path) -> 
 
 
 def test_game_resumed_withdraws_the_board_result(tmp_path: Path) -> None:
-    hub = Broadcaster(tournament(tmp_path), output_dir=tmp_path, clock=Clock())
+    hub = Broadcaster(tournament(tmp_path), output_dir=tmp_path, clock=Clock()).open()
     feed(hub, "b01", events(SCHOLAR[:4]))
     feed(hub, "b01", [{"type": "game_end", "game": 1, "result": "1/2-1/2", "reason": "insufficient", "t": 5}])
     assert hub.by_number[1].game.results.effective() == "1/2-1/2"
@@ -229,7 +229,7 @@ def test_game_resumed_withdraws_the_board_result(tmp_path: Path) -> None:
 
 
 def test_every_event_is_checked(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    hub = Broadcaster(tournament(tmp_path), output_dir=tmp_path, clock=Clock())
+    hub = Broadcaster(tournament(tmp_path), output_dir=tmp_path, clock=Clock()).open()
     feed(hub, "b01", events(SCHOLAR[:4]))
     game = hub.by_number[1].game
     feed(hub, "b01", [{"type": "takeback", "game": 1, "ply": True}])  # a bool is not ply 1
@@ -254,7 +254,7 @@ def test_every_event_is_checked(tmp_path: Path, caplog: pytest.LogCaptureFixture
         for i in range(3000):
             hub.handle(BridgeMessage("touchmove", f"ghost{i}", "state", {"in_sync": True}))
     lines = [r for r in caplog.records if "not in round" in r.getMessage()]
-    assert len(lines) < 100 and hub.unknown_boards >= 3000 and len(hub._unknown) <= UNKNOWN_BOARDS_KEPT
+    assert len(lines) < 100 and hub.unknown_boards >= 3000 and len(hub.ingest._unknown) <= UNKNOWN_BOARDS_KEPT
     assert hub.status()["rejected_events"] == 3
 
 
@@ -275,13 +275,13 @@ FIELDS = st.fixed_dictionaries({}, optional={
 def test_any_event_stream_leaves_a_readable_round(tmp_path_factory: pytest.TempPathFactory,
                                                   stream: list[dict[str, Any]]) -> None:
     out = tmp_path_factory.mktemp("fuzz")
-    hub = Broadcaster(tournament(out, boards=1), output_dir=out, clock=Clock())
+    hub = Broadcaster(tournament(out, boards=1), output_dir=out, clock=Clock()).open()
     feed(hub, "b01", events(["e2e4"]) + stream)
     text = hub.round_pgn()
     game = chess.pgn.read_game(io.StringIO(text))
     assert game is not None and not game.errors
     hub.save_state()
-    assert Broadcaster(tournament(out, boards=1), output_dir=out, clock=Clock()).round_pgn().count("[Event") >= 1
+    assert Broadcaster(tournament(out, boards=1), output_dir=out, clock=Clock()).open().round_pgn().count("[Event") >= 1
 
 
 def test_the_delay_hides_the_last_minutes_from_every_public_output(tmp_path: Path) -> None:
@@ -293,7 +293,7 @@ async def _delay(tmp_path: Path) -> None:
     t = two_rounds(tmp_path, delay_minutes=0)
     data_delay = tournament(tmp_path, delay_minutes=15)
     assert data_delay.delay_seconds() == 900 and t.delay_seconds(4) == 0
-    hub = Broadcaster(data_delay, output_dir=tmp_path, clock=clock)
+    hub = Broadcaster(data_delay, output_dir=tmp_path, clock=clock).open()
     async with TestClient(TestServer(make_app(hub, "tok"))) as client:
         clock.now += 1
         feed(hub, "b01", events(SCHOLAR[:2]))
@@ -321,7 +321,7 @@ async def _delay(tmp_path: Path) -> None:
     feed(hub, "b01", events(SCHOLAR[:6], first_ply=5, start=False))
     hub.save_state()
     public = hub.public_pgn()
-    restarted = Broadcaster(data_delay, output_dir=tmp_path, clock=clock)
+    restarted = Broadcaster(data_delay, output_dir=tmp_path, clock=clock).open()
     assert restarted.public_pgn() == public and "Qh5" not in public
     clock.now += 900
     assert "3. Qh5" in restarted.public_pgn()
@@ -334,7 +334,7 @@ def test_etag_last_modified_and_date(tmp_path: Path) -> None:
 async def _caching(tmp_path: Path) -> None:
     clock = Clock()
     t = two_rounds(tmp_path)  # round 4 has no date in the file
-    hub = Broadcaster(t, output_dir=tmp_path, clock=clock)
+    hub = Broadcaster(t, output_dir=tmp_path, clock=clock).open()
     async with TestClient(TestServer(make_app(hub, "tok"))) as client:
         first = await client.get("/round/3.pgn")
         etag, modified = first.headers["ETag"], first.headers["Last-Modified"]
@@ -351,7 +351,7 @@ async def _caching(tmp_path: Path) -> None:
         new_etag = changed.headers["ETag"]
     # a restarted broadcaster gives the same content the same ETag (never a 304 for other content)
     hub.save_state()
-    restarted = Broadcaster(t, output_dir=tmp_path, clock=clock)
+    restarted = Broadcaster(t, output_dir=tmp_path, clock=clock).open()
     feed(restarted, "b01", events(["e2e4"])[1:])
     async with TestClient(TestServer(make_app(restarted, "tok"))) as client:
         resp = await client.get("/round/3.pgn", headers={"If-None-Match": new_etag})
@@ -360,7 +360,7 @@ async def _caching(tmp_path: Path) -> None:
         restarted.switch_round(4)
         assert '[Date "2026.11.29"]' in await (await client.get("/round/4.pgn")).text()
     clock.now += 86400
-    later = Broadcaster(t, output_dir=tmp_path, clock=clock)
+    later = Broadcaster(t, output_dir=tmp_path, clock=clock).open()
     assert later.round.number == 4 and '[Date "2026.11.29"]' in later.public_pgn()
 
 
@@ -371,7 +371,7 @@ def test_rounds_switch_live_and_past_rounds_stay_served(tmp_path: Path) -> None:
 async def _rounds(tmp_path: Path) -> None:
     clock = Clock()
     t = two_rounds(tmp_path, start="2026-11-30T15:00:00+01:00")
-    hub = Broadcaster(t, output_dir=tmp_path, clock=clock)
+    hub = Broadcaster(t, output_dir=tmp_path, clock=clock).open()
     feed(hub, "b01", events(SCHOLAR))
     feed(hub, "b01", [{"type": "game_end", "game": 1, "result": "1-0", "reason": "checkmate", "t": 9}])
     feed(hub, "b02", events(["d2d4"], game=5))
@@ -404,10 +404,10 @@ async def _rounds(tmp_path: Path) -> None:
         assert status["round"] == 4 and status["rounds"] == [3, 4]
     # a restart stays on round 4 (the file still says 3)
     hub.save_state()
-    assert Broadcaster(t, output_dir=tmp_path, clock=clock).round.number == 4
+    assert Broadcaster(t, output_dir=tmp_path, clock=clock).open().round.number == 4
     # the schedule switches by itself when a round's start has come
     fresh = tmp_path / "fresh"
-    scheduled = Broadcaster(t, output_dir=fresh, clock=clock)
+    scheduled = Broadcaster(t, output_dir=fresh, clock=clock).open()
     assert scheduled.round.number == 3
     task = asyncio.create_task(scheduled.run_schedule(period=0.01))
     for _ in range(100):
@@ -426,7 +426,7 @@ async def _outputs(tmp_path: Path) -> None:
     data = tournament_data(3, out=tmp_path)
     data["rounds"][0]["boards"][0]["white"]["federation"] = "nor"
     t = parse_tournament(data)
-    hub = Broadcaster(t, output_dir=tmp_path, clock=Clock())
+    hub = Broadcaster(t, output_dir=tmp_path, clock=Clock()).open()
     feed(hub, "b01", events(SCHOLAR))
     feed(hub, "b01", [{"type": "game_end", "game": 1, "result": "1-0", "reason": "checkmate", "t": 9}])
     feed(hub, "b02", events(["d2d4", "d7d5", "c2c4"]))
@@ -511,7 +511,7 @@ def test_any_tournament_file_is_accepted_or_refused_in_one_line(data: st.DataObj
 def test_a_damaged_round_state_is_taken_or_refused_in_one_line(tmp_path_factory: pytest.TempPathFactory,
                                                                 data: st.DataObject) -> None:
     out = tmp_path_factory.mktemp("state")
-    hub = Broadcaster(tournament(out, boards=1), output_dir=out, clock=Clock())
+    hub = Broadcaster(tournament(out, boards=1), output_dir=out, clock=Clock()).open()
     feed(hub, "b01", events(SCHOLAR[:3]))
     hub.record_result(1, "1-0")
     path = out / "round-3-state.json"
@@ -524,7 +524,7 @@ def test_a_damaged_round_state_is_taken_or_refused_in_one_line(tmp_path_factory:
         target[where[-1]] = data.draw(JSONISH)
     path.write_text(json.dumps(raw))
     try:
-        again = Broadcaster(tournament(out, boards=1), output_dir=out, clock=Clock())
+        again = Broadcaster(tournament(out, boards=1), output_dir=out, clock=Clock()).open()
     except ValueError as exc:
         assert "\n" not in str(exc) and "round-3-state.json" in str(exc)
     else:

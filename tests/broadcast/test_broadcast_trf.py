@@ -185,7 +185,7 @@ async def _round_trip(tmp_path: Path, variant: str) -> None:
     text = tournament_toml(sample_trf(variant=variant), name="swiss.trf")
     data: dict[str, Any] = tomllib.loads(text)
     data["broadcast"]["output_dir"] = str(tmp_path)
-    hub = Broadcaster(parse_tournament(data))
+    hub = Broadcaster(parse_tournament(data)).open()
     # round 3 on the boards: board 1 a fool's mate (black wins), board 2 still going, board 3 one ply and a
     # result from the arbiter (a game of less than one move)
     for seq, e in enumerate([{"type": "game_start", "game": 1},

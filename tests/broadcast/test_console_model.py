@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from tests.broadcast.broadcast_helpers import make_tournament
 from touchmove import records
-from touchmove.broadcast.arbiters import ArbiterBook, ArbiterConfigError, file_entry, parse_env
+from touchmove.bridge.journal import Journal
+from touchmove.broadcast.arbiter_book import ArbiterBook, ArbiterConfigError, file_entry, parse_env
 from touchmove.broadcast.audit import AuditLog
 from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.broadcaster import Broadcaster
@@ -30,7 +31,6 @@ from touchmove.broadcast.timeline import (
     time_class,
 )
 from touchmove.broadcast.timeline import main as timeline_main
-from touchmove.journal import Journal
 from touchmove.rules.engine import Engine
 
 # 1. e4 e5 2. White touches the bishop on f1, puts it back, plays Nf3 (4.3.1); Black touches g8 and plays Nf6.
@@ -83,7 +83,7 @@ def test_touch_timeline_from_the_engine() -> None:
 def write_journal(path: Path, board_id: str = "e66") -> Journal:
     """A bridge journal of the scenario: the records and the engine's events, as the bridge writes them."""
     recs, events = engine_events()
-    j = Journal(path)
+    j = Journal.open(path)
     j.ensure_board(board_id)
     for rec in recs:
         j.add_entry(board_id, "record", rec["t"], json.dumps(rec), "serial", ts(rec["t"]))
@@ -222,8 +222,11 @@ def test_arbiter_tokens_are_kept_hashed_and_revoked(tmp_path: Path) -> None:
 def test_bad_token_files_are_refused_clearly(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "arbiters.toml"
     path.write_text(text)
+    book = ArbiterBook(file=path)              # not read yet
     with pytest.raises(ArbiterConfigError, match=message):
-        ArbiterBook(file=path)
+        ArbiterBook.read(file=path)
+    with pytest.raises(ArbiterConfigError, match=message):
+        book.authenticate("a token")            # read at the first question
 
 
 @given(st.text(max_size=60))
@@ -241,7 +244,7 @@ def test_audit_log_survives_restarts(tmp_path: Path) -> None:
     log.record(arbiter="Anna", action="result", board=3, before={"result": "*"}, after={"result": "1-0"})
     with path.open("a") as fh:
         fh.write('{"id": 2, "arbiter": "cut by a cra')  # a crash in the middle of a line
-    log2 = AuditLog(path)
+    log2 = AuditLog.read(path)
     entry = log2.record(arbiter="Bob", action="acknowledge", board=4)
     assert [e["arbiter"] for e in log2.entries] == ["Anna", "Bob"]
     assert entry["id"] == 2 and log2.entries[0]["after"] == {"result": "1-0"}
@@ -254,7 +257,7 @@ def test_routes_refuse_and_record(tmp_path: Path) -> None:
 
 async def _routes(tmp_path: Path) -> None:
     t = make_tournament(3, out=tmp_path)
-    hub = Broadcaster(t, output_dir=tmp_path)
+    hub = Broadcaster(t, output_dir=tmp_path).open()
     _, events = engine_events()
     for e in events:
         hub.handle(BridgeMessage("touchmove", "b01", "events", {**e, "board": "b01", "session": "s1"}))
@@ -351,7 +354,7 @@ def feed(hub: Broadcaster, events: list[dict[str, Any]], board_id: str = "b01") 
 
 def test_timelines_alerts_and_acks_survive_a_broadcaster_restart(tmp_path: Path) -> None:
     t = make_tournament(3, out=tmp_path)
-    hub = Broadcaster(t, output_dir=tmp_path)
+    hub = Broadcaster(t, output_dir=tmp_path).open()
     _, events = engine_events()
     feed(hub, events)
     assert [a.code for a in hub.alerts] == ["touch_move"]
@@ -360,7 +363,7 @@ def test_timelines_alerts_and_acks_survive_a_broadcaster_restart(tmp_path: Path)
     hub.save_state()  # what the service does when it stops (the writer flushes every 0.1 s meanwhile)
     assert (tmp_path / "round-3-console.jsonl").is_file()
 
-    again = Broadcaster(t, output_dir=tmp_path)  # the bridges send no past events to a new broadcaster
+    again = Broadcaster(t, output_dir=tmp_path).open()  # the bridges send no past events to a new broadcaster
     record = again.console.events.game(1, 1)
     assert record is not None
     assert ply_timeline(record, 3, timing=again.console.timing) == before
@@ -376,12 +379,12 @@ def test_timelines_alerts_and_acks_survive_a_broadcaster_restart(tmp_path: Path)
     lines = (tmp_path / "round-3-console.jsonl").read_text().splitlines()
     assert len(lines) == kept + 1  # each event once, and the acknowledgement
     (tmp_path / "round-3-console.jsonl").write_text("\n".join(lines[:-3]) + '\n{"board": 1, "ev')  # a crash
-    cut = Broadcaster(t, output_dir=tmp_path)
+    cut = Broadcaster(t, output_dir=tmp_path).open()
     assert cut.console.events.game(1, 1) is not None and [a.acked for a in cut.alerts] == [False]
 
 
 def test_refused_commands_and_board_identity_reach_the_queue(tmp_path: Path) -> None:
-    hub = Broadcaster(make_tournament(3, out=tmp_path), output_dir=tmp_path)
+    hub = Broadcaster(make_tournament(3, out=tmp_path), output_dir=tmp_path).open()
     feed(hub, [{"type": "game_start", "game": 1, "t": 0, "seq": 1},
                {"type": "result_rejected", "game": 1, "t": 5, "seq": 2, "reason": "no game is on",
                 "result": "1-0", "declared": "resignation"},
@@ -400,12 +403,21 @@ def test_refused_commands_and_board_identity_reach_the_queue(tmp_path: Path) -> 
     assert hub.by_number[1].rejected == 1 and len(hub.alerts) == 3  # a bad field: refused, logged
 
 
+def test_a_board_that_restarted_by_itself_reaches_the_queue(tmp_path: Path) -> None:
+    hub = Broadcaster(make_tournament(3, out=tmp_path), output_dir=tmp_path).open()
+    feed(hub, [{"type": "game_start", "game": 1, "t": 0, "seq": 1},
+               {"type": "alert", "game": 1, "t": 9, "seq": 2, "ply": 3, "code": "board_reset", "article": "",
+                "origin": "bridge", "detail": {"cause": "watchdog", "boot": "77", "port": "/dev/ttyACM0"}}])
+    assert [(a.code, a.detail.get("cause")) for a in hub.alerts] == [("board_reset", "watchdog")]
+    assert "watchdog" in hub.snapshot(svg=False)["meanings"]["board_reset"]
+
+
 def test_a_timeline_from_the_journal_when_the_broadcaster_missed_the_events(tmp_path: Path) -> None:
     asyncio.run(_from_journal(tmp_path))
 
 
 async def _from_journal(tmp_path: Path) -> None:
-    hub = Broadcaster(make_tournament(3, out=tmp_path), output_dir=tmp_path)
+    hub = Broadcaster(make_tournament(3, out=tmp_path), output_dir=tmp_path).open()
     feed(hub, [{"type": "game_start", "game": 1, "t": 0, "seq": 1}])  # then it was down for the game
     hub.console.events.boards.clear()
     journal = write_journal(tmp_path / "journal.sqlite", "b01")
@@ -423,7 +435,7 @@ def test_evidence_of_an_earlier_game_of_the_board(tmp_path: Path) -> None:
 
 
 async def _earlier_game(tmp_path: Path) -> None:
-    hub = Broadcaster(make_tournament(3, out=tmp_path), output_dir=tmp_path)
+    hub = Broadcaster(make_tournament(3, out=tmp_path), output_dir=tmp_path).open()
     _, events = engine_events()
     feed(hub, events)
     feed(hub, [{"type": "game_end", "game": 1, "t": 9000, "seq": 100, "result": "1-0", "reason": "resignation"}])

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.broadcast.broadcast_helpers import tournament_data
-from touchmove.broadcast.arbiters import ArbiterBook, accounts_summary, book_for
+from touchmove.broadcast.arbiter_book import ArbiterBook, accounts_summary, book_for
 from touchmove.broadcast.command import arbiters_line
 from touchmove.broadcast.service import BroadcastService
 from touchmove.broadcast.tournament import parse_tournament

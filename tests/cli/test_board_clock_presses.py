@@ -7,11 +7,12 @@ import json
 from pathlib import Path
 
 from tests.broadcast.broadcast_helpers import make_tournament
-from touchmove import demo, records
+from touchmove import records
 from touchmove.broadcast.bridge_topics import BridgeMessage, check_event
 from touchmove.broadcast.broadcaster import Broadcaster
 from touchmove.replay import replay
 from touchmove.rules import Engine
+from touchmove.sim import demo
 
 
 def opera_events(remaining: int | None) -> list[dict[str, object]]:
@@ -44,7 +45,7 @@ def test_the_opera_game_from_a_board_without_a_clock_display(tmp_path: Path) -> 
     events = opera_events(None)
     presses = [e for e in events if e["type"] == "clock"]
     assert len(presses) >= 30 and all(e["remaining"] is None for e in presses)
-    hub = Broadcaster(make_tournament(1), output_dir=tmp_path)
+    hub = Broadcaster(make_tournament(1), output_dir=tmp_path).open()
     feed(hub, events)
     status = hub.status()
     assert status["rejected_events"] == 0
@@ -53,7 +54,7 @@ def test_the_opera_game_from_a_board_without_a_clock_display(tmp_path: Path) -> 
 
 
 def test_known_times_reach_the_pgn(tmp_path: Path) -> None:
-    hub = Broadcaster(make_tournament(1), output_dir=tmp_path)
+    hub = Broadcaster(make_tournament(1), output_dir=tmp_path).open()
     feed(hub, opera_events(61_000))
     assert hub.status()["rejected_events"] == 0
     assert "[%clk 0:01:01]" in hub.round_pgn()

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from tests.cli.conftest import REPO
-from touchmove.broadcast.local_broker import LocalBroker, free_port
+from touchmove.sim.local_broker import LocalBroker, free_port
 
 GUIDE = REPO / "docs" / "club.md"
 

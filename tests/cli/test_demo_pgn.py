@@ -13,7 +13,7 @@ from pathlib import Path
 
 import chess.pgn
 
-from touchmove.broadcast.local_broker import LocalBroker
+from touchmove.sim.local_broker import LocalBroker
 
 RESIGNED = ('[Event "Blitz"]\n[White "A"]\n[Black "B"]\n[Result "0-1"]\n[Termination "White resigns"]\n\n'
             "1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 0-1\n")

@@ -9,9 +9,9 @@ import chess
 import pytest
 from rich.console import Console
 
-from touchmove.broadcast.local_broker import LocalBroker
 from touchmove.cli import main
-from touchmove.demo import View
+from touchmove.sim.demo import View
+from touchmove.sim.local_broker import LocalBroker
 
 
 def plain_board(view: View) -> list[str]:

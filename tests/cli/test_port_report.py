@@ -19,12 +19,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.cli.conftest import touchmove
-from touchmove import demo
 from touchmove.bridge import port_report
 from touchmove.broadcast import lichess_standin
-from touchmove.broadcast.local_broker import LocalBroker
 from touchmove.config import UsbMatch
-from touchmove.ptyboard import PtyBoard
+from touchmove.sim import demo
+from touchmove.sim.local_broker import LocalBroker
+from touchmove.sim.ptyboard import PtyBoard
 
 
 @pytest.mark.parametrize("exc, reason, fix", [
@@ -78,7 +78,7 @@ def sim_board(tmp_path: Path) -> Iterator[PtyBoard]:
     timeline = tmp_path / "timeline.jsonl"
     demo.write_timeline(timeline, demo.timeline_for(demo.read_game(demo.DEFAULT_PGN))[:4])
     env = dict(os.environ, TOUCHMOVE_SIM=str(timeline), TOUCHMOVE_SIM_EXIT="0", TOUCHMOVE_BOARD="portsboard")
-    board = PtyBoard([sys.executable, "-m", "touchmove.micropython_shim", str(demo.FIRMWARE / "main.py")],
+    board = PtyBoard([sys.executable, "-m", "touchmove.sim.micropython_shim", str(demo.FIRMWARE / "main.py")],
                      str(tmp_path / "board0"), env=env)
     board.plug()
     board.start()

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import REPO, one_line_error
-from touchmove.broadcast.local_broker import LocalBroker
 from touchmove.cli import main
 from touchmove.samples import SAMPLES
+from touchmove.sim.local_broker import LocalBroker
 
 DOCS = {"bridge": REPO / "docs" / "bridge.md", "tournament": REPO / "docs" / "broadcast.md"}
 BLOCK = re.compile(r"(<!-- sample: (\w+) -->\n)(.*?)(<!-- end of sample -->)", re.S)

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from touchmove import demo
+from touchmove.sim import demo
 
 COMMANDS = 40
 
@@ -26,7 +26,7 @@ def test_commands_reach_the_firmware_under_the_shim(tmp_path: Path) -> None:
     env = dict(os.environ, TOUCHMOVE_SIM=str(timeline), TOUCHMOVE_SIM_SPEED="1", TOUCHMOVE_SIM_EXIT="0",
                TOUCHMOVE_BOARD="shimtest")
     main_py = Path(demo.FIRMWARE) / "main.py"
-    proc = subprocess.Popen([sys.executable, "-m", "touchmove.micropython_shim", str(main_py)], env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "touchmove.sim.micropython_shim", str(main_py)], env=env,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdin is not None and proc.stdout is not None
     try:

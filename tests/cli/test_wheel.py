@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import REPO
-from touchmove.broadcast.local_broker import LocalBroker
+from touchmove.sim.local_broker import LocalBroker
 
 pytestmark = pytest.mark.slow
 

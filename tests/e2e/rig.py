@@ -23,7 +23,7 @@ from tests.e2e.helpers import (
     write_config,
     write_timeline,
 )
-from touchmove.ptyboard import PtyBoard
+from touchmove.sim.ptyboard import PtyBoard
 
 BOARD_ID = "fw1"
 

@@ -1,12 +1,15 @@
-"""What a port may bring in (issue 21), end to end: stand-in boards (tests/e2e/fake_board.py) -> ptys ->
-``touchmove run`` -> a private Mosquitto. A board id with a control character, and operator records sent on a
-board's serial line, change nothing for the hall: the MQTT link never reconnects, every other board's game is
-whole on MQTT, in the journal and in ``touchmove export``; a journal that holds such an id heals itself."""
+"""What a port may bring in, end to end: stand-in boards (tests/e2e/fake_board.py) -> ptys -> ``touchmove run``
+-> a private Mosquitto. A board id with a control character, and operator records sent on a board's serial line,
+change nothing for the hall: the MQTT link never reconnects, every other board's game is whole on MQTT, in the
+journal and in ``touchmove export``; a journal that holds such an id heals itself. And what a board says is wrong
+with it: the real firmware with a board.json it refuses is an alert the arbiter sees."""
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import time
 from pathlib import Path
 
 from tests.e2e.helpers import Broker, unique_moves
@@ -21,7 +24,7 @@ def problems(hall: Hall) -> list[dict[str, object]]:
 
 
 def connects(hall: Hall) -> int:
-    return hall.log().count("INFO touchmove.mqtt_bridge: connected to")
+    return hall.log().count("INFO touchmove.bridge.mqtt_link: connected to")
 
 
 def test_a_board_id_with_a_control_character_is_refused_and_the_hall_stays_on_mqtt(
@@ -118,3 +121,49 @@ def test_a_retained_command_is_ignored_with_mqtt_5(tmp_path: Path, broker: Broke
     finally:
         hall.stop()
     assert hall.plies("fake1") == full_counts(len(WANT))
+
+
+def test_a_board_json_the_firmware_refuses_is_an_alert_the_arbiter_sees(tmp_path: Path, broker: Broker) -> None:
+    """The real firmware (MicroPython) with a board.json holding a bad value: it does not scan, says why in an
+    ``error`` record every 10 s, and the bridge raises one ``board_error`` alert on the board's events (MQTT and
+    the journal) naming the fault and what to do."""
+    from tests.e2e.helpers import REPO, Subscriber, start_daemon, write_config
+    from tests.e2e.rig import firmware_argv
+    from touchmove.sim.ptyboard import PtyBoard
+
+    flash = tmp_path / "flash"
+    flash.mkdir()
+    (flash / "board.json").write_text('{"profile": "hc165", "scan_hz": 5}')
+    journal = tmp_path / "journal.sqlite3"
+    config = write_config(tmp_path / "bridge.toml", broker_port=broker.port, ports=[str(tmp_path / "ttyBOARD*")],
+                          journal=journal, rescan_s=0.2)
+    sub = Subscriber(broker.port)
+    daemon = start_daemon(config, tmp_path / "daemon.log")
+    # main.py as a board runs it: the fake machine module, board.json in the current folder
+    fakes = REPO / "tests" / "firmware" / "fakes"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOUCHMOVE_")}
+    env.update(MICROPYPATH=f"{fakes}:{REPO / 'firmware'}:.frozen", TOUCHMOVE_PROFILE="board.json")
+    board = PtyBoard(firmware_argv(), str(tmp_path / "ttyBOARD0"), env=env, cwd=str(flash), stderr=None)
+    try:
+        board.plug()
+        board.start()
+
+        def alerts() -> list[dict[str, object]]:
+            return [e for e in sub.events() if e.get("type") == "alert" and e.get("code") == "board_error"]
+
+        sub.wait_for(lambda: bool(alerts()), 60, "a board_error alert on MQTT")
+        time.sleep(12)     # the board repeats its error every 10 s: still one alert
+        got = alerts()
+        assert len(got) == 1, got
+        detail = got[0]["detail"]
+        assert isinstance(detail, dict)
+        assert "scan_hz" in str(detail["why"]) and "firmware not started" in str(detail["why"])
+        assert "board.json" in str(detail["message"])
+    finally:
+        board.stop()
+        daemon.terminate()
+        daemon.wait(10)
+        sub.close()
+    with sqlite3.connect(journal) as db:
+        codes = [json.loads(p).get("code") for (p,) in db.execute("SELECT payload FROM events")]
+    assert codes.count("board_error") == 1, "the alert is not journaled"

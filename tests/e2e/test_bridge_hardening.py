@@ -26,7 +26,7 @@ from tests.e2e.helpers import (
     write_config,
     write_timeline,
 )
-from touchmove.ptyboard import PtyBoard
+from touchmove.sim.ptyboard import PtyBoard
 
 FAKE = REPO / "tests" / "e2e" / "fake_board.py"
 MOVES = game_moves(OPERA)

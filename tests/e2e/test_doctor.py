@@ -19,10 +19,10 @@ def doctor(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_doctor_passes_a_good_deployment_and_names_each_fault(tmp_path: Path) -> None:
     auth = tmp_path / "auth"
-    generate(auth, ["hall-a"], ["arbiters"], ["screens"])
     broker = Broker(tmp_path)
+    generate(auth, ["hall-a"], ["arbiters"], ["screens"], broker.port, free_port(), "127.0.0.1")
     broker.conf.write_text((auth / "mosquitto" / "touchmove.conf").read_text()
-                           + f"user {getpass.getuser()}\nlistener {broker.port} 127.0.0.1\npersistence false\n")
+                           + f"user {getpass.getuser()}\npersistence false\n")
     broker.start()
     (tmp_path / "var").mkdir()
     bridge = tmp_path / "bridge.toml"

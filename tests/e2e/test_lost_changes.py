@@ -14,8 +14,8 @@ import pytest
 
 from tests.e2e.helpers import OPERA, game_moves, simple_timeline
 from tests.e2e.rig import BOARD_ID, Rig
+from touchmove.bridge.journal import Journal
 from touchmove.export import pgn_games
-from touchmove.journal import Journal
 
 MOVES = game_moves(OPERA)
 # A move every 3.5 s of device time: at speed 10, one every 0.35 s; 10 s unplugged loses most of the game.
@@ -103,7 +103,7 @@ def test_unplugged_mid_game(tmp_path: Path, seconds: float) -> None:
         assert stats["events"] > 0
         assert not [e for e in rig.events() if e["type"] == "alert" and e.get("code") == "illegal_move"]
         # `export` (the journal replayed) gives the same game.
-        games = pgn_games(Journal(rig.journal), BOARD_ID, 200)
+        games = pgn_games(Journal.open(rig.journal), BOARD_ID, 200)
         assert list(games[0].mainline_moves()) == MOVES
     finally:
         rig.stop()

@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 from tests.e2e.helpers import REPO, Broker, Subscriber, require_binary
+from touchmove.bridge.mqtt_link import MqttLink
 from touchmove.config import MqttConfig
-from touchmove.mqtt_bridge import MqttLink
 
 
 async def _nothing(topic: str, raw: bytes, retained: bool) -> None:

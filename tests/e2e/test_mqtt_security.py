@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import aiomqtt
@@ -19,17 +20,18 @@ from tests.e2e.helpers import (
     OPERA,
     REPO,
     Broker,
+    free_port,
     game_moves,
     require_binary,
     simple_timeline,
     start_daemon,
     write_timeline,
 )
+from touchmove.bridge.mqtt_link import MqttLink
 from touchmove.brokerauth import AuthError, generate
 from touchmove.config import from_dict
-from touchmove.mqtt_bridge import MqttLink
-from touchmove.natscluster import NatsCluster
-from touchmove.ptyboard import PtyBoard
+from touchmove.sim.natscluster import NatsCluster
+from touchmove.sim.ptyboard import PtyBoard
 
 FAKE = REPO / "tests" / "e2e" / "fake_board.py"
 
@@ -93,21 +95,73 @@ FORGED = "FORGED-by-test"
 def event_broker(request: pytest.FixtureRequest, tmp_path: Path):
     """A broker of each kind with the users and rules `touchmove broker-auth` writes for an event."""
     auth = tmp_path / "auth"
-    passwords = generate(auth, ["hall-a", "hall-b"], ["arbiters"], ["screens"])
     if request.param == "mosquitto":
         broker = Broker(tmp_path)
+        viewers = free_port()
+        passwords = generate(auth, ["hall-a", "hall-b"], ["arbiters"], ["screens"], broker.port, viewers,
+                             "127.0.0.1")
         broker.conf.write_text((auth / "mosquitto" / "touchmove.conf").read_text()
-                               + f"user {getpass.getuser()}\nlistener {broker.port} 127.0.0.1\npersistence false\n")
+                               + f"user {getpass.getuser()}\npersistence false\n")
         broker.start()
-        yield broker.port, passwords
+        yield EventBroker(broker.port, viewers, passwords)
         broker.stop()
     else:
+        passwords = generate(auth, ["hall-a", "hall-b"], ["arbiters"], ["screens"])
         require_binary("nats-server", "/usr/sbin/nats-server")
         cluster = NatsCluster(1, workdir=tmp_path / "nats", auth=(auth / "nats" / "auth.conf").read_text(),
                               probe_user=("screens", passwords["screens"]))
         cluster.start()
-        yield cluster.nodes[0].mqtt_port, passwords
+        yield EventBroker(cluster.nodes[0].mqtt_port, cluster.nodes[0].mqtt_port, passwords)
         cluster.stop()
+
+
+@dataclass(frozen=True)
+class EventBroker:
+    """Where the services connect, where the viewers do (the same port on NATS), every user's password."""
+
+    port: int
+    viewer_port: int
+    passwords: dict[str, str]
+
+
+def test_a_viewer_with_a_bridges_client_id_cannot_push_the_bridge_off(tmp_path: Path) -> None:
+    """Mosquitto from the generated configuration: a viewer connecting with a bridge's client id gets its user
+    name as id on the viewers' listener (the bridge stays connected and keeps receiving), and a viewer's
+    credentials are refused on the services' listener (issue 21). Before, one listener served both and the
+    viewer's connection pushed the bridge off."""
+    auth = tmp_path / "auth"
+    broker = Broker(tmp_path)
+    viewers = free_port()
+    passwords = generate(auth, ["hall-a"], ["arbiters"], ["screens"], broker.port, viewers, "127.0.0.1")
+    broker.conf.write_text((auth / "mosquitto" / "touchmove.conf").read_text()
+                           + f"user {getpass.getuser()}\npersistence false\n")
+    broker.start()
+    try:
+        asyncio.run(_take_the_bridges_id(broker.port, viewers, passwords))
+    finally:
+        broker.stop()
+
+
+async def _take_the_bridges_id(port: int, viewer_port: int, passwords: dict[str, str]) -> None:
+    probe = "touchmove-doctor/hall-a/probe"
+    async with aiomqtt.Client("127.0.0.1", port, username="hall-a", password=passwords["hall-a"],
+                              identifier="bridge-hall-a") as bridge:
+        await bridge.subscribe(probe, qos=1)
+        for where in (viewer_port, port):
+            with contextlib.suppress(aiomqtt.MqttError):   # refused on the services' listener
+                async with aiomqtt.Client("127.0.0.1", where, username="screens", password=passwords["screens"],
+                                          identifier="bridge-hall-a") as viewer:
+                    await viewer.subscribe("hall-a/#", qos=1)
+                    await asyncio.sleep(0.5)
+        # the bridge's connection is the one it had: a message to it arrives, no reconnection made
+        await bridge.publish(probe, b"still here", qos=1)
+        async with asyncio.timeout(5):
+            async for message in bridge.messages:
+                assert message.payload == b"still here"
+                break
+    with pytest.raises(aiomqtt.MqttError):
+        async with aiomqtt.Client("127.0.0.1", port, username="screens", password=passwords["screens"]) as c:
+            await c.subscribe("hall-a/#")
 
 
 def test_generated_files(tmp_path: Path) -> None:
@@ -116,15 +170,63 @@ def test_generated_files(tmp_path: Path) -> None:
     assert all(again[u] == p for u, p in passwords.items()), "passwords kept when the command runs again"
     assert (tmp_path / "secrets" / "hall-a.password").stat().st_mode & 0o777 == 0o600
     acl = (tmp_path / "mosquitto" / "acl").read_text()
-    assert "user screens\ntopic readwrite touchmove-doctor/screens/#\ntopic read hall-a/#" in acl
-    assert "topic write hall-a/boards/+/set" in acl.split("user arbiters")[1].split("user screens")[0]
+    viewers = (tmp_path / "mosquitto" / "viewers.acl").read_text()
+    assert "user screens\ntopic readwrite touchmove-doctor/screens/#\ntopic read hall-a/#" in viewers
+    assert "topic write hall-a/boards/+/set" in acl.split("user arbiters")[1]
+    assert "screens" not in acl and "screens:" not in (tmp_path / "mosquitto" / "passwd").read_text()
+    # the viewers' listener, and it alone, ties the client id to the user name
+    conf = (tmp_path / "mosquitto" / "touchmove.conf").read_text()
+    services, watchers = conf.split("listener 1884")
+    assert "listener 1883" in services and "use_username_as_clientid" not in services
+    assert "use_username_as_clientid true" in watchers and "viewers.passwd" in watchers
+    with pytest.raises(AuthError, match="must differ"):
+        generate(tmp_path, ["hall-a"], ["arbiters"], [], 1883, 1883)
     with pytest.raises(AuthError, match="topic level"):
         generate(tmp_path, ["hall/a"], ["arbiters"], [])
 
 
-def test_anonymous_and_viewers_cannot_command_or_forge(event_broker: tuple[int, dict[str, str]], tmp_path: Path,
+def test_a_bridge_reads_back_its_own_retained_pgn_and_no_other_halls(event_broker: EventBroker) -> None:
+    """After a crash while its journal could not write, a bridge reads its boards' retained PGN back (the plies it
+    had published) before it publishes anything on the connection: the rules `broker-auth` writes let it read its
+    own hall's, not another hall's (Mosquitto and NATS)."""
+    asyncio.run(_read_back(event_broker))
+
+
+async def _read_back(broker: EventBroker) -> None:
+    published = b'[Event "touchmove"]\n\n1. e4 e5 *\n'
+    for hall in ("hall-a", "hall-b"):
+        async with aiomqtt.Client("127.0.0.1", broker.port, username=hall, password=broker.passwords[hall]) as c:
+            await c.publish(f"{hall}/boards/b1/pgn", published, qos=1, retain=True)
+
+    async def read(hall: str, wanted: set[str], then: bytes | None = None) -> list[dict[str, bytes]]:
+        found: list[dict[str, bytes]] = []
+        link = MqttLink(from_dict({"mqtt": {"url": f"mqtt://127.0.0.1:{broker.port}", "base_topic": "hall-a",
+                                            "username": "hall-a", "password": broker.passwords["hall-a"]}}).mqtt,
+                        on_command=_nothing, backoff_max=0.5)
+        link.read_back(f"{hall}/boards/+/pgn", wanted, found.append)
+        if then is not None:
+            link.retain(f"{hall}/boards/b1/pgn", then)      # the restarted bridge's own: published after the read
+        task = asyncio.create_task(link.run())
+        try:
+            async with asyncio.timeout(15):
+                while not found or link.pending():
+                    await asyncio.sleep(0.05)
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        return found
+
+    # b2 has no retained PGN: the read waits READ_BACK_S for it, then gives what it found
+    assert await read("hall-a", {"hall-a/boards/b1/pgn", "hall-a/boards/b2/pgn"}, b"rebuilt") == [
+        {"hall-a/boards/b1/pgn": published}]
+    assert await read("hall-a", {"hall-a/boards/b1/pgn"}) == [{"hall-a/boards/b1/pgn": b"rebuilt"}]
+    assert await read("hall-b", {"hall-b/boards/b1/pgn"}) == [{}]        # another hall's: not for this bridge
+
+
+def test_anonymous_and_viewers_cannot_command_or_forge(event_broker: EventBroker, tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    port, passwords = event_broker
+    port, passwords = event_broker.port, event_broker.passwords
     moves = game_moves(OPERA)[:6]
     timeline = write_timeline(tmp_path / "t.jsonl", simple_timeline(moves, think=300, hand=100))
     board = PtyBoard([sys.executable, str(FAKE), str(timeline), "b1", "--speed", "3"], str(tmp_path / "board1"))
@@ -137,7 +239,7 @@ def test_anonymous_and_viewers_cannot_command_or_forge(event_broker: tuple[int, 
     monkeypatch.delenv("TOUCHMOVE_MQTT_PASSWORD", raising=False)
     daemon = start_daemon(cfg, tmp_path / "daemon.log")
     try:
-        seen = asyncio.run(_attack(port, passwords, board, len(moves)))
+        seen = asyncio.run(_attack(port, event_broker.viewer_port, passwords, board, len(moves)))
     finally:
         daemon.terminate()
         daemon.wait(10)
@@ -159,13 +261,14 @@ def test_anonymous_and_viewers_cannot_command_or_forge(event_broker: tuple[int, 
     assert len(operator) == 2 and not any("K6k" in b or "setup" in b for b in operator), operator
 
 
-async def _attack(port: int, passwords: dict[str, str], board: PtyBoard, plies: int) -> list[tuple[str, bytes]]:
+async def _attack(port: int, viewer_port: int, passwords: dict[str, str], board: PtyBoard,
+                  plies: int) -> list[tuple[str, bytes]]:
     """Play, then try every forgery as anonymous, viewer and another hall's bridge; return what arbiters saw."""
     seen: list[tuple[str, bytes]] = []
 
     def client(user: str | None, name: str) -> aiomqtt.Client:
-        return aiomqtt.Client("127.0.0.1", port, username=user, password=passwords.get(user or ""),
-                              identifier=f"{name}-{time.time_ns()}")
+        return aiomqtt.Client("127.0.0.1", viewer_port if user == "screens" else port, username=user,
+                              password=passwords.get(user or ""), identifier=f"{name}-{time.time_ns()}")
 
     async with client("arbiters", "arbiters") as arb:
         await arb.subscribe("hall-a/#", qos=1)

@@ -58,7 +58,7 @@ def test_one_configured_client_id_never_pushes_a_bridge_off(tmp_path: Path, brok
         halls[0].wait_game("fa")
         halls[1].wait_game("fb")
         for hall in halls:
-            assert hall.log().count("INFO touchmove.mqtt_bridge: connected to") == 1, hall.log()[-2000:]
+            assert hall.log().count("INFO touchmove.bridge.mqtt_link: connected to") == 1, hall.log()[-2000:]
             assert unique_moves(hall.sub.events("fa" if hall is halls[0] else "fb")) == WANT
     finally:
         squatter.loop_stop()

@@ -9,7 +9,7 @@ import sys
 import time
 
 from touchmove.board_check import BoardCheck
-from touchmove.ptyboard import PtyBoard
+from touchmove.sim.ptyboard import PtyBoard
 
 from .conftest import FIRMWARE_HEAP, mp_env
 

@@ -132,7 +132,7 @@ def test_leds_for_all_64_squares_fit_one_command_line() -> None:
     """The host sends many squares as a mask; the firmware reads it back to the same squares, in 256 bytes."""
     from touchmove_fw import commands
 
-    from touchmove.serial_link import encode_command, leds_command
+    from touchmove.bridge.serial_link import encode_command, leds_command
 
     names = [f + r for r in "12345678" for f in "abcdefgh"]
     cmd = leds_command(names, [255, 255, 255])

@@ -10,7 +10,7 @@ import chess
 import chess.pgn
 import pytest
 
-from touchmove.hands import playable_moves, read_games
+from touchmove.sim.hands import playable_moves, read_games
 
 GAMES_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "games"
 

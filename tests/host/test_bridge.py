@@ -18,14 +18,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from touchmove import checkpoint, hands, records
-from touchmove.bridge import Bridge, journal_faults, replay_entries
+from tests.e2e.helpers import game_moves, simple_timeline, unique_moves
+from touchmove import records
+from touchmove.bridge import Bridge, checkpoint, journal_faults, replay_entries
+from touchmove.bridge.journal import Journal
+from touchmove.bridge.mqtt_link import Outgoing
+from touchmove.bridge.serial_link import FROM_BOARD
 from touchmove.config import BridgeConfig, MqttConfig, SerialConfig
 from touchmove.export import pgn_games, recording_gaps
-from touchmove.journal import Journal
-from touchmove.mqtt_bridge import Outgoing
 from touchmove.rules import Engine
-from touchmove.serial_link import FROM_BOARD
+from touchmove.sim import hands
 
 
 class FakeLink:
@@ -70,6 +72,7 @@ def make_bridge(tmp: Path, loop: asyncio.AbstractEventLoop, settle_ms: int = 50)
     if before is not None:
         before.journal_lock.release()
     bridge = Bridge(cfg, session="test")
+    bridge.open()
     _RUNNING[cfg.journal] = bridge
     bridge._loop = loop
     return bridge
@@ -686,6 +689,7 @@ def test_a_board_on_a_port_with_another_usb_serial_number_is_an_alert(
     cfg = BridgeConfig(MqttConfig(), SerialConfig(), settle_ms=50, journal=str(tmp_path / "j.sqlite3"),
                        board_serials={"brd": "SN-1"})
     bridge = Bridge(cfg, session="test")
+    bridge.open()
     bridge._loop = loop
     serials = {"/dev/fake0": "SN-1", "/dev/fake1": "SN-2"}
     bridge.admission.serial_of = serials.get
@@ -762,14 +766,36 @@ def test_a_second_bridge_on_one_journal_refuses_naming_the_first(
     first = make_bridge(tmp_path, loop)
     cfg = BridgeConfig(MqttConfig(), SerialConfig(), settle_ms=50, journal=str(tmp_path / "j.sqlite3"))
     with pytest.raises(JournalLocked, match=f"in use by another bridge \\(process {os.getpid()} on .*session test"):
-        Bridge(cfg, session="second")
+        Bridge(cfg, session="second").open()
     assert oct((tmp_path / "j.sqlite3.lock").stat().st_mode & 0o777) == "0o600"
     first.journal_lock.release()
-    Bridge(cfg, session="third").journal_lock.release()
+    third = Bridge(cfg, session="third")
+    third.open()
+    third.journal_lock.release()
+
+
+def test_making_a_bridge_opens_nothing_open_does_and_close_lets_go(tmp_path: Path) -> None:
+    cfg = BridgeConfig(MqttConfig(), SerialConfig(), settle_ms=50, journal=str(tmp_path / "j.sqlite3"))
+    bridge = Bridge(cfg, session="test")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []           # no journal, no lock, no seq floor yet
+    bridge.open()
+    assert {"j.sqlite3", "j.sqlite3.lock", "j.sqlite3-seqs"} <= {p.name for p in tmp_path.iterdir()}
+    assert bridge.journal.boards() == []
+    bridge.close()
+    bridge.close()                                 # once is enough: a second close does nothing
+
+    async def in_context() -> list[str]:
+        async with Bridge(cfg, session="again") as again:      # the lock was released: another bridge opens it
+            return [row.board for row in again.journal.boards()]
+
+    assert asyncio.run(in_context()) == []
+    third = Bridge(cfg, session="third")           # and the context let it go
+    third.open()
+    third.close()
 
 
 def test_client_ids_are_unique_per_process_and_keep_the_configured_prefix() -> None:
-    from touchmove.mqtt_bridge import client_id
+    from touchmove.bridge.mqtt_link import client_id
 
     cfg = MqttConfig(client_id="bridge-hall-a", username="hall-a")
     ids = {client_id(cfg) for _ in range(50)}
@@ -869,10 +895,108 @@ def test_every_hello_id_either_binds_a_publishable_board_or_is_refused(
 
 
 def test_a_file_that_is_no_database_at_the_journal_path_is_left_alone(tmp_path: Path) -> None:
-    from touchmove.journal import open_checked
+    from touchmove.bridge.journal import open_checked
 
     path = tmp_path / "notes.txt"
     path.write_text("the round's pairings\n")
     with pytest.raises(sqlite3.DatabaseError):
         open_checked(path)
     assert path.read_text() == "the round's pairings\n" and not list(tmp_path.glob("*.malformed-*"))
+
+
+def opera_plies(t0: int = 2000) -> list[list[dict[str, Any]]]:
+    """The Opera game as a board sends it (lift/place records, 5 s thought, 0.8 s a hand), grouped by ply."""
+    plies: list[list[dict[str, Any]]] = []
+    for rec in simple_timeline(game_moves(OPERA), t0=t0, think=5000, hand=800):
+        if not plies or rec["t"] - plies[-1][-1]["t"] > 2000:
+            plies.append([])
+        plies[-1].append(rec)
+    return plies
+
+
+@pytest.mark.parametrize("read_back", [None, "before", "after"])
+def test_a_crash_while_full_at_a_transposition_recovers_the_game_in_the_order_published(
+        tmp_path: Path, loop: asyncio.AbstractEventLoop, monkeypatch: pytest.MonkeyPatch,
+        read_back: str | None) -> None:
+    """bench/crash_while_full.py's run 2 (seed 0, tmpfs): 17 plies published, 13 journaled, then ``kill -9``;
+    Nc3 c6 Bg5 (plies 15-17) reach the position Bg5 c6 Nc3 does, which an occupancy board cannot tell apart.
+    The restarted bridge publishes the rest of the game and journals it. Without the plies it had published
+    (``read_back`` None: the broker did not answer) it takes the usual order, Bg5 c6 Nc3, and its changes_lost
+    alert names the order played among the others; with them, read back from the broker's retained PGN before the
+    board's snapshot or after it, the game is the one played and published (amended to it when read after)."""
+    monkeypatch.setattr(journal_faults, "JOURNAL_RETRY_S", 0.1)
+    plies = opera_plies()
+    want = [m.uci() for m in game_moves(OPERA)]
+    assert len(plies) == len(want) == 33
+    bridge = make_bridge(tmp_path, loop)
+    flaky = FlakyDb(bridge.journal.db)
+    bridge.journal.db = flaky  # type: ignore[assignment]
+    link = FakeLink()
+    seq = 0
+
+    def send(target: Bridge, port: FakeLink, recs: list[dict[str, Any]]) -> None:
+        nonlocal seq
+        for rec in recs:
+            seq += 1
+            target.handle_lines(port, [line(seq, rec.pop("t"), rec.pop("type"), **rec)])
+        settle(loop, 0.12)                                       # the ply settles (50 ms)
+
+    bridge.handle_lines(link, [hello(0, 5), line(1, 6, "snapshot", occ=START)])
+    seq = 1
+    for ply in plies[:14]:
+        send(bridge, link, [dict(r) for r in ply])
+    flaky.fail = sqlite3.OperationalError("database or disk is full")
+    for ply in plies[14:17]:
+        send(bridge, link, [dict(r) for r in ply])
+    first = events_queued(bridge)
+    assert unique_moves(first) == want[:17]
+    assert len(journal_moves(tmp_path / "j.sqlite3")) < 17
+    retained = bridge.pgn_text(bridge.boards["brd"]).encode()       # the broker's retained PGN at the crash
+    # kill -9; space comes back; the board's lines written meanwhile are lost (a seq gap), it says hello again
+    again = make_bridge(tmp_path, loop)
+    again.restore()
+    again.read_back_published()
+    topic = "touchmove/boards/brd/pgn"
+    pending = again.mqtt._read_back
+    assert pending is not None and pending.wanted == {topic} and pending.topics == "touchmove/boards/+/pgn"
+    again.flush()
+    if read_back == "before":
+        again.published_read({topic: retained}, {topic: "brd"})
+    position = chess.Board()
+    for uci in want[:17]:
+        position.push_uci(uci)
+    seq += 25
+    t = plies[17][0]["t"] - 1000
+    again.handle_lines(FakeLink(), [hello(seq, t - 100), line(seq + 1, t, "snapshot",
+                                                              occ=f"{int(position.occupied):016x}")])
+    seq += 1
+    settle(loop, 0.3)
+    if read_back == "after":
+        again.published_read({topic: retained}, {topic: "brd"})
+    link2 = again.boards["brd"].link
+    assert isinstance(link2, FakeLink)
+    for ply in plies[17:]:
+        send(again, link2, [dict(r) for r in ply])
+    settle(loop, 0.3)
+    after = events_queued(again)
+    assert any(e["type"] == "game_end" and e["result"] == "1-0" for e in after)
+    transposed = [*want[:14], "c1g5", "c7c6", "b1c3", *want[17:]]       # Bg5 c6 Nc3 for Nc3 c6 Bg5
+    again.flush()
+    with sqlite3.connect(tmp_path / "j.sqlite3") as db:
+        journaled = [json.loads(p) for (p,) in db.execute("SELECT payload FROM events WHERE board = 'brd'")]
+    exported = [m.uci() for m in pgn_games(again.journal, "brd", key=again.pipeline.checkpoint_key)[0].mainline_moves()]
+    lost = [e for e in after if e["type"] == "alert" and e["code"] == "changes_lost"]
+    if read_back is None:
+        assert unique_moves(first + after) == unique_moves(journaled) == exported == transposed
+        assert len(lost) == 1 and ["Nc3", "c6", "Bg5"] in lost[0]["detail"]["other_orders"]
+    else:
+        assert unique_moves(first + after) == unique_moves(journaled) == exported == want
+        assert lost[-1]["detail"]["plies"][-3:] == ["Nc3", "c6", "Bg5"] and lost[-1]["detail"]["order"] == "published"
+        amended = [e["ply"] for e in after if e["type"] == "move_amended"]
+        assert len(lost) == (1 if read_back == "before" else 2) and amended == ([] if read_back == "before" else
+                                                                                 [15, 16, 17])
+    contents: dict[int, set[str]] = {}
+    for event in first + after:
+        contents.setdefault(event["seq"], set()).add(json.dumps({k: v for k, v in event.items()
+                                                                 if k not in ("session", "ts")}, sort_keys=True))
+    assert all(len(bodies) == 1 for bodies in contents.values())       # no seq carries two contents

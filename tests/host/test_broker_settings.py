@@ -28,8 +28,9 @@ def test_endpoints_rotate_and_say_when_a_round_failed() -> None:
     assert nodes.failed() is False and nodes.current.host == "c"
     assert nodes.failed() is False and nodes.current.host == "a"
     assert nodes.failed() is True and nodes.current.host == "b"    # all three tried: back off
+    assert nodes.rounds_failed == 1            # the next round waits longer for a CONNACK
     nodes.connected()
-    assert nodes.failed() is False
+    assert nodes.failed() is False and nodes.rounds_failed == 0
 
 
 def test_password_from_file_env_and_default_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -85,9 +86,9 @@ def test_broadcaster_broker_urls_and_secret_file(tmp_path: Path) -> None:
 
 
 def test_journal_is_created_owner_only(tmp_path: Path) -> None:
-    from touchmove.journal import Journal
+    from touchmove.bridge.journal import Journal
 
-    journal = Journal(tmp_path / "j.sqlite3")
+    journal = Journal.open(tmp_path / "j.sqlite3")
     journal.close()
     for f in tmp_path.iterdir():
         assert f.stat().st_mode & 0o077 == 0, f"{f.name} is readable by others"

@@ -24,11 +24,10 @@ import chess.pgn
 import pytest
 
 from tests.e2e.helpers import OPERA, REPO, game_moves, simple_timeline
-from touchmove import checkpoint
-from touchmove.bridge import Bridge, replay_entries
+from touchmove.bridge import Bridge, checkpoint, replay_entries
+from touchmove.bridge.journal import Journal
 from touchmove.config import BridgeConfig, MqttConfig, SerialConfig
 from touchmove.export import pgn_games
-from touchmove.journal import Journal
 
 MOVES = game_moves(OPERA)
 WANT = [m.uci() for m in MOVES]
@@ -71,6 +70,7 @@ def new_bridge(journal: Path, loop: asyncio.AbstractEventLoop, key: Path | None 
     if before is not None:
         before.journal_lock.release()
     bridge = Bridge(cfg, session="test")
+    bridge.open()
     _RUNNING[cfg.journal] = bridge
     bridge._loop = loop
     return bridge
@@ -91,7 +91,7 @@ def play_opera(journal: Path, loop: asyncio.AbstractEventLoop) -> Any:
     bridge.flush()
     state = sess.engine.state()
     bridge.journal.close()
-    cp = Journal(journal).checkpoint("brd")
+    cp = Journal.open(journal).checkpoint("brd")
     assert cp is not None and cp.mac and cp.settle_ms == SETTLE_MS      # signed, settle time in a plain column
     return state
 
@@ -123,7 +123,7 @@ def test_a_malicious_checkpoint_is_never_unpickled_and_the_game_comes_back_by_re
     pickle.loads(evil)                       # the payload works: unpickled, it writes the marker
     assert marker.exists()
     marker.unlink()
-    genuine = Journal(journal).checkpoint("brd")
+    genuine = Journal.open(journal).checkpoint("brd")
     assert genuine is not None
     other = checkpoint.CheckpointKey(os.urandom(32), "elsewhere")
     mac = {"none": None, "genuine": genuine.mac,
@@ -144,7 +144,7 @@ def test_a_malicious_checkpoint_is_never_unpickled_and_the_game_comes_back_by_re
     moves, stderr = export(journal, tmp_path)
     assert not marker.exists() and moves == WANT
     assert "checkpoint ignored" in stderr
-    assert [m.uci() for m in pgn_games(Journal(journal), "brd")[0].mainline_moves()] == WANT
+    assert [m.uci() for m in pgn_games(Journal.open(journal), "brd")[0].mainline_moves()] == WANT
     assert not marker.exists()
 
 
@@ -168,7 +168,7 @@ def test_a_journal_copied_to_another_machine_restores_and_exports_by_replay(
         moves, _ = export(copy, copy.parent, env=dict(os.environ, TOUCHMOVE_CHECKPOINT_KEY=str(env_key)))
         assert moves == WANT
     assert not (tmp_path / "nokey").exists()                  # a reader never makes a key
-    engine, _, _ = replay_entries(Journal(copy), "brd", None, key=None)
+    engine, _, _ = replay_entries(Journal.open(copy), "brd", None, key=None)
     assert engine.settle_ms == SETTLE_MS and engine.state() == state
     # back home, the checkpoint is used again: nothing replayed
     home = new_bridge(journal, loop)
@@ -182,7 +182,7 @@ def test_a_journal_copied_to_another_machine_restores_and_exports_by_replay(
 def test_a_checkpoint_moved_to_another_board_is_not_read(tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
     journal = tmp_path / "j.sqlite3"
     play_opera(journal, loop)
-    j = Journal(journal)
+    j = Journal.open(journal)
     cp = j.checkpoint("brd")
     key = checkpoint.ensure_key(checkpoint.key_path())
     assert cp is not None
@@ -205,7 +205,7 @@ def test_a_checkpoint_whose_entry_or_headers_changed_is_replayed_and_export_has_
     for change in ("UPDATE checkpoints SET after_entry = 0", "UPDATE checkpoints SET headers = '{\"Round\":\"9\"}'"):
         with sqlite3.connect(journal) as db:
             db.execute(change)
-        games = pgn_games(Journal(journal), "brd")
+        games = pgn_games(Journal.open(journal), "brd")
         assert len(games) == 1 and len(list(games[0].mainline_moves())) == len(MOVES), change
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from touchmove.brokerauth import generate
+from touchmove.brokerauth import generate, mosquitto_conf
 from touchmove.config import load
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
@@ -19,6 +19,9 @@ ROUNDS = [{"number": 1, "boards": [{"board_id": "b1", "white": "A", "black": "B"
 def test_shipped_acl_is_what_broker_auth_writes(tmp_path: Path) -> None:
     generate(tmp_path, ["hall-a", "hall-b", "hall-c"], ["arbiters"], ["screens"])
     assert (DEPLOY / "mosquitto" / "acl.example").read_text() == (tmp_path / "mosquitto" / "acl").read_text()
+    assert (DEPLOY / "mosquitto" / "viewers.acl.example").read_text() == (
+        tmp_path / "mosquitto" / "viewers.acl").read_text()
+    assert (DEPLOY / "mosquitto" / "touchmove.conf").read_text() == mosquitto_conf(Path("/etc/touchmove/event"))
     shipped = (DEPLOY / "nats" / "auth.conf").read_text() if (DEPLOY / "nats" / "auth.conf").exists() else None
     assert shipped is None, "no real passwords are shipped"
     example = (DEPLOY / "nats" / "auth.conf.example").read_text()

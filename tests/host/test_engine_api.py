@@ -8,11 +8,11 @@ import chess
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from touchmove.hands import Hands, Style, play
 from touchmove.records import Lift, Place, Snapshot
 from touchmove.rules import Engine, MoveMade
 from touchmove.rules.footprints import Position, fen_of
 from touchmove.rules.outcome import game_over
+from touchmove.sim.hands import Hands, Style, play
 
 
 def test_a_move_waits_for_its_settle_time_then_advance_makes_it() -> None:

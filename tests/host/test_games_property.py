@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scenario_format import as_snapshots
 
-from touchmove.hands import Hands, Style, play_session
 from touchmove.rules import Engine
+from touchmove.sim.hands import Hands, Style, play_session
 
 SESSION = 12  # games per session: one board, cleared and set up between games
 

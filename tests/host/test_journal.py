@@ -5,12 +5,12 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from touchmove.journal import Journal
+from touchmove.bridge.journal import Journal
 
 
 def test_entries_events_and_published_mark(tmp_path: Path) -> None:
     path = tmp_path / "j.sqlite3"
-    j = Journal(path)
+    j = Journal.open(path)
     j.ensure_board("b1")
     j.add_entry("b1", "record", 10, '{"t":10,"type":"lift","sq":"e2"}', "serial", "ts")
     j.add_entry("b1", "advance", 300, None, "timer", "ts")
@@ -23,7 +23,7 @@ def test_entries_events_and_published_mark(tmp_path: Path) -> None:
     j.commit()
     j.close()
 
-    j = Journal(path)
+    j = Journal.open(path)
     row = j.board("b1")
     assert row is not None and (row.boot, row.last_seq, row.last_t, row.published) == ("abc", 7, 300, 1)
     assert [e.kind for e in j.entries("b1")] == ["record", "advance"]
@@ -34,7 +34,7 @@ def test_entries_events_and_published_mark(tmp_path: Path) -> None:
 
 def test_uncommitted_writes_are_not_seen_by_others(tmp_path: Path) -> None:
     path = tmp_path / "j.sqlite3"
-    j = Journal(path)
+    j = Journal.open(path)
     j.ensure_board("b1")
     j.commit()
     j.add_event("b1", 1, {"type": "move", "game": 1, "ply": 1})
@@ -63,7 +63,7 @@ class FailingDb:
 
 def test_a_failed_commit_rolls_back_holds_the_writes_and_says_why(tmp_path: Path) -> None:
     path = tmp_path / "j.sqlite3"
-    j = Journal(path)
+    j = Journal.open(path)
     flaky = FailingDb(j.db)
     j.db = flaky  # type: ignore[assignment]
     j.ensure_board("b1")
@@ -84,7 +84,7 @@ def test_a_failed_commit_rolls_back_holds_the_writes_and_says_why(tmp_path: Path
 
 
 def test_a_write_that_can_never_succeed_is_dropped_not_blocking(tmp_path: Path) -> None:
-    j = Journal(tmp_path / "j.sqlite3")
+    j = Journal.open(tmp_path / "j.sqlite3")
     j.ensure_board("b1")
     j.add_entry("b1", "record", 2**70, "{}", "serial", "ts")          # too big for SQLite
     j.add_event("b1", 1, {"type": "move", "game": 1, "ply": 1})
@@ -94,7 +94,7 @@ def test_a_write_that_can_never_succeed_is_dropped_not_blocking(tmp_path: Path) 
 
 
 def test_held_writes_can_be_dropped_by_kind_and_checkpoints_mark_their_entry(tmp_path: Path) -> None:
-    j = Journal(tmp_path / "j.sqlite3")
+    j = Journal.open(tmp_path / "j.sqlite3")
     j.ensure_board("b1")
     j.add_entry("b1", "record", 1, '{"t":1,"type":"lift","sq":"e2"}', "serial", "ts")
     j.commit()

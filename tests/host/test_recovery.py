@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from touchmove import records
 from touchmove.broadcast.live_pgn import LiveGame
-from touchmove.hands import Hands, Style
-from touchmove.lost_data import lost_game
-from touchmove.rules import Alert, Engine, RecoveredMove
-from touchmove.rules.recovery import explanations, position_key
+from touchmove.rules import Alert, Engine, Event, RecoveredMove
+from touchmove.rules.recovery import MAX_NODES, explanations, plies_tried, position_key, search
+from touchmove.sim.hands import Hands, Style
+from touchmove.sim.lost_data import lost_game
 
 SAMPLE_EVERY = 6  # the lost-data test plays every sixth shared game (bench/lost_data.py runs them all)
 
@@ -209,3 +209,222 @@ def test_the_live_pgn_drops_the_result_when_the_game_resumes() -> None:
     assert other.apply({"type": "game_end", "game": 1, "result": "1/2-1/2", "reason": "stalemate", "t": 1})
     assert other.apply({"type": "game_resumed", "game": 1, "ply": 2, "t": 2})
     assert other.results.effective() == "*"
+
+
+@pytest.mark.parametrize("settled", [False, True])
+def test_a_recovered_ply_amended_later_is_named_again_by_a_changes_lost_alert(settled: bool) -> None:
+    """a6 and Qf3's queen lifted were lost: the snapshot shows a6 played and f3 empty, which only a6 Qxf6
+    completes; the queen then lands on b3 (Qb3 amends Qxf6). A changes_lost alert names Qb3 after the amendment
+    (issue 21). ``settled``: a heartbeat came after Qf3 (else Qf3 itself was made when its settle time ran out, so
+    its piece sliding on further is followed too, and the recovery goes through hypotheses)."""
+    board = chess.Board()
+    hands = Hands(random.Random(3), Style(chatter=0, bounce=0, slide=0, overlap=0))
+    for san in ("e4", "Nf6", "Qf3"):
+        move = board.parse_san(san)
+        hands.move(board, move)
+        board.push(move)
+    t = hands.records[-1].t + 3000
+    recording: list[records.Record] = list(hands.records)
+    if settled:
+        recording.append(records.Snapshot(t - 2000, board.occupied, type="heartbeat"))
+    shown = (board.occupied & ~chess.BB_A7 & ~chess.BB_F3) | chess.BB_A6
+    recording += [records.Snapshot(t, shown), records.Place(t + 800, chess.B3)]
+    engine = Engine()
+    events = []
+    for record in recording:
+        events += engine.feed(record)
+    events += engine.advance(t + 5000)
+    events += engine.finish()
+    assert [m.uci() for m in engine.games[0].moves[3:]] == ["a7a6", "f3b3"]
+    lost = [e for e in events if isinstance(e, Alert) and e.code == "changes_lost"]
+    named = [a.detail["plies"] for a in lost if "plies" in a.detail]
+    assert named and named[-1][-2:] == ["a6", "Qb3"], named
+    last = lost[-1]
+    assert last.ply == lost[0].ply    # it supersedes the alert that named Qxf6 (the same ply)
+    if settled:
+        # The board contradicts the plies recovered a moment ago: searched again, a6 Qb3 recovered and named.
+        assert "Qb3" in [e.san for e in events if isinstance(e, RecoveredMove)]
+    else:
+        # The line followed amends Qxf6 to Qb3: the alert that named Qxf6 is superseded, after the move_amended.
+        assert last.detail["amended"] == {"ply": 5, "replaces": "Qxf6", "played": "Qb3"}
+        assert events.index(last) > next(i for i, e in enumerate(events) if e.type == "move_amended")
+
+
+def lost_line(seed: int, plies: int) -> tuple[chess.Board, list[chess.Move], chess.Board] | None:
+    """A shared game cut at a random point: the position before, ``plies`` real plies from there, the position
+    after them (None: the game is too short)."""
+    rng = random.Random(seed)
+    _, start, moves = rng.choice(games())
+    if len(moves) < plies + 5:
+        return None
+    at = rng.randrange(4, len(moves) - plies + 1)
+    board = start.copy()
+    for move in moves[:at]:
+        board.push(move)
+    sure = board.copy(stack=False)
+    for move in moves[at:at + plies]:
+        board.push(move)
+    return sure, moves[at:at + plies], board
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 100_000), st.integers(1, 8))
+def test_the_bounds_never_cut_the_true_line(seed: int, plies: int) -> None:
+    """Up to 8 real plies lost from a shared game: at every position along them, the search tries the next real
+    ply (the bounds from the snapshot, per side and on the squares before a ply is made, only cut lines that
+    cannot reach the occupancy shown); a move under way at the end too."""
+    cut = lost_line(seed, plies)
+    if cut is None:
+        return
+    sure, lost, after = cut
+    board = sure.copy()
+    for index, move in enumerate(lost):
+        tried = plies_tried(board, after.occupied, plies - index)
+        queen = chess.Move(move.from_square, move.to_square, chess.QUEEN if move.promotion else None)
+        assert tried is not None and queen in tried, f"{sure.fen()} {[m.uci() for m in lost]} at {index}"
+        board.push(move)
+    if plies > 1:
+        # the last ply under way: its piece in the hand (the snapshot shows it lifted)
+        lifted = after.occupied & ~chess.BB_SQUARES[lost[-1].to_square]
+        board = sure.copy()
+        for index, move in enumerate(lost[:-1]):
+            tried = plies_tried(board, lifted, plies - 1 - index, in_progress=True)
+            queen = chess.Move(move.from_square, move.to_square, chess.QUEEN if move.promotion else None)
+            assert tried is not None and queen in tried, f"{sure.fen()} {[m.uci() for m in lost]} at {index}"
+            board.push(move)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 100_000), st.integers(1, 8))
+def test_the_true_line_is_found_when_it_is_the_only_one(seed: int, plies: int) -> None:
+    """Up to 8 real plies lost: a search that did not give up returns the true position, or lines as short or
+    shorter; when one position explains the board at that length, it is the true one."""
+    cut = lost_line(seed, plies)
+    if cut is None:
+        return
+    sure, _, after = cut
+    result = search(sure, after.occupied)
+    if result.gave_up:
+        return  # said so (the alert says "gave up"): the arbiter resyncs; the test above checks the bounds
+    assert result.found, "the lost plies themselves explain the board"
+    length = min(len(e.moves) + e.in_progress for e in result.found)
+    assert length <= plies
+    positions = {position_key(e.board) for e in result.found if not e.in_progress}
+    if length == plies:
+        assert position_key(after) in positions or any(e.in_progress for e in result.found)
+    if length == plies and len(positions) == 1 and not any(e.in_progress for e in result.found):
+        assert positions == {position_key(after)}
+
+
+def test_a_search_that_gave_up_is_told_from_one_that_found_nothing() -> None:
+    """Eight plies of a game (many positions fit on the way) exhaust the search's bound: it says it gave up, and
+    the changes_lost alert says so; a pawn that cannot have reached the first rank is searched to the end: nothing
+    found, and the alert says no legal sequence leads there."""
+    crowded = chess.Board("r1bqk2r/ppppBppp/2nn4/1B2p3/3P4/5N2/PPP2PPP/RN1Q1RK1 b kq - 0 7")
+    shown = 0x6DEF40120024E669
+    result = search(crowded, shown)
+    assert result.gave_up and not result.ambiguous and result.nodes > MAX_NODES
+    empty = chess.Board("7k/8/8/8/8/8/4P3/7K w - - 0 1")
+    impossible = chess.BB_H8 | chess.BB_H1 | chess.BB_E1
+    result = search(empty, impossible)
+    assert not result.gave_up and result.found == []
+    for board, occ, said in ((crowded, shown, "gave up"), (empty, impossible, "exhausted")):
+        engine = Engine(fen=board.fen())
+        events = engine.feed(records.Snapshot(0, board.occupied)) + engine.feed(records.Snapshot(5000, occ))
+        events += engine.advance(9000)
+        lost = [e for e in events if isinstance(e, Alert) and e.code == "changes_lost"]
+        assert [(a.detail["candidates"], a.detail["search"]) for a in lost] == [([], said)]
+
+
+def test_a_last_ply_en_passant_is_not_cut() -> None:
+    """...f5 and exf6 (en passant) lost: the capture changes three squares, so the bound's slack for it is two.
+    It was one: the line was cut and only ...f6 exf6 (and ...f5 with the capture under way) were found."""
+    board = chess.Board("4k3/5p2/8/4P3/8/8/8/4K3 b - - 0 1")
+    after = board.copy()
+    for uci in ("f7f5", "e5f6"):
+        after.push_uci(uci)
+    found = explanations(board, after.occupied)
+    assert found is not None
+    assert ["f5", "exf6"] in [e.sans(board) for e in found]
+    assert {position_key(e.board) for e in found} == {position_key(after)}
+
+
+#: The Opera game's first 14 plies (to 7... Qe7) and the three its crash while the disk was full lost (issue 21):
+#: Nc3 c6 Bg5 and Bg5 c6 Nc3 reach the same position, which the board cannot tell apart.
+OPERA_14 = ("e4", "e5", "Nf3", "d6", "d4", "Bg4", "dxe5", "Bxf3", "Qxf3", "dxe5", "Bc4", "Nf6", "Qb3", "Qe7")
+PLAYED = ("Nc3", "c6", "Bg5")
+
+
+def opera_window(published: tuple[str, ...] | None, *, before: bool) -> tuple[Engine, list[Event]]:
+    """The engine sees the first 14 plies made, then a snapshot of the position after Nc3 c6 Bg5 (their changes
+    lost); the bridge's published plies (``published``) come before the snapshot (``before``) or after it."""
+    board = chess.Board()
+    hands = Hands(random.Random(5), Style(chatter=0, bounce=0, slide=0, overlap=0))
+    for san in OPERA_14:
+        move = board.parse_san(san)
+        hands.move(board, move)
+        board.push(move)
+    for san in PLAYED:
+        board.push_san(san)
+    t = hands.records[-1].t + 3000
+    evidence = [] if published is None else [records.Published(t - 1000 if before else t + 1000, published)]
+    recording = [*hands.records, *(evidence if before else []), records.Snapshot(t, board.occupied),
+                 *([] if before else evidence)]
+    engine = Engine()
+    events: list[Event] = []
+    for record in recording:
+        events += engine.feed(record)
+    events += engine.finish()
+    return engine, events
+
+
+def sans(engine: Engine, first: int = 14) -> list[str]:
+    board = engine.games[0].board(first)
+    return [board.san_and_push(move) for move in engine.games[0].moves[first:]]
+
+
+def test_plies_recovered_in_several_orders_are_taken_in_the_order_the_bridge_published() -> None:
+    # Without the published plies: the usual order, Bg5 first (the transposition the crash harness counted).
+    engine, events = opera_window(None, before=True)
+    assert sans(engine) == ["Bg5", "c6", "Nc3"]
+    lost = [e for e in events if isinstance(e, Alert) and e.code == "changes_lost"]
+    assert len(lost) == 1 and lost[0].detail["other_orders"] == [list(PLAYED)] and "order" not in lost[0].detail
+    # Published before the snapshot: the published order is taken, and the alert says so.
+    engine, events = opera_window((*OPERA_14, *PLAYED), before=True)
+    assert sans(engine) == list(PLAYED)
+    assert [e.san for e in events if isinstance(e, RecoveredMove)] == list(PLAYED)
+    lost = [e for e in events if isinstance(e, Alert) and e.code == "changes_lost"]
+    assert len(lost) == 1 and lost[0].detail["plies"] == list(PLAYED) and lost[0].detail["order"] == "published"
+    assert lost[0].detail["other_orders"] == [["Bg5", "c6", "Nc3"]]
+    assert not [e for e in events if e.type == "move_amended"]
+    # Fewer plies published than recovered (the crash came after Nc3 was published): Nc3 first, the rest found.
+    engine, _ = opera_window((*OPERA_14, "Nc3"), before=True)
+    assert sans(engine) == list(PLAYED)
+    # Published plies of another line (not this game's): no evidence, the usual order.
+    engine, events = opera_window(("d4", "d5", "c4"), before=True)
+    assert sans(engine) == ["Bg5", "c6", "Nc3"]
+    assert all("order" not in e.detail for e in events if isinstance(e, Alert))
+
+
+def test_plies_recovered_before_the_published_order_was_read_are_amended_to_it() -> None:
+    engine, events = opera_window((*OPERA_14, *PLAYED), before=False)
+    assert sans(engine) == list(PLAYED)
+    assert [m.uci() for m in engine.games[0].moves[14:]] == ["b1c3", "c7c6", "c1g5"]
+    amended = [e for e in events if e.type == "move_amended"]
+    assert [(e.ply, e.san) for e in amended] == [(15, "Nc3"), (16, "c6"), (17, "Bg5")]   # type: ignore[attr-defined]
+    lost = [e for e in events if isinstance(e, Alert) and e.code == "changes_lost"]
+    assert len(lost) == 2 and lost[0].detail["plies"] == ["Bg5", "c6", "Nc3"] and lost[1].ply == lost[0].ply
+    assert lost[1].detail["plies"] == list(PLAYED) and lost[1].detail["order"] == "published"
+    assert lost[1].detail["amended"] == {"ply": 15, "replaces": ["Bg5", "c6", "Nc3"], "played": list(PLAYED)}
+    assert events.index(lost[1]) > events.index(amended[-1])
+    # A consumer that follows the events has the game as played; the engine plays on from the same position.
+    game = LiveGame()
+    for event in events:
+        game.apply(event.to_dict())
+    assert [m.uci for m in game.moves] == [m.uci() for m in engine.games[0].moves]
+    assert engine.state().fen == engine.games[0].board().fen() and engine.state().in_sync
+    # The record round-trips through its line (the journal replays it); bad ones are refused with a clear error.
+    record = records.Published(7, (*OPERA_14, *PLAYED))
+    assert records.parse_line(records.to_line(record)) == record
+    with pytest.raises(records.RecordError, match="list of SAN"):
+        records.parse_line('{"t":1,"type":"published","moves":"e4"}')

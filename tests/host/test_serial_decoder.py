@@ -9,8 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from touchmove import records, serial_link
-from touchmove.serial_link import MAX_LINE, DecodeError, LineSplitter, decode, encode_command
+from touchmove import records
+from touchmove.bridge import serial_link
+from touchmove.bridge.serial_link import MAX_LINE, DecodeError, LineSplitter, decode, encode_command
 
 
 def test_lines_split_across_chunks_and_crlf() -> None:

@@ -92,10 +92,12 @@ class FlashCache:
             install(files, self.base)
         return self.base
 
-    def board(self, board_json: dict[str, Any] | str | None, main: bool = True) -> Path:
-        """The firmware's flash plus a board.json (a dict, or raw text for malformed files) and main.py."""
+    def board(self, board_json: dict[str, Any] | str | None, main: bool = True, boot: Path | None = None) -> Path:
+        """The firmware's flash plus a board.json (a dict, or raw text for malformed files), main.py and, for a
+        test that needs one, a ``boot.py`` (run before main.py)."""
         text = board_json if isinstance(board_json, str) or board_json is None else json.dumps(board_json)
-        key = hashlib.sha256(f"{text}|{main}".encode()).hexdigest()[:16]
+        boot_text = boot.read_text() if boot is not None else ""
+        key = hashlib.sha256(f"{text}|{main}|{boot_text}".encode()).hexdigest()[:16]
         out = self.folder / f"board-{key}.flash"
         if out.exists():
             return out
@@ -104,6 +106,8 @@ class FlashCache:
             bj = self.folder / f"board-{key}.json"
             bj.write_text(text)
             files.append(("board.json", bj))
+        if boot is not None:
+            files.append(("boot.py", boot))
         if main:
             self.firmware()
             files.append(("main.py", self.main))

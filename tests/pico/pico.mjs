@@ -125,13 +125,21 @@ function gcHeap(mcu) {
     const blocks = len * 4;
     if ((end - pool) !== blocks * 16) continue;
     let free = 0;
+    let run = 0;
+    let longest = 0; // the longest run of free blocks: the largest allocation that can succeed
     for (let b = 0; b < len; b++) {
       const v = mcu.sram[atb - RAM + b];
-      for (let k = 0; k < 4; k++) if (((v >> (2 * k)) & 3) === 0) free++;
+      for (let k = 0; k < 4; k++) {
+        if (((v >> (2 * k)) & 3) === 0) {
+          free++;
+          run++;
+          if (run > longest) longest = run;
+        } else run = 0;
+      }
     }
-    return { heap_total: blocks * 16, heap_free: free * 16 };
+    return { heap_total: blocks * 16, heap_free: free * 16, heap_largest_free: longest * 16 };
   }
-  return { heap_total: null, heap_free: null };
+  return { heap_total: null, heap_free: null, heap_largest_free: null };
 }
 
 // ---- install: write files through the raw REPL, as mpremote does ------------------------------------------
@@ -320,7 +328,9 @@ function run(opts) {
     pico.start();
   };
 
-  // A timeline: sensor changes and button presses at emulated times (ms after it was given).
+  // A timeline: sensor changes and button presses at emulated times (ms after it was given), in the order of t;
+  // also marks, USB holds, sensor faults, a level on a spare pin (pin, level), a line from the host (send) and a
+  // reading of the heap (heap: a mark).
   class Timeline {
     constructor(id, events) {
       this.id = id;
@@ -348,6 +358,16 @@ function run(opts) {
       if (e.mark !== undefined) emit({ ev: 'mark', mark: e.mark, us: Math.round(pico.micros) });
       if (e.hold !== undefined) ops.usb_hold({ ms: e.hold, id: this.id });
       if (e.fault !== undefined) sensors.fault(e.fault);
+      if (e.pin !== undefined) {
+        pico.mcu.gpio[e.pin].setInputValue(!!e.level); // a test's own signal to its boot.py
+        emit({ ev: 'pin', pin: e.pin, level: e.level, us: Math.round(pico.micros) });
+      }
+      if (e.send !== undefined) {
+        // a line from the host, queued whole after what the host process wrote before it
+        for (const b of Buffer.from(e.send, 'latin1')) toDevice.push(b);
+        emit({ ev: 'sent', id: this.id, us: Math.round(pico.micros), bytes: e.send.length });
+      }
+      if (e.heap !== undefined) emit({ ev: 'heap', mark: e.heap, us: Math.round(pico.micros), ...gcHeap(pico.mcu) });
       this.next();
     }
   }

@@ -16,8 +16,8 @@ import chess
 
 from tests.e2e.helpers import Broker, Subscriber, exported_moves, start_daemon, unique_moves, write_config
 from tests.pico.emulator import EmulatedPico
-from touchmove import hands
 from touchmove.records import Clock, Lift, Place
+from touchmove.sim import hands
 
 #: The bridge's settle time for the emulated boards (device ms). Shorter than a human pace needs, see PACE.
 SETTLE_MS = 60

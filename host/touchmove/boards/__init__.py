@@ -3,7 +3,8 @@
 Each protocol module frames and decodes the board's bytes; :mod:`touchmove.boards.adapter` turns the pieces it
 reports into the recording format's records; :mod:`touchmove.boards.link` puts the two behind a port the bridge
 reads as one of touchmove's own boards. Which port speaks which protocol: ``[serial] boards`` in bridge.toml
-(docs/boards.md). This module is imported by the configuration: it stays light.
+(docs/boards.md). The protocols' names are in :mod:`touchmove.board_protocols`, which the configuration
+reads.
 """
 
 from __future__ import annotations
@@ -13,12 +14,16 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from touchmove.board_protocols import PROTOCOL_NAMES
+
 if TYPE_CHECKING:
     from touchmove.boards.base import Translator
+    from touchmove.bridge.serial_link import SerialLink
     from touchmove.config import BoardPort, SerialConfig
-    from touchmove.serial_link import SerialLink
 
-PROTOCOL_NAMES = ("dgt", "chesslink", "chessnut")
+__all__ = ["CHESSNUT_VID", "HIDRAW_SYS", "PROTOCOL_NAMES", "board_port_of", "find_board_ports", "open_link",
+           "translator_for"]
+
 #: Chessnut's USB vendor id (its SDK's; the product ids are 0x80nn-0x86nn).
 CHESSNUT_VID = 0x2D80
 HIDRAW_SYS = "/sys/class/hidraw"

@@ -6,9 +6,16 @@ board as reported (``actual``) and the board as the records have told it (``show
 
 - a square that empties is a ``lift``, one that fills a ``place`` (with the optional ``piece``, the FEN letter);
   a square whose piece changes with no empty in between (a capture seen in one scan) is a ``lift`` and a
-  ``place`` :data:`SWAP_GAP_MS` later. Several squares changed in one report go empties first, then
-  changes, then fills (the order hands make); more than :data:`MAX_CHANGES_AS_MOVES` at once is a
-  ``snapshot`` (the engine searches the plies that explain it: ``changes_lost``);
+  ``place`` :data:`SWAP_GAP_MS` later. Several squares changed in one report go in an order a hand could have
+  made them (:func:`report_order`): the end of a move first (pieces already in the hand; else a move the side
+  to move made whole in the report, its lifts before its landing), then the answer begun in the same scan
+  (:data:`ANSWER_GAP_MS` later), empties before fills, a king's squares before its rook's; more than
+  :data:`MAX_CHANGES_AS_MOVES` at once is a ``snapshot`` (the engine searches the plies that explain it:
+  ``changes_lost``);
+- squares reported one by one (DGT's scan): a lift the scan's order may have put before a change the hand made
+  first is held back: the other side's lift while the side to move has a piece in the hand, until that side's
+  landing (at most :data:`ANSWER_HOLD_MS`), a rook's lift beside its king on their back rank, until the king's
+  lift (at most :data:`CASTLE_HOLD_MS`);
 - the scan is absorbed: a piece reported on its new square while it still stands on its old one (no such
   piece in the hand) waits up to :data:`FILL_HOLD_MS` for the old square to empty, which is then told first;
 - a promotion read from the board: a pawn gone from its 7th rank and a queen, rook, bishop or knight of its
@@ -23,7 +30,7 @@ board as reported (``actual``) and the board as the records have told it (``show
 - a start position set up rotated (White on the 8th rank side) is detected and turned; the change of
   orientation is an alert line (``board_rotated``).
 
-Records are dicts for the wire protocol v1 (:mod:`touchmove.serial_link` decodes them), host-stamped in ms.
+Records are dicts for the wire protocol v1 (:mod:`touchmove.bridge.serial_link` decodes them), host-stamped in ms.
 """
 
 from __future__ import annotations
@@ -49,6 +56,15 @@ FILL_HOLD_MS = 400
 #: A report that ends one side's move and starts the other's: the answer is told this much later (ms), as
 #: the fastest hands answer (the scan hides the true times; this keeps the order readable).
 ANSWER_GAP_MS = 60
+#: Longest a lift reported square by square (DGT) waits when it is the other side's while the side to move has a
+#: piece in the hand (ms): a scan and a margin. The scan reports squares in its own order, so a reply faster than
+#: the scan can show its lift before the landing that ends the move it answers; held back, it is told after that
+#: landing when the landing comes within the scan, else as it came.
+ANSWER_HOLD_MS = 260
+#: Longest a rook's lift from its side's back rank, beside that side's king, waits for the king's lift (ms): a
+#: king and rook lifted within one scan are reported in the scan's order (a1 before e1), not the hand's.
+CASTLE_HOLD_MS = 100
+HOLD_MS = {"answer": ANSWER_HOLD_MS, "castling": CASTLE_HOLD_MS}
 #: A piece replaced by another in one scan is a lift and, this long after (ms), a place: the engine drops a
 #: lift and place of one square closer together than its chatter window (25 ms) as contact bounce.
 SWAP_GAP_MS = 30
@@ -126,6 +142,7 @@ class PieceAdapter:
         self.lifted_at: dict[int, int] = {}     # when each square was last told empty
         self.last_mover: str | None = None      # the colour of the piece told placed last
         self.announced_start: str | None = None # the Chess960 start array last told as a setup
+        self.lift_held: dict[int, tuple[int, str]] = {}   # lifts held back: square -> (since, what for)
 
     # -- reports ---------------------------------------------------------------------------------------------
     def full_report(self, board_raw: Sequence[Content], t: int, *, snapshot: bool = False) -> list[dict[str, Any]]:
@@ -153,6 +170,15 @@ class PieceAdapter:
         sq = 63 - raw_square if self.rotated else raw_square
         self.actual[sq] = content
         out: list[dict[str, Any]] = []
+        if sq in self.lift_held and content is not None:
+            # a held lift's square filled again: the lift is told first (the piece put back is a touch)
+            del self.lift_held[sq]
+            if is_piece(self.shown[sq]):
+                t = max(t, self.last_t)
+                self.last_t = t
+                self._change(out, t, sq, [None] * 64)
+        elif content is None:
+            self._hold_lift(sq, t)
         orientation = start_orientation(rotate(self.actual) if self.rotated else self.actual)
         if orientation is not None and orientation != self.rotated:
             # the pieces set up the other way round: turn everything (a snapshot) and say so
@@ -166,6 +192,8 @@ class PieceAdapter:
         if self.king_held_at is not None and t - self.king_held_at >= KING_HOLD_MS:
             return self._update(t)
         if self.fill_held and t - min(self.fill_held.values()) >= FILL_HOLD_MS:
+            return self._update(t)
+        if any(t - since >= HOLD_MS[why] for since, why in self.lift_held.values()):
             return self._update(t)
         return []
 
@@ -201,9 +229,14 @@ class PieceAdapter:
         result = next((c for c in self.actual if c in RESULTS), None) or kings_result(self.actual)
         hidden = self._hidden(t)
         target = [None if (sq in hidden or not is_piece(c)) else c for sq, c in enumerate(self.actual)]
+        self._release_lifts(t, target)
+        for sq in self.lift_held:
+            target[sq] = self.shown[sq]
         changed = [sq for sq in range(64) if target[sq] != self.shown[sq]]
         out += self._chess960_start(t, target)
         if force_snapshot or len(changed) > MAX_CHANGES_AS_MOVES:
+            self.lift_held = {}
+            target = [None if (sq in hidden or not is_piece(c)) else c for sq, c in enumerate(self.actual)]
             self.shown = target
             self.hand = []
             self.fill_held = {}
@@ -215,6 +248,52 @@ class PieceAdapter:
             out.append({"t": t, "type": "result", "result": result, "reason": reason})
         self.shown_result = result
         return out
+
+    def _hold_lift(self, sq: int, t: int) -> None:
+        """Hold back the lift of ``sq`` reported alone (a square of a scan) when the scan's order may have put it
+        before a change the hand made first: the other side's piece lifted while the side to move has a piece in
+        the hand (a reply faster than the scan; held until that side's landing, at most
+        :data:`ANSWER_HOLD_MS`), or a rook beside its king on their back rank (castling: held until the king's
+        lift, at most :data:`CASTLE_HOLD_MS`)."""
+        piece = self.shown[sq]
+        if not is_piece(piece):
+            return
+        assert piece is not None
+        white = piece.isupper()
+        mover = "black" if white else "white"
+        kings = piece in ("K", "k") and any(c in ("K", "k") for c, _ in self.hand)   # a result shown: not held
+        if self.last_mover != mover and not kings and any(c.isupper() != white for c, _ in self.hand):
+            self.lift_held[sq] = (t, "answer")
+            return
+        back = 0 if white else 7
+        king = "K" if white else "k"
+        if piece.upper() == "R" and chess.square_rank(sq) == back and any(
+                self.shown[chess.square(f, back)] == king and self.actual[chess.square(f, back)] == king
+                for f in range(8)):
+            self.lift_held[sq] = (t, "castling")
+
+    def _release_lifts(self, t: int, target: list[Content]) -> None:
+        """Let go of the held lifts whose wait is over or whose awaited change is in ``target``: a landing of
+        the side to move, a king's lift beside a held rook; and a lift whose piece shows on another square."""
+        for sq, (since, why) in list(self.lift_held.items()):
+            piece = self.shown[sq]
+            if not is_piece(piece) or t - since >= HOLD_MS[why]:
+                del self.lift_held[sq]
+                continue
+            assert piece is not None
+            white = piece.isupper()
+            if why == "castling":
+                king = "K" if white else "k"
+                if any(self.shown[s] == king and target[s] != king for s in range(64)):
+                    del self.lift_held[sq]
+                continue
+            if any(target[s] == piece and self.shown[s] != piece for s in range(64) if s != sq):
+                del self.lift_held[sq]      # the piece itself seen elsewhere (slid aside): its lift goes first
+                continue
+            if any(target[s] is not None and target[s] != self.shown[s] and str(target[s]).isupper() != white
+                   for s in range(64) if s not in self.lift_held):
+                self.lift_held.clear()
+                return
 
     def _chess960_start(self, t: int, board: list[Content]) -> list[dict[str, Any]]:
         """Return a ``setup`` record when the board shows a Chess960 start array other than the standard one
@@ -234,31 +313,39 @@ class PieceAdapter:
         return [{"t": t, "type": "setup", "fen": chess.Board.from_chess960_pos(index).fen(), "chess960": True}]
 
     def _changes(self, t: int, target: list[Content], changed: list[int]) -> list[dict[str, Any]]:
-        """Return the records of the changed squares: first the placements of pieces already in the hand (the
-        end of a move under way: the scan may have caught the answer's first lift with it), then the empties,
-        then the other replacements and fills."""
-        in_hand = {c for c, _ in self.hand}
-        placed = [sq for sq in changed if target[sq] is not None]
-        finishing = [sq for sq in placed if target[sq] in in_hand and self.shown[sq] is None]
-        empties = [sq for sq in changed if target[sq] is None]
-        rest = [sq for sq in placed if sq not in finishing]
+        """Return the records of the changed squares of one report, in an order a hand could have made them
+        (:func:`report_order`): first the placements of pieces already in the hand (the end of a move under
+        way), then a move made whole within the report by the side to move (its lifts, then its placements),
+        then the rest, the empties before the fills; a king's squares before its rook's. A part of the other side
+        than the part before it is the answer begun within the same scan: it is told :data:`ANSWER_GAP_MS`
+        later."""
+        to_move = self.last_mover != "white"
+        parts = report_order(self.shown, target, changed, [c for c, _ in self.hand], to_move)
         out: list[dict[str, Any]] = []
-        for sq in finishing:
-            t = self._place(out, t, sq, target)
-        movers = {c.isupper() for c in (target[sq] for sq in finishing) if c}
-        if movers and any((self.shown[sq] or "").isupper() not in movers for sq in empties + rest):
-            # the answer began within the same scan: it cannot have begun sooner than a hand answers
-            t += ANSWER_GAP_MS
-            self.last_t = t
-        for sq in empties:
-            out.append({"t": t, "type": "lift", "sq": chess.square_name(sq)})
-            self.lifted_at[sq] = t
-            promoted = self._to_hand(sq)
-            if promoted is not None:
-                out.append({"t": t, "type": "promote", "piece": promoted})
-        for sq in rest:
-            t = self._place(out, t, sq, target)
+        before: set[bool] = set()
+        for part in parts:
+            # the side a part is of: who puts pieces down in it, else whose pieces are lifted
+            sides = ({str(target[sq]).isupper() for sq in part if target[sq] is not None}
+                     or {str(self.shown[sq]).isupper() for sq in part})
+            if before and not sides <= before:
+                # the answer began within the same scan: it cannot have begun sooner than a hand answers
+                t += ANSWER_GAP_MS
+                self.last_t = t
+            for sq in part:
+                t = self._change(out, t, sq, target)
+            before = sides
         return out
+
+    def _change(self, out: list[dict[str, Any]], t: int, sq: int, target: list[Content]) -> int:
+        """Append the records of one changed square (emptied, filled or replaced); return the time reached."""
+        if target[sq] is not None:
+            return self._place(out, t, sq, target)
+        out.append({"t": t, "type": "lift", "sq": chess.square_name(sq)})
+        self.lifted_at[sq] = t
+        promoted = self._to_hand(sq)
+        if promoted is not None:
+            out.append({"t": t, "type": "promote", "piece": promoted})
+        return t
 
     def _place(self, out: list[dict[str, Any]], t: int, sq: int, target: list[Content]) -> int:
         """Append the records putting ``target[sq]`` on ``sq`` (a replaced piece lifted first); return the time
@@ -323,11 +410,19 @@ class PieceAdapter:
         on ``sq`` is a promotion the board shows: on its last rank, not a pawn or king, not a piece of the hand,
         and the last piece its side lifted a pawn from its 7th rank."""
         white = piece.isupper()
+        own = next((i for i in range(len(self.hand) - 1, -1, -1) if self.hand[i][0] == piece), None)
+        if own is not None and self.last_mover != ("white" if white else "black"):
+            # The piece's own move ends (its side is to move): the other side's pieces lifted before it (victims,
+            # a move over) leave the hand, and so does this move's victim; one lifted since is the answer begun
+            # within the scan (a reply faster than the scan) and stays in the hand until it is put down.
+            self.hand = [(c, s) for i, (c, s) in enumerate(self.hand)
+                         if i != own and (c.isupper() == white or (i > own and not _victim_of(piece, sq, c, s)))]
+            return None
         self.hand = [(c, s) for c, s in self.hand if c.isupper() == white]   # the other side's move is over
-        for i in range(len(self.hand) - 1, -1, -1):
-            if self.hand[i][0] == piece:
-                del self.hand[i]
-                return None
+        if own is not None:
+            # a piece of the side that moved last put down again (a victim carried across, an adjustment)
+            self.hand.pop(max(i for i, (c, _) in enumerate(self.hand) if c == piece))
+            return None
         self.new_on_last_rank = None
         if piece.upper() in ("P", "K") or chess.square_rank(sq) != (7 if white else 0):
             return None
@@ -340,6 +435,61 @@ class PieceAdapter:
             return piece.lower()
         self.new_on_last_rank = (sq, piece)
         return None
+
+
+def _kings_first(squares: list[int], board: Sequence[Content]) -> list[int]:
+    """Return ``squares`` with those of kings first (castling is made with the king first, 4.4.2), else in
+    square order."""
+    return sorted(squares, key=lambda sq: (board[sq] not in ("K", "k"), sq))
+
+
+def report_order(shown: Sequence[Content], target: Sequence[Content], changed: list[int], hand: list[str],
+                 white_to_move: bool) -> list[list[int]]:
+    """Return the changed squares of one report in an order a hand could have made them, in parts: each part but
+    the last ends a move, and what follows it is the answer begun within the same scan.
+
+    A board that names its pieces reports many changes at once (a scan, a debounced frame) without their order.
+    The parts: the placements of pieces already in ``hand`` (lifted in an earlier report: the end of a move under
+    way, which passes the move to the other side); then a move the side to move made whole within the report (a
+    piece of its lifted and one of the same kind put down elsewhere; with the lift of a pawn taken en passant),
+    its lifts before its placements; then the rest, the empties before the fills and replacements. Kings' squares
+    go before the others of their part (castling is made with the king first, 4.4.2)."""
+    parts: list[list[int]] = []
+    left = list(changed)
+    finishing = [sq for sq in left if target[sq] is not None and shown[sq] is None and target[sq] in hand]
+    if finishing:
+        parts.append(_kings_first(finishing, target))
+        left = [sq for sq in left if sq not in finishing]
+        white_to_move = not str(target[finishing[0]]).isupper()
+    empties = [sq for sq in left if target[sq] is None]
+    placed = [sq for sq in left if target[sq] is not None]
+    for white in (white_to_move, not white_to_move):
+        lifted = [sq for sq in empties if is_piece(shown[sq]) and str(shown[sq]).isupper() == white]
+        letters = {shown[sq] for sq in lifted}
+        landed = [sq for sq in placed if str(target[sq]).isupper() == white and target[sq] in letters]
+        if not landed:
+            if lifted:
+                break       # the side to move has a move under way: the other side's cannot come before it
+            continue
+        own = [sq for sq in lifted if shown[sq] in {target[s] for s in landed}]
+        victims = [sq for sq in empties if is_piece(shown[sq]) and str(shown[sq]).isupper() != white
+                   and any(_victim_of(str(target[s]), s, str(shown[sq]), sq) for s in landed)]
+        move = _kings_first(own, shown) + victims + _kings_first(landed, target)
+        parts.append(move)
+        left = [sq for sq in left if sq not in move]
+        break
+    parts.append(_kings_first([sq for sq in left if target[sq] is None], shown)
+                 + _kings_first([sq for sq in left if target[sq] is not None], target))
+    return [part for part in parts if part]
+
+
+def _victim_of(piece: str, sq: int, other: str, origin: int) -> bool:
+    """Return True when ``other`` lifted from ``origin`` can be the victim of ``piece`` put on ``sq``: taken on
+    that square, or a pawn taken en passant beside a pawn's landing."""
+    if origin == sq:
+        return True
+    return (piece in ("P", "p") and other in ("P", "p") and chess.square_file(origin) == chess.square_file(sq)
+            and abs(chess.square_rank(origin) - chess.square_rank(sq)) == 1)
 
 
 def alert_line(code: str, t: int, **detail: Any) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """A port that speaks a board vendor's protocol, seen by the bridge as one of touchmove's own boards.
 
-:class:`BoardLink` is a :class:`touchmove.serial_link.SerialLink` whose bytes go through a translator
+:class:`BoardLink` is a :class:`touchmove.bridge.serial_link.SerialLink` whose bytes go through a translator
 (:mod:`touchmove.boards.base`): the board's frames come out as wire protocol v1 lines, the bridge's commands go
 in as the board's bytes, and a timer polls the board and releases what the adapter holds back. A serial port
 (DGT, ChessLink) is opened with pyserial and the protocol's settings; a Linux ``/dev/hidraw*`` node (Chessnut)
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from touchmove.boards.base import Translator, encode_lines
-from touchmove.serial_link import FROM_BOARD_ADAPTER, SerialLink
+from touchmove.bridge.serial_link import FROM_BOARD_ADAPTER, SerialLink
 
 log = logging.getLogger("touchmove.boards")
 
@@ -27,10 +27,15 @@ TICK_S = 0.1
 
 
 class RawFile:
-    """A device node opened as a file (``/dev/hidraw*``): what :class:`SerialLink` needs of a port."""
+    """A device node opened as a file (``/dev/hidraw*``): what :class:`SerialLink` needs of a port. :meth:`open`
+    opens one; the constructor takes the descriptor."""
 
-    def __init__(self, path: str) -> None:
-        self.fd = os.open(path, os.O_RDWR | os.O_NONBLOCK | os.O_NOCTTY)
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    @classmethod
+    def open(cls, path: str) -> RawFile:
+        return cls(os.open(path, os.O_RDWR | os.O_NONBLOCK | os.O_NOCTTY))
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -64,7 +69,7 @@ class BoardLink(SerialLink):
         if loop is None or os.name != "posix":
             raise OSError("board protocols need the bridge's event loop on a POSIX system")
         if is_hidraw(self.path):
-            self._serial = RawFile(self.path)
+            self._serial = RawFile.open(self.path)
         else:
             import serial
 

@@ -1,4 +1,4 @@
-"""What a board's port may bring in, beyond the line format (:mod:`touchmove.serial_link`):
+"""What a board's port may bring in, beyond the line format (:mod:`touchmove.bridge.serial_link`):
 
 * a board id that breaks the rule of :mod:`touchmove.board_ids` is refused: the port stays open but bound to no
   board, its lines are not used, and ``<base>/bridge/state`` carries a ``board_id_refused`` problem naming the
@@ -6,6 +6,13 @@
 * a record only an operator may give (result, takeback, resync, setup) is refused and logged; it is
   counted in ``stats["operator_records_refused"]`` and reported as ``operator_record_refused`` (per port);
 * the firmware's ``fw`` (name and version) from the ``hello`` is kept with the board and logged when it changes;
+* a board whose ``hello`` opens a new boot with ``reset`` ``watchdog`` (its firmware hung) or ``fatal`` (its firmware
+  reset itself after a fatal error) raises a ``board_reset`` alert in its event stream: the game goes on (the
+  bridge resyncs from the board's snapshot), the arbiter sees that the board restarted and why;
+* an ``error`` record from a touchmove board (a ``board.json`` the firmware refused, sensor bus errors, commands
+  that got no answer, a fatal error) raises a ``board_error`` alert with the board's sentence, once per kind of
+  error (the sentence without its numbers) and boot: a board that must not scan repeats its error every 10 s,
+  a sensor bus counts its errors up;
 * a board whose configuration binds a USB serial number (``[boards.<id>] usb_serial``) and that says hello on a
   port with another serial number (or none) raises a ``board_serial_changed`` alert in its event stream and a
   problem on ``bridge/state`` (the game goes on: the arbiter decides).
@@ -17,18 +24,32 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from touchmove import board_ids
-from touchmove.journal import iso_now
-from touchmove.serial_link import BoardIdRefused, DecodeError, OperatorRecordRefused, SerialLink
+from touchmove.bridge.serial_link import BoardIdRefused, DecodeError, OperatorRecordRefused, SerialLink
+from touchmove.wire import iso_now
 
 if TYPE_CHECKING:
-    from touchmove.bridge.daemon import Bridge
     from touchmove.bridge.session import BoardSession
 
 log = logging.getLogger("touchmove.bridge")
+
+#: The ``reset`` causes of a board's ``hello`` that an arbiter hears about (``board_reset``): the firmware did not
+#: choose to start again. ``power``, ``hard`` (the reset button), ``soft``, ``deepsleep`` and ``unknown`` are
+#: logged only.
+RESET_ALERTS = {
+    "watchdog": "the board's watchdog reset it: its firmware hung",
+    "fatal": "the board's firmware reset it after a fatal error",
+}
+
+#: What the arbiter or the board's maintainer does about a ``board_error`` (docs/bridge-faults.md#board-admission).
+ERROR_ADVICE = ("If it says the firmware did not start, fix board.json (docs/firmware.md) or flash the board "
+                "again and restart it; a sensor bus error means a chip or cable of the board; the game goes on "
+                "from what the board still reports, so check its position against the real board")
 
 
 def usb_serial_number(path: str) -> str | None:
@@ -59,13 +80,27 @@ class PortProblem:
                 "count": self.count}
 
 
+class AdmissionHost(Protocol):
+    """What the checks need of the bridge: its counters, its alerts, and ``bridge/state`` published again."""
+
+    @property
+    def stats(self) -> dict[str, int]: ...
+
+    def emit_bridge_alert(self, sess: BoardSession, code: str, detail: dict[str, Any]) -> None: ...
+    def publish_bridge_state(self) -> None: ...
+
+
 class Admission:
     """The checks of this module for one bridge; ``problems()`` feeds ``bridge/state``."""
 
-    def __init__(self, bridge: Bridge) -> None:
+    def __init__(self, bridge: AdmissionHost, board_serials: Mapping[str, str]) -> None:
         self.bridge = bridge
+        #: the USB serial number each board must be on (``[boards]`` in the configuration)
+        self.board_serials = board_serials
         self.port_problems: dict[tuple[str, str], PortProblem] = {}
         self.serial_problems: dict[str, dict[str, Any]] = {}
+        #: the kinds of error each board reported (per boot), each told once (:meth:`board_error`)
+        self.errors_told: dict[str, set[tuple[str | None, str]]] = {}
         #: the USB serial number lookup (a function of the port path; tests give their own)
         self.serial_of = usb_serial_number
 
@@ -104,13 +139,42 @@ class Admission:
         if gone:
             self.bridge.publish_bridge_state()
 
+    def board_error(self, port: str, sess: BoardSession, why: object) -> None:
+        """A ``board_error`` alert for an ``error`` record the firmware sent (once per kind and boot)."""
+        text = why if isinstance(why, str) else "(an error record without a sentence)"
+        kind = (sess.boot, re.sub(r"[0-9]+", "#", text)[:120])
+        if kind in self.errors_told.setdefault(sess.board, set()):
+            return
+        self.errors_told[sess.board].add(kind)
+        message = f"board {sess.board} on {port} reports: {text[:300]}. {ERROR_ADVICE}"
+        self.bridge.emit_bridge_alert(sess, "board_error", {"why": text[:300], "boot": sess.boot or "",
+                                                            "port": port, "message": message})
+
+    def check_reset(self, link: SerialLink, sess: BoardSession, fields: dict[str, Any]) -> None:
+        """A ``board_reset`` alert for a new boot whose ``hello`` says the board reset itself unasked (once a boot:
+        the hellos a boot sends again, at each port opening, raise nothing)."""
+        cause = fields.get("reset")
+        boot = str(fields.get("boot", ""))
+        if boot == sess.boot or not isinstance(cause, str):
+            return
+        meaning = RESET_ALERTS.get(cause)
+        if meaning is None:
+            log.info("board %s: boot %s after a reset (%r)", sess.board, boot, cause[:16])
+            return
+        message = (f"board {sess.board} restarted on {link.path}: {meaning}. The game goes on from the board's "
+                   "position; check the board (and tell its maintainer) if it happens again.")
+        log.warning("%s", message)
+        self.bridge.emit_bridge_alert(sess, "board_reset", {"cause": cause, "boot": boot, "port": link.path,
+                                                            "message": message})
+
     def said_hello(self, link: SerialLink, sess: BoardSession, fields: dict[str, Any]) -> None:
         """Keep the firmware's identity and check the port's USB serial number against the configuration."""
         fw = fields.get("fw")
         if fw != sess.firmware:
             log.info("board %s: firmware %s on %s", sess.board, fw or "(none said)", link.path)
             sess.firmware = fw if isinstance(fw, str) else None
-        wanted = self.bridge.config.board_serials.get(sess.board)
+        self.check_reset(link, sess, fields)
+        wanted = self.board_serials.get(sess.board)
         if wanted is None:
             return
         found = self.serial_of(link.key)

@@ -10,7 +10,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from touchmove import __version__, checkpoint
+from touchmove import __version__
+from touchmove.bridge import checkpoint
 from touchmove.bridge.daemon import Bridge
 from touchmove.bridge.journal_lock import JournalLocked
 from touchmove.config import BridgeConfig, ConfigError, load
@@ -56,8 +57,9 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 async def serve(config: BridgeConfig) -> int:
+    bridge = Bridge(config)
     try:
-        bridge = Bridge(config)
+        bridge.open()
     except sqlite3.Error as exc:    # the journal: not a database, a folder, not writable (the file is named)
         raise CommandError(f"journal {config.journal}: {exc}", EXIT_USAGE) from None
     signals = StopSignals(asyncio.get_running_loop(), bridge.stop)

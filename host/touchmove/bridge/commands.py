@@ -14,8 +14,8 @@ from typing import Any, Protocol
 import chess
 
 from touchmove import board_ids, records, wire
+from touchmove.bridge.serial_link import leds_command
 from touchmove.bridge.session import BoardSession
-from touchmove.journal import iso_now
 from touchmove.mqtt_schema import (
     BOARD_COMMANDS,
     BRIDGE_REQUESTS,
@@ -23,7 +23,7 @@ from touchmove.mqtt_schema import (
     transaction_of,
     validate,
 )
-from touchmove.serial_link import leds_command
+from touchmove.wire import iso_now
 
 log = logging.getLogger("touchmove.bridge")
 

@@ -15,8 +15,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from touchmove.bridge.journal import Journal
 from touchmove.bridge.session import BoardSession
-from touchmove.journal import Journal, iso_now
+from touchmove.wire import iso_now
 
 log = logging.getLogger("touchmove.bridge")
 

@@ -15,7 +15,7 @@ import os
 import socket
 from pathlib import Path
 
-from touchmove.journal import iso_now
+from touchmove.wire import iso_now
 
 
 class JournalLocked(RuntimeError):

@@ -15,19 +15,17 @@ import contextlib
 import logging
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from touchmove import boards, records
 from touchmove.bridge.identity import IdentityConflict
 from touchmove.bridge.port_report import PortReport
+from touchmove.bridge.serial_link import FROM_BOARD, DecodeError, Message, SerialLink, decode, find_ports
 from touchmove.bridge.session import BoardSession
-from touchmove.journal import iso_now
-from touchmove.mqtt_bridge import OFFLINE, ONLINE
-from touchmove.serial_link import FROM_BOARD, DecodeError, Message, SerialLink, decode, find_ports
-
-if TYPE_CHECKING:
-    from touchmove.bridge.daemon import Bridge
+from touchmove.config import SerialConfig
+from touchmove.wire import iso_now
 
 log = logging.getLogger("touchmove.bridge")
 
@@ -43,33 +41,64 @@ MAX_PENDING = 4000
 SNAPSHOT_INTERVAL = 0.5
 
 
+class PortGate(Protocol):
+    """What the bridge refuses from ports, checks at a board's hello, and tells of a board's error records
+    (:mod:`touchmove.bridge.admission`)."""
+
+    def refused_line(self, link: SerialLink, exc: DecodeError) -> bool: ...
+    def said_hello(self, link: SerialLink, sess: BoardSession, fields: dict[str, Any]) -> None: ...
+    def port_closed(self, link: SerialLink) -> None: ...
+    def board_error(self, port: str, sess: BoardSession, why: object) -> None: ...
+
+
+class PortsHost(Protocol):
+    """What the ports need of the bridge (and no more): its event loop, its boards and counters, a session for
+    a board that says hello (made and journaled when new), a record sink into a board's engine, the board's
+    availability, the admission checks, and the bridge's alerts and state."""
+
+    @property
+    def boards(self) -> Mapping[str, BoardSession]: ...
+    @property
+    def stats(self) -> dict[str, int]: ...
+    @property
+    def admission(self) -> PortGate: ...
+
+    def event_loop(self) -> asyncio.AbstractEventLoop: ...
+    def bind_board(self, board: str, min_settle_ms: int = 0) -> BoardSession: ...
+    def feed(self, sess: BoardSession, record: records.Record, source: str) -> None: ...
+    def mark(self, sess: BoardSession) -> None: ...
+    def schedule_flush(self) -> None: ...
+    def board_online(self, sess: BoardSession) -> None: ...
+    def board_offline(self, board: str) -> None: ...
+    def emit_bridge_alert(self, sess: BoardSession, code: str, detail: dict[str, Any]) -> None: ...
+    def publish_bridge_state(self) -> None: ...
+
+
 class BoardPorts:
     """The serial ports of one bridge and the boards bound to them."""
 
-    def __init__(self, bridge: Bridge) -> None:
+    def __init__(self, bridge: PortsHost, config: SerialConfig) -> None:
         self.bridge = bridge
+        self.config = config
         self.links: dict[str, SerialLink] = {}          # by real path
         self.link_paths: dict[str, SerialLink] = {}     # by the name it was found as
         self.pending_lines: dict[SerialLink, list[bytes | None]] = {}
         self.identity_conflicts: dict[tuple[str, str], IdentityConflict] = {}
-        cfg = bridge.config.serial
-        self.report = PortReport(cfg.ports, cfg.usb, cfg.baudrate)   # what is watched and found, at INFO
+        self.report = PortReport(config.ports, config.usb, config.baudrate)   # what is watched and found, at INFO
 
     def _lines_from_thread(self, link: SerialLink, lines: list[bytes | None]) -> None:
-        assert self.bridge._loop is not None
         if not link.threaded:
             self.handle_lines(link, lines)
             return
         with contextlib.suppress(RuntimeError):   # loop closed during shutdown
-            self.bridge._loop.call_soon_threadsafe(self.handle_lines, link, lines)
+            self.bridge.event_loop().call_soon_threadsafe(self.handle_lines, link, lines)
 
     def _closed_from_thread(self, link: SerialLink, reason: str) -> None:
-        assert self.bridge._loop is not None
         if not link.threaded:
-            self.bridge._loop.call_soon(self.handle_closed, link, reason)
+            self.bridge.event_loop().call_soon(self.handle_closed, link, reason)
             return
         with contextlib.suppress(RuntimeError):
-            self.bridge._loop.call_soon_threadsafe(self.handle_closed, link, reason)
+            self.bridge.event_loop().call_soon_threadsafe(self.handle_closed, link, reason)
 
     def open_port(self, path: str) -> SerialLink | None:
         if path in self.link_paths:
@@ -77,11 +106,11 @@ class BoardPorts:
         real = os.path.realpath(path)
         if real in self.links:
             return None
-        link = boards.open_link(path, self.bridge.config.serial, self._lines_from_thread,
+        link = boards.open_link(path, self.config, self._lines_from_thread,
                                 self._closed_from_thread) or SerialLink(
-            path, self.bridge.config.serial.baudrate, self._lines_from_thread, self._closed_from_thread)
+            path, self.config.baudrate, self._lines_from_thread, self._closed_from_thread)
         try:
-            link.open(self.bridge._loop)
+            link.open(self.bridge.event_loop())
         except Exception as exc:
             self.report.refused_port(path, exc)
             return None
@@ -95,7 +124,7 @@ class BoardPorts:
         return link
 
     async def scan_loop(self) -> None:
-        cfg = self.bridge.config.serial
+        cfg = self.config
         self.report.started()
         while True:
             try:
@@ -126,12 +155,18 @@ class BoardPorts:
         sess = self.bridge.boards.get(link.board) if link.board else None
         if sess is not None and sess.link is link:
             sess.link = None
-            self.bridge.mqtt.retain(self.bridge.topic(sess.board, "availability"), OFFLINE)
-            self.bridge.publish_info()
+            self.bridge.board_offline(sess.board)
             for other in [*self.pending_lines]:      # a port held back for this id takes over now
                 if other.held_back == sess.board:
                     log.info("board %s: port %s, held back, is asked to say hello again", sess.board, other.path)
                     other.send({"cmd": "hello"})
+
+    async def close_all(self) -> None:
+        """Close every port and wait (a second each) for their readers to end (at shutdown)."""
+        for link in list(self.links.values()):
+            link.close()
+        for link in list(self.links.values()):
+            await asyncio.to_thread(link.join, 1.0)
 
     def _identity_conflict(self, link: SerialLink, claimed: str, sess: BoardSession) -> None:
         """Raise ``board_identity`` (once per port and id): ``link`` says ``claimed``, which the binding of
@@ -201,9 +236,7 @@ class BoardPorts:
             return
         link.held_back = None
         if sess is None:
-            sess = self.bridge.new_session(board, min_settle_ms=getattr(link, "min_settle_ms", 0))  # a scanning board's
-            self.bridge.boards[board] = sess
-            self.bridge.journal.ensure_board(board)
+            sess = self.bridge.bind_board(board, min_settle_ms=getattr(link, "min_settle_ms", 0))  # a scanning board's
         first_contact = link.board is None
         if first_contact:
             self.report.bound(link.path, board)
@@ -237,9 +270,7 @@ class BoardPorts:
                 continue    # already journaled before a daemon restart
             self._handle_message(sess, msg)
         self._check_seq(sess, hello)
-        self.bridge.mqtt.retain(self.bridge.topic(board, "availability"), ONLINE)
-        self.bridge.publish_board_retained(sess)
-        self.bridge.publish_info()
+        self.bridge.board_online(sess)
         self.request_snapshot(sess, force=True)
 
     def _check_seq(self, sess: BoardSession, msg: Message) -> None:
@@ -267,6 +298,9 @@ class BoardPorts:
                 log.warning("board %s reports an error: %s", sess.board, msg.fields.get("why"))
                 if isinstance(msg.fields.get("alert"), str):      # a vendor board's adapter (touchmove.boards)
                     self.bridge.emit_bridge_alert(sess, msg.fields["alert"], dict(msg.fields.get("detail") or {}))
+                else:
+                    port = sess.link.path if sess.link is not None else "(port closed)"
+                    self.bridge.admission.board_error(port, sess, msg.fields.get("why"))
             return
         now = time.monotonic()
         board_t, jumped, changed = sess.board_time(msg.t, now)

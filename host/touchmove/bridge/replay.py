@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 import logging
 
-from touchmove import checkpoint, records
-from touchmove.journal import Journal
+from touchmove import records
+from touchmove.bridge import checkpoint
+from touchmove.bridge.journal import Journal
 from touchmove.rules import Engine
 from touchmove.rules.engine import DEFAULT_SETTLE_MS
 
@@ -23,7 +24,7 @@ def replay_entries(journal: Journal, board: str, settle_ms: int | None, *, use_c
     """Rebuild a board's engine from its journal; return it, the number of events it has given, and PGN headers.
 
     ``settle_ms`` None takes the settle time the bridge ran with (the checkpoint's column, else the default).
-    The latest checkpoint is used when ``key`` verifies it (see :mod:`touchmove.checkpoint`), this code wrote
+    The latest checkpoint is used when ``key`` verifies it (see :mod:`touchmove.bridge.checkpoint`), this code wrote
     it and its settle time is the one wanted; else it is ignored with one log line and every entry replayed.
     """
     cp = journal.checkpoint(board) if use_checkpoint else None

@@ -37,6 +37,9 @@ class SeqFloor:
         self._slots: dict[str, int] = {}
         self._capacity = 0
         self._fd: int | None = None
+
+    def open(self) -> None:
+        """Read the file (made when missing); without it, nothing is offered before the journal has it."""
         try:
             self._open()
         except OSError as exc:

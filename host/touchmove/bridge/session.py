@@ -18,8 +18,8 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from touchmove.bridge.serial_link import SerialLink
 from touchmove.rules import Engine
-from touchmove.serial_link import SerialLink
 
 log = logging.getLogger("touchmove.bridge")
 
@@ -53,6 +53,12 @@ class BoardSession:
     firmware: str | None = None          # the ``fw`` of the board's latest hello (name and version)
     lost_from: int = 0                   # seqs lost_from..lost_upto were published before a crash but never
     lost_upto: int = -1                  # journaled (bridge/seq_floor.py): the stream skips them
+
+    @property
+    def published_unjournaled(self) -> bool:
+        """Whether events of this board were published but never journaled (a crash while the journal could not
+        write): the broker's retained PGN then has plies the journal lacks."""
+        return self.lost_upto >= self.lost_from
 
     def now(self) -> int:
         """Estimate the board's current device time."""

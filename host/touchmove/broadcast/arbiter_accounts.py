@@ -13,10 +13,10 @@ import secrets
 import sys
 from pathlib import Path
 
-from touchmove.broadcast.arbiters import ArbiterBook, ArbiterConfigError, file_entry, parse_file
+from touchmove.broadcast.arbiter_book import ArbiterBook, ArbiterConfigError, file_entry, parse_file
 from touchmove.errors import EXIT_USAGE, CommandError
-from touchmove.journal import iso_now
 from touchmove.private_files import append_private
+from touchmove.wire import iso_now
 
 TOKEN_BYTES = 18          # 24 URL-safe characters
 REVOKED_NAME = "arbiters-revoked.json"
@@ -43,7 +43,7 @@ def _book(path: Path) -> ArbiterBook:
     if not path.is_file():
         raise CommandError(f"{path}: no such file (make it with `touchmove arbiters add {path} NAME`)", EXIT_USAGE)
     try:
-        return ArbiterBook(file=path, revoked_path=path.parent / REVOKED_NAME)
+        return ArbiterBook.read(file=path, revoked_path=path.parent / REVOKED_NAME)
     except ArbiterConfigError as exc:
         raise CommandError(str(exc), EXIT_USAGE) from None
 

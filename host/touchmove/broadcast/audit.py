@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +26,19 @@ def now_iso() -> str:
 
 
 class AuditLog:
-    """Append-only; ``entries`` holds the latest :data:`KEEP_IN_MEMORY` of them."""
+    """Append-only; ``entries`` holds the latest :data:`KEEP_IN_MEMORY` of them. :meth:`read` gives the log an
+    earlier run wrote; making one touches no file."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, entries: Iterable[dict[str, Any]] = ()) -> None:
         self.path = path
-        self.entries: list[dict[str, Any]] = []
-        self._next = 1
+        given = list(entries)
+        self._next = 1 + max((e["id"] for e in given if isinstance(e.get("id"), int)), default=0)
+        self.entries: list[dict[str, Any]] = given[-KEEP_IN_MEMORY:]
+
+    @classmethod
+    def read(cls, path: Path) -> AuditLog:
+        """Return the log at ``path`` with what is already in it (nothing when the file does not exist)."""
+        entries: list[dict[str, Any]] = []
         try:
             with path.open(encoding="utf-8") as fh:
                 for line in fh:
@@ -39,12 +47,10 @@ class AuditLog:
                     except ValueError:
                         continue  # a line cut by a crash: the rest is still read
                     if isinstance(entry, dict):
-                        self.entries.append(entry)
-                        if isinstance(entry.get("id"), int):
-                            self._next = max(self._next, entry["id"] + 1)
+                        entries.append(entry)
         except FileNotFoundError:
             pass
-        del self.entries[:-KEEP_IN_MEMORY]
+        return cls(path, entries)
 
     def record(self, *, arbiter: str, action: str, board: int | None = None, round_: int | None = None,
                before: Any = None, after: Any = None, ok: bool = True, error: str | None = None,

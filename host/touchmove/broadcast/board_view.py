@@ -33,6 +33,10 @@ CONSOLE_MEANINGS = {
                     "check its cable and power",
     "board_answering": "the board answers again: its whole position is read and compared",
     "board_rotated": "the board is set up turned round: its squares are turned from now on",
+    "board_reset": "the board restarted by itself (detail.cause: its watchdog, or a fatal error in its firmware): "
+                   "the game went on from the board's position; check the board if it happens again",
+    "board_error": "the board's firmware reports a fault (detail.why: a board.json it refused and will not scan "
+                   "until fixed, sensor bus errors, commands it could not answer, a fatal error): see detail.message",
 }
 
 

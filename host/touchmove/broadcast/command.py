@@ -9,7 +9,7 @@ import logging
 import sys
 from pathlib import Path
 
-from touchmove.broadcast.arbiters import accounts_summary, book_for
+from touchmove.broadcast.arbiter_book import accounts_summary, book_for
 from touchmove.broadcast.service import BroadcastService
 from touchmove.broadcast.tournament import TournamentError, load_tournament
 from touchmove.stop_signals import StopSignals

@@ -29,7 +29,7 @@ from typing import Any
 import chess.pgn
 from aiohttp import web
 
-from touchmove.broadcast.arbiters import Arbiter, ArbiterBook
+from touchmove.broadcast.arbiter_book import Arbiter, ArbiterBook
 from touchmove.broadcast.audit import AuditLog, now_iso
 from touchmove.broadcast.board_view import BoardView
 from touchmove.broadcast.broadcaster import Broadcaster

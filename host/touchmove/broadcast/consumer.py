@@ -20,7 +20,14 @@ import aiomqtt
 from touchmove.broadcast import bridge_topics
 from touchmove.broadcast.broadcaster import ActionError, Broadcaster
 from touchmove.broadcast.tournament import BrokerConfig, TournamentError
-from touchmove.broker_connection import CONNECT_TIMEOUT_S, REPLY_TIMEOUT_S, socket_options, subscribe_all
+from touchmove.broker_connection import (
+    CONNECT_TIMEOUT_S,
+    REPLY_TIMEOUT_S,
+    connect_timeout,
+    one_attempt,
+    socket_options,
+    subscribe_all,
+)
 from touchmove.brokers import BrokerSettingError, Endpoint, Endpoints, tls_context
 
 log = logging.getLogger(__name__)
@@ -29,13 +36,15 @@ BACKOFF_START = 0.5
 BACKOFF_MAX = 10.0
 
 
-def make_client(cfg: BrokerConfig, identifier: str, node: Endpoint | None = None) -> aiomqtt.Client:
-    """An aiomqtt client for one broker (``node``: one of its cluster nodes) with auth and TLS."""
+def make_client(cfg: BrokerConfig, identifier: str, node: Endpoint | None = None,
+                timeout: float = CONNECT_TIMEOUT_S) -> aiomqtt.Client:
+    """An aiomqtt client for one broker (``node``: one of its cluster nodes) with auth and TLS; ``timeout``: how
+    long its CONNACK may take."""
     node = node or cfg.endpoints[0]
     context = tls_context(cfg.ca_file, cfg.cert_file, cfg.key_file) if node.tls else None
     return aiomqtt.Client(
         node.host, node.port, username=cfg.username, password=cfg.password, identifier=identifier,
-        tls_context=context, keepalive=15, max_queued_outgoing_messages=10_000, timeout=CONNECT_TIMEOUT_S,
+        tls_context=context, keepalive=15, max_queued_outgoing_messages=10_000, timeout=timeout,
         socket_options=socket_options(),
     )
 
@@ -75,6 +84,8 @@ class MqttLink:
         self._clients: dict[int, aiomqtt.Client] = {}
         self.ready = [asyncio.Event() for _ in self.brokers]
         self._tag = uuid.uuid4().hex[:8]
+        #: per broker: the pause after its nodes all failed to answer, doubled each round up to BACKOFF_MAX
+        self._backoff: dict[int, float] = {}
 
     async def wait_ready(self, timeout: float = 10.0) -> None:
         """Wait until every broker is connected and subscribed."""
@@ -98,43 +109,50 @@ class MqttLink:
                 tg.create_task(self._serve(i, cfg))
 
     async def _serve(self, index: int, cfg: BrokerConfig) -> None:
-        backoff = BACKOFF_START
         nodes = Endpoints(cfg.endpoints)
+        self._backoff[index] = BACKOFF_START
         attempt = 0
         while True:
             node = nodes.current
             attempt += 1     # a new client id each time: NATS holds a CONNECT of a dead node's id for 11 s
             try:
-                async with make_client(cfg, f"touchmove-broadcast-{self._tag}-{index}-{attempt}", node) as client:
-                    await subscribe_all(client, [topic for base in cfg.bases
-                                                 for topic in bridge_topics.subscriptions(base, cfg.share_group)],
-                                        cfg.subscribe_qos)
-                    self._clients[index] = client
-                    self.ready[index].set()
-                    log.info("subscribed to %s on %s", ", ".join(cfg.bases), node.url)
-                    nodes.connected()
-                    backoff = BACKOFF_START
-                    async for message in client.messages:
-                        payload = message.payload
-                        if isinstance(payload, str):
-                            raw = payload.encode()
-                        elif isinstance(payload, bytes | bytearray):
-                            raw = bytes(payload)
-                        else:
-                            raw = b"" if payload is None else str(payload).encode()
-                        msg = bridge_topics.parse(message.topic.value, raw, cfg.bases, bool(message.retain))
-                        if msg is None:
-                            continue
-                        try:
-                            self.hub.handle(msg, index)
-                        except Exception:  # one bad message must not stop the stream
-                            log.exception("message on %s could not be handled", message.topic.value)
+                await one_attempt(self._read(index, cfg, node, nodes, attempt))
             except aiomqtt.MqttError as exc:
                 log.warning("broker %s: %s", node.url, exc)
             finally:
                 self._clients.pop(index, None)
                 self.ready[index].clear()
             if nodes.failed():      # every node tried: back off
+                backoff = self._backoff[index]
                 log.info("no node of broker #%d answered; retrying in %.1f s", index + 1, backoff)
                 await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, BACKOFF_MAX)
+                self._backoff[index] = min(backoff * 2, BACKOFF_MAX)
+
+    async def _read(self, index: int, cfg: BrokerConfig, node: Endpoint, nodes: Endpoints, attempt: int) -> None:
+        """Connect to ``node`` of broker ``index``, subscribe, and hand every message to the broadcaster until the
+        connection fails (raised) or the task is cancelled."""
+        async with make_client(cfg, f"touchmove-broadcast-{self._tag}-{index}-{attempt}", node,
+                               connect_timeout(nodes.rounds_failed)) as client:
+            await subscribe_all(client, [topic for base in cfg.bases
+                                         for topic in bridge_topics.subscriptions(base, cfg.share_group)],
+                                cfg.subscribe_qos)
+            self._clients[index] = client
+            self.ready[index].set()
+            log.info("subscribed to %s on %s", ", ".join(cfg.bases), node.url)
+            nodes.connected()
+            self._backoff[index] = BACKOFF_START
+            async for message in client.messages:
+                payload = message.payload
+                if isinstance(payload, str):
+                    raw = payload.encode()
+                elif isinstance(payload, bytes | bytearray):
+                    raw = bytes(payload)
+                else:
+                    raw = b"" if payload is None else str(payload).encode()
+                msg = bridge_topics.parse(message.topic.value, raw, cfg.bases, bool(message.retain))
+                if msg is None:
+                    continue
+                try:
+                    self.hub.handle(msg, index)
+                except Exception:  # one bad message must not stop the stream
+                    log.exception("message on %s could not be handled", message.topic.value)

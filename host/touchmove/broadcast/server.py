@@ -50,7 +50,7 @@ from typing import Any
 from aiohttp import web
 
 from touchmove.broadcast import console_api, livechess_json
-from touchmove.broadcast.arbiters import Arbiter, ArbiterBook, book_for
+from touchmove.broadcast.arbiter_book import Arbiter, ArbiterBook, book_for
 from touchmove.broadcast.audit import AuditLog
 from touchmove.broadcast.broadcaster import ActionError, Broadcaster
 from touchmove.broadcast.results_export import results_csv, results_trf
@@ -424,7 +424,7 @@ def make_app(hub: Broadcaster, token: str | None, *, arbiters: ArbiterBook | Non
     if arbiters is None:
         arbiters = book_for(hub.output_dir, token)
     if audit is None:
-        audit = AuditLog(hub.output_dir / "arbiter-audit.jsonl")
+        audit = AuditLog.read(hub.output_dir / "arbiter-audit.jsonl")
     if journals is None:
         journals = [Path(p) for p in os.environ.get("TOUCHMOVE_JOURNALS", "").split(os.pathsep) if p]
     console_api.install(app, hub, arbiters, audit, journals)

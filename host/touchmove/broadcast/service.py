@@ -34,7 +34,11 @@ log = logging.getLogger(__name__)
 
 
 class BroadcastService:
-    """``async with BroadcastService(t) as svc:`` runs everything; ``svc.url`` is the dashboard."""
+    """``async with BroadcastService(t) as svc:`` runs everything; ``svc.url`` is the dashboard.
+
+    Making one touches nothing: :meth:`start` checks the output directory, the brokers' TLS files and the
+    lichess token (a :class:`TournamentError` of one line, before anything is served), then opens the round.
+    """
 
     def __init__(self, tournament: Tournament, *, host: str | None = None, port: int | None = None,
                  token: str | None = None, lichess_token: str | None = None, svg_workers: int = 1) -> None:
@@ -43,23 +47,17 @@ class BroadcastService:
         self.host = host if host is not None else s.host
         self.port = port if port is not None else s.port
         self.token = token if token is not None else s.token
-        check_output_dir(s.output_dir)
-        check_brokers(tournament.brokers)  # before serving: a bad setting never leaves a page without MQTT
-        try:
-            self.hub = Broadcaster(tournament)
-        except ValueError as exc:  # a round state file that cannot be read
-            raise TournamentError(str(exc)) from None
+        self.hub = Broadcaster(tournament)  # reads nothing yet: start() opens the round
         self.link = MqttLink(self.hub, tournament.brokers)
         self.hub.publish = self.link.publish
         self.pusher: LichessPush | None = None
+        self._lichess_tokens: TokenSource | None = None
         if any(r.lichess for r in tournament.rounds.values()):
-            tokens = TokenSource(lichess_token or os.environ.get(LICHESS_TOKEN_ENV), s.lichess_token_file)
-            if not tokens.current():
-                raise TournamentError(f"a lichess round is set but there is no token: set {LICHESS_TOKEN_ENV} "
-                                      "or [broadcast] lichess_token_file")
+            self._lichess_tokens = TokenSource(lichess_token or os.environ.get(LICHESS_TOKEN_ENV),
+                                               s.lichess_token_file)
             self.pusher = LichessPush(tournament.lichess_targets,
                                       lambda boards: self.hub.public_pgn(boards=boards),
-                                      lambda: self.hub.round.number, tokens, base_url=s.lichess_url,
+                                      lambda: self.hub.round.number, self._lichess_tokens, base_url=s.lichess_url,
                                       interval=s.lichess_interval)
             self.hub.on_pgn(self.pusher.update)
             self.hub.push_status = self.pusher.status
@@ -78,7 +76,21 @@ class BroadcastService:
     def pgn_url(self) -> str:
         return f"{self.url}/round/{self.hub.round.number}.pgn"
 
+    def check_settings(self) -> None:
+        """Raise :class:`TournamentError` (one line) for a setting that could only fail once serving: an output
+        directory that cannot be written (made if missing), a broker's topic or TLS file, no lichess token."""
+        check_output_dir(self.tournament.settings.output_dir)
+        check_brokers(self.tournament.brokers)  # before serving: a bad setting never leaves a page without MQTT
+        if self._lichess_tokens is not None and not self._lichess_tokens.current():
+            raise TournamentError(f"a lichess round is set but there is no token: set {LICHESS_TOKEN_ENV} "
+                                  "or [broadcast] lichess_token_file")
+
     async def start(self, *, wait_mqtt: float | None = 10.0) -> BroadcastService:
+        self.check_settings()
+        try:
+            self.hub.open()
+        except ValueError as exc:  # a round state file that cannot be read
+            raise TournamentError(str(exc)) from None
         self.hub.write_now()
         if self.svg_workers > 0:
             self._pool = concurrent.futures.ProcessPoolExecutor(
@@ -145,10 +157,11 @@ class BroadcastService:
             self.hub.streams.svg_executor = None
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
-        with contextlib.suppress(OSError):
-            self.hub.save_state()
-        with contextlib.suppress(OSError):
-            self.hub.write_now()
+        if self.hub.opened:  # a round that could not be opened is left as it is on disk
+            with contextlib.suppress(OSError):
+                self.hub.save_state()
+            with contextlib.suppress(OSError):
+                self.hub.write_now()
 
     async def __aenter__(self) -> BroadcastService:
         return await self.start()

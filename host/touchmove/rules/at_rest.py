@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import chess
 
 from touchmove.rules.footprints import Footprint, Position
+from touchmove.rules.identity import under_way
 from touchmove.rules.phases import LOST, OVER, PLAYING
 from touchmove.rules.ply_evidence import PlyEvidence
 from touchmove.rules.readings import (
@@ -203,10 +204,23 @@ def displaced_answer_moved_on(view: BoardView) -> Decision | None:
     return None if shown is None else Amend(shown, by_evidence=True)
 
 
+def pieces_moved_on(view: BoardView) -> Decision | None:
+    """15a. A board that names its pieces shows more than a move under way (an answer faster than its scan) and
+    no row above reads it: the plies played are searched, those that leave every piece where it shows them
+    recovered."""
+    pieces = view.pieces_shown
+    if pieces is None or view.sync is LOST or under_way(view.position.board, pieces):
+        return None
+    return SearchLost(quiet=True)
+
+
 def move_in_progress(view: BoardView) -> Decision | None:
     """9. A move in progress from the game position (a piece in hand, the new piece placed first, the king on its
-    castling square)."""
+    castling square); on a board that names its pieces, only if they show that move under way."""
     if view.position.continuable(view.occupancy):
+        pieces = view.pieces_shown
+        if pieces is not None and not under_way(view.position.board, pieces):
+            return None
         return Wait(castling_rook=king_on_castling_square(view))
     return None
 
@@ -284,6 +298,7 @@ AT_REST: tuple[Reading, ...] = (
     moved_after_release,
     promotion_piece_seen,
     answer_undone_before_press,
+    pieces_moved_on,
     recovered_plies_contradicted,
     takeback_played_on,
     earlier_position_shown,

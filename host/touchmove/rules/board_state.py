@@ -2,9 +2,9 @@
 :class:`~touchmove.rules.phases.Phase` and :class:`~touchmove.rules.phases.Sync` (its transitions).
 
 :class:`~touchmove.rules.engine.Engine` is a :class:`BoardState` that reads records; what it decides goes through
-the transition methods here, so the diagram of docs/engine-internals.md is this file's ``_enter_*`` and ``_tell_*``
-methods. The views are what :mod:`touchmove.rules.readings` (a ``BoardView``) and :mod:`touchmove.rules.unseen_play`
-(an ``EngineInterface``) see of an engine.
+the two transition methods here, ``_enter`` and ``_tell``: every change in the diagrams of docs/engine-internals.md
+is a call of one of them. The views are what :mod:`touchmove.rules.readings` (a ``BoardView``) and
+:mod:`touchmove.rules.unseen_play` (an ``EngineInterface``) see of an engine.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from touchmove.rules.events import ALERT_ARTICLES, Alert, AlertCode, Event, Game
 from touchmove.rules.footprints import Position
 from touchmove.rules.game_line import Declared, GameLine
 from touchmove.rules.gamelog import GameRecord
+from touchmove.rules.identity import PieceWatch
 from touchmove.rules.outcome import GameEnding
 from touchmove.rules.pending import InterruptedMove, PendingMove
 from touchmove.rules.phases import (
-    CLEARED,
     EXCUSED,
     LOST,
     MISMATCH,
@@ -40,20 +40,31 @@ from touchmove.rules.ply_evidence import PlyEvidence
 from touchmove.rules.readings import mismatch_excused
 from touchmove.rules.unseen_play import Role, UnseenPlay
 
-__all__ = ["DEFAULT_MISMATCH_MS", "DEFAULT_SETTLE_MS", "START_OCCUPANCY", "BoardState", "EngineState"]
+__all__ = [
+    "COPIED_FIELDS", "DEFAULT_MISMATCH_MS", "DEFAULT_SETTLE_MS", "SHARED_FIELDS", "START_OCCUPANCY", "STATE_FIELDS",
+    "BoardState", "EngineState",
+]
 
 DEFAULT_SETTLE_MS = 200
 #: How long the board must rest in a state with no legal continuation before ``board_mismatch``.
 DEFAULT_MISMATCH_MS = 1000
 START_OCCUPANCY = chess.BB_RANK_1 | chess.BB_RANK_2 | chess.BB_RANK_7 | chess.BB_RANK_8
 
-#: The fields that make an engine's state: what :meth:`BoardState.fork` copies and :meth:`BoardState.adopt` takes
-#: over (besides its unseen play, ``_unseen``, which a fork gets new).
-STATE_FIELDS = (
-    "settle_ms", "mismatch_ms", "_first_fen", "_chess960", "_default_fen", "_chatter", "_games", "_occ", "_phase",
-    "_t", "_received", "_changed_at", "_setup", "_sync", "_position", "_previous", "_evidence", "_pending",
-    "_exchange_sq", "_chosen_piece", "_has_clock", "_judge_at_rest", "_line", "_reports_changes",
+#: The fields of an engine's state whose values are never changed in place (numbers, strings, enums, tuples of
+#: them, and the game position, a :class:`~touchmove.rules.footprints.Position` that is replaced, never changed):
+#: a fork shares them, as python-chess's ``Board.copy`` shares its bitboards.
+SHARED_FIELDS = (
+    "settle_ms", "mismatch_ms", "_first_fen", "_chess960", "_default_fen", "_occ", "_phase", "_t", "_received",
+    "_changed_at", "_setup", "_sync", "_position", "_exchange_sq", "_chosen_piece", "_has_clock", "_judge_at_rest",
+    "_reports_changes",
 )
+#: The fields changed in place (the chatter filter's held changes, the games, the evidence of the last ply and of
+#: this one, the pending move, the game line): a fork gets copies of its own, deep, with one memo (the last game
+#: and the line's record stay one object), the positions in them shared.
+COPIED_FIELDS = ("_chatter", "_games", "_previous", "_evidence", "_pending", "_line", "_pieces")
+#: Every field of an engine's state: what :meth:`BoardState.fork` copies or shares and :meth:`BoardState.adopt`
+#: takes over (besides its unseen play, ``_unseen``, which a fork gets new).
+STATE_FIELDS = SHARED_FIELDS + COPIED_FIELDS
 
 
 @dataclass(frozen=True)
@@ -108,6 +119,7 @@ class BoardState:
         self._judge_at_rest = False  # a change came that the board has not yet been judged on at rest
         self._line = GameLine(start.occupied)
         self._reports_changes = False  # the board sends lifts and places (not only snapshots)
+        self._pieces = PieceWatch()  # the pieces a board that names them said it holds (empty on other boards)
         self._unseen = UnseenPlay()  # plies not seen made: lost changes, hypotheses, resync, declared results
 
     @property
@@ -132,6 +144,15 @@ class BoardState:
     def occupancy(self) -> chess.Bitboard:
         """The occupancy the board shows (the chatter filter's held changes not included)."""
         return self._occ
+
+    @property
+    def pieces_shown(self) -> dict[chess.Square, str] | None:
+        """The board's whole placement when it names its pieces (DGT, ChessLink, Chessnut), else None."""
+        return self._pieces.placement(self._occ)
+
+    def pieces_placed_at(self) -> dict[chess.Square, int]:
+        """When the board put down each piece it names (host ms; a snapshot's pieces: long before)."""
+        return self._pieces.since
 
     @property
     def position(self) -> Position:
@@ -213,12 +234,17 @@ class BoardState:
     def fork(self) -> Self:
         """Return a copy of this engine that follows one hypothesis (with unseen play of its own, as a hypothesis).
 
-        Copies every field of :data:`STATE_FIELDS` deeply, with one memo (what two fields share, such as the last
-        game and the game line's record, the copy shares too).
+        The fields of :data:`SHARED_FIELDS` are shared (never changed in place); those of :data:`COPIED_FIELDS` are
+        copied deeply with one memo, which holds the game position and the one before it from the start: what
+        the copies refer to of them is shared too.
         """
         child: Self = type(self).__new__(type(self))
-        memo: dict[int, object] = {}
-        for name in STATE_FIELDS:
+        for name in SHARED_FIELDS:
+            setattr(child, name, getattr(self, name))
+        memo: dict[int, object] = {id(self._position): self._position}
+        if self._previous is not None:
+            memo[id(self._previous[0])] = self._previous[0]
+        for name in COPIED_FIELDS:
             setattr(child, name, copy.deepcopy(getattr(self, name), memo))
         child._unseen = UnseenPlay(Role.HYPOTHESIS)
         return child
@@ -237,23 +263,23 @@ class BoardState:
 
     def rule_out(self) -> None:
         """This engine follows a hypothesis the board contradicts: it is out of sync (and dropped)."""
-        self._tell_lost()
+        self._tell(LOST)
 
     def mark_lost(self) -> None:
         """Changes were lost and no plies explain the board yet: nothing is read as a move until they do."""
-        self._tell_lost()
+        self._tell(LOST)
         self._pending.match = None
 
     def read_moves(self) -> None:
         """Read moves again (many squares off after lost changes are plies lost, not the board cleared)."""
-        self._enter_playing()
+        self._enter(PLAYING)
 
     def end_declared(self, result: str, reason: str, declared: Declared) -> None:
         """End the current game with a result declared by a record (not seen on the board)."""
         game = self._games[-1]
         game.result, game.end_reason = result, reason
         self._line.declared = declared
-        self._enter_over()
+        self._enter(OVER)
         self._pending.clear()
 
     @property
@@ -273,7 +299,7 @@ class BoardState:
         if isinstance(record, Snapshot) and record.occ != self._position.occ:
             # The board is not (yet) in the start position: wait for it as for a set-up.
             self._occ = record.occ
-            self._enter_over()
+            self._enter(OVER)
             self._setup = (self._first_fen, self._chess960)
             return []
         return self._begin_game(t, self._first_fen, self._chess960)
@@ -283,8 +309,8 @@ class BoardState:
         self._games.append(GameRecord(number, fen, chess960, t))
         board = chess.Board(fen, chess960=chess960)
         self._start_ply(Position(board), None)
-        self._enter_playing()
-        self._tell_undisputed()
+        self._enter(PLAYING)
+        self._tell(UNDISPUTED)
         self._judge_at_rest = False
         self._line = GameLine(board.occupied, self._games[-1])
         self._line.repetitions.add(board)
@@ -314,9 +340,9 @@ class BoardState:
 
     def _report_mismatch(self, t: int, *, force: bool) -> list[Event]:
         if self._phase is OVER or (not force and mismatch_excused(self)):
-            self._tell_excused()
+            self._tell(EXCUSED)
             return []
-        self._tell_mismatch()
+        self._tell(MISMATCH)
         extra = self._occ & ~self._position.occ
         missing = self._position.occ & ~self._occ
         return [self.alert(t, "board_mismatch", "7.4", self.ply_number, {
@@ -325,7 +351,7 @@ class BoardState:
         })]
 
     def _restored(self, t: int, how: str) -> list[Event]:
-        self._tell_undisputed()
+        self._tell(UNDISPUTED)
         self._unseen.end_lost()
         return [self.alert(t, "board_restored", "7.4", self.ply_number, {"by": how})]
 
@@ -349,44 +375,25 @@ class BoardState:
         if game.result == "*" and self._phase is not OVER:
             return []
         game.result, game.end_reason = "*", None
-        self._enter_playing()
+        self._enter(PLAYING)
         return [GameResumed(game.number, t, len(game.moves) + 1)]
 
     # ----------------------------------------------------------------------------------------------------------
     # transitions: every change of the phase and of what the arbiter was told
 
-    def _enter_playing(self) -> None:
-        """Moves are read (a game started, resumed, taken back or amended; a cleared board shows it again)."""
-        self._phase = PLAYING
+    def _enter(self, phase: Phase) -> None:
+        """The board is now in ``phase`` of its games (the members of :class:`~touchmove.rules.phases.Phase` say
+        when; docs/engine-internals.md lists who calls this for which)."""
+        self._phase = phase
 
-    def _enter_cleared(self) -> None:
-        """The board is being cleared or set up while a game is on: no moves are read."""
-        self._phase = CLEARED
-
-    def _enter_over(self) -> None:
-        """No game is on: it ended (on the board or declared), or the board waits for a start position."""
-        self._phase = OVER
-
-    def _tell_undisputed(self) -> None:
-        """Nothing is said against the board: it shows the game, or a difference not yet judged at rest."""
-        self._sync = UNDISPUTED
-
-    def _tell_excused(self) -> None:
-        """The board, judged at rest off the game position, is excused (a move in progress ...)."""
-        self._sync = EXCUSED
-
-    def _tell_mismatch(self) -> None:
-        """``board_mismatch`` is raised: the board shows no legal continuation."""
-        self._sync = MISMATCH
-
-    def _tell_lost(self) -> None:
-        """``changes_lost`` is raised and no plies explain the board yet."""
-        self._sync = LOST
+    def _tell(self, sync: Sync) -> None:
+        """The arbiter is now told ``sync`` about the board (:class:`~touchmove.rules.phases.Sync`)."""
+        self._sync = sync
 
     def _game_ended(self, ending: GameEnding) -> None:
         """The board shows the current game ended (its result seen, not declared)."""
         game = self._games[-1]
         game.result, game.end_reason = ending.result, ending.reason
         self._line.declared = None
-        self._enter_over()
+        self._enter(OVER)
 

@@ -13,14 +13,16 @@ How a ply is decided (FIDE 4.7, for a board that sees only occupancy):
   shows the game position, a legal move from it, or an earlier position of the game (a takeback).
 
 This module holds the per-record path and the application of decisions; the state and its transitions are in
-:mod:`touchmove.rules.board_state`, the plies written in :mod:`touchmove.rules.ply_writing`, the re-readings of a
-board at rest in :mod:`touchmove.rules.at_rest` (their order) and :mod:`touchmove.rules.readings`, play not seen
-made in :mod:`touchmove.rules.unseen_play`. A map of it all: docs/engine-internals.md.
+:mod:`touchmove.rules.board_state`, the plies written in :mod:`touchmove.rules.ply_writing`, promotion pieces in
+:mod:`touchmove.rules.promotion_pieces`, what a clock press records in :mod:`touchmove.rules.clock_presses`, the
+re-readings of a board at rest in :mod:`touchmove.rules.at_rest` (their order) and :mod:`touchmove.rules.readings`,
+play not seen made in :mod:`touchmove.rules.unseen_play` (what it writes: :mod:`touchmove.rules.unseen_operations`).
+A map of it all: docs/engine-internals.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import chess
 
@@ -30,6 +32,7 @@ from touchmove.records import (
     Other,
     Place,
     Promote,
+    Published,
     Record,
     Result,
     Resync,
@@ -53,31 +56,22 @@ from touchmove.rules.at_rest import (
     Wait,
 )
 from touchmove.rules.board_state import DEFAULT_SETTLE_MS, START_OCCUPANCY, EngineState
+from touchmove.rules.clock_presses import ClockPresses
 from touchmove.rules.events import (
-    Alert,
-    ClockPress,
     Event,
     GameResumed,
-    GameStart,
     MoveAmended,
-    MoveMade,
-    RecoveredMove,
     Touch,
     TouchSide,
 )
-from touchmove.rules.footprints import (
-    footprint,
-)
 from touchmove.rules.game_line import Declared
 from touchmove.rules.gamelog import GameRecord
-from touchmove.rules.identity import PieceWatch
 from touchmove.rules.pending import InterruptedMove, sliding_in
 from touchmove.rules.phases import (
     CLEARED,
     CLEARED_SQUARES,
     EXCUSED,
     LOST,
-    MISMATCH,
     NEW,
     OVER,
     PLAYING,
@@ -85,22 +79,23 @@ from touchmove.rules.phases import (
 )
 from touchmove.rules.phases import OUT_OF_SYNC as _OUT_OF_SYNC
 from touchmove.rules.phases import READING as _READING
-from touchmove.rules.ply_evidence import PlyEvidence
-from touchmove.rules.ply_writing import PlyWriting
+from touchmove.rules.promotion_pieces import PromotionPieces
 from touchmove.rules.readings import (
     amendment,
     answer_undone,
     capture_on_touchdown,
     castling_completed,
+    double_step_stood_aside,
+    pending_double_step_stood_aside,
     promotion_seen,
-    promotion_under_way,
     pushed_capture,
 )
+from touchmove.rules.unseen_operations import UnseenOperations
 from touchmove.rules.unseen_play import EngineInterface
 
 __all__ = ["DEFAULT_SETTLE_MS", "Engine", "EngineState", "GameRecord"]
 
-class Engine(PlyWriting):
+class Engine(PromotionPieces, ClockPresses, UnseenOperations):
     """Turns one board's records into events (see the module documentation).
 
     ``fen`` and ``chess960`` give the first game's start (standard by default); later games start when the
@@ -113,54 +108,11 @@ class Engine(PlyWriting):
     def feed(self, record: Record) -> list[Event]:
         """Return the events caused by one record (time first advances to ``record.t``); a board that names its
         pieces has them judged once the position is settled (:meth:`_judge_pieces`)."""
-        pieces = self._piece_watch()
-        match record:
-            case Place(sq=sq, piece=piece):
-                pieces.place(sq, piece, record.t)
-            case Lift(sq=sq):
-                pieces.lift(sq)
-            case Snapshot(pieces=placement) if placement is not None:
-                pieces.snapshot(placement)
+        pieces = self._watch_pieces(record)
         out = self._feed(record)
-        if (isinstance(record, Place) and record.piece is not None and record.piece.upper() not in ("P", "K")
-                and chess.square_rank(record.sq) == (7 if record.piece.isupper() else 0)
-                and record.piece.isupper() == (self._position.board.turn == chess.WHITE)
-                and self._unseen.hypotheses is None and promotion_under_way(self)):
-            self._chosen_piece = chess.Piece.from_symbol(record.piece).piece_type   # the new piece, named
+        if isinstance(record, Place) and record.piece is not None:
+            self._named_promotion(record.sq, record.piece)
         return self._judge_pieces(out) if pieces.letters else out
-
-    def _piece_watch(self) -> PieceWatch:
-        watch: PieceWatch | None = getattr(self, "_pieces", None)
-        if watch is None:
-            watch = self._pieces = PieceWatch()
-        return watch
-
-    def _judge_pieces(self, out: list[Event]) -> list[Event]:
-        """Return ``out`` with what the board's pieces tell: a promotion whose new piece the board names is
-        made with it, one whose pawn is being exchanged waits for the new piece (no ``promotion_unverified``);
-        a position made or started with a piece on a square where the game has another is a
-        ``board_mismatch`` naming them (7.4)."""
-        pieces = self._piece_watch()
-        if self._unseen.hypotheses is not None:
-            return out           # each hypothesis (an engine of its own) judges its events
-        judged: list[Event] = []
-        for event in out:
-            if isinstance(event, Alert) and event.code == "promotion_unverified":
-                sq = chess.parse_square(str(event.detail["sq"]))
-                letter = pieces.piece_on(sq)
-                if letter is not None and letter.upper() not in ("P", "K") and letter.isupper() == (
-                        chess.square_rank(sq) == 7):       # the promoting side's piece, not an answer's
-                    judged += self._promote(event.t, chess.Piece.from_symbol(letter).piece_type)
-                    continue
-                if pieces.exchanging(sq):
-                    continue     # the pawn is being exchanged: the new piece names itself (a promote record)
-            judged.append(event)
-        if any(isinstance(e, MoveMade | MoveAmended | GameStart) for e in judged):
-            wrong = pieces.wrong(self._position.board, self._t - self.settle_ms)
-            if wrong:
-                judged.append(self.alert(judged[-1].t, "board_mismatch", "7.4", self.ply_number, {
-                    "pieces": wrong, "extra": [], "missing": []}))
-        return judged
 
     def _feed(self, record: Record) -> list[Event]:
         if self._unseen.hypotheses is not None:
@@ -174,7 +126,7 @@ class Engine(PlyWriting):
             followed = self._unseen.feed(self, record)
             if followed is not None:
                 return out + followed
-        if self._phase is NEW:
+        if self._phase is NEW and not isinstance(record, Published):
             out += self._start_first(record, t)
         match record:
             case Lift(sq=sq):
@@ -199,6 +151,8 @@ class Engine(PlyWriting):
                 out += self._unseen.resync(self, t, record)
             case Result():
                 out += self._unseen.declare(self, t, record)
+            case Published():
+                out += self._unseen.published(self, t, record)
             case Other():
                 pass
         self._t = self._received = t
@@ -207,7 +161,7 @@ class Engine(PlyWriting):
     def advance(self, t: int) -> list[Event]:
         """Return the events due by device time ``t`` when no record has come (settled moves, mismatches)."""
         out = self._advance(t)
-        return self._judge_pieces(out) if self._piece_watch().letters else out
+        return self._judge_pieces(out) if self._pieces.letters else out
 
     def _advance(self, t: int) -> list[Event]:
         if self._unseen.hypotheses is not None:
@@ -236,45 +190,6 @@ class Engine(PlyWriting):
             if next_deadline is not None and next_deadline <= deadline:
                 break
             deadline = next_deadline
-        return out
-
-    # ----------------------------------------------------------------------------------------------------------
-    # the interface of unseen play (unseen_play.EngineInterface): read-only views and named operations
-
-    def continue_blind(self, line: Engine, *, judge: bool) -> list[Event]:
-        """Every hypothesis dropped: play on from the last sure position with the board of ``line`` (one of them),
-        what it shows off the position lifted unseen; ``judge``: read what the board shows at once."""
-        self._occ, self._chatter, self._changed_at = line._occ, line._chatter, line._changed_at
-        self._t, self._received = max(self._t, line._t), line._received
-        self._evidence.lifted |= self._position.occ & ~self._occ
-        self._evidence.lifts_unseen = True
-        self._judge_at_rest = True
-        if not judge:
-            self._judge_at_rest = False
-            return []
-        return self._after_change(self._t)
-
-    def make_pending_move(self) -> list[Event]:
-        """Make the move the board shows and that waits out its settle time, if a game is played; return its
-        events (none: no such move)."""
-        if self._phase is not PLAYING or self._pending.match is None:
-            return []
-        match, self._pending.match = self._pending.match, None
-        self._judge_at_rest = False
-        return self._make(match, self._pending.since)
-
-    def apply_resync(self, t: int, moves: Sequence[chess.Move]) -> list[Event]:
-        """An arbiter's resync, checked: make ``moves`` from the last sure position (the arbiter vouches for it)."""
-        was_out = self._sync in _OUT_OF_SYNC
-        out = self.resume(t) if self._phase is OVER and moves else []
-        self._enter_playing()
-        self._tell_undisputed()
-        self._unseen.end_lost()
-        self._pending.clear()
-        self._line.unseen.recovered_plies = 0
-        out += self.make_recovered(t, moves)
-        if was_out and self._sync is UNDISPUTED:
-            out.append(self.alert(t, "board_restored", "7.4", self.ply_number, {"by": "resync"}))
         return out
 
     def decide_by(self, t: int) -> list[Event]:
@@ -343,12 +258,6 @@ class Engine(PlyWriting):
             out += self._report_mismatch(self._changed_at, force=False)
         return out
 
-    # ----------------------------------------------------------------------------------------------------------
-    # games
-
-    # ----------------------------------------------------------------------------------------------------------
-    # square changes
-
     def _change(self, t: int, sq: chess.Square, occupied: bool) -> list[Event]:
         bb = chess.BB_SQUARES[sq]
         if bool(self._occ & bb) == occupied:
@@ -358,7 +267,7 @@ class Engine(PlyWriting):
         self._changed_at = t
         self._judge_at_rest = True
         if self._sync is EXCUSED:
-            self._tell_undisputed()  # a new state of the board: judged again when it rests
+            self._tell(UNDISPUTED)  # a new state of the board: judged again when it rests
         ply = self._evidence
         match = self._pending.match
         if match is not None and self._pending.interrupted is None:
@@ -455,11 +364,11 @@ class Engine(PlyWriting):
                 if started:
                     return out + started
         elif (self._occ ^ self._position.occ).bit_count() >= CLEARED_SQUARES:
-            self._enter_cleared()
+            self._enter(CLEARED)
         if self._phase is CLEARED:
             self._pending.match = None
             if self._occ == self._position.occ:
-                self._enter_playing()
+                self._enter(PLAYING)
                 out += self._restored(t, "game position")
             else:
                 out += self._try_new_game(t)
@@ -474,11 +383,16 @@ class Engine(PlyWriting):
             pushed = pushed_capture(self)
             if pushed is not None:
                 return self._amend_last(t, pushed)  # the pushed-aside victim taken off: the capture, at once
-        released = self._line.released_on
-        if shown is not None and interrupted is None and released is not None and released[0] == self.plies:
-            # An amendment as moved after release is provisional: a capture on the square the piece was released on
-            # wins over a reading that needs the amendment (a pawn stood on its double step's square: en passant).
-            touchdown = capture_on_touchdown(self)
+        if shown is not None and interrupted is None:
+            released = self._line.released_on
+            touchdown = None
+            if released is not None and released[0] == self.plies:
+                # An amendment as moved after release is provisional: a capture on the square the piece was released
+                # on wins over a reading that needs the amendment (a pawn stood on its double step's square).
+                touchdown = capture_on_touchdown(self)
+            elif shown.move.to_square == self._position.board.ep_square:
+                # En passant, or a single step stood on the double step's square and captured where it stood first.
+                touchdown = double_step_stood_aside(self, shown, t)
             if touchdown is not None:
                 out += self._restore_touchdown(t, *touchdown)
                 shown = self._explain(self._position, self._evidence)
@@ -489,7 +403,11 @@ class Engine(PlyWriting):
             since = ply.lifted_since(interrupted.t)
             answer = interrupted.after(self._position).explain(self._occ, since, ply.lifts_unseen, ply.held & since,
                                                       ply.last_lift, ply.last_place)
-            if answer is not None:
+            touchdown = None if answer is None else pending_double_step_stood_aside(self, interrupted, answer, t)
+            if touchdown is not None:
+                out += self._make(*touchdown)  # the single step, stood aside before it settled, then its capture
+                shown = self._explain(self._position, self._evidence)
+            elif answer is not None:
                 out += self._make(*self._pending.take_interrupted())
                 shown = answer
             elif shown is not None:
@@ -532,12 +450,6 @@ class Engine(PlyWriting):
             return []
         game = self._games[-1]  # (a game is on)
         return [Touch(game.number, t, len(game.moves) + 1, chess.square_name(sq), piece.symbol(), side, binds)]
-
-    # ----------------------------------------------------------------------------------------------------------
-    # made moves
-
-    # ----------------------------------------------------------------------------------------------------------
-    # states no legal move from the game position explains
 
     def _unexplained(self, t: int) -> list[Event]:
         """The board rests in a state the current position does not explain: the first decision of the rows of
@@ -591,7 +503,7 @@ class Engine(PlyWriting):
         game = self._games[-1]
         ended = (game.result, game.end_reason)
         ply = len(game.moves) + 1
-        self._enter_playing()
+        self._enter(PLAYING)
         promotion = promotion_seen(self)
         if promotion is not None:
             return self._promotion_seen(t, *promotion)
@@ -607,73 +519,12 @@ class Engine(PlyWriting):
         if undone is not None:
             return [GameResumed(game.number, t, ply), *self._undo_answer(t, *undone)]
         game.result, game.end_reason = ended
-        self._enter_over()
+        self._enter(OVER)
         return []
 
-    def _promote(self, t: int, piece: chess.PieceType) -> list[Event]:
-        """A ``promote`` record: the piece chosen for the latest promotion of the game."""
-        if self._pending.match is not None and self._pending.match.move.promotion is not None:
-            self._chosen_piece = piece  # chosen before the promotion was made: it is made with this piece
-            return []
-        if promotion_under_way(self):
-            self._chosen_piece = piece  # the pawn is in the hand: the choice is for this promotion, not the last
-            return []
-        if not self._games or not self._line.promotions:
-            return []
-        number = max(self._line.promotions)
-        original = self._games[-1].moves[number - 1]
-        if original.promotion == piece:
-            self._line.promotions[number] = True
-            return []
-        return self._set_promotion(t, number, chess.Move(original.from_square, original.to_square, piece))
-
-    # ----------------------------------------------------------------------------------------------------------
-    # plies not seen made (their search, hypotheses, resync and declared results: unseen_play.UnseenPlay)
-
-    def make_recovered(self, t: int, moves: Sequence[chess.Move]) -> list[Event]:
-        """Make plies not seen being made (recovered, or from a resync); the board may show one more under way."""
-        out: list[Event] = []
-        game = self._games[-1]
-        for move in moves:
-            position = self._position
-            after = position.board.copy(stack=False)
-            san = after.san_and_push(move)
-            number = len(game.moves) + 1
-            self._line.push(move, after)
-            unseen = PlyEvidence(lifted=footprint(position.board, move).must_lift, lifts_unseen=True)
-            self._start_ply(position.after(move, after), (position, unseen))
-            out.append(RecoveredMove(game.number, t, number, move.uci(), san, self._position.fen()))
-            if move.promotion is not None:
-                self._line.promotions[number] = False
-                out.append(self.alert(t, "promotion_unverified", "4.4.4", number, {
-                    "sq": chess.square_name(move.to_square), "assumed": "q",
-                }))
-            out += self._after_move(t, after, san)
-            if self._phase is OVER:
-                break
-        if moves:
-            self._line.presses.pressed = False
-            self._line.unseen.unseen_since = t
-            self._line.presses.answered = None
-        self._exchange_sq = None
-        restored = self._sync is MISMATCH
-        self._tell_undisputed()
-        self._unseen.end_lost()
-        if restored:
-            out.append(self.alert(t, "board_restored", "7.4", self.ply_number, {"by": "recovered plies"}))
-        if self._phase is PLAYING and self._occ != self._position.occ:
-            # One more move under way: its lifts were not seen.
-            self._evidence.lifted = self._position.occ & ~self._occ
-            self._evidence.lifts_unseen = True
-            self._judge_at_rest = True
-            out += self._after_change(t)
-        return out
-
-    # ----------------------------------------------------------------------------------------------------------
-    # clock and promotion records
-
     def _clock(self, record: Clock) -> list[Event]:
-        """A clock press completes the mover's move (6.2.1); pressing without a move is illegal (7.5.3)."""
+        """A clock press completes the mover's move (6.2.1): which move is decided here; what the press records (its
+        time, or ``illegal_move`` for a press without a legal move, 7.5) by :meth:`_press`."""
         t = record.t if record.t >= self._t else self._t
         out = self.flush_chatter()
         if self._phase is NEW or self._phase is OVER:
@@ -702,51 +553,7 @@ class Engine(PlyWriting):
             out += self._unseen.changes_lost(self, t, since=unsure, quiet=True)
         if self._unseen.hypotheses is not None:
             return out
-        game = self._games[-1]
-        board = self._position.board
-        if (board.turn == side and self._line.presses.answered is not None and self._line.presses.answered_press is None
-                and len(game.moves) >= 2):
-            # The press of the ply before the last: the answer came before it (bullet).
-            self._line.presses.answered_press = t
-            game.clocks[-2] = record.remaining
-            out.append(ClockPress(game.number, t, len(game.moves) - 1, "white" if side else "black",
-                                  record.remaining))
-            return out
-        if board.turn != side and game.moves and not self._line.presses.pressed:
-            self._line.presses.pressed = True
-            self._line.presses.pressed_at = t
-            game.clocks[-1] = record.remaining
-            out.append(ClockPress(game.number, t, len(game.moves), "white" if side else "black",
-                                  record.remaining))
-            return out
-        if self._sync in _OUT_OF_SYNC or self._evidence.lifts_unseen or self._line.unseen.unseen_since is not None:
-            # The board was out of sync before this press (changes lost, or a mismatch already raised): the game
-            # position may be behind the board, a press proves nothing.
-            return out
-        if board.turn == side and self._phase in _READING:  # the move made may have ended the game
-            # A position no legal move can continue is an illegal move completed; the game position, or a move
-            # still in progress (a piece in the hand), is a press without a move.
-            shown = self._occ != self._position.occ and not self._position.continuable(self._occ)
-            if self._line.unseen.recovered_plies:
-                # The game rests on plies recovered after lost changes: the board may be right and a recovered
-                # ply wrong (another piece moved, or captured) rather than this press illegal, until a resync.
-                if shown and self._sync is UNDISPUTED:
-                    out += self._report_mismatch(t, force=True)
-                return out
-            self._line.presses.illegal[side] += 1
-            count = self._line.presses.illegal[side]
-            detail: dict[str, object] = {"side": "white" if side else "black", "count": count}
-            if shown:
-                out += self._report_mismatch(t, force=True) if self._sync is UNDISPUTED else []
-                article = "7.5.1"
-                detail["reason"] = "clock pressed after a move that is not legal"
-            else:
-                article = "7.5.3"
-                detail["reason"] = "clock pressed without a move"
-            if count >= 2:
-                detail["note"] = "second completed illegal move by this player (7.5.5)"
-            out.append(self.alert(t, "illegal_move", article, self.ply_number, detail))
-        return out
+        return out + self._press(record, t)
 
 
 def _held_change(t: int, sq: chess.Square, occupied: bool) -> Callable[[EngineInterface], list[Event]]:

@@ -16,7 +16,9 @@ from touchmove.rules.gamelog import GameRecord
 from touchmove.rules.outcome import Repetitions
 from touchmove.rules.ply_evidence import PlyEvidence
 
-__all__ = ["Declared", "GameLine", "GameRecovery", "Presses", "Recovered", "SearchedAgain", "UnseenNotes"]
+__all__ = [
+    "Declared", "GameLine", "GameRecovery", "Presses", "Recovered", "RecoveredAlert", "SearchedAgain", "UnseenNotes",
+]
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,43 @@ class Recovered:
     keep: int
     since: int
     first: tuple[chess.Move, ...] | None = None
+
+
+@dataclass
+class RecoveredAlert:
+    """The ``changes_lost`` alert that named recovered plies: the plies (``first``: the number of the first one),
+    the ply the alert was raised at and its detail. A recovered ply amended later is named again (:meth:`amend`)."""
+
+    first: int
+    moves: list[chess.Move]
+    ply: int
+    detail: dict[str, object]
+
+    def amend(self, played: list[chess.Move], number: int, move: chess.Move, san: str) -> dict[str, object] | None:
+        """Ply ``number`` (one of these, ``played``: the game's plies before the amendment) is now ``move``
+        (``san``): return the alert's detail naming it, or None if the game no longer has these plies."""
+        index = number - self.first
+        if not 0 <= index < len(self.moves) or played[self.first - 1:number] != self.moves[:index + 1]:
+            return None
+        plies = self.detail.get("plies")
+        if not isinstance(plies, list) or len(plies) != len(self.moves):
+            return None
+        replaced = plies[index]
+        self.moves = [*self.moves[:index], move]   # the plies after it, if any, were taken back with it
+        self.detail = {**self.detail, "plies": [*plies[:index], san],
+                       "amended": {"ply": number, "replaces": replaced, "played": san}}
+        self.detail.pop("other_orders", None)
+        return self.detail
+
+    def reorder(self, order: list[chess.Move], sans: list[str]) -> dict[str, object]:
+        """These plies are now ``order`` (``sans``): the same plies reaching the same position, in the order the
+        bridge had published them. Return the alert's detail naming them, and the order they replace."""
+        replaced = self.detail.get("plies")
+        self.moves = list(order)
+        self.detail = {**self.detail, "plies": sans, "order": "published",
+                       "amended": {"ply": self.first, "replaces": replaced, "played": sans}}
+        self.detail.pop("other_orders", None)
+        return self.detail
 
 
 @dataclass(frozen=True)
@@ -75,6 +114,11 @@ class UnseenNotes:
     #: How many plies of this game were recovered after lost changes since the last resync (occupancy cannot prove
     #: every piece's type: presses are no evidence of illegal moves meanwhile).
     recovered_plies: int = 0
+    #: The last ``changes_lost`` alert that named recovered plies (one amended later is named again).
+    recovered_alert: RecoveredAlert | None = None
+    #: The game's plies from its start as the bridge had published them before it restarted (a ``published``
+    #: record): plies recovered unseen are taken in that order when it reaches the position they do.
+    published: tuple[chess.Move, ...] = ()
 
 
 @dataclass(slots=True)

@@ -62,7 +62,110 @@ class PieceWatch:
                 continue
             piece = board.piece_at(sq)
             expected = piece.symbol() if piece is not None else ""
-            if expected != found and expected and (sq, found) not in self.told:
+            if expected != found and expected and (sq, found) not in self.told and found != _victim(board, sq):
                 self.told.add((sq, found))
                 out.append({"sq": chess.square_name(sq), "expected": expected, "found": found})
         return out
+
+    def placement(self, occ: chess.Bitboard) -> dict[chess.Square, str] | None:
+        """Return the board's whole placement (square -> letter) on the squares of ``occ`` when it named the piece
+        of each, else None (an occupancy-only board). A square of ``occ`` lifted since (the engine reads the
+        lift after this watch, or holds it as possible contact bounce) has the letter it had."""
+        if not self.letters:
+            return None
+        out = {}
+        for sq in chess.scan_forward(occ):
+            letter = self.letters.get(sq) or self.last.get(sq)
+            if letter is None:
+                return None
+            out[sq] = letter
+        return out
+
+
+def _victim(board: chess.BaseBoard, sq: chess.Square) -> str | None:
+    """Return the letter of the piece the last move of ``board`` captured on ``sq`` (still on the board while the
+    capturing piece is in the hand: a capture whose squares read as made), else None."""
+    if not isinstance(board, chess.Board) or not board.move_stack or board.move_stack[-1].to_square != sq:
+        return None
+    before = board.copy()
+    before.pop()
+    victim = before.piece_at(sq)
+    return None if victim is None else victim.symbol()
+
+
+def shown_by(moves: tuple[chess.Move, ...], start: chess.Board, in_progress: bool,
+             pieces: dict[chess.Square, str]) -> tuple[chess.Move, ...] | None:
+    """Return ``moves`` (plies from ``start``, found by occupancy) if the board's ``pieces`` show where they lead,
+    with a promotion made with the piece the board shows on its square (the search assumes a queen); else None.
+
+    Played out, the plies must leave every piece the board names on its square; with a move under way
+    (``in_progress``), the pieces must show that move under way (:func:`under_way`)."""
+    board = start.copy(stack=False)
+    played: list[chess.Move] = []
+    for move in moves:
+        if move.promotion is not None:
+            letter = pieces.get(move.to_square)
+            if letter is not None and letter.upper() not in ("P", "K") and letter.isupper() == board.turn:
+                move = chess.Move(move.from_square, move.to_square, chess.Piece.from_symbol(letter).piece_type)
+        played.append(move)
+        board.push(move)
+    if in_progress:
+        return tuple(played) if under_way(board, pieces) else None
+    if any(str(board.piece_at(sq)) != letter for sq, letter in pieces.items()):
+        return None
+    return tuple(played)
+
+
+def under_way(board: chess.Board, pieces: dict[chess.Square, str]) -> bool:
+    """Return whether the board's ``pieces`` (its whole placement) can be ``board`` with one move of the side to
+    move under way: its own pieces lifted (two for castling) or put down anywhere (a sliding piece shows on the
+    squares it crosses; a promotion's new piece), one piece of the other side taken off where a legal capture
+    of a lifted piece goes. False: the pieces show more (an
+    answer made, two plies), and the plies played are to be searched."""
+    side = board.turn
+    lifted: list[chess.Square] = []
+    victims: list[chess.Square] = []
+    placed: list[tuple[chess.Square, str]] = []
+    for sq, piece in board.piece_map().items():
+        letter = pieces.get(sq)
+        if letter == piece.symbol():
+            continue
+        if piece.color == side:
+            lifted.append(sq)
+        else:
+            victims.append(sq)
+        if letter is not None:
+            placed.append((sq, letter))
+    placed += [(sq, letter) for sq, letter in pieces.items() if board.piece_at(sq) is None]
+    if len(lifted) > 2 or len(victims) > 1 or any(letter.isupper() != side for _, letter in placed):
+        return False
+    moves = list(board.generate_legal_moves(chess.SquareSet(lifted).mask if lifted else chess.BB_ALL))
+    for victim in victims:
+        if not any(board.is_capture(m) and _captured_square(board, m) == victim for m in moves):
+            return False
+    letters = {board.piece_at(sq).symbol() for sq in lifted}  # type: ignore[union-attr]
+    for _, letter in placed:
+        # a piece of the hand (sliding: on a square it crosses) or a promotion's new piece
+        if letter not in letters and not (letter.upper() not in ("P", "K") and any(
+                board.piece_type_at(sq) == chess.PAWN and chess.square_rank(sq) in (1, 6) for sq in lifted)):
+            return False
+    # a legal move the pieces show made, that the engine did not read (a Chess960 castling whose king stays: the
+    # king's lift and put-back hidden by the scan) is no move under way
+    return not any(_shows(board, m, pieces) for m in board.generate_legal_moves(
+        chess.SquareSet(lifted).mask | board.kings & board.occupied_co[side]))
+
+
+def _shows(board: chess.Board, move: chess.Move, pieces: dict[chess.Square, str]) -> bool:
+    """Return whether ``pieces`` is exactly the placement after ``move``."""
+    after = board.copy(stack=False)
+    after.push(move)
+    return len(pieces) == len(after.piece_map()) and all(
+        str(after.piece_at(sq)) == letter for sq, letter in pieces.items())
+
+
+def _captured_square(board: chess.Board, move: chess.Move) -> chess.Square:
+    """Return the square of the piece ``move`` captures (en passant: beside its destination)."""
+    if board.is_en_passant(move):
+        return move.to_square + (-8 if board.turn == chess.WHITE else 8)
+    return move.to_square
+

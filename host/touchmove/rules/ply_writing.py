@@ -11,12 +11,12 @@ import chess
 
 from touchmove.rules.board_state import BoardState
 from touchmove.rules.events import AmendmentWithdrawn, Event, GameEnd, MoveAmended, MoveMade, Takeback
-from touchmove.rules.footprints import Footprint, Position, castling_squares, fen_of
+from touchmove.rules.footprints import Footprint, Position, castling_squares
 from touchmove.rules.obligations import Touches, judge, out_of_turn
 from touchmove.rules.outcome import game_over
-from touchmove.rules.phases import MISMATCH, OUT_OF_SYNC, OVER
+from touchmove.rules.phases import MISMATCH, OUT_OF_SYNC, OVER, PLAYING
 from touchmove.rules.ply_evidence import PlyEvidence
-from touchmove.rules.readings import amendment, explain_shown, replay_with
+from touchmove.rules.readings import amendment, explain_shown
 
 __all__ = ["PlyWriting"]
 
@@ -26,7 +26,15 @@ class PlyWriting(BoardState):
 
     def _explain(self, position: Position, ply: PlyEvidence) -> Footprint | None:
         """Return the legal move the board shows from ``position`` with the lifts of ``ply``, if any."""
-        return explain_shown(self._occ, position, ply, self._line.presses)
+        shown = explain_shown(self._occ, position, ply, self._line.presses)
+        watch = self._pieces
+        if shown is not None and watch.letters:
+            # A board that names its pieces: a capture whose square still shows the victim is not made yet (the
+            # capturing piece is in the hand).
+            letter = watch.piece_on(shown.move.to_square)
+            if letter is not None and letter.isupper() != position.board.turn:
+                return None
+        return shown
 
     def _make(self, shown: Footprint, t: int) -> list[Event]:
         position, ply = self._position, self._evidence
@@ -163,8 +171,13 @@ class PlyWriting(BoardState):
         self._line.push(shown.move, after)
         # What was seen since the amended move was first made stays its evidence for a later re-reading.
         self._start_ply(position.after(shown.move, after), (position, previous[1].then(self._evidence)))
-        self._enter_playing()
+        self._enter(PLAYING)
         out.append(MoveAmended(game.number, t, number, shown.move.uci(), san, self._position.fen()))
+        noted = self._line.unseen.recovered_alert
+        named = None if noted is None else noted.amend([*game.moves[:-1], last], number, shown.move, san)
+        if noted is not None and named is not None:
+            # A recovered ply amended: the changes_lost alert that named it names the move played (it supersedes).
+            out.append(self.alert(t, "changes_lost", "7.4", noted.ply, named))
         if self._sync is MISMATCH:
             out += self._restored(t, "amended move")
         if rook_part:
@@ -203,31 +216,6 @@ class PlyWriting(BoardState):
         self._evidence.carry(seen, landed + 1, self._position)
         return out
 
-    def _promotion_seen(self, t: int, number: int, move: chess.Move) -> list[Event]:
-        """The promotion at ply ``number`` was ``move``, as the board shows the piece moving: set it, and make the
-        move the board shows from there."""
-        return self._set_promotion(t, number, move, confirmed=False) + self._make_shown()
-
-    def _set_promotion(self, t: int, number: int, move: chess.Move, confirmed: bool = True) -> list[Event]:
-        """Replace the piece of the promotion at ply ``number``; ``confirmed`` by a record, or read from how the
-        piece moved (then later moves may still correct it, always to a piece that fits every move since)."""
-        game = self._games[-1]
-        board = replay_with(game, number, move)
-        if board is None:
-            return []
-        before = game.board(number - 1)
-        san = before.san_and_push(move)
-        self._line.replace_promotion(number, move, confirmed)
-        self._position = Position(board)
-        out: list[Event] = [MoveAmended(game.number, t, number, move.uci(), san, fen_of(before))]
-        # The game end (or its absence) rested on the piece assumed: judge the position again.
-        ended = game_over(board)
-        if ended is None and game.result != "*":
-            out += self.resume(t)
-        elif ended is not None and game.result == "*" and number == len(game.moves):
-            out += self._after_move(t, board)
-        return out
-
     def take_back_to(self, t: int, keep: int) -> list[Event]:
         """Remove plies after the first ``keep``: the board (or an operator) went back to that position."""
         if not self._games:
@@ -237,7 +225,7 @@ class PlyWriting(BoardState):
             return []
         self._line.truncate(keep)
         self._start_ply(Position(game.board()), None)
-        self._enter_playing()
+        self._enter(PLAYING)
         self._line.presses.pressed = True
         self._line.presses.answered = None
         out: list[Event] = [Takeback(game.number, t, keep + 1, self._position.fen())]

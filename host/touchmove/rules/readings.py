@@ -26,13 +26,12 @@ from touchmove.rules.phases import CLEARED_SQUARES, Phase, Sync
 from touchmove.rules.ply_evidence import PlyEvidence
 
 __all__ = [
-    "PROMOTION_LOOKBACK", "PUSH_ASIDE_MS", "STOOD_ASIDE_MS", "BoardView", "amendment", "answer_left_before_press",
-    "answer_undone",
-    "capture_on_touchdown", "capture_under_way_on_touchdown", "castling_completed", "earlier_position",
+    "PROMOTION_LOOKBACK", "PUSH_ASIDE_MS", "STOOD_ASIDE_LANDING_MS", "STOOD_ASIDE_MS", "BoardView", "GameView",
+    "amendment", "answer_left_before_press", "answer_undone", "capture_on_touchdown",
+    "capture_under_way_on_touchdown", "castling_completed", "double_step_stood_aside", "earlier_position",
     "end_in_question", "explain_shown", "king_on_castling_square", "mismatch_excused", "move_captured_on_touchdown",
-    "pending_touchdowns", "promotion_seen",
-    "promotion_under_way", "pushed_capture", "reexplained_last", "replay_with", "takeback_proven", "touchdowns",
-    "victim_set_aside",
+    "pending_double_step_stood_aside", "pending_touchdowns", "promotion_seen", "promotion_under_way",
+    "pushed_capture", "reexplained_last", "replay_with", "takeback_proven", "touchdowns", "victim_set_aside",
 ]
 
 #: A victim pushed aside is replaced by the capturing piece in one motion: its square refilled within this long
@@ -41,23 +40,22 @@ PUSH_ASIDE_MS = 250
 #: A piece stood aside by the hand that captures it rests on the neighbouring square at most this long (ms) before
 #: it is taken off (hands: 120-400 ms); a piece that rested there longer was moved there, and its going is a knock.
 STOOD_ASIDE_MS = 600
+#: ... and the capturing piece lands on its square at least this long (ms) after it was taken off (hands, issue 24:
+#: 0.4-1.2 s); an en passant capture takes its victim off in the capture's motion (80-320 ms before the landing, or
+#: after it).
+STOOD_ASIDE_LANDING_MS = 400
 #: How many plies back an assumed promotion piece may still be corrected by how the piece moves.
 PROMOTION_LOOKBACK = 40
 
 
-class BoardView(Protocol):
-    """What a reading sees of an engine (read-only)."""
+class GameView(Protocol):
+    """What the engine shows of itself, read-only: the board, the game and the time (what the readings and unseen
+    play both see: :class:`BoardView`, :class:`~touchmove.rules.unseen_play.EngineInterface`)."""
 
     @property
     def occupancy(self) -> chess.Bitboard: ...
     @property
     def position(self) -> Position: ...
-    @property
-    def previous(self) -> tuple[Position, PlyEvidence] | None: ...
-    @property
-    def evidence(self) -> PlyEvidence: ...
-    @property
-    def interrupted(self) -> InterruptedMove | None: ...
     @property
     def game(self) -> GameRecord | None: ...
     @property
@@ -69,11 +67,24 @@ class BoardView(Protocol):
     @property
     def sync(self) -> Sync: ...
     @property
+    def now(self) -> int: ...
+    @property
+    def pieces_shown(self) -> dict[chess.Square, str] | None: ...
+
+
+class BoardView(GameView, Protocol):
+    """What a reading sees of an engine (read-only): its :class:`GameView` and the evidence of the plies."""
+
+    @property
+    def previous(self) -> tuple[Position, PlyEvidence] | None: ...
+    @property
+    def evidence(self) -> PlyEvidence: ...
+    @property
+    def interrupted(self) -> InterruptedMove | None: ...
+    @property
     def exchange_square(self) -> chess.Square | None: ...
     @property
     def has_clock(self) -> bool: ...
-    @property
-    def now(self) -> int: ...
     @property
     def lost_unsearched(self) -> bool: ...
 
@@ -197,6 +208,22 @@ def capture_on_touchdown(view: BoardView) -> tuple[Footprint, int] | None:
     return None
 
 
+def double_step_stood_aside(view: BoardView, shown: Footprint, t: int) -> tuple[Footprint, int] | None:
+    """Return the single step the last move really was and when its pawn touched down (as
+    :func:`capture_on_touchdown`), when ``shown``, landing at ``t``, is an en passant capture of that pawn that the
+    board shows exactly as a single step stood aside and captured on its square: the pawn touched down on the square
+    passed, stood on its double step's square only a moment (at most :data:`STOOD_ASIDE_MS`), and was taken off at
+    least :data:`STOOD_ASIDE_LANDING_MS` before the capturing pawn landed; else None (the double step and en
+    passant stand: the same position after either)."""
+    game = view.game
+    if game is None or not game.moves or not view.position.board.is_en_passant(shown.move):
+        return None
+    taken_off = view.evidence.last_lift.get(game.moves[-1].to_square)
+    if taken_off is None or t - taken_off < STOOD_ASIDE_LANDING_MS:
+        return None
+    return capture_on_touchdown(view)
+
+
 def pending_touchdowns(view: BoardView) -> list[tuple[Position, chess.Move, int]]:
     """Return the moves being made whose piece touched down on a square, was lifted from it and stood on an empty
     neighbouring square it could also reach, and is off the board again (no move of it made yet): for each, the
@@ -243,6 +270,21 @@ def move_captured_on_touchdown(view: BoardView) -> tuple[Footprint, int] | None:
         if capture is not None and capture.move.to_square == moved.to_square:
             return footprint(view.position.board, moved), landed
     return None
+
+
+def pending_double_step_stood_aside(view: BoardView, interrupted: InterruptedMove, answer: Footprint,
+                                    t: int) -> tuple[Footprint, int] | None:
+    """Return the single step being made and when its pawn touched down (as :func:`move_captured_on_touchdown`),
+    when ``answer``, landing at ``t``, is an en passant capture after ``interrupted``, a double step not made yet
+    (its pawn lifted before it settled), that the board shows exactly as a single step stood aside and captured on
+    its square (see :func:`double_step_stood_aside`); else None."""
+    after = interrupted.after(view.position)
+    if answer.move.to_square != after.board.ep_square or not after.board.is_en_passant(answer.move):
+        return None
+    taken_off = view.evidence.last_lift.get(interrupted.footprint.move.to_square)
+    if taken_off is None or t - taken_off < STOOD_ASIDE_LANDING_MS:
+        return None
+    return move_captured_on_touchdown(view)
 
 
 def capture_under_way_on_touchdown(view: BoardView) -> bool:

@@ -6,13 +6,15 @@ sequence of up to :data:`MAX_PLIES` plies that leaves exactly that occupancy (*c
 that leaves it with one more move under way (a piece in the hand, a capture's victim off the board).
 
 The search is pruned by occupancy: each ply changes at most two squares (castling four, en passant three) and a
-capture removes a piece, so a branch that cannot reach the shown occupancy in the plies left is cut at once. A
-search that would cost more than :data:`MAX_NODES` positions gives up (``None``): the arbiter resyncs.
+capture removes a piece, so a branch that cannot reach the shown occupancy in the plies left is cut at once. The
+snapshot bounds it from its end too: the squares each side must still leave, and the squares to fill, against
+the plies each side has left (:func:`_leaves_fit`); a ply is bounded on the squares before it is made. A search
+that would cost more than :data:`MAX_NODES` positions gives up (``None``): the arbiter resyncs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import chess
@@ -28,7 +30,6 @@ MAX_NODES = 12_000
 MAX_EXPLANATIONS = 24
 
 _CASTLING_RANKS = chess.BB_RANK_1 | chess.BB_RANK_8
-_EP_RANKS = chess.BB_RANK_4 | chess.BB_RANK_5
 
 
 @dataclass(frozen=True)
@@ -92,16 +93,24 @@ def _slack(board: chess.Board, target: chess.Bitboard) -> int:
     """Return how many squares more than two a side's plies may still change at once (castling, en passant).
 
     Castling counts only while the king's square differs from the target: a king that castles leaves its square
-    empty, and filling it again takes a change of its own, which uses up the two castling saved.
+    empty, and filling it again takes a change of its own, which uses up the two castling saved. En passant
+    changes three squares and is a capture (which the bound counts as changing one square less): two more.
     """
+    return _castling_slack(board, target) + (_EN_PASSANT_SLACK if _en_passant(board) else 0)
+
+
+#: The squares an en passant capture changes beyond a capture's one: the square it lands on, the pawn taken.
+_EN_PASSANT_SLACK = 2
+
+
+def _castling_slack(board: chess.Board, target: chess.Bitboard) -> int:
+    """Return the part of :func:`_slack` castling gives."""
     slack = 0
     differ = board.occupied ^ target
     for color in (chess.WHITE, chess.BLACK):
         if (board.castling_rights & board.occupied_co[color] & _CASTLING_RANKS
                 and board.kings & board.occupied_co[color] & differ):
             slack += 2
-    if board.pawns & _EP_RANKS or board.ep_square is not None:
-        slack += 1
     return slack
 
 
@@ -120,6 +129,45 @@ def _spare(board: chess.Board, target: chess.Bitboard, plies: int, extra: int) -
         if captures < 0 or captures > plies:
             return None
         spare = 2 * plies - captures + _slack(board, target) - (occ ^ target).bit_count()
+    return spare if spare >= 0 else None
+
+
+def _leaves_fit(occ: chess.Bitboard, own: chess.Bitboard, other: chess.Bitboard, castlers: chess.Bitboard,
+                target: chess.Bitboard, plies: int, extra: int, en_passant: bool) -> int | None:
+    """Return how many squares more the side to move (its pieces ``own``) may leave than the target needs of
+    it, or None when either side cannot empty its squares in the plies left (a bound: None is sure).
+
+    The snapshot's side of the search (a bound from the target back): a square a side holds now and the target
+    shows empty is first left by a ply of that side (castling leaves two) or its piece is captured by the other
+    side (one piece a capture). So a side's such squares are at most its plies left, plus one if it may still
+    castle (``castlers``: the pieces of the sides with castling rights), plus the other side's captures (at most
+    the pieces fewer on the target, and the other side's plies). A move under way at the end (``extra``) lifts
+    up to two pieces more and may be one capture more.
+
+    Likewise a square empty now that the target shows occupied is first filled by a ply that is no capture
+    (the square was empty; en passant aside): the squares to fill are at most the plies left less the captures
+    they make, plus one per side that may castle (two squares filled), one for an en passant (``en_passant``:
+    one may come), and one for a promotion's new piece placed by a move under way.
+    """
+    gone = occ & ~target
+    shown = target.bit_count()
+    if extra:
+        least = max(0, occ.bit_count() - shown - 2)
+        fills = plies - least + 1
+    else:
+        fills = plies - (occ.bit_count() - shown)
+    fills += (1 if castlers & own else 0) + (1 if castlers & other else 0) + en_passant
+    if (target & ~occ).bit_count() > fills:
+        return None
+    captures = occ.bit_count() - shown + (1 if extra else 0)
+    own_plies = (plies + 1) // 2
+    other_plies = plies - own_plies
+    lift = 2 if extra else 0
+    other_left = (gone & other).bit_count()
+    if other_left > other_plies + max(0, min(captures, own_plies)) + lift + (1 if castlers & other else 0):
+        return None
+    spare = own_plies + max(0, min(captures, other_plies)) + lift + (1 if castlers & own else 0) \
+        - (gone & own).bit_count()
     return spare if spare >= 0 else None
 
 
@@ -191,6 +239,38 @@ def likeliest_first(found: list[Explanation], last_to: chess.Square | None) -> l
     return sorted(found, key=recaptures, reverse=True)
 
 
+def in_published_order(start: chess.Board, moves: Sequence[chess.Move],
+                       published: Sequence[chess.Move]) -> tuple[chess.Move, ...] | None:
+    """Return ``moves`` (plies from ``start``, recovered unseen) in the order they were published, or None when that
+    order is theirs already or unknown.
+
+    ``published``: the plies from ``start`` on as they were published (a bridge's before it restarted: it may have
+    fewer plies than ``moves``, or more). The order returned begins with the published plies (up to as many as
+    ``moves``) and reaches the position ``moves`` does (the board cannot tell it apart); when the published plies
+    are fewer, the rest is the usual order of the plies that reach it from there (:func:`explanations`). None when
+    the published plies do not reach that position, or agree with ``moves`` already.
+    """
+    count = min(len(moves), len(published))
+    if count == 0 or tuple(published[:count]) == tuple(moves[:count]):
+        return None
+    target = start.copy(stack=False)
+    for move in moves:
+        target.push(move)
+    board = start.copy(stack=False)
+    for move in published[:count]:
+        if not board.is_legal(move):
+            return None
+        board.push(move)
+    if count == len(moves):
+        return tuple(published[:count]) if position_key(board) == position_key(target) else None
+    left = len(moves) - count
+    rest = [e for e in explanations(board, target.occupied, max_plies=left, min_plies=left) or []
+            if not e.in_progress and position_key(e.board) == position_key(target)]
+    if not rest:
+        return None
+    return (*published[:count], *likeliest_first(rest, published[count - 1].to_square)[0].moves)
+
+
 def _ways_first(board: chess.Board, target: chess.Bitboard, plies: int, budget: _Budget,
                 first: Collection[chess.Move] | None, *, in_progress: bool) -> list[_Suffix]:
     """:func:`_ways` from ``board``, the first ply one of ``first`` if given."""
@@ -243,8 +323,8 @@ def _ways(board: chess.Board, target: chess.Bitboard, plies: int, budget: _Budge
         elif board.occupied == target:
             return [((), board.copy(stack=False), repetition_key(board), False)]
         return []
-    spare = _spare(board, target, plies, 2 if in_progress else 0)
-    if spare is None:
+    own_spare = _bounded(board, target, plies, in_progress)
+    if own_spare is None:
         return []
     key = (repetition_key(board), plies, in_progress)
     known = budget.memo.get(key)
@@ -252,7 +332,7 @@ def _ways(board: chess.Board, target: chess.Bitboard, plies: int, budget: _Budge
         return known
     occ = board.occupied
     out: list[_Suffix] = []
-    for move in _candidates(board, target, plies, spare, occ & ~target, target & ~occ, in_progress):
+    for move in _candidates(board, target, plies, occ & ~target, in_progress, must_leave=own_spare == 0):
         _spend(budget)
         board.push(move)
         try:
@@ -266,35 +346,109 @@ def _ways(board: chess.Board, target: chess.Bitboard, plies: int, budget: _Budge
     return out
 
 
-def _candidates(board: chess.Board, target: chess.Bitboard, plies: int, spare: int, empty_now: chess.Bitboard,
-                fill: chess.Bitboard, in_progress: bool) -> list[chess.Move]:
-    """Return the legal plies worth trying: those the spare changes allow (see :func:`search`), queen
-    promotions only (an under-promotion leaves the squares a queen's does: the queen is assumed, as on the
-    board), castling and en passant always (their extra squares are in the slack)."""
-    if plies == 1 and not in_progress:
-        # The last ply leaves the target: its piece left a square the target shows empty (or castles).
-        pool = board.generate_legal_moves((board.occupied & ~target) | board.kings)
-    elif spare == 0 and board.ep_square is None:
-        # Nothing to spare: the ply empties a square to be emptied (castling moves the king).
-        pool = board.generate_legal_moves(empty_now | board.kings)
-    else:
-        pool = board.generate_legal_moves()
-    out: list[chess.Move] = []
+def _en_passant(board: chess.Board) -> bool:
+    """Return whether an en passant capture may be made now (the last ply was a double step).
+
+    Only then does the bound need an en passant's extra squares: when the double step is among the plies left,
+    the pawn's square it filled is emptied again by the capture, so the two plies change at most the squares a
+    ply and a capture do (and the capture's landing square costs the double step's landing)."""
+    return board.ep_square is not None
+
+
+def plies_tried(board: chess.Board, target: chess.Bitboard, plies: int,
+                in_progress: bool = False) -> list[chess.Move] | None:
+    """Return the plies the search tries from ``board`` with ``plies`` left to leave ``target`` (a move under way
+    after them if ``in_progress``), or None when it cuts the position (its bounds: the plies left cannot reach
+    the target). What the search does at each position it visits, for checking its bounds."""
+    own_spare = _bounded(board, target, plies, in_progress)
+    if own_spare is None:
+        return None
+    return _candidates(board, target, plies, board.occupied & ~target, in_progress, must_leave=own_spare == 0)
+
+
+def _bounded(board: chess.Board, target: chess.Bitboard, plies: int, in_progress: bool) -> int | None:
+    """Return how many squares more the side to move may leave than the target needs (:func:`_leaves_fit`), or
+    None when :func:`_spare` or :func:`_leaves_fit` says the target cannot be reached in ``plies`` plies."""
+    extra = 2 if in_progress else 0
+    if _spare(board, target, plies, extra) is None:
+        return None
+    mover = board.turn
+    return _leaves_fit(board.occupied, board.occupied_co[mover], board.occupied_co[not mover], _castlers(board),
+                       target, plies, extra, _en_passant(board))
+
+
+def _castlers(board: chess.Board) -> chess.Bitboard:
+    """Return the pieces of the sides that may still castle."""
+    out = 0
+    for color in (chess.WHITE, chess.BLACK):
+        if board.castling_rights & board.occupied_co[color] & _CASTLING_RANKS:
+            out |= board.occupied_co[color]
+    return out
+
+
+def _candidates(board: chess.Board, target: chess.Bitboard, plies: int, empty_now: chess.Bitboard,
+                in_progress: bool, *, must_leave: bool) -> list[chess.Move]:
+    """Return the legal plies worth trying: those after which the plies left can still reach the target by
+    :func:`_spare` and :func:`_leaves_fit` (worked out on the squares, before the ply is made: a ply's cost is
+    a move generated, not a position), queen promotions only (an under-promotion leaves the squares a queen's
+    does: the queen is assumed, as on the board), castling and en passant always (they change more squares:
+    the position after them is bounded once made). ``must_leave``: every ply of the side to move must leave a
+    square the target shows empty (:func:`_leaves_fit` has nothing to spare)."""
     occ = board.occupied
-    kings = board.kings
+    # The plies are generated as the rules allow the pieces to move and bounded on the squares; only those left
+    # are checked for leaving the king in check (the costly part), in the order python-chess gives legal moves.
+    # In check, the legal moves (evasions) are few: generated as such.
+    in_check = board.is_check()
+    generate = board.generate_legal_moves if in_check else board.generate_pseudo_legal_moves
+    # must leave, or the last ply: it leaves a square the target shows empty (castling moves the king)
+    leaving = must_leave or (plies == 1 and not in_progress)
+    pool = generate(empty_now | board.kings) if leaving else generate()
+    mover = board.turn
+    own, other = board.occupied_co[mover], board.occupied_co[not mover]
+    kings, pawns = board.kings, board.pawns
     ep_square = board.ep_square
+    extra = 2 if in_progress else 0
+    left = plies - 1
+    captures = occ.bit_count() - target.bit_count()
+    # the slack after a ply other than the king's: castling's as now at most, en passant's after a double step
+    castling_slack = _castling_slack(board, target)
+    castlers = _castlers(board)
+    limit = (4 if castlers & other else 3)
+    out: list[chess.Move] = []
     for move in pool:
         if move.promotion not in (None, chess.QUEEN):
             continue
         from_bit = chess.BB_SQUARES[move.from_square]
-        # castling (a king move) and en passant change more squares: always tried, the slack allows for them
-        if spare >= 4 or from_bit & kings or (move.to_square == ep_square and from_bit & board.pawns):
-            out.append(move)
+        if from_bit & kings or (move.to_square == ep_square and from_bit & pawns):
+            if in_check or not board.is_into_check(move):
+                out.append(move)
             continue
         to_bit = chess.BB_SQUARES[move.to_square]
-        cost = 0 if from_bit & empty_now else 2        # leaving a square the target shows occupied
-        if not to_bit & occ:
-            cost += 0 if to_bit & fill else 2          # landing on a square the target shows empty
-        if cost <= spare + 1:       # + 1: a double step may give an en passant's extra square to the plies left
+        captured = 1 if to_bit & occ else 0
+        after = (occ & ~from_bit) | to_bit
+        if left == 0:
+            if (0 < (after ^ target).bit_count() <= limit if in_progress else after == target) and (
+                    in_check or not board.is_into_check(move)):
+                out.append(move)
+            continue
+        # the bounds of _spare and _leaves_fit for the position after the ply (the other side to move)
+        # an en passant may be made after the ply only if it is a double step
+        after_en_passant = bool(from_bit & pawns) and abs(move.to_square - move.from_square) == 16
+        slack = castling_slack + (_EN_PASSANT_SLACK if after_en_passant else 0)
+        after_captures = captures - captured
+        if extra:
+            if not -2 <= after_captures <= left + 2:
+                continue
+            spare = 2 * left + slack + extra - (after ^ target).bit_count()
+        else:
+            if not 0 <= after_captures <= left:
+                continue
+            spare = 2 * left - after_captures + slack - (after ^ target).bit_count()
+        if spare < 0:
+            continue
+        moved = (own & ~from_bit) | to_bit
+        if _leaves_fit(after, other & ~to_bit, moved, castlers, target, left, extra, after_en_passant) is None:
+            continue
+        if in_check or not board.is_into_check(move):
             out.append(move)
     return out

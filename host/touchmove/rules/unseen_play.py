@@ -25,13 +25,21 @@ from typing import Protocol, Self
 
 import chess
 
-from touchmove.records import Record, Result, Resync, Setup, TakebackRequest
+from touchmove.records import Published, Record, Result, Resync, Setup, TakebackRequest
 from touchmove.rules.events import Alert, AlertCode, DeclaredEnd, Event, ResultRejected, ResyncRejected
 from touchmove.rules.footprints import Position
-from touchmove.rules.game_line import Declared, GameLine, GameRecovery, Recovered, SearchedAgain
-from touchmove.rules.gamelog import GameRecord
+from touchmove.rules.game_line import Declared, GameRecovery, Recovered, RecoveredAlert, SearchedAgain
+from touchmove.rules.identity import shown_by
 from touchmove.rules.phases import CLEARED_SQUARES, Phase, Sync
-from touchmove.rules.recovery import MAX_PLIES, Explanation, explanations, likeliest_first, position_key
+from touchmove.rules.readings import GameView
+from touchmove.rules.recovery import (
+    MAX_PLIES,
+    Explanation,
+    explanations,
+    in_published_order,
+    likeliest_first,
+    position_key,
+)
 
 __all__ = [
     "DECLARED_ARTICLES", "Declared", "EngineInterface", "GameRecovery", "Hypothesis", "LostWindow", "Recovered",
@@ -53,19 +61,11 @@ class Role(Enum):
     HYPOTHESIS = "hypothesis"  # follows one hypothesis of another: ruled out when the board contradicts it
 
 
-class EngineInterface(Protocol):
-    """What unseen play sees of an engine and may do to it (:class:`touchmove.rules.engine.Engine` offers it)."""
+class EngineInterface(GameView, Protocol):
+    """What unseen play sees of an engine (its :class:`~touchmove.rules.readings.GameView` and the ply and time
+    below) and may do to it (:class:`touchmove.rules.engine.Engine` offers it)."""
 
-    @property
-    def occupancy(self) -> chess.Bitboard: ...
-    @property
-    def position(self) -> Position: ...
-    @property
-    def game(self) -> GameRecord | None: ...
-    @property
-    def current_game(self) -> GameRecord: ...
-    @property
-    def line(self) -> GameLine: ...
+    def pieces_placed_at(self) -> dict[chess.Square, int]: ...
     @property
     def plies(self) -> int: ...
     @property
@@ -73,13 +73,7 @@ class EngineInterface(Protocol):
     @property
     def game_number(self) -> int: ...
     @property
-    def now(self) -> int: ...
-    @property
     def received(self) -> int: ...
-    @property
-    def phase(self) -> Phase: ...
-    @property
-    def sync(self) -> Sync: ...
 
     def feed(self, record: Record) -> list[Event]: ...
     def advance(self, t: int) -> list[Event]: ...
@@ -96,6 +90,7 @@ class EngineInterface(Protocol):
     def mark_lost(self) -> None: ...
     def read_moves(self) -> None: ...
     def make_recovered(self, t: int, moves: Sequence[chess.Move]) -> list[Event]: ...
+    def reorder_plies(self, t: int, first: int, order: Sequence[chess.Move]) -> list[Event]: ...
     def take_back_to(self, t: int, keep: int) -> list[Event]: ...
     def apply_resync(self, t: int, moves: Sequence[chess.Move]) -> list[Event]: ...
     def make_pending_move(self) -> list[Event]: ...
@@ -165,6 +160,8 @@ class UnseenPlay:
                                    "changes were lost and several positions fit: resync the game first",
                                    record.result, record.reason)]
         elif not isinstance(record, Setup | TakebackRequest):
+            if isinstance(record, Published):
+                self.published(engine, record.t, record, amend=False)    # kept if every line is dropped
             return self.feed_hypotheses(engine, lambda child: child.feed(record), record.t)
         self.drop_hypotheses(engine, search_again=False)  # the operator says what happened
         return None
@@ -222,6 +219,10 @@ class UnseenPlay:
                     further = explanations(before, engine.occupancy, max_plies=MAX_PLIES + 1, first=slid)
                 if further:
                     found, taken_back, keep, first = further, True, keep - 1, (made, *slid)
+        pieces = engine.pieces_shown
+        if pieces is not None and found:
+            # A board that names its pieces: only the plies that leave them where it shows them explain it.
+            found = _shown_by_pieces(found, game.board(keep) if taken_back else engine.position.board, pieces)
         if quiet and not found:
             return []
         engine.read_moves()  # many squares off after lost changes: plies lost, not the board cleared
@@ -245,30 +246,44 @@ class UnseenPlay:
         if engine.line.unseen.recovery is None:
             engine.line.unseen.recovery = Recovered(keep, blind.since, first)
         found = likeliest_first(found, game.moves[-1].to_square if game.moves else None)
+        if pieces is not None:
+            # The board told when each piece was put down: the plies in the order their pieces landed.
+            placed_at = engine.pieces_placed_at()
+            found.sort(key=lambda e: _out_of_order(e.moves, placed_at))
         if taken_back and first is not None:
             found.sort(key=lambda e: e.moves[0] != first[0])  # the ply as made first
         groups: dict[str, list[Explanation]] = {}
         for found_one in found:
             groups.setdefault(position_key(found_one.board), []).append(found_one)
         start = engine.position.board
+        published = _published_after(engine)
         if len(groups) == 1:
-            chosen = found[0]
-            detail["plies"] = chosen.sans(start)
-            if len(found) > 1:
-                detail["other_orders"] = [e.sans(start) for e in found[1:5]]
+            # The board cannot tell orders of the same plies apart: the one the bridge had published, else the usual.
+            chosen, told = _published_order(start, found[0].moves, published)
+            detail["plies"] = _sans(start, chosen)
+            others = [e for e in found if e.moves != chosen]
+            if others:
+                detail["other_orders"] = [e.sans(start) for e in others[:4]]
+                if told:
+                    detail["order"] = "published"
             alert = engine.alert(t, "changes_lost", "7.4", engine.ply_number, detail)
-            engine.line.unseen.recovered_plies += len(chosen.moves)
-            return [*out, alert, *engine.make_recovered(t, chosen.moves)]
+            engine.line.unseen.recovered_plies += len(chosen)
+            engine.line.unseen.recovered_alert = RecoveredAlert(engine.plies + 1, list(chosen), alert.ply,
+                                                                alert.detail)
+            return [*out, alert, *engine.make_recovered(t, chosen)]
         # Several positions fit: follow each until the board shows which (the first later change only one allows).
         hypotheses: list[Hypothesis] = []
         for group in groups.values():
+            moves, _ = _published_order(start, group[0].moves, published)
+            sans = _sans(start, moves)
             child = engine.fork()
-            child.line.unseen.recovered_plies += len(group[0].moves)
-            events = child.make_recovered(t, group[0].moves)
-            preferred = taken_back and first is not None and group[0].moves[0] == first[0] and not any(
+            child.line.unseen.recovered_plies += len(moves)
+            child.line.unseen.recovered_alert = RecoveredAlert(child.plies + 1, list(moves), engine.ply_number, {
+                "blind_ms": detail["blind_ms"], "plies": sans})
+            events = child.make_recovered(t, moves)
+            preferred = taken_back and first is not None and moves[0] == first[0] and not any(
                 h.preferred for h in hypotheses)
-            hypotheses.append(Hypothesis(group[0].sans(start), child, events, preferred,
-                                         child.plies))
+            hypotheses.append(Hypothesis(sans, child, events, preferred, child.plies))
         engine.mark_lost()
         self.hypotheses = hypotheses
         detail["candidates"] = [h.sans for h in hypotheses]
@@ -294,6 +309,39 @@ class UnseenPlay:
         out += self.changes_lost(engine, t, first=recovered.first)
         engine.line.unseen.recovery = SearchedAgain()
         return out
+
+    def published(self, engine: EngineInterface, t: int, record: Published, *, amend: bool = True) -> list[Event]:
+        """The current game's plies as the bridge had published them before it restarted: kept as evidence of the
+        order of plies recovered unseen (:func:`_published_order`). Plies recovered already in another order that
+        reaches the same position are put in the published one (``amend``): ``move_amended`` from the first that
+        differs to the game's last ply, and the ``changes_lost`` alert that named them again, with ``order``
+        ``published`` and ``amended`` (it supersedes). Plies that are not the game's line are no evidence."""
+        game = engine.game
+        if game is None:
+            return []
+        board = game.board(0)
+        moves: list[chess.Move] = []
+        for text in record.moves:
+            move = _parse_move(board, text)
+            if move is None:
+                return []
+            moves.append(move)
+            board.push(move)
+        engine.line.unseen.published = tuple(moves)
+        noted = engine.line.unseen.recovered_alert
+        if not amend or noted is None:
+            return []
+        before = noted.first - 1
+        played = game.moves
+        if played[before:before + len(noted.moves)] != noted.moves or moves[:before] != played[:before]:
+            return []       # the recovered plies were taken back, or the bridge published another line
+        start = game.board(before)
+        order = in_published_order(start, noted.moves, moves[before:])
+        if order is None:
+            return []
+        out = engine.reorder_plies(t, noted.first, order)
+        detail = noted.reorder(list(order), _sans(start, order))
+        return [*out, engine.alert(t, "changes_lost", "7.4", noted.ply, detail)]
 
     # ----------------------------------------------------------------------------------------------------------
     # hypotheses
@@ -325,10 +373,14 @@ class UnseenPlay:
         blind = self.lost
         assert blind is not None
         child = chosen.engine
+        noted = child.line.unseen.recovered_alert   # the plies as the line has them (a recovered one amended)
         alert = engine.alert(child.now, "changes_lost", "7.4", engine.ply_number, {
-            "blind_ms": blind.seen - blind.since, "plies": chosen.sans, "rejected": [h.sans for h in rejected],
+            "blind_ms": blind.seen - blind.since, "plies": chosen.sans if noted is None else noted.detail["plies"],
+            "rejected": [h.sans for h in rejected],
         })
         engine.adopt(child)  # the engine is that line's now, its unseen play a board's again
+        if noted is not None:
+            engine.line.unseen.recovered_alert = RecoveredAlert(noted.first, noted.moves, alert.ply, alert.detail)
         return [alert, *chosen.events]
 
     def drop_hypotheses(self, engine: EngineInterface, search_again: bool = True) -> list[Event]:
@@ -430,6 +482,62 @@ class UnseenPlay:
         article = DECLARED_ARTICLES.get(record.reason.lower(), "")
         out.append(DeclaredEnd(game.number, t, record.result, record.reason, article, "arbiter"))
         return out
+
+
+def _published_after(engine: EngineInterface) -> tuple[chess.Move, ...]:
+    """Return the plies the bridge had published after the current game's plies (none when what it published is
+    another line: :attr:`~touchmove.rules.game_line.UnseenNotes.published`)."""
+    published = engine.line.unseen.published
+    played = engine.current_game.moves
+    if len(published) <= len(played) or list(published[:len(played)]) != played:
+        return ()
+    return published[len(played):]
+
+
+def _published_order(start: chess.Board, moves: tuple[chess.Move, ...],
+                     published: tuple[chess.Move, ...]) -> tuple[tuple[chess.Move, ...], bool]:
+    """Return plies recovered from ``start`` in the order the bridge had published (``published``, from ``start``),
+    when that order reaches the position they do (:func:`~touchmove.rules.recovery.in_published_order`), else as
+    they are; and whether the published plies agree with the plies returned."""
+    order = in_published_order(start, moves, published)
+    if order is not None:
+        return order, True
+    count = min(len(moves), len(published))
+    return moves, count > 0 and moves[:count] == published[:count]
+
+
+def _sans(start: chess.Board, moves: Sequence[chess.Move]) -> list[str]:
+    """Return ``moves`` in SAN, played from ``start``."""
+    board = start.copy(stack=False)
+    return [board.san_and_push(move) for move in moves]
+
+
+def _shown_by_pieces(found: list[Explanation], start: chess.Board,
+                     pieces: dict[chess.Square, str]) -> list[Explanation]:
+    """Return the explanations (found by occupancy from ``start``) that leave the board's named ``pieces`` where
+    it shows them, a promotion made with the piece it shows (:func:`~touchmove.rules.identity.shown_by`)."""
+    out = []
+    for explanation in found:
+        moves = shown_by(explanation.moves, start, explanation.in_progress, pieces)
+        if moves is None:
+            continue
+        if moves != explanation.moves:
+            board = start.copy(stack=False)
+            for move in moves:
+                board.push(move)
+            explanation = Explanation(moves, board, explanation.in_progress)
+        out.append(explanation)
+    return out
+
+
+def _out_of_order(moves: tuple[chess.Move, ...], placed_at: dict[chess.Square, int]) -> int:
+    """Return how many pairs of ``moves`` landed in the other order by the times the board put their pieces down
+    (a ply whose square a later ply took again, or whose time is not known, is not counted)."""
+    times = []
+    for i, move in enumerate(moves):
+        if all(later.to_square != move.to_square for later in moves[i + 1:]) and move.to_square in placed_at:
+            times.append(placed_at[move.to_square])
+    return sum(a > b for i, a in enumerate(times) for b in times[i + 1:])
 
 
 def _made_unseen_at_rest(engine: EngineInterface) -> chess.Move | None:

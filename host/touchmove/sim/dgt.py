@@ -1,5 +1,5 @@
 """A DGT board emulator: a process speaking DGT's serial protocol on stdin/stdout (put on a pseudo-terminal by
-:class:`touchmove.ptyboard.PtyBoard`), playing a piece timeline (:mod:`touchmove.sim.timeline`).
+:class:`touchmove.sim.ptyboard.PtyBoard`), playing a piece timeline (:mod:`touchmove.sim.timeline`).
 
 It behaves as the board does: squares sampled one by one, a scan every 200-250 ms (so changes come in scanning
 order, pieces lifted and put back between two samples are missed, captures show as a code change), field updates

@@ -13,10 +13,11 @@ from typing import Any, Protocol
 
 import chess
 
-from touchmove import hands, records
+from touchmove import records
 from touchmove.boards import translator_for
 from touchmove.boards.base import Translator, encode_lines
-from touchmove.serial_link import FROM_BOARD_ADAPTER, DecodeError, decode
+from touchmove.bridge.serial_link import FROM_BOARD_ADAPTER, DecodeError, decode
+from touchmove.sim import hands
 from touchmove.sim.pieces import ClockPress, Event, piece_timeline, start_pieces
 
 #: Host time between the board writing a frame and the translator reading it (ms): a USB serial round trip.

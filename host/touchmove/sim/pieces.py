@@ -1,6 +1,6 @@
 """The hand model with the pieces it carries: what a board that senses pieces would see, change by change.
 
-:func:`piece_timeline` plays a game with :class:`touchmove.hands.Hands` and names the piece of every placement:
+:func:`piece_timeline` plays a game with :class:`touchmove.sim.hands.Hands` and names the piece of every placement:
 the piece the move leaves on that square for its last placement there in the move (the promoted piece on a
 promotion; a piece slid onto its square before its own square is sensed empty), else the piece
 lifted from that square and not put down (a bounce, a piece put back), else the piece lifted last (a piece
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import chess
 
-from touchmove import hands
 from touchmove.records import Clock, Lift, Place
+from touchmove.sim import hands
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ from pathlib import Path
 import chess.pgn
 
 from touchmove.config import BoardPort
-from touchmove.ptyboard import PtyBoard
 from touchmove.sim import timeline
 from touchmove.sim.pieces import piece_timeline
+from touchmove.sim.ptyboard import PtyBoard
 
 #: The ids the emulated boards get in the bridge (DGT's from its serial number, the others from the port).
 BOARD_IDS = {"dgt": "dgt-12345", "chesslink": "chesslink-board0", "chessnut": "chessnut-board0"}

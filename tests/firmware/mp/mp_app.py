@@ -70,8 +70,8 @@ def test_hello_and_snapshot_at_start():
     import sys
 
     mp = "%d.%d.%d" % sys.implementation.version[:3]
-    assert out[0] == {"type": "hello", "proto": 1, "fw": "0.1.0", "board": "abcd", "boot": 7, "name": "touchmove",
-                      "mp": mp, "seq": 0, "t": 0}
+    assert out[0] == {"type": "hello", "proto": 1, "fw": "touchmove/0.1.0", "board": "abcd", "boot": 7,
+                      "name": "touchmove", "mp": mp, "seq": 0, "t": 0}
     assert out[1] == {"type": "snapshot", "occ": "ffff00000000ffff", "seq": 1, "t": 0}
     assert app_line_keys(make_app()) == ["type", "proto", "fw", "board", "boot", "name", "mp", "seq", "t"]
 

@@ -307,7 +307,7 @@ def test_hello_carries_the_reset_cause():
         app.out.write = lines.append
         app.start()
         hello = json.loads(lines[0])
-        assert hello["reset"] == name and hello["name"] == "touchmove" and hello["fw"] == "0.1.0", hello
+        assert hello["reset"] == name and hello["name"] == "touchmove" and hello["fw"] == "touchmove/0.1.0", hello
 
 
 def test_after_a_fatal_reset_hello_says_fatal_once():

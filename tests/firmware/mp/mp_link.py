@@ -202,28 +202,14 @@ def test_commands_are_read_in_chunks():
     app.start()
     data = b'{"cmd":"ping","id":1}\n' * 8  # 176 bytes waiting at once
 
-    class Stream:
+    class Stream(_Waiting):
         def __init__(self):
-            self.data = bytearray(data)
+            super().__init__(data)
             self.reads = 0
 
         async def readinto(self, buf):  # the first byte of a pass, after the event loop's poll
             self.reads += 1
             return self.take(buf)
-
-        def take(self, buf):
-            if not self.data:
-                return 0
-            buf[0] = self.data[0]
-            self.data = self.data[1:]
-            return 1
-
-        def waiting(self):
-            return len(self.data) > 0
-
-        def read_byte(self):
-            one = bytearray(1)
-            return one[0] if self.take(one) else -1
 
     s = Stream()
     app.running = True
@@ -337,3 +323,54 @@ def test_a_pump_writes_for_a_bounded_time():
     while out.pump():  # later pumps send the rest, in order
         pass
     assert bytes(port.took).count(b"\n") == out.seq
+
+
+class _Waiting:
+    """Command bytes already waiting (the reader's stream and its poll), as the USB CDC's RX buffer holds them."""
+
+    def __init__(self, data):
+        self.data = bytearray(data)
+
+    async def readinto(self, buf):
+        return self.take(buf)
+
+    def take(self, buf):
+        if not self.data:
+            return 0
+        buf[0] = self.data[0]
+        self.data = self.data[1:]
+        return 1
+
+    def waiting(self):
+        return len(self.data) > 0
+
+    def read_byte(self):
+        one = bytearray(1)
+        return one[0] if self.take(one) else -1
+
+
+def test_a_backlog_of_commands_is_carried_out_between_scans():
+    """A host that sent many commands at once (a busy bridge's hellos and snapshot requests, faster than the board
+    answers): one command per turn of the event loop, so the scan runs between any two (before: every command
+    of a 64-byte read pass one after the other, each writing its reply to the port, and on the emulated Pico
+    scans 40 ms apart lost clock presses)."""
+    clock = SteppedClock()
+    cfg = config.get("sim", {"timeline": None})
+    app = App(cfg, ScriptedBoard(clock, []), clock, None, "ab", 1)
+    lines = []
+    app.out.write = lines.append
+    at = []  # the scan count when each command was carried out
+    command = app.command
+
+    def counted(line):
+        at.append(app.scanner.scans)
+        command(line)
+
+    app.command = counted
+    s = _Waiting(b'{"cmd":"snapshot"}\n' * 12)
+    app.stop_when = lambda t: t >= 500
+
+    asyncio.run(app.run(s, None, s))
+    assert len(at) == 12, at
+    assert all(at[i + 1] > at[i] for i in range(len(at) - 1)), at  # MicroPython has no itertools.pairwise
+    assert len([x for x in lines if '"snapshot"' in x]) == 13  # the one at start and the 12 answers

@@ -13,6 +13,8 @@ const SEVERITY = {
   castling_obligation: 80, moved_after_release: 80, touch_out_of_turn: 75, result_rejected: 72,
   resync_rejected: 72, board_mismatch: 70, promotion_unverified: 50, draw_claimable: 45, board_restored: 15,
   board_silent: 88, board_rotated: 60, board_answering: 15,   // a vendor board's adapter (docs/boards.md)
+  board_reset: 65,                                            // a touchmove board restarted unasked
+  board_error: 78,                                            // a touchmove board's firmware reports a fault
 };
 const GLYPH = { K: "♔", Q: "♕", R: "♖", B: "♗", N: "♘", P: "♙", k: "♚", q: "♛", r: "♜", b: "♝", n: "♞", p: "♟" };
 

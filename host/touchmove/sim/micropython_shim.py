@@ -1,6 +1,6 @@
 """The firmware's sim board under CPython, for ``touchmove demo`` where MicroPython is not installed.
 
-``python -m touchmove.micropython_shim FIRMWARE/main.py`` gives CPython the few parts of MicroPython's unix port
+``python -m touchmove.sim.micropython_shim FIRMWARE/main.py`` gives CPython the few parts of MicroPython's unix port
 the firmware uses with the ``sim`` driver (``micropython.const``, ``time.ticks_ms``, ``asyncio.sleep_ms``, an
 ``asyncio.StreamReader`` over a file, ``sys.print_exception``), then runs ``main.py`` as MicroPython would: the
 serial link is stdin/stdout, tracebacks go to stderr. The firmware's tests run it under the real MicroPython;
@@ -193,7 +193,7 @@ def install() -> None:
 def main(argv: list[str]) -> int:
     """Run the firmware's ``main.py`` (``argv[0]``; the rest are its arguments); return its exit status."""
     if not argv:
-        print("usage: python -m touchmove.micropython_shim FIRMWARE/main.py [ARGS]", file=sys.stderr)
+        print("usage: python -m touchmove.sim.micropython_shim FIRMWARE/main.py [ARGS]", file=sys.stderr)
         return 2
     main_py = os.path.abspath(argv[0])
     install()

@@ -33,7 +33,8 @@ import chess
 
 from touchmove.rules import Engine
 
-_PACKAGE = Path(__file__).resolve().parent
+#: the touchmove package (this module is in its bridge/): the fingerprint hashes its rules, records and values
+_PACKAGE = Path(__file__).resolve().parent.parent
 
 #: The environment variable naming the checkpoint key file (the bridge's ``[journal] checkpoint_key`` wins).
 KEY_ENV = "TOUCHMOVE_CHECKPOINT_KEY"

@@ -29,11 +29,11 @@ import aiomqtt
 import chess
 import chess.pgn
 
-from touchmove.broadcast.local_broker import LocalBroker
 from touchmove.broadcast.service import BroadcastService
-from touchmove.broadcast.simboards import SimBoard, SimBridge
 from touchmove.broadcast.tournament import BrokerConfig, Tournament, parse_tournament
 from touchmove.errors import EXIT_USAGE, CommandError
+from touchmove.sim.broadcast_boards import SimBoard, SimBridge
+from touchmove.sim.local_broker import LocalBroker
 
 log = logging.getLogger(__name__)
 
@@ -277,7 +277,7 @@ def check_options(args: argparse.Namespace) -> None:
 
 async def demo_on_embedded_broker(args: argparse.Namespace, out: Path) -> int:
     """Run the demo through a broker inside this process (amqtt): no Mosquitto needed."""
-    from touchmove.demo import embedded_broker
+    from touchmove.sim.demo import embedded_broker
 
     async with embedded_broker() as url:
         print(f"embedded broker on {url} (in this process)", flush=True)

@@ -17,7 +17,7 @@ duplicate key) is dropped with an error log line instead of blocking the ones be
 be held, and what is given up when that bound is hit, is the bridge's policy (:meth:`Journal.drop_held`).
 
 *Checkpoints* keep a board's engine (pickled and signed with the installation's checkpoint key, see
-:mod:`touchmove.checkpoint`), with the PGN headers, the settle time and the last entry it includes, so a restart
+:mod:`touchmove.bridge.checkpoint`), with the PGN headers, the settle time and the last entry it includes, so a restart
 replays only the entries after it; a checkpoint is read back only when its signature holds and the same rules
 code wrote it. The settle time and the headers are plain columns: a replay that cannot use the engine still has
 them.
@@ -61,7 +61,7 @@ CREATE TABLE IF NOT EXISTS entries (
     kind    TEXT NOT NULL,          -- 'record', 'advance' or 'meta'
     t       INTEGER NOT NULL,       -- the board's monotonic time
     body    TEXT,                   -- the record as a JSON line, or meta as JSON
-    source  TEXT NOT NULL,          -- 'serial', 'operator' or 'timer'
+    source  TEXT NOT NULL,          -- 'serial', 'operator', 'timer' or 'broker'
     ts      TEXT NOT NULL           -- host UTC time it was journaled
 );
 CREATE INDEX IF NOT EXISTS entries_board ON entries(board, id);
@@ -84,7 +84,7 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     headers     TEXT NOT NULL,      -- PGN headers from 'meta' entries up to then (JSON)
     ts          TEXT NOT NULL,
     settle_ms   INTEGER,            -- the settle time the engine ran with
-    mac         TEXT                -- HMAC-SHA256 of the state (touchmove.checkpoint); NULL: never unpickled
+    mac         TEXT                -- HMAC-SHA256 of the state (touchmove.bridge.checkpoint); NULL: never unpickled
 );
 """
 
@@ -129,7 +129,7 @@ def open_checked(path: str | Path) -> tuple[Journal, Path | None]:
     where the damaged one went (None: it was sound). A file that is not an SQLite database at all raises
     :class:`sqlite3.DatabaseError` (it is someone's file at a wrong path: it is left alone)."""
     try:
-        journal = Journal(path)
+        journal = Journal.open(path)
         try:
             journal.sanity_check()
         except BaseException:
@@ -141,12 +141,7 @@ def open_checked(path: str | Path) -> tuple[Journal, Path | None]:
             raise       # not a journal at all (a wrong path in the configuration): never renamed, the caller says so
         target = set_aside(path)
         log.error("journal %s is damaged (%s): kept as %s, a new journal is started", path, exc, target)
-        return Journal(path), target
-
-
-def iso_now() -> str:
-    """Return the UTC time as ISO-8601 with milliseconds and a Z (the journal's ``ts``, events' ``ts``)."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return Journal.open(path), target
 
 
 @dataclass(frozen=True)
@@ -203,17 +198,10 @@ class BoardRow:
 class Journal:
     """One SQLite file; used from one thread (the bridge's event loop)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, db: sqlite3.Connection) -> None:
+        """Wrap ``db``, the journal at ``path`` as :meth:`open` opened it (use that)."""
         self.path = str(path)
-        # created readable by its owner only (games, names, arbiter actions); SQLite gives -wal/-shm the same mode
-        with contextlib.suppress(FileExistsError):
-            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-        self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
-                                  timeout=BUSY_TIMEOUT_S)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(SCHEMA)
-        self._add_missing_columns()
+        self.db = db
         self.fault: JournalFault | None = None
         self.poisoned = 0                           # writes dropped because they could never succeed
         self._open: list[HeldWrite] = []            # writes since the last commit
@@ -223,11 +211,31 @@ class Journal:
         self._checkpointer: threading.Thread | None = None
         self._closing = threading.Event()
         # entry ids are given here, not by SQLite, so a checkpoint can say (and sign) the last one it includes
-        self.last_entry_id = int(self.db.execute("SELECT COALESCE(MAX(id), 0) FROM entries").fetchone()[0])
-        with contextlib.suppress(sqlite3.Error):   # AUTOINCREMENT's own counter, if ids were ever higher
-            row = self.db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'entries'").fetchone()
-            if row is not None:
-                self.last_entry_id = max(self.last_entry_id, int(row[0]))
+        self.last_entry_id = 0
+
+    @classmethod
+    def open(cls, path: str | Path) -> Journal:
+        """Open the journal at ``path``, made (mode 0600) when missing, its tables brought up to date."""
+        path = str(path)
+        # created readable by its owner only (games, names, arbiter actions); SQLite gives -wal/-shm the same mode
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_S)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(SCHEMA)
+            journal = cls(path, db)
+            journal._add_missing_columns()
+            journal.last_entry_id = int(db.execute("SELECT COALESCE(MAX(id), 0) FROM entries").fetchone()[0])
+            with contextlib.suppress(sqlite3.Error):   # AUTOINCREMENT's own counter, if ids were ever higher
+                row = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'entries'").fetchone()
+                if row is not None:
+                    journal.last_entry_id = max(journal.last_entry_id, int(row[0]))
+        except BaseException:
+            db.close()
+            raise
+        return journal
 
     def sanity_check(self) -> None:
         """Read every table's index and last rows (what a restart reads first); raise sqlite3.DatabaseError when

@@ -1,10 +1,10 @@
 """A private NATS cluster on loopback (Debian's ``nats-server``), each node with an MQTT listener.
 
 For the cluster demo, the tests and the benchmark: ``with NatsCluster(3) as c:`` (the constructor only
-chooses ports and paths) writes one configuration per node when it starts (free ports, a private JetStream
-directory each, routes to every other node), starts the nodes and waits until every node's MQTT listener
-takes a QoS 1 round trip (that needs the JetStream meta leader and
-the MQTT streams, replicated on every node). :meth:`kill` ends a node by its PID (SIGKILL, like a machine
+takes the settings) chooses the nodes' free ports and writes one configuration per node when it starts (a
+private JetStream directory each, routes to every other node), starts the nodes and waits until every node's
+MQTT listener takes a QoS 1 round trip (that needs the JetStream meta leader and the MQTT streams, replicated
+on every node). :meth:`kill` ends a node by its PID (SIGKILL, like a machine
 lost) and :meth:`restart` brings it back with its data.
 
 NATS needs JetStream for MQTT (sessions, retained messages and QoS 1 are kept in streams), speaks MQTT
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import selectors
 import shutil
 import signal
 import socket
@@ -27,6 +28,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from touchmove.wire import probe_topic
 
@@ -83,18 +85,26 @@ class NatsCluster:
                  probe_user: tuple[str, str] | None = None, log_to_files: bool = True) -> None:
         """``auth``: configuration text added to every node (accounts and users; see ``deploy/nats``);
         ``probe_user``: the (user, password) the readiness probe logs in with when ``auth`` is given."""
-        binary = nats_binary()
-        if binary is None:
-            raise RuntimeError("nats-server is not installed (apt-get install nats-server)")
-        self.binary = binary
+        self.size = nodes
+        #: ``nats-server``'s path, looked up by :meth:`start`
+        self.binary = ""
         self.name = f"tm-{uuid.uuid4().hex[:6]}"
-        #: a private temporary directory (made by :meth:`start`, removed by :meth:`stop`) unless one is given
+        #: a private temporary directory (named and made by :meth:`start`, removed by :meth:`stop`) unless one is
+        #: given (tempfile.gettempdir() probes the candidate folders by writing in them: not in the constructor)
         self._owns_workdir = workdir is None
-        self.workdir = workdir or Path(tempfile.gettempdir()) / f"touchmove-nats-{self.name}"
+        self._workdir = workdir
         self.auth = auth
         self.probe_user = probe_user
         self.log_to_files = log_to_files
-        self.nodes = [self._node(i + 1) for i in range(nodes)]
+        #: the nodes, their free ports chosen by the first :meth:`start`
+        self.nodes: list[Node] = []
+
+    @property
+    def workdir(self) -> Path:
+        """The nodes' configurations, logs and JetStream stores."""
+        if self._workdir is None:
+            self._workdir = Path(tempfile.gettempdir()) / f"touchmove-nats-{self.name}"
+        return self._workdir
 
     def _node(self, i: int) -> Node:
         store = self.workdir / f"n{i}"
@@ -122,7 +132,14 @@ class NatsCluster:
 
     # -- life cycle ---------------------------------------------------------------------------------------
     def start(self, timeout: float = READY_TIMEOUT_S) -> NatsCluster:
-        """Write each node's configuration, start the nodes and wait until every one serves MQTT."""
+        """Choose the nodes' ports (the first time), write each node's configuration, start the nodes and wait
+        until every one serves MQTT."""
+        binary = nats_binary()
+        if binary is None:
+            raise RuntimeError("nats-server is not installed (apt-get install nats-server)")
+        self.binary = binary
+        if not self.nodes:
+            self.nodes = [self._node(i + 1) for i in range(self.size)]
         for node in self.nodes:
             node.store.mkdir(parents=True, exist_ok=True)
             self._write_conf(node)
@@ -178,10 +195,7 @@ class NatsCluster:
         """Return the index of the node leading each MQTT stream that has a leader now (asked of node ``via``,
         by default the first running one). Killing a stream's leader stalls that stream until JetStream elects
         another (NATS 2.9's Raft waits 4-9 s for a silent leader), killing any other node stalls nothing."""
-        ask = via if via is not None else next(i for i, n in enumerate(self.nodes) if n.pid is not None)
-        url = f"http://127.0.0.1:{self.nodes[ask].monitor_port}/jsz?streams=true"
-        with urllib.request.urlopen(url, timeout=5) as resp:
-            info = json.load(resp)
+        info = self._jsz(via, "?streams=true")
         by_name = {n.name: i for i, n in enumerate(self.nodes)}
         leaders: dict[str, int] = {}
         for account in info.get("account_details", []):
@@ -190,6 +204,43 @@ class NatsCluster:
                 if stream.get("name") in MQTT_STREAMS and leader in by_name:
                     leaders[stream["name"]] = by_name[leader]
         return leaders
+
+    def meta_leader(self, via: int | None = None) -> int | None:
+        """Return the index of the JetStream meta leader (asked of node ``via``, by default the first running one),
+        None while it is being elected. Killing it stalls what needs the meta group (a QoS 1 subscription's new
+        consumer; measured: QoS 1 publishes on a node creating one) until another is elected."""
+        info = self._jsz(via, "")
+        by_name = {n.name: i for i, n in enumerate(self.nodes)}
+        return by_name.get(info.get("meta_cluster", {}).get("leader", ""))
+
+    def leaders(self, via: int | None = None) -> set[int]:
+        """Return the nodes that lead something an MQTT client may wait for: an MQTT stream or the meta group."""
+        led = set(self.stream_leaders(via).values())
+        meta = self.meta_leader(via)
+        return led | ({meta} if meta is not None else set())
+
+    def lead_nothing(self, index: int, timeout: float = 30.0) -> None:
+        """Move the leadership of every MQTT stream off node ``index`` (JetStream's stream leader step-down, asked
+        through another node): afterwards killing ``index`` costs no stream election. The meta group is not moved
+        (that needs the system account): choose a node that does not lead it."""
+        via = next(i for i, n in enumerate(self.nodes) if i != index and n.pid is not None)
+        deadline = time.monotonic() + timeout
+        while True:
+            led = [name for name, node in self.stream_leaders(via).items() if node == index]
+            if not led:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"node {index} still leads {', '.join(led)} after {timeout:.0f} s of step-downs")
+            for name in led:
+                nats_request(self.nodes[via].client_port, f"$JS.API.STREAM.LEADER.STEPDOWN.{name}")
+            time.sleep(0.5)
+
+    def _jsz(self, via: int | None, query: str) -> dict[str, Any]:
+        ask = via if via is not None else next(i for i, n in enumerate(self.nodes) if n.pid is not None)
+        url = f"http://127.0.0.1:{self.nodes[ask].monitor_port}/jsz{query}"
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            info: dict[str, Any] = json.load(resp)
+        return info
 
     def node_of_port(self, port: int) -> int | None:
         """The index of the node whose MQTT listener is ``port``."""
@@ -207,8 +258,8 @@ class NatsCluster:
                     node.proc.kill()
                     node.proc.wait()
                 node.proc = None
-        if self._owns_workdir:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+        if self._owns_workdir and self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
 
     def __enter__(self) -> NatsCluster:
         return self.start()
@@ -218,9 +269,39 @@ class NatsCluster:
         self.stop()
 
 
+def nats_request(port: int, subject: str, payload: bytes = b"", timeout: float = 5.0) -> bytes:
+    """Send one request over NATS's own client protocol (text lines: INFO, CONNECT, SUB, PUB, MSG) to the node
+    whose client port is ``port``; return the reply's payload. Enough for a JetStream API call, such as a
+    leader step-down, without a NATS client library."""
+    inbox = f"_INBOX.touchmove.{uuid.uuid4().hex[:12]}"
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as conn:
+        reader = conn.makefile("rb")
+        if not reader.readline().startswith(b"INFO "):
+            raise RuntimeError(f"no NATS server on port {port}")
+        conn.sendall(b'CONNECT {"verbose":false,"pedantic":false,"protocol":1}\r\n'
+                     + f"SUB {inbox} 1\r\nPUB {subject} {inbox} {len(payload)}\r\n".encode()
+                     + payload + b"\r\nPING\r\n")
+        while True:
+            line = reader.readline()
+            if not line:
+                raise RuntimeError(f"NATS node on port {port} closed the connection before replying")
+            if line.startswith(b"PING"):
+                conn.sendall(b"PONG\r\n")
+            elif line.startswith(b"-ERR"):
+                raise RuntimeError(f"NATS node on port {port}: {line.decode(errors='replace').strip()}")
+            elif line.startswith(b"MSG "):
+                size = int(line.split()[-1])
+                return reader.read(size + 2)[:size]
+
+
 def mqtt_round_trip(port: int, user: tuple[str, str] | None = None, host: str = "127.0.0.1",
                     timeout: float = 5.0) -> str:
-    """Publish a QoS 1 message to ourselves through the broker; return "" on success, else what failed."""
+    """Publish a QoS 1 message to ourselves through the broker; return "" on success, else what failed.
+
+    The client's network loop is driven here through :mod:`selectors` (epoll on Linux), not by paho's own loop,
+    which waits in ``select()``: that cannot watch a descriptor numbered 1024 or above, so in a process holding
+    many files (the cluster bench at 1,000 boards keeps a pseudo-terminal each) paho's loop thread died at
+    once, no CONNECT was ever sent, and every probe said "no CONNACK" while the node served."""
     import paho.mqtt.client as mqtt
     from paho.mqtt.enums import CallbackAPIVersion
 
@@ -230,23 +311,32 @@ def mqtt_round_trip(port: int, user: tuple[str, str] | None = None, host: str = 
     if user is not None:
         client.username_pw_set(*user)
     client.on_message = lambda c, u, m: got.append(bytes(m.payload))
+    client.on_connect = lambda c, u, flags, rc, props: None if rc.is_failure else c.subscribe(topic, qos=1)
+    client.on_subscribe = lambda c, u, mid, codes, props: c.publish(topic, b"x", qos=1)
     try:
         client.connect(host, port, keepalive=10)
     except OSError as exc:
         return f"connect: {exc}"
-    try:
-        client.loop_start()
-        deadline = time.monotonic() + timeout
-        while not client.is_connected() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        if not client.is_connected():
-            return "no CONNACK"
-        client.subscribe(topic, qos=1)
-        time.sleep(0.05)
-        client.publish(topic, b"x", qos=1)
-        while not got and time.monotonic() < deadline:
-            time.sleep(0.02)
-        return "" if got else "no QoS 1 round trip"
-    finally:
-        client.disconnect()
-        client.loop_stop()
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as selector:
+        try:
+            while not got and time.monotonic() < deadline:
+                sock = client.socket()
+                if sock is None:
+                    return "connection closed"
+                wanted = selectors.EVENT_READ | (selectors.EVENT_WRITE if client.want_write() else 0)
+                if selector.get_map():
+                    selector.modify(sock, wanted)
+                else:
+                    selector.register(sock, wanted)
+                for _key, ready in selector.select(0.05):
+                    if ready & selectors.EVENT_READ:
+                        client.loop_read()
+                    if ready & selectors.EVENT_WRITE:
+                        client.loop_write()
+                client.loop_misc()
+            if got:
+                return ""
+            return "no QoS 1 round trip" if client.is_connected() else "no CONNACK"
+        finally:
+            client.disconnect()

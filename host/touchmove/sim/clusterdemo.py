@@ -35,12 +35,13 @@ import aiomqtt
 import chess
 import chess.pgn
 
-from touchmove import hands, records, wire
+from touchmove import records, wire
 from touchmove.broadcast.service import BroadcastService
 from touchmove.broadcast.tournament import parse_tournament
-from touchmove.demo import firmware_command, write_timeline
-from touchmove.natscluster import NatsCluster, nats_binary
-from touchmove.ptyboard import PtyBoard
+from touchmove.sim import hands
+from touchmove.sim.demo import firmware_command, write_timeline
+from touchmove.sim.natscluster import NatsCluster, nats_binary
+from touchmove.sim.ptyboard import PtyBoard
 
 log = logging.getLogger(__name__)
 

@@ -23,6 +23,10 @@ Each connection attempt has a client id of its own (the process's id and the att
 holds a CONNECT for 11 s when the id's session belonged to a node that died, a new id is answered at once.
 A stale connection left on a cut-off node then ends with the last will (``offline``) instead of a takeover,
 so ``bridge/state`` is published again two keepalives after each connect.
+
+After a restart the bridge may ask to read retained topics back (:meth:`MqttLink.read_back`: its own, as it left
+them before it was killed): that is done once, on the first connection that gets through it, before anything is
+published there, and takes at most :data:`READ_BACK_S`. While no broker answers nothing waits for it.
 """
 
 from __future__ import annotations
@@ -41,13 +45,14 @@ import aiomqtt
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from touchmove.broker_connection import (
-    CONNECT_TIMEOUT_S,
     FAILOVER_REPLY_TIMEOUT_S,
     REPLY_TIMEOUT_S,
+    connect_timeout,
+    one_attempt,
     socket_options,
     subscribe_all,
 )
-from touchmove.brokers import Endpoint, Endpoints, tls_context
+from touchmove.brokers import Endpoint, Endpoints, refused_subscription, tls_context
 from touchmove.config import MqttConfig
 from touchmove.wire import bridge_topic, command_filters
 
@@ -55,8 +60,13 @@ log = logging.getLogger(__name__)
 
 Payload = bytes | Callable[[], bytes]
 
+#: the first pause after every node failed to answer (doubled each round, up to ``backoff_max``)
+RETRY_FIRST_S = 0.25
 #: the longest pause between attempts of the commands' connection to the node the events' connection is on
 COMMANDS_RETRY_MAX_S = 1.0
+
+#: The longest a read-back of retained topics (:meth:`MqttLink.read_back`) holds a connection's publishing.
+READ_BACK_S = 2.0
 
 ONLINE = b'{"state":"online"}'
 OFFLINE = b'{"state":"offline"}'
@@ -78,6 +88,15 @@ def client_id(config: MqttConfig) -> str:
         parts.append(config.username)
     parts.append(uuid.uuid4().hex[:16])
     return "-".join(parts)
+
+
+@dataclass
+class ReadBack:
+    """Retained topics to read once (``wanted``, under the filter ``topics``) and who gets what was found."""
+
+    topics: str
+    wanted: frozenset[str]
+    on_read: Callable[[dict[str, bytes]], None]
 
 
 @dataclass
@@ -120,10 +139,14 @@ class MqttLink:
         #: the node connected to (None while connecting), and how many times the link moved to another node
         self.endpoint: Endpoint | None = None
         self.failovers = 0
+        self._last_node: Endpoint | None = None
+        self._announced = False          # bridge/state online sent since the events' connection came up
+        self._delay = RETRY_FIRST_S      # the pause before the next round of the nodes, doubled each round
         #: a connection was lost and no publish has been acknowledged since: a node that does not answer
         #: within FAILOVER_REPLY_TIMEOUT_S then is left for the next (NATS drops the QoS 1 publishes it takes
         #: while JetStream elects a leader; they would wait the whole REPLY_TIMEOUT_S)
         self.recovering = False
+        self._read_back: ReadBack | None = None
 
     # -- publishing (from the event loop) -----------------------------------------------------------------
     def room(self) -> int:
@@ -155,6 +178,13 @@ class MqttLink:
     def pending(self) -> int:
         return len(self._events) + len(self._replies) + len(self._dirty)
 
+    def read_back(self, topics: str, wanted: set[str], on_read: Callable[[dict[str, bytes]], None]) -> None:
+        """Read the retained payloads of the ``wanted`` topics (under the filter ``topics``) at the next connection,
+        before anything is published on it; ``on_read`` gets those found within :data:`READ_BACK_S` (topic ->
+        payload; none when the broker refuses the subscription). Done once: a connection lost meanwhile leaves it
+        to the next."""
+        self._read_back = ReadBack(topics, frozenset(wanted), on_read)
+
     # -- connection ---------------------------------------------------------------------------------------
     def _client_for(self, node: Endpoint, identifier: str, *, will: bool = True) -> aiomqtt.Client:
         cfg = self.config
@@ -163,7 +193,7 @@ class MqttLink:
             node.host, node.port, username=cfg.username, password=cfg.password, identifier=identifier,
             protocol=aiomqtt.ProtocolVersion.V5 if cfg.protocol == 5 else aiomqtt.ProtocolVersion.V311,
             will=aiomqtt.Will(bridge_topic(self.base, "state"), OFFLINE, qos=1, retain=True) if will else None,
-            tls_context=context, keepalive=cfg.keepalive, timeout=CONNECT_TIMEOUT_S,
+            tls_context=context, keepalive=cfg.keepalive, timeout=connect_timeout(self.nodes.rounds_failed),
             max_inflight_messages=self._window, socket_options=socket_options(),
         )
         # a window of QoS 1 publishes in flight is the normal case here, not a sign of trouble
@@ -172,29 +202,11 @@ class MqttLink:
 
     async def run(self) -> None:
         """Connect, serve, and reconnect (to the next node at once, then with backoff) until cancelled."""
-        delay = 0.25
-        last: Endpoint | None = None
         while True:
             node = self.nodes.current
             self.attempts += 1
             try:
-                async with self._client_for(node, f"{self.client_id}-{self.attempts}") as client:
-                    self._client = client
-                    self.endpoint = node
-                    self.connected = True
-                    self.connects += 1
-                    self.nodes.connected()
-                    if last is not None and last != node:
-                        self.failovers += 1
-                    last = node
-                    delay = 0.25
-                    log.info("connected to %s", node.url)
-                    for topic in list(self._retained):
-                        self._dirty[topic] = None
-                    async with asyncio.TaskGroup() as group:
-                        group.create_task(self._send_loop(client))
-                        group.create_task(self._commands(node, self.attempts))
-                        group.create_task(self._state_again(2 * self.config.keepalive))
+                await one_attempt(self._session(node, self.attempts))
             except* (aiomqtt.MqttError, OSError) as group_exc:
                 log.warning("broker %s: %s", node.url, "; ".join(str(e) for e in group_exc.exceptions))
             except* Exception:
@@ -205,11 +217,61 @@ class MqttLink:
                 self.connected = False
                 self.recovering = True
             if self.nodes.failed():
-                log.info("no broker answered; next try in %.1fs", delay)
-                await asyncio.sleep(delay)
-                delay = min(self._backoff_max, delay * 2)
+                log.info("no broker answered; next try in %.1fs", self._delay)
+                await asyncio.sleep(self._delay)
+                self._delay = min(self._backoff_max, self._delay * 2)
             else:
                 log.info("trying the next broker node, %s", self.nodes.current.url)
+
+    async def _session(self, node: Endpoint, attempt: int) -> None:
+        """Connect to ``node`` and publish, receive commands and restate ``bridge/state`` until the connection
+        fails (raised) or the task is cancelled."""
+        async with self._client_for(node, f"{self.client_id}-{attempt}") as client:
+            self._client = client
+            self.endpoint = node
+            self.connected = True
+            self.connects += 1
+            self.nodes.connected()
+            if self._last_node is not None and self._last_node != node:
+                self.failovers += 1
+            self._last_node = node
+            self._delay = RETRY_FIRST_S
+            log.info("connected to %s", node.url)
+            for topic in list(self._retained):
+                self._dirty[topic] = None
+            read_back = self._read_back
+            if read_back is not None:
+                found = await self._read_retained(client, read_back)
+                self._read_back = None
+                read_back.on_read(found)
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self._send_loop(client))
+                group.create_task(self._commands(node, attempt))
+                group.create_task(self._state_again(2 * self.config.keepalive))
+
+    async def _read_retained(self, client: aiomqtt.Client, read_back: ReadBack) -> dict[str, bytes]:
+        """Return the retained payloads of ``read_back.wanted`` that ``client`` receives within :data:`READ_BACK_S`
+        of subscribing to ``read_back.topics`` (QoS 0: no JetStream consumer on NATS); unsubscribe after."""
+        found: dict[str, bytes] = {}
+        try:
+            async with asyncio.timeout(READ_BACK_S):
+                granted = await client.subscribe(read_back.topics, qos=0)
+                if refused_subscription(granted):
+                    log.warning("the broker refused the read-back of %s (the bridge's user needs read access to "
+                                "it: touchmove broker-auth)", read_back.topics)
+                    return found
+                async for message in client.messages:
+                    topic = str(message.topic)
+                    payload = message.payload
+                    if message.retain and topic in read_back.wanted and isinstance(payload, bytes | bytearray):
+                        found[topic] = bytes(payload)
+                        if len(found) == len(read_back.wanted):
+                            break
+        except TimeoutError:
+            log.info("read back %d of %d retained topics under %s within %.1f s", len(found), len(read_back.wanted),
+                     read_back.topics, READ_BACK_S)
+        await client.unsubscribe(read_back.topics, timeout=REPLY_TIMEOUT_S)
+        return found
 
     async def _state_again(self, after: float) -> None:
         """Publish ``bridge/state`` again ``after`` seconds from now: over the last will of an earlier connection
@@ -224,27 +286,33 @@ class MqttLink:
         """Receive commands on a connection of their own to ``node`` until cancelled. On NATS a QoS 1 subscription
         is a JetStream consumer, and while a leader is elected its creation holds every later packet of its
         connection for up to 4 s: the events' connection never waits for it."""
-        tries, delay, announced = 0, 0.25, False
+        tries, delay = 0, RETRY_FIRST_S
+        self._announced = False
         while True:
             tries += 1
             try:
-                async with self._client_for(node, f"{self.client_id}-{attempt}-commands-{tries}",
-                                            will=False) as client:
-                    await subscribe_all(client, command_filters(self.base), 1, options=self._options())
-                    self.commands_subscribed = True
-                    if not announced:
-                        # online (and the bridge's own state) once commands are heard, as before the split
-                        announced = True
-                        self.retain(bridge_topic(self.base, "state"), ONLINE)
-                        self._on_connected()
-                    delay = 0.25
-                    await self._receive_loop(client)
+                await one_attempt(self._command_session(node, f"{self.client_id}-{attempt}-commands-{tries}"))
             except aiomqtt.MqttError as exc:
                 log.warning("commands from %s: %s", node.url, exc)
             finally:
+                if self.commands_subscribed:
+                    delay = RETRY_FIRST_S     # it was subscribed: a broken connection, tried again soon
                 self.commands_subscribed = False
             await asyncio.sleep(delay)     # the node answers the events' connection: try again soon
             delay = min(COMMANDS_RETRY_MAX_S, delay * 2)
+
+    async def _command_session(self, node: Endpoint, identifier: str) -> None:
+        """Subscribe to the commands on a connection of its own to ``node`` and hand each to ``on_command`` until
+        the connection fails (raised) or the task is cancelled."""
+        async with self._client_for(node, identifier, will=False) as client:
+            await subscribe_all(client, command_filters(self.base), 1, options=self._options())
+            self.commands_subscribed = True
+            if not self._announced:
+                # online (and the bridge's own state) once commands are heard, as before the split
+                self._announced = True
+                self.retain(bridge_topic(self.base, "state"), ONLINE)
+                self._on_connected()
+            await self._receive_loop(client)
 
     def _options(self) -> SubscribeOptions | None:
         """MQTT 5: commands keep their retain flag when delivered live (retain as published), so a retained command

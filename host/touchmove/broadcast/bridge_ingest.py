@@ -1,0 +1,303 @@
+"""The bridges' messages taken into the round: events (deduplicated, checked, given to the console and the
+board's games), states, availability, the retained PGN (resync and catch-up), command responses.
+
+It changes the round only through :class:`IngestTarget` (:class:`~.round_storage.RoundStorage` and the
+consoles' streams, wired by the :class:`~.broadcaster.Broadcaster`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+from collections import OrderedDict
+from typing import Any, Protocol
+
+import chess
+import chess.pgn
+
+from touchmove.broadcast import bridge_topics
+from touchmove.broadcast.board_view import AlertEntry, BoardView
+from touchmove.broadcast.bridge_topics import BridgeMessage
+from touchmove.broadcast.console import ConsoleState
+from touchmove.broadcast.event_archive import EventArchive
+from touchmove.broadcast.results import kings_result
+from touchmove.broadcast.round_storage import now_iso
+from touchmove.broadcast.tournament import Round
+
+log = logging.getLogger(__name__)
+
+#: Unknown board ids remembered (beyond this the oldest are forgotten) and logged one by one (then in sums).
+UNKNOWN_BOARDS_KEPT = 1024
+UNKNOWN_BOARDS_LOGGED = 50
+UNKNOWN_BOARDS_SUM_EVERY = 500
+#: Rejected events logged per board (then every REJECTS_LOG_EVERY-th).
+REJECTS_LOGGED = 5
+REJECTS_LOG_EVERY = 100
+#: An arbiter's command the board's engine did not apply (the bridge publishes why): an alert for the console.
+REJECTIONS = ("result_rejected", "resync_rejected")
+
+
+class IngestTarget(Protocol):
+    """What taking the bridges' messages in reads and changes."""
+
+    @property
+    def round(self) -> Round: ...
+    @property
+    def boards(self) -> dict[str, BoardView]: ...
+    @property
+    def by_number(self) -> dict[int, BoardView]: ...
+    @property
+    def console(self) -> ConsoleState: ...
+    @property
+    def archive(self) -> EventArchive: ...
+    @property
+    def alerts(self) -> list[AlertEntry]: ...
+    @property
+    def dirty(self) -> asyncio.Event: ...
+
+    def changed(self, view: BoardView | None, *, game_changed: bool = True) -> None: ...
+    def add_alert(self, view: BoardView, event: dict[str, Any], key: tuple[Any, ...] = ()) -> None: ...
+    def notify(self, kind: str, data: dict[str, Any]) -> None: ...
+
+
+class BridgeIngest:
+    """Applies decoded bridge messages; counts what it could not use."""
+
+    def __init__(self, target: IngestTarget) -> None:
+        self.target = target
+        #: Each bridge's base topic and its last ``state`` (``online``, ``offline``...).
+        self.bridges: dict[str, str] = {}
+        self.unknown_boards = 0
+        self._unknown: OrderedDict[str, None] = OrderedDict()
+
+    def handle(self, msg: BridgeMessage, broker: int = 0) -> None:
+        """Apply one decoded bridge message."""
+        target = self.target
+        if msg.board_id is None:
+            if msg.kind == "bridge_state" and isinstance(msg.payload, dict):
+                state = str(msg.payload.get("state", "?"))
+                self.bridges[msg.base] = state
+                target.notify("bridge", {"base": msg.base, "state": state})
+                if state == "offline":  # the bridge's last will: its boards' availability is stale
+                    for stale in target.boards.values():
+                        if stale.base == msg.base and stale.online:
+                            stale.online = False
+                            target.changed(stale, game_changed=False)
+            return
+        view = target.boards.get(msg.board_id)
+        if view is None:
+            self._unknown_board(msg)
+            return
+        view.broker, view.base = broker, msg.base
+        if msg.kind == "events" and isinstance(msg.payload, dict):
+            self._event(view, msg.payload)
+        elif msg.kind == "state" and isinstance(msg.payload, dict):
+            self._state(view, msg.payload)
+        elif msg.kind == "availability":
+            online = msg.payload == "online" if msg.payload is not None else None
+            if online != view.online:
+                view.online = online
+                target.changed(view, game_changed=False)
+        elif msg.kind == "response" and isinstance(msg.payload, dict):
+            target.notify("response", {"board": view.pairing.board, **msg.payload})
+        elif msg.kind == "pgn" and isinstance(msg.payload, str):
+            view.bridge_pgn = msg.payload or None
+            live = view.games.live()
+            if (live.needs_resync or (live.number is None and not live.moves)
+                    or (view.state_game is not None and live.number is not None and view.state_game > live.number)):
+                self.resync(view)
+            elif msg.retained:
+                self._catch_up(view)
+
+    def restore_console(self) -> None:
+        """The round's events and acknowledgements kept by an earlier run (or before a round switch): the
+        timelines, alerts and claim windows as they were; events the bridges send again are no news."""
+        target = self.target
+        count = 0
+        for board, line in target.archive.read():
+            view = target.by_number.get(board)
+            if view is None:
+                continue
+            event = line.get("event")
+            if isinstance(event, dict):
+                count += 1
+                seq = event.get("seq")
+                if isinstance(seq, int) and isinstance(event.get("session"), str):
+                    view.sessions_seq[event["session"]] = max(seq, view.sessions_seq.get(event["session"], seq))
+                self._console_event(view, event, restoring=True)
+                continue
+            key = tuple(line["ack"])
+            for entry in target.alerts:
+                if entry.board == board and entry.key == key and not entry.acked:
+                    at, by = line.get("at"), line.get("by")
+                    entry.acked, entry.acked_at = True, at if isinstance(at, str) else None
+                    entry.acked_by = by if isinstance(by, str) else None
+        if count:
+            log.info("round %s: %s console events restored from %s", target.round.number, count,
+                     target.archive.path)
+
+    def resync(self, view: BoardView) -> None:
+        """Take the board's game from the bridge's retained PGN, when it gives one that extends or replaces it."""
+        if not view.bridge_pgn:
+            return
+        try:
+            game = chess.pgn.read_game(io.StringIO(view.bridge_pgn))
+        except (ValueError, IndexError):
+            game = None
+        if game is None or game.errors:
+            return
+        if view.games.adopt(game, view.state_game):
+            log.info("board %s: resynced from the bridge's PGN (%s plies)", view.pairing.board_id,
+                     view.games.live().ply)
+            self.target.changed(view)
+
+    def _unknown_board(self, msg: BridgeMessage) -> None:
+        """Log a board id not in the round once (the ids remembered are bounded: old ones are forgotten)."""
+        key = f"{msg.base}/{msg.board_id}"
+        if key in self._unknown:
+            self._unknown.move_to_end(key)
+            return
+        self._unknown[key] = None
+        self.unknown_boards += 1
+        if len(self._unknown) > UNKNOWN_BOARDS_KEPT:
+            self._unknown.popitem(last=False)
+        number = self.target.round.number
+        if self.unknown_boards <= UNKNOWN_BOARDS_LOGGED:
+            log.info("board %s is not in round %s's pairings: ignored", key, number)
+        elif self.unknown_boards % UNKNOWN_BOARDS_SUM_EVERY == 0:
+            log.warning("%s board ids not in round %s's pairings so far (latest %s): ignored",
+                        self.unknown_boards, number, key)
+
+    def _reject(self, view: BoardView, why: str) -> None:
+        view.rejected += 1
+        if view.rejected <= REJECTS_LOGGED or view.rejected % REJECTS_LOG_EVERY == 0:
+            log.warning("board %s: event not used (%s; %s so far)", view.pairing.board_id, why, view.rejected)
+
+    def _event(self, view: BoardView, event: dict[str, Any]) -> None:
+        session, seq = event.get("session"), event.get("seq")
+        if isinstance(session, str) and isinstance(seq, int):
+            last = view.sessions_seq.get(session)
+            if last is not None and seq <= last:
+                return  # already seen (QoS 1 redelivery)
+            view.sessions_seq[session] = seq
+        why = bridge_topics.check_event(event)
+        if why is not None:
+            if not why.startswith("unknown event type"):
+                self._reject(view, why)
+            return
+        ts = event.get("ts")
+        view.last_event_ts = ts if isinstance(ts, str) and len(ts) <= 40 else now_iso()
+        if not isinstance(ts, str):
+            event = {**event, "ts": view.last_event_ts}
+        kind = event.get("type")
+        if self._console_event(view, event):
+            self.target.archive.add_event(view.pairing.board, event)
+            self.target.dirty.set()  # the writer flushes the archive
+        if kind == "alert" or kind in REJECTIONS:
+            return
+        if kind in ("game_resumed", "move"):
+            self._play_after_declared(view, event)
+        if view.games.apply(event):
+            self.target.changed(view)
+        elif view.games.live().needs_resync:
+            self._illegal_move(view, event)
+            self.resync(view)
+
+    def _console_event(self, view: BoardView, event: dict[str, Any], restoring: bool = False) -> bool:
+        """Give one checked event to the console (timelines, claim windows, alerts); whether it was new."""
+        target = self.target
+        number = view.pairing.board
+        kept = target.console.on_event(number, event)
+        for closed in target.console.closed_windows(number, event):
+            target.notify("alert", closed.to_json())
+        view.extras = target.console.extras(number)
+        kind = event.get("type")
+        if kind != "alert" and kind not in REJECTIONS:
+            return kept
+        if kind in REJECTIONS:  # the arbiter must know his command did nothing: an alert of its own
+            detail = {k: event[k] for k in ("reason", "result", "declared", "moves", "fen") if k in event}
+            event = {**event, "code": kind, "article": "", "detail": detail}
+        # ``seq`` survives bridge restarts (new session, same journal): an alert replayed then is no news
+        seq = event.get("seq") if type(event.get("seq")) is int else None
+        key = (event.get("game"), event.get("ply"), event.get("code"), seq)
+        if seq is not None and key in view.alerts_seen:
+            return False
+        view.alerts_seen.add(key)
+        if restoring and any(a.board == number and a.key == key for a in target.alerts):
+            return False  # still listed from before a round switch
+        target.add_alert(view, event, key)
+        return True
+
+    def _illegal_move(self, view: BoardView, event: dict[str, Any]) -> None:
+        """A move the board's game cannot have (refused: the outputs stay legal games): the arbiter sees it
+        at once, before the bridge's PGN or a resync puts the game right."""
+        game = view.games.live()
+        if game.illegal is None:
+            return
+        (ply, uci), game.illegal = game.illegal, None
+        key = (game.number, ply, "illegal_move", uci)
+        if key in view.alerts_seen:
+            return
+        view.alerts_seen.add(key)
+        self.target.add_alert(view, {
+            "code": "illegal_move", "article": "", "ply": ply, "ts": event.get("ts"), "game": game.number,
+            "detail": {"uci": uci, "fen": game.board(ply - 1).fen() if ply <= game.ply + 1 else None,
+                       "kept_plies": game.ply}}, key)
+
+    def _play_after_declared(self, view: BoardView, event: dict[str, Any]) -> None:
+        """The board shows play after a result declared through the bridge (pieces put back, or play really
+        went on): the result stands, the arbiter is told once (clearing the result lets the plies in)."""
+        number = event.get("game") if type(event.get("game")) is int else None
+        game = view.games.game(number)
+        if game is None or not game.frozen_by_declaration:
+            return
+        key = (game.number, game.declared_ply, "play_after_result", None)
+        if key in view.alerts_seen:
+            return
+        view.alerts_seen.add(key)
+        self.target.add_alert(view, {
+            "code": "play_after_result", "article": "", "ply": (game.declared_ply or 0) + 1,
+            "ts": event.get("ts"), "game": game.number,
+            "detail": {"result": game.results.arbiter, "declared_ply": game.declared_ply,
+                       "shown": event.get("type")}}, key)
+
+    def _catch_up(self, view: BoardView) -> None:
+        """After a (re)subscription: take the plies made while this consumer was away from the retained PGN when
+        it extends the game as known here (no later event may come to show the gap: the game may be over)."""
+        live = view.games.live()
+        try:
+            game = chess.pgn.read_game(io.StringIO(view.bridge_pgn or ""))
+        except (ValueError, IndexError):
+            return
+        if game is None or game.errors or game.board().fen() != chess.Board(live.start_fen,
+                                                                             chess960=live.chess960).fen():
+            return
+        theirs = [m.uci() for m in game.mainline_moves()]
+        ours = [p.uci for p in live.moves]
+        if len(theirs) > len(ours) and theirs[:len(ours)] == ours and view.games.adopt(game, view.state_game):
+            log.info("board %s: %d plies made while away, from the bridge's PGN", view.pairing.board_id,
+                     len(theirs) - len(ours))
+            self.target.changed(view)
+
+    def _state(self, view: BoardView, payload: dict[str, Any]) -> None:
+        state = bridge_topics.board_state(payload)
+        changed = False
+        if state.game is not None:
+            view.state_game = state.game
+        if state.in_sync is not None and state.in_sync != view.in_sync:
+            view.in_sync, changed = state.in_sync, True
+            self.target.console.on_sync(view.pairing.board, state.in_sync, now_iso())
+            view.extras = self.target.console.extras(view.pairing.board)
+        if state.occupancy is not None and state.occupancy != view.occupancy:
+            view.occupancy = state.occupancy
+            live = view.games.live()
+            if live.number is not None and state.game is not None and state.game != live.number:
+                pass  # the state of another game than the one followed: its position is not ours
+            elif (result := kings_result(live.position(), state.occupancy)) is not None and \
+                    live.set_result("kings", result, "kings in the centre"):
+                log.info("board %s: kings in the centre: %s", view.pairing.board, result)
+                self.target.changed(view)
+                return
+        if changed:
+            self.target.changed(view, game_changed=False)

@@ -1,0 +1,124 @@
+"""Replies faster than a board's scan: the changes of two plies come mixed (an answer lifted before the move it
+answers is put down). A board that names its pieces shows where they went: the plies that leave every piece
+where it shows them are recovered (``changes_lost``, the plies in the order their pieces were put down), never a
+``board_mismatch`` of a legal game, and a move under way is still read as one (docs/boards.md)."""
+
+from __future__ import annotations
+
+import chess
+
+from touchmove.records import Lift, Place, Record, Snapshot
+from touchmove.rules import Engine, Event
+from touchmove.rules.identity import shown_by, under_way
+
+SETTLE_MS = 300     # the bridge's for a DGT board
+
+
+def lift(t: int, sq: str) -> Lift:
+    return Lift(t=t, sq=chess.parse_square(sq), type="lift")
+
+
+def place(t: int, sq: str, piece: str) -> Place:
+    return Place(t=t, sq=chess.parse_square(sq), type="place", piece=piece)
+
+
+def play(recs: list[Record], start: chess.Board | None = None) -> list[Event]:
+    """Feed a board's first report (a snapshot with its pieces) and ``recs``; return the events to the end."""
+    board = start or chess.Board()
+    eng = Engine(fen=board.fen(), chess960=board.chess960, settle_ms=SETTLE_MS)
+    events = eng.feed(Snapshot(t=0, occ=board.occupied, type="snapshot", pieces=board.board_fen()))
+    for rec in recs:
+        events += eng.feed(rec)
+    return events + eng.advance(recs[-1].t + 5000) + eng.finish()
+
+
+def moves_of(events: list[Event]) -> list[str]:
+    return [e.san for e in events if e.type == "move"]  # type: ignore[attr-defined]
+
+
+def codes(events: list[Event]) -> list[str]:
+    return [e.code for e in events if e.type == "alert"]  # type: ignore[attr-defined]
+
+
+def test_two_plies_mixed_in_the_scans_are_recovered_not_a_board_mismatch() -> None:
+    """White lifts a2, Black lifts h7 before a3 is put down, then Nf3: before, a board_mismatch (extra a3 f3 h6,
+    missing a2 g1 h7) and no moves; now the three plies, recovered in the order their pieces landed."""
+    events = play([lift(1000, "a2"), lift(1050, "h7"), place(1100, "a3", "P"), place(1150, "h6", "p"),
+                   lift(1200, "g1"), place(1250, "f3", "N")])
+    assert "board_mismatch" not in codes(events)
+    assert codes(events) == ["changes_lost"]
+    assert moves_of(events) == ["a3", "h6", "Nf3"]
+
+
+def test_the_recovered_plies_come_in_the_order_their_pieces_were_put_down() -> None:
+    """The same squares, the knight put down first: Nf3 h6 a3 (the same position as a3 h6 Nf3)."""
+    events = play([lift(1000, "g1"), lift(1050, "h7"), place(1100, "f3", "N"), place(1150, "h6", "p"),
+                   lift(1200, "a2"), place(1250, "a3", "P")])
+    assert codes(events) == ["changes_lost"]
+    assert moves_of(events) == ["Nf3", "h6", "a3"]
+
+
+def test_plies_the_pieces_do_not_show_are_not_recovered() -> None:
+    """A bishop where the game has a knight after the mixed plies: no line of legal plies leaves the pieces
+    shown, so nothing is recovered (a board_mismatch, as before)."""
+    events = play([lift(1000, "a2"), lift(1050, "h7"), place(1100, "a3", "P"), place(1150, "h6", "p"),
+                   lift(1200, "g1"), place(1250, "f3", "B")])
+    assert "changes_lost" not in codes(events)
+    assert "board_mismatch" in codes(events)
+    assert moves_of(events) == []
+
+
+def test_a_move_under_way_is_not_searched() -> None:
+    """A piece in the hand (the move under way), then put down: the move, no alert."""
+    events = play([lift(1000, "g1"), place(2500, "f3", "N")])
+    assert moves_of(events) == ["Nf3"] and codes(events) == []
+
+
+def test_under_way_reads_the_pieces() -> None:
+    board = chess.Board()
+    pieces = {sq: p.symbol() for sq, p in board.piece_map().items()}
+    g1 = chess.G1
+    del pieces[g1]
+    assert under_way(board, pieces)                      # the knight in the hand
+    assert not under_way(board, {**pieces, chess.F3: "N"})   # put down where it goes: Nf3 made, not under way
+    assert under_way(board, {**pieces, chess.E3: "N"})   # or on its way (a slide shows on crossed squares)
+    assert not under_way(board, {**pieces, chess.F3: "B"})   # not the piece lifted
+    black = dict(pieces)
+    del black[chess.H7]
+    black[chess.H6] = "p"
+    assert not under_way(board, black)                   # Black has moved: the answer is made
+    # a capture under way: the victim off the board, the capturing piece still in the hand
+    after = chess.Board("rnbqkbnr/ppp1pppp/8/3p4/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2")
+    taking = {sq: p.symbol() for sq, p in after.piece_map().items() if sq not in (chess.E4, chess.D5)}
+    assert under_way(after, taking)
+    wrong_victim = {sq: p.symbol() for sq, p in after.piece_map().items() if sq not in (chess.E4, chess.A7)}
+    assert not under_way(after, wrong_victim)            # e4 cannot take on a7
+
+
+def test_shown_by_makes_a_promotion_with_the_piece_shown() -> None:
+    board = chess.Board("8/4P3/8/8/8/k7/8/4K3 w - - 0 1")
+    queen = (chess.Move.from_uci("e7e8q"),)
+    knight_shown = {chess.E8: "N", chess.A3: "k", chess.E1: "K"}
+    assert shown_by(queen, board, False, knight_shown) == (chess.Move.from_uci("e7e8n"),)
+    assert shown_by(queen, board, False, {chess.E8: "n", chess.A3: "k", chess.E1: "K"}) is None
+
+
+def test_a_capture_is_not_made_while_its_square_shows_the_victim() -> None:
+    """1.e4 d5, then the e-pawn lifted: by occupancy that is exd5 made (e4 empty, d5 occupied), but the board
+    names a black pawn on d5: the capturing pawn is in the hand. The capture is made when it lands."""
+    opening = [lift(1000, "e2"), place(1200, "e4", "P"), lift(2000, "d7"), place(2200, "d5", "p"),
+               lift(4000, "e4")]
+    events = play(opening)
+    assert moves_of(events) == ["e4", "d5"] and codes(events) == []
+    events = play([*opening, lift(6000, "d5"), place(6040, "d5", "P")])
+    assert moves_of(events) == ["e4", "d5", "exd5"] and codes(events) == []
+
+
+def test_a_chess960_castling_whose_king_stays_is_read_from_the_pieces() -> None:
+    """The ChessLink game of 400 not given back (bench/README.md): a Chess960 O-O with the king on g1, only the
+    rook moved h1-f1 (the king's lift and put-back within the debounce). Before, a board_mismatch (extra f1,
+    missing h1) until the next move; now the pieces show O-O made: recovered with a changes_lost alert."""
+    start = chess.Board("3b1rkr/1ppq2pp/2n2pn1/p6B/3pP3/PP1P4/1BPN1RPP/Q5KR w Kkq - 0 14", chess960=True)
+    events = play([lift(1000, "h1"), place(1200, "f1", "R")], start)
+    assert codes(events) == ["changes_lost"]
+    assert moves_of(events) == ["O-O"]
