@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import shutil
@@ -48,7 +49,10 @@ class Broker:
         self.binary = require_binary("mosquitto", "/usr/sbin/mosquitto")
         self.port = free_port()
         self.conf = tmp / "mosquitto.conf"
-        self.conf.write_text(f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence false\n")
+        # ``user``: Mosquitto started as root otherwise runs as ``mosquitto``, which cannot write into the test's
+        # directories (a persistence file, a log): a broker told to persist would silently forget every session
+        self.conf.write_text(f"listener {self.port} 127.0.0.1\nallow_anonymous true\nuser {getpass.getuser()}\n"
+                             "persistence false\n")
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:

@@ -42,6 +42,9 @@ def test_broker_stopped_and_restarted_mid_game(rig: Rig) -> None:
     rig.start()
     rig.wait_moves(8)
     rig.broker.stop()
+    # the subscriber's session (clean_session false) outlives the broker: the moves the bridge sends again
+    # wait there for it, whichever of the two reconnects first
+    assert (rig.tmp / "mq" / "mosquitto.db").exists(), "the broker kept no sessions"
     time.sleep(2.0)           # two moves are made while the broker is away
     rig.broker.start()
     rig.assert_full_game(MOVES)
