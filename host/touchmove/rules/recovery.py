@@ -14,6 +14,8 @@ that would cost more than :data:`MAX_NODES` positions gives up (``None``): the a
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
@@ -237,6 +239,56 @@ def likeliest_first(found: list[Explanation], last_to: chess.Square | None) -> l
         return count
 
     return sorted(found, key=recaptures, reverse=True)
+
+
+#: The most orders of one set of plies :func:`in_landing_order` tries (each side's plies permuted among its turns).
+MAX_ORDERS = 2_000
+
+
+def landed_out_of_order(moves: Sequence[chess.Move], placed_at: dict[chess.Square, int]) -> int:
+    """Return how many pairs of ``moves`` landed in the other order by the times the board put their pieces down
+    (``placed_at``: square -> host ms); a ply whose square a later ply took again, or whose time is not known, is
+    not counted."""
+    times = []
+    for i, move in enumerate(moves):
+        if all(later.to_square != move.to_square for later in moves[i + 1:]) and move.to_square in placed_at:
+            times.append(placed_at[move.to_square])
+    return sum(a > b for i, a in enumerate(times) for b in times[i + 1:])
+
+
+def in_landing_order(start: chess.Board, moves: Sequence[chess.Move],
+                     placed_at: dict[chess.Square, int]) -> tuple[chess.Move, ...]:
+    """Return ``moves`` (plies from ``start``) in the legal order, reaching the same position, that agrees best
+    with the times a board that names its pieces put them down (:func:`landed_out_of_order`); ``moves`` as they
+    are when no order agrees better or there are too many orders to try (:data:`MAX_ORDERS`).
+
+    The search for lost plies keeps one path to each position it passes, so of 1. e4 e5 2. Nf3 and 1. Nf3 e5 2.
+    e4 it may keep either; a DGT board that showed e4 land long before f3 tells which was played."""
+    best, best_count = tuple(moves), landed_out_of_order(moves, placed_at)
+    if best_count == 0 or len(moves) < 3:
+        return best
+    ours, theirs = list(moves[0::2]), list(moves[1::2])
+    if math.factorial(len(ours)) * math.factorial(len(theirs)) > MAX_ORDERS:
+        return best
+    target = start.copy(stack=False)
+    for move in moves:
+        target.push(move)
+    key = position_key(target)
+    for own in itertools.permutations(ours):
+        for other in itertools.permutations(theirs):
+            order = tuple(m for pair in itertools.zip_longest(own, other) for m in pair if m is not None)
+            count = landed_out_of_order(order, placed_at)
+            if count >= best_count:
+                continue
+            board = start.copy(stack=False)
+            for move in order:
+                if not board.is_legal(move):
+                    break
+                board.push(move)
+            else:
+                if position_key(board) == key:
+                    best, best_count = order, count
+    return best
 
 
 def in_published_order(start: chess.Board, moves: Sequence[chess.Move],

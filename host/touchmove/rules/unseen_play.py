@@ -36,7 +36,9 @@ from touchmove.rules.recovery import (
     MAX_PLIES,
     Explanation,
     explanations,
+    in_landing_order,
     in_published_order,
+    landed_out_of_order,
     likeliest_first,
     position_key,
 )
@@ -246,12 +248,14 @@ class UnseenPlay:
         if engine.line.unseen.recovery is None:
             engine.line.unseen.recovery = Recovered(keep, blind.since, first)
         found = likeliest_first(found, game.moves[-1].to_square if game.moves else None)
-        if pieces is not None:
+        placed_at = engine.pieces_placed_at() if pieces is not None else None
+        if placed_at is not None:
             # The board told when each piece was put down: the plies in the order their pieces landed.
-            placed_at = engine.pieces_placed_at()
-            found.sort(key=lambda e: _out_of_order(e.moves, placed_at))
+            found.sort(key=lambda e: landed_out_of_order(e.moves, placed_at))
         if taken_back and first is not None:
             found.sort(key=lambda e: e.moves[0] != first[0])  # the ply as made first
+        # plies in the order their pieces landed, unless the ply as made comes first
+        by_landing = placed_at if not (taken_back and first is not None) else None
         groups: dict[str, list[Explanation]] = {}
         for found_one in found:
             groups.setdefault(position_key(found_one.board), []).append(found_one)
@@ -260,6 +264,8 @@ class UnseenPlay:
         if len(groups) == 1:
             # The board cannot tell orders of the same plies apart: the one the bridge had published, else the usual.
             chosen, told = _published_order(start, found[0].moves, published)
+            if by_landing is not None and not told:
+                chosen = in_landing_order(start, chosen, by_landing)
             detail["plies"] = _sans(start, chosen)
             others = [e for e in found if e.moves != chosen]
             if others:
@@ -274,7 +280,9 @@ class UnseenPlay:
         # Several positions fit: follow each until the board shows which (the first later change only one allows).
         hypotheses: list[Hypothesis] = []
         for group in groups.values():
-            moves, _ = _published_order(start, group[0].moves, published)
+            moves, told = _published_order(start, group[0].moves, published)
+            if by_landing is not None and not told:
+                moves = in_landing_order(start, moves, by_landing)
             sans = _sans(start, moves)
             child = engine.fork()
             child.line.unseen.recovered_plies += len(moves)
@@ -528,16 +536,6 @@ def _shown_by_pieces(found: list[Explanation], start: chess.Board,
             explanation = Explanation(moves, board, explanation.in_progress)
         out.append(explanation)
     return out
-
-
-def _out_of_order(moves: tuple[chess.Move, ...], placed_at: dict[chess.Square, int]) -> int:
-    """Return how many pairs of ``moves`` landed in the other order by the times the board put their pieces down
-    (a ply whose square a later ply took again, or whose time is not known, is not counted)."""
-    times = []
-    for i, move in enumerate(moves):
-        if all(later.to_square != move.to_square for later in moves[i + 1:]) and move.to_square in placed_at:
-            times.append(placed_at[move.to_square])
-    return sum(a > b for i, a in enumerate(times) for b in times[i + 1:])
 
 
 def _made_unseen_at_rest(engine: EngineInterface) -> chess.Move | None:
