@@ -10,6 +10,7 @@ import chess
 from touchmove.records import Lift, Place, Record, Snapshot
 from touchmove.rules import Engine, Event
 from touchmove.rules.identity import shown_by, under_way
+from touchmove.rules.recovery import in_landing_order, landed_out_of_order
 
 SETTLE_MS = 300     # the bridge's for a DGT board
 
@@ -122,3 +123,47 @@ def test_a_chess960_castling_whose_king_stays_is_read_from_the_pieces() -> None:
     events = play([lift(1000, "h1"), place(1200, "f1", "R")], start)
     assert codes(events) == ["changes_lost"]
     assert moves_of(events) == ["O-O"]
+
+
+def test_five_plies_mixed_in_the_scans_are_recovered_not_read_as_the_board_cleared() -> None:
+    """1. e4 e5 2. Nf3 Nc6 3. d3 with every answer lifted before the move it answers is put down: ten squares off
+    the game position at rest, which an occupancy board reads as the board being cleared. The board names the
+    same pieces, moved: the five plies are recovered (before, a board_mismatch and no moves)."""
+    events = play([lift(1000, "e2"), place(1100, "e4", "P"), lift(1150, "g1"), lift(1160, "e7"),
+                   place(1250, "e5", "p"), place(1300, "f3", "N"), lift(1350, "b8"), lift(1360, "d2"),
+                   place(1400, "d3", "P"), place(1450, "c6", "n")])
+    assert codes(events) == ["changes_lost"]
+    assert moves_of(events) == ["e4", "e5", "Nf3", "Nc6", "d3"]
+
+
+def test_a_board_being_cleared_is_not_searched_for_plies() -> None:
+    """Pieces taken off after a game (more than four of one side's gone): no plies recovered, no alert."""
+    recs: list[Record] = [lift(1000 + 50 * i, name) for i, name in enumerate(
+        ["a2", "b2", "c2", "d2", "e2", "f2", "g2", "h2", "a1", "b1"])]
+    events = play(recs)
+    assert moves_of(events) == []
+    assert "changes_lost" not in codes(events)
+
+
+def test_the_plies_kept_by_the_search_are_put_in_the_order_their_pieces_landed() -> None:
+    """The search keeps one path to each position it passes: of 1. Nf3 e5 2. e4 and 1. e4 e5 2. Nf3 it may
+    keep the first; the board put e4 down long before f3, so the order is e4 e5 Nf3 (Nc6 before d3, the only
+    order of Black's one move left with White's)."""
+    start = chess.Board()
+    kept = [chess.Move.from_uci(u) for u in ("g1f3", "e7e5", "e2e4", "b8c6", "d2d3")]
+    placed = {chess.E4: 2242, chess.E5: 2451, chess.F3: 4100, chess.D3: 4477, chess.C6: 4600}
+    assert landed_out_of_order(kept, placed) == 4
+    order = in_landing_order(start, kept, placed)
+    assert start.variation_san(list(order)) == "1. e4 e5 2. Nf3 Nc6 3. d3"
+    assert landed_out_of_order(order, placed) == 1          # c6 was put down after d3: Black's turn came first
+
+
+def test_an_order_the_rules_forbid_is_never_taken_for_the_landing_times() -> None:
+    """Nf3 and then Nd4 with the same knight: by the times d4's piece landed first, but the knight must reach f3
+    before it can go on to d4."""
+    start = chess.Board()
+    moves = [chess.Move.from_uci(u) for u in ("g1f3", "e7e5", "f3d4")]
+    placed = {chess.D4: 100, chess.F3: 200, chess.E5: 300}
+    assert landed_out_of_order(moves, placed) == 2
+    order = in_landing_order(start, moves, placed)
+    assert order == tuple(moves)

@@ -16,7 +16,7 @@ import chess
 
 from touchmove.rules.footprints import Footprint, Position
 from touchmove.rules.identity import under_way
-from touchmove.rules.phases import LOST, OVER, PLAYING
+from touchmove.rules.phases import CLEARED, LOST, OVER, PLAYING
 from touchmove.rules.ply_evidence import PlyEvidence
 from touchmove.rules.readings import (
     BoardView,
@@ -152,6 +152,27 @@ def game_end_in_question(view: BoardView) -> Decision | None:
     return Reopen() if view.phase is OVER and end_in_question(view) else None
 
 
+#: The most pieces a lost-plies search of a board that looks cleared may find taken (:func:`pieces_played_on`).
+PLAYED_ON_CAPTURES = 4
+
+
+def pieces_played_on(view: BoardView) -> Decision | None:
+    """1a. A board that names its pieces shows ten squares or more off the game position, but with the game's own
+    pieces (none added, at most :data:`PLAYED_ON_CAPTURES` gone): replies faster than its scan mixed several
+    plies, not a board being cleared or set up. The plies played are searched (quietly: nothing found, it is
+    the clearing it looked like)."""
+    pieces = view.pieces_shown
+    if view.phase is not CLEARED or pieces is None or view.sync is LOST or view.occupancy == view.position.occ:
+        return None
+    board = view.position.board
+    for color in chess.COLORS:
+        had = chess.popcount(board.occupied_co[color])
+        shown = sum(1 for letter in pieces.values() if letter.isupper() == (color == chess.WHITE))
+        if shown > had or had - shown > PLAYED_ON_CAPTURES:
+            return None
+    return SearchLost(quiet=True)
+
+
 def nothing_to_read(view: BoardView) -> Decision | None:
     """2. No game is read (over, cleared) or the board shows the game position."""
     return WAIT if view.phase is not PLAYING or view.occupancy == view.position.occ else None
@@ -284,6 +305,7 @@ def earlier_position_shown(view: BoardView) -> Decision | None:
 #: The re-readings of a board at rest that the game position does not explain, in the order they are asked.
 AT_REST: tuple[Reading, ...] = (
     game_end_in_question,
+    pieces_played_on,
     nothing_to_read,
     promotion_exchange,
     still_lost,
