@@ -161,8 +161,10 @@ def pieces_played_on(view: BoardView) -> Decision | None:
     pieces (none added, at most :data:`PLAYED_ON_CAPTURES` gone): replies faster than its scan mixed several
     plies, not a board being cleared or set up. The plies played are searched (quietly: nothing found, it is
     the clearing it looked like)."""
+    if view.phase is not CLEARED or view.sync is LOST or view.occupancy == view.position.occ:
+        return None
     pieces = view.pieces_shown
-    if view.phase is not CLEARED or pieces is None or view.sync is LOST or view.occupancy == view.position.occ:
+    if pieces is None:
         return None
     board = view.position.board
     for color in chess.COLORS:
