@@ -10,7 +10,7 @@ import chess
 from touchmove.records import Lift, Place, Record, Snapshot
 from touchmove.rules import Engine, Event
 from touchmove.rules.identity import shown_by, under_way
-from touchmove.rules.recovery import in_landing_order, landed_out_of_order
+from touchmove.rules.recovery import in_landing_order, landed_out_of_order, order_disagreement
 
 SETTLE_MS = 300     # the bridge's for a DGT board
 
@@ -167,3 +167,22 @@ def test_an_order_the_rules_forbid_is_never_taken_for_the_landing_times() -> Non
     assert landed_out_of_order(moves, placed) == 2
     order = in_landing_order(start, moves, placed)
     assert order == tuple(moves)
+
+
+def test_captures_on_one_square_are_ordered_by_the_pieces_seen_there() -> None:
+    """d4, then cxd4, Nxd4, Nxd4, Rxd4 all on d4: the same position as d4 Nxd4 Nxd4 cxd4 Rxd4, and only the
+    rook's landing on d4 is known to the landing times. The board reported Black's pawn put on d4 before
+    either knight was lifted: cxd4 first (before, the order the search kept)."""
+    start = chess.Board("r1bqkbnr/pp1ppppp/2n5/2p5/8/8/PPPPNPPP/RNBR2K1 w kq - 0 1")
+    seen = [(1000, chess.D2, None), (1100, chess.D4, "P"), (1200, chess.C5, None), (1300, chess.D4, None),
+            (1350, chess.D4, "p"), (1500, chess.E2, None), (1600, chess.D4, None), (1650, chess.D4, "N"),
+            (1800, chess.C6, None), (1900, chess.D4, None), (1950, chess.D4, "n"), (2100, chess.D1, None),
+            (2150, chess.D4, None), (2200, chess.D4, "R")]
+    played = [chess.Move.from_uci(u) for u in ("d2d4", "c5d4", "e2d4", "c6d4", "d1d4")]
+    other = [chess.Move.from_uci(u) for u in ("d2d4", "c6d4", "e2d4", "c5d4", "d1d4")]
+    assert order_disagreement(start, played, seen) == 0
+    assert order_disagreement(start, other, seen) > 0
+    placed = {chess.D4: 2200}
+    assert in_landing_order(start, other, placed, seen) == tuple(played)
+    # without the square's history the landing times cannot tell them apart: the order stays as found
+    assert in_landing_order(start, other, placed) == tuple(other)

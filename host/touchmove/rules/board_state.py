@@ -10,6 +10,7 @@ is a call of one of them. The views are what :mod:`touchmove.rules.readings` (a 
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Self
 
@@ -21,7 +22,7 @@ from touchmove.rules.events import ALERT_ARTICLES, Alert, AlertCode, Event, Game
 from touchmove.rules.footprints import Position
 from touchmove.rules.game_line import Declared, GameLine
 from touchmove.rules.gamelog import GameRecord
-from touchmove.rules.identity import PieceWatch
+from touchmove.rules.identity import PieceChange, PieceWatch
 from touchmove.rules.outcome import GameEnding
 from touchmove.rules.pending import InterruptedMove, PendingMove
 from touchmove.rules.phases import (
@@ -153,6 +154,10 @@ class BoardState:
     def pieces_placed_at(self) -> dict[chess.Square, int]:
         """When the board put down each piece it names (host ms; a snapshot's pieces: long before)."""
         return self._pieces.since
+
+    def pieces_changes(self) -> Sequence[PieceChange]:
+        """The last lifts and placements of a board that names its pieces, oldest first (none on other boards)."""
+        return self._pieces.changes
 
     @property
     def position(self) -> Position:

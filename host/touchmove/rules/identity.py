@@ -9,10 +9,25 @@ knight where the game has a bishop, two pieces swapped, a start position set up 
 
 from __future__ import annotations
 
+from collections import deque
+from typing import NamedTuple
+
 import chess
 
 #: The time given the letters of a snapshot: a whole board reported at rest, judged at once.
 WHOLE_BOARD = -(2**62)
+#: How many of a board's last lifts and placements :class:`PieceWatch` keeps (:attr:`PieceWatch.changes`): eight
+#: plies' lifts, placements, victims taken off and slides, with room.
+KEPT_CHANGES = 96
+
+
+class PieceChange(NamedTuple):
+    """A lift (``piece`` None) or a placement of a named piece at ``t``, and how many plies the game had then."""
+
+    t: int
+    sq: chess.Square
+    piece: str | None
+    plies: int
 
 
 class PieceWatch:
@@ -23,14 +38,17 @@ class PieceWatch:
         self.since: dict[chess.Square, int] = {}             # when each letter was put down
         self.last: dict[chess.Square, str] = {}              # the last letter each square had, lifted or not
         self.told: set[tuple[chess.Square, str]] = set()     # (square, found) already reported
+        #: the board's last lifts and placements, oldest first (boards that name their pieces only)
+        self.changes: deque[PieceChange] = deque(maxlen=KEPT_CHANGES)
 
-    def place(self, sq: chess.Square, piece: str | None, t: int) -> None:
-        """Note a place record at ``t`` (``piece`` None: the board did not say)."""
+    def place(self, sq: chess.Square, piece: str | None, t: int, plies: int = 0) -> None:
+        """Note a place record at ``t`` (``piece`` None: the board did not say) in a game of ``plies`` plies."""
         if piece is None:
             self.letters.pop(sq, None)
         else:
             self.letters[sq] = self.last[sq] = piece
             self.since[sq] = t
+            self.changes.append(PieceChange(t, sq, piece, plies))
 
     def snapshot(self, placement: str) -> None:
         """Note a snapshot's pieces (a FEN placement): every square's letter is known again."""
@@ -39,8 +57,10 @@ class PieceWatch:
         self.since = dict.fromkeys(self.letters, WHOLE_BOARD)
         self.last.update(self.letters)
 
-    def lift(self, sq: chess.Square) -> None:
-        """Note a lift record."""
+    def lift(self, sq: chess.Square, t: int = 0, plies: int = 0) -> None:
+        """Note a lift record at ``t`` in a game of ``plies`` plies."""
+        if self.letters:
+            self.changes.append(PieceChange(t, sq, None, plies))
         self.letters.pop(sq, None)
         self.told = {(s, f) for s, f in self.told if s != sq}
 

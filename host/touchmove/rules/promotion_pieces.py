@@ -29,9 +29,9 @@ class PromotionPieces(PlyWriting):
         pieces = self._pieces
         match record:
             case Place(sq=sq, piece=piece):
-                pieces.place(sq, piece, record.t)
+                pieces.place(sq, piece, record.t, self.plies)
             case Lift(sq=sq):
-                pieces.lift(sq)
+                pieces.lift(sq, record.t, self.plies)
             case Snapshot(pieces=placement) if placement is not None:
                 pieces.snapshot(placement)
         return pieces

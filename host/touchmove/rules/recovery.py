@@ -256,16 +256,59 @@ def landed_out_of_order(moves: Sequence[chess.Move], placed_at: dict[chess.Squar
     return sum(a > b for i, a in enumerate(times) for b in times[i + 1:])
 
 
-def in_landing_order(start: chess.Board, moves: Sequence[chess.Move],
-                     placed_at: dict[chess.Square, int]) -> tuple[chess.Move, ...]:
+def order_disagreement(start: chess.Board, moves: Sequence[chess.Move],
+                       changes: Sequence[tuple[int, chess.Square, str | None]]) -> int:
+    """Return how many pairs of the lifts and placements ``moves`` (plies from ``start``) make happened the other
+    way round by what a board that names its pieces reported (``changes``: time, square, the piece put down or None
+    for a lift, oldest first, since the plies began).
+
+    Each ply lifts its piece from its square and puts it (or the piece it promotes to) down on another; each is
+    matched to the first report of that kind on that square after the one matched there before. A capture's
+    placement on a square that saw other placements is so told from them: cxd4 Nxd4 Nxd4 from Nxd4 Nxd4 cxd4 by
+    the pawn seen on d4 before the knights were lifted. What was not reported (a piece there for less than a
+    scan) is not counted."""
+    by_square: dict[chess.Square, list[tuple[int, str | None]]] = {}
+    for t, sq, letter in changes:
+        by_square.setdefault(sq, []).append((t, letter))
+    board = start.copy(stack=False)
+    matched: dict[chess.Square, int] = {}
+    times: list[int] = []
+    for move in moves:
+        piece = board.piece_at(move.from_square)
+        if piece is None:
+            return 0
+        landing = move.to_square
+        if board.is_castling(move):
+            landing = chess.square(6 if board.is_kingside_castling(move) else 2, chess.square_rank(move.from_square))
+        put = chess.Piece(move.promotion, piece.color).symbol() if move.promotion else piece.symbol()
+        for sq, kind in ((move.from_square, None), (landing, put)):
+            reports = by_square.get(sq, ())
+            i = matched.get(sq, 0)
+            while i < len(reports) and reports[i][1] != kind:
+                i += 1
+            if i < len(reports):
+                times.append(reports[i][0])
+                matched[sq] = i + 1
+        board.push(move)
+    return sum(a > b for i, a in enumerate(times) for b in times[i + 1:])
+
+
+def in_landing_order(start: chess.Board, moves: Sequence[chess.Move], placed_at: dict[chess.Square, int],
+                     changes: Sequence[tuple[int, chess.Square, str | None]] = ()) -> tuple[chess.Move, ...]:
     """Return ``moves`` (plies from ``start``) in the legal order, reaching the same position, that agrees best
-    with the times a board that names its pieces put them down (:func:`landed_out_of_order`); ``moves`` as they
-    are when no order agrees better or there are too many orders to try (:data:`MAX_ORDERS`).
+    with what a board that names its pieces reported: the fewest lifts and placements the other way round
+    (:func:`order_disagreement` over ``changes``), then the fewest pieces landed the other way round
+    (:func:`landed_out_of_order`); ``moves`` as they are when no order agrees better or there are too many orders
+    to try (:data:`MAX_ORDERS`).
 
     The search for lost plies keeps one path to each position it passes, so of 1. e4 e5 2. Nf3 and 1. Nf3 e5 2.
     e4 it may keep either; a DGT board that showed e4 land long before f3 tells which was played."""
-    best, best_count = tuple(moves), landed_out_of_order(moves, placed_at)
-    if best_count == 0 or len(moves) < 3:
+
+    def score(order: Sequence[chess.Move]) -> tuple[int, int]:
+        return order_disagreement(start, order, changes), landed_out_of_order(order, placed_at)
+
+    best, best_score = tuple(moves), score(moves)
+    if best_score == (0, 0) or len(moves) < 3:
         return best
     ours, theirs = list(moves[0::2]), list(moves[1::2])
     if math.factorial(len(ours)) * math.factorial(len(theirs)) > MAX_ORDERS:
@@ -277,9 +320,6 @@ def in_landing_order(start: chess.Board, moves: Sequence[chess.Move],
     for own in itertools.permutations(ours):
         for other in itertools.permutations(theirs):
             order = tuple(m for pair in itertools.zip_longest(own, other) for m in pair if m is not None)
-            count = landed_out_of_order(order, placed_at)
-            if count >= best_count:
-                continue
             board = start.copy(stack=False)
             for move in order:
                 if not board.is_legal(move):
@@ -287,7 +327,9 @@ def in_landing_order(start: chess.Board, moves: Sequence[chess.Move],
                 board.push(move)
             else:
                 if position_key(board) == key:
-                    best, best_count = order, count
+                    order_score = score(order)
+                    if order_score < best_score:
+                        best, best_score = order, order_score
     return best
 
 

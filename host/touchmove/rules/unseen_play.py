@@ -29,7 +29,7 @@ from touchmove.records import Published, Record, Result, Resync, Setup, Takeback
 from touchmove.rules.events import Alert, AlertCode, DeclaredEnd, Event, ResultRejected, ResyncRejected
 from touchmove.rules.footprints import Position
 from touchmove.rules.game_line import Declared, GameRecovery, Recovered, RecoveredAlert, SearchedAgain
-from touchmove.rules.identity import shown_by
+from touchmove.rules.identity import PieceChange, shown_by
 from touchmove.rules.phases import CLEARED_SQUARES, Phase, Sync
 from touchmove.rules.readings import GameView
 from touchmove.rules.recovery import (
@@ -40,6 +40,7 @@ from touchmove.rules.recovery import (
     in_published_order,
     landed_out_of_order,
     likeliest_first,
+    order_disagreement,
     position_key,
 )
 
@@ -68,6 +69,7 @@ class EngineInterface(GameView, Protocol):
     below) and may do to it (:class:`touchmove.rules.engine.Engine` offers it)."""
 
     def pieces_placed_at(self) -> dict[chess.Square, int]: ...
+    def pieces_changes(self) -> Sequence[PieceChange]: ...
     @property
     def plies(self) -> int: ...
     @property
@@ -249,9 +251,12 @@ class UnseenPlay:
             engine.line.unseen.recovery = Recovered(keep, blind.since, first)
         found = likeliest_first(found, game.moves[-1].to_square if game.moves else None)
         placed_at = engine.pieces_placed_at() if pieces is not None else None
+        changes = [(c.t, c.sq, c.piece) for c in engine.pieces_changes() if c.plies >= engine.plies]
         if placed_at is not None:
-            # The board told when each piece was put down: the plies in the order their pieces landed.
-            found.sort(key=lambda e: landed_out_of_order(e.moves, placed_at))
+            # The board told when each piece was lifted and put down: the plies in the order it reported them.
+            begun = engine.position.board
+            found.sort(key=lambda e: (order_disagreement(begun, e.moves, changes),
+                                      landed_out_of_order(e.moves, placed_at)))
         if taken_back and first is not None:
             found.sort(key=lambda e: e.moves[0] != first[0])  # the ply as made first
         # plies in the order their pieces landed, unless the ply as made comes first
@@ -265,7 +270,7 @@ class UnseenPlay:
             # The board cannot tell orders of the same plies apart: the one the bridge had published, else the usual.
             chosen, told = _published_order(start, found[0].moves, published)
             if by_landing is not None and not told:
-                chosen = in_landing_order(start, chosen, by_landing)
+                chosen = in_landing_order(start, chosen, by_landing, changes)
             detail["plies"] = _sans(start, chosen)
             others = [e for e in found if e.moves != chosen]
             if others:
@@ -282,7 +287,7 @@ class UnseenPlay:
         for group in groups.values():
             moves, told = _published_order(start, group[0].moves, published)
             if by_landing is not None and not told:
-                moves = in_landing_order(start, moves, by_landing)
+                moves = in_landing_order(start, moves, by_landing, changes)
             sans = _sans(start, moves)
             child = engine.fork()
             child.line.unseen.recovered_plies += len(moves)
