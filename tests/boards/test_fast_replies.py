@@ -94,6 +94,17 @@ def test_under_way_reads_the_pieces() -> None:
     assert under_way(after, taking)
     wrong_victim = {sq: p.symbol() for sq, p in after.piece_map().items() if sq not in (chess.E4, chess.A7)}
     assert not under_way(after, wrong_victim)            # e4 cannot take on a7
+    # two of a side's pieces in the air are castling, not a knight put where its own pawn stood: Black to move
+    # with pawns e4 and d5 and a knight on f6, and the board shows e4 and f6 empty and Black's knight on d5:
+    # exd5 Nxd5 made (two plies, to be searched), not Black's pawn and knight lifted with e4 taken off (before,
+    # read as a move under way: DGT fast replies, game 5 of the bench sample, then a board_mismatch)
+    after_f6 = chess.Board("rnbqkb1r/ppp1pppp/5n2/3p4/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1")
+    knight_on_pawn = {sq: p.symbol() for sq, p in after_f6.piece_map().items() if sq not in (chess.E4, chess.F6)}
+    knight_on_pawn[chess.D5] = "n"
+    assert not under_way(after_f6, knight_on_pawn)
+    castling = chess.Board("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1")
+    in_the_air = {sq: p.symbol() for sq, p in castling.piece_map().items() if sq not in (chess.E1, chess.H1)}
+    assert under_way(castling, in_the_air)               # king and rook lifted: castling under way
 
 
 def test_shown_by_makes_a_promotion_with_the_piece_shown() -> None:

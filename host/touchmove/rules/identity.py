@@ -159,6 +159,8 @@ def under_way(board: chess.Board, pieces: dict[chess.Square, str]) -> bool:
     placed += [(sq, letter) for sq, letter in pieces.items() if board.piece_at(sq) is None]
     if len(lifted) > 2 or len(victims) > 1 or any(letter.isupper() != side for _, letter in placed):
         return False
+    if len(lifted) == 2 and {board.piece_type_at(sq) for sq in lifted} != {chess.KING, chess.ROOK}:
+        return False  # two of one side's pieces in the air: castling, not a piece put where its own one stood
     moves = list(board.generate_legal_moves(chess.SquareSet(lifted).mask if lifted else chess.BB_ALL))
     for victim in victims:
         if not any(board.is_capture(m) and _captured_square(board, m) == victim for m in moves):
