@@ -9,7 +9,7 @@ import chess
 
 from touchmove.records import Lift, Place, Record, Snapshot
 from touchmove.rules import Engine, Event
-from touchmove.rules.identity import shown_by, under_way
+from touchmove.rules.identity import PieceWatch, shown_by, under_way
 from touchmove.rules.recovery import in_landing_order, landed_out_of_order, order_disagreement
 
 SETTLE_MS = 300     # the bridge's for a DGT board
@@ -197,3 +197,29 @@ def test_captures_on_one_square_are_ordered_by_the_pieces_seen_there() -> None:
     assert in_landing_order(start, other, placed, seen) == tuple(played)
     # without the square's history the landing times cannot tell them apart: the order stays as found
     assert in_landing_order(start, other, placed) == tuple(other)
+
+
+def test_a_snapshot_notes_the_squares_it_shows_changed_as_lifted_and_placed_then() -> None:
+    """A ChessLink frame of many changes comes as a snapshot: e7 emptied and e5 filled by then count as reported
+    at its time, so a pawn shown on e5 in it comes before a knight put on f6 after it (before, e5 had no report
+    and the order of the plies around it was the knight's)."""
+    watch = PieceWatch()
+    board = chess.Board()
+    watch.snapshot(board.board_fen(), 0, 0)
+    assert list(watch.changes) == []                      # the first whole board: nothing changed
+    board.push_san("e4")
+    board.push_san("e5")
+    watch.snapshot(board.board_fen(), 5000, 0)
+    assert [(c.t, chess.square_name(c.sq), c.piece) for c in watch.changes] == [
+        (5000, "e2", None), (5000, "e4", "P"), (5000, "e5", "p"), (5000, "e7", None)]
+    watch.restamp(5000, 2)
+    assert {c.plies for c in watch.changes} == {2}
+    watch.lift(chess.G1, 6000, 2)
+    watch.place(chess.F3, "N", 6100, 2)
+    changes = [(c.t, c.sq, c.piece) for c in watch.changes]
+    start = chess.Board()
+    played = [chess.Move.from_uci(u) for u in ("e2e4", "e7e5", "g1f3")]
+    found = [chess.Move.from_uci(u) for u in ("g1f3", "e7e5", "e2e4")]
+    assert order_disagreement(start, played, changes) == 0
+    assert order_disagreement(start, found, changes) > 0
+    assert in_landing_order(start, found, {chess.F3: 6100}, changes) == tuple(played)

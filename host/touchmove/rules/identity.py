@@ -50,12 +50,31 @@ class PieceWatch:
             self.since[sq] = t
             self.changes.append(PieceChange(t, sq, piece, plies))
 
-    def snapshot(self, placement: str) -> None:
-        """Note a snapshot's pieces (a FEN placement): every square's letter is known again."""
+    def snapshot(self, placement: str, t: int = 0, plies: int = 0) -> None:
+        """Note a snapshot's pieces (a FEN placement) at ``t``: every square's letter is known again. The squares
+        it shows changed are noted as lifted and placed at ``t`` (a ChessLink frame of many changes at once)."""
         board = chess.BaseBoard(placement)
-        self.letters = {sq: piece.symbol() for sq, piece in board.piece_map().items()}
+        letters = {sq: piece.symbol() for sq, piece in board.piece_map().items()}
+        if self.letters:
+            for sq in sorted(set(self.letters) | set(letters)):
+                before, after = self.letters.get(sq), letters.get(sq)
+                if before != after:
+                    if before is not None:
+                        self.changes.append(PieceChange(t, sq, None, plies))
+                    if after is not None:
+                        self.changes.append(PieceChange(t, sq, after, plies))
+        self.letters = letters
         self.since = dict.fromkeys(self.letters, WHOLE_BOARD)
         self.last.update(self.letters)
+
+    def restamp(self, since: int, plies: int) -> None:
+        """Give the changes noted at ``since`` or later (host ms) the ply count ``plies``: a snapshot's changes
+        belong to the plies read from it."""
+        for i in range(len(self.changes) - 1, -1, -1):
+            change = self.changes[i]
+            if change.t < since:
+                break
+            self.changes[i] = change._replace(plies=max(change.plies, plies))
 
     def lift(self, sq: chess.Square, t: int = 0, plies: int = 0) -> None:
         """Note a lift record at ``t`` in a game of ``plies`` plies."""

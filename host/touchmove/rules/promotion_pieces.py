@@ -33,7 +33,7 @@ class PromotionPieces(PlyWriting):
             case Lift(sq=sq):
                 pieces.lift(sq, record.t, self.plies)
             case Snapshot(pieces=placement) if placement is not None:
-                pieces.snapshot(placement)
+                pieces.snapshot(placement, record.t, self.plies)
         return pieces
 
     def _named_promotion(self, sq: chess.Square, letter: str) -> None:
