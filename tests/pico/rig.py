@@ -30,6 +30,10 @@ SETTLE_MS = 60
 PACE = hands.Style(settle_ms=2 * SETTLE_MS, think_ms=(40, 160), release_ms=(2 * SETTLE_MS + 40, 2 * SETTLE_MS + 100),
                    hesitate=0.0, slide=0.2)
 SPEEDUP = 2
+#: The shortest time a square stays empty between a lift and a placement on it in the emulated games (ms).
+CAPTURE_GAP_MS = 80
+#: Longer than the hands' contact bounces at this pace (1-6 ms, halved).
+BOUNCE_MS = 8
 BUTTONS = {chess.WHITE: "clock_white", chess.BLACK: "clock_black"}
 PRESS_MS = 150  # a hand on a chess clock: 0.1-0.2 s
 
@@ -43,12 +47,23 @@ def board_timeline(start: chess.Board, moves: list[chess.Move], seed: int = 1858
     player.flush()
     occ = start.occupied
     out: list[dict[str, Any]] = []
+    lifted_at: dict[chess.Square, int] = {}
+    shift = 0
     for rec in player.records:
-        rec = replace(rec, t=t0 + rec.t // speedup)
+        rec = replace(rec, t=t0 + rec.t // speedup + shift)
         if isinstance(rec, Lift):
             occ &= ~chess.BB_SQUARES[rec.sq]
+            lifted_at[rec.sq] = rec.t
             out.append({"t": rec.t, "occ": f"{occ:016x}"})
         elif isinstance(rec, Place):
+            # A square emptied and filled again faster than a hand can (a capture's victim off and the capturer
+            # down 20 ms apart at twice the hands' fast pace) is a swap no sensor and debounce resolve: the rest
+            # of the game waits until the square has been empty for CAPTURE_GAP_MS. (A contact bounce, a few ms,
+            # stays as it is: the debounce must hide it.)
+            gap = rec.t - lifted_at.get(rec.sq, -CAPTURE_GAP_MS)
+            if BOUNCE_MS < gap < CAPTURE_GAP_MS:
+                shift += CAPTURE_GAP_MS - gap
+                rec = replace(rec, t=rec.t + CAPTURE_GAP_MS - gap)
             occ |= chess.BB_SQUARES[rec.sq]
             out.append({"t": rec.t, "occ": f"{occ:016x}"})
         elif isinstance(rec, Clock):
