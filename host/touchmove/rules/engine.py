@@ -110,11 +110,13 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
         pieces has them judged once the position is settled (:meth:`_judge_pieces`)."""
         pieces = self._watch_pieces(record)
         out = self._feed(record)
-        if isinstance(record, Snapshot) and pieces.changes:
+        if not pieces.letters:
+            return out      # a board that does not name its pieces
+        if isinstance(record, Snapshot):
             pieces.restamp(record.t, self.plies)   # what it showed changed: the plies read from it
-        if isinstance(record, Place) and record.piece is not None:
+        elif isinstance(record, Place) and record.piece is not None:
             self._named_promotion(record.sq, record.piece)
-        return self._judge_pieces(out) if pieces.letters else out
+        return self._judge_pieces(out)
 
     def _feed(self, record: Record) -> list[Event]:
         if self._unseen.hypotheses is not None:

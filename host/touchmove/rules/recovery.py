@@ -253,6 +253,11 @@ def landed_out_of_order(moves: Sequence[chess.Move], placed_at: dict[chess.Squar
     for i, move in enumerate(moves):
         if all(later.to_square != move.to_square for later in moves[i + 1:]) and move.to_square in placed_at:
             times.append(placed_at[move.to_square])
+    return _pairs_reversed(times)
+
+
+def _pairs_reversed(times: Sequence[int]) -> int:
+    """Return how many pairs of ``times`` come in decreasing order."""
     return sum(a > b for i, a in enumerate(times) for b in times[i + 1:])
 
 
@@ -290,7 +295,7 @@ def order_disagreement(start: chess.Board, moves: Sequence[chess.Move],
                 times.append(reports[i][0])
                 matched[sq] = i + 1
         board.push(move)
-    return sum(a > b for i, a in enumerate(times) for b in times[i + 1:])
+    return _pairs_reversed(times)
 
 
 def in_landing_order(start: chess.Board, moves: Sequence[chess.Move], placed_at: dict[chess.Square, int],

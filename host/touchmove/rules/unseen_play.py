@@ -251,7 +251,8 @@ class UnseenPlay:
             engine.line.unseen.recovery = Recovered(keep, blind.since, first)
         found = likeliest_first(found, game.moves[-1].to_square if game.moves else None)
         placed_at = engine.pieces_placed_at() if pieces is not None else None
-        changes = [(c.t, c.sq, c.piece) for c in engine.pieces_changes() if c.plies >= engine.plies]
+        changes = [(c.t, c.sq, c.piece) for c in engine.pieces_changes() if c.plies >= engine.plies] \
+            if placed_at is not None else []
         if placed_at is not None:
             # The board told when each piece was lifted and put down: the plies in the order it reported them.
             begun = engine.position.board
