@@ -242,7 +242,7 @@ def likeliest_first(found: list[Explanation], last_to: chess.Square | None) -> l
 
 
 #: The most orders of one set of plies :func:`in_landing_order` tries (each side's plies permuted among its turns).
-MAX_ORDERS = 2_000
+MAX_LANDING_ORDERS = 2_000
 
 
 def landed_out_of_order(moves: Sequence[chess.Move], placed_at: dict[chess.Square, int]) -> int:
@@ -304,7 +304,7 @@ def in_landing_order(start: chess.Board, moves: Sequence[chess.Move], placed_at:
     with what a board that names its pieces reported: the fewest lifts and placements the other way round
     (:func:`order_disagreement` over ``changes``), then the fewest pieces landed the other way round
     (:func:`landed_out_of_order`); ``moves`` as they are when no order agrees better or there are too many orders
-    to try (:data:`MAX_ORDERS`).
+    to try (:data:`MAX_LANDING_ORDERS`).
 
     The search for lost plies keeps one path to each position it passes, so of 1. e4 e5 2. Nf3 and 1. Nf3 e5 2.
     e4 it may keep either; a DGT board that showed e4 land long before f3 tells which was played."""
@@ -316,7 +316,7 @@ def in_landing_order(start: chess.Board, moves: Sequence[chess.Move], placed_at:
     if best_score == (0, 0) or len(moves) < 3:
         return best
     ours, theirs = list(moves[0::2]), list(moves[1::2])
-    if math.factorial(len(ours)) * math.factorial(len(theirs)) > MAX_ORDERS:
+    if math.factorial(len(ours)) * math.factorial(len(theirs)) > MAX_LANDING_ORDERS:
         return best
     target = start.copy(stack=False)
     for move in moves:
