@@ -10,7 +10,7 @@ import chess
 from touchmove.records import Lift, Place, Record, Snapshot
 from touchmove.rules import Engine, Event
 from touchmove.rules.identity import PieceWatch, shown_by, under_way
-from touchmove.rules.recovery import in_landing_order, landed_out_of_order, order_disagreement
+from touchmove.rules.recovery import explanations, in_landing_order, landed_out_of_order, order_disagreement, unreported
 
 SETTLE_MS = 300     # the bridge's for a DGT board
 
@@ -223,3 +223,43 @@ def test_a_snapshot_notes_the_squares_it_shows_changed_as_lifted_and_placed_then
     assert order_disagreement(start, played, changes) == 0
     assert order_disagreement(start, found, changes) > 0
     assert in_landing_order(start, found, {chess.F3: 6100}, changes) == tuple(played)
+
+
+#: An endgame where Black's bishop goes c3-b4-d6 and e6-e5 while White's king steps out and back (game 12 of the
+#: boards bench's sample, plies 74-78).
+ENDGAME = "8/1p2k1p1/2b1p3/3p4/P2P2P1/1PbBPP2/4K3/8 b - - 1 37"
+
+
+def test_a_king_shown_stepping_out_and_back_beats_a_bishop_never_shown_moving() -> None:
+    """Bb4 Kd1 Bd6 Ke2 e5, the reports of the king's steps mixed with the bishop's: Bh7 Bd3 in place of Kd1 Ke2
+    leaves the same squares, but the board never showed h7 or d3 change and showed d1 and e2 do. Before, the
+    search kept only bishop lines (the first found per position) and recovered Bh7 and Bd3."""
+    recs: list[Record] = [
+        lift(1610, "c3"), place(1796, "b4", "b"), lift(2020, "b4"), lift(2091, "e2"), place(2091, "d1", "K"),
+        lift(2339, "d1"), place(2339, "e2", "K"), lift(2427, "e6"), place(2456, "e5", "p"), place(2700, "d6", "b")]
+    events = play(recs, chess.Board(ENDGAME))
+    assert codes(events) == ["changes_lost"]
+    assert moves_of(events)[:2] == ["Bb4", "Kd1"] and "Ke2" in moves_of(events)
+    assert "Bh7" not in moves_of(events)
+
+
+def test_the_search_tries_the_plies_on_reported_squares_first() -> None:
+    """The orders kept per position are the ones a board that names its pieces reported; unreported counts the
+    lifts and placements a line makes that the board never showed."""
+    start = chess.Board(ENDGAME)
+    truth = [chess.Move.from_uci(u) for u in ("c3b4", "e2d1", "b4d6", "d1e2", "e6e5")]
+    target = start.copy()
+    for move in truth:
+        target.push(move)
+    squares = [chess.C3, chess.B4, chess.E2, chess.D1, chess.E6]
+    lifted = sum(chess.BB_SQUARES[sq] for sq in squares)
+    placed = sum(chess.BB_SQUARES[sq] for sq in (chess.B4, chess.D1, chess.E2, chess.E5, chess.D6))
+    found = explanations(start, target.occupied, reported=(lifted, placed))
+    assert found is not None
+    assert any(e.moves[1] == chess.Move.from_uci("e2d1") for e in found)
+    seen = [(1610, chess.C3, None), (1796, chess.B4, "b"), (2020, chess.B4, None), (2091, chess.E2, None),
+            (2091, chess.D1, "K"), (2339, chess.D1, None), (2339, chess.E2, "K"), (2427, chess.E6, None),
+            (2456, chess.E5, "p"), (2700, chess.D6, "b")]
+    bishop = [chess.Move.from_uci(u) for u in ("c3b4", "d3h7", "b4d6", "h7d3", "e6e5")]
+    assert unreported(start, truth, seen) == 0
+    assert unreported(start, bishop, seen) == 4          # d3 and h7, each lifted and put down unseen

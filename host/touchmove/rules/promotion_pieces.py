@@ -63,6 +63,10 @@ class PromotionPieces(PlyWriting):
                 if pieces.exchanging(sq):
                     continue     # the pawn is being exchanged: the new piece names itself (a promote record)
             judged.append(event)
+        for event in judged:
+            if type(event) is MoveMade:
+                # the lifts and placements after its landing were the next plies', reported before it was made
+                pieces.restamp(event.t + 1, event.ply)
         if any(isinstance(e, MoveMade | MoveAmended | GameStart) for e in judged):
             wrong = pieces.wrong(self._position.board, self._t - self.settle_ms)
             if wrong:

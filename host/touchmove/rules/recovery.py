@@ -72,10 +72,13 @@ class _OutOfBudget(Exception):
 
 
 class _Budget:
-    __slots__ = ("memo", "nodes")
+    __slots__ = ("memo", "nodes", "reported")
 
-    def __init__(self, nodes: int) -> None:
+    def __init__(self, nodes: int, reported: tuple[chess.Bitboard, chess.Bitboard] | None = None) -> None:
         self.nodes = nodes
+        #: the squares a board that names its pieces reported lifted from and put down on (plies that use them
+        #: are tried first, so the orders kept per position are the ones the board showed)
+        self.reported = reported
         #: (position, plies left, move under way) -> the ways from there to the target (none: a dead end)
         self.memo: dict[tuple[object, int, bool], list[_Suffix]] = {}
 
@@ -180,7 +183,8 @@ def _reachable(board: chess.Board, target: chess.Bitboard, plies: int, extra: in
 
 def explanations(board: chess.Board, target: chess.Bitboard, max_plies: int = MAX_PLIES,
                  max_nodes: int = MAX_NODES, first: Collection[chess.Move] | None = None,
-                 min_plies: int = 1) -> list[Explanation] | None:
+                 min_plies: int = 1, reported: tuple[chess.Bitboard, chess.Bitboard] | None = None,
+                 ) -> list[Explanation] | None:
     """Return the shortest legal sequences from ``board`` that leave ``target``, or None if the search gave up.
 
     A sequence of ``n`` plies that leaves ``target`` (complete) is as long as one of ``n - 1`` plies followed by
@@ -188,14 +192,17 @@ def explanations(board: chess.Board, target: chess.Bitboard, max_plies: int = MA
     that has any gives all of that length, complete ones first. The sure position itself with a move under way
     is not searched for (the engine reads that as a move being made). An empty list: no legal sequence of up to
     ``max_plies`` plies explains the board. ``first``: the sequences begin with one of these plies (legal ones);
-    ``min_plies``: no shorter ones are searched for. :func:`search` says the same with how it ended.
+    ``min_plies``: no shorter ones are searched for; ``reported``: the squares a board that names its pieces
+    reported lifted from and put down on, whose plies are tried first. :func:`search` says the same with how it
+    ended.
     """
-    result = search(board, target, max_plies, max_nodes, first, min_plies)
+    result = search(board, target, max_plies, max_nodes, first, min_plies, reported)
     return None if result.gave_up else result.found
 
 
 def search(board: chess.Board, target: chess.Bitboard, max_plies: int = MAX_PLIES, max_nodes: int = MAX_NODES,
-           first: Collection[chess.Move] | None = None, min_plies: int = 1) -> SearchResult:
+           first: Collection[chess.Move] | None = None, min_plies: int = 1,
+           reported: tuple[chess.Bitboard, chess.Bitboard] | None = None) -> SearchResult:
     """Return what :func:`explanations` returns, with whether the search gave up and the positions visited.
 
     Lengths are tried shortest first. Within one length a ply is searched only if the plies left can still
@@ -204,9 +211,10 @@ def search(board: chess.Board, target: chess.Bitboard, max_plies: int = MAX_PLIE
     spare changes (a piece passing through a square moves twice). What a position leads to in so many plies is
     remembered, so a transposition (the same plies in another order) is searched once; at most
     :data:`MAX_ORDERS` orders are kept per position reached, and more than :data:`MAX_EXPLANATIONS` positions
-    is too ambiguous to follow (``ambiguous``).
+    is too ambiguous to follow (``ambiguous``): the plies from and to ``reported`` squares are tried first, so the
+    orders kept are the ones the board showed (Kd1 Ke2 it reported, not Bh7 Bd3 it never did).
     """
-    budget = _Budget(max_nodes)
+    budget = _Budget(max_nodes, reported)
     start = board.copy(stack=False)
     for plies in range(min_plies, max_plies + 1):
         try:
@@ -272,16 +280,32 @@ def order_disagreement(start: chess.Board, moves: Sequence[chess.Move],
     placement on a square that saw other placements is so told from them: cxd4 Nxd4 Nxd4 from Nxd4 Nxd4 cxd4 by
     the pawn seen on d4 before the knights were lifted. What was not reported (a piece there for less than a
     scan) is not counted."""
+    return _pairs_reversed(_reported(start, moves, changes)[0])
+
+
+def unreported(start: chess.Board, moves: Sequence[chess.Move],
+               changes: Sequence[tuple[int, chess.Square, str | None]]) -> int:
+    """Return how many of the lifts and placements ``moves`` make the board never reported (matched as in
+    :func:`order_disagreement`). Of two lines to one position, Kd1 Ke2 that the board showed beats Bh7 Bd3 that
+    it never did."""
+    return _reported(start, moves, changes)[1]
+
+
+def _reported(start: chess.Board, moves: Sequence[chess.Move],
+              changes: Sequence[tuple[int, chess.Square, str | None]]) -> tuple[list[int], int]:
+    """Return the report times matched to the lifts and placements of ``moves``, in the plies' order, and how many
+    had no report (:func:`order_disagreement`)."""
     by_square: dict[chess.Square, list[tuple[int, str | None]]] = {}
     for t, sq, letter in changes:
         by_square.setdefault(sq, []).append((t, letter))
     board = start.copy(stack=False)
     matched: dict[chess.Square, int] = {}
     times: list[int] = []
+    missed = 0
     for move in moves:
         piece = board.piece_at(move.from_square)
         if piece is None:
-            return 0
+            return times, missed
         landing = move.to_square
         if board.is_castling(move):
             landing = chess.square(6 if board.is_kingside_castling(move) else 2, chess.square_rank(move.from_square))
@@ -294,8 +318,10 @@ def order_disagreement(start: chess.Board, moves: Sequence[chess.Move],
             if i < len(reports):
                 times.append(reports[i][0])
                 matched[sq] = i + 1
+            else:
+                missed += 1
         board.push(move)
-    return _pairs_reversed(times)
+    return times, missed
 
 
 def in_landing_order(start: chess.Board, moves: Sequence[chess.Move], placed_at: dict[chess.Square, int],
@@ -431,7 +457,11 @@ def _ways(board: chess.Board, target: chess.Bitboard, plies: int, budget: _Budge
         return known
     occ = board.occupied
     out: list[_Suffix] = []
-    for move in _candidates(board, target, plies, occ & ~target, in_progress, must_leave=own_spare == 0):
+    candidates = _candidates(board, target, plies, occ & ~target, in_progress, must_leave=own_spare == 0)
+    if budget.reported is not None:
+        lifted, placed = budget.reported
+        candidates.sort(key=lambda m: not (lifted >> m.from_square & 1 and placed >> m.to_square & 1))
+    for move in candidates:
         _spend(budget)
         board.push(move)
         try:

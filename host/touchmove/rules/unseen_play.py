@@ -42,6 +42,7 @@ from touchmove.rules.recovery import (
     likeliest_first,
     order_disagreement,
     position_key,
+    unreported,
 )
 
 __all__ = [
@@ -194,10 +195,12 @@ class UnseenPlay:
         game = engine.current_game
         keep = len(game.moves)  # the plies of the last sure position
         taken_back = False
+        reported = _reported_squares(engine, keep - 1)
         if first is not None:
-            found = explanations(engine.position.board, engine.occupancy, max_plies=MAX_PLIES + 1, first=first)
+            found = explanations(engine.position.board, engine.occupancy, max_plies=MAX_PLIES + 1, first=first,
+                                 reported=reported)
         else:
-            found = explanations(engine.position.board, engine.occupancy)
+            found = explanations(engine.position.board, engine.occupancy, reported=reported)
             made = _made_unseen_at_rest(engine)
             if made is not None:
                 # The last ply was made when its settle time ran out, and no record came in by then: the board may
@@ -226,7 +229,10 @@ class UnseenPlay:
         pieces = engine.pieces_shown
         if pieces is not None and found:
             # A board that names its pieces: only the plies that leave them where it shows them explain it.
-            found = _shown_by_pieces(found, game.board(keep) if taken_back else engine.position.board, pieces)
+            start = game.board(keep) if taken_back else engine.position.board
+            found = _shown_by_pieces(found, start, pieces) or _longer_shown_by_pieces(
+                found, start, engine.occupancy, pieces, MAX_PLIES + 1 if first is not None else MAX_PLIES, first,
+                reported)
         if quiet and not found:
             return []
         engine.read_moves()  # many squares off after lost changes: plies lost, not the board cleared
@@ -256,7 +262,8 @@ class UnseenPlay:
         if placed_at is not None:
             # The board told when each piece was lifted and put down: the plies in the order it reported them.
             begun = engine.position.board
-            found.sort(key=lambda e: (order_disagreement(begun, e.moves, changes),
+            # the plies it reported first (Kd1 Ke2 shown beat Bh7 Bd3 never shown), then their order
+            found.sort(key=lambda e: (unreported(begun, e.moves, changes), order_disagreement(begun, e.moves, changes),
                                       landed_out_of_order(e.moves, placed_at)))
         if taken_back and first is not None:
             found.sort(key=lambda e: e.moves[0] != first[0])  # the ply as made first
@@ -313,8 +320,15 @@ class UnseenPlay:
         if played > MAX_PLIES + 2:
             engine.line.unseen.recovery = None
             return []
-        found = explanations(game.board(recovered.keep), engine.occupancy, max_plies=min(played + 3, MAX_PLIES + 2),
-                             first=recovered.first)
+        before = game.board(recovered.keep)
+        max_plies = min(played + 3, MAX_PLIES + 2)
+        reported = _reported_squares(engine, recovered.keep)
+        found = explanations(before, engine.occupancy, max_plies=max_plies, first=recovered.first, reported=reported)
+        pieces = engine.pieces_shown
+        if pieces is not None and found:
+            # Plies that only the occupancy allows are no reason to take back plies the pieces showed made.
+            found = _shown_by_pieces(found, before, pieces) or _longer_shown_by_pieces(
+                found, before, engine.occupancy, pieces, max_plies, recovered.first, reported)
         if not found:
             return []
         out = engine.take_back_to(t, recovered.keep) if played else []
@@ -542,6 +556,41 @@ def _shown_by_pieces(found: list[Explanation], start: chess.Board,
             explanation = Explanation(moves, board, explanation.in_progress)
         out.append(explanation)
     return out
+
+
+def _longer_shown_by_pieces(found: list[Explanation], start: chess.Board, occupancy: chess.Bitboard,
+                            pieces: dict[chess.Square, str], max_plies: int, first: tuple[chess.Move, ...] | None,
+                            reported: tuple[chess.Bitboard, chess.Bitboard] | None) -> list[Explanation] | None:
+    """Return the shortest sequences longer than ``found`` (the shortest by occupancy from ``start``, none of
+    which leave the named ``pieces`` where the board shows them) that do, up to ``max_plies``; [] if none do,
+    None if the search gave up. Two plies may leave the squares as one did (Qc1 Qxc1 as Qxc1): only the pieces
+    tell them apart."""
+    length = max(len(e.moves) + e.in_progress for e in found)
+    while length < max_plies:
+        longer = explanations(start, occupancy, max_plies=max_plies, first=first, min_plies=length + 1,
+                              reported=reported)
+        if not longer:
+            return longer
+        shown = _shown_by_pieces(longer, start, pieces)
+        if shown:
+            return shown
+        length = max(len(e.moves) + e.in_progress for e in longer)
+    return []
+
+
+def _reported_squares(engine: EngineInterface, plies: int) -> tuple[chess.Bitboard, chess.Bitboard] | None:
+    """Return the squares a board that names its pieces reported lifted from and put down on since the game had
+    ``plies`` plies (the search tries plies between them first), None for other boards."""
+    if engine.pieces_shown is None:
+        return None
+    lifted = placed = 0
+    for change in engine.pieces_changes():
+        if change.plies >= plies:
+            if change.piece is None:
+                lifted |= chess.BB_SQUARES[change.sq]
+            else:
+                placed |= chess.BB_SQUARES[change.sq]
+    return lifted, placed
 
 
 def _made_unseen_at_rest(engine: EngineInterface) -> chess.Move | None:
