@@ -369,7 +369,12 @@ class BoardState:
         if self._phase is not PLAYING or self._judge_at_rest or self._pending.match is not None:
             return False
         occ = self._occ
-        if occ == self._position.occ or self._position.continuable(occ):
+        if occ == self._position.occ:
+            # the squares fit; on a board that names its pieces, they may not (cxd5 Nxd5 Nxd5 Bxd5 against cxd5
+            # Bxd5 Nxd5 Nxd5: a bishop or a knight on d5)
+            return bool(self._pieces.letters) and self._pieces.contradicts(self._position.board,
+                                                                            self._t - self.settle_ms)
+        if self._position.continuable(occ):
             return False
         interrupted = self._pending.interrupted
         return not (interrupted is not None and interrupted.after(self._position).continuable(occ))

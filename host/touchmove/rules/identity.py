@@ -106,6 +106,16 @@ class PieceWatch:
                 out.append({"sq": chess.square_name(sq), "expected": expected, "found": found})
         return out
 
+    def contradicts(self, board: chess.BaseBoard, settled_by: int) -> bool:
+        """Return whether a piece put down by ``settled_by`` stands where ``board`` has another (the victim of
+        a capture read as made aside, as in :meth:`wrong`): a line of play the board's pieces rule out."""
+        for sq, found in self.letters.items():
+            piece = board.piece_at(sq)
+            if (piece is not None and piece.symbol() != found and self.since.get(sq, WHOLE_BOARD) <= settled_by
+                    and found != _victim(board, sq)):
+                return True
+        return False
+
     def placement(self, occ: chess.Bitboard) -> dict[chess.Square, str] | None:
         """Return the board's whole placement (square -> letter) on the squares of ``occ`` when it named the piece
         of each, else None (an occupancy-only board). A square of ``occ`` lifted since (the engine reads the
