@@ -295,3 +295,16 @@ def test_lines_the_squares_cannot_tell_apart_are_told_apart_by_the_pieces() -> N
     events = play(recs, chess.Board("r2q1rk1/pbpnbppp/1p2pn2/3p4/2PP4/1PNBPN2/PB3PPP/R2Q1RK1 b - - 5 9"))
     assert set(codes(events)) == {"changes_lost"}
     assert final_line(events) == ["c5", "cxd5", "Nxd5", "Nxd5", "Bxd5", "Qe2"]
+
+
+def test_a_press_while_the_pieces_show_a_move_under_way_searches_nothing() -> None:
+    """Rae1 and Nxd4 recovered from mixed scans (the knight never reported on d4), then White's pawn c3 lifted to
+    recapture and a press comes (a DGT clock's message, late). The pieces show cxd4 under way: before, the
+    press searched for lost plies and published c4 Nb5 (cxb5 under way), taken back a second later."""
+    recs: list[Record] = [
+        lift(1044, "c6"), lift(1100, "a1"), place(1100, "e1", "R"), lift(1318, "d4"), lift(1562, "c3"),
+        press(2100, chess.WHITE), place(2457, "d4", "P"), lift(3307, "d7"), place(3837, "b5", "b"),
+        lift(4800, "e1"), place(4800, "c1", "R")]
+    events = play(recs, chess.Board("r3k2r/1pqbbppp/p1nppn2/8/3NPP2/2PBBQ2/PP1N2PP/R4RK1 w kq - 4 12"))
+    assert codes(events) == ["changes_lost"]
+    assert moves_of(events) == ["Rae1", "Nxd4", "cxd4", "Bb5", "Rc1"]

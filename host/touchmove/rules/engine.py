@@ -66,6 +66,7 @@ from touchmove.rules.events import (
 )
 from touchmove.rules.game_line import Declared
 from touchmove.rules.gamelog import GameRecord
+from touchmove.rules.identity import under_way
 from touchmove.rules.pending import InterruptedMove, sliding_in
 from touchmove.rules.phases import (
     CLEARED,
@@ -550,7 +551,7 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
         if unsure is None:
             unsure = self._line.unseen.unseen_since
         if (unsure is not None and self._position.board.turn == side and self._sync is not LOST
-                and self._occ != self._position.occ):
+                and self._occ != self._position.occ and not self._pieces_under_way()):
             # The mover presses while the board shows a move under way that a snapshot told (or right after a
             # move not seen made): it may be a move whose changes were lost (a capture looks like a piece in the
             # hand, and the lifts of the last move may have been the next one's).
@@ -558,6 +559,12 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
         if self._unseen.hypotheses is not None:
             return out
         return out + self._press(record, t)
+
+    def _pieces_under_way(self) -> bool:
+        """Return whether a board that names its pieces shows the game position with one move under way (then
+        a press is no sign of lost changes: the pieces show none; a DGT clock's press comes late)."""
+        pieces = self.pieces_shown
+        return pieces is not None and under_way(self._position.board, pieces)
 
 
 def _held_change(t: int, sq: chess.Square, occupied: bool) -> Callable[[EngineInterface], list[Event]]:
