@@ -308,3 +308,15 @@ def test_a_press_while_the_pieces_show_a_move_under_way_searches_nothing() -> No
     events = play(recs, chess.Board("r3k2r/1pqbbppp/p1nppn2/8/3NPP2/2PBBQ2/PP1N2PP/R4RK1 w kq - 4 12"))
     assert codes(events) == ["changes_lost"]
     assert moves_of(events) == ["Rae1", "Nxd4", "cxd4", "Bb5", "Rc1"]
+
+
+def test_a_victim_stood_aside_is_not_the_capturing_piece_released_there() -> None:
+    """White lifts the pawn f6 to capture it, stands it on f4 (400 ms, more than a settle time), then Rxf6, and
+    takes the pawn off. On occupancy alone the rook may have rested on f4 and moved on; the board names a black
+    pawn there: before, Rf4 (released) with a touch_move alert, then a board_mismatch."""
+    recs: list[Record] = [
+        lift(1328, "f6"), place(1383, "f4", "p"), lift(1443, "f1"), place(1767, "f6", "R"), lift(1827, "f4"),
+        press(2800, chess.WHITE), lift(4600, "c8"), place(5351, "d8", "r"), press(6800, chess.BLACK)]
+    events = play(recs, chess.Board("2r3k1/p2r1p1p/1p2pp2/2p1n3/P3P3/2P3qP/1P2Q1PN/R4RK1 w - - 3 21"))
+    assert codes(events) == []
+    assert moves_of(events) == ["Rxf6", "Rcd8"]

@@ -282,6 +282,10 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
             # Its piece had rested there for the settle time before the board showed the move (a knocked piece
             # missing meanwhile).
             released = moved_on and self._pending.since - ply.last_place.get(sq, self._pending.since) >= self.settle_ms
+            if released and self._pieces.letters:
+                # a board that names its pieces: only the mover's piece rested there (not a victim stood aside)
+                letter = self._pieces.last.get(sq)
+                released = letter is None or letter.isupper() == (self._position.board.turn == chess.WHITE)
             self._pending.interrupted = InterruptedMove(match, self._pending.since, moved_on, released=released)
         if occupied:
             ply.last_place[sq] = t
