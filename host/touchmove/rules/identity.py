@@ -10,6 +10,7 @@ knight where the game has a bishop, two pieces swapped, a start position set up 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterator
 from typing import NamedTuple
 
 import chess
@@ -96,25 +97,27 @@ class PieceWatch:
         (the position's) and the piece found. Only pieces put down by ``settled_by`` are judged: one put down
         since may be the next move under way (an answer before the move it answers was made)."""
         out = []
-        for sq, found in sorted(self.letters.items()):
-            if self.since.get(sq, WHOLE_BOARD) > settled_by:
-                continue
-            piece = board.piece_at(sq)
-            expected = piece.symbol() if piece is not None else ""
-            if expected != found and expected and (sq, found) not in self.told and found != _victim(board, sq):
+        for sq, expected, found in self._differing(board, settled_by):
+            if (sq, found) not in self.told:
                 self.told.add((sq, found))
                 out.append({"sq": chess.square_name(sq), "expected": expected, "found": found})
         return out
 
     def contradicts(self, board: chess.BaseBoard, settled_by: int) -> bool:
-        """Return whether a piece put down by ``settled_by`` stands where ``board`` has another (the victim of
-        a capture read as made aside, as in :meth:`wrong`): a line of play the board's pieces rule out."""
-        for sq, found in self.letters.items():
+        """Return whether a piece put down by ``settled_by`` stands where ``board`` has another (as
+        :meth:`wrong` judges, told or not): a line of play the board's pieces rule out."""
+        return any(True for _ in self._differing(board, settled_by))
+
+    def _differing(self, board: chess.BaseBoard, settled_by: int) -> Iterator[tuple[chess.Square, str, str]]:
+        """Yield the squares, by number, whose piece put down by ``settled_by`` differs from the one ``board``
+        has there (an empty square of ``board`` is no difference; nor is the victim of a capture read as made,
+        still on its square while the capturing piece is in the hand): square, expected and found letters."""
+        for sq, found in sorted(self.letters.items()):
+            if self.since.get(sq, WHOLE_BOARD) > settled_by:
+                continue
             piece = board.piece_at(sq)
-            if (piece is not None and piece.symbol() != found and self.since.get(sq, WHOLE_BOARD) <= settled_by
-                    and found != _victim(board, sq)):
-                return True
-        return False
+            if piece is not None and piece.symbol() != found and found != _victim(board, sq):
+                yield sq, piece.symbol(), found
 
     def placement(self, occ: chess.Bitboard) -> dict[chess.Square, str] | None:
         """Return the board's whole placement (square -> letter) on the squares of ``occ`` when it named the piece

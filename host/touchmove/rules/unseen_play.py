@@ -580,11 +580,12 @@ def _longer_shown_by_pieces(found: list[Explanation], start: chess.Board, occupa
 
 def _reported_squares(engine: EngineInterface, plies: int) -> tuple[chess.Bitboard, chess.Bitboard] | None:
     """Return the squares a board that names its pieces reported lifted from and put down on since the game had
-    ``plies`` plies (the search tries plies between them first), None for other boards."""
-    if engine.pieces_shown is None:
+    ``plies`` plies (the search tries plies between them first), None for other boards (they report none)."""
+    changes = engine.pieces_changes()
+    if not changes:
         return None
     lifted = placed = 0
-    for change in engine.pieces_changes():
+    for change in changes:
         if change.plies >= plies:
             if change.piece is None:
                 lifted |= chess.BB_SQUARES[change.sq]
