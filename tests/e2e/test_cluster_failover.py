@@ -51,8 +51,10 @@ REJOIN_BOUND_S = 60.0
 EVERY_S = 0.05
 #: an arbiter's command reaches the bridge again: its QoS 1 subscription is a JetStream consumer made anew,
 #: which waits for JetStream's meta leader (any node may be that one: its election, and a refused attempt holds
-#: the connection 4 s); measured 5.3 s and 14.8 s
-COMMAND_BOUND_S = 20.0
+#: the connection 4 s, and a consumer may first be placed on the dead node); measured 5.3 s and 14.8 s, and
+#: 23.5 s and 23.8 s in 2 of 6 runs on 2026-12-04 (three 4-s refusals in a row), 41.3 s with one core held by a
+#: busy loop: a bound on NATS's elections, which this test checks end (the figures are in bench/README.md)
+COMMAND_BOUND_S = 60.0
 #: an event sent this close after a span in which the reader was not subscribed may be lost to it (QoS 0)
 AWAY_MARGIN_S = 1.0
 #: a surviving node that drops the reader has stopped delivering to it a while before: in a fresh-clone CI run
@@ -68,6 +70,8 @@ class Hub:
     retained PGN)."""
 
     arrived: dict[int, float] = field(default_factory=dict)
+    #: the warm-up events (negative ``seq``) that arrived
+    warmed: set[int] = field(default_factory=set)
     away: list[tuple[float, float]] = field(default_factory=list)
 
     def missed_while_away(self, sent_at: float) -> bool:
@@ -87,7 +91,11 @@ class Hub:
 
     def handle(self, msg: BridgeMessage, broker: int = 0) -> None:
         if msg.kind == "events" and isinstance(msg.payload, dict):
-            self.arrived.setdefault(int(msg.payload["seq"]), time.monotonic())
+            seq = int(msg.payload["seq"])
+            if seq < 0:
+                self.warmed.add(seq)
+            else:
+                self.arrived.setdefault(seq, time.monotonic())
 
 
 @pytest.fixture
@@ -123,16 +131,22 @@ def _state(cluster: NatsCluster, sent: dict[int, float], acked: list[int], hub: 
     """What a failure needs to be understood: the counts, the reader's absences, who leads what now, and the
     last lines of every node's log."""
     killed = facts.get("killed", 0.0)
-    lines = [f"sent {len(sent)}, acknowledged {len(set(acked))}, arrived {len(hub.arrived)}; "
-             f"missing {sorted(set(sent) - set(hub.arrived))[:20]}; reader away (s after the kill) "
-             f"{[(round(a - killed, 2), round(b - killed, 2)) for a, b in hub.away]}"]
-    with contextlib.suppress(Exception):
-        lines.append(f"leaders now: streams {cluster.stream_leaders()}, meta {cluster.meta_leader()}")
+    lines = []
     for node in cluster.nodes:
         with contextlib.suppress(OSError):
             log = [line for line in (cluster.workdir / f"{node.name}.log").read_text(errors="replace").splitlines()
                    if "connect to route" not in line]    # the survivors retry the dead node's route every second
             lines.append(f"--- {node.name} (last lines)\n" + "\n".join(log[-25:]))
+    with contextlib.suppress(Exception):
+        lines.append(f"leaders now: streams {cluster.stream_leaders()}, meta {cluster.meta_leader()}")
+    # the counts last: a CI log cut in the middle keeps its tail
+    unacked = sorted(set(sent) - set(acked))
+    missing = sorted(set(sent) - set(hub.arrived))
+    lines.append(f"sent {len(sent)} ({facts.get('before', '?')} before the kill), acknowledged {len(set(acked))} "
+                 f"(not: {unacked[:20]}), arrived {len(hub.arrived)}; missing {missing[:20]} sent at "
+                 f"{[round(sent[s] - killed, 2) for s in missing[:20]]} s after the kill; reader away (s after "
+                 f"the kill) {[(round(a - killed, 2), round(b - killed, 2)) for a, b in hub.away]}; "
+                 f"{ {k: v for k, v in facts.items() if k != 'killed'} }")
     return "\n".join(lines)
 
 
@@ -154,7 +168,7 @@ def test_publishing_and_reading_resume_after_a_node_dies(cluster: NatsCluster, v
         commands.append((topic, time.monotonic()))
 
     async def main() -> None:
-        link = MqttLink(config, on_command=on_command, on_acked=acked.append)
+        link = MqttLink(config, on_command=on_command, on_acked=lambda s: acked.append(s) if s > 0 else None)
         reader = ConsumerLink(hub, [BrokerConfig(host=reader_urls[0].host, port=reader_urls[0].port,  # type: ignore[arg-type]
                                                  fallbacks=reader_urls[1:], bases=(BASE,), subscribe_qos=0)])
         tasks = [asyncio.create_task(link.run()), asyncio.create_task(reader.run())]
@@ -165,6 +179,16 @@ def test_publishing_and_reading_resume_after_a_node_dies(cluster: NatsCluster, v
                 while link.endpoint is None:
                     await asyncio.sleep(0.05)
             assert cluster.node_of_port(link.endpoint.port) == kill
+            # NATS tells the other nodes of a subscription a moment after its SUBACK: until then what the bridge
+            # publishes on its node does not reach the reader (3 of 8 runs on a busy machine lost the first event,
+            # the reader never away). The count starts once a warm-up event has come through.
+            async with asyncio.timeout(30):
+                warm = 0
+                while not hub.warmed:
+                    warm -= 1
+                    link.offer_event(f"{BASE}/boards/b1/events", json.dumps({"seq": warm}).encode(), warm)
+                    await asyncio.sleep(0.2)
+            facts["warm_ups"] = -warm
             seq = 0
 
             async def publish_for(seconds: float) -> None:
@@ -190,6 +214,7 @@ def test_publishing_and_reading_resume_after_a_node_dies(cluster: NatsCluster, v
                         await asyncio.sleep(0.25)
 
             await asyncio.gather(publish_for(bound + 2.0), command_until_received())
+            facts["published_s"] = round(time.monotonic() - facts["killed"], 2)
             async with asyncio.timeout(bound + 10):     # what was sent is acknowledged and, unless the reader was
                 while len(acked) < seq or any(       # away, arrives (or the test fails below)
                         s not in hub.arrived and not hub.missed_while_away(sent[s]) for s in sent):

@@ -50,6 +50,14 @@ def nats_binary() -> str | None:
     return None
 
 
+#: first starts of a cluster whose node exited at once (its ports taken meanwhile), each with new ports
+START_TRIES = 3
+
+
+class _NodeExited(RuntimeError):
+    """A node's process ended while it was awaited."""
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -138,20 +146,35 @@ class NatsCluster:
         if binary is None:
             raise RuntimeError("nats-server is not installed (apt-get install nats-server)")
         self.binary = binary
-        if not self.nodes:
-            self.nodes = [self._node(i + 1) for i in range(self.size)]
+        # a port found free may be taken before the node binds it (a client's connection gets the same ephemeral
+        # port): a node that exits at its first start is given new ports, twice at most
+        tries = 1 if self.nodes else START_TRIES
+        for attempt in range(1, tries + 1):
+            if tries > 1:
+                for node in self.nodes:
+                    shutil.rmtree(node.store, ignore_errors=True)
+                self.nodes = [self._node(i + 1) for i in range(self.size)]
+            try:
+                self._start_nodes(timeout)
+                return self
+            except _NodeExited:
+                self._stop_nodes()
+                if attempt == tries:
+                    self.stop()
+                    raise
+            except BaseException:
+                self.stop()
+                raise
+        return self
+
+    def _start_nodes(self, timeout: float) -> None:
         for node in self.nodes:
             node.store.mkdir(parents=True, exist_ok=True)
             self._write_conf(node)
         for node in self.nodes:
             self._spawn(node)
-        try:
-            for node in self.nodes:
-                self.wait_ready(node, timeout)
-        except BaseException:
-            self.stop()
-            raise
-        return self
+        for node in self.nodes:
+            self.wait_ready(node, timeout)
 
     def _spawn(self, node: Node) -> None:
         node.proc = subprocess.Popen([self.binary, "-c", str(node.conf)], stdout=subprocess.DEVNULL,
@@ -164,8 +187,8 @@ class NatsCluster:
         last = "not started"
         while time.monotonic() < deadline:
             if node.proc is not None and node.proc.poll() is not None:
-                raise RuntimeError(f"nats-server {node.name} exited (code {node.proc.returncode}); "
-                                   f"see {self.workdir / node.name}.log")
+                raise _NodeExited(f"nats-server {node.name} exited (code {node.proc.returncode}); "
+                                  f"see {self.workdir / node.name}.log")
             last = mqtt_round_trip(node.mqtt_port, self.probe_user)
             if not last:
                 return
@@ -247,6 +270,11 @@ class NatsCluster:
         return next((i for i, n in enumerate(self.nodes) if n.mqtt_port == port), None)
 
     def stop(self) -> None:
+        self._stop_nodes()
+        if self._owns_workdir and self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+
+    def _stop_nodes(self) -> None:
         for node in self.nodes:
             if node.proc is not None and node.proc.poll() is None:
                 node.proc.terminate()
@@ -258,8 +286,6 @@ class NatsCluster:
                     node.proc.kill()
                     node.proc.wait()
                 node.proc = None
-        if self._owns_workdir and self._workdir is not None:
-            shutil.rmtree(self._workdir, ignore_errors=True)
 
     def __enter__(self) -> NatsCluster:
         return self.start()
