@@ -23,10 +23,10 @@ def place(t: int, sq: str, piece: str) -> Place:
     return Place(t=t, sq=chess.parse_square(sq), type="place", piece=piece)
 
 
-def play(recs: list[Record], start: chess.Board | None = None) -> list[Event]:
+def play(recs: list[Record], start: chess.Board | None = None, settle_ms: int = SETTLE_MS) -> list[Event]:
     """Feed a board's first report (a snapshot with its pieces) and ``recs``; return the events to the end."""
     board = start or chess.Board()
-    eng = Engine(fen=board.fen(), chess960=board.chess960, settle_ms=SETTLE_MS)
+    eng = Engine(fen=board.fen(), chess960=board.chess960, settle_ms=settle_ms)
     events = eng.feed(Snapshot(t=0, occ=board.occupied, type="snapshot", pieces=board.board_fen()))
     for rec in recs:
         events += eng.feed(rec)
@@ -320,3 +320,21 @@ def test_a_victim_stood_aside_is_not_the_capturing_piece_released_there() -> Non
     events = play(recs, chess.Board("2r3k1/p2r1p1p/1p2pp2/2p1n3/P3P3/2P3qP/1P2Q1PN/R4RK1 w - - 3 21"))
     assert codes(events) == []
     assert moves_of(events) == ["Rxf6", "Rcd8"]
+
+
+def test_a_capture_whose_piece_is_still_in_the_hand_is_not_read_as_made() -> None:
+    """f3, its scan also showing White's knight c3 taken off (Black's Nxc3 under way), the knight put down on c3,
+    and 60 ms later White's rook lifted from c1 to take back; the knight is taken off, the rook is on c3 too
+    briefly to be reported and Black's queen takes it (ChessLink game 12 of the bench's sample, fast replies).
+    The occupancy reads as Rxc3 made as well as the rook in the hand; the board names the knight on c3, so the
+    rook is in the hand. Before, a longer line was searched for and Nxc3 Rb1 recovered (Black's knight about to
+    take on b1: taken back here when the queen lands, in the game followed by wrong plies to its end). The
+    settle time is the bridge's for a ChessLink board."""
+    recs: list[Record] = [
+        lift(1000, "f2"), place(1000, "f3", "P"), lift(1000, "c3"), lift(1246, "e4"), place(1492, "c3", "n"),
+        lift(1552, "c1"), lift(1778, "c3"), lift(2393, "c7"), place(2516, "c3", "q"), lift(4000, "d1"),
+        place(4300, "c1", "Q")]
+    events = play(recs, chess.Board("rbb5/1pq2kpp/p3pn2/3p1p2/3Pn3/BPN1P3/P3BPPP/2RQ1RK1 w - - 2 17"), settle_ms=200)
+    assert "Rb1" not in moves_of(events)
+    assert set(codes(events)) <= {"changes_lost"}
+    assert final_line(events) == ["f3", "Nxc3", "Rxc3", "Qxc3", "Qc1"]

@@ -184,7 +184,7 @@ def _reachable(board: chess.Board, target: chess.Bitboard, plies: int, extra: in
 def explanations(board: chess.Board, target: chess.Bitboard, max_plies: int = MAX_PLIES,
                  max_nodes: int = MAX_NODES, first: Collection[chess.Move] | None = None,
                  min_plies: int = 1, reported: tuple[chess.Bitboard, chess.Bitboard] | None = None,
-                 ) -> list[Explanation] | None:
+                 under_way_too: bool = False) -> list[Explanation] | None:
     """Return the shortest legal sequences from ``board`` that leave ``target``, or None if the search gave up.
 
     A sequence of ``n`` plies that leaves ``target`` (complete) is as long as one of ``n - 1`` plies followed by
@@ -193,16 +193,18 @@ def explanations(board: chess.Board, target: chess.Bitboard, max_plies: int = MA
     is not searched for (the engine reads that as a move being made). An empty list: no legal sequence of up to
     ``max_plies`` plies explains the board. ``first``: the sequences begin with one of these plies (legal ones);
     ``min_plies``: no shorter ones are searched for; ``reported``: the squares a board that names its pieces
-    reported lifted from and put down on, whose plies are tried first. :func:`search` says the same with how it
-    ended.
+    reported lifted from and put down on, whose plies are tried first; ``under_way_too``: a move under way is kept
+    beside the same plies' completed sequence (a board that names its pieces tells them apart; else the move made
+    is read, :func:`completed_first`). :func:`search` says the same with how it ended.
     """
-    result = search(board, target, max_plies, max_nodes, first, min_plies, reported)
+    result = search(board, target, max_plies, max_nodes, first, min_plies, reported, under_way_too)
     return None if result.gave_up else result.found
 
 
 def search(board: chess.Board, target: chess.Bitboard, max_plies: int = MAX_PLIES, max_nodes: int = MAX_NODES,
            first: Collection[chess.Move] | None = None, min_plies: int = 1,
-           reported: tuple[chess.Bitboard, chess.Bitboard] | None = None) -> SearchResult:
+           reported: tuple[chess.Bitboard, chess.Bitboard] | None = None, under_way_too: bool = False,
+           ) -> SearchResult:
     """Return what :func:`explanations` returns, with whether the search gave up and the positions visited.
 
     Lengths are tried shortest first. Within one length a ply is searched only if the plies left can still
@@ -227,11 +229,16 @@ def search(board: chess.Board, target: chess.Bitboard, max_plies: int = MAX_PLIE
             found = [Explanation(moves, final, in_progress) for moves, final, _, in_progress in ways]
             if len({key for _, _, key, _ in ways}) > MAX_EXPLANATIONS:
                 return SearchResult([], True, max_nodes - budget.nodes, ambiguous=True)
-            # A move under way that the board shows completed is that complete sequence, found already.
-            complete = {e.moves[:-1] for e in found if not e.in_progress}
-            kept = [e for e in found if not (e.in_progress and e.moves in complete)]
-            return SearchResult(kept, False, max_nodes - budget.nodes)
+            return SearchResult(found if under_way_too else completed_first(found), False,
+                                max_nodes - budget.nodes)
     return SearchResult([], False, max_nodes - budget.nodes)
+
+
+def completed_first(found: list[Explanation]) -> list[Explanation]:
+    """Return ``found`` without the moves under way that one of them shows completed: a capture's piece in the hand
+    leaves the squares as the capture made does, and the occupancy cannot tell them apart (the move made is read)."""
+    complete = {e.moves[:-1] for e in found if not e.in_progress}
+    return [e for e in found if not (e.in_progress and e.moves in complete)]
 
 
 def likeliest_first(found: list[Explanation], last_to: chess.Square | None) -> list[Explanation]:

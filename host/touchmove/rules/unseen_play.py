@@ -35,6 +35,7 @@ from touchmove.rules.readings import GameView
 from touchmove.rules.recovery import (
     MAX_PLIES,
     Explanation,
+    completed_first,
     explanations,
     in_landing_order,
     in_published_order,
@@ -196,11 +197,13 @@ class UnseenPlay:
         keep = len(game.moves)  # the plies of the last sure position
         taken_back = False
         reported = _reported_squares(engine, keep - 1)
+        # a board that names its pieces tells a capture made from its piece still in the hand: both are searched
+        named = engine.pieces_shown is not None
         if first is not None:
             found = explanations(engine.position.board, engine.occupancy, max_plies=MAX_PLIES + 1, first=first,
-                                 reported=reported)
+                                 reported=reported, under_way_too=named)
         else:
-            found = explanations(engine.position.board, engine.occupancy, reported=reported)
+            found = explanations(engine.position.board, engine.occupancy, reported=reported, under_way_too=named)
             made = _made_unseen_at_rest(engine)
             if made is not None:
                 # The last ply was made when its settle time ran out, and no record came in by then: the board may
@@ -323,8 +326,9 @@ class UnseenPlay:
         before = game.board(recovered.keep)
         max_plies = min(played + 3, MAX_PLIES + 2)
         reported = _reported_squares(engine, recovered.keep)
-        found = explanations(before, engine.occupancy, max_plies=max_plies, first=recovered.first, reported=reported)
         pieces = engine.pieces_shown
+        found = explanations(before, engine.occupancy, max_plies=max_plies, first=recovered.first, reported=reported,
+                             under_way_too=pieces is not None)
         if pieces is not None and found:
             # Plies that only the occupancy allows are no reason to take back plies the pieces showed made.
             found = _shown_by_pieces(found, before, pieces) or _longer_shown_by_pieces(
@@ -543,7 +547,8 @@ def _sans(start: chess.Board, moves: Sequence[chess.Move]) -> list[str]:
 def _shown_by_pieces(found: list[Explanation], start: chess.Board,
                      pieces: dict[chess.Square, str]) -> list[Explanation]:
     """Return the explanations (found by occupancy from ``start``) that leave the board's named ``pieces`` where
-    it shows them, a promotion made with the piece it shows (:func:`~touchmove.rules.identity.shown_by`)."""
+    it shows them, a promotion made with the piece it shows (:func:`~touchmove.rules.identity.shown_by`); where
+    the pieces allow a capture made and the same plies with its piece still in the hand, the capture made."""
     out = []
     for explanation in found:
         moves = shown_by(explanation.moves, start, explanation.in_progress, pieces)
@@ -555,7 +560,7 @@ def _shown_by_pieces(found: list[Explanation], start: chess.Board,
                 board.push(move)
             explanation = Explanation(moves, board, explanation.in_progress)
         out.append(explanation)
-    return out
+    return completed_first(out)
 
 
 def _longer_shown_by_pieces(found: list[Explanation], start: chess.Board, occupancy: chess.Bitboard,
@@ -568,7 +573,7 @@ def _longer_shown_by_pieces(found: list[Explanation], start: chess.Board, occupa
     length = max(len(e.moves) + e.in_progress for e in found)
     while length < max_plies:
         longer = explanations(start, occupancy, max_plies=max_plies, first=first, min_plies=length + 1,
-                              reported=reported)
+                              reported=reported, under_way_too=True)
         if not longer:
             return longer
         shown = _shown_by_pieces(longer, start, pieces)
