@@ -4,6 +4,7 @@ ports, not a failed test (seen in a fresh-clone run: a node exited at once)."""
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
 
 import pytest
 
@@ -12,33 +13,34 @@ from touchmove.sim import natscluster
 from touchmove.sim.natscluster import NatsCluster
 
 
-def test_a_node_whose_port_is_taken_is_started_again_on_new_ports(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def taken() -> Iterator[int]:
+    """A port some other program listens on."""
     require_binary("nats-server", "/usr/sbin/nats-server")
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        chosen: list[int] = []
-        real = natscluster.free_port
-
-        def first_taken() -> int:
-            chosen.append(port if not chosen else real())
-            return chosen[-1]
-
-        monkeypatch.setattr(natscluster, "free_port", first_taken)
-        with NatsCluster(1) as cluster:
-            node = cluster.nodes[0]
-            assert port not in (node.client_port, node.cluster_port, node.mqtt_port, node.monitor_port)
-            assert node.pid is not None
-        assert len(chosen) == 8     # four ports for the first try, four for the second
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        yield other.getsockname()[1]
 
 
-def test_a_node_that_cannot_start_is_an_error_after_the_tries(monkeypatch: pytest.MonkeyPatch) -> None:
-    require_binary("nats-server", "/usr/sbin/nats-server")
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        monkeypatch.setattr(natscluster, "free_port", lambda: port)
-        with pytest.raises(RuntimeError, match="exited"):
-            NatsCluster(1).start(timeout=20)
+def test_a_node_whose_port_is_taken_is_started_again_on_new_ports(taken: int,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    chosen: list[int] = []
+    real = natscluster.free_port
+
+    def first_taken() -> int:
+        chosen.append(taken if not chosen else real())
+        return chosen[-1]
+
+    monkeypatch.setattr(natscluster, "free_port", first_taken)
+    with NatsCluster(1) as cluster:
+        node = cluster.nodes[0]
+        assert taken not in (node.client_port, node.cluster_port, node.mqtt_port, node.monitor_port)
+        assert node.pid is not None
+    assert len(chosen) == 8     # four ports for the first try, four for the second
+
+
+def test_a_node_that_cannot_start_is_an_error_after_the_tries(taken: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(natscluster, "free_port", lambda: taken)
+    with pytest.raises(RuntimeError, match="exited"):
+        NatsCluster(1).start(timeout=20)
