@@ -198,7 +198,8 @@ class UnseenPlay:
         taken_back = False
         reported = _reported_squares(engine, keep - 1)
         # a board that names its pieces tells a capture made from its piece still in the hand: both are searched
-        named = engine.pieces_shown is not None
+        pieces = engine.pieces_shown
+        named = pieces is not None
         if first is not None:
             found = explanations(engine.position.board, engine.occupancy, max_plies=MAX_PLIES + 1, first=first,
                                  reported=reported, under_way_too=named)
@@ -229,7 +230,6 @@ class UnseenPlay:
                     further = explanations(before, engine.occupancy, max_plies=MAX_PLIES + 1, first=slid)
                 if further:
                     found, taken_back, keep, first = further, True, keep - 1, (made, *slid)
-        pieces = engine.pieces_shown
         if pieces is not None and found:
             # A board that names its pieces: only the plies that leave them where it shows them explain it.
             start = game.board(keep) if taken_back else engine.position.board

@@ -148,9 +148,10 @@ class NatsCluster:
         self.binary = binary
         # a port found free may be taken before the node binds it (a client's connection gets the same ephemeral
         # port): a node that exits at its first start is given new ports, twice at most
-        tries = 1 if self.nodes else START_TRIES
+        first_start = not self.nodes
+        tries = START_TRIES if first_start else 1
         for attempt in range(1, tries + 1):
-            if tries > 1:
+            if first_start:
                 for node in self.nodes:
                     shutil.rmtree(node.store, ignore_errors=True)
                 self.nodes = [self._node(i + 1) for i in range(self.size)]
