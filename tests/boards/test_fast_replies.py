@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import chess
 
-from touchmove.records import Clock, Lift, Place, Record, Snapshot
+from touchmove.records import Clock, Lift, Place, Promote, Record, Snapshot
 from touchmove.rules import Engine, Event
 from touchmove.rules.identity import PieceWatch, shown_by, under_way
 from touchmove.rules.recovery import explanations, in_landing_order, landed_out_of_order, order_disagreement, unreported
@@ -338,3 +338,104 @@ def test_a_capture_whose_piece_is_still_in_the_hand_is_not_read_as_made() -> Non
     assert "Rb1" not in moves_of(events)
     assert set(codes(events)) <= {"changes_lost"}
     assert final_line(events) == ["f3", "Nxc3", "Rxc3", "Qxc3", "Qc1"]
+
+
+def test_a_capture_read_blind_waits_for_its_piece_to_land() -> None:
+    """Qxc5 read from mixed scans (Black's pawn a6 lifted to answer before the queen landed), axb5, then White's
+    bishop lifted from f1 to take back: by occupancy that is Bxb5 made, and after lost changes the victim's
+    square need not be seen lifted; the board names Black's pawn on b5 still. Black's knight is lifted 60 ms
+    after the bishop lands (ChessLink game 39 of the bench's sample, fast replies). Before, Bxb5 was made when
+    the bishop was lifted, the pawn's lift and the bishop's landing became the next ply's, and Na6 came with a
+    touch_out_of_turn alert for the bishop on b5."""
+    recs: list[Record] = [
+        lift(19499, "d6"), lift(19785, "a6"), lift(19785, "c5"), place(19815, "c5", "Q"), lift(19908, "b5"),
+        place(20154, "b5", "p"), lift(20214, "f1"), lift(20277, "b5"), place(20768, "b5", "B"),
+        lift(20828, "b8"), place(21833, "a6", "n")]
+    events = play(recs, chess.Board("rn1q1rk1/1b1p2bp/p2Qpnp1/1Pp5/P7/2N1PN2/1P3PPP/R1B1KB1R w KQ - 2 11"),
+                  settle_ms=200)
+    assert set(codes(events)) <= {"changes_lost"}
+    assert moves_of(events) == ["Qxc5", "axb5", "Bxb5", "Na6"]
+    made = {e.san: e.t for e in events if e.type == "move"}  # type: ignore[attr-defined]
+    assert made["Bxb5"] == 20768
+
+
+# ChessLink game 99 of the bench's sample, fast replies: h8=Q and Rxh8 in one scan's time, then the endgame to
+# Black's e2 taken by the rook, Black's king lifted to take back before the rook landed.
+ROOK_ENDING = "8/4R2P/8/3p4/3P1pk1/4p3/7r/4K3 w - - 2 49"
+PROMOTED_AND_TAKEN: list[Record] = [
+    lift(84133, "h7"), lift(84707, "h2"), place(84707, "h8", "Q"), Promote(t=84707, piece=chess.QUEEN),
+    lift(84830, "h8"), place(84953, "h8", "r")]
+TO_KXE2: list[Record] = [
+    lift(86222, "e1"), place(86222, "e2", "K"), lift(86714, "h8"), place(87738, "h2", "r"), lift(88844, "e2"),
+    place(88844, "d3", "K"), lift(89622, "h2"), place(89622, "d2", "r"), lift(90605, "d3"), place(90769, "c3", "K"),
+    lift(91424, "g4"), place(91547, "f3", "k"), lift(92407, "e7"), place(92571, "e5", "R"), lift(93186, "d2"),
+    place(93636, "d1", "r"), lift(94537, "c3"), place(94537, "c2", "K"), lift(95275, "e3"), place(95275, "e2", "p"),
+    lift(95335, "e5"), lift(95684, "f3"), lift(95684, "e2"), place(95714, "e2", "R"), lift(95930, "e2"),
+    place(95960, "e2", "k")]
+ROOK_ENDING_LINE = ["h8=Q", "Rxh8", "Ke2", "Rh2+", "Kd3", "Rd2+", "Kc3", "Kf3", "Re5", "Rd1", "Kc2", "e2", "Rxe2",
+                    "Kxe2"]
+
+
+def test_a_promoted_piece_taken_at_once_is_the_piece_the_board_named() -> None:
+    """The queen was named on h8 before the rook took it: the promotion is verified by the board (before, a
+    promotion_unverified alert, the square showing the rook when the plies were recovered)."""
+    events = play([*PROMOTED_AND_TAKEN, *TO_KXE2], chess.Board(ROOK_ENDING), settle_ms=200)
+    assert set(codes(events)) <= {"changes_lost"}
+    assert final_line(events) == ROOK_ENDING_LINE
+
+
+def test_a_capture_not_made_yet_is_not_a_promoted_piece_moving() -> None:
+    """The same, the queen never reported on h8 (the promotion stays unverified). Rxe2 recovered, Black's king in
+    the hand, the rook still named on e2: by occupancy, Kxe2 made, which the line with another promoted piece
+    explains too. Before, that was read as the promoted piece seen moving as a knight: h8=N amended."""
+    taken_unseen = [rec for rec in PROMOTED_AND_TAKEN if rec.t != 84707 or isinstance(rec, Lift)]
+    events = play([*taken_unseen, *TO_KXE2], chess.Board(ROOK_ENDING), settle_ms=200)
+    assert "move_amended" not in [e.type for e in events]
+    assert set(codes(events)) <= {"changes_lost", "promotion_unverified"}
+    assert final_line(events) == ROOK_ENDING_LINE
+
+
+def test_an_answer_lifted_in_the_scan_that_shows_the_move_is_no_touch_out_of_turn() -> None:
+    """Rxd2 put down and Black's rook c8 lifted 70 ms later, in one ChessLink frame: the two reports come with one
+    time, the placement first (ChessLink game 51 of the bench's sample, fast replies). The scan cannot tell which
+    came first; before, the lift was judged in White's ply, a touch_out_of_turn alert."""
+    recs: list[Record] = [lift(1000, "e2"), place(1500, "e4", "P"), lift(1500, "e7"), place(1900, "e5", "p")]
+    events = play(recs, settle_ms=200)
+    assert codes(events) == []
+    assert moves_of(events) == ["e4", "e5"]
+    # A lift of the opponent's piece before the scan that shows the move is still out of turn.
+    events = play([lift(1000, "e2"), lift(1200, "e7"), place(1300, "e7", "p"), place(1500, "e4", "P"),
+                   lift(3000, "g8"), place(3400, "f6", "n")], settle_ms=200)
+    assert codes(events) == ["touch_out_of_turn"]
+    assert moves_of(events) == ["e4", "Nf6"]
+
+
+def test_the_promoted_pawn_exchanged_before_the_settle_time_is_no_touch_out_of_turn() -> None:
+    """The pawn put on g8, taken off 220 ms later and the queen put down (4.6), a DGT board's settle time being
+    300 ms (DGT game 85 of the bench's sample, fast replies). The pawn's lift came before the promotion was made:
+    before, it was carried to Black's ply as a touch of the new queen, and White's next move came with a
+    touch_out_of_turn alert."""
+    recs: list[Record] = [lift(1000, "g7"), place(1030, "g8", "P"), lift(1250, "g8"), place(1680, "g8", "Q"),
+                          Promote(t=1680, piece=chess.QUEEN), lift(2500, "a3"), place(2700, "b2", "k"),
+                          lift(3500, "e1"), place(3700, "e2", "K")]
+    events = play(recs, chess.Board("8/6P1/8/8/8/k7/8/4K3 w - - 0 1"))
+    assert codes(events) == []
+    assert moves_of(events) == ["g8=Q", "Kb2", "Ke2"]
+
+
+def test_a_recovered_capture_under_way_is_made_when_its_piece_lands() -> None:
+    """d5 cxd5 read from one ChessLink frame, Black's pawn e6 lifted to take back, the white pawn taken off
+    245 ms later, the black one put down 423 ms after that, then O-O (ChessLink game 6 of the bench's sample,
+    fast replies). The board was judged at rest with the pieces of the record that ended the rest already
+    noted (the black pawn on d5, exd5 made) while its squares still showed the capture under way: before,
+    the plies were searched again from six plies back, exd5 dated before the white pawn's lift, and that lift
+    judged in White's ply, a touch_out_of_turn alert."""
+    recs: list[Record] = [
+        lift(13232, "c4"), lift(13232, "e6"), lift(13232, "d7"), place(13232, "d5", "P"), lift(13477, "d5"),
+        place(13900, "d5", "p"), lift(14215, "e1"), place(14461, "g1", "K"), lift(14461, "h1"),
+        place(14461, "f1", "R")]
+    events = play(recs, chess.Board("r1bqk1nr/pp1p1pbp/2n1p1p1/1N6/2Pp4/5NP1/PP2PPBP/R1BQK2R b KQkq - 1 7"),
+                  settle_ms=200)
+    assert codes(events) == ["changes_lost"]
+    assert "takeback" not in [e.type for e in events]
+    assert moves_of(events) == ["d5", "cxd5", "exd5", "O-O"]

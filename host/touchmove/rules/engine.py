@@ -109,8 +109,8 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
     def feed(self, record: Record) -> list[Event]:
         """Return the events caused by one record (time first advances to ``record.t``); a board that names its
         pieces has them judged once the position is settled (:meth:`_judge_pieces`)."""
-        pieces = self._watch_pieces(record)
         out = self._feed(record)
+        pieces = self._pieces
         if not pieces.letters:
             return out      # a board that does not name its pieces
         if isinstance(record, Snapshot):
@@ -123,9 +123,13 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
         if self._unseen.hypotheses is not None:
             followed = self._unseen.feed(self, record)
             if followed is not None:
+                self._watch_pieces(record)
                 return followed
         t = record.t if record.t > self._t else self._t
         out = self._tick(t)
+        # The pieces the record names are noted once the board at rest until its time has been judged (the
+        # hypotheses the time passed opened note them in their own feed).
+        self._watch_pieces(record)
         if self._unseen.hypotheses is not None:
             # The time passed opened hypotheses (lost changes, several explanations): the record is theirs.
             followed = self._unseen.feed(self, record)
@@ -410,8 +414,10 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
             # alone, an answer that leaves the squares as they were: a Chess960 castling of king and rook).
             ply = self._evidence
             since = ply.lifted_since(interrupted.t)
-            answer = interrupted.after(self._position).explain(self._occ, since, ply.lifts_unseen, ply.held & since,
-                                                      ply.last_lift, ply.last_place)
+            after = interrupted.after(self._position)
+            answer = after.explain(self._occ, since, ply.lifts_unseen, ply.held & since, ply.last_lift, ply.last_place)
+            if answer is not None and self._victim_shown(answer, after.board.turn):
+                answer = None  # (a blind answer's capture, its victim still on the square)
             touchdown = None if answer is None else pending_double_step_stood_aside(self, interrupted, answer, t)
             if touchdown is not None:
                 out += self._make(*touchdown)  # the single step, stood aside before it settled, then its capture

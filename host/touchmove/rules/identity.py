@@ -88,6 +88,26 @@ class PieceWatch:
         """Return the letter the board gave the piece on ``sq``, if it gave one."""
         return self.letters.get(sq)
 
+    def piece_at(self, sq: chess.Square, t: int) -> str | None:
+        """Return the letter the board gave the piece on ``sq`` at device time ``t`` (None: empty then, or not
+        said): the engine reads a change after its chatter filter held it, when later reports are in already."""
+        for change in reversed(self.changes):
+            if change.sq == sq and change.t <= t:
+                return change.piece
+        return self.letters.get(sq)
+
+    def promoted_on(self, sq: chess.Square, white: bool, plies: int) -> str | None:
+        """Return the last piece of the promoting side (``white``; not a pawn or king) the board named on ``sq``
+        in a game of ``plies`` plies or more: the new piece of a promotion captured since."""
+        for change in reversed(self.changes):
+            if change.plies < plies:
+                break
+            letter = change.piece
+            if (change.sq == sq and letter is not None and letter.upper() not in ("P", "K")
+                    and letter.isupper() == white):
+                return letter
+        return None
+
     def exchanging(self, sq: chess.Square) -> bool:
         """Return True when ``sq`` is empty after a pawn stood on it (a promotion's pawn being exchanged)."""
         return sq not in self.letters and self.last.get(sq) in ("P", "p")

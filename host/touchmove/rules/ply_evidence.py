@@ -61,15 +61,19 @@ class PlyEvidence:
                 self.touches.touch(position, sq)
         self.last_place.update({sq: at for sq, at in earlier.last_place.items() if at >= since})
 
-    def carry_late(self, earlier: PlyEvidence, made_at: int, position: Position) -> None:
+    def carry_late(self, earlier: PlyEvidence, made_at: int, position: Position, at_once: chess.Bitboard = 0,
+                   exchanged: chess.Bitboard = 0) -> None:
         """Take the lifts of ``earlier`` after ``made_at``, the time its move showed (the opponent started before
-        the settle time was over), and its places after that time."""
+        the settle time was over), and those at that time of the ``at_once`` squares (reported in the scan that
+        showed the move), and its places after that time. A lift of an ``exchanged`` square (the promoted pawn
+        taken off for the new piece, 4.6) is no touch."""
         for at, sq in earlier.lifts:
-            if at > made_at:
+            if at > made_at or (at == made_at and at_once & chess.BB_SQUARES[sq]):
                 self.held |= earlier.held & chess.BB_SQUARES[sq]  # two pieces in hand (a Chess960 swap castling)
                 self.lifted |= chess.BB_SQUARES[sq]
                 self.first_lift.setdefault(sq, at)
                 self.lifts.append((at, sq))
                 self.last_lift[sq] = at
-                self.touches.touch(position, sq)
+                if not exchanged & chess.BB_SQUARES[sq]:
+                    self.touches.touch(position, sq)
         self.last_place.update({sq: placed for sq, placed in earlier.last_place.items() if placed > made_at})

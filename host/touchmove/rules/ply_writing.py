@@ -27,14 +27,13 @@ class PlyWriting(BoardState):
     def _explain(self, position: Position, ply: PlyEvidence) -> Footprint | None:
         """Return the legal move the board shows from ``position`` with the lifts of ``ply``, if any."""
         shown = explain_shown(self._occ, position, ply, self._line.presses)
-        watch = self._pieces
-        if shown is not None and watch.letters:
-            # A board that names its pieces: a capture whose square still shows the victim is not made yet (the
-            # capturing piece is in the hand).
-            letter = watch.piece_on(shown.move.to_square)
-            if letter is not None and letter.isupper() != position.board.turn:
-                return None
-        return shown
+        return None if shown is None or self._victim_shown(shown, position.board.turn) else shown
+
+    def _victim_shown(self, shown: Footprint, mover: chess.Color) -> bool:
+        """Return whether a board that names its pieces still shows the opponent's piece on the square ``shown``
+        moves to: a capture not made yet (the capturing piece is in the hand)."""
+        letter = self._pieces.piece_at(shown.move.to_square, self._changed_at) if self._pieces.changes else None
+        return letter is not None and letter.isupper() != mover
 
     def _make(self, shown: Footprint, t: int) -> list[Event]:
         position, ply = self._position, self._evidence
@@ -63,17 +62,25 @@ class PlyWriting(BoardState):
         self._line.unseen.unseen_since = (ply.unsure_since if ply.unsure_since is not None
                                           else self._t if ply.lifts_unseen else None)
         out.append(MoveMade(game.number, t, number, move.uci(), san, self._position.fen()))
-        late = [(at, sq) for at, sq in ply.lifts if at > t]
+        # The opponent's pieces lifted in the scan that showed the move, off its squares: the answer begun (the
+        # scan cannot tell which came first; no touch out of turn on that).
+        at_once = 0
+        for at, sq in ply.lifts:
+            if at == t and not shown.involved & chess.BB_SQUARES[sq] and board.color_at(sq) == (not board.turn):
+                at_once |= chess.BB_SQUARES[sq]
+        late = [(at, sq) for at, sq in ply.lifts if at > t or at_once & chess.BB_SQUARES[sq]]
         if late:
             # Lifts after the move showed belong to the next ply (the opponent started before the settle time
             # was over); they are judged there, not here.
             earlier = Touches()
             for sq in ply.touches.order:
-                if ply.first_lift.get(sq, t) <= t:
+                first = ply.first_lift.get(sq, t)
+                if first < t or (first == t and not at_once & chess.BB_SQUARES[sq]):
                     earlier.touch(position, sq)
             ply.touches = earlier
             nxt = self._evidence
-            nxt.carry_late(ply, t, self._position)
+            exchanged = chess.BB_SQUARES[move.to_square] if move.promotion is not None else 0
+            nxt.carry_late(ply, t, self._position, at_once, exchanged)
             # The answer may be on the board already (a Chess960 castling that leaves the squares as they were).
             answer = self._explain(self._position, nxt)
             if answer is not None:

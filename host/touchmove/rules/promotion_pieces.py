@@ -55,9 +55,12 @@ class PromotionPieces(PlyWriting):
         for event in out:
             if isinstance(event, Alert) and event.code == "promotion_unverified":
                 sq = chess.parse_square(str(event.detail["sq"]))
+                white = chess.square_rank(sq) == 7
                 letter = pieces.piece_on(sq)
-                if letter is not None and letter.upper() not in ("P", "K") and letter.isupper() == (
-                        chess.square_rank(sq) == 7):       # the promoting side's piece, not an answer's
+                if letter is None or letter.upper() in ("P", "K") or letter.isupper() != white:
+                    # not the promoting side's piece (an answer's capture): the one it took, if the board named it
+                    letter = pieces.promoted_on(sq, white, event.ply - 1)
+                if letter is not None:
                     judged += self._promote(event.t, chess.Piece.from_symbol(letter).piece_type)
                     continue
                 if pieces.exchanging(sq):

@@ -444,6 +444,8 @@ def promotion_seen(view: BoardView) -> tuple[int, chess.Move] | None:
     piece than assumed (the promoted piece moving as that piece would), else None."""
     game = view.current_game
     promotions = view.line.promotions
+    if explain_shown(view.occupancy, view.position, view.evidence, view.line.presses) is not None:
+        return None  # the game's own line shows it (a board that names its pieces may not have it made yet)
     for number in sorted(promotions, reverse=True):
         if promotions[number] or number < len(game.moves) - PROMOTION_LOOKBACK:
             continue
