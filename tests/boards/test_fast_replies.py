@@ -439,3 +439,56 @@ def test_a_recovered_capture_under_way_is_made_when_its_piece_lands() -> None:
     assert codes(events) == ["changes_lost"]
     assert "takeback" not in [e.type for e in events]
     assert moves_of(events) == ["d5", "cxd5", "exd5", "O-O"]
+
+
+def test_a_victim_lifted_in_the_scan_that_shows_the_move_is_the_answers_capture() -> None:
+    """a6 put down and White's bishop's victim, the knight c6, lifted in the same ChessLink frame (the capture
+    begun victim first, ChessLink game 68 of the bench's sample: exd5 and White's pawn c3 lifted). The lift is of
+    the mover's own piece, which the answer can take: before, a touch_move alert (the knight c6 touched)."""
+    opening = [lift(1000, "e2"), place(1300, "e4", "P"), lift(2000, "e7"), place(2300, "e5", "p"),
+               lift(3000, "g1"), place(3300, "f3", "N"), lift(4000, "b8"), place(4300, "c6", "n"),
+               lift(5000, "f1"), place(5300, "b5", "B")]
+    events = play([*opening, lift(6000, "a7"), place(6300, "a6", "p"), lift(6300, "c6"), lift(6500, "b5"),
+                   place(6700, "c6", "B")], settle_ms=200)
+    assert codes(events) == []
+    assert moves_of(events) == ["e4", "e5", "Nf3", "Nc6", "Bb5", "a6", "Bxc6"]
+    # Black's own piece that no answer can take, lifted in that report and put back: Black's touch after his
+    # pawn (no breach), not carried into White's ply as a touch out of turn.
+    events = play([*opening, lift(6000, "a7"), place(6300, "a6", "p"), lift(6300, "h8"), place(6400, "h8", "r"),
+                   lift(7500, "b5"), place(7700, "a4", "B")], settle_ms=200)
+    assert moves_of(events) == ["e4", "e5", "Nf3", "Nc6", "Bb5", "a6", "Ba4"]
+    assert codes(events) == []
+
+
+def test_the_pieces_are_judged_when_the_answer_shown_is_made() -> None:
+    """Kg6 with Black's bishop f4 lifted in the same frame (White's Rxf4 begun victim first), the rook put on f4
+    250 ms later; Kg6 is made when the board has rested (ChessLink game 72 of the bench's sample). Before, the
+    pieces were judged against the position after Kg6, Rxf4 shown but not made yet: a board_mismatch (a rook on
+    f4 where the game has a bishop)."""
+    recs: list[Record] = [
+        lift(101664, "f7"), place(101664, "g6", "k"), lift(101664, "f4"), lift(101787, "f5"),
+        place(101910, "f4", "R"), lift(102606, "d3"), lift(103180, "b3"), place(104409, "d3", "r")]
+    events = play(recs, chess.Board("8/5k2/8/5R2/5b2/1r1P4/5PKP/8 b - - 0 54"), settle_ms=200)
+    assert "board_mismatch" not in codes(events)
+    assert final_line(events) == ["Kg6", "Rxf4", "Rxd3"]
+
+
+def test_a_kings_step_with_a_rook_in_the_hand_is_not_castling_under_way() -> None:
+    """Rxh5 recovered, then White's Rxh5 never reported (Black took the rook back within one debounce) and Kf3
+    (ChessLink game 68 of the bench's sample). The pieces show White's king on f3, his rook g5 and Black's f5
+    off: read as two of White's pieces in the hand, a king and a rook, as if castling. Before, that was a move
+    under way, then a board_mismatch. Now the plies are searched: from the start of this short game the pieces
+    leave several lines (a rook still in the hand: Rf3 Kxf3 Rxh5 and others), the game's among them."""
+    recs: list[Record] = [
+        lift(122144, "h7"), place(122144, "h5", "r"), lift(122267, "h5"), lift(122759, "g5"),
+        place(123414, "h5", "r"), lift(123414, "f5"), lift(124110, "g2"), place(124110, "f3", "K")]
+    events = play(recs, chess.Board("8/4k2r/8/5rRP/8/4B3/5PK1/8 b - - 0 64"), settle_ms=200)
+    assert set(codes(events)) <= {"changes_lost"}
+    last = [e for e in events if e.type == "alert"][-1]
+    assert ["Rxh5", "Rxh5", "Rxh5", "Kf3"] in last.detail["candidates"]  # type: ignore[attr-defined]
+    board = chess.Board("8/4k3/8/5rRr/8/4B3/5PK1/8 w - - 0 65")   # after Rxh5, as recovered first
+    pieces = {sq: p.symbol() for sq, p in board.piece_map().items()}
+    for gone in ("g2", "g5", "f5"):
+        del pieces[chess.parse_square(gone)]
+    pieces[chess.F3] = "K"
+    assert not under_way(board, pieces)  # a king's step and a rook in the hand: no castling under way

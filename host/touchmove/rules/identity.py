@@ -211,8 +211,10 @@ def under_way(board: chess.Board, pieces: dict[chess.Square, str]) -> bool:
     placed += [(sq, letter) for sq, letter in pieces.items() if board.piece_at(sq) is None]
     if len(lifted) > 2 or len(victims) > 1 or any(letter.isupper() != side for _, letter in placed):
         return False
-    if len(lifted) == 2 and {board.piece_type_at(sq) for sq in lifted} != {chess.KING, chess.ROOK}:
-        return False  # two of one side's pieces in the air: castling, not a piece put where its own one stood
+    if len(lifted) == 2 and not any(board.is_castling(m) and {m.from_square, _castling_rook(board, m)} == set(lifted)
+                                    for m in board.generate_castling_moves()):
+        return False  # two of one side's pieces in the air: only a king and rook castling (not a king's step
+        # with a rook in the hand after plies not seen)
     moves = list(board.generate_legal_moves(chess.SquareSet(lifted).mask if lifted else chess.BB_ALL))
     for victim in victims:
         if not any(board.is_capture(m) and _captured_square(board, m) == victim for m in moves):
@@ -227,6 +229,13 @@ def under_way(board: chess.Board, pieces: dict[chess.Square, str]) -> bool:
     # king's lift and put-back hidden by the scan) is no move under way
     return not any(_shows(board, m, pieces) for m in board.generate_legal_moves(
         chess.SquareSet(lifted).mask | board.kings & board.occupied_co[side]))
+
+
+def _castling_rook(board: chess.Board, move: chess.Move) -> chess.Square:
+    """Return the square of the rook that castling ``move`` moves."""
+    if board.chess960:
+        return move.to_square  # python-chess gives a Chess960 castling as the king taking its rook
+    return chess.square(7 if chess.square_file(move.to_square) == 6 else 0, chess.square_rank(move.from_square))
 
 
 def _shows(board: chess.Board, move: chess.Move, pieces: dict[chess.Square, str]) -> bool:

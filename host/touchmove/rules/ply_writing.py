@@ -62,12 +62,19 @@ class PlyWriting(BoardState):
         self._line.unseen.unseen_since = (ply.unsure_since if ply.unsure_since is not None
                                           else self._t if ply.lifts_unseen else None)
         out.append(MoveMade(game.number, t, number, move.uci(), san, self._position.fen()))
-        # The opponent's pieces lifted in the scan that showed the move, off its squares: the answer begun (the
-        # scan cannot tell which came first; no touch out of turn on that).
+        # Lifts in the report that showed the move, off its squares, of a piece the answer can move or capture:
+        # the answer begun (one report cannot tell which came first; no touch on that for this ply).
         at_once = 0
+        answers: set[chess.Square] | None = None
         for at, sq in ply.lifts:
-            if at == t and not shown.involved & chess.BB_SQUARES[sq] and board.color_at(sq) == (not board.turn):
-                at_once |= chess.BB_SQUARES[sq]
+            if at != t or shown.involved & chess.BB_SQUARES[sq]:
+                continue
+            if board.color_at(sq) == board.turn:
+                if answers is None:
+                    answers = {m.to_square for m in after.generate_legal_captures()}
+                if sq not in answers:
+                    continue  # the mover's own piece, which no answer can take: his touch
+            at_once |= chess.BB_SQUARES[sq]
         late = [(at, sq) for at, sq in ply.lifts if at > t or at_once & chess.BB_SQUARES[sq]]
         if late:
             # Lifts after the move showed belong to the next ply (the opponent started before the settle time

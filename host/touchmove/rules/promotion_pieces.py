@@ -70,7 +70,8 @@ class PromotionPieces(PlyWriting):
             if type(event) is MoveMade:
                 # the lifts and placements after its landing were the next plies', reported before it was made
                 pieces.restamp(event.t + 1, event.ply)
-        if any(isinstance(e, MoveMade | MoveAmended | GameStart) for e in judged):
+        if self._pending.match is None and any(isinstance(e, MoveMade | MoveAmended | GameStart) for e in judged):
+            # (with a move shown and waiting out its settle time, the pieces are judged when it is made)
             wrong = pieces.wrong(self._position.board, self._t - self.settle_ms)
             if wrong:
                 judged.append(self.alert(judged[-1].t, "board_mismatch", "7.4", self.ply_number, {
