@@ -64,6 +64,30 @@ async def one_attempt(attempt: Coroutine[Any, Any, T]) -> T:
     return task.result()
 
 
+#: The logger aiomqtt gives its clients when none is passed (the bridge's and the broadcaster's).
+AIOMQTT_LOGGER = "mqtt"
+
+
+class LateAcknowledgement(logging.Filter):
+    """Turns aiomqtt's traceback for an acknowledgement whose request had given up already (a SUBACK that came
+    after its subscribe timed out, or was cancelled by a stop) into one warning line: nothing is lost (the
+    subscription is tried again, or the process is stopping), and a command's output carries no traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.msg, str) and record.msg.startswith("Unexpected message ID"):
+            record.exc_info = record.exc_text = None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.msg += " (an answer after its request gave up: ignored)"
+        return True
+
+
+def tame_late_acknowledgements() -> None:
+    """Install :class:`LateAcknowledgement` on aiomqtt's logger (once)."""
+    logger = logging.getLogger(AIOMQTT_LOGGER)
+    if not any(isinstance(f, LateAcknowledgement) for f in logger.filters):
+        logger.addFilter(LateAcknowledgement())
+
+
 def connect_timeout(rounds_failed: int) -> float:
     """Return how long a CONNACK may take after ``rounds_failed`` whole rounds of the nodes failed in a row."""
     return min(CONNECT_TIMEOUT_MAX_S, CONNECT_TIMEOUT_S * (1 << min(max(rounds_failed, 0), 8)))

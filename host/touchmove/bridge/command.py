@@ -14,6 +14,7 @@ from touchmove import __version__
 from touchmove.bridge import checkpoint
 from touchmove.bridge.daemon import Bridge
 from touchmove.bridge.journal_lock import JournalLocked
+from touchmove.broker_connection import tame_late_acknowledgements
 from touchmove.config import BridgeConfig, ConfigError, load
 from touchmove.errors import EXIT_USAGE, CommandError
 from touchmove.stop_signals import StopSignals
@@ -35,6 +36,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run_command(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    tame_late_acknowledgements()
     try:
         config = load(args.config)
         checkpoint.ensure_key(checkpoint.key_path(config.checkpoint_key))

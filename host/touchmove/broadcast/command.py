@@ -12,6 +12,7 @@ from pathlib import Path
 from touchmove.broadcast.arbiter_book import accounts_summary, book_for
 from touchmove.broadcast.service import BroadcastService
 from touchmove.broadcast.tournament import TournamentError, load_tournament
+from touchmove.broker_connection import tame_late_acknowledgements
 from touchmove.stop_signals import StopSignals
 
 
@@ -46,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    tame_late_acknowledgements()
     try:
         tournament = load_tournament(args.config)
         if args.round is not None:
