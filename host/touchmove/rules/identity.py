@@ -102,10 +102,8 @@ class PieceWatch:
         for change in reversed(self.changes):
             if change.plies < plies:
                 break
-            letter = change.piece
-            if (change.sq == sq and letter is not None and letter.upper() not in ("P", "K")
-                    and letter.isupper() == white):
-                return letter
+            if change.sq == sq and new_piece_of(change.piece, white):
+                return change.piece
         return None
 
     def exchanging(self, sq: chess.Square) -> bool:
@@ -154,6 +152,11 @@ class PieceWatch:
         return out
 
 
+def new_piece_of(letter: str | None, white: bool) -> bool:
+    """Return whether ``letter`` names a piece a pawn of that side (``white``) can promote to."""
+    return letter is not None and letter.upper() not in ("P", "K") and letter.isupper() == white
+
+
 def _victim(board: chess.BaseBoard, sq: chess.Square) -> str | None:
     """Return the letter of the piece the last move of ``board`` captured on ``sq`` (still on the board while the
     capturing piece is in the hand: a capture whose squares read as made), else None."""
@@ -177,7 +180,7 @@ def shown_by(moves: tuple[chess.Move, ...], start: chess.Board, in_progress: boo
     for move in moves:
         if move.promotion is not None:
             letter = pieces.get(move.to_square)
-            if letter is not None and letter.upper() not in ("P", "K") and letter.isupper() == board.turn:
+            if letter is not None and new_piece_of(letter, board.turn):
                 move = chess.Move(move.from_square, move.to_square, chess.Piece.from_symbol(letter).piece_type)
         played.append(move)
         board.push(move)

@@ -13,7 +13,7 @@ import chess
 from touchmove.records import Lift, Place, Record, Snapshot
 from touchmove.rules.events import Alert, Event, GameStart, MoveAmended, MoveMade
 from touchmove.rules.footprints import Position, fen_of
-from touchmove.rules.identity import PieceWatch
+from touchmove.rules.identity import PieceWatch, new_piece_of
 from touchmove.rules.outcome import game_over
 from touchmove.rules.ply_writing import PlyWriting
 from touchmove.rules.readings import promotion_under_way, replay_with
@@ -57,7 +57,7 @@ class PromotionPieces(PlyWriting):
                 sq = chess.parse_square(str(event.detail["sq"]))
                 white = chess.square_rank(sq) == 7
                 letter = pieces.piece_on(sq)
-                if letter is None or letter.upper() in ("P", "K") or letter.isupper() != white:
+                if not new_piece_of(letter, white):
                     # not the promoting side's piece (an answer's capture): the one it took, if the board named it
                     letter = pieces.promoted_on(sq, white, event.ply - 1)
                 if letter is not None:

@@ -444,11 +444,11 @@ def promotion_seen(view: BoardView) -> tuple[int, chess.Move] | None:
     piece than assumed (the promoted piece moving as that piece would), else None."""
     game = view.current_game
     promotions = view.line.promotions
-    if explain_shown(view.occupancy, view.position, view.evidence, view.line.presses) is not None:
-        return None  # the game's own line shows it (a board that names its pieces may not have it made yet)
-    for number in sorted(promotions, reverse=True):
-        if promotions[number] or number < len(game.moves) - PROMOTION_LOOKBACK:
-            continue
+    unverified = [number for number in sorted(promotions, reverse=True)
+                  if not promotions[number] and number >= len(game.moves) - PROMOTION_LOOKBACK]
+    if not unverified or explain_shown(view.occupancy, view.position, view.evidence, view.line.presses) is not None:
+        return None  # (the game's own line shows it: a board that names its pieces may not have it made yet)
+    for number in unverified:
         original = game.moves[number - 1]
         before = game.board(number - 1)
         for alternative in promotion_alternatives(before, original):
