@@ -492,3 +492,16 @@ def test_a_kings_step_with_a_rook_in_the_hand_is_not_castling_under_way() -> Non
         del pieces[chess.parse_square(gone)]
     pieces[chess.F3] = "K"
     assert not under_way(board, pieces)  # a king's step and a rook in the hand: no castling under way
+
+
+def test_the_last_movers_late_press_is_no_evidence_on_the_answer_under_way() -> None:
+    """White's Qc6 pressed late (a DGT clock is read up to a second late), while Black takes it with his queen,
+    the captured queen carried off over d6: the answer is judged when the board rests (Qxc6+), not at the press
+    (before: Qd6 Qxd6 recovered at the press, then lost changes)."""
+    start = chess.Board("6k1/8/6q1/8/8/5Q2/8/7K w - - 0 1")
+    events = play([lift(1000, "f3"), place(1100, "c6", "Q"), lift(1700, "g6"), lift(1750, "c6"),
+                   place(1800, "d6", "Q"), Clock(t=1850, side=chess.WHITE, remaining=None), lift(2000, "d6"),
+                   place(2050, "c6", "q")], start)
+    assert moves_of(events) == ["Qc6", "Qxc6+"]
+    assert codes(events) == []
+

@@ -552,9 +552,11 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
         elif self._pending.interrupted is not None and self._position.board.turn == side:
             # The mover's press: the opponent's hand was already moving.
             out += self._make(*self._pending.take_interrupted())
-        elif self._judge_at_rest and not (self._position.board.turn != side and sliding_in(self._position, self._occ)):
-            # (The last mover's press as the answer slides onto its square, sensed there before its own square
-            # empties, is no evidence on that answer: it is judged when the board rests.)
+        elif self._judge_at_rest and not (self._position.board.turn != side and (
+                sliding_in(self._position, self._occ) or self._evidence.touches.own is not None)):
+            # (The last mover's press is no evidence on an answer already under way: its piece lifted (a DGT
+            # clock's press is read up to a second late), or sliding onto its square, sensed there before its own
+            # square empties. It is judged when the board rests.)
             self._judge_at_rest = False
             out += self._unexplained(self._changed_at)
         unsure = self._evidence.unsure_since
