@@ -7,7 +7,9 @@ the move it answers, within one DGT scan). The engine's settle time is the bridg
 DGT boards, 200 for the others. A game is *exact* when the engine's moves are the game's, *recovered* when
 they are but some came from the lost-changes search (a ``changes_lost`` alert: the scans mixed plies and the
 pieces shown told which); else it ends on ``changes_lost`` (the only alert), ``board_mismatch``,
-``illegal_move`` or another alert, or is *wrong* without an alert (the figure that must stay 0).
+``illegal_move`` or another alert, or is *wrong* without an alert (the figure that must stay 0). The last
+figures count the games whose every position the board's reports showed, in order (no ply hidden in a scan with
+the next), and how many of them came back: all must.
 
 Part 2, per board type: the emulator on a pty at real speed, the real bridge (``touchmove run``) and a private
 Mosquitto; the time from a piece's placement on the emulated board to the ``move`` event on MQTT (median, p90,
@@ -28,11 +30,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import chess
 import chess.pgn
 
+from touchmove.records import Lift, Place, Snapshot
 from touchmove.rules import Engine
 from touchmove.sim import hands, harness, timeline
 from touchmove.sim.demo import DEFAULT_PGN, read_game
@@ -93,6 +97,34 @@ def outcome(got: list[str], want: list[str], alerts: list[str]) -> str:
 COLUMNS = ("exact", "recovered", "changes_lost", "board_mismatch", "illegal_move", "other alert", "wrong")
 
 
+def every_position_shown(start: chess.Board, moves: list[chess.Move], records: Sequence[object]) -> bool:
+    """Return whether the board's reports showed the pieces of every position of the game, in order (then its
+    moves are plain to read; else some ply was never shown whole: two plies in one scan, or changes lost)."""
+    state = {sq: p.symbol() for sq, p in start.piece_map().items()}
+    shown: list[frozenset[tuple[int, str]]] = []
+    for record in records:
+        if isinstance(record, Lift):
+            state.pop(record.sq, None)
+        elif isinstance(record, Place) and record.piece is not None:
+            state[record.sq] = record.piece
+        elif isinstance(record, Snapshot) and record.pieces is not None:
+            state = {sq: p.symbol() for sq, p in chess.BaseBoard(record.pieces).piece_map().items()}
+        else:
+            continue
+        now = frozenset(state.items())
+        if not shown or shown[-1] != now:
+            shown.append(now)
+    board, at = start.copy(stack=False), 0
+    for move in moves:
+        board.push(move)
+        want = frozenset((sq, p.symbol()) for sq, p in board.piece_map().items())
+        while at < len(shown) and shown[at] != want:
+            at += 1
+        if at == len(shown):
+            return False
+    return True
+
+
 def games_given_back(limit: int, protocols: list[str], styles: list[str]) -> None:
     games = load(limit)
     print(f"part 1: {len(games)} shared games per board type and hands (simulated clock)")
@@ -101,6 +133,7 @@ def games_given_back(limit: int, protocols: list[str], styles: list[str]) -> Non
         for style_name in styles:
             style = STYLES[style_name]
             counts = dict.fromkeys(COLUMNS, 0)
+            shown = shown_back = 0
             t0 = time.monotonic()
             for i, (start, moves) in enumerate(games):
                 events = piece_timeline(start, moves, random.Random(i), style)
@@ -109,7 +142,11 @@ def games_given_back(limit: int, protocols: list[str], styles: list[str]) -> Non
                 got, alerts = replay(start, run.records, max(200, run.translator.min_settle_ms))
                 kind = outcome(got, [m.uci() for m in moves], alerts)
                 counts[kind if kind in counts else "other alert"] += 1
+                if every_position_shown(start, moves, run.records):
+                    shown += 1
+                    shown_back += kind in ("exact", "recovered")
             print(f"{protocol:10} {style_name:14} " + " ".join(f"{counts[c]:>14}" for c in COLUMNS)
+                  + f"   every position shown: {shown}, given back {shown_back}"
                   + f"   ({time.monotonic() - t0:.0f} s)", flush=True)
 
 
