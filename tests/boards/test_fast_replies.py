@@ -10,7 +10,15 @@ import chess
 from touchmove.records import Clock, Lift, Place, Promote, Record, Snapshot
 from touchmove.rules import Engine, Event
 from touchmove.rules.identity import PieceWatch, shown_by, under_way
-from touchmove.rules.recovery import explanations, in_landing_order, landed_out_of_order, order_disagreement, unreported
+from touchmove.rules.recovery import (
+    Explanation,
+    explanations,
+    in_landing_order,
+    landed_out_of_order,
+    order_disagreement,
+    unaccounted,
+    unreported,
+)
 
 SETTLE_MS = 300     # the bridge's for a DGT board
 
@@ -505,3 +513,31 @@ def test_the_last_movers_late_press_is_no_evidence_on_the_answer_under_way() -> 
     assert moves_of(events) == ["Qc6", "Qxc6+"]
     assert codes(events) == []
 
+
+
+def test_pieces_named_one_after_another_on_a_square_are_plies_not_a_move_under_way() -> None:
+    """Rxh8 Rxh8 within one debounce, then c4: the board named White's rook on g8 (sliding) and on h8, then Black's
+    rook on h8. c4 with Rxb8 under way (a8 and b8 empty, the black rook a8 in the hand) leaves the same squares
+    and pieces one ply shorter, but accounts for neither white rook: the three plies are recovered (before: c4,
+    then lost changes)."""
+    start = chess.Board("rR5r/4k3/8/8/8/2P5/8/1K6 w - - 0 1")
+    events = play([lift(1000, "h8"), lift(1150, "b8"), place(1300, "g8", "R"), lift(1655, "a8"), lift(1655, "g8"),
+                   place(1655, "h8", "R"), lift(1780, "h8"), place(1900, "h8", "r"), lift(2640, "c3"),
+                   place(2760, "c4", "P")], start, settle_ms=200)
+    assert moves_of(events) == ["Rxh8", "Rxh8", "c4"]
+    assert set(codes(events)) == {"changes_lost"}
+
+
+def test_unaccounted_counts_the_pieces_named_that_no_position_or_slide_of_the_line_has() -> None:
+    start = chess.Board("rR5r/4k3/8/8/8/2P5/8/1K6 w - - 0 1")
+    changes = [(1450, chess.G8, "R"), (1655, chess.H8, "R"), (1900, chess.H8, "r"), (2760, chess.C4, "P"),
+               (1000, chess.H8, None)]
+    played = [chess.Move.from_uci(m) for m in ("b8h8", "a8h8", "c3c4")]
+    board = start.copy()
+    for move in played:
+        board.push(move)
+    assert unaccounted(start, Explanation(tuple(played), board), changes) == 0
+    short = start.copy()
+    short.push(chess.Move.from_uci("c3c4"))
+    # c4 with Black's Rxb8 under way: the black rook on h8 stood there, the white rooks on g8 and h8 never did
+    assert unaccounted(start, Explanation((chess.Move.from_uci("c3c4"),), short, in_progress=True), changes) == 2

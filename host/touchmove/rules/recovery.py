@@ -72,13 +72,19 @@ class _OutOfBudget(Exception):
 
 
 class _Budget:
-    __slots__ = ("memo", "nodes", "reported")
+    __slots__ = ("memo", "nodes", "pieces", "reported")
 
-    def __init__(self, nodes: int, reported: tuple[chess.Bitboard, chess.Bitboard] | None = None) -> None:
+    def __init__(self, nodes: int, reported: tuple[chess.Bitboard, chess.Bitboard] | None = None,
+                 pieces: dict[chess.Square, str] | None = None) -> None:
         self.nodes = nodes
         #: the squares a board that names its pieces reported lifted from and put down on (plies that use them
         #: are tried first, so the orders kept per position are the ones the board showed)
         self.reported = reported
+        #: the pieces such a board shows now (square, colour, type): each that a position lacks is put there by a
+        #: ply of its side (:func:`_landings_fit`)
+        self.pieces = None if pieces is None else [
+            (sq, piece.color, piece.piece_type) for sq, letter in pieces.items()
+            for piece in (chess.Piece.from_symbol(letter),)]
         #: (position, plies left, move under way) -> the ways from there to the target (none: a dead end)
         self.memo: dict[tuple[object, int, bool], list[_Suffix]] = {}
 
@@ -176,6 +182,42 @@ def _leaves_fit(occ: chess.Bitboard, own: chess.Bitboard, other: chess.Bitboard,
     return spare if spare >= 0 else None
 
 
+def _landings_fit(board: chess.Board, pieces: list[tuple[chess.Square, chess.Color, chess.PieceType]], plies: int,
+                  in_progress: bool) -> bool:
+    """Return whether each side's plies left can put down every piece of its that the board names where
+    ``board`` has none or another (a bound: False is sure). Each ply puts down one piece, castling two. A piece of
+    the same side and another type, neither pawn nor king, is no count (a promotion's piece, searched as a
+    queen); with a move under way at the end, its side's pieces are not counted (a sliding piece shows on the
+    squares it crosses). The occupancy's bounds cannot see a piece standing where the board names another."""
+    need = _pieces_missing(board, pieces)
+    mover = board.turn
+    left = {mover: (plies + 1) // 2, not mover: plies // 2}
+    last = mover if plies % 2 == 0 else not mover    # the side whose move is under way at the end
+    for color in (chess.WHITE, chess.BLACK):
+        if in_progress and color == last:
+            continue
+        castles = 1 if plies and board.castling_rights & board.occupied_co[color] & _CASTLING_RANKS else 0
+        if need[color] > left[color] + castles:
+            return False
+    return True
+
+
+def _pieces_missing(board: chess.Board, pieces: list[tuple[chess.Square, chess.Color, chess.PieceType]],
+                    ) -> list[int]:
+    """Return how many of the named ``pieces`` of each side (by colour) ``board`` lacks on their squares (see
+    :func:`_landings_fit`)."""
+    need = [0, 0]
+    for sq, color, piece_type in pieces:
+        have = board.piece_type_at(sq)
+        if have == piece_type and board.color_at(sq) == color:
+            continue
+        if (have is not None and board.color_at(sq) == color and have not in (chess.PAWN, chess.KING)
+                and piece_type not in (chess.PAWN, chess.KING)):
+            continue
+        need[color] += 1
+    return need
+
+
 def _reachable(board: chess.Board, target: chess.Bitboard, plies: int, extra: int) -> bool:
     """Return whether ``target`` may be reached in ``plies`` plies (a bound: False is sure, True is a maybe)."""
     return _spare(board, target, plies, extra) is not None
@@ -184,7 +226,8 @@ def _reachable(board: chess.Board, target: chess.Bitboard, plies: int, extra: in
 def explanations(board: chess.Board, target: chess.Bitboard, max_plies: int = MAX_PLIES,
                  max_nodes: int = MAX_NODES, first: Collection[chess.Move] | None = None,
                  min_plies: int = 1, reported: tuple[chess.Bitboard, chess.Bitboard] | None = None,
-                 under_way_too: bool = False) -> list[Explanation] | None:
+                 under_way_too: bool = False, pieces: dict[chess.Square, str] | None = None,
+                 ) -> list[Explanation] | None:
     """Return the shortest legal sequences from ``board`` that leave ``target``, or None if the search gave up.
 
     A sequence of ``n`` plies that leaves ``target`` (complete) is as long as one of ``n - 1`` plies followed by
@@ -195,16 +238,18 @@ def explanations(board: chess.Board, target: chess.Bitboard, max_plies: int = MA
     ``min_plies``: no shorter ones are searched for; ``reported``: the squares a board that names its pieces
     reported lifted from and put down on, whose plies are tried first; ``under_way_too``: a move under way is kept
     beside the same plies' completed sequence (a board that names its pieces tells them apart; else the move made
-    is read, :func:`completed_first`). :func:`search` says the same with how it ended.
+    is read, :func:`completed_first`); ``pieces``: the pieces such a board shows now, a bound on the plies
+    searched (each piece named where a position has none or another is put there by a ply of its side; the
+    explanations are still to be checked against them). :func:`search` says the same with how it ended.
     """
-    result = search(board, target, max_plies, max_nodes, first, min_plies, reported, under_way_too)
+    result = search(board, target, max_plies, max_nodes, first, min_plies, reported, under_way_too, pieces)
     return None if result.gave_up else result.found
 
 
 def search(board: chess.Board, target: chess.Bitboard, max_plies: int = MAX_PLIES, max_nodes: int = MAX_NODES,
            first: Collection[chess.Move] | None = None, min_plies: int = 1,
            reported: tuple[chess.Bitboard, chess.Bitboard] | None = None, under_way_too: bool = False,
-           ) -> SearchResult:
+           pieces: dict[chess.Square, str] | None = None) -> SearchResult:
     """Return what :func:`explanations` returns, with whether the search gave up and the positions visited.
 
     Lengths are tried shortest first. Within one length a ply is searched only if the plies left can still
@@ -216,7 +261,7 @@ def search(board: chess.Board, target: chess.Bitboard, max_plies: int = MAX_PLIE
     is too ambiguous to follow (``ambiguous``): the plies from and to ``reported`` squares are tried first, so the
     orders kept are the ones the board showed (Kd1 Ke2 it reported, not Bh7 Bd3 it never did).
     """
-    budget = _Budget(max_nodes, reported)
+    budget = _Budget(max_nodes, reported, pieces)
     start = board.copy(stack=False)
     for plies in range(min_plies, max_plies + 1):
         try:
@@ -296,6 +341,27 @@ def unreported(start: chess.Board, moves: Sequence[chess.Move],
     :func:`order_disagreement`). Of two lines to one position, Kd1 Ke2 that the board showed beats Bh7 Bd3 that
     it never did."""
     return _reported(start, moves, changes)[1]
+
+
+def unaccounted(start: chess.Board, explanation: Explanation,
+                changes: Sequence[tuple[int, chess.Square, str | None]]) -> int:
+    """Return how many of the pieces a board that names them reported put down (``changes`` as in
+    :func:`order_disagreement`) the plies of ``explanation`` from ``start`` do not account for: a piece counts
+    when some position of the line has it on that square (a landing, or a piece put back), when a move of the
+    line carries it across that square (a slide), or when it is of the side whose move is under way. Two rooks
+    shown one after the other on h8 (Rxh8 Rxh8 made) are not Rxb8 under way from a8."""
+    board = start.copy(stack=False)
+    seen = {(sq, piece.symbol()) for sq, piece in board.piece_map().items()}
+    for move in explanation.moves:
+        piece = board.piece_at(move.from_square)
+        if piece is not None and piece.piece_type != chess.KNIGHT:
+            seen.update((sq, piece.symbol()) for sq in chess.SquareSet.between(move.from_square, move.to_square))
+        board.push(move)
+        seen.update((sq, p.symbol()) for sq, p in board.piece_map().items())
+    in_hand = board.turn if explanation.in_progress else None
+    return sum(1 for _, sq, letter in changes
+               if letter is not None and (sq, letter) not in seen
+               and (in_hand is None or letter.isupper() != (in_hand == chess.WHITE)))
 
 
 def _reported(start: chess.Board, moves: Sequence[chess.Move],
@@ -445,6 +511,8 @@ def _ways(board: chess.Board, target: chess.Bitboard, plies: int, budget: _Budge
           in_progress: bool) -> list[_Suffix]:
     """Return the ways of exactly ``plies`` more plies from ``board`` to ``target`` (remembered per position)."""
     if plies == 0:
+        if budget.pieces is not None and not _landings_fit(board, budget.pieces, 0, in_progress):
+            return []   # the named pieces are not where this line leaves them (the ambiguity cap counts it not)
         if in_progress:
             # A move under way changes three squares at most (a capture's two pieces off, or a promotion's new
             # piece placed before the pawn is lifted), castling four.
@@ -456,7 +524,8 @@ def _ways(board: chess.Board, target: chess.Bitboard, plies: int, budget: _Budge
             return [((), board.copy(stack=False), repetition_key(board), False)]
         return []
     own_spare = _bounded(board, target, plies, in_progress)
-    if own_spare is None:
+    if own_spare is None or (budget.pieces is not None and not _landings_fit(board, budget.pieces, plies,
+                                                                              in_progress)):
         return []
     key = (repetition_key(board), plies, in_progress)
     known = budget.memo.get(key)

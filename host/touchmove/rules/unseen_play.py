@@ -43,6 +43,7 @@ from touchmove.rules.recovery import (
     likeliest_first,
     order_disagreement,
     position_key,
+    unaccounted,
     unreported,
 )
 
@@ -202,9 +203,10 @@ class UnseenPlay:
         named = pieces is not None
         if first is not None:
             found = explanations(engine.position.board, engine.occupancy, max_plies=MAX_PLIES + 1, first=first,
-                                 reported=reported, under_way_too=named)
+                                 reported=reported, under_way_too=named, pieces=pieces)
         else:
-            found = explanations(engine.position.board, engine.occupancy, reported=reported, under_way_too=named)
+            found = explanations(engine.position.board, engine.occupancy, reported=reported, under_way_too=named,
+                                 pieces=pieces)
             made = _made_unseen_at_rest(engine)
             if made is not None:
                 # The last ply was made when its settle time ran out, and no record came in by then: the board may
@@ -219,15 +221,16 @@ class UnseenPlay:
                 if slid and found:
                     plies = 1 + min(len(e.moves) + e.in_progress for e in found)
                     # its piece slid on explains the board in fewer plies: that line (the shortest wins)
-                    further = explanations(before, engine.occupancy, max_plies=plies - 1, first=slid)
+                    further = explanations(before, engine.occupancy, max_plies=plies - 1, first=slid, pieces=pieces)
                     if not further:
                         further = explanations(before, engine.occupancy, min_plies=plies, max_plies=plies,
-                                               first=(made, *slid))
+                                               first=(made, *slid), pieces=pieces)
                         if further and (all(e.moves[0] == made for e in further)
                                         or len({position_key(e.board) for e in further}) == 1):
                             further = None  # no other line, or the same position either way: the ply as made
                 elif slid:
-                    further = explanations(before, engine.occupancy, max_plies=MAX_PLIES + 1, first=slid)
+                    further = explanations(before, engine.occupancy, max_plies=MAX_PLIES + 1, first=slid,
+                                           pieces=pieces)
                 if further:
                     found, taken_back, keep, first = further, True, keep - 1, (made, *slid)
         if pieces is not None and found:
@@ -236,6 +239,12 @@ class UnseenPlay:
             found = _shown_by_pieces(found, start, pieces) or _longer_shown_by_pieces(
                 found, start, engine.occupancy, pieces, MAX_PLIES + 1 if first is not None else MAX_PLIES, first,
                 reported)
+        if pieces is not None and found:
+            # (the pieces put down since the plies searched began: a ply taken back for the search, its too)
+            since_keep = [(c.t, c.sq, c.piece) for c in engine.pieces_changes() if c.plies >= keep]
+            if since_keep:
+                start = game.board(keep) if taken_back else engine.position.board
+                found = _better_told_longer(found, start, engine.occupancy, pieces, since_keep, first, reported)
         if quiet and not found:
             return []
         engine.read_moves()  # many squares off after lost changes: plies lost, not the board cleared
@@ -328,7 +337,7 @@ class UnseenPlay:
         reported = _reported_squares(engine, recovered.keep)
         pieces = engine.pieces_shown
         found = explanations(before, engine.occupancy, max_plies=max_plies, first=recovered.first, reported=reported,
-                             under_way_too=pieces is not None)
+                             under_way_too=pieces is not None, pieces=pieces)
         if pieces is not None and found:
             # Plies that only the occupancy allows are no reason to take back plies the pieces showed made.
             found = _shown_by_pieces(found, before, pieces) or _longer_shown_by_pieces(
@@ -573,7 +582,7 @@ def _longer_shown_by_pieces(found: list[Explanation], start: chess.Board, occupa
     length = max(len(e.moves) + e.in_progress for e in found)
     while length < max_plies:
         longer = explanations(start, occupancy, max_plies=max_plies, first=first, min_plies=length + 1,
-                              reported=reported, under_way_too=True)
+                              reported=reported, under_way_too=True, pieces=pieces)
         if not longer:
             return longer
         shown = _shown_by_pieces(longer, start, pieces)
@@ -581,6 +590,27 @@ def _longer_shown_by_pieces(found: list[Explanation], start: chess.Board, occupa
             return shown
         length = max(len(e.moves) + e.in_progress for e in longer)
     return []
+
+
+def _better_told_longer(found: list[Explanation], start: chess.Board, occupancy: chess.Bitboard,
+                        pieces: dict[chess.Square, str], changes: list[tuple[int, chess.Square, str | None]],
+                        first: tuple[chess.Move, ...] | None,
+                        reported: tuple[chess.Bitboard, chess.Bitboard] | None) -> list[Explanation]:
+    """Return ``found``, or the sequences one ply longer that leave the pieces where the board shows them and
+    account for more of the pieces it reported put down meanwhile (:func:`~touchmove.rules.recovery.unaccounted`):
+    c4 with Rxb8 under way leaves the squares and pieces that Rxh8 Rxh8 c4 leaves, but not the two rooks the board
+    named on h8 one after the other."""
+    missed = min(unaccounted(start, e, changes) for e in found)
+    if not missed:
+        return found
+    length = max(len(e.moves) + e.in_progress for e in found) + 1
+    longer = explanations(start, occupancy, max_plies=length, first=first, min_plies=length, reported=reported,
+                          under_way_too=True, pieces=pieces)
+    if not longer:
+        return found
+    told = [(unaccounted(start, e, changes), e) for e in _shown_by_pieces(longer, start, pieces)]
+    best = min((n for n, _ in told), default=missed)
+    return [e for n, e in told if n == best] if best < missed else found
 
 
 def _reported_squares(engine: EngineInterface, plies: int) -> tuple[chess.Bitboard, chess.Bitboard] | None:
