@@ -72,6 +72,10 @@ def run(protocol: str, start: chess.Board, events: list[Event], *, seed: int = 0
 
     ``corrupt`` may change the bytes the board sends (the framing tests)."""
     emulator = emulator_for(protocol, start, events, seed=seed, **options)
+    if protocol == "dgt":
+        from touchmove.boards import dgt
+
+        dgt.MEMORIES.clear()    # each run is a bridge of its own: no board met before (its move memory unread)
     tr = translator_for(protocol, "sim")
     out = Run(translator=tr)
     now = 0
