@@ -11,7 +11,10 @@ place      ``sq``, optional ``piece``         a square became occupied (``piece`
 snapshot   ``occ`` (16 hex digits)          the whole occupancy; bit i is square i, a1 = 0 ... h8 = 63
 heartbeat  ``occ``                          the firmware's periodic occupancy report (same meaning)
 promote    ``piece`` (q, r, b, n)           the piece chosen for the latest promotion
-clock      ``side`` (white, black)          a clock press; optional ``remaining`` ms on that clock
+clock      ``side`` (white, black)          a clock press; optional ``remaining`` ms on that clock, and
+                                            ``late_ms``: the press was read up to that long after it was
+                                            made (a DGT clock through the board: it times the ply, it is
+                                            no evidence of which move it completes)
 setup      ``fen``, optional ``chess960``   the next game starts from that position once the board matches
 takeback   ``ply``                          operator correction: plies >= ``ply`` are removed
 resync     ``moves`` (SAN/UCI) or ``fen``   arbiter's correction: the plies since the last sure position,
@@ -23,7 +26,8 @@ published  ``moves`` (SAN/UCI)              the bridge's: the current game's pli
                                             broker), evidence of the order of plies recovered unseen
 ========== ================================ ==========================================================
 
-Numbers are range-checked: ``t`` is 0 .. 2**40 ms (about 35 years), ``remaining`` 0 .. 100 hours, ``ply``
+Numbers are range-checked: ``t`` is 0 .. 2**40 ms (about 35 years), ``remaining`` 0 .. 100 hours, ``late_ms`` 0 ..
+60,000, ``ply``
 1 .. 10000, ``occ`` exactly hex digits, ``reason`` 1 .. 40 characters; a value outside raises
 :class:`OutOfRange` (a :class:`RecordError`).
 
@@ -58,6 +62,8 @@ _PIECE_LETTERS = frozenset("PNBRQKpnbrqk")
 MAX_T = 2**40
 #: Largest clock reading accepted (ms): 100 hours.
 MAX_REMAINING_MS = 100 * 3600 * 1000
+#: Largest ``late_ms`` a clock record may give (ms).
+MAX_LATE_MS = 60_000
 #: Largest ply a takeback may name.
 MAX_PLY = 10_000
 #: Longest FEN accepted in a setup record.
@@ -133,6 +139,8 @@ class Clock:
     side: chess.Color
     remaining: int | None = None
     type: Literal["clock"] = "clock"
+    #: The press was read up to this long after it was made (ms; None: at once).
+    late_ms: int | None = None
 
 
 @value
@@ -277,7 +285,10 @@ def from_dict(obj: Any) -> Record:
         remaining = obj.get("remaining")
         if remaining is not None:
             remaining = int_in_range(obj, "remaining", 0, MAX_REMAINING_MS, "milliseconds on the clock")
-        return Clock(t, side == "white", remaining)
+        late_ms = None
+        if obj.get("late_ms") is not None:
+            late_ms = int_in_range(obj, "late_ms", 0, MAX_LATE_MS, "milliseconds the press may be late")
+        return Clock(t, side == "white", remaining, late_ms=late_ms)
     if kind == "setup":
         fen = obj.get("fen")
         chess960 = obj.get("chess960", False)
@@ -365,10 +376,12 @@ def to_dict(record: Record) -> dict[str, Any]:
                 out["pieces"] = pieces
         case Promote(piece=piece):
             out["piece"] = chess.piece_symbol(piece)
-        case Clock(side=side, remaining=remaining):
+        case Clock(side=side, remaining=remaining, late_ms=late_ms):
             out["side"] = "white" if side else "black"
             if remaining is not None:
                 out["remaining"] = remaining
+            if late_ms is not None:
+                out["late_ms"] = late_ms
         case Setup(fen=fen, chess960=chess960):
             out["fen"] = fen
             if chess960:

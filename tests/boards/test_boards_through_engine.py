@@ -10,7 +10,8 @@ import chess
 import pytest
 
 from tests.host.games import require_games
-from touchmove.records import Record
+from touchmove.boards import dgt
+from touchmove.records import Clock, Record
 from touchmove.rules import Engine, Event
 from touchmove.sim import harness
 from touchmove.sim.pieces import Change, piece_timeline
@@ -82,3 +83,16 @@ def test_promotion_is_read_from_the_board() -> None:
         promotes = [r for r in run.records if r.type == "promote"]
         assert [p.piece for p in promotes] == [chess.KNIGHT], protocol  # type: ignore[attr-defined]
         assert published(engine_events(start, run.records)) == ["d7d8n", "a3b2"], protocol
+
+
+def test_dgt_clock_presses_are_told_as_read_late() -> None:
+    """The board reads a DGT clock about once a second: each press comes with ``late_ms``, and [%clk] times still
+    reach the plies."""
+    moves = [chess.Move.from_uci(u) for u in ("e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "g8f6")]
+    run = harness.run("dgt", chess.Board(), piece_timeline(chess.Board(), moves, random.Random(5)))
+    presses = [r for r in run.records if isinstance(r, Clock)]
+    assert presses and all(r.late_ms == dgt.CLOCK_READ_MS + dgt.CLOCK_AFTER_SCAN_MS for r in presses)
+    events = engine_events(chess.Board(), run.records)
+    assert published(events) == [m.uci() for m in moves]
+    assert any(e.type == "clock" for e in events)
+    assert not [e for e in events if e.type == "alert"]

@@ -541,3 +541,41 @@ def test_unaccounted_counts_the_pieces_named_that_no_position_or_slide_of_the_li
     short.push(chess.Move.from_uci("c3c4"))
     # c4 with Black's Rxb8 under way: the black rook on h8 stood there, the white rooks on g8 and h8 never did
     assert unaccounted(start, Explanation((chess.Move.from_uci("c3c4"),), short, in_progress=True), changes) == 2
+
+
+def late_press(t: int, side: chess.Color) -> Clock:
+    """A DGT clock's press, read through the board up to 1.3 s after it was made."""
+    return Clock(t=t, side=side, remaining=None, late_ms=1300)
+
+
+def test_a_press_read_late_is_no_evidence_of_the_move_it_ends() -> None:
+    """Black's press of 1...Nc6 read while his f-pawn slides f7-f6-f5 after White's quick 2. f4: the press times
+    a ply, it does not make f6 (made at the press when the press is taken as read at once, then lost changes)."""
+    recs: list[Record] = [lift(1000, "e2"), place(1100, "e4", "P"), lift(1500, "b8"), place(1600, "c6", "n"),
+                          lift(1700, "f2"), place(1800, "f4", "P"), lift(2300, "f7"), place(2330, "f6", "p")]
+    after = [lift(2560, "f6"), place(2590, "f5", "p")]
+    late = play([*recs, late_press(2330, chess.BLACK), *after])
+    assert moves_of(late) == ["e4", "Nc6", "f4", "f5"]
+    assert codes(late) == []
+    at_once = play([*recs, Clock(t=2330, side=chess.BLACK, remaining=None), *after])
+    assert moves_of(at_once)[:4] == ["e4", "Nc6", "f4", "f6"]
+
+
+def test_a_press_read_late_before_the_move_it_ends_is_no_illegal_move() -> None:
+    """White's press of e4 read before the board reports the pawn's placement (its scan): no 7.5 alert."""
+    events = play([lift(1000, "e2"), late_press(1100, chess.WHITE), place(1200, "e4", "P")])
+    assert moves_of(events) == ["e4"]
+    assert codes(events) == []
+
+
+def test_of_lines_as_long_the_one_the_named_pieces_show_is_taken() -> None:
+    """...Nd2 put down and at once taken off by White (Bxd2 begun victim first, the bishop lifted): the knight's
+    move is not lost, the board named it on d2. Nd2 with Bxd2 under way, not Ne3, Na3 or Nb2 with the bishop's
+    capture there as further candidates (before: four lines followed), then Bxd2 when the bishop lands."""
+    start = chess.Board("4k3/8/8/8/2n5/8/8/2B1K3 b - - 0 1")
+    events = play([lift(1000, "c4"), place(1100, "d2", "n"), lift(1200, "d2"), lift(1400, "c1"),
+                   place(1900, "d2", "B")], start, settle_ms=200)
+    lost = [e for e in events if e.type == "alert"]
+    assert [e.code for e in lost] == ["changes_lost"]  # type: ignore[attr-defined]
+    assert lost[0].detail.get("plies") == ["Nd2"] and "candidates" not in lost[0].detail  # type: ignore[attr-defined]
+    assert moves_of(events) == ["Nd2", "Bxd2"]

@@ -21,6 +21,8 @@ def test_each_record_type_reads() -> None:
     assert records.parse_line('{"t": 8, "type": "promote", "piece": "n"}') == Promote(8, chess.KNIGHT)
     assert records.parse_line('{"t": 9, "type": "clock", "side": "black", "remaining": 60000}') == Clock(
         9, chess.BLACK, 60000)
+    assert records.parse_line('{"t": 9, "type": "clock", "side": "white", "late_ms": 1300}') == Clock(
+        9, chess.WHITE, late_ms=1300)
     setup = records.parse_line('{"t": 10, "type": "setup", "fen": "8/8/8/8/8/8/8/K6k w - - 0 1"}')
     assert setup == Setup(10, "8/8/8/8/8/8/8/K6k w - - 0 1")
 
@@ -35,6 +37,7 @@ def test_occupancy_bit_zero_is_a1() -> None:
     '{"t": 1, "type": "lift", "sq": "e2"}',
     '{"t": 2, "type": "snapshot", "occ": "ffff00000000ffff"}',
     '{"t": 3, "type": "clock", "side": "white"}',
+    '{"t": 3, "type": "clock", "side": "black", "remaining": 59000, "late_ms": 1300}',
     '{"t": 4, "type": "setup", "fen": "8/8/8/8/8/8/8/K6k w - - 0 1", "chess960": true}',
     '{"t": 5, "type": "takeback", "ply": 3}',
     '{"t": 5, "type": "result", "result": "0-1", "reason": "time"}',
@@ -58,6 +61,8 @@ def test_round_trip(line: str) -> None:
     ('{"t": 1, "type": "snapshot", "occ": "00000000000000000"}', "16 hex"),
     ('{"t": 1, "type": "promote", "piece": "k"}', "q, r, b, n"),
     ('{"t": 1, "type": "clock", "side": "red"}', "white"),
+    ('{"t": 1, "type": "clock", "side": "white", "late_ms": 60001}', "'late_ms'"),
+    ('{"t": 1, "type": "clock", "side": "white", "late_ms": "soon"}', "'late_ms'"),
     ('{"t": 1, "type": "setup", "fen": "not a fen"}', "FEN"),
     ('{"t": 1, "type": "takeback", "ply": 0}', "'ply'"),
 ])
@@ -116,7 +121,7 @@ def test_fuzz_any_text_is_a_record_or_a_clear_error(text: str) -> None:
 
 @settings(max_examples=300)
 @given(st.dictionaries(st.sampled_from(["t", "type", "sq", "occ", "piece", "side", "fen", "ply", "chess960",
-                                        "remaining", "result", "reason"]),
+                                        "remaining", "late_ms", "result", "reason"]),
                        json_values | st.sampled_from(["1-0", "0-1", "1/2-1/2", "resignation"]), max_size=6),
        st.sampled_from(["lift", "place", "snapshot", "heartbeat", "promote", "clock", "setup", "takeback", "result",
                         None]))

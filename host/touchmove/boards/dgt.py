@@ -65,6 +65,9 @@ MIN_SETTLE_MS = 300
 SETUP = bytes((SEND_VERSION, SEND_EE_MOVES, SEND_BRD, SEND_CLK, SEND_UPDATE_NICE))
 #: A clock press is told this long (ms) after it arrives: the placement before it may still be in the scan.
 CLOCK_AFTER_SCAN_MS = 300
+#: A press reaches the board up to this long (ms) after it was made: the board reads the clock about once a
+#: second. Told with the press (``late_ms``), the engine takes it for the ply's time, never as which move it ends.
+CLOCK_READ_MS = 1000
 
 # -- EEPROM log ---------------------------------------------------------------------------------------------------
 EE_POWERUP = 0x6A
@@ -406,7 +409,8 @@ class DgtTranslator(Translator):
             return []           # the first reading (asked for at the start) is no press
         side = "white" if reading.turn == "black" else "black"
         remaining = reading.white_ms if side == "white" else reading.black_ms
-        self.clock_due.append((now + CLOCK_AFTER_SCAN_MS, {"type": "clock", "side": side, "remaining": remaining}))
+        self.clock_due.append((now + CLOCK_AFTER_SCAN_MS, {"type": "clock", "side": side, "remaining": remaining,
+                                                           "late_ms": CLOCK_READ_MS + CLOCK_AFTER_SCAN_MS}))
         return []
 
     def _clock_lines(self, now: int) -> list[dict[str, Any]]:

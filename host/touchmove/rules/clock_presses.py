@@ -40,7 +40,9 @@ class ClockPresses(PlyWriting):
             # The board was out of sync before this press (changes lost, or a mismatch already raised): the game
             # position may be behind the board, a press proves nothing.
             return []
-        if board.turn != side or self._phase not in READING:  # (the move made may have ended the game)
+        if board.turn != side or self._phase not in READING or record.late_ms:
+            # (the move made may have ended the game; a press read late may come before the board's report of
+            # the move it ends: no 7.5 on it)
             return []
         # A position no legal move can continue is an illegal move completed; the game position, or a move still in
         # progress (a piece in the hand), is a press without a move.

@@ -546,6 +546,9 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
             return out
         side = record.side
         self._has_clock = True
+        if record.late_ms:
+            # Read up to a second late (a DGT clock through the board): the ply's time, no evidence on any move.
+            return out + self._press(record, t)
         if self._pending.match is not None and self._position.board.turn == side:
             self._judge_at_rest = False
             out += self._make(*self._pending.resolve(self._position, self._occ, pressed=True))
@@ -554,9 +557,9 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
             out += self._make(*self._pending.take_interrupted())
         elif self._judge_at_rest and not (self._position.board.turn != side and (
                 sliding_in(self._position, self._occ) or self._evidence.touches.own is not None)):
-            # (The last mover's press is no evidence on an answer already under way: its piece lifted (a DGT
-            # clock's press is read up to a second late), or sliding onto its square, sensed there before its own
-            # square empties. It is judged when the board rests.)
+            # (The last mover's press is no evidence on an answer already under way: its piece lifted (he pressed
+            # late), or sliding onto its square, sensed there before its own square empties. It is judged when the
+            # board rests.)
             self._judge_at_rest = False
             out += self._unexplained(self._changed_at)
         unsure = self._evidence.unsure_since

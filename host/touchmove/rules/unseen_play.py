@@ -244,7 +244,7 @@ class UnseenPlay:
             since_keep = [(c.t, c.sq, c.piece) for c in engine.pieces_changes() if c.plies >= keep]
             if since_keep:
                 start = game.board(keep) if taken_back else engine.position.board
-                found = _better_told_longer(found, start, engine.occupancy, pieces, since_keep, first, reported)
+                found = _best_told(found, start, engine.occupancy, pieces, since_keep, first, reported)
         if quiet and not found:
             return []
         engine.read_moves()  # many squares off after lost changes: plies lost, not the board cleared
@@ -592,25 +592,26 @@ def _longer_shown_by_pieces(found: list[Explanation], start: chess.Board, occupa
     return []
 
 
-def _better_told_longer(found: list[Explanation], start: chess.Board, occupancy: chess.Bitboard,
+def _best_told(found: list[Explanation], start: chess.Board, occupancy: chess.Bitboard,
                         pieces: dict[chess.Square, str], changes: list[tuple[int, chess.Square, str | None]],
                         first: tuple[chess.Move, ...] | None,
                         reported: tuple[chess.Bitboard, chess.Bitboard] | None) -> list[Explanation]:
-    """Return ``found``, or the sequences one ply longer that leave the pieces where the board shows them and
-    account for more of the pieces it reported put down meanwhile (:func:`~touchmove.rules.recovery.unaccounted`):
-    c4 with Rxb8 under way leaves the squares and pieces that Rxh8 Rxh8 c4 leaves, but not the two rooks the board
-    named on h8 one after the other."""
-    missed = min(unaccounted(start, e, changes) for e in found)
-    if not missed:
-        return found
-    length = max(len(e.moves) + e.in_progress for e in found) + 1
-    longer = explanations(start, occupancy, max_plies=length, first=first, min_plies=length, reported=reported,
-                          under_way_too=True, pieces=pieces)
-    if not longer:
-        return found
-    told = [(unaccounted(start, e, changes), e) for e in _shown_by_pieces(longer, start, pieces)]
-    best = min((n for n, _ in told), default=missed)
-    return [e for n, e in told if n == best] if best < missed else found
+    """Return those of ``found`` that account for the most of the pieces the board reported put down meanwhile
+    (:func:`~touchmove.rules.recovery.unaccounted`: Nd2 with Bxd2 under way, not Ne3 with Bxe3, when the board
+    named the knight on d2), or the sequences one ply longer that leave the pieces where the board shows them
+    and account for more: c4 with Rxb8 under way leaves the squares and pieces that Rxh8 Rxh8 c4 leaves, but not
+    the two rooks the board named on h8 one after the other."""
+    told = [(unaccounted(start, e, changes), e) for e in found]
+    missed = min(n for n, _ in told)
+    if missed:
+        length = max(len(e.moves) + e.in_progress for e in found) + 1
+        longer = explanations(start, occupancy, max_plies=length, first=first, min_plies=length, reported=reported,
+                              under_way_too=True, pieces=pieces)
+        longer_told = [(unaccounted(start, e, changes), e) for e in _shown_by_pieces(longer or [], start, pieces)]
+        best = min((n for n, _ in longer_told), default=missed)
+        if best < missed:
+            told, missed = longer_told, best
+    return [e for n, e in told if n == missed]
 
 
 def _reported_squares(engine: EngineInterface, plies: int) -> tuple[chess.Bitboard, chess.Bitboard] | None:
