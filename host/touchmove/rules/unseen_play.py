@@ -593,9 +593,9 @@ def _longer_shown_by_pieces(found: list[Explanation], start: chess.Board, occupa
 
 
 def _best_told(found: list[Explanation], start: chess.Board, occupancy: chess.Bitboard,
-                        pieces: dict[chess.Square, str], changes: list[tuple[int, chess.Square, str | None]],
-                        first: tuple[chess.Move, ...] | None,
-                        reported: tuple[chess.Bitboard, chess.Bitboard] | None) -> list[Explanation]:
+               pieces: dict[chess.Square, str], changes: list[tuple[int, chess.Square, str | None]],
+               first: tuple[chess.Move, ...] | None,
+               reported: tuple[chess.Bitboard, chess.Bitboard] | None) -> list[Explanation]:
     """Return those of ``found`` that account for the most of the pieces the board reported put down meanwhile
     (:func:`~touchmove.rules.recovery.unaccounted`: Nd2 with Bxd2 under way, not Ne3 with Bxe3, when the board
     named the knight on d2), or the sequences one ply longer that leave the pieces where the board shows them
