@@ -21,6 +21,15 @@ def shown(found: list[Explanation] | None, start: chess.Board, pieces: dict[ches
             for e in found or [] if shown_by(e.moves, start, e.in_progress, pieces) is not None}
 
 
+def play_randomly(board: chess.Board, rng: random.Random, plies: int) -> None:
+    """Push up to ``plies`` random legal plies on ``board`` (fewer if the game ends)."""
+    for _ in range(plies):
+        moves = list(board.legal_moves)
+        if not moves:
+            return
+        board.push(rng.choice(moves))
+
+
 def test_the_bound_keeps_every_line_the_pieces_show() -> None:
     """Random games, a window of 1-4 plies lost: the lines the pieces show among those the squares allow are all
     found with the bound too (it cuts only what the pieces rule out)."""
@@ -28,18 +37,9 @@ def test_the_bound_keeps_every_line_the_pieces_show() -> None:
     compared = 0
     for _ in range(150):
         board = chess.Board()
-        for _ in range(rng.randint(6, 40)):
-            moves = list(board.legal_moves)
-            if not moves:
-                break
-            board.push(rng.choice(moves))
+        play_randomly(board, rng, rng.randint(6, 40))
         start = board.copy(stack=False)
-        plies = rng.randint(1, 4)
-        for _ in range(plies):
-            moves = list(board.legal_moves)
-            if not moves:
-                break
-            board.push(rng.choice(moves))
+        play_randomly(board, rng, rng.randint(1, 4))
         pieces = pieces_of(board)
         plain = explanations(start, board.occupied, max_plies=4, under_way_too=True)
         want = shown(plain, start, pieces)

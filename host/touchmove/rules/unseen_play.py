@@ -234,16 +234,15 @@ class UnseenPlay:
                 if further:
                     found, taken_back, keep, first = further, True, keep - 1, (made, *slid)
         if pieces is not None and found:
-            # A board that names its pieces: only the plies that leave them where it shows them explain it.
+            # A board that names its pieces: only the plies that leave them where it shows them explain it, and of
+            # those the ones that account best for the pieces it put down since the plies searched began (a ply
+            # taken back for the search, its too).
             start = game.board(keep) if taken_back else engine.position.board
             found = _shown_by_pieces(found, start, pieces) or _longer_shown_by_pieces(
                 found, start, engine.occupancy, pieces, MAX_PLIES + 1 if first is not None else MAX_PLIES, first,
                 reported)
-        if pieces is not None and found:
-            # (the pieces put down since the plies searched began: a ply taken back for the search, its too)
             since_keep = [(c.t, c.sq, c.piece) for c in engine.pieces_changes() if c.plies >= keep]
-            if since_keep:
-                start = game.board(keep) if taken_back else engine.position.board
+            if found and since_keep:
                 found = _best_told(found, start, engine.occupancy, pieces, since_keep, first, reported)
         if quiet and not found:
             return []
