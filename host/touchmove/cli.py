@@ -28,6 +28,7 @@ SUBCOMMANDS: list[tuple[str, str, str]] = [
     ("demo", "touchmove.sim.demo", "a simulated board plays a game through firmware, bridge and MQTT"),
     ("export", "touchmove.export", "write a board's recording and PGN from the bridge's journal"),
     ("broadcast", "touchmove.broadcast.command", "live round PGN and the arbiter's dashboard"),
+    ("livechess", "touchmove.livechess.command", "a LiveChess-compatible e-board API (lichess.org/dgt/play)"),
     ("broadcast-demo", "touchmove.sim.broadcast_demo", "a simulated round through a private broker, checked"),
     ("arbiters", "touchmove.broadcast.arbiter_accounts", "arbiters' accounts for the console: add, list, revoke"),
     ("init", "touchmove.samples", "write a commented sample configuration (bridge or tournament)"),

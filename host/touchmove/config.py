@@ -34,6 +34,11 @@ Example (every key is optional; these are the defaults unless noted)::
     path = "touchmove-journal.sqlite3"
     checkpoint_key = "/var/lib/touchmove/checkpoint.key"   # default: $TOUCHMOVE_CHECKPOINT_KEY, else
                                        # ~/.local/state/touchmove/checkpoint.key (created on first use)
+
+    [livechess]                        # present: `touchmove run` also serves the LiveChess-compatible API
+    host = "127.0.0.1"                 #  (docs/livechess.md); `touchmove livechess --config` reads it too
+    port = 1982
+    boards = ["e6614103e7"]            # list only these boards, in this order (default: every board, by id)
 """
 
 from __future__ import annotations
@@ -114,6 +119,15 @@ class SerialConfig:
 
 
 @dataclass(frozen=True)
+class LiveChessConfig:
+    """The LiveChess-compatible server (``[livechess]``): where it listens, which boards it lists."""
+
+    host: str = "127.0.0.1"
+    port: int = 1982
+    boards: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class BridgeConfig:
     mqtt: MqttConfig = field(default_factory=MqttConfig)
     serial: SerialConfig = field(default_factory=SerialConfig)
@@ -123,6 +137,8 @@ class BridgeConfig:
     checkpoint_key: str | None = None
     #: board id -> the USB serial number its port must have (``[boards.<id>] usb_serial``)
     board_serials: dict[str, str] = field(default_factory=dict)
+    #: the ``[livechess]`` section (None: absent, ``touchmove run`` serves no LiveChess API)
+    livechess: LiveChessConfig | None = None
 
 
 def parse_broker_url(url: str) -> dict[str, Any]:
@@ -191,7 +207,7 @@ def _check(table: dict[str, Any], name: str, allowed: dict[str, type | tuple[typ
 
 def from_dict(data: dict[str, Any]) -> BridgeConfig:
     """Return the configuration for a parsed TOML document, or raise :class:`ConfigError`."""
-    unknown = set(data) - {"mqtt", "serial", "engine", "journal", "boards"}
+    unknown = set(data) - {"mqtt", "serial", "engine", "journal", "boards", "livechess"}
     if unknown:
         raise ConfigError(f"unknown section(s): {', '.join(sorted(unknown))}")
     mqtt_kw = _mqtt_kwargs(data.get("mqtt", {}))
@@ -233,7 +249,25 @@ def from_dict(data: dict[str, Any]) -> BridgeConfig:
         raise ConfigError("[journal] checkpoint_key must be a file path")
     return BridgeConfig(MqttConfig(**mqtt_kw), serial_cfg, settle,
                         journal_t.get("path", "touchmove-journal.sqlite3"), key,
-                        _board_serials(data.get("boards", {})))
+                        _board_serials(data.get("boards", {})), _livechess(data.get("livechess")))
+
+
+def _livechess(table: Any) -> LiveChessConfig | None:
+    """Return the ``[livechess]`` settings (None without the section), or raise :class:`ConfigError`."""
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise ConfigError("[livechess] must be a table")
+    _check(table, "livechess", {"host": str, "port": int, "boards": list})
+    port = table.get("port", 1982)
+    if not 0 <= port <= 65535:
+        raise ConfigError("[livechess] port must be between 0 and 65535")
+    boards = table.get("boards", [])
+    for board in boards:
+        problem = board_ids.id_problem(board) if isinstance(board, str) else "not a string"
+        if problem is not None:
+            raise ConfigError(f"[livechess] boards: {board_ids.shown(str(board))}: {problem}")
+    return LiveChessConfig(table.get("host", "127.0.0.1"), port, tuple(boards))
 
 
 def _board_serials(boards_t: Any) -> dict[str, str]:

@@ -67,5 +67,22 @@ async def serve(config: BridgeConfig) -> int:
     signals = StopSignals(asyncio.get_running_loop(), bridge.stop)
     log.info("touchmove bridge %s, session %s, journal %s, broker %s", __version__, bridge.session,
              config.journal, config.mqtt.url)
-    await bridge.run()
+    if config.livechess is None:
+        await bridge.run()
+        return signals.status
+    from touchmove.livechess.command import broker_of  # aiohttp only when the section asks for it
+    from touchmove.livechess.server import LiveChessServer
+
+    live = config.livechess
+    server = LiveChessServer([broker_of(config.mqtt)], host=live.host, port=live.port, boards=live.boards)
+    try:
+        await server.start()
+    except OSError as exc:
+        raise CommandError(f"[livechess] cannot listen on {live.host}:{live.port}: {exc.strerror or exc}",
+                           EXIT_USAGE) from None
+    log.info("LiveChess-compatible API on %s", server.url)
+    try:
+        await bridge.run()
+    finally:
+        await server.stop()
     return signals.status

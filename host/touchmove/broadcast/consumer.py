@@ -14,11 +14,13 @@ import logging
 import os
 import uuid
 from collections.abc import Sequence
+from typing import Protocol
 
 import aiomqtt
 
 from touchmove.broadcast import bridge_topics
-from touchmove.broadcast.broadcaster import ActionError, Broadcaster
+from touchmove.broadcast.bridge_topics import BridgeMessage
+from touchmove.broadcast.broadcaster import ActionError
 from touchmove.broadcast.tournament import BrokerConfig, TournamentError
 from touchmove.broker_connection import (
     CONNECT_TIMEOUT_S,
@@ -75,11 +77,20 @@ def check_brokers(brokers: Sequence[BrokerConfig]) -> None:
                 raise TournamentError(f"[[brokers]] #{i}: {' '.join(str(exc).split())}") from None
 
 
-class MqttLink:
-    """The broadcaster's connections to the brokers."""
+class MessageSink(Protocol):
+    """What takes the decoded messages: the :class:`~touchmove.broadcast.broadcaster.Broadcaster`, or the
+    LiveChess-compatible server's boards (:mod:`touchmove.livechess`)."""
 
-    def __init__(self, hub: Broadcaster, brokers: Sequence[BrokerConfig]) -> None:
+    def handle(self, msg: BridgeMessage, broker: int = 0) -> None: ...
+
+
+class MqttLink:
+    """The broadcaster's connections to the brokers (also the LiveChess-compatible server's)."""
+
+    def __init__(self, hub: MessageSink, brokers: Sequence[BrokerConfig], client_prefix: str = "touchmove-broadcast"
+                 ) -> None:
         self.hub = hub
+        self.client_prefix = client_prefix
         self.brokers = list(brokers)
         self._clients: dict[int, aiomqtt.Client] = {}
         self.ready = [asyncio.Event() for _ in self.brokers]
@@ -131,7 +142,7 @@ class MqttLink:
     async def _read(self, index: int, cfg: BrokerConfig, node: Endpoint, nodes: Endpoints, attempt: int) -> None:
         """Connect to ``node`` of broker ``index``, subscribe, and hand every message to the broadcaster until the
         connection fails (raised) or the task is cancelled."""
-        async with make_client(cfg, f"touchmove-broadcast-{self._tag}-{index}-{attempt}", node,
+        async with make_client(cfg, f"{self.client_prefix}-{self._tag}-{index}-{attempt}", node,
                                connect_timeout(nodes.rounds_failed)) as client:
             await subscribe_all(client, [topic for base in cfg.bases
                                          for topic in bridge_topics.subscriptions(base, cfg.share_group)],
