@@ -7,10 +7,11 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PORT ?= /dev/ttyACM0
 
 PICO_JS := tests/pico/node_modules/.package-lock.json
+LICHESS_JS := tests/livechess/lichess/node_modules/.package-lock.json
 
-.PHONY: pico-deps install broker-deps system-deps test lint typecheck pytest demo broadcast-demo cluster-demo bench bench-broadcast bench-bridge bench-console bench-cluster flash mpy hardware-deps hardware-check hardware-draw bench-firmware clean
+.PHONY: pico-deps livechess-deps install broker-deps system-deps test lint typecheck pytest demo broadcast-demo cluster-demo bench bench-broadcast bench-bridge bench-console bench-cluster flash mpy hardware-deps hardware-check hardware-draw bench-firmware clean
 
-install: $(STAMP) pico-deps
+install: $(STAMP) pico-deps livechess-deps
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || \
@@ -37,6 +38,16 @@ $(PICO_JS): tests/pico/package.json tests/pico/package-lock.json
 	cd tests/pico && npm ci --no-audit --no-fund --loglevel=error
 	@touch $(PICO_JS)
 
+# lichess's DGT client (../shared/clients/lichess-dgt) bundled for headless Chromium in tests/livechess: esbuild and
+# chessops at the versions the lock file pins (npm ci).
+livechess-deps: $(LICHESS_JS)
+
+$(LICHESS_JS): tests/livechess/lichess/package.json tests/livechess/lichess/package-lock.json
+	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || \
+	  ( echo "installing nodejs and npm"; $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q nodejs npm )
+	cd tests/livechess/lichess && npm ci --no-audit --no-fund --loglevel=error
+	@touch $(LICHESS_JS)
+
 system-deps: broker-deps
 	@command -v chromium >/dev/null 2>&1 || \
 	  ( echo "installing chromium"; $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium )
@@ -47,7 +58,7 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-pytest: install system-deps pico-deps
+pytest: install system-deps pico-deps livechess-deps
 	$(BIN)/pytest -q
 
 test: lint typecheck pytest hardware-check
