@@ -44,6 +44,9 @@ settle_ms = 200                     # how long a piece must rest before its move
 path = "journal/touchmove.sqlite3"  # every record and event; the folder is created when missing
 # checkpoint_key = "/var/lib/touchmove/checkpoint.key"  # signs engine checkpoints (docs/bridge-faults.md);
 #                                   # default $TOUCHMOVE_CHECKPOINT_KEY, else ~/.local/state/touchmove/checkpoint.key
+
+# [livechess]                       # the section present: also serve a LiveChess-compatible API (lichess.org/dgt/play
+# port = 1982                       #  and LiveChess's programs) on 127.0.0.1 (docs/livechess.md)
 """
 
 TOURNAMENT = """\

@@ -73,10 +73,14 @@ class Client:
         self.number = number
         self.feeds: dict[Any, str] = {}
         self.queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self.closing = False
 
     def send(self, obj: dict[str, Any]) -> None:
+        if self.closing:
+            return
         if self.queue.qsize() >= QUEUE_LIMIT:
             log.warning("client %d reads nothing (%d messages waiting): closed", self.number, QUEUE_LIMIT)
+            self.closing = True
             self.queue.put_nowait(None)
             return
         self.queue.put_nowait(dumps(obj))
