@@ -31,13 +31,18 @@ from pathlib import Path
 
 import aiohttp
 import aiomqtt
-import chess
 
 from touchmove import wire
 from touchmove.sim.broadcast_boards import SimBoard, SimBridge
 from touchmove.sim.local_broker import LocalBroker, free_port
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def pct(values: list[float], p: float) -> float:
@@ -84,7 +89,7 @@ async def reference(port: int, base: str, clock: Clock, ready: asyncio.Event) ->
         async for message in mqtt.messages:
             event = json.loads(bytes(message.payload))  # type: ignore[arg-type]
             if event.get("type") == "move":
-                at = clock.published.get((event["board"], chess.Board(event["fen"]).board_fen()))
+                at = clock.published.get((event["board"], str(event["fen"]).split(" ")[0]))
                 if at is not None:
                     clock.reference.append(time.monotonic() - at)
 
@@ -143,8 +148,10 @@ async def run_one(boards: int, clients: int, seconds: float, pace: tuple[float, 
                 await asyncio.sleep(1.0)       # the subscriptions' first feeds
                 rng = random.Random(seed)
                 until = time.monotonic() + seconds
+                cpu_before = cpu_seconds(server.pid)
                 await asyncio.gather(*(play(sim, random.Random(rng.random()), clock, until, pace) for sim in sims))
                 await asyncio.sleep(2.0)       # the last feeds
+                cpu = cpu_seconds(server.pid) - cpu_before
                 stop.set()
                 for task in tasks:
                     task.cancel()
@@ -161,7 +168,8 @@ async def run_one(boards: int, clients: int, seconds: float, pace: tuple[float, 
             "feeds": len(clock.feeds), "missing": expected - len(clock.feeds),
             "p50": pct(clock.feeds, 50) * 1000, "p99": pct(clock.feeds, 99) * 1000,
             "max": max(clock.feeds, default=float("nan")) * 1000,
-            "ref50": pct(clock.reference, 50) * 1000, "ref99": pct(clock.reference, 99) * 1000}
+            "ref50": pct(clock.reference, 50) * 1000, "ref99": pct(clock.reference, 99) * 1000,
+            "cpu_ms": cpu * 1000 / max(1, moves)}
 
 
 def main() -> None:
@@ -173,14 +181,14 @@ def main() -> None:
     args = parser.parse_args()
     logging.getLogger("mqtt").setLevel(logging.ERROR)  # aiomqtt's "pending publish calls" notes
     print(f"{'boards':>6} {'clients':>7} {'moves':>6} {'moves/s':>7} {'feeds':>6} {'missing':>7} "
-          f"{'p50 ms':>7} {'p99 ms':>7} {'max ms':>7} {'ref p50':>7} {'ref p99':>7}", flush=True)
+          f"{'p50 ms':>7} {'p99 ms':>7} {'max ms':>7} {'ref p50':>7} {'ref p99':>7} {'CPU/move':>8}", flush=True)
     for boards in (int(b) for b in args.boards.split(",")):
         # one board plays fast enough to give figures; more boards at blitz pace (a ply every 2-8 s each)
         pace = (0.25, 0.75) if boards == 1 else (2.0, 8.0)
         r = asyncio.run(run_one(boards, args.clients, args.seconds, pace, args.seed))
         print(f"{r['boards']:>6} {r['clients']:>7} {r['moves']:>6} {r['rate']:>7.1f} {r['feeds']:>6} "
               f"{r['missing']:>7} {r['p50']:>7.1f} {r['p99']:>7.1f} {r['max']:>7.1f} {r['ref50']:>7.1f} "
-              f"{r['ref99']:>7.1f}", flush=True)
+              f"{r['ref99']:>7.1f} {r['cpu_ms']:>6.2f}ms", flush=True)
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ FEED = "eboardevent"
 SETUP_TIMEOUT_S = 5.0
 #: Messages queued for one client before it is taken as gone (a client that reads nothing).
 QUEUE_LIMIT = 2000
-MAX_MESSAGE = 64 * 1024
+MAX_MESSAGE = 1024 * 1024
 
 
 class CallError(Exception):
