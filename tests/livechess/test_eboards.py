@@ -4,6 +4,7 @@ change nothing, ``[livechess]`` in bridge.toml and the command's one-line errors
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 
 from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.config import ConfigError, LiveChessConfig, from_dict
+from touchmove.livechess.command import settings
 from touchmove.livechess.eboards import EBoard, EBoards, Feeds
 
 REPO = Path(__file__).resolve().parents[2]
@@ -126,3 +128,17 @@ def test_the_command_s_errors_are_one_line() -> None:
                               cwd=REPO, timeout=60)
         assert done.returncode == 2 and words in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_the_command_takes_the_bridge_s_broker_and_section_and_options_override_them(tmp_path: Path) -> None:
+    config = tmp_path / "bridge.toml"
+    config.write_text('[mqtt]\nurl = "mqtt://broker.lan:1884"\nbase_topic = "hall-a"\n\n'
+                      '[livechess]\nport = 2000\nboards = ["b1", "b2"]\n')
+    args = argparse.Namespace(config=str(config), broker=None, base=[], host=None, port=None, board=[])
+    broker, live = settings(args)
+    assert (broker.host, broker.port, broker.bases) == ("broker.lan", 1884, ("hall-a",))
+    assert live == LiveChessConfig("127.0.0.1", 2000, ("b1", "b2"))
+    args = argparse.Namespace(config=str(config), broker=None, base=["hall-b"], host="0.0.0.0", port=1982,
+                              board=["b9"])
+    broker, live = settings(args)
+    assert broker.bases == ("hall-b",) and live == LiveChessConfig("0.0.0.0", 1982, ("b9",))

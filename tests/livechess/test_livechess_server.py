@@ -177,6 +177,9 @@ def test_bad_messages_get_livechess_s_error_and_the_connection_stays(tmp_path: P
                  "subscribe first"),
                 ('{"id":11,"call":"unsubscribe","param":{"id":5}}', 11, "no feed"),
             ]
+            await ws.send_bytes(b'{"id":6,"call":"eboards"}')
+            answer = await receive(ws)
+            assert answer["response"] == "error" and "JSON text" in answer["param"]["message"]
             for text, call_id, words in bad:
                 await ws.send_str(text)
                 answer = await receive(ws)
