@@ -5,6 +5,7 @@ change nothing, ``[livechess]`` in bridge.toml and the command's one-line errors
 from __future__ import annotations
 
 import argparse
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -142,3 +143,19 @@ def test_the_command_takes_the_bridge_s_broker_and_section_and_options_override_
                               board=["b9"])
     broker, live = settings(args)
     assert broker.bases == ("hall-b",) and live == LiveChessConfig("0.0.0.0", 1982, ("b9",))
+
+
+def test_a_port_already_taken_is_one_line_for_both_commands(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        config = tmp_path / "bridge.toml"
+        config.write_text(f'[mqtt]\nurl = "mqtt://127.0.0.1:1"\n\n[journal]\npath = "{tmp_path}/j.sqlite3"\n\n'
+                          f"[livechess]\nport = {port}\n")
+        for argv in (["livechess", "--config", str(config)], ["run", "--config", str(config)]):
+            done = subprocess.run([sys.executable, "-m", "touchmove.cli", *argv], capture_output=True, text=True,
+                                  cwd=REPO, timeout=60)
+            lines = [line for line in done.stderr.splitlines() if "cannot listen" in line]
+            assert done.returncode == 2 and len(lines) == 1 and str(port) in lines[0], done.stderr
+            assert "Traceback" not in done.stderr

@@ -314,13 +314,18 @@ class LiveChessServer:
 
     async def start(self) -> None:
         """Listen (port 0: any free one, then :attr:`port` says which) and follow the brokers."""
-        self._mqtt_task = asyncio.create_task(self.mqtt.run(), name="livechess-mqtt")
         self._runner = web.AppRunner(self.app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
+        try:
+            await site.start()
+        except OSError:
+            await self._runner.cleanup()
+            self._runner = None
+            raise
         if self.port == 0:
             self.port = int(self._runner.addresses[0][1])
+        self._mqtt_task = asyncio.create_task(self.mqtt.run(), name="livechess-mqtt")
 
     async def stop(self) -> None:
         for client in list(self.clients):
