@@ -20,6 +20,7 @@ from touchmove.broadcast.event_archive import EventArchive
 from touchmove.broadcast.live_pgn import EMPTY_GAME, GameSnapshot, RoundPgn, write_atomically
 from touchmove.broadcast.round_state import DelayLine
 from touchmove.broadcast.tournament import Round, Tournament
+from touchmove.clocks import Clock
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ class RoundSource(Protocol):
     @property
     def archive(self) -> EventArchive: ...
     @property
-    def clock(self) -> Callable[[], float]: ...
+    def clock(self) -> Clock: ...
 
     def live_games(self) -> Games: ...
     def past_games(self, number: int) -> Games: ...
@@ -105,7 +106,7 @@ class PublicOutputs:
         if number is None or number == source.round.number:
             if self.delay <= 0:
                 return dict(source.live_games())
-            now = source.clock()
+            now = source.clock.monotonic()
             return {n: source.delay_line.public(n, now) for n in source.by_number}
         return source.past_games(number)
 
@@ -172,11 +173,11 @@ class PublicOutputs:
         """Keep ``round-N.pgn`` current: written at most ``write_interval`` after each change (and when a
         delayed change falls due); the round state saved with results and new games at once."""
         source = self.source
-        written_at = source.clock()
+        written_at = source.clock.monotonic()
         while True:
             # what fell due since the last write (also during the sleep below) is due now: never skipped
             due = source.delay_line.next_due(written_at) if self.delay > 0 else None
-            timeout = None if due is None else max(0.0, due - source.clock())
+            timeout = None if due is None else max(0.0, due - source.clock.monotonic())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(source.dirty.wait(), timeout)
             source.dirty.clear()
@@ -187,7 +188,7 @@ class PublicOutputs:
                 log.exception("saving the state of round %s failed", source.round.number)
             if self.written_version != source.version or due is not None:
                 try:
-                    written_at = source.clock()
+                    written_at = source.clock.monotonic()
                     self.write_now()
                 except OSError:
                     log.exception("writing %s failed", self.pgn_path)

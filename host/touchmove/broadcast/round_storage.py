@@ -12,19 +12,19 @@ import dataclasses
 import datetime as dt
 import json
 import logging
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
 from touchmove.broadcast.board_view import AlertEntry, BoardView
 from touchmove.broadcast.console import ConsoleState
+from touchmove.broadcast.delay_journal import DelayJournal, delay_path
 from touchmove.broadcast.event_archive import EventArchive
 from touchmove.broadcast.live_pgn import EMPTY_GAME, GameSnapshot, write_atomically
 from touchmove.broadcast.results import normalize_result
 from touchmove.broadcast.results_export import results_csv, results_trf
 from touchmove.broadcast.round_state import BoardGames, DelayLine, RoundRecord, load_round, save_round
 from touchmove.broadcast.tournament import Round, Tournament
+from touchmove.clocks import Clock
 
 log = logging.getLogger(__name__)
 
@@ -51,17 +51,18 @@ class Notifier(Protocol):
 class RoundStorage:
     """The current round's boards and alert feed, its delay line, and the saved state of every round."""
 
-    def __init__(self, tournament: Tournament, output_dir: Path, clock: Callable[[], float],
+    def __init__(self, tournament: Tournament, output_dir: Path, clock: Clock,
                  notifier: Notifier) -> None:
         self.tournament = tournament
         self.output_dir = output_dir
-        #: Wall-clock seconds (injected by tests: the delay and the dates follow it).
+        #: The clocks (tests give a :class:`~touchmove.clocks.ManualClock`): the delay runs on the
+        #: monotonic one, dates follow the wall one.
         self.clock = clock
         self.notifier = notifier
         #: The file's ``round``: a switch is kept across restarts while the file still says this.
         self.file_round = tournament.round
         self.round: Round = tournament.current_round()
-        self.round_started = dt.datetime.fromtimestamp(clock(), dt.UTC).date()
+        self.round_started = dt.datetime.fromtimestamp(clock.wall(), dt.UTC).date()
         self.console = ConsoleState(tournament.time_control)
         #: The console's events on disk (the round's own file, opened by its first write).
         self.archive = EventArchive(output_dir / f"round-{tournament.round}-console.jsonl")
@@ -107,7 +108,7 @@ class RoundStorage:
         self.archive.close()
         self.archive = EventArchive(self.output_dir / f"round-{number}-console.jsonl")
         record = load_round(self.output_dir, number, self.tournament.event)
-        today = dt.datetime.fromtimestamp(self.clock(), dt.UTC).date()
+        today = dt.datetime.fromtimestamp(self.clock.wall(), dt.UTC).date()
         self.round_started = record.started if record is not None else today
         self.boards = {}
         for p in self.round.pairings:
@@ -125,17 +126,42 @@ class RoundStorage:
         self.by_number = {b.pairing.board: b for b in self.boards.values()}
         if record is None:
             self._load_legacy_results()
-        self.delay_line = DelayLine(self.tournament.delay_seconds(number))
-        now = self.clock()
-        for n, view in self.by_number.items():
-            seen = record.public_snapshots(n) if record is not None and self.delay > 0 else None
-            if seen is not None:  # what was public before the restart stays public; the rest waits
-                self.delay_line.record(n, 0.0, seen)
-            self.delay_line.record(n, now, view.games.snapshots())
+        self._open_delay_line(number, record)
         self._snaps = {}
         self._snaps_dirty = set(self.by_number)
         self._durable = {n: v.games.durable_key() for n, v in self.by_number.items()}
         self._save_due = True
+
+    def _open_delay_line(self, number: int, record: RoundRecord | None) -> None:
+        """The round's delay line: from its journal (what was public before a restart, and what was still to
+        come at its time), else from the state's public view of an earlier version; then kept on disk."""
+        if self.delay_line.journal is not None:
+            self.delay_line.journal.close()
+        self.delay_line = line = DelayLine(self.tournament.delay_seconds(number))
+        if line.delay <= 0:
+            return
+        journal = DelayJournal(delay_path(self.output_dir, number), self.clock)
+        now = self.clock.monotonic()
+        for n, entries in journal.load(line.delay).items():
+            if n in self.by_number and entries:
+                line.restore(n, entries)
+        for n, view in self.by_number.items():
+            if line.has(n):
+                # the journal is never behind the saved games (it is written at each change, they every
+                # SAVE_INTERVAL): their moves since the save come back from the bridge's retained PGN
+                continue
+            seen = record.public_snapshots(n) if record is not None else None
+            if seen is not None:  # an earlier version kept what was public in the state: it stays public
+                line.record(n, now - line.delay, seen)
+            line.record(n, now, view.games.snapshots())
+        journal.rewrite(line.needed(now))
+        line.journal = journal
+
+    def compact_delay_journal(self) -> None:
+        """Rewrite the delay journal with only what the delay still needs, when it has grown."""
+        journal = self.delay_line.journal
+        if journal is not None and journal.needs_compaction:
+            journal.rewrite(self.delay_line.needed(self.clock.monotonic()))
 
     def check_round(self, number: int) -> None:
         """Raise ValueError if round ``number``'s saved state cannot be taken (before switching to it)."""
@@ -253,7 +279,7 @@ class RoundStorage:
                 games = view.games
                 self._snaps_dirty.add(view.pairing.board)
                 if self.delay_line.delay > 0:
-                    self.delay_line.record(view.pairing.board, self.clock(), games.snapshots())
+                    self.delay_line.record(view.pairing.board, self.clock.monotonic(), games.snapshots())
                 key = games.durable_key()
                 if self._durable.get(view.pairing.board) != key:
                     self._durable[view.pairing.board] = key
@@ -283,7 +309,7 @@ class RoundStorage:
     def record(self) -> RoundRecord:
         public: dict[int, list[tuple[int | None, int, str]]] = {}
         if self.delay > 0:
-            now = self.clock()
+            now = self.clock.monotonic()
             for n in self.by_number:
                 public[n] = [(g.number, g.ply, g.result) for g in self.delay_line.public(n, now)]
         return RoundRecord(self.round.number, self.round_started,
@@ -301,12 +327,13 @@ class RoundStorage:
         write_atomically(self.output_dir / "results-2026.trf",
                          results_trf(self.tournament, rounds, self.round_date, variant="2026"))
         self.archive.flush()
+        self.compact_delay_journal()
         self._save_due = False
-        self._saved_at = time.monotonic()
+        self._saved_at = self.clock.monotonic()
         self._saved_version = self.version
 
     def save_if_due(self) -> None:
         """Save the round state if a result or a new game needs it, or it changed SAVE_INTERVAL ago."""
         if self._save_due or (self._saved_version != self.version
-                              and time.monotonic() - self._saved_at >= SAVE_INTERVAL):
+                              and self.clock.monotonic() - self._saved_at >= SAVE_INTERVAL):
             self.save_state()

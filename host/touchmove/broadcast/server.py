@@ -111,7 +111,7 @@ def public(request: web.Request, key: str, body: str, content_type: str) -> web.
         cache[key] = (body, raw, etag)
     seen = hub.modified.get(key)
     if seen is None or seen[0] != etag:
-        seen = (etag, float(int(hub.clock())))
+        seen = (etag, float(int(hub.clock.wall())))
         hub.modified[key] = seen
     headers = {"Cache-Control": "no-cache", "Access-Control-Allow-Origin": "*", "ETag": etag,
                "Last-Modified": _http_date(seen[1])}
