@@ -225,3 +225,28 @@ async def _headers(tmp_path: Path) -> None:
         etag = (await client.get("/round/3.pgn")).headers["ETag"]
         cached = await client.get("/round/3.pgn", headers={"If-None-Match": etag})
         assert cached.status == 304 and cached.headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_the_cli_and_the_broadcaster_meet_on_one_revocations_file(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``TOUCHMOVE_ARBITERS_FILE`` outside the output directory, a token revoked by the CLI is refused."""
+    asyncio.run(_one_place(tmp_path, monkeypatch))
+
+
+async def _one_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tokens = tmp_path / "secrets" / "arbiters.toml"
+    tokens.parent.mkdir()
+    tokens.write_text(file_entry("Bob", "arbiter", "tok-bob"))
+    monkeypatch.setenv(ARBITERS_FILE_ENV, str(tokens))
+    out = tmp_path / "out"
+    hub = Broadcaster(tournament(out, delay=0), output_dir=out, clock=ManualClock()).open()
+    bob = {"Authorization": "Bearer tok-bob"}
+    async with TestClient(TestServer(make_app(hub, None))) as client:
+        assert (await client.post("/api/boards/1/result", json={"result": "1-0"}, headers=bob)).status == 200
+        assert main(["arbiters", "revoke", str(tokens), "Bob"]) == 0
+        assert (await client.post("/api/boards/1/result", json={"result": "0-1"}, headers=bob)).status == 401
+    # a revocation an earlier version wrote to the output directory still holds
+    (tokens.parent / "arbiters-revoked.json").unlink()
+    (out / "arbiters-revoked.json").write_text(json.dumps({digest("tok-bob"): {"name": "Bob", "by": "x", "at": "y"}}))
+    async with TestClient(TestServer(make_app(hub, None))) as client:
+        assert (await client.post("/api/boards/1/result", json={"result": "0-1"}, headers=bob)).status == 401

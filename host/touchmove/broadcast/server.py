@@ -31,7 +31,10 @@ Arbiter actions (``Authorization: Bearer <token>``; refused when no token is con
     POST /api/round                {"round": 4}  (switch the round being broadcast)
     POST /api/lichess/token        {"token": "lip_..."}  (a new lichess token after "token refused")
 
-Each arbiter has a token of his own (:mod:`.arbiters`); every action goes to the audit log (:mod:`.audit`).
+Each arbiter has a token of his own (:mod:`.arbiter_book`); every action goes to the audit log (:mod:`.audit`).
+The private console's cookie is a session value (:mod:`.console_sessions`), never the token; an open event stream
+is checked before each write (a revoked arbiter's ends; an anonymous one ends when the console turns private).
+Every response carries a Content-Security-Policy, ``X-Content-Type-Options: nosniff`` and frame protection.
 The console's other routes (timelines, evidence, audit, arbiters) are in :mod:`.console_api`.
 """
 
