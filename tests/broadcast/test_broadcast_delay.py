@@ -12,11 +12,14 @@ from typing import Any
 
 import chess
 import chess.pgn
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.broadcast.broadcast_helpers import tournament_data
 from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.broadcaster import Broadcaster
-from touchmove.broadcast.delay_journal import delay_path
+from touchmove.broadcast.delay_journal import DelayJournal, delay_path
+from touchmove.broadcast.live_pgn import GameSnapshot, PlyRecord
 from touchmove.broadcast.tournament import Tournament, parse_tournament
 from touchmove.clocks import ManualClock
 
@@ -153,3 +156,54 @@ def test_the_journal_is_rewritten_small_and_a_torn_line_is_ignored(tmp_path: Pat
     # the file starts again with what the delay still needs: the public view only
     assert [json.loads(line).get("t") is not None for line in path.read_text().splitlines()] == \
         [False, True, False]  # the clocks, the change shown, when it was shown
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(["move", "clock", "takeback", "result", "next game", "board"]),
+                          st.integers(0, 10_000)), max_size=60))
+def test_the_journal_gives_back_every_change(tmp_path: Path, steps: list[tuple[str, int]]) -> None:
+    """Moves, clock times set after their move, takebacks, results, further games, two boards: read back
+    change for change."""
+    clock = ManualClock()
+    path = tmp_path / f"j-{len(steps)}-{sum(n for _, n in steps)}.jsonl"
+    path.unlink(missing_ok=True)
+    journal = DelayJournal(path, clock)
+    journal.rewrite({})
+    games: dict[int, list[list[Any]]] = {1: [[chess.Board(), "*"]], 2: [[chess.Board(), "*"]]}
+    clocks: dict[tuple[int, int], list[int | None]] = {}
+    written: dict[int, list[tuple[float, tuple[GameSnapshot, ...]]]] = {}
+    board = 1
+    for what, n in steps:
+        if what == "board":
+            board = 3 - board
+            continue
+        game = games[board][-1]
+        position, key = game[0], (board, len(games[board]))
+        times = clocks.setdefault(key, [])
+        legal = sorted(position.legal_moves, key=lambda m: m.uci())
+        if what == "move" and legal:
+            position.push(legal[n % len(legal)])
+            times.append(None)
+        elif what == "clock" and times:
+            times[-1] = n
+        elif what == "takeback" and position.move_stack:
+            for _ in range(1 + n % min(3, len(position.move_stack))):
+                position.pop()
+                times.pop()
+        elif what == "result":
+            game[1] = ["1-0", "0-1", "1/2-1/2", "*"][n % 4]
+        elif what == "next game":
+            games[board].append([chess.Board(), "*"])
+        snaps = []
+        for number, (pos, result) in enumerate(games[board], start=1):
+            replay, records = chess.Board(), []
+            for move, ms in zip(pos.move_stack, clocks.get((board, number), []), strict=True):
+                records.append(PlyRecord(move.uci(), replay.san(move), ms))
+                replay.push(move)
+            snaps.append(GameSnapshot(chess.STARTING_FEN, False, number, tuple(records), result,
+                                      "arbiter" if result != "*" else None, None, None, number - 1))
+        clock.advance(1.0)
+        journal.append(board, clock.monotonic(), tuple(snaps))
+        written.setdefault(board, []).append((clock.monotonic(), tuple(snaps)))
+    journal.close()
+    assert DelayJournal(path, clock).load(DELAY) == written

@@ -72,8 +72,12 @@ def encode(before: tuple[GameSnapshot, ...], games: tuple[GameSnapshot, ...]) ->
     return out
 
 
-def decode(before: tuple[GameSnapshot, ...], raw: Any) -> tuple[GameSnapshot, ...]:
-    """The games a line stores (ValueError when it does not fit ``before`` or a move is illegal)."""
+def decode(before: tuple[GameSnapshot, ...], raw: Any,
+           positions: dict[int, chess.Board] | None = None) -> tuple[GameSnapshot, ...]:
+    """The games a line stores (ValueError when it does not fit ``before`` or a move is illegal).
+    ``positions``: each game's board after ``before``'s moves, taken back to the kept ones and played on (kept
+    for the next line: reading a file is linear, not quadratic, in its moves)."""
+    positions = {} if positions is None else positions
     if not isinstance(raw, list):
         raise ValueError("games must be a list")
     out = []
@@ -90,9 +94,14 @@ def decode(before: tuple[GameSnapshot, ...], raw: Any) -> tuple[GameSnapshot, ..
             if old is None or len(old.moves) < keep or old.start_fen != fen:
                 raise ValueError("kept moves of a game not in the line before")
             moves = list(old.moves[:keep])
-        board = chess.Board(fen, chess960=chess960)
-        for m in moves:
-            board.push_uci(m.uci)
+        board = positions.get(i)  # the position after before[i]'s moves (kept from the line before)
+        if board is None or not keep or len(board.move_stack) < keep or board.chess960 != chess960:
+            board = chess.Board(fen, chess960=chess960)
+            for m in moves:
+                board.push_uci(m.uci)
+        while len(board.move_stack) > keep:
+            board.pop()
+        positions[i] = board
         for pair in item.get("m") or []:
             if not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[0], str):
                 raise ValueError("a move must be [uci, clock_ms]")
@@ -133,6 +142,7 @@ class DelayJournal:
         now_mono, now_wall, boot = self.clock.monotonic(), self.clock.wall(), self.clock.boot_id()
         lines: dict[int, list[Entry]] = {}
         last: dict[int, tuple[GameSnapshot, ...]] = {}
+        positions: dict[int, dict[int, chess.Board]] = {}
         session: list[tuple[int, int]] = []  # (board, index) of the entries of the current session
         header: dict[str, Any] | None = None
         alive = 0.0  # the latest moment the session is known to have run (its monotonic clock)
@@ -173,7 +183,7 @@ class DelayJournal:
                 t, board = item.get("t"), item.get("b")
                 if header is None or not isinstance(t, (int, float)) or type(board) is not int:
                     raise ValueError("a change needs a clock line before it, t and b")
-                games = decode(last.get(board, ()), item.get("g"))
+                games = decode(last.get(board, ()), item.get("g"), positions.setdefault(board, {}))
             except (ValueError, TypeError, KeyError) as exc:
                 log.warning("%s line %d cannot be read (%s): the lines after it are ignored", self.path, number, exc)
                 break
