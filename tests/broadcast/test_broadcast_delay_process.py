@@ -17,10 +17,12 @@ import aiomqtt
 import chess
 import chess.pgn
 
+import touchmove
 from touchmove.sim.broadcast_boards import SimBridge
 from touchmove.sim.local_broker import LocalBroker, free_port
 
-REPO = Path(__file__).resolve().parents[2]
+#: The code under test, for the processes too (the tree first on PYTHONPATH).
+HOST = Path(touchmove.__file__).resolve().parents[1]
 DELAY_S = 3.0
 MOVE_EVERY_S = 0.2
 PLIES = 60
@@ -71,7 +73,7 @@ def next_move(board: chess.Board, salt: int) -> chess.Move:
 
 
 async def start(cfg: Path, port: int) -> asyncio.subprocess.Process:
-    env = {**os.environ, "TOUCHMOVE_ARBITER_TOKEN": "", "PYTHONPATH": str(REPO / "host")}
+    env = {**os.environ, "TOUCHMOVE_ARBITER_TOKEN": "", "PYTHONPATH": str(HOST)}
     return await asyncio.create_subprocess_exec(
         sys.executable, "-m", "touchmove.cli", "broadcast", "--config", str(cfg), "--port", str(port),
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL, env=env, cwd=cfg.parent)
