@@ -114,7 +114,7 @@ async def _sigkill(broker: LocalBroker, tmp_path: Path) -> None:
                 await poll(http, time.monotonic() + 0.2)
             for sim in sims:
                 await sim.start()
-            poller = asyncio.create_task(poll(http, time.monotonic() + PLIES * MOVE_EVERY_S + DELAY_S + 8))
+            poller = asyncio.create_task(poll(http, time.monotonic() + 600))
             boards = [chess.Board() for _ in sims]
             for ply in range(1, PLIES + 1):
                 for i, sim in enumerate(sims):
@@ -130,7 +130,13 @@ async def _sigkill(broker: LocalBroker, tmp_path: Path) -> None:
                     proc = await start(cfg, port)
                     procs.append(proc)
                 await asyncio.sleep(MOVE_EVERY_S)
-            await poller
+            # the rest comes when due (however slow the machine was at playing)
+            deadline = time.monotonic() + DELAY_S + 20
+            while polls[-1][1] != [PLIES] * len(BOARDS) and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+            await asyncio.sleep(0.3)  # a few polls more: nothing is taken back afterwards either
+            poller.cancel()
+            await asyncio.gather(poller, return_exceptions=True)
             await bridge.clear_retained()
     finally:
         for p in procs:
