@@ -15,7 +15,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import aiomqtt
+import pytest
 
 from tests.broadcast.broadcast_helpers import chromium_path, tournament_data
 from touchmove.broadcast.arbiter_book import file_entry
@@ -368,8 +370,10 @@ async def _big_round(broker: LocalBroker, tmp_path: Path, executable: str) -> No
         await bridge.clear_retained()
 
 
-def test_private_console_during_a_delay(broker: LocalBroker, tmp_path: Path) -> None:
-    """A delayed round: the page without a token shows no board and says why; with the token it goes live."""
+def test_private_console_during_a_delay(broker: LocalBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A delayed round: the page without a token shows no board and says why; with the token it goes live; a
+    deputy revoked meanwhile sees his console stop and say so."""
+    monkeypatch.setenv("TOUCHMOVE_ARBITERS", "Bob Deputy=tok-bob")
     asyncio.run(_private(broker, tmp_path, chromium_path()))
 
 
@@ -399,6 +403,21 @@ async def _private(broker: LocalBroker, tmp_path: Path, executable: str) -> None
             await expect(page.locator('.row[data-board="1"] .lm')).to_have_text("2. Nf3")
             await expect(page.locator("#conn")).to_have_text("live")
             await page.screenshot(path=str(ARTIFACTS / "console-private.png"))
+            # a deputy's console, live; the chief revokes him: his page stops at once and says so
+            deputy = await browser.new_page(viewport={"width": 1400, "height": 900})
+            await deputy.goto(svc.url + "/")
+            await deputy.fill("#token", "tok-bob")
+            await deputy.locator("#auth button").click()
+            await expect(deputy.locator("#conn")).to_have_text("live")
+            await expect(deputy.locator('.row[data-board="1"] .lm')).to_have_text("2. Nf3")
+            async with aiohttp.ClientSession() as http, http.post(
+                    f"{svc.url}/api/arbiters/Bob Deputy/revoke", headers={"Authorization": "Bearer s3cret"}) as resp:
+                assert resp.status == 200
+            await expect(deputy.locator("#auth-state")).to_have_text("token refused")
+            await expect(deputy.locator("#conn")).to_contain_text("private while the broadcast is delayed")
+            await play(board, "b8c6")
+            await expect(page.locator('.row[data-board="1"] .lm')).to_have_text("2... Nc6")  # the chief's goes on
+            assert await deputy.locator('.row[data-board="1"] .lm').text_content() == "2. Nf3"
         finally:
             await browser.close()
         await board.bridge.clear_retained()

@@ -120,8 +120,8 @@ async def _sigkill(broker: LocalBroker, tmp_path: Path) -> None:
                 for i, sim in enumerate(sims):
                     move = next_move(boards[i], ply * 7 + i * 3)
                     boards[i].push(move)
+                    played[i].append(time.monotonic())  # before it is sent: the broadcaster gets it later
                     await sim.move(move.uci(), remaining_ms=600_000 - ply * 1000)
-                    played[i].append(time.monotonic())
                 if ply == 35:  # SIGKILL in the middle of the delayed round, and a restart 0.5 s later
                     killed_after.extend(polls[-1][1])
                     proc.send_signal(signal.SIGKILL)
