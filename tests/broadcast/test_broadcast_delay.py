@@ -207,3 +207,21 @@ def test_the_journal_gives_back_every_change(tmp_path: Path, steps: list[tuple[s
         written.setdefault(board, []).append((clock.monotonic(), tuple(snaps)))
     journal.close()
     assert DelayJournal(path, clock).load(DELAY) == written
+
+
+def test_a_journal_left_by_a_delay_turned_off_is_not_taken_later(tmp_path: Path) -> None:
+    clock = ManualClock()
+    hub = Broadcaster(delayed(tmp_path, boards=1), output_dir=tmp_path, clock=clock).open()
+    b1 = Board(hub, "b01")
+    b1.start()
+    play(hub, clock, [b1], 2, 60.0)
+    hub.save_state()
+    live = parse_tournament(tournament_data(1, out=tmp_path))  # the delay taken out of the file
+    hub = Broadcaster(live, output_dir=tmp_path, clock=clock).open()
+    b1.hub = hub
+    play(hub, clock, [b1], 4, 60.0)
+    hub.save_state()
+    assert not delay_path(tmp_path, 3).exists()
+    again = Broadcaster(delayed(tmp_path, boards=1), output_dir=tmp_path, clock=clock).open()  # and put back
+    clock.advance(DELAY)
+    assert plies(again.public_pgn()) == [6]  # not the 2 plies of the old journal

@@ -8,6 +8,7 @@ The constructor only remembers where things go: :meth:`RoundStorage.open` reads 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import datetime as dt
 import json
@@ -138,9 +139,13 @@ class RoundStorage:
         if self.delay_line.journal is not None:
             self.delay_line.journal.close()
         self.delay_line = line = DelayLine(self.tournament.delay_seconds(number))
+        path = delay_path(self.output_dir, number)
         if line.delay <= 0:
+            # not kept up while there is no delay: a delay set again later must not start from it
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)
             return
-        journal = DelayJournal(delay_path(self.output_dir, number), self.clock)
+        journal = DelayJournal(path, self.clock)
         now = self.clock.monotonic()
         for n, entries in journal.load(line.delay).items():
             if n in self.by_number and entries:
@@ -156,6 +161,11 @@ class RoundStorage:
             line.record(n, now, view.games.snapshots())
         journal.rewrite(line.needed(now))
         line.journal = journal
+
+    def close_delay_journal(self) -> None:
+        """Close the delay journal's file (the service stopping; a later change is kept in memory only)."""
+        if self.delay_line.journal is not None:
+            self.delay_line.journal.close()
 
     def compact_delay_journal(self) -> None:
         """Rewrite the delay journal with only what the delay still needs, when it has grown."""

@@ -164,6 +164,7 @@ class BroadcastService:
                 self.hub.save_state()
             with contextlib.suppress(OSError):
                 self.hub.write_now()
+            self.hub.storage.close_delay_journal()
 
     async def __aenter__(self) -> BroadcastService:
         return await self.start()
