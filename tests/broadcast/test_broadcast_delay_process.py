@@ -72,11 +72,12 @@ def next_move(board: chess.Board, salt: int) -> chess.Move:
     raise AssertionError("every move ends the game")
 
 
-async def start(cfg: Path, port: int) -> asyncio.subprocess.Process:
+async def start(cfg: Path, port: int, run: int) -> asyncio.subprocess.Process:
     env = {**os.environ, "TOUCHMOVE_ARBITER_TOKEN": "", "PYTHONPATH": str(HOST)}
-    return await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "touchmove.cli", "broadcast", "--config", str(cfg), "--port", str(port),
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL, env=env, cwd=cfg.parent)
+    with (cfg.parent / f"broadcaster-{run}.log").open("w") as log:
+        return await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "touchmove.cli", "broadcast", "--config", str(cfg), "--port", str(port),
+            stdout=log, stderr=asyncio.subprocess.STDOUT, env=env, cwd=cfg.parent)
 
 
 def test_sigkill_during_a_delayed_round_drops_no_public_ply(broker: LocalBroker, tmp_path: Path) -> None:
@@ -89,7 +90,7 @@ async def _sigkill(broker: LocalBroker, tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{port}/round/1.pgn"
     played: dict[int, list[float]] = {i: [] for i in range(len(BOARDS))}  # when each ply was published
     polls: list[tuple[float, list[int]]] = []  # (when the answer came, each board's public plies)
-    proc = await start(cfg, port)
+    proc = await start(cfg, port, 1)
     procs = [proc]
     killed_after: list[int] = []
 
@@ -127,7 +128,7 @@ async def _sigkill(broker: LocalBroker, tmp_path: Path) -> None:
                     proc.send_signal(signal.SIGKILL)
                     await proc.wait()
                     await asyncio.sleep(0.5)
-                    proc = await start(cfg, port)
+                    proc = await start(cfg, port, 2)
                     procs.append(proc)
                 await asyncio.sleep(MOVE_EVERY_S)
             # the rest comes when due (however slow the machine was at playing)
@@ -158,4 +159,4 @@ async def _sigkill(broker: LocalBroker, tmp_path: Path) -> None:
             if count:
                 assert played[i][count - 1] + DELAY_S <= when + 0.05, f"board {i + 1}: ply {count} too early"
         last = counts
-    assert last == [PLIES] * len(BOARDS)  # and the rest came when due
+    assert last == [PLIES] * len(BOARDS), f"not every ply came (the broadcasters' logs: {tmp_path}/*.log)"
