@@ -5,6 +5,7 @@ more). In process, on a :class:`~touchmove.clocks.ManualClock`; the real process
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 from pathlib import Path
@@ -225,3 +226,55 @@ def test_a_journal_left_by_a_delay_turned_off_is_not_taken_later(tmp_path: Path)
     again = Broadcaster(delayed(tmp_path, boards=1), output_dir=tmp_path, clock=clock).open()  # and put back
     clock.advance(DELAY)
     assert plies(again.public_pgn()) == [6]  # not the 2 plies of the old journal
+
+
+def two_delayed_rounds(tmp_path: Path) -> Tournament:
+    data = tournament_data(1, out=tmp_path)
+    data["broadcast"]["delay_minutes"] = DELAY / 60
+    r4 = json.loads(json.dumps(data["rounds"][0]))
+    r4["number"] = 4
+    data["rounds"].append(r4)
+    return parse_tournament(data)
+
+
+def test_a_round_left_early_keeps_its_delay(tmp_path: Path) -> None:
+    """Switched away from at its end (the arbiter, or the schedule), a delayed round's last changes still wait
+    for their time: over HTTP, in its file, after a restart. Before, they were public at the switch."""
+    asyncio.run(_left_early(tmp_path))
+
+
+async def _left_early(tmp_path: Path) -> None:
+    clock = ManualClock()
+    t = two_delayed_rounds(tmp_path)
+    hub = Broadcaster(t, output_dir=tmp_path, clock=clock).open()
+    b1 = Board(hub, "b01")
+    b1.start()
+    play(hub, clock, [b1], 6, 60.0)          # plies at minutes 0 to 5
+    clock.advance(DELAY - 6 * 60 + 60 + 30)  # plies 1 and 2 are public
+    assert plies(hub.public_pgn(3)) == [2]
+    hub.switch_round(4)
+    writer = asyncio.create_task(hub.run_writer())
+    await asyncio.sleep(0.05)
+    assert plies(hub.public_pgn(3)) == [2] and plies(hub.all_rounds_pgn())[0] == 2
+    assert plies((tmp_path / "round-3.pgn").read_text()) == [2]
+    assert [len(g.moves) for g in hub.storage.past_games(3)[1]] == [6]  # the arbiter's: not delayed
+    restarted = Broadcaster(t, output_dir=tmp_path, clock=clock).open()
+    assert restarted.round.number == 4 and plies(restarted.public_pgn(3)) == [2]
+    clock.advance(2 * 60)                    # two more plies fall due: the writer writes round 3's file again
+    hub.storage.dirty.set()
+    for _ in range(100):
+        if plies((tmp_path / "round-3.pgn").read_text()) == [4]:
+            break
+        await asyncio.sleep(0.01)
+    assert plies((tmp_path / "round-3.pgn").read_text()) == [4]
+    clock.advance(DELAY)
+    assert plies(restarted.public_pgn(3)) == [6] and plies(hub.public_pgn(3)) == [6]
+    hub.storage.dirty.set()
+    for _ in range(100):
+        if plies((tmp_path / "round-3.pgn").read_text()) == [6]:
+            break
+        await asyncio.sleep(0.01)
+    assert plies((tmp_path / "round-3.pgn").read_text()) == [6]  # and once more when everything is public
+    assert hub.storage.held_back(3) is None
+    writer.cancel()
+    await asyncio.gather(writer, return_exceptions=True)

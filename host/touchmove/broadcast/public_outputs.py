@@ -50,10 +50,12 @@ class RoundSource(Protocol):
     def clock(self) -> Clock: ...
 
     def live_games(self) -> Games: ...
-    def past_games(self, number: int) -> Games: ...
+    def public_past_games(self, number: int) -> Games: ...
     def round_date(self, number: int | None = None) -> dt.date: ...
     def rounds_so_far(self) -> list[int]: ...
     def save_if_due(self) -> None: ...
+    def held_back_rounds(self, since: float) -> list[int]: ...
+    def held_back_due(self, since: float) -> float | None: ...
 
 
 class PublicOutputs:
@@ -108,7 +110,7 @@ class PublicOutputs:
                 return dict(source.live_games())
             now = source.clock.monotonic()
             return {n: source.delay_line.public(n, now) for n in source.by_number}
-        return source.past_games(number)
+        return source.public_past_games(number)
 
     def public_pgn(self, number: int | None = None, boards: range | None = None) -> str:
         """A round's PGN as the public sees it (``boards``: only those board numbers)."""
@@ -169,14 +171,24 @@ class PublicOutputs:
             cb(text)
         return path
 
+    def write_rounds(self, numbers: list[int]) -> None:
+        """Write the public PGN of rounds other than the current one (``round-<n>.pgn``)."""
+        for number in numbers:
+            write_atomically(self.source.output_dir / f"round-{number}.pgn", self.public_pgn(number))
+
     async def run_writer(self) -> None:
         """Keep ``round-N.pgn`` current: written at most ``write_interval`` after each change (and when a
-        delayed change falls due); the round state saved with results and new games at once."""
+        delayed change falls due, also of an earlier round left before its delay had passed); the round state
+        saved with results and new games at once."""
         source = self.source
         written_at = source.clock.monotonic()
         while True:
             # what fell due since the last write (also during the sleep below) is due now: never skipped
             due = source.delay_line.next_due(written_at) if self.delay > 0 else None
+            held = source.held_back_rounds(written_at)  # earlier rounds whose delay held something back
+            past_due = source.held_back_due(written_at) if held else None
+            if past_due is not None and (due is None or past_due < due):
+                due = past_due
             timeout = None if due is None else max(0.0, due - source.clock.monotonic())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(source.dirty.wait(), timeout)
@@ -190,6 +202,8 @@ class PublicOutputs:
                 try:
                     written_at = source.clock.monotonic()
                     self.write_now()
+                    if past_due is not None and past_due <= written_at:
+                        self.write_rounds(held)
                 except OSError:
                     log.exception("writing %s failed", self.pgn_path)
             await asyncio.sleep(self.write_interval)

@@ -401,6 +401,10 @@ class DelayLine:
         """Put back a board's changes read from the journal (in order, times on the monotonic clock)."""
         self._lines[board] = deque(entries)
 
+    def boards(self) -> list[int]:
+        """The boards with a change recorded."""
+        return list(self._lines)
+
     def has(self, board: int) -> bool:
         """Whether any change of ``board`` is recorded."""
         return bool(self._lines.get(board))

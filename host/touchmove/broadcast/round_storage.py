@@ -82,6 +82,9 @@ class RoundStorage:
         self._snaps: dict[int, tuple[GameSnapshot, ...]] = {}
         self._snaps_dirty: set[int] = set()
         self._durable: dict[int, tuple[Any, ...]] = {}
+        #: Rounds left while some of their changes were not public yet: their delay lines, until all are.
+        self._held_back: dict[int, DelayLine] = {}
+        self._journals_read: set[int] = set()
 
     # -- opening a round ---------------------------------------------------------------------------
     @property
@@ -127,7 +130,11 @@ class RoundStorage:
         self.by_number = {b.pairing.board: b for b in self.boards.values()}
         if record is None:
             self._load_legacy_results()
+        self._held_back.pop(number, None)
         self._open_delay_line(number, record)
+        for other in self.tournament.rounds:
+            if other != number:
+                self.held_back(other)  # a round left before a restart with changes still to come
         self._snaps = {}
         self._snaps_dirty = set(self.by_number)
         self._durable = {n: v.games.durable_key() for n, v in self.by_number.items()}
@@ -191,9 +198,13 @@ class RoundStorage:
         return floors
 
     def switch(self, number: int) -> None:
-        """Leave the current round (saved) for ``number``, and keep the choice across restarts."""
+        """Leave the current round (saved) for ``number``, and keep the choice across restarts. What the delay
+        still held back of the round left stays held back until its time (:meth:`held_back`)."""
         floors = self.floors()
         self._past.pop(self.round.number, None)
+        leaving = self.delay_line
+        if leaving.delay > 0 and leaving.next_due(self.clock.monotonic()) is not None:
+            self._held_back[self.round.number] = leaving
         self.open(number, floors)
         write_atomically(self.round_file, json.dumps({"round": number, "file_round": self.file_round}) + "\n")
 
@@ -250,8 +261,45 @@ class RoundStorage:
         self._past[number] = (mtime, record)
         return record
 
+    def held_back(self, number: int) -> DelayLine | None:
+        """The delay line of a round other than the current one while some of its changes are not public yet
+        (it was left early, e.g. switched away from at its end); read from its journal after a restart; None
+        once everything is public (then its saved state is what the public sees)."""
+        if number not in self._held_back and number not in self._journals_read:
+            self._journals_read.add(number)
+            delay, path = self.tournament.delay_seconds(number), delay_path(self.output_dir, number)
+            if delay > 0 and number != self.round.number and path.exists():
+                read = DelayLine(delay)
+                for n, entries in DelayJournal(path, self.clock).load(delay).items():
+                    read.restore(n, entries)
+                self._held_back[number] = read
+        line = self._held_back.get(number)
+        return line if line is not None and line.next_due(self.clock.monotonic()) is not None else None
+
+    def held_back_rounds(self, since: float) -> list[int]:
+        """The rounds other than the current one whose public view changed or changes after ``since`` (the
+        writer's last write); those with nothing after it are forgotten."""
+        for n in [n for n, line in self._held_back.items() if line.next_due(since) is None]:
+            del self._held_back[n]
+        return sorted(self._held_back)
+
+    def held_back_due(self, since: float) -> float | None:
+        """When the public view of a round held back changes next after ``since`` (None: none will)."""
+        dues = [due for line in self._held_back.values() if (due := line.next_due(since)) is not None]
+        return min(dues, default=None)
+
+    def public_past_games(self, number: int) -> dict[int, tuple[GameSnapshot, ...]]:
+        """Each board's games of a round other than the current one as the public sees them: while the delay
+        holds some back, as they stood ``delay`` ago; then as saved (:meth:`past_games`)."""
+        line = self.held_back(number)
+        if line is None:
+            return self.past_games(number)
+        now = self.clock.monotonic()
+        return {n: line.public(n, now) for n in line.boards()}
+
     def past_games(self, number: int) -> dict[int, tuple[GameSnapshot, ...]]:
-        """Each board's games of a round other than the current one: saved, else the file's results."""
+        """Each board's games of a round other than the current one (the arbiter's): saved, else the file's
+        results."""
         record = self.past_round(number)
         if record is None:  # a round not broadcast here: the results the file gives
             rnd = self.tournament.rounds.get(number)
