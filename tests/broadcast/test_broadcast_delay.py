@@ -275,6 +275,6 @@ async def _left_early(tmp_path: Path) -> None:
             break
         await asyncio.sleep(0.01)
     assert plies((tmp_path / "round-3.pgn").read_text()) == [6]  # and once more when everything is public
-    assert hub.storage.held_back(3) is None
+    assert hub.storage.delays.held_back(3) is None
     writer.cancel()
     await asyncio.gather(writer, return_exceptions=True)

@@ -1,5 +1,6 @@
-"""The round being broadcast, in memory and on disk: its boards, what changed, the alert feed, the delay line,
-and the files that keep them (``round-<n>-state.json``, the results export, ``current-round.json``).
+"""The round being broadcast, in memory and on disk: its boards, what changed, the alert feed, the delay lines
+(:mod:`.round_delays`), and the files that keep them (``round-<n>-state.json``, the results export,
+``current-round.json``).
 
 The constructor only remembers where things go: :meth:`RoundStorage.open` reads the saved state (the
 :class:`~touchmove.broadcast.broadcaster.Broadcaster` calls it when it opens, in the service's async context).
@@ -8,7 +9,6 @@ The constructor only remembers where things go: :meth:`RoundStorage.open` reads 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import datetime as dt
 import json
@@ -18,11 +18,11 @@ from typing import Any, Protocol
 
 from touchmove.broadcast.board_view import AlertEntry, BoardView
 from touchmove.broadcast.console import ConsoleState
-from touchmove.broadcast.delay_journal import DelayJournal, delay_path
 from touchmove.broadcast.event_archive import EventArchive
 from touchmove.broadcast.live_pgn import EMPTY_GAME, GameSnapshot, write_atomically
 from touchmove.broadcast.results import normalize_result
 from touchmove.broadcast.results_export import results_csv, results_trf
+from touchmove.broadcast.round_delays import RoundDelays
 from touchmove.broadcast.round_state import BoardGames, DelayLine, RoundRecord, load_round, save_round
 from touchmove.broadcast.tournament import Round, Tournament
 from touchmove.clocks import Clock
@@ -69,7 +69,8 @@ class RoundStorage:
         self.archive = EventArchive(output_dir / f"round-{tournament.round}-console.jsonl")
         self.boards: dict[str, BoardView] = {}
         self.by_number: dict[int, BoardView] = {}
-        self.delay_line = DelayLine(tournament.delay_seconds(tournament.round))
+        #: The delay lines: the current round's (kept on disk) and those of rounds held back.
+        self.delays = RoundDelays(lambda n: self.tournament.delay_seconds(n), output_dir, clock, tournament.round)
         self.alerts: list[AlertEntry] = []
         self._next_alert = 1
         self.version = 0
@@ -82,9 +83,6 @@ class RoundStorage:
         self._snaps: dict[int, tuple[GameSnapshot, ...]] = {}
         self._snaps_dirty: set[int] = set()
         self._durable: dict[int, tuple[Any, ...]] = {}
-        #: Rounds left while some of their changes were not public yet: their delay lines, until all are.
-        self._held_back: dict[int, DelayLine] = {}
-        self._journals_read: set[int] = set()
 
     # -- opening a round ---------------------------------------------------------------------------
     @property
@@ -130,55 +128,18 @@ class RoundStorage:
         self.by_number = {b.pairing.board: b for b in self.boards.values()}
         if record is None:
             self._load_legacy_results()
-        self._held_back.pop(number, None)
-        self._open_delay_line(number, record)
+        self.delays.open(number, {n: v.games.snapshots() for n, v in self.by_number.items()},
+                         lambda n: record.public_snapshots(n) if record is not None else None)
         for other in self.tournament.rounds:
-            if other != number:
-                self.held_back(other)  # a round left before a restart with changes still to come
+            self.delays.held_back(other)  # a round left before a restart with changes still to come
         self._snaps = {}
         self._snaps_dirty = set(self.by_number)
         self._durable = {n: v.games.durable_key() for n, v in self.by_number.items()}
         self._save_due = True
 
-    def _open_delay_line(self, number: int, record: RoundRecord | None) -> None:
-        """The round's delay line: from its journal (what was public before a restart, and what was still to
-        come at its time), else from the state's public view of an earlier version; then kept on disk."""
-        if self.delay_line.journal is not None:
-            self.delay_line.journal.close()
-        self.delay_line = line = DelayLine(self.tournament.delay_seconds(number))
-        path = delay_path(self.output_dir, number)
-        if line.delay <= 0:
-            # not kept up while there is no delay: a delay set again later must not start from it
-            with contextlib.suppress(OSError):
-                path.unlink(missing_ok=True)
-            return
-        journal = DelayJournal(path, self.clock)
-        now = self.clock.monotonic()
-        for n, entries in journal.load(line.delay).items():
-            if n in self.by_number and entries:
-                line.restore(n, entries)
-        for n, view in self.by_number.items():
-            if line.has(n):
-                # the journal is never behind the saved games (it is written at each change, they every
-                # SAVE_INTERVAL): their moves since the save come back from the bridge's retained PGN
-                continue
-            seen = record.public_snapshots(n) if record is not None else None
-            if seen is not None:  # an earlier version kept what was public in the state: it stays public
-                line.record(n, now - line.delay, seen)
-            line.record(n, now, view.games.snapshots())
-        journal.rewrite(line.needed(now))
-        line.journal = journal
-
     def close_delay_journal(self) -> None:
         """Close the delay journal's file (the service stopping; a later change is kept in memory only)."""
-        if self.delay_line.journal is not None:
-            self.delay_line.journal.close()
-
-    def compact_delay_journal(self) -> None:
-        """Rewrite the delay journal with only what the delay still needs, when it has grown."""
-        journal = self.delay_line.journal
-        if journal is not None and journal.needs_compaction:
-            journal.rewrite(self.delay_line.needed(self.clock.monotonic()))
+        self.delays.close()
 
     def check_round(self, number: int) -> None:
         """Raise ValueError if round ``number``'s saved state cannot be taken (before switching to it)."""
@@ -199,12 +160,10 @@ class RoundStorage:
 
     def switch(self, number: int) -> None:
         """Leave the current round (saved) for ``number``, and keep the choice across restarts. What the delay
-        still held back of the round left stays held back until its time (:meth:`held_back`)."""
+        still held back of the round left stays held back until its time (:class:`~.round_delays.RoundDelays`)."""
         floors = self.floors()
         self._past.pop(self.round.number, None)
-        leaving = self.delay_line
-        if leaving.delay > 0 and leaving.next_due(self.clock.monotonic()) is not None:
-            self._held_back[self.round.number] = leaving
+        self.delays.leave()
         self.open(number, floors)
         write_atomically(self.round_file, json.dumps({"round": number, "file_round": self.file_round}) + "\n")
 
@@ -261,41 +220,23 @@ class RoundStorage:
         self._past[number] = (mtime, record)
         return record
 
-    def held_back(self, number: int) -> DelayLine | None:
-        """The delay line of a round other than the current one while some of its changes are not public yet
-        (it was left early, e.g. switched away from at its end); read from its journal after a restart; None
-        once everything is public (then its saved state is what the public sees)."""
-        if number not in self._held_back and number not in self._journals_read:
-            self._journals_read.add(number)
-            delay, path = self.tournament.delay_seconds(number), delay_path(self.output_dir, number)
-            if delay > 0 and number != self.round.number and path.exists():
-                read = DelayLine(delay)
-                for n, entries in DelayJournal(path, self.clock).load(delay).items():
-                    read.restore(n, entries)
-                self._held_back[number] = read
-        line = self._held_back.get(number)
-        return line if line is not None and line.next_due(self.clock.monotonic()) is not None else None
+    @property
+    def delay_line(self) -> DelayLine:
+        """The current round's delay line."""
+        return self.delays.line
 
     def held_back_rounds(self, since: float) -> list[int]:
-        """The rounds other than the current one whose public view changed or changes after ``since`` (the
-        writer's last write); those with nothing after it are forgotten."""
-        for n in [n for n, line in self._held_back.items() if line.next_due(since) is None]:
-            del self._held_back[n]
-        return sorted(self._held_back)
+        """The earlier rounds whose delay held something back after ``since`` (:class:`.RoundDelays`)."""
+        return self.delays.held_back_rounds(since)
 
     def held_back_due(self, since: float) -> float | None:
-        """When the public view of a round held back changes next after ``since`` (None: none will)."""
-        dues = [due for line in self._held_back.values() if (due := line.next_due(since)) is not None]
-        return min(dues, default=None)
+        return self.delays.held_back_due(since)
 
     def public_past_games(self, number: int) -> dict[int, tuple[GameSnapshot, ...]]:
         """Each board's games of a round other than the current one as the public sees them: while the delay
         holds some back, as they stood ``delay`` ago; then as saved (:meth:`past_games`)."""
-        line = self.held_back(number)
-        if line is None:
-            return self.past_games(number)
-        now = self.clock.monotonic()
-        return {n: line.public(n, now) for n in line.boards()}
+        held = self.delays.public_past(number)
+        return held if held is not None else self.past_games(number)
 
     def past_games(self, number: int) -> dict[int, tuple[GameSnapshot, ...]]:
         """Each board's games of a round other than the current one (the arbiter's): saved, else the file's
@@ -385,7 +326,7 @@ class RoundStorage:
         write_atomically(self.output_dir / "results-2026.trf",
                          results_trf(self.tournament, rounds, self.round_date, variant="2026"))
         self.archive.flush()
-        self.compact_delay_journal()
+        self.delays.compact()
         self._save_due = False
         self._saved_at = self.clock.monotonic()
         self._saved_version = self.version
