@@ -278,3 +278,20 @@ async def _left_early(tmp_path: Path) -> None:
     assert hub.storage.delays.held_back(3) is None
     writer.cancel()
     await asyncio.gather(writer, return_exceptions=True)
+
+
+def test_the_journal_of_a_round_all_public_is_kept_small(tmp_path: Path) -> None:
+    clock = ManualClock()
+    t = two_delayed_rounds(tmp_path)
+    hub = Broadcaster(t, output_dir=tmp_path, clock=clock).open()
+    b1 = Board(hub, "b01")
+    b1.start()
+    play(hub, clock, [b1], 12, 10.0)
+    hub.switch_round(4)
+    clock.advance(DELAY)
+    restarted = Broadcaster(t, output_dir=tmp_path, clock=clock).open()
+    assert plies(restarted.public_pgn(3)) == [12]
+    changes = [line for line in delay_path(tmp_path, 3).read_text().splitlines() if '"t"' in line]
+    assert len(changes) == 1  # the board's last change only (it had 13)
+    restarted.switch_round(3)  # and back: what was public is public
+    assert plies(restarted.public_pgn(3)) == [12]

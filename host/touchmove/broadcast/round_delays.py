@@ -100,10 +100,16 @@ class RoundDelays:
             self._journals_read.add(number)
             delay, path = self.delay_seconds(number), delay_path(self.output_dir, number)
             if delay > 0 and path.exists():
-                read = DelayLine(delay)
-                for board, entries in DelayJournal(path, self.clock).load(delay).items():
+                read, journal = DelayLine(delay), DelayJournal(path, self.clock)
+                for board, entries in journal.load(delay).items():
                     read.restore(board, entries)
-                self._held_back[number] = read
+                now = self.clock.monotonic()
+                if read.next_due(now) is not None:
+                    self._held_back[number] = read
+                else:  # all public: kept as one change a board (read fast at the next start)
+                    with contextlib.suppress(OSError):
+                        journal.rewrite(read.needed(now))
+                        journal.close()
         line = self._held_back.get(number)
         return line if line is not None and line.next_due(self.clock.monotonic()) is not None else None
 
