@@ -160,3 +160,5 @@ async def _sigkill(broker: LocalBroker, tmp_path: Path) -> None:
                 assert played[i][count - 1] + DELAY_S <= when + 0.05, f"board {i + 1}: ply {count} too early"
         last = counts
     assert last == [PLIES] * len(BOARDS), f"not every ply came (the broadcasters' logs: {tmp_path}/*.log)"
+    # the start banner says what the delay does not hold back
+    assert "MQTT viewers see live play" in (tmp_path / "broadcaster-1.log").read_text()

@@ -250,3 +250,13 @@ async def _one_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (out / "arbiters-revoked.json").write_text(json.dumps({digest("tok-bob"): {"name": "Bob", "by": "x", "at": "y"}}))
     async with TestClient(TestServer(make_app(hub, None))) as client:
         assert (await client.post("/api/boards/1/result", json={"result": "0-1"}, headers=bob)).status == 401
+
+
+def test_broker_auth_says_mqtt_viewers_see_live_play(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The delay does not reach the broker: making viewer accounts says so (docs/security.md)."""
+    assert main(["broker-auth", "--out", str(tmp_path / "auth"), "--bridge", "hall-a", "--broadcaster", "arbiters",
+                 "--viewer", "screens"]) == 0
+    assert "viewers read every hall's topics live, also during a broadcast delay" in capsys.readouterr().out
+    assert main(["broker-auth", "--out", str(tmp_path / "auth2"), "--bridge", "hall-a",
+                 "--broadcaster", "arbiters"]) == 0
+    assert "viewers read" not in capsys.readouterr().out  # no viewer: nothing to say
