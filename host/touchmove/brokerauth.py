@@ -263,4 +263,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{len(passwords)} users written to {args.out}: secrets/*.password (0600), mosquitto/passwd, "
           f"mosquitto/acl, mosquitto/viewers.passwd, mosquitto/viewers.acl, mosquitto/touchmove.conf (services on "
           f"port {args.port}, viewers on {args.viewer_port}), nats/auth.conf")
+    if args.viewer:
+        print("note: viewers read every hall's topics live, also during a broadcast delay (the delay holds back "
+              "only the broadcaster's HTTP outputs and the lichess push): see docs/security.md")
     return 0

@@ -15,7 +15,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import aiomqtt
+import pytest
 
 from tests.broadcast.broadcast_helpers import chromium_path, tournament_data
 from touchmove.broadcast.arbiter_book import file_entry
@@ -109,7 +111,9 @@ async def _console(broker: LocalBroker, tmp_path: Path, executable: str) -> None
             page.on("pageerror", lambda exc: errors.append(str(exc)))
             page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
             page.on("dialog", lambda d: asyncio.ensure_future(d.accept()))
-            await page.goto(svc.url + "/?sync=1")
+            first = await page.goto(svc.url + "/?sync=1")
+            # the console runs under its Content-Security-Policy (a violation is a console error, refused below)
+            assert first is not None and "script-src 'self';" in first.headers["content-security-policy"]
             await expect(page.locator("#conn")).to_have_text("live")
             await expect(page.locator('.row[data-board="4"] .lm')).to_have_text("3. Ng5")
 
@@ -349,7 +353,13 @@ async def _big_round(broker: LocalBroker, tmp_path: Path, executable: str) -> No
             # only rows on screen are written: board 200, far below, catches up when it scrolls in
             row200 = phone.locator('.row[data-board="200"] .lm')
             await play(boards[200], "e2e4")
-            await phone.wait_for_function("state.boards.get(200).ply === 1")  # the page has the move
+            # the page has the move (polled by evaluate: wait_for_function's string eval is refused by the CSP)
+            for _ in range(200):
+                if await phone.evaluate("state.boards.get(200).ply === 1"):
+                    break
+                await asyncio.sleep(0.05)
+            else:
+                raise AssertionError("board 200's move never reached the page")
             await asyncio.sleep(0.5)
             assert await row200.text_content() == ""  # but has not written it off screen
             await row200.scroll_into_view_if_needed()
@@ -360,8 +370,10 @@ async def _big_round(broker: LocalBroker, tmp_path: Path, executable: str) -> No
         await bridge.clear_retained()
 
 
-def test_private_console_during_a_delay(broker: LocalBroker, tmp_path: Path) -> None:
-    """A delayed round: the page without a token shows no board and says why; with the token it goes live."""
+def test_private_console_during_a_delay(broker: LocalBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A delayed round: the page without a token shows no board and says why; with the token it goes live; a
+    deputy revoked meanwhile sees his console stop and say so."""
+    monkeypatch.setenv("TOUCHMOVE_ARBITERS", "Bob Deputy=tok-bob")
     asyncio.run(_private(broker, tmp_path, chromium_path()))
 
 
@@ -391,6 +403,21 @@ async def _private(broker: LocalBroker, tmp_path: Path, executable: str) -> None
             await expect(page.locator('.row[data-board="1"] .lm')).to_have_text("2. Nf3")
             await expect(page.locator("#conn")).to_have_text("live")
             await page.screenshot(path=str(ARTIFACTS / "console-private.png"))
+            # a deputy's console, live; the chief revokes him: his page stops at once and says so
+            deputy = await browser.new_page(viewport={"width": 1400, "height": 900})
+            await deputy.goto(svc.url + "/")
+            await deputy.fill("#token", "tok-bob")
+            await deputy.locator("#auth button").click()
+            await expect(deputy.locator("#conn")).to_have_text("live")
+            await expect(deputy.locator('.row[data-board="1"] .lm')).to_have_text("2. Nf3")
+            async with aiohttp.ClientSession() as http, http.post(
+                    f"{svc.url}/api/arbiters/Bob Deputy/revoke", headers={"Authorization": "Bearer s3cret"}) as resp:
+                assert resp.status == 200
+            await expect(deputy.locator("#auth-state")).to_have_text("token refused")
+            await expect(deputy.locator("#conn")).to_contain_text("private while the broadcast is delayed")
+            await play(board, "b8c6")
+            await expect(page.locator('.row[data-board="1"] .lm')).to_have_text("2... Nc6")  # the chief's goes on
+            assert await deputy.locator('.row[data-board="1"] .lm').text_content() == "2. Nf3"
         finally:
             await browser.close()
         await board.bridge.clear_retained()

@@ -23,6 +23,7 @@ from touchmove.broadcast.console_api import count_param
 from touchmove.broadcast.server import make_app
 from touchmove.broadcast.service import BroadcastService
 from touchmove.broadcast.tournament import TournamentError, parse_tournament
+from touchmove.clocks import ManualClock
 
 
 def _with(change: Any, tmp_path: Path) -> dict[str, Any]:
@@ -165,8 +166,8 @@ def test_a_delayed_round_leaks_nothing_to_a_viewer_without_a_token(tmp_path: Pat
 async def _private(tmp_path: Path) -> None:
     data = tournament_data(2, out=tmp_path)
     data["broadcast"]["delay_minutes"] = 15
-    now = [1_000_000.0]
-    hub = Broadcaster(parse_tournament(data), clock=lambda: now[0]).open()
+    clock = ManualClock(wall=1_000_000.0)
+    hub = Broadcaster(parse_tournament(data), clock=clock).open()
     assert hub.console_private
     for seq, event in enumerate([{"type": "game_start", "game": 1},
                                  {"type": "move", "game": 1, "ply": 1, "uci": "f2f3", "san": "f3"},
@@ -200,7 +201,7 @@ async def _private(tmp_path: Path) -> None:
         async with client.get("/api/state?svg=0") as resp:
             assert resp.status == 200 and "Qh4" in await resp.text()
         client.session.cookie_jar.clear()
-        now[0] += 15 * 60 + 1  # the delay has passed: the public view has the mate, the status counts it
+        clock.advance(15 * 60 + 1)  # the delay has passed: the public view has the mate, the status counts it
         async with client.get("/status.json") as resp:
             assert (await resp.json())["finished"] == 1
         async with client.get("/round/3.pgn") as resp:

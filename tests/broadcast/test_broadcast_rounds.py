@@ -25,16 +25,24 @@ from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.broadcaster import UNKNOWN_BOARDS_KEPT, ActionError, Broadcaster
 from touchmove.broadcast.server import make_app
 from touchmove.broadcast.tournament import TournamentError, parse_tournament
+from touchmove.clocks import ManualClock
 
 SCHOLAR = ["e2e4", "e7e5", "f1c4", "b8c6", "d1h5", "g8f6", "h5f7"]  # mate: the board says 1-0
 
 
-class Clock:
-    def __init__(self, when: dt.datetime = dt.datetime(2026, 11, 29, 14, 0, tzinfo=dt.UTC)) -> None:
-        self.now = when.timestamp()
+class Clock(ManualClock):
+    """Time passing: ``now`` is the wall clock, and setting it lets the difference pass on both clocks."""
 
-    def __call__(self) -> float:
-        return self.now
+    def __init__(self, when: dt.datetime = dt.datetime(2026, 11, 29, 14, 0, tzinfo=dt.UTC)) -> None:
+        super().__init__(wall=when.timestamp())
+
+    @property
+    def now(self) -> float:
+        return self.now_wall
+
+    @now.setter
+    def now(self, value: float) -> None:
+        self.advance(value - self.now_wall)
 
 
 def events(ucis: list[str], game: int = 1, first_ply: int = 1, start: bool = True) -> list[dict[str, Any]]:
@@ -311,7 +319,7 @@ async def _delay(tmp_path: Path) -> None:
         game = await (await client.get("/live/round-3/game-1.json")).json()
         assert game["moves"] == ["e4 178+4", "e5 176+6"]  # clock after the move, seconds it took (180+2)
         assert "Bc4" not in await (await client.get("/round/3/game/1.pgn")).text()
-        assert hub.delay_line.next_due(clock.now) == pytest.approx(clock.now + 300)
+        assert hub.delay_line.next_due(clock.monotonic()) == pytest.approx(clock.monotonic() + 300)
         clock.now += 300
         assert "2. Bc4" in await (await client.get("/round/3.pgn")).text()
         assert hub.write_now().read_text() == hub.public_pgn()  # the file is public too

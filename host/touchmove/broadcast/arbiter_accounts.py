@@ -1,7 +1,8 @@
 """``touchmove arbiters add|list|revoke FILE``: the arbiters' accounts of a broadcast, one token each.
 
 ``add`` prints a new token once (only its SHA-256 digest is written to FILE); ``revoke`` refuses an arbiter's
-tokens from now on (written to ``arbiters-revoked.json`` beside FILE, which a running broadcaster re-reads);
+tokens from now on (written to ``arbiters-revoked.json`` beside FILE: :func:`~.arbiter_book.revocations_path`,
+where a running broadcaster whose tokens file is FILE reads them, within a second);
 ``list`` shows who may act. FILE is the broadcast's ``arbiters.toml`` (in its output folder, see
 docs/console.md).
 """
@@ -13,13 +14,18 @@ import secrets
 import sys
 from pathlib import Path
 
-from touchmove.broadcast.arbiter_book import ArbiterBook, ArbiterConfigError, file_entry, parse_file
+from touchmove.broadcast.arbiter_book import (
+    ArbiterBook,
+    ArbiterConfigError,
+    file_entry,
+    parse_file,
+    revocations_path,
+)
 from touchmove.errors import EXIT_USAGE, CommandError
 from touchmove.private_files import append_private
 from touchmove.wire import iso_now
 
 TOKEN_BYTES = 18          # 24 URL-safe characters
-REVOKED_NAME = "arbiters-revoked.json"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -43,7 +49,7 @@ def _book(path: Path) -> ArbiterBook:
     if not path.is_file():
         raise CommandError(f"{path}: no such file (make it with `touchmove arbiters add {path} NAME`)", EXIT_USAGE)
     try:
-        return ArbiterBook.read(file=path, revoked_path=path.parent / REVOKED_NAME)
+        return ArbiterBook.read(file=path, revoked_path=revocations_path(path))
     except ArbiterConfigError as exc:
         raise CommandError(str(exc), EXIT_USAGE) from None
 
@@ -103,7 +109,7 @@ def revoke_arbiter(args: argparse.Namespace) -> int:
     try:
         revoked = book.revoke(name, by="touchmove arbiters revoke", at=iso_now())
     except OSError as exc:
-        raise CommandError(f"cannot write {args.file.parent / REVOKED_NAME}: {exc.strerror}", EXIT_USAGE) from None
+        raise CommandError(f"cannot write {revocations_path(args.file)}: {exc.strerror}", EXIT_USAGE) from None
     if revoked:
         print(f"{name}: {len(revoked)} token(s) revoked (a running broadcast refuses them now)")
     else:

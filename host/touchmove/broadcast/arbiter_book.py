@@ -12,8 +12,11 @@ directory) and/or the environment (``TOUCHMOVE_ARBITERS``)::
     TOUCHMOVE_ARBITERS="chief:Anna Chief=<token>;Bob Deputy=<token>"   (clear tokens, hashed when read)
 
 The tournament's single ``token`` still works, as an arbiter named ``arbiter`` with the chief's rights.
-Revocations are written to ``arbiters-revoked.json`` beside the audit log and hold across restarts; the
-file is re-read when it changes, so editing it (or the tokens file) needs no restart either.
+Revocations live in one place, :func:`revocations_path`: ``arbiters-revoked.json`` beside the tokens file
+(the broadcaster's, wherever ``TOUCHMOVE_ARBITERS_FILE`` puts it, and the one ``touchmove arbiters revoke
+FILE`` names). They hold across restarts; the file is re-read when it changes, so editing it (or the tokens
+file) needs no restart either. A broadcaster whose tokens file is elsewhere than its output directory also
+honours the revocations an earlier version wrote there.
 """
 
 from __future__ import annotations
@@ -32,7 +35,15 @@ from touchmove.private_files import write_private
 ARBITERS_ENV = "TOUCHMOVE_ARBITERS"
 ARBITERS_FILE_ENV = "TOUCHMOVE_ARBITERS_FILE"
 ROLES = ("chief", "arbiter")
+#: The revocations' file name, beside the tokens file (:func:`revocations_path`).
+REVOKED_NAME = "arbiters-revoked.json"
 SHARED_NAME = "arbiter"
+
+
+def revocations_path(tokens_file: Path) -> Path:
+    """Return where the revocations of the arbiters in ``tokens_file`` live (the one place the CLI writes and
+    the broadcaster reads them)."""
+    return tokens_file.parent / REVOKED_NAME
 
 
 def digest(token: str) -> str:
@@ -104,21 +115,24 @@ class ArbiterBook:
     read again whenever they change."""
 
     def __init__(self, *, file: Path | None = None, env: str | None = None, shared_token: str | None = None,
-                 revoked_path: Path | None = None) -> None:
+                 revoked_path: Path | None = None, also_revoked: tuple[Path, ...] = ()) -> None:
         self.file = file
         self.env = env
         self.shared_token = shared_token
         self.revoked_path = revoked_path
+        #: Revocations read but never written (where an earlier version kept them).
+        self.also_revoked = also_revoked
         self._arbiters: list[Arbiter] = []
         self._revoked: dict[str, dict[str, Any]] = {}
-        self._stamps: tuple[float | None, float | None] = (None, None)
+        self._stamps: tuple[float | None, ...] = ()
         self._read = False
 
     @classmethod
     def read(cls, *, file: Path | None = None, env: str | None = None, shared_token: str | None = None,
-             revoked_path: Path | None = None) -> ArbiterBook:
+             revoked_path: Path | None = None, also_revoked: tuple[Path, ...] = ()) -> ArbiterBook:
         """Return the book with its files read now (:class:`ArbiterConfigError` for a bad tokens file)."""
-        book = cls(file=file, env=env, shared_token=shared_token, revoked_path=revoked_path)
+        book = cls(file=file, env=env, shared_token=shared_token, revoked_path=revoked_path,
+                   also_revoked=also_revoked)
         book._load(force=True)
         return book
 
@@ -133,7 +147,7 @@ class ArbiterBook:
 
     def _load(self, force: bool = False) -> None:
         force = force or not self._read    # the first reading: a bad tokens file is an error, not an edit
-        stamps = (self._mtime(self.file), self._mtime(self.revoked_path))
+        stamps = self._current_stamps()
         if not force and stamps == self._stamps:
             return
         arbiters: list[Arbiter] = []
@@ -150,14 +164,19 @@ class ArbiterBook:
                 return  # a half-written edit: keep what was read before
         self._arbiters = arbiters
         self._revoked = {}
-        if self.revoked_path is not None and self.revoked_path.is_file():
-            try:
-                data = json.loads(self.revoked_path.read_text(encoding="utf-8"))
-                self._revoked = {k: v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {}
-            except (OSError, ValueError):
-                pass
+        for path in (*self.also_revoked, self.revoked_path):
+            if path is not None and path.is_file():
+                try:
+                    data = json.loads(path.read_text(encoding="utf-8"))
+                except (OSError, ValueError):
+                    continue
+                if isinstance(data, dict):
+                    self._revoked.update({k: v for k, v in data.items() if isinstance(v, dict)})
         self._stamps = stamps
         self._read = True
+
+    def _current_stamps(self) -> tuple[float | None, ...]:
+        return (self._mtime(self.file), self._mtime(self.revoked_path), *map(self._mtime, self.also_revoked))
 
     @property
     def configured(self) -> bool:
@@ -189,8 +208,13 @@ class ArbiterBook:
             self._revoked[a.token_sha256] = {"name": a.name, "by": by, "at": at}
         if found and self.revoked_path is not None:
             write_private(self.revoked_path, json.dumps(self._revoked, indent=1) + "\n")
-            self._stamps = (self._mtime(self.file), self._mtime(self.revoked_path))
+            self._stamps = self._current_stamps()
         return found
+
+    def active(self) -> list[Arbiter]:
+        """Return the arbiters who may act now (revoked ones left out)."""
+        self._load()
+        return [a for a in self._arbiters if a.token_sha256 not in self._revoked]
 
     def listing(self) -> list[dict[str, Any]]:
         self._load()
@@ -212,10 +236,13 @@ def book_for(output_dir: Path, shared_token: str | None) -> ArbiterBook:
     """Return the arbiters a broadcast writing to ``output_dir`` accepts: ``TOUCHMOVE_ARBITERS_FILE`` or
     ``output_dir/arbiters.toml``, ``TOUCHMOVE_ARBITERS`` and the tournament's shared token (the console, its
     start banner and ``touchmove doctor`` all read them through this)."""
-    file = os.environ.get(ARBITERS_FILE_ENV)
-    return ArbiterBook.read(file=Path(file) if file else output_dir / "arbiters.toml",
-                            env=os.environ.get(ARBITERS_ENV), shared_token=shared_token,
-                            revoked_path=output_dir / "arbiters-revoked.json")
+    named = os.environ.get(ARBITERS_FILE_ENV)
+    file = Path(named) if named else output_dir / "arbiters.toml"
+    revoked = revocations_path(file)
+    legacy = output_dir / REVOKED_NAME
+    also = (legacy,) if legacy.resolve() != revoked.resolve() else ()
+    return ArbiterBook.read(file=file, env=os.environ.get(ARBITERS_ENV), shared_token=shared_token,
+                            revoked_path=revoked, also_revoked=also)
 
 
 def accounts_summary(book: ArbiterBook) -> str | None:

@@ -87,6 +87,8 @@ class BoardView:
     bridge_pgn: str | None = None
     last_event_ts: str | None = None
     state_game: int | None = None
+    #: The ply of the bridge's game as its latest ``state`` says (None: not said).
+    state_ply: int | None = None
     alerts_seen: set[tuple[Any, ...]] = field(default_factory=set)
     rejected: int = 0
     #: Fields the console adds to the board's JSON (see :class:`~touchmove.broadcast.console.ConsoleState`).

@@ -107,7 +107,7 @@ class BridgeIngest:
             if (live.needs_resync or (live.number is None and not live.moves)
                     or (view.state_game is not None and live.number is not None and view.state_game > live.number)):
                 self.resync(view)
-            elif msg.retained:
+            elif msg.retained or self._behind(view):
                 self._catch_up(view)
 
     def restore_console(self) -> None:
@@ -280,11 +280,22 @@ class BridgeIngest:
                      len(theirs) - len(ours))
             self.target.changed(view)
 
+    def _behind(self, view: BoardView) -> bool:
+        """Whether the bridge's state says its game (the one followed) has plies not known here: an event lost
+        (a consumer restarting) and a resync that took a PGN older than the event that showed the gap leave the
+        game short, and no later event may come to show it (the game may be over)."""
+        live = view.games.live()
+        return (view.state_ply is not None and view.state_ply > live.ply and not live.needs_resync
+                and live.number is not None and view.state_game == live.number)
+
     def _state(self, view: BoardView, payload: dict[str, Any]) -> None:
         state = bridge_topics.board_state(payload)
         changed = False
         if state.game is not None:
             view.state_game = state.game
+        view.state_ply = state.ply
+        if self._behind(view) and view.bridge_pgn:
+            self._catch_up(view)  # the PGN may have come first
         if state.in_sync is not None and state.in_sync != view.in_sync:
             view.in_sync, changed = state.in_sync, True
             self.target.console.on_sync(view.pairing.board, state.in_sync, now_iso())

@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,7 @@ from touchmove.broadcast.public_outputs import PublicOutputs
 from touchmove.broadcast.round_state import DelayLine, RoundRecord
 from touchmove.broadcast.round_storage import ALERT_FEED_LIMIT, SAVE_INTERVAL, Floors, RoundStorage
 from touchmove.broadcast.tournament import Round, Tournament
+from touchmove.clocks import SYSTEM_CLOCK, Clock
 
 __all__ = ["ALERT_FEED_LIMIT", "PROMOTION_PIECES", "REJECTIONS", "REJECTS_LOGGED", "REJECTS_LOG_EVERY",
            "SAVE_INTERVAL", "UNKNOWN_BOARDS_KEPT", "UNKNOWN_BOARDS_LOGGED", "UNKNOWN_BOARDS_SUM_EVERY",
@@ -53,7 +53,7 @@ class Broadcaster:
 
     def __init__(self, tournament: Tournament, *, output_dir: Path | None = None,
                  publish: Publish | None = None, write_interval: float = 0.1,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         #: The consoles' event streams.
         self.streams = ConsoleStreams(lambda: self.storage.by_number)
         out = output_dir if output_dir is not None else tournament.settings.output_dir
@@ -95,8 +95,8 @@ class Broadcaster:
         return self.storage.output_dir
 
     @property
-    def clock(self) -> Callable[[], float]:
-        """Wall-clock seconds (injected by tests: the delay and the dates follow it)."""
+    def clock(self) -> Clock:
+        """The clocks (injected by tests): the delay runs on the monotonic one, dates follow the wall one."""
         return self.storage.clock
 
     @property
@@ -192,7 +192,7 @@ class Broadcaster:
 
     def scheduled_round(self) -> int | None:
         """The latest round whose scheduled start has passed, when it is after the current one."""
-        now = dt.datetime.fromtimestamp(self.clock(), dt.UTC)
+        now = dt.datetime.fromtimestamp(self.clock.wall(), dt.UTC)
         due = [n for n, r in self.tournament.rounds.items() if r.start is not None and r.start <= now]
         latest = max(due, default=None)
         return latest if latest is not None and latest > self.round.number else None

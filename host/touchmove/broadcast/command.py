@@ -36,7 +36,8 @@ async def serve(svc: BroadcastService, stop: asyncio.Event) -> None:
     if svc.pusher is not None:
         print(f"  {push_line(svc)}", flush=True)
     if svc.hub.delay > 0:
-        print(f"  public outputs delayed by {svc.hub.delay / 60:g} min (the dashboard is live)", flush=True)
+        print(f"  public outputs delayed by {svc.hub.delay / 60:g} min (the dashboard is live; MQTT viewers "
+              "see live play: docs/security.md)", flush=True)
     try:
         await stop.wait()
     finally:

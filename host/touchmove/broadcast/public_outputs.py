@@ -20,6 +20,7 @@ from touchmove.broadcast.event_archive import EventArchive
 from touchmove.broadcast.live_pgn import EMPTY_GAME, GameSnapshot, RoundPgn, write_atomically
 from touchmove.broadcast.round_state import DelayLine
 from touchmove.broadcast.tournament import Round, Tournament
+from touchmove.clocks import Clock
 
 log = logging.getLogger(__name__)
 
@@ -46,13 +47,15 @@ class RoundSource(Protocol):
     @property
     def archive(self) -> EventArchive: ...
     @property
-    def clock(self) -> Callable[[], float]: ...
+    def clock(self) -> Clock: ...
 
     def live_games(self) -> Games: ...
-    def past_games(self, number: int) -> Games: ...
+    def public_past_games(self, number: int) -> Games: ...
     def round_date(self, number: int | None = None) -> dt.date: ...
     def rounds_so_far(self) -> list[int]: ...
     def save_if_due(self) -> None: ...
+    def held_back_rounds(self, since: float) -> list[int]: ...
+    def held_back_due(self, since: float) -> float | None: ...
 
 
 class PublicOutputs:
@@ -105,9 +108,9 @@ class PublicOutputs:
         if number is None or number == source.round.number:
             if self.delay <= 0:
                 return dict(source.live_games())
-            now = source.clock()
+            now = source.clock.monotonic()
             return {n: source.delay_line.public(n, now) for n in source.by_number}
-        return source.past_games(number)
+        return source.public_past_games(number)
 
     def public_pgn(self, number: int | None = None, boards: range | None = None) -> str:
         """A round's PGN as the public sees it (``boards``: only those board numbers)."""
@@ -168,15 +171,25 @@ class PublicOutputs:
             cb(text)
         return path
 
+    def write_rounds(self, numbers: list[int]) -> None:
+        """Write the public PGN of rounds other than the current one (``round-<n>.pgn``)."""
+        for number in numbers:
+            write_atomically(self.source.output_dir / f"round-{number}.pgn", self.public_pgn(number))
+
     async def run_writer(self) -> None:
         """Keep ``round-N.pgn`` current: written at most ``write_interval`` after each change (and when a
-        delayed change falls due); the round state saved with results and new games at once."""
+        delayed change falls due, also of an earlier round left before its delay had passed); the round state
+        saved with results and new games at once."""
         source = self.source
-        written_at = source.clock()
+        written_at = source.clock.monotonic()
         while True:
             # what fell due since the last write (also during the sleep below) is due now: never skipped
             due = source.delay_line.next_due(written_at) if self.delay > 0 else None
-            timeout = None if due is None else max(0.0, due - source.clock())
+            held = source.held_back_rounds(written_at)  # earlier rounds whose delay held something back
+            past_due = source.held_back_due(written_at) if held else None
+            if past_due is not None and (due is None or past_due < due):
+                due = past_due
+            timeout = None if due is None else max(0.0, due - source.clock.monotonic())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(source.dirty.wait(), timeout)
             source.dirty.clear()
@@ -187,8 +200,10 @@ class PublicOutputs:
                 log.exception("saving the state of round %s failed", source.round.number)
             if self.written_version != source.version or due is not None:
                 try:
-                    written_at = source.clock()
+                    written_at = source.clock.monotonic()
                     self.write_now()
+                    if past_due is not None and past_due <= written_at:
+                        self.write_rounds(held)
                 except OSError:
                     log.exception("writing %s failed", self.pgn_path)
             await asyncio.sleep(self.write_interval)

@@ -35,6 +35,7 @@ from typing import Any
 import chess
 import chess.pgn
 
+from touchmove.broadcast.delay_journal import DelayJournal
 from touchmove.broadcast.live_pgn import GameSnapshot, LiveGame, PlyRecord, write_atomically
 from touchmove.broadcast.results import RESULTS, SOURCES
 
@@ -371,13 +372,19 @@ def load_round(output_dir: Path, number: int, event: str | None = None) -> Round
 class DelayLine:
     """The public view of a round's boards: each board's games as they stood ``delay`` seconds ago.
 
-    Every change is recorded with its time; what is older than the delay is dropped, except the latest
-    such state (the one shown now). Memory: the changes within the delay.
+    Every change is recorded with its time on a monotonic clock (a step of the wall clock moves nothing);
+    what is older than the delay is dropped, except the latest such state (the one shown now). Memory: the
+    changes within the delay. With a :attr:`journal`, each change is also written to disk at once
+    (:mod:`.delay_journal`: a restart after ``kill -9`` serves what was public before it).
     """
 
     def __init__(self, delay: float) -> None:
         self.delay = delay
         self._lines: dict[int, deque[tuple[float, tuple[GameSnapshot, ...]]]] = {}
+        #: Where each change is written as it is recorded (None: kept in memory only).
+        self.journal: DelayJournal | None = None
+        #: Per board, the time of the change shown last (a newer one shown is noted in the journal).
+        self._shown: dict[int, float] = {}
 
     def record(self, board: int, now: float, games: tuple[GameSnapshot, ...]) -> None:
         line = self._lines.setdefault(board, deque())
@@ -387,6 +394,26 @@ class DelayLine:
         if self.delay <= 0:
             while len(line) > 1:
                 line.popleft()
+        elif self.journal is not None:
+            self.journal.append(board, now, games)
+
+    def restore(self, board: int, entries: list[tuple[float, tuple[GameSnapshot, ...]]]) -> None:
+        """Put back a board's changes read from the journal (in order, times on the monotonic clock)."""
+        self._lines[board] = deque(entries)
+
+    def boards(self) -> list[int]:
+        """The boards with a change recorded."""
+        return list(self._lines)
+
+    def has(self, board: int) -> bool:
+        """Whether any change of ``board`` is recorded."""
+        return bool(self._lines.get(board))
+
+    def needed(self, now: float) -> dict[int, list[tuple[float, tuple[GameSnapshot, ...]]]]:
+        """Each board's changes the view still needs at ``now``: the one shown, and those not yet due."""
+        for board in self._lines:
+            self.public(board, now)  # drops what no longer counts
+        return {board: list(line) for board, line in self._lines.items()}
 
     def public(self, board: int, now: float) -> tuple[GameSnapshot, ...]:
         """The board's games as the public sees them at ``now`` (empty before anything is due)."""
@@ -396,7 +423,12 @@ class DelayLine:
         cutoff = now - self.delay
         while len(line) > 1 and line[1][0] <= cutoff:
             line.popleft()
-        return line[0][1] if line[0][0] <= cutoff else ()
+        if line[0][0] > cutoff:
+            return ()
+        if self.journal is not None and self._shown.get(board) != line[0][0]:
+            self._shown[board] = line[0][0]
+            self.journal.seen(now)
+        return line[0][1]
 
     def next_due(self, now: float) -> float | None:
         """When the public view changes next (None: not before a new change)."""

@@ -1,5 +1,6 @@
-"""The round being broadcast, in memory and on disk: its boards, what changed, the alert feed, the delay line,
-and the files that keep them (``round-<n>-state.json``, the results export, ``current-round.json``).
+"""The round being broadcast, in memory and on disk: its boards, what changed, the alert feed, the delay lines
+(:mod:`.round_delays`), and the files that keep them (``round-<n>-state.json``, the results export,
+``current-round.json``).
 
 The constructor only remembers where things go: :meth:`RoundStorage.open` reads the saved state (the
 :class:`~touchmove.broadcast.broadcaster.Broadcaster` calls it when it opens, in the service's async context).
@@ -12,8 +13,6 @@ import dataclasses
 import datetime as dt
 import json
 import logging
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -23,8 +22,10 @@ from touchmove.broadcast.event_archive import EventArchive
 from touchmove.broadcast.live_pgn import EMPTY_GAME, GameSnapshot, write_atomically
 from touchmove.broadcast.results import normalize_result
 from touchmove.broadcast.results_export import results_csv, results_trf
+from touchmove.broadcast.round_delays import RoundDelays
 from touchmove.broadcast.round_state import BoardGames, DelayLine, RoundRecord, load_round, save_round
 from touchmove.broadcast.tournament import Round, Tournament
+from touchmove.clocks import Clock
 
 log = logging.getLogger(__name__)
 
@@ -51,23 +52,25 @@ class Notifier(Protocol):
 class RoundStorage:
     """The current round's boards and alert feed, its delay line, and the saved state of every round."""
 
-    def __init__(self, tournament: Tournament, output_dir: Path, clock: Callable[[], float],
+    def __init__(self, tournament: Tournament, output_dir: Path, clock: Clock,
                  notifier: Notifier) -> None:
         self.tournament = tournament
         self.output_dir = output_dir
-        #: Wall-clock seconds (injected by tests: the delay and the dates follow it).
+        #: The clocks (tests give a :class:`~touchmove.clocks.ManualClock`): the delay runs on the
+        #: monotonic one, dates follow the wall one.
         self.clock = clock
         self.notifier = notifier
         #: The file's ``round``: a switch is kept across restarts while the file still says this.
         self.file_round = tournament.round
         self.round: Round = tournament.current_round()
-        self.round_started = dt.datetime.fromtimestamp(clock(), dt.UTC).date()
+        self.round_started = dt.datetime.fromtimestamp(clock.wall(), dt.UTC).date()
         self.console = ConsoleState(tournament.time_control)
         #: The console's events on disk (the round's own file, opened by its first write).
         self.archive = EventArchive(output_dir / f"round-{tournament.round}-console.jsonl")
         self.boards: dict[str, BoardView] = {}
         self.by_number: dict[int, BoardView] = {}
-        self.delay_line = DelayLine(tournament.delay_seconds(tournament.round))
+        #: The delay lines: the current round's (kept on disk) and those of rounds held back.
+        self.delays = RoundDelays(lambda n: self.tournament.delay_seconds(n), output_dir, clock, tournament.round)
         self.alerts: list[AlertEntry] = []
         self._next_alert = 1
         self.version = 0
@@ -107,7 +110,7 @@ class RoundStorage:
         self.archive.close()
         self.archive = EventArchive(self.output_dir / f"round-{number}-console.jsonl")
         record = load_round(self.output_dir, number, self.tournament.event)
-        today = dt.datetime.fromtimestamp(self.clock(), dt.UTC).date()
+        today = dt.datetime.fromtimestamp(self.clock.wall(), dt.UTC).date()
         self.round_started = record.started if record is not None else today
         self.boards = {}
         for p in self.round.pairings:
@@ -125,17 +128,18 @@ class RoundStorage:
         self.by_number = {b.pairing.board: b for b in self.boards.values()}
         if record is None:
             self._load_legacy_results()
-        self.delay_line = DelayLine(self.tournament.delay_seconds(number))
-        now = self.clock()
-        for n, view in self.by_number.items():
-            seen = record.public_snapshots(n) if record is not None and self.delay > 0 else None
-            if seen is not None:  # what was public before the restart stays public; the rest waits
-                self.delay_line.record(n, 0.0, seen)
-            self.delay_line.record(n, now, view.games.snapshots())
+        self.delays.open(number, {n: v.games.snapshots() for n, v in self.by_number.items()},
+                         lambda n: record.public_snapshots(n) if record is not None else None)
+        for other in self.tournament.rounds:
+            self.delays.held_back(other)  # a round left before a restart with changes still to come
         self._snaps = {}
         self._snaps_dirty = set(self.by_number)
         self._durable = {n: v.games.durable_key() for n, v in self.by_number.items()}
         self._save_due = True
+
+    def close_delay_journal(self) -> None:
+        """Close the delay journal's file (the service stopping; a later change is kept in memory only)."""
+        self.delays.close()
 
     def check_round(self, number: int) -> None:
         """Raise ValueError if round ``number``'s saved state cannot be taken (before switching to it)."""
@@ -155,9 +159,11 @@ class RoundStorage:
         return floors
 
     def switch(self, number: int) -> None:
-        """Leave the current round (saved) for ``number``, and keep the choice across restarts."""
+        """Leave the current round (saved) for ``number``, and keep the choice across restarts. What the delay
+        still held back of the round left stays held back until its time (:class:`~.round_delays.RoundDelays`)."""
         floors = self.floors()
         self._past.pop(self.round.number, None)
+        self.delays.leave()
         self.open(number, floors)
         write_atomically(self.round_file, json.dumps({"round": number, "file_round": self.file_round}) + "\n")
 
@@ -214,8 +220,27 @@ class RoundStorage:
         self._past[number] = (mtime, record)
         return record
 
+    @property
+    def delay_line(self) -> DelayLine:
+        """The current round's delay line."""
+        return self.delays.line
+
+    def held_back_rounds(self, since: float) -> list[int]:
+        """The earlier rounds whose delay held something back after ``since`` (:class:`.RoundDelays`)."""
+        return self.delays.held_back_rounds(since)
+
+    def held_back_due(self, since: float) -> float | None:
+        return self.delays.held_back_due(since)
+
+    def public_past_games(self, number: int) -> dict[int, tuple[GameSnapshot, ...]]:
+        """Each board's games of a round other than the current one as the public sees them: while the delay
+        holds some back, as they stood ``delay`` ago; then as saved (:meth:`past_games`)."""
+        held = self.delays.public_past(number)
+        return held if held is not None else self.past_games(number)
+
     def past_games(self, number: int) -> dict[int, tuple[GameSnapshot, ...]]:
-        """Each board's games of a round other than the current one: saved, else the file's results."""
+        """Each board's games of a round other than the current one (the arbiter's): saved, else the file's
+        results."""
         record = self.past_round(number)
         if record is None:  # a round not broadcast here: the results the file gives
             rnd = self.tournament.rounds.get(number)
@@ -253,7 +278,7 @@ class RoundStorage:
                 games = view.games
                 self._snaps_dirty.add(view.pairing.board)
                 if self.delay_line.delay > 0:
-                    self.delay_line.record(view.pairing.board, self.clock(), games.snapshots())
+                    self.delay_line.record(view.pairing.board, self.clock.monotonic(), games.snapshots())
                 key = games.durable_key()
                 if self._durable.get(view.pairing.board) != key:
                     self._durable[view.pairing.board] = key
@@ -283,7 +308,7 @@ class RoundStorage:
     def record(self) -> RoundRecord:
         public: dict[int, list[tuple[int | None, int, str]]] = {}
         if self.delay > 0:
-            now = self.clock()
+            now = self.clock.monotonic()
             for n in self.by_number:
                 public[n] = [(g.number, g.ply, g.result) for g in self.delay_line.public(n, now)]
         return RoundRecord(self.round.number, self.round_started,
@@ -301,12 +326,13 @@ class RoundStorage:
         write_atomically(self.output_dir / "results-2026.trf",
                          results_trf(self.tournament, rounds, self.round_date, variant="2026"))
         self.archive.flush()
+        self.delays.compact()
         self._save_due = False
-        self._saved_at = time.monotonic()
+        self._saved_at = self.clock.monotonic()
         self._saved_version = self.version
 
     def save_if_due(self) -> None:
         """Save the round state if a result or a new game needs it, or it changed SAVE_INTERVAL ago."""
         if self._save_due or (self._saved_version != self.version
-                              and time.monotonic() - self._saved_at >= SAVE_INTERVAL):
+                              and self.clock.monotonic() - self._saved_at >= SAVE_INTERVAL):
             self.save_state()

@@ -31,7 +31,10 @@ Arbiter actions (``Authorization: Bearer <token>``; refused when no token is con
     POST /api/round                {"round": 4}  (switch the round being broadcast)
     POST /api/lichess/token        {"token": "lip_..."}  (a new lichess token after "token refused")
 
-Each arbiter has a token of his own (:mod:`.arbiters`); every action goes to the audit log (:mod:`.audit`).
+Each arbiter has a token of his own (:mod:`.arbiter_book`); every action goes to the audit log (:mod:`.audit`).
+The private console's cookie is a session value (:mod:`.console_sessions`), never the token; an open event stream
+is checked before each write (a revoked arbiter's ends; an anonymous one ends when the console turns private).
+Every response carries a Content-Security-Policy, ``X-Content-Type-Options: nosniff`` and frame protection.
 The console's other routes (timelines, evidence, audit, arbiters) are in :mod:`.console_api`.
 """
 
@@ -53,6 +56,7 @@ from touchmove.broadcast import console_api, livechess_json
 from touchmove.broadcast.arbiter_book import Arbiter, ArbiterBook, book_for
 from touchmove.broadcast.audit import AuditLog
 from touchmove.broadcast.broadcaster import ActionError, Broadcaster
+from touchmove.broadcast.console_sessions import KEY_NAME, ConsoleSessions
 from touchmove.broadcast.results_export import results_csv, results_trf
 
 log = logging.getLogger(__name__)
@@ -61,7 +65,10 @@ STATIC = Path(__file__).with_name("static")
 HUB_KEY: web.AppKey[Broadcaster] = web.AppKey("hub", Broadcaster)
 TOKEN_KEY: web.AppKey[str | None] = web.AppKey("token", str)
 ENCODED_KEY: web.AppKey[dict[str, tuple[str, bytes, str]]] = web.AppKey("encoded", dict)
+SESSIONS_KEY: web.AppKey[ConsoleSessions] = web.AppKey("sessions", ConsoleSessions)
 KEEPALIVE = 15.0
+#: How often an idle event stream checks that it may still be sent to (a change is checked before it goes).
+PERMISSION_CHECK_S = 0.25
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -111,7 +118,7 @@ def public(request: web.Request, key: str, body: str, content_type: str) -> web.
         cache[key] = (body, raw, etag)
     seen = hub.modified.get(key)
     if seen is None or seen[0] != etag:
-        seen = (etag, float(int(hub.clock())))
+        seen = (etag, float(int(hub.clock.wall())))
         hub.modified[key] = seen
     headers = {"Cache-Control": "no-cache", "Access-Control-Allow-Origin": "*", "ETag": etag,
                "Last-Modified": _http_date(seen[1])}
@@ -232,22 +239,52 @@ PRIVATE_PREFIXES = ("/api/state", "/api/stream", "/board/", "/api/boards/")
 COOKIE = "touchmove_arbiter"
 
 
+Viewer = Callable[[], Arbiter | None]
+
+
+def viewer(request: web.Request) -> Viewer:
+    """Return what tells, each time it is called, which arbiter the request's credentials stand for now (None:
+    no credentials, or revoked since): the ``Authorization`` header, else the session cookie ``/api/auth``
+    sets. A stream calls it again before each write (permissions hold for the life of a connection)."""
+    book = request.app[console_api.BOOK_KEY]
+    header = request.headers.get("Authorization", "")
+    if header.startswith("Bearer "):
+        token = header[7:].strip()
+        return lambda: book.authenticate(token) if token and book.configured else None
+    cookie = request.cookies.get(COOKIE, "")
+    sessions = request.app[SESSIONS_KEY]
+    return lambda: sessions.arbiter(cookie, book) if cookie else None
+
+
 @web.middleware
 async def private_console(request: web.Request, handler: Handler) -> web.StreamResponse:
     """While the console is private (:attr:`Broadcaster.console_private`), its live views need an arbiter's
-    token: the ``Authorization`` header, or the cookie ``/api/auth`` sets (an EventSource sends no header)."""
+    token: the ``Authorization`` header, or the session cookie ``/api/auth`` sets (an EventSource sends no
+    header)."""
     hub = request.app[HUB_KEY]
     if (request.method in ("GET", "HEAD") and hub.console_private
-            and request.path.startswith(PRIVATE_PREFIXES)):
-        book = request.app[console_api.BOOK_KEY]
-        header = request.headers.get("Authorization", "")
-        token = header[7:].strip() if header.startswith("Bearer ") else request.cookies.get(COOKIE, "")
-        if not book.configured or not token or book.authenticate(token) is None:
-            raise web.HTTPUnauthorized(
-                text=json.dumps({"error": "the console is private while the broadcast is delayed: an arbiter "
-                                          "token is needed"}),
-                content_type="application/json", headers={"WWW-Authenticate": 'Bearer realm="touchmove arbiter"'})
+            and request.path.startswith(PRIVATE_PREFIXES) and viewer(request)() is None):
+        raise web.HTTPUnauthorized(
+            text=json.dumps({"error": "the console is private while the broadcast is delayed: an arbiter "
+                                      "token is needed"}),
+            content_type="application/json", headers={"WWW-Authenticate": 'Bearer realm="touchmove arbiter"'})
     return await handler(request)
+
+
+#: What every page may load: its own scripts, styles, pictures and stream; never framed by another site.
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+       "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+#: A board's picture (``chess.svg`` styles its pieces inline): nothing else, no script.
+CSP_SVG = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'"
+SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY",
+                    "Referrer-Policy": "no-referrer"}
+
+
+async def security_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """Set the security headers on every response (pages, documents, errors, the event stream, static files)."""
+    svg = response.content_type == "image/svg+xml"
+    response.headers["Content-Security-Policy"] = CSP_SVG if svg else CSP
+    response.headers.update(SECURITY_HEADERS)
 
 
 async def board_svg(request: web.Request) -> web.Response:
@@ -266,21 +303,41 @@ def _sse(kind: str, data: dict[str, Any]) -> bytes:
     return f"event: {kind}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
 
 
+def stream_permission(request: web.Request) -> Callable[[], bool]:
+    """Return what tells whether the stream opened by ``request`` may still be sent to: one opened by an arbiter
+    while his token or session holds, one opened without (or with credentials no longer valid) while the
+    console is not private (a round switched to a delay makes it private)."""
+    hub = request.app[HUB_KEY]
+    who = viewer(request)
+    if who() is not None:
+        return lambda: who() is not None
+    return lambda: not hub.console_private
+
+
 async def stream(request: web.Request) -> web.StreamResponse:
     hub = request.app[HUB_KEY]
+    allowed = stream_permission(request)
     resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
                                        "X-Accel-Buffering": "no"})
     await resp.prepare(request)
     svg = request.query.get("svg") != "0"
     queue = hub.listen(svg=svg)
+    loop = asyncio.get_running_loop()
+    quiet_since = loop.time()
     try:
         await resp.write(b"retry: 1000\n\n" + _sse("snapshot", hub.snapshot(svg=svg)))
         while True:
             try:
-                item = await asyncio.wait_for(queue.get(), KEEPALIVE)
+                item = await asyncio.wait_for(queue.get(), PERMISSION_CHECK_S)
             except TimeoutError:
-                await resp.write(b": keepalive\n\n")
+                if not allowed():
+                    return resp  # revoked, or the console became private: the stream ends
+                if loop.time() - quiet_since >= KEEPALIVE:
+                    await resp.write(b": keepalive\n\n")
+                    quiet_since = loop.time()
                 continue
+            if not allowed():
+                return resp
             chunks = []
             while True:  # send what is queued in one write
                 if item[0] == "overflow":
@@ -290,6 +347,7 @@ async def stream(request: web.Request) -> web.StreamResponse:
                     break
                 item = queue.get_nowait()
             await resp.write(b"".join(chunks))
+            quiet_since = loop.time()
     except (ConnectionResetError, asyncio.CancelledError):
         pass
     finally:
@@ -318,9 +376,9 @@ async def _body(request: web.Request) -> dict[str, Any]:
 async def auth(request: web.Request) -> web.Response:
     arbiter = _authorized(request)
     resp = _json({"ok": True, "arbiter": arbiter.name, "role": arbiter.role})
-    header = request.headers.get("Authorization", "")
-    # for the private console's live views only (the actions need the header: a cookie is sent cross-site)
-    resp.set_cookie(COOKIE, header[7:].strip(), httponly=True, samesite="Strict", path="/")
+    # for the private console's live views only (the actions need the header: a cookie is sent cross-site);
+    # a session value, never the token (see console_sessions)
+    resp.set_cookie(COOKIE, request.app[SESSIONS_KEY].issue(arbiter), httponly=True, samesite="Strict", path="/")
     return resp
 
 
@@ -418,7 +476,9 @@ def make_app(hub: Broadcaster, token: str | None, *, arbiters: ArbiterBook | Non
              audit: AuditLog | None = None, journals: list[Path] | None = None) -> web.Application:
     """The web app; ``token`` is the tournament's shared token (an arbiter named ``arbiter``)."""
     app = web.Application(middlewares=[no_internal_text, private_console])
+    app.on_response_prepare.append(security_headers)
     app[HUB_KEY] = hub
+    app[SESSIONS_KEY] = ConsoleSessions(hub.output_dir / KEY_NAME)
     app[TOKEN_KEY] = token
     app[ENCODED_KEY] = {}
     if arbiters is None:

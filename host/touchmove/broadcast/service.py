@@ -18,6 +18,7 @@ from touchmove.broadcast.consumer import MqttLink, check_brokers
 from touchmove.broadcast.lichess_push import LichessPush, TokenSource
 from touchmove.broadcast.server import make_app
 from touchmove.broadcast.tournament import LICHESS_TOKEN_ENV, Tournament, TournamentError
+from touchmove.clocks import SYSTEM_CLOCK, Clock
 
 
 def check_output_dir(path: Path) -> None:
@@ -41,13 +42,14 @@ class BroadcastService:
     """
 
     def __init__(self, tournament: Tournament, *, host: str | None = None, port: int | None = None,
-                 token: str | None = None, lichess_token: str | None = None, svg_workers: int = 1) -> None:
+                 token: str | None = None, lichess_token: str | None = None, svg_workers: int = 1,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         s = tournament.settings
         self.tournament = tournament
         self.host = host if host is not None else s.host
         self.port = port if port is not None else s.port
         self.token = token if token is not None else s.token
-        self.hub = Broadcaster(tournament)  # reads nothing yet: start() opens the round
+        self.hub = Broadcaster(tournament, clock=clock)  # reads nothing yet: start() opens the round
         self.link = MqttLink(self.hub, tournament.brokers)
         self.hub.publish = self.link.publish
         self.pusher: LichessPush | None = None
@@ -162,6 +164,7 @@ class BroadcastService:
                 self.hub.save_state()
             with contextlib.suppress(OSError):
                 self.hub.write_now()
+            self.hub.storage.close_delay_journal()
 
     async def __aenter__(self) -> BroadcastService:
         return await self.start()

@@ -791,13 +791,28 @@ function renderBridges() {
 }
 
 let source = null;
+let refusedAt = 0;
 function connect() {
   if (source) return;
   const conn = $("#conn");
   source = new EventSource("/api/stream?svg=0");
   const on = (kind, fn) => source.addEventListener(kind, (ev) => fn(JSON.parse(ev.data)));
   source.onopen = () => { text(conn, "live"); conn.className = "badge ok"; };
-  source.onerror = () => { text(conn, "reconnecting…"); conn.className = "badge bad"; };
+  source.onerror = () => {
+    text(conn, "reconnecting…"); conn.className = "badge bad";
+    if (source.readyState !== EventSource.CLOSED) return;   // the browser tries again by itself
+    // refused (401): the token was revoked, or the console turned private (a delayed round)
+    source.close();
+    source = null;
+    const refused = () => { if (!source) text(conn, "private while the broadcast is delayed: enter an arbiter token"); };
+    if (token && Date.now() - refusedAt > 10000) {   // a new session (unlock connects again), once in a while
+      refusedAt = Date.now();
+      unlock().then(refused);
+      return;
+    }
+    if (state.arbiter) locked("token refused");
+    refused();
+  };
   on("snapshot", snapshot);
   on("board", boardUpdate);
   on("alert", alertUpdate);
