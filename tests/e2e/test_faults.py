@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
 import time
 from pathlib import Path
 
@@ -58,6 +60,30 @@ def test_daemon_killed_and_restarted(rig: Rig) -> None:
     rig.start_daemon()
     rig.assert_full_game(MOVES)
     assert rig.daemon_log().count("resumed") == 1
+
+
+def test_daemon_killed_while_another_program_takes_its_port(rig: Rig) -> None:
+    """Issue 40: after ``kill -9`` another program (ModemManager probing, a stray bridge whose old symlink now
+    names this pty) locks the port before the restarted bridge opens it. The bridge says who holds it, retries,
+    and takes the port back the moment it is let go: nothing of the game is lost."""
+    rig.start()
+    rig.wait_moves(12)
+    rig.kill_daemon()
+    holder = os.open(rig.link, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)     # what pyserial's exclusive open takes
+        rig.start_daemon()
+        deadline = time.monotonic() + 30
+        while f"locked by another program (pid {os.getpid()}" not in rig.daemon_log():
+            assert time.monotonic() < deadline, rig.daemon_log()[-2000:]
+            time.sleep(0.1)
+        time.sleep(1.0)                                          # a few rescans refused
+    finally:
+        os.close(holder)
+    rig.assert_full_game(MOVES)
+    log = rig.daemon_log()
+    assert "got it back (it was refused: locked by another program" in log, log[-2000:]
+    assert log.count("resumed") == 1
 
 
 def test_firmware_rebooted(rig: Rig) -> None:

@@ -59,6 +59,28 @@ def modem_manager_running() -> bool:
     return False
 
 
+def lock_holder(path: str, locks: str = "/proc/locks") -> str | None:
+    """Return who holds the lock on the device ``path`` (``pid N: its command line``), or None when nobody
+    does or the host cannot tell (Linux lists every lock in ``/proc/locks``, by device and inode)."""
+    try:
+        st = os.stat(path)
+        table = Path(locks).read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    where = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    for row in table.splitlines():
+        fields = row.split()
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == where and fields[4].isdigit():
+            pid = int(fields[4])
+            try:
+                raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+                command = " ".join(raw.decode(errors="replace").split("\0")).strip()
+            except OSError:
+                command = ""
+            return f"pid {pid}" + (f": {command[:120]}" if command else "")
+    return None
+
+
 def diagnose(path: str, exc: BaseException) -> tuple[str, str]:
     """Return (reason, fix) for a port that could not be opened."""
     code = getattr(exc, "errno", None)
@@ -74,7 +96,9 @@ def diagnose(path: str, exc: BaseException) -> tuple[str, str]:
         running = " (ModemManager is running on this host)" if modem_manager_running() else ""
         return f"busy{running}", _BUSY_FIX
     if code in (errno.EAGAIN, errno.EWOULDBLOCK) or "exclusively lock" in text:
-        running = " (ModemManager is running on this host)" if modem_manager_running() else ""
+        holder = lock_holder(path)
+        running = (f" ({holder})" if holder else
+                   " (ModemManager is running on this host)" if modem_manager_running() else "")
         return f"locked by another program{running}", _BUSY_FIX
     if code == errno.EISDIR or os.path.isdir(path):
         return "a folder, not a serial device", "fix --port or [serial] ports"
@@ -180,8 +204,10 @@ class PortReport:
         log.warning("port %s refused: %s -> %s", path, reason, fix)
 
     def opened(self, path: str) -> None:
-        """Note ``path`` open: its silence is timed from now."""
-        self.refused.pop(path, None)
+        """Note ``path`` open: its silence is timed from now (and say so when it was refused before)."""
+        was = self.refused.pop(path, None)
+        if was is not None and was != "no such device":
+            log.warning("port %s: got it back (it was refused: %s)", path, was)
         self.opened_at[path] = self.clock()
         self.silent_told.discard(path)
         self.garbled.pop(path, None)
