@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from tests.cli.conftest import touchmove
 from touchmove.bridge import port_report
 from touchmove.broadcast import lichess_standin
-from touchmove.config import UsbMatch
+from touchmove.config import BoardPort, UsbMatch
 from touchmove.sim import demo
 from touchmove.sim.local_broker import LocalBroker
 from touchmove.sim.ptyboard import PtyBoard
@@ -46,6 +46,21 @@ def test_each_refusal_has_a_reason_and_a_fix(exc: BaseException, reason: str, fi
 def test_what_is_watched_names_paths_and_usb_ids() -> None:
     line = port_report.describe_watch(["/dev/touchmove/*"], [UsbMatch(0x2E8A, 0x0005), UsbMatch(0x303A, 0x4001)])
     assert line == "paths /dev/touchmove/* and USB ids 2e8a:0005, 303a:4001"
+
+
+def test_what_is_watched_names_the_vendor_boards_too(caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 38: a DGT-only configuration was logged as "watching for boards at nothing ... (baud 115200)"."""
+    boards = [BoardPort("dgt", port="/dev/touchmove/dgt-*"), BoardPort("chessnut", vid=0x2D80)]
+    report = port_report.PortReport([], [], 115200, boards=boards)
+    with caplog.at_level("INFO", logger="touchmove.bridge"):
+        report.started()
+        report.scanned([])
+    said = caplog.text
+    assert "watching for boards at dgt boards at /dev/touchmove/dgt-* and chessnut boards at USB id 2d80:*" in said
+    assert "nothing" not in said and "baud" not in said
+    assert "no port matches dgt boards at /dev/touchmove/dgt-*" in said
+    both = port_report.describe_watch(["/dev/touchmove/*"], [], 115200, boards[:1])
+    assert both == "paths /dev/touchmove/* (baud 115200) and dgt boards at /dev/touchmove/dgt-*"
 
 
 def test_a_port_silent_for_long_is_said_once() -> None:
