@@ -176,3 +176,27 @@ def test_the_sample_and_the_udev_rule_know_the_esp32_s3() -> None:
     assert any('"303a"' in line and '"4001"' in line for line in active)
     assert all('ENV{ID_MM_DEVICE_IGNORE}="1"' in line or line.endswith("\\") for line in active)
     assert port_report.KNOWN_USB_IDS[(0x303A, 0x4001)].startswith("ESP32-S3")
+
+
+def test_a_port_locked_by_a_killed_bridge_is_free_at_once_and_a_live_holder_is_named(tmp_path: Path) -> None:
+    """Issue 40: the lock pyserial's exclusive open takes dies with its process (kill -9): the port opens again
+    at once, every time; while a process holds it, the refusal names that process."""
+    master, slave = os.openpty()
+    link = tmp_path / "ttyBOARD0"
+    link.symlink_to(os.ttyname(slave))
+    holder = ("import serial, sys, time\nport = serial.Serial(sys.argv[1], 115200, exclusive=True)\n"
+              "print('held', flush=True)\ntime.sleep(60)\n")
+    try:
+        for _ in range(20):
+            proc = subprocess.Popen([sys.executable, "-c", holder, str(link)], stdout=subprocess.PIPE, text=True)
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+            with pytest.raises(serial.SerialException) as refused:
+                serial.Serial(str(link), 115200, exclusive=True)
+            reason, _ = port_report.diagnose(str(link), refused.value)
+            assert reason.startswith(f"locked by another program (pid {proc.pid}: ") and "-c" in reason, reason
+            proc.kill()
+            proc.wait(5)
+            serial.Serial(str(link), 115200, exclusive=True).close()      # free the moment the holder is gone
+    finally:
+        os.close(slave)
+        os.close(master)
