@@ -6,6 +6,7 @@ import getpass
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -166,10 +167,22 @@ def write_config(path: Path, *, broker_port: int, ports: list[str], journal: Pat
     return path
 
 
+def die_with_parent() -> None:
+    """In a child before exec (Linux): be sent SIGKILL when the test process dies. A bridge that outlived a
+    killed test run kept rescanning its folder, whose board symlink named a pty number the kernel gives to a
+    later test: it took that board's port, which the later test's bridge then found "locked by another
+    program" for ever (issue 40)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)     # PR_SET_PDEATHSIG
+
+
 def start_daemon(config: Path, log: Path) -> subprocess.Popen[bytes]:
     out = open(log, "ab")  # noqa: SIM115 - closed with the process
     return subprocess.Popen([sys.executable, "-m", "touchmove.cli", "run", "--config", str(config),
-                             "--log-level", "DEBUG"], stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+                             "--log-level", "DEBUG"], stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
+                            preexec_fn=die_with_parent)
 
 
 def game_moves(pgn_path: Path) -> list[chess.Move]:

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import fcntl
 import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import chess
 import pytest
 
-from tests.e2e.helpers import OPERA, game_moves, simple_timeline
+from tests.e2e.helpers import OPERA, REPO, game_moves, simple_timeline
 from tests.e2e.rig import Rig
 
 MOVES = game_moves(OPERA)
@@ -84,6 +87,33 @@ def test_daemon_killed_while_another_program_takes_its_port(rig: Rig) -> None:
     log = rig.daemon_log()
     assert "got it back (it was refused: locked by another program" in log, log[-2000:]
     assert log.count("resumed") == 1
+
+
+def test_a_bridge_a_test_started_dies_with_the_test_process(tmp_path: Path) -> None:
+    """Issue 40's likely cause: a bridge outliving a killed test run holds later tests' ptys. The daemons the
+    tests start (helpers.start_daemon) get SIGKILL when the test process dies."""
+    parent = subprocess.Popen(
+        [sys.executable, "-c", "import subprocess, sys, time\nfrom tests.e2e.helpers import die_with_parent\n"
+         "child = subprocess.Popen(['sleep', '120'], preexec_fn=die_with_parent)\n"
+         "print(child.pid, flush=True)\ntime.sleep(120)\n"], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    child = int(parent.stdout.readline())
+    parent.kill()
+    parent.wait(5)
+    def alive() -> bool:
+        try:
+            return Path(f"/proc/{child}/stat").read_text().split()[2] != "Z"
+        except (OSError, IndexError):
+            return False
+
+    deadline = time.monotonic() + 5
+    try:
+        while alive():
+            assert time.monotonic() < deadline, "the child outlived its parent"
+            time.sleep(0.05)
+    finally:
+        if alive():
+            os.kill(child, signal.SIGKILL)
 
 
 def test_firmware_rebooted(rig: Rig) -> None:
