@@ -18,6 +18,7 @@ from typing import Any
 
 from touchmove.boards import translator_for
 from touchmove.boards.link import RawFile, is_hidraw
+from touchmove.bridge.port_refusals import diagnose
 
 #: What the bridge's translators say about a board in their hello, named for the operator.
 _FIELDS = (("serial", "serial number"), ("version", "version"), ("battery", "battery"))
@@ -41,8 +42,6 @@ def settings(protocol: str) -> str:
 
 def ask(path: str, protocol: str, timeout: float) -> Answer:
     """Return whether the board on ``path`` answers in ``protocol`` within ``timeout`` seconds."""
-    from touchmove.bridge.port_report import diagnose
-
     tr = translator_for(protocol, path)
     before = _termios_of(path)
     try:
