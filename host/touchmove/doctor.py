@@ -443,6 +443,34 @@ async def check_lichess(report: Report, t: Tournament, timeout: float) -> None:
                     "make a new one with the study:write scope (lichess.org/account/oauth/token)")
     else:
         report.ok(f"lichess: token of {info.get('userId')} with study:write; round {rounds}")
+    await _check_lichess_rounds(report, url, token, [x.round_id for x in targets], timeout)
+
+
+async def _check_lichess_rounds(report: Report, url: str, token: str, rounds: Sequence[str], timeout: float) -> None:
+    """Each round id known to lichess (``GET /api/broadcast/-/-/{id}``: the slugs are not read)."""
+    import aiohttp
+
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session:
+        for round_id in rounds:
+            try:
+                async with session.get(f"{url}/api/broadcast/-/-/{round_id}",
+                                       headers={"Authorization": f"Bearer {token}"}) as resp:
+                    status = resp.status
+                    body = await resp.json(content_type=None) if status == 200 else None
+            except (aiohttp.ClientError, TimeoutError, ValueError, OSError) as exc:
+                report.warn(f"lichess: round {round_id} not checked ({' '.join(str(exc).split())})", "")
+                continue
+            if status == 404:
+                report.fail(f"lichess: {url} has no broadcast round {round_id}",
+                            "lichess_round is the round's id: the 8 characters at the end of the round's URL "
+                            "(docs/club.md#the-round-tournament-file-arbiters-lichess)")
+            elif status != 200 or not isinstance(body, dict):
+                report.warn(f"lichess: round {round_id} not checked (HTTP {status})", "")
+            else:
+                tour, rnd = body.get("tour"), body.get("round")
+                tour_name = tour.get("name", "?") if isinstance(tour, dict) else "?"
+                round_name = rnd.get("name", "?") if isinstance(rnd, dict) else "?"
+                report.ok(f"lichess: round {round_id} is {tour_name}, {round_name}")
 
 
 def check_port(report: Report, host: str, port: int) -> None:

@@ -61,8 +61,9 @@ def test_lichess_out_of_reach_says_the_push_needs_internet(tmp_path: Path, monke
 
 def test_the_rehearsal_stand_in_is_accepted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tournament(tmp_path, f"http://127.0.0.1:{free_port()}")
-    [(level, what, _)] = lichess_lines(path, "rehearsal", monkeypatch, make_app(tmp_path))
+    [(level, what, _), (level2, what2, _)] = lichess_lines(path, "rehearsal", monkeypatch, make_app(tmp_path))
     assert level == "ok" and "study:write" in what and "abcd1234" in what
+    assert level2 == "ok" and what2 == "lichess: round abcd1234 is lichess stand-in, round abcd1234"
 
 
 @pytest.mark.parametrize("known, said", [(None, "unknown to"), ({"scopes": "study:read", "userId": "a"}, "lacks")])
@@ -71,8 +72,13 @@ def test_a_token_lichess_refuses_is_a_failure(tmp_path: Path, monkeypatch: pytes
     async def token_test(request: web.Request) -> web.Response:
         return web.json_response({(await request.text()): known})
 
+    async def no_round(request: web.Request) -> web.Response:
+        return web.json_response({"error": "Not found"}, status=404)
+
     app = web.Application()
     app.router.add_post("/api/token/test", token_test)
+    app.router.add_get("/api/broadcast/{a}/{b}/{id}", no_round)
     path = tournament(tmp_path, f"http://127.0.0.1:{free_port()}")
-    [(level, what, fix)] = lichess_lines(path, "lip_old", monkeypatch, app)
+    [(level, what, fix), (level2, what2, fix2)] = lichess_lines(path, "lip_old", monkeypatch, app)
     assert level == "FAIL" and said in what and "study:write" in fix
+    assert level2 == "FAIL" and "has no broadcast round abcd1234" in what2 and "8 characters" in fix2
