@@ -93,9 +93,10 @@ def test_a_bridge_a_test_started_dies_with_the_test_process(tmp_path: Path) -> N
     """Issue 40's likely cause: a bridge outliving a killed test run holds later tests' ptys. The daemons the
     tests start (helpers.start_daemon) get SIGKILL when the test process dies."""
     parent = subprocess.Popen(
-        [sys.executable, "-c", "import subprocess, sys, time\nfrom tests.e2e.helpers import die_with_parent\n"
-         "child = subprocess.Popen(['sleep', '120'], preexec_fn=die_with_parent)\n"
-         "print(child.pid, flush=True)\ntime.sleep(120)\n"], cwd=REPO, stdout=subprocess.PIPE, text=True)
+        [sys.executable, "-c", "import subprocess, sys, time\nfrom tests.e2e.helpers import dies_with_parent\n"
+         "child = subprocess.Popen(dies_with_parent(['/bin/sleep', '120']))\n"
+         "time.sleep(0.5)\nprint(child.pid, flush=True)\ntime.sleep(120)\n"], cwd=REPO, stdout=subprocess.PIPE,
+        text=True)
     assert parent.stdout is not None
     child = int(parent.stdout.readline())
     parent.kill()
