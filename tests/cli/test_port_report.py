@@ -63,6 +63,19 @@ def test_what_is_watched_names_the_vendor_boards_too(caplog: pytest.LogCaptureFi
     assert both == "paths /dev/touchmove/* (baud 115200) and dgt boards at /dev/touchmove/dgt-*"
 
 
+def test_a_port_kept_locked_is_said_again_every_minute(caplog: pytest.LogCaptureFixture) -> None:
+    now = [0.0]
+    report = port_report.PortReport(["/dev/x"], [], 115200, clock=lambda: now[0])
+    locked = serial.SerialException(errno.EAGAIN, "Could not exclusively lock port /dev/x")
+    with caplog.at_level("WARNING", logger="touchmove.bridge"):
+        for t in range(0, 130, 2):            # a rescan every 2 s for 130 s
+            now[0] = float(t)
+            report.refused_port("/dev/x", locked)
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 3 and said[0].startswith("port /dev/x refused: locked by another program")
+    assert said[1].startswith("port /dev/x still refused after 60 s: locked") and "after 120 s" in said[2]
+
+
 def test_a_port_silent_for_long_is_said_once() -> None:
     now = [0.0]
     report = port_report.PortReport(["/dev/x"], [], 115200, clock=lambda: now[0])

@@ -31,6 +31,8 @@ log = logging.getLogger("touchmove.bridge")
 
 #: Seconds a port may stay open without a line from it before the operator is told the board is silent.
 SILENT_AFTER_S = 5.0
+#: A port another program keeps locked is said again this often (a held port is not news once).
+STILL_LOCKED_S = 60.0
 #: USB ids of the boards the firmware runs on (MicroPython's own ids), named for the operator.
 KNOWN_USB_IDS = {
     (0x2E8A, 0x0005): "Raspberry Pi Pico / Pico W (MicroPython)",
@@ -135,6 +137,8 @@ class PortReport:
         self.boards = boards
         self.clock = clock
         self.refused: dict[str, str] = {}           # path -> the reason last logged
+        self.refused_since: dict[str, float] = {}   # path -> when it was first refused for that reason
+        self.refused_told: dict[str, float] = {}    # path -> when that was last said
         self.opened_at: dict[str, float] = {}       # path -> when it opened, until it sent a line
         self.garbled: dict[str, int] = {}            # path -> lines that were not touchmove's, before a hello
         self.silent_told: set[str] = set()
@@ -168,11 +172,18 @@ class PortReport:
         log.warning("no port matches %s; serial devices on this host: %s", self.watched(), plugged)
 
     def refused_port(self, path: str, exc: BaseException) -> None:
-        """Say why ``path`` could not be opened and the fix (once per reason, until it opens)."""
+        """Say why ``path`` could not be opened and the fix (once per reason, until it opens; a port another
+        program keeps locked is said again every :data:`STILL_LOCKED_S`, with how long)."""
         reason, fix = diagnose(path, exc)
+        now = self.clock()
         if self.refused.get(path) == reason:
+            since = self.refused_since.get(path, now)
+            if reason.startswith("locked") and now - self.refused_told.get(path, now) >= STILL_LOCKED_S:
+                self.refused_told[path] = now
+                log.warning("port %s still refused after %.0f s: %s -> %s", path, now - since, reason, fix)
             return
         self.refused[path] = reason
+        self.refused_since[path] = self.refused_told[path] = now
         log.warning("port %s refused: %s -> %s", path, reason, fix)
 
     def opened(self, path: str) -> None:
