@@ -231,7 +231,7 @@ def check_serial(report: Report, cfg: SerialConfig, timeout: float) -> None:
                         "configured: `touchmove doctor --ports` lists what is there (docs/boards.md#permissions)")
         for path in found:
             level, what = probe(path, cfg.baudrate, timeout)
-            if level == "FAIL" and "locked by another program" in what and "touchmove" in what:
+            if level == "FAIL" and "locked by another program" in what and "touchmove" in what and " run" in what:
                 report.ok(f"serial {path}: held by a running bridge, not asked")
                 continue
             what, _, fix = what.partition(" -> ")
@@ -256,6 +256,16 @@ class Seen:
     online: dict[str, bool] = field(default_factory=dict)
     states: dict[str, dict[str, object]] = field(default_factory=dict)
     sessions: set[str] = field(default_factory=set)
+    #: each board's bridge (its base topic), and the bridges that answered health_check
+    base_of: dict[str, str] = field(default_factory=dict)
+    answering: set[str] | None = None
+
+    def bound(self, board: str) -> bool:
+        """Return whether ``board`` is online at a bridge that answers (a killed bridge's boards still say
+        online in their retained availability: its last will is the bridge's own state)."""
+        if not self.online.get(board):
+            return False
+        return self.answering is None or self.base_of.get(board) in self.answering
 
 
 async def check_bridges(report: Report, node: Endpoint, login: Login, bases: Sequence[str],
@@ -309,6 +319,7 @@ async def check_bridges(report: Report, node: Endpoint, login: Login, bases: Seq
     except (aiomqtt.MqttError, OSError, BrokerSettingError) as exc:
         report.fail(f"bridges via {node.url}: {exc}", "fix the broker connection first (see above)")
         return
+    seen.answering = seen.answering if seen.answering is not None else set()
     for base in bases:
         state = states.get(base, b"")
         if base not in replies:
@@ -318,6 +329,7 @@ async def check_bridges(report: Report, node: Endpoint, login: Login, bases: Seq
                         f"touchmove-bridge@{base}; then touchmove doctor --config there")
             continue
         data, t_sent, t_back = replies[base]
+        seen.answering.add(base)
         if isinstance(data.get("session"), str):
             seen.sessions.add(str(data["session"]))
         if data.get("healthy") is False:
@@ -356,6 +368,7 @@ def _board_retained(topic: str, payload: object, bases: Sequence[str], seen: See
         return True
     if not isinstance(data, dict):
         return True
+    seen.base_of[parsed.board] = parsed.base
     if parsed.leaf == "availability":
         seen.online[parsed.board] = data.get("state") == "online"
     else:
@@ -365,7 +378,7 @@ def _board_retained(topic: str, payload: object, bases: Sequence[str], seen: See
 
 def check_pairings(report: Report, number: int, board_ids: Sequence[str], seen: Seen) -> None:
     """Ready only when every paired board is bound: online at a bridge (its retained availability)."""
-    missing = [b for b in board_ids if not seen.online.get(b)]
+    missing = [b for b in board_ids if not seen.bound(b)]
     if not missing:
         report.ok(f"round {number}: all {len(board_ids)} paired boards bound (online at a bridge)")
         return

@@ -17,6 +17,15 @@ def test_every_paired_board_must_be_bound() -> None:
     report = Report()
     check_pairings(report, 3, ["b1"], seen)
     assert report.lines[0][0] == "ok" and not report.failed
+    # a killed bridge's boards still say online (retained): not bound unless their bridge answers
+    seen = Seen(online={"b1": True}, base_of={"b1": "hall-a"}, answering=set())
+    report = Report()
+    check_pairings(report, 3, ["b1"], seen)
+    assert report.failed and "b1" in report.lines[0][1]
+    seen.answering = {"hall-a"}
+    report = Report()
+    check_pairings(report, 3, ["b1"], seen)
+    assert not report.failed
 
 
 def test_games_an_old_session_left_on_the_broker_are_said_with_how_to_start_clean() -> None:
