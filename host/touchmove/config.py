@@ -16,12 +16,12 @@ Example (every key is optional; these are the defaults unless noted)::
     queue_size = 10000                 # events queued in memory (the rest wait in the journal)
 
     [serial]
-    ports = ["/dev/serial/by-id/usb-touchmove*"]   # paths or glob patterns
+    ports = ["/dev/touchmove/*"]       # paths or glob patterns (the names deploy/udev/99-touchmove.rules gives)
     usb = [{ vid = 0x2E8A, pid = 0x0005 }, { vid = 0x303A, pid = 0x4001 }]  # and/or USB ids: Pico, ESP32-S3
     baudrate = 115200
     rescan_s = 1.5
     # boards that speak a vendor's protocol (docs/boards.md): a port (path or glob) or USB ids, and the protocol
-    # boards = [{ port = "/dev/serial/by-id/usb-DGT*", protocol = "dgt" },
+    # boards = [{ port = "/dev/touchmove/dgt-*", protocol = "dgt" },
     #           { vid = 0x2D80, protocol = "chessnut" }]      # dgt | chesslink | chessnut
 
     [engine]

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
-import glob
 import json
 import os
 import shutil
@@ -26,11 +25,16 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import aiomqtt
 
 from touchmove import wire
 from touchmove.brokers import BrokerSettingError, Endpoint, tls_context
+from touchmove.config import SerialConfig
+
+if TYPE_CHECKING:
+    from touchmove.broadcast.tournament import Tournament
 
 #: Clock skew between hosts above which the journals' and the PGN's times disagree visibly.
 SKEW_WARN_S = 0.5
@@ -58,6 +62,10 @@ class Report:
 
     def fail(self, what: str, fix: str) -> None:
         self._add("FAIL", what, fix)
+
+    def add(self, level: str, what: str, fix: str = "") -> None:
+        """Add a line of ``level`` (``ok``, ``warn`` or ``FAIL``): the fix is said for warnings and failures."""
+        self._add(level, what, "" if level == "ok" else fix)
 
     def _add(self, level: str, what: str, fix: str) -> None:
         self.lines.append((level, what, fix))
@@ -149,8 +157,13 @@ def check_clock(report: Report) -> None:
 def check_journal(report: Report, path: Path) -> None:
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
-        report.fail(f"journal {path}: the folder {folder} does not exist",
-                    "create it for the service user (systemd StateDirectory=touchmove does: /var/lib/touchmove)")
+        parent = next((p for p in folder.parents if p.exists()), Path("/"))
+        if parent.is_dir() and os.access(parent, os.W_OK | os.X_OK):
+            report.ok(f"journal {path}: the folder {folder} will be created at the bridge's first start")
+        else:
+            report.fail(f"journal {path}: the folder {folder} does not exist and {parent} is not a folder this "
+                        "user may write", "create it for the service user (systemd StateDirectory=touchmove "
+                        "does: /var/lib/touchmove)")
         return
     if not os.access(folder, os.W_OK | os.X_OK):
         report.fail(f"journal {path}: the folder {folder} is not writable by this user",
@@ -194,27 +207,72 @@ def check_checkpoint_key(report: Report, configured: str | None) -> None:
                     "write: without a key `touchmove run` does not start")
 
 
-def check_serial(report: Report, patterns: Sequence[str]) -> None:
-    if not patterns:
-        report.ok("serial: no port patterns (boards found by USB ids only)")
+def check_serial(report: Report, cfg: SerialConfig, timeout: float) -> None:
+    """What ``run`` will use: touchmove's ports (found, opened, a board answering its hello) and every
+    ``[serial] boards`` entry (its ports found, opened at its protocol's settings, the board answering in its
+    own protocol with its serial number)."""
+    from dataclasses import replace
+
+    from touchmove import boards
+    from touchmove.boards.probe import ask
+    from touchmove.bridge.port_report import describe_entry, describe_watch, probe
+    from touchmove.bridge.serial_link import find_ports
+
+    if not cfg.ports and not cfg.usb and not cfg.boards:
+        report.fail("serial: no [serial] ports, usb or boards: the bridge would watch nothing",
+                    "touchmove init bridge writes the Pico's and ESP32-S3's USB ids; DGT, ChessLink and Chessnut "
+                    "boards go in [serial] boards (docs/boards.md#which-port-speaks-which-protocol-bridgetoml)")
         return
-    found = sorted({p for pattern in patterns for p in glob.glob(pattern)} | {p for p in patterns if os.path.exists(p)})
-    if not found:
-        report.warn(f"serial: no board at {', '.join(patterns)}",
-                    "plug the boards in; check the udev rule (deploy/udev/99-touchmove.rules) names them as "
-                    "configured and `ls -l /dev/serial/by-id/`")
-        return
-    denied = [p for p in found if not os.access(p, os.R_OK | os.W_OK)]
-    if denied:
-        report.fail(f"serial: {len(denied)} port(s) not openable by this user: {', '.join(denied[:5])}",
-                    "add the bridge's user to the dialout group, or give the udev rule GROUP/MODE")
-    else:
-        report.ok(f"serial: {len(found)} port(s) openable")
+    if cfg.ports or cfg.usb:
+        found = [p for p in find_ports(cfg.ports, cfg.usb) if boards.board_port_of(p, cfg) is None]
+        if not found:
+            report.warn(f"serial: no touchmove board at {describe_watch(cfg.ports, cfg.usb)}",
+                        "plug the boards in; check the udev rule (deploy/udev/99-touchmove.rules) names them as "
+                        "configured: `touchmove doctor --ports` lists what is there (docs/boards.md#permissions)")
+        for path in found:
+            level, what = probe(path, cfg.baudrate, timeout)
+            if level == "FAIL" and "locked by another program" in what and "touchmove" in what and " run" in what:
+                report.ok(f"serial {path}: held by a running bridge, not asked")
+                continue
+            what, _, fix = what.partition(" -> ")
+            report.add(level, f"serial {path}: {what}", fix)
+    for entry in cfg.boards:
+        paths = boards.find_board_ports(replace(cfg, boards=(entry,)))
+        if not paths:
+            report.warn(f"serial: no {entry.protocol} board at {describe_entry(entry)}",
+                        "plug it in and switch it on; `touchmove doctor --ports` lists the serial devices with "
+                        "their USB ids (permissions and udev rules: docs/boards.md#permissions)")
+            continue
+        for path in paths:
+            answer = ask(path, entry.protocol, timeout)
+            report.add(answer.level, f"serial {path}: {answer.what}", answer.fix)
+
+
+@dataclass
+class Seen:
+    """What the broker holds for the bridges' boards: each board's retained availability (online or not) and
+    state (its game, ply, whether over, the bridge session that wrote it), and each bridge's live session."""
+
+    online: dict[str, bool] = field(default_factory=dict)
+    states: dict[str, dict[str, object]] = field(default_factory=dict)
+    sessions: set[str] = field(default_factory=set)
+    #: each board's bridge (its base topic), and the bridges that answered health_check
+    base_of: dict[str, str] = field(default_factory=dict)
+    answering: set[str] | None = None
+
+    def bound(self, board: str) -> bool:
+        """Return whether ``board`` is online at a bridge that answers (a killed bridge's boards still say
+        online in their retained availability: its last will is the bridge's own state)."""
+        if not self.online.get(board):
+            return False
+        return self.answering is None or self.base_of.get(board) in self.answering
 
 
 async def check_bridges(report: Report, node: Endpoint, login: Login, bases: Sequence[str],
-                        timeout: float) -> None:
-    """Each bridge's retained state and a health_check round trip; the clock skew from the reply's time."""
+                        timeout: float, seen: Seen | None = None) -> None:
+    """Each bridge's retained state and a health_check round trip; the clock skew from the reply's time. The
+    boards' retained availability and state go into ``seen``."""
+    seen = seen if seen is not None else Seen()
     try:
         context = tls_context(login.ca_file, login.cert_file, login.key_file) if node.tls else None
         async with aiomqtt.Client(node.host, node.port, username=login.username, password=login.password,
@@ -223,6 +281,8 @@ async def check_bridges(report: Report, node: Endpoint, login: Login, bases: Seq
             for base in bases:
                 await client.subscribe(wire.bridge_topic(base, "state"), qos=1)
                 await client.subscribe(wire.response_topic(base, "health_check"), qos=1)
+                await client.subscribe(wire.board_topic(base, wire.ANY, "availability"), qos=1)
+                await client.subscribe(wire.board_topic(base, wire.ANY, "state"), qos=1)
             states: dict[str, bytes] = {}
             replies: dict[str, tuple[dict[str, object], float, float]] = {}
             sent: dict[str, float] = {}
@@ -235,6 +295,8 @@ async def check_bridges(report: Report, node: Endpoint, login: Login, bases: Seq
                 async with asyncio.timeout(timeout):
                     async for m in client.messages:
                         topic = str(m.topic)
+                        if _board_retained(topic, m.payload, bases, seen):
+                            continue
                         state_of = {wire.bridge_topic(b, "state"): b for b in bases}
                         base = state_of.get(topic) or next(
                             (b for b in bases if topic == wire.response_topic(b, "health_check")), "")
@@ -257,6 +319,7 @@ async def check_bridges(report: Report, node: Endpoint, login: Login, bases: Seq
     except (aiomqtt.MqttError, OSError, BrokerSettingError) as exc:
         report.fail(f"bridges via {node.url}: {exc}", "fix the broker connection first (see above)")
         return
+    seen.answering = seen.answering if seen.answering is not None else set()
     for base in bases:
         state = states.get(base, b"")
         if base not in replies:
@@ -266,6 +329,9 @@ async def check_bridges(report: Report, node: Endpoint, login: Login, bases: Seq
                         f"touchmove-bridge@{base}; then touchmove doctor --config there")
             continue
         data, t_sent, t_back = replies[base]
+        seen.answering.add(base)
+        if isinstance(data.get("session"), str):
+            seen.sessions.add(str(data["session"]))
         if data.get("healthy") is False:
             report.fail(f"bridge {base}: reports itself unhealthy: {data.get('problems')}",
                         f"on the hall PC: journalctl -u touchmove-bridge@{base} (docs/bridge-faults.md)")
@@ -289,6 +355,135 @@ async def check_bridges(report: Report, node: Endpoint, login: Login, bases: Seq
             report.warn(what, "enable NTP on both hosts (timedatectl set-ntp true, or chrony)")
         else:
             report.ok(what)
+
+
+def _board_retained(topic: str, payload: object, bases: Sequence[str], seen: Seen) -> bool:
+    """Note a board's retained availability or state in ``seen``; return whether ``topic`` was one."""
+    parsed = wire.parse_topic(topic, bases)
+    if parsed is None or parsed.board is None or parsed.leaf not in ("availability", "state"):
+        return False
+    try:
+        data = json.loads(bytes(payload) if isinstance(payload, bytes | bytearray) else b"")
+    except ValueError:
+        return True
+    if not isinstance(data, dict):
+        return True
+    seen.base_of[parsed.board] = parsed.base
+    if parsed.leaf == "availability":
+        seen.online[parsed.board] = data.get("state") == "online"
+    else:
+        seen.states[parsed.board] = data
+    return True
+
+
+def check_pairings(report: Report, number: int, board_ids: Sequence[str], seen: Seen) -> None:
+    """Ready only when every paired board is bound: online at a bridge (its retained availability)."""
+    missing = [b for b in board_ids if not seen.bound(b)]
+    if not missing:
+        report.ok(f"round {number}: all {len(board_ids)} paired boards bound (online at a bridge)")
+        return
+    never = [b for b in missing if b not in seen.online]
+    report.fail(f"round {number}: {len(missing)} of {len(board_ids)} paired boards not bound: "
+                f"{', '.join(missing[:12])}{' ...' if len(missing) > 12 else ''}"
+                + (f" ({len(never)} never seen by a bridge)" if never else ""),
+                "plug them in and switch them on; on the hall PC `touchmove doctor --config bridge.toml` says "
+                "what each port answers; a board_id in the tournament file must be the id the bridge binds "
+                "(docs/club.md#the-round-tournament-file-arbiters-lichess)")
+
+
+def check_retained(report: Report, board_ids: Sequence[str], seen: Seen) -> None:
+    """Say which games the broker keeps (retained) for the round's boards, and which a bridge session that is
+    no longer running wrote (an earlier event's or rehearsal's games)."""
+    games = {b: seen.states[b] for b in board_ids if b in seen.states and int(str(seen.states[b].get("ply") or 0))}
+    if not games:
+        report.ok("broker: no games kept (retained) for the round's boards")
+        return
+    old = [b for b, st in games.items() if st.get("session") not in seen.sessions]
+
+    def said(board: str) -> str:
+        st = games[board]
+        return f"{board} (game {st.get('game')}, {st.get('ply')} plies{', over' if st.get('game_over') else ''})"
+
+    listed = ", ".join(said(b) for b in list(games)[:6]) + (" ..." if len(games) > 6 else "")
+    if old:
+        report.warn(f"broker: games kept (retained) for {len(games)} board(s), {len(old)} from a bridge session "
+                    f"that is not running: {listed}",
+                    "games of an earlier session (a rehearsal, last week's round): to start clean, see "
+                    "docs/club.md#starting-an-event-clean")
+    else:
+        report.ok(f"broker: games kept (retained) for {len(games)} board(s), by the running bridges: {listed}")
+
+
+async def check_lichess(report: Report, t: Tournament, timeout: float) -> None:
+    """When the round is pushed to lichess: a token (the environment's or the file's), lichess reachable, and
+    the token known to lichess with the study:write scope (``POST /api/token/test``)."""
+    import aiohttp
+
+    from touchmove.broadcast.lichess_push import TokenSource
+    from touchmove.broadcast.tournament import LICHESS_TOKEN_ENV
+
+    targets = t.lichess_targets()
+    if not targets:
+        return
+    rounds = ", ".join(x.round_id for x in targets)
+    url = t.settings.lichess_url
+    token = TokenSource(os.environ.get(LICHESS_TOKEN_ENV), t.settings.lichess_token_file).current()
+    if not token:
+        report.fail(f"lichess: round {rounds} is pushed to {url}, but there is no token",
+                    f"set {LICHESS_TOKEN_ENV} (a token with the study:write scope, lichess.org/account/oauth/token) "
+                    "or [broadcast] lichess_token_file: `touchmove broadcast` refuses to start without one "
+                    "(docs/club.md#the-round-tournament-file-arbiters-lichess)")
+        return
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session, \
+                session.post(f"{url}/api/token/test", data=token.encode()) as resp:
+            status = resp.status
+            body = await resp.json(content_type=None) if status == 200 else None
+    except (aiohttp.ClientError, TimeoutError, ValueError, OSError) as exc:
+        report.fail(f"lichess: {url} cannot be reached ({' '.join(str(exc).split()) or type(exc).__name__})",
+                    "the push needs internet on the broadcaster's PC: without it the console shows lichess "
+                    "retrying and the games reach lichess when it comes back (docs/club.md#internet-for-lichess)")
+        return
+    info = body.get(token) if isinstance(body, dict) else None
+    if status != 200:
+        report.warn(f"lichess: {url} reached, the token not checked (HTTP {status} to /api/token/test); "
+                    f"round {rounds}", "fine for the rehearsal's stand-in; lichess itself answers this check")
+    elif not isinstance(info, dict):
+        report.fail(f"lichess: the token is unknown to {url} (expired or revoked)",
+                    "make a new one with the study:write scope (lichess.org/account/oauth/token)")
+    elif "study:write" not in str(info.get("scopes", "")).split(","):
+        report.fail(f"lichess: the token of {info.get('userId')} lacks the study:write scope",
+                    "make a new one with the study:write scope (lichess.org/account/oauth/token)")
+    else:
+        report.ok(f"lichess: token of {info.get('userId')} with study:write; round {rounds}")
+    await _check_lichess_rounds(report, url, token, [x.round_id for x in targets], timeout)
+
+
+async def _check_lichess_rounds(report: Report, url: str, token: str, rounds: Sequence[str], timeout: float) -> None:
+    """Each round id known to lichess (``GET /api/broadcast/-/-/{id}``: the slugs are not read)."""
+    import aiohttp
+
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session:
+        for round_id in rounds:
+            try:
+                async with session.get(f"{url}/api/broadcast/-/-/{round_id}",
+                                       headers={"Authorization": f"Bearer {token}"}) as resp:
+                    status = resp.status
+                    body = await resp.json(content_type=None) if status == 200 else None
+            except (aiohttp.ClientError, TimeoutError, ValueError, OSError) as exc:
+                report.warn(f"lichess: round {round_id} not checked ({' '.join(str(exc).split())})", "")
+                continue
+            if status == 404:
+                report.fail(f"lichess: {url} has no broadcast round {round_id}",
+                            "lichess_round is the round's id: the 8 characters at the end of the round's URL "
+                            "(docs/club.md#the-round-tournament-file-arbiters-lichess)")
+            elif status != 200 or not isinstance(body, dict):
+                report.warn(f"lichess: round {round_id} not checked (HTTP {status})", "")
+            else:
+                tour, rnd = body.get("tour"), body.get("round")
+                tour_name = tour.get("name", "?") if isinstance(tour, dict) else "?"
+                round_name = rnd.get("name", "?") if isinstance(rnd, dict) else "?"
+                report.ok(f"lichess: round {round_id} is {tour_name}, {round_name}")
 
 
 def check_port(report: Report, host: str, port: int) -> None:
@@ -322,7 +517,8 @@ async def doctor_bridge(report: Report, path: Path, timeout: float) -> None:
     try:
         cfg = load(path)
     except ConfigError as exc:
-        report.fail(f"bridge configuration {path}: {exc}", "fix the file (see README, Running the bridge)")
+        report.fail(f"bridge configuration {path}: {exc}",
+                    "fix the file (docs/bridge.md: every key; `touchmove init bridge` writes a commented sample)")
         return
     report.ok(f"bridge configuration {path}: base topic {cfg.mqtt.base_topic}, {len(cfg.mqtt.endpoints)} broker "
               f"node(s), user {cfg.mqtt.username or '(anonymous)'}")
@@ -339,7 +535,7 @@ async def doctor_bridge(report: Report, path: Path, timeout: float) -> None:
                     "the bridge runs on the others, but the cluster has less slack: restart the missing node")
     check_journal(report, Path(cfg.journal))
     check_checkpoint_key(report, cfg.checkpoint_key)
-    check_serial(report, cfg.serial.ports)
+    check_serial(report, cfg.serial, min(timeout, 3.0))
     check_clock(report)
 
 
@@ -349,10 +545,11 @@ async def doctor_broadcast(report: Report, path: Path, timeout: float) -> None:
     try:
         t = load_tournament(path)
     except (TournamentError, OSError) as exc:
-        report.fail(f"tournament {path}: {exc}", "fix the file (see README, Running a broadcast)")
+        report.fail(f"tournament {path}: {exc}", "fix the file (docs/broadcast.md#the-tournament-file: every key)")
         return
     report.ok(f"tournament {path}: round {t.round}, {len(t.current_round().pairings)} boards, "
               f"{len(t.brokers)} broker(s)")
+    seen = Seen()
     for b in t.brokers:
         login = Login(b.username, b.password, b.ca_file, b.cert_file, b.key_file)
         working: Endpoint | None = None
@@ -360,7 +557,11 @@ async def doctor_broadcast(report: Report, path: Path, timeout: float) -> None:
             if check_tcp(report, node, timeout) and await check_mqtt(report, node, login, timeout) and not working:
                 working = node
         if working is not None:
-            await check_bridges(report, working, login, b.bases, timeout)
+            await check_bridges(report, working, login, b.bases, timeout, seen)
+    paired = [p.board_id for p in t.current_round().pairings]
+    check_pairings(report, t.round, paired, seen)
+    check_retained(report, paired, seen)
+    await check_lichess(report, t, timeout)
     check_folder(report, "output", t.settings.output_dir)
     check_port(report, t.settings.host, t.settings.port)
     check_arbiters(report, t.settings.output_dir, t.settings.token)

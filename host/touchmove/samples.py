@@ -30,11 +30,17 @@ base_topic = "touchmove"            # topics are <base_topic>/boards/<board id>/
 # queue_size = 10000                # events held in memory while the broker is away (the rest wait in the journal)
 
 [serial]
-ports = ["/dev/serial/by-id/usb-*touchmove*"]   # paths or glob patterns
+ports = ["/dev/touchmove/*"]                     # paths or globs: the names deploy/udev/99-touchmove.rules gives
 usb = [                                          # and/or USB ids (optional serial_number = "...")
   { vid = 0x2E8A, pid = 0x0005 },                # Raspberry Pi Pico / Pico W (MicroPython)
   { vid = 0x303A, pid = 0x4001 },                # ESP32-S3 (MicroPython ESP32_GENERIC_S3, native USB)
 ]
+# boards that speak a vendor's protocol (docs/boards.md): a path or glob, or USB ids, and the protocol
+# boards = [
+#   { port = "/dev/touchmove/dgt-*", protocol = "dgt" },         # names deploy/udev/99-touchmove-boards.rules gives
+#   { port = "/dev/touchmove/chesslink-*", protocol = "chesslink" },
+#   { vid = 0x2D80, protocol = "chessnut" },                    # Chessnut Air / Pro (USB HID)
+# ]
 rescan_s = 1.5                                   # how often vanished ports are looked for again
 
 [engine]

@@ -129,6 +129,9 @@ async def _console(broker: LocalBroker, tmp_path: Path, executable: str) -> None
                            "Board 5 · white's flag", "Board 11 · a new game is held"]:
                 await expect(page.locator("#queue .q-title", has_text=wanted)).to_have_count(1)
             titles = [await q.text_content() for q in await queue.locator(".q-title").all()]
+            # the badge counts the items listed (issue 38: it said 0 beside 20 items), red for unacked alerts
+            await expect(page.locator("#alert-count")).to_have_text(str(await queue.count()))
+            await expect(page.locator("#alert-count")).to_have_class("badge bad")
             assert titles.index("Board 8 · illegal_move") < titles.index("Board 3 · changes_lost") \
                 < titles.index("Board 6 · board_identity") < titles.index("Board 12 · result_rejected") \
                 < titles.index("Board 9 · offline"), titles

@@ -22,7 +22,7 @@ from touchmove.broadcast.broadcaster import Broadcaster
 from touchmove.broadcast.console_api import count_param
 from touchmove.broadcast.server import make_app
 from touchmove.broadcast.service import BroadcastService
-from touchmove.broadcast.tournament import TournamentError, parse_tournament
+from touchmove.broadcast.tournament import TournamentError, load_tournament, parse_tournament
 from touchmove.clocks import ManualClock
 
 
@@ -217,3 +217,54 @@ def test_private_console_can_be_set_either_way(tmp_path: Path) -> None:
     data["broadcast"]["private_console"] = "yes"
     with pytest.raises(TournamentError, match="private_console must be true or false"):
         parse_tournament(data)
+
+
+CLUB_FILE = """event = "Club night"
+round = 1
+
+[[rounds]]
+number = 1
+boards = [
+  { board = 1, board_id = "club-01", white = { name = "Ames, Ann", fide_id = 1503014 }, black = "Berg, Bo" },
+  { board = 2, board_id = "club-02", white = "Cole, Cy", black = "Dahl, Di" },
+  { board = 3, board_id = "club-03", white = "Eyre, Ed", black = "Falk, Fay" },
+]
+"""
+
+
+@pytest.mark.parametrize("board, before, after, message", [
+    # issue 38: each was accepted before
+    (2, '"Cole, Cy"', '"Ames, Ann"', "Ames, Ann plays on boards 1 and 2"),            # FIDE id on one board only
+    (3, '"Falk, Fay"', '{ name = "Ames, Ann", elo = "2101" }', "elo must be an integer written without quotes"),
+    (3, '"Falk, Fay"', '{ name = "Fay Falk", title = "Grandmaster" }', "FIDE's titles GM IM"),
+    (3, '"Falk, Fay"', '{ name = "Fay Falk", fide_id = "1503014" }', "fide_id must be an integer"),
+    (3, '"Falk, Fay"', '{ name = "Fay Falk", fide_id = 1503014 }', "plays on boards 1 and 3"),
+])
+def test_a_club_file_with_a_mistake_is_refused_in_one_line_naming_the_line(
+        tmp_path: Path, board: int, before: str, after: str, message: str) -> None:
+    lines = CLUB_FILE.splitlines()
+    at = 6 + board                     # the board's line in the file (from 1)
+    assert before in lines[at - 1]
+    lines[at - 1] = lines[at - 1].replace(before, after)
+    path = tmp_path / "tournament.toml"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(TournamentError) as caught:
+        load_tournament(path)
+    said = str(caught.value)
+    assert said.startswith(f"{path} line {at}: ") and message in said and "\n" not in said, said
+
+
+def test_titles_are_fides_and_trf_letters_are_read() -> None:
+    data = tournament_data(2)
+    data["rounds"][0]["boards"][0]["white"] = {"name": "A, B", "title": "wgm"}
+    data["rounds"][0]["boards"][0]["black"] = {"name": "C, D", "title": "g"}       # TRF-16's letter for GM
+    pairing = parse_tournament(data).rounds[data["rounds"][0]["number"]].pairings[0]
+    assert (pairing.white.title, pairing.black.title) == ("WGM", "GM")
+
+
+def test_two_players_of_one_name_with_their_own_fide_ids_may_play() -> None:
+    data = tournament_data(2)
+    boards = data["rounds"][0]["boards"]
+    boards[0]["white"] = {"name": "Smith, John", "fide_id": 1}
+    boards[1]["white"] = {"name": "Smith, John", "fide_id": 2}
+    assert parse_tournament(data).rounds

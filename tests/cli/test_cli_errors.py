@@ -388,3 +388,25 @@ def test_the_old_arbiters_module_is_the_subcommand() -> None:
                           timeout=60)
     assert done.returncode == 2 and done.stdout == ""
     assert "ACTION" in one_line_error(done.stderr)
+
+
+def test_run_without_a_broker_says_it_is_unreachable_and_the_fix(tmp_path: Path) -> None:
+    """Issue 38: the README's wording (`the broker ... is unreachable`), not "[Errno 111] ... next try in 10.0s"."""
+    config = tmp_path / "bridge.toml"
+    config.write_text(f'[mqtt]\nurl = "mqtt://127.0.0.1:{closed_port()}"\n[journal]\npath = "j/j.sqlite3"\n')
+    proc = subprocess.Popen([sys.executable, "-m", "touchmove.cli", "run", "--config", str(config)],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    try:
+        seen: list[str] = []
+        while not any("next try" in line for line in seen) and len(seen) < 100:
+            line = proc.stderr.readline()
+            if not line:
+                break
+            seen.append(line)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+    said = "".join(seen)
+    assert "is unreachable (connection refused" in said and "sudo apt-get install mosquitto" in said, said
+    assert "Errno" not in said and "next try in " in said

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -23,10 +24,14 @@ def test_a_game_ended_by_resignation(tmp_path: Path, broker: LocalBroker) -> Non
     pgn = tmp_path / "resigned.pgn"
     pgn.write_text(RESIGNED)
     journal = tmp_path / "journal.sqlite3"
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
     done = subprocess.run([sys.executable, "-m", "touchmove.cli", "demo", "--pgn", str(pgn), "--no-ui",
                            "--speed", "4", "--broker", broker.url, "--journal", str(journal)],
-                          capture_output=True, text=True, timeout=180, cwd=tmp_path)
+                          capture_output=True, text=True, timeout=180, cwd=tmp_path,
+                          env=dict(os.environ, TMPDIR=str(scratch)))
     assert done.returncode == 0, done.stderr
+    assert not list(scratch.iterdir()), "the demo left its working folder behind (issue 38)"
     assert "from the PGN's Result tag" in done.stderr
     assert "Traceback" not in done.stderr
     game = chess.pgn.read_game(io.StringIO(done.stdout[done.stdout.index("[Event"):]))

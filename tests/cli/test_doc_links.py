@@ -52,3 +52,25 @@ def test_the_readme_has_what_a_user_needs() -> None:
     assert "not yet on a physical board" in text and "unchecked" in text
     assert not re.search(r"\bissue \d+|\bcommit [0-9a-f]{7}", text)
     assert (REPO / "LICENSE").read_text().startswith("MIT License")
+
+
+HINT = re.compile(r"((?:docs/)?[\w-]+\.md)#([\w-]+)")
+
+
+def test_every_hint_the_program_gives_points_at_a_real_section() -> None:
+    """A fix hint in the program's messages (doctor, the bridge's port report, errors) names docs/page.md#anchor:
+    each page and heading exists; no hint names a README section by title (those moved and broke)."""
+    sources = sorted((REPO / "host" / "touchmove").rglob("*.py"))
+    found, broken = 0, []
+    for source in sources:
+        text = source.read_text(encoding="utf-8")
+        assert not re.search(r"see README, [A-Z]", text), f"{source}: a README section named by title"
+        for page, anchor in HINT.findall(text):
+            dest = REPO / (page if page.startswith("docs/") else f"docs/{page}")
+            if page == "README.md":
+                dest = REPO / "README.md"
+            found += 1
+            if not dest.exists() or anchor not in anchors(dest):
+                broken.append(f"{source.relative_to(REPO)}: {page}#{anchor}")
+    assert found >= 10
+    assert not broken, broken

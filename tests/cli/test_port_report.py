@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from tests.cli.conftest import touchmove
 from touchmove.bridge import port_report
 from touchmove.broadcast import lichess_standin
-from touchmove.config import UsbMatch
+from touchmove.config import BoardPort, UsbMatch
 from touchmove.sim import demo
 from touchmove.sim.local_broker import LocalBroker
 from touchmove.sim.ptyboard import PtyBoard
@@ -46,6 +46,34 @@ def test_each_refusal_has_a_reason_and_a_fix(exc: BaseException, reason: str, fi
 def test_what_is_watched_names_paths_and_usb_ids() -> None:
     line = port_report.describe_watch(["/dev/touchmove/*"], [UsbMatch(0x2E8A, 0x0005), UsbMatch(0x303A, 0x4001)])
     assert line == "paths /dev/touchmove/* and USB ids 2e8a:0005, 303a:4001"
+
+
+def test_what_is_watched_names_the_vendor_boards_too(caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 38: a DGT-only configuration was logged as "watching for boards at nothing ... (baud 115200)"."""
+    boards = [BoardPort("dgt", port="/dev/touchmove/dgt-*"), BoardPort("chessnut", vid=0x2D80)]
+    report = port_report.PortReport([], [], 115200, boards=boards)
+    with caplog.at_level("INFO", logger="touchmove.bridge"):
+        report.started()
+        report.scanned([])
+    said = caplog.text
+    assert "watching for boards at dgt boards at /dev/touchmove/dgt-* and chessnut boards at USB id 2d80:*" in said
+    assert "nothing" not in said and "baud" not in said
+    assert "no port matches dgt boards at /dev/touchmove/dgt-*" in said
+    both = port_report.describe_watch(["/dev/touchmove/*"], [], 115200, boards[:1])
+    assert both == "paths /dev/touchmove/* (baud 115200) and dgt boards at /dev/touchmove/dgt-*"
+
+
+def test_a_port_kept_locked_is_said_again_every_minute(caplog: pytest.LogCaptureFixture) -> None:
+    now = [0.0]
+    report = port_report.PortReport(["/dev/x"], [], 115200, clock=lambda: now[0])
+    locked = serial.SerialException(errno.EAGAIN, "Could not exclusively lock port /dev/x")
+    with caplog.at_level("WARNING", logger="touchmove.bridge"):
+        for t in range(0, 130, 2):            # a rescan every 2 s for 130 s
+            now[0] = float(t)
+            report.refused_port("/dev/x", locked)
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 3 and said[0].startswith("port /dev/x refused: locked by another program")
+    assert said[1].startswith("port /dev/x still refused after 60 s: locked") and "after 120 s" in said[2]
 
 
 def test_a_port_silent_for_long_is_said_once() -> None:
@@ -161,3 +189,27 @@ def test_the_sample_and_the_udev_rule_know_the_esp32_s3() -> None:
     assert any('"303a"' in line and '"4001"' in line for line in active)
     assert all('ENV{ID_MM_DEVICE_IGNORE}="1"' in line or line.endswith("\\") for line in active)
     assert port_report.KNOWN_USB_IDS[(0x303A, 0x4001)].startswith("ESP32-S3")
+
+
+def test_a_port_locked_by_a_killed_bridge_is_free_at_once_and_a_live_holder_is_named(tmp_path: Path) -> None:
+    """Issue 40: the lock pyserial's exclusive open takes dies with its process (kill -9): the port opens again
+    at once, every time; while a process holds it, the refusal names that process."""
+    master, slave = os.openpty()
+    link = tmp_path / "ttyBOARD0"
+    link.symlink_to(os.ttyname(slave))
+    holder = ("import serial, sys, time\nport = serial.Serial(sys.argv[1], 115200, exclusive=True)\n"
+              "print('held', flush=True)\ntime.sleep(60)\n")
+    try:
+        for _ in range(20):
+            proc = subprocess.Popen([sys.executable, "-c", holder, str(link)], stdout=subprocess.PIPE, text=True)
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+            with pytest.raises(serial.SerialException) as refused:
+                serial.Serial(str(link), 115200, exclusive=True)
+            reason, _ = port_report.diagnose(str(link), refused.value)
+            assert reason.startswith(f"locked by another program (pid {proc.pid}: ") and "-c" in reason, reason
+            proc.kill()
+            proc.wait(5)
+            serial.Serial(str(link), 115200, exclusive=True).close()      # free the moment the holder is gone
+    finally:
+        os.close(slave)
+        os.close(master)

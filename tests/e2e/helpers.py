@@ -166,10 +166,29 @@ def write_config(path: Path, *, broker_port: int, ports: list[str], journal: Pat
     return path
 
 
+#: Run argv[1:] (execv: the same process) after asking Linux for SIGKILL when the parent dies (PR_SET_PDEATHSIG,
+#: kept across exec). Set in the child itself, not with Popen's preexec_fn, which is unsafe in the test
+#: process's threads.
+_DIE_WITH_PARENT = ("import ctypes, os, sys\n"
+                    "if sys.platform.startswith('linux'):\n"
+                    "    ctypes.CDLL(None, use_errno=True).prctl(1, 9)\n"
+                    "    if os.getppid() == 1:\n"
+                    "        sys.exit(1)\n"
+                    "os.execv(sys.argv[1], sys.argv[1:])\n")
+
+
+def dies_with_parent(argv: list[str]) -> list[str]:
+    """Return a command line running ``argv`` as a process that gets SIGKILL when the test process dies. A
+    bridge that outlived a killed test run kept rescanning its folder, whose board symlink named a pty number
+    the kernel gives to a later test: it took that board's port, which the later test's bridge then found
+    "locked by another program" for ever (issue 40)."""
+    return [sys.executable, "-c", _DIE_WITH_PARENT, *argv]
+
+
 def start_daemon(config: Path, log: Path) -> subprocess.Popen[bytes]:
     out = open(log, "ab")  # noqa: SIM115 - closed with the process
-    return subprocess.Popen([sys.executable, "-m", "touchmove.cli", "run", "--config", str(config),
-                             "--log-level", "DEBUG"], stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+    return subprocess.Popen(dies_with_parent([sys.executable, "-m", "touchmove.cli", "run", "--config", str(config),
+                                              "--log-level", "DEBUG"]), stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
 
 
 def game_moves(pgn_path: Path) -> list[chess.Move]:

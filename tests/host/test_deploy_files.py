@@ -51,3 +51,30 @@ def test_units_name_the_credentials_the_examples_read() -> None:
     assert "LoadCredential=mqtt-password:" in bridge and "StateDirectory=touchmove" in bridge
     assert "ExecStartPre=-" in bridge, "a failed doctor check must not keep the bridge down"
     assert 'ENV{ID_MM_DEVICE_IGNORE}="1"' in (DEPLOY / "udev" / "99-touchmove.rules").read_text()
+
+
+def test_the_udev_rules_cover_every_board_the_bridge_serves() -> None:
+    """Each shipped rule (touchmove's boards, the vendors'): group dialout (the unit's supplementary group), a
+    name under /dev/touchmove/ (the sample's ports pattern), ModemManager kept away from serial ports; the
+    unit lets the bridge open hidraw nodes (Chessnut) as well as ttyACM/ttyUSB."""
+    from touchmove import boards
+    from touchmove.samples import BRIDGE
+
+    rules = {}
+    for path in sorted((DEPLOY / "udev").glob("*.rules")):
+        text = path.read_text()
+        joined = text.replace("\\\n", " ")
+        rules[path.name] = [line.lstrip("#") for line in joined.splitlines()
+                            if line.lstrip("#").startswith("SUBSYSTEM==")]
+    assert set(rules) == {"99-touchmove.rules", "99-touchmove-boards.rules"}
+    for name, lines in rules.items():
+        for line in lines:
+            if "hall-a" in line:
+                continue          # an extra name for a board the rule above has given its group already
+            assert 'GROUP="dialout"' in line and 'MODE="0660"' in line, (name, line)
+            if not line.startswith('SUBSYSTEM=="hidraw"'):
+                assert 'ENV{ID_MM_DEVICE_IGNORE}="1"' in line and 'SYMLINK+="touchmove/' in line, (name, line)
+    assert f'ATTRS{{idVendor}}=="{boards.CHESSNUT_VID:04x}"' in " ".join(rules["99-touchmove-boards.rules"])
+    assert 'ports = ["/dev/touchmove/*"]' in BRIDGE
+    unit = (DEPLOY / "systemd" / "touchmove-bridge@.service").read_text()
+    assert "SupplementaryGroups=dialout" in unit and "DeviceAllow=char-hidraw rw" in unit

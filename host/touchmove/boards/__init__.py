@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from touchmove.config import BoardPort, SerialConfig
 
 __all__ = ["CHESSNUT_VID", "HIDRAW_SYS", "PROTOCOL_NAMES", "board_port_of", "find_board_ports", "open_link",
-           "translator_for"]
+           "translator_for", "usb_ids_of"]
 
 #: Chessnut's USB vendor id (its SDK's; the product ids are 0x80nn-0x86nn).
 CHESSNUT_VID = 0x2D80
@@ -46,7 +46,7 @@ def translator_for(protocol: str, port: str, rate: float = 1.0) -> Translator:
     raise ValueError(f"unknown board protocol {protocol!r}")
 
 
-def _usb_ids_of(path: str) -> tuple[int, int] | None:
+def usb_ids_of(path: str) -> tuple[int, int] | None:
     """Return (vid, pid) of a serial or hidraw device from sysfs, or None."""
     name = os.path.basename(os.path.realpath(path))
     if name.startswith("hidraw"):
@@ -82,7 +82,7 @@ def board_port_of(path: str, cfg: SerialConfig) -> BoardPort | None:
                 return entry
             continue
         if not looked:
-            ids, looked = _usb_ids_of(path), True
+            ids, looked = usb_ids_of(path), True
         if ids and (entry.vid is None or entry.vid == ids[0]) and (entry.pid is None or entry.pid == ids[1]):
             return entry
     return None

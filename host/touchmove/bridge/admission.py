@@ -17,7 +17,7 @@
   port with another serial number (or none) raises a ``board_serial_changed`` alert in its event stream and a
   problem on ``bridge/state`` (the game goes on: the arbiter decides).
 
-docs/bridge-faults.md#board-admission says what the operator does.
+docs/bridge-faults.md#board-admission-ids-operator-records-usb-serial-numbers says what the operator does.
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ RESET_ALERTS = {
     "fatal": "the board's firmware reset it after a fatal error",
 }
 
-#: What the arbiter or the board's maintainer does about a ``board_error`` (docs/bridge-faults.md#board-admission).
+#: What the arbiter or the board's maintainer does about a ``board_error``
+#: (docs/bridge-faults.md#board-admission-ids-operator-records-usb-serial-numbers).
 ERROR_ADVICE = ("If it says the firmware did not start, fix board.json (docs/firmware.md) or flash the board "
                 "again and restart it; a sensor bus error means a chip or cable of the board; the game goes on "
                 "from what the board still reports, so check its position against the real board")

@@ -37,7 +37,7 @@ import json
 import logging
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,6 +107,19 @@ class Outgoing:
     retain: bool
     tag: Any = None
 
+
+def broker_problem(errors: Sequence[BaseException]) -> str:
+    """Return what the operator reads when a broker node could not be used: a refused or unknown address as
+    ``unreachable`` with the fix, anything else as the client said it."""
+    text = "; ".join(" ".join(str(e).split()) for e in errors)
+    if any(isinstance(e, ConnectionRefusedError) for e in errors) or "Connection refused" in text:
+        return ("is unreachable (connection refused: no broker listens there) -> start Mosquitto (sudo apt-get "
+                "install mosquitto) or fix [mqtt] url; `touchmove doctor --config bridge.toml` checks it")
+    if "Name or service not known" in text or "Temporary failure in name resolution" in text:
+        return f"is unreachable (the host name is not known: {text}) -> fix [mqtt] url"
+    if "timed out" in text.lower():
+        return f"is unreachable (no answer: {text}) -> check the network and the firewall to the broker"
+    return text
 
 class MqttLink:
     """Owns the broker connection. Run :meth:`run` as a task; publish from the same event loop."""
@@ -208,7 +221,7 @@ class MqttLink:
             try:
                 await one_attempt(self._session(node, self.attempts))
             except* (aiomqtt.MqttError, OSError) as group_exc:
-                log.warning("broker %s: %s", node.url, "; ".join(str(e) for e in group_exc.exceptions))
+                log.warning("broker %s: %s", node.url, broker_problem(group_exc.exceptions))
             except* Exception:
                 log.exception("MQTT link to %s failed", node.url)
             finally:
@@ -217,7 +230,7 @@ class MqttLink:
                 self.connected = False
                 self.recovering = True
             if self.nodes.failed():
-                log.info("no broker answered; next try in %.1fs", self._delay)
+                log.info("no broker answered; next try in %.0f s", self._delay)
                 await asyncio.sleep(self._delay)
                 self._delay = min(self._backoff_max, self._delay * 2)
             else:

@@ -3,7 +3,7 @@ and the fix), ports that stay silent, boards bound; and ``touchmove doctor --por
 devices with their USB ids and whether a board answers on each.
 
 :class:`PortReport` is told by :mod:`touchmove.bridge.ports` what happens and logs each news once (at INFO or
-WARNING, so the default log level shows it); :func:`diagnose` turns an open error into a reason and a fix.
+WARNING, so the default log level shows it); :mod:`touchmove.bridge.port_refusals` says why a port is refused.
 """
 
 from __future__ import annotations
@@ -19,24 +19,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+# why a port is refused, with the fix (re-exported: the refusals are said here and by doctor)
+from touchmove.bridge.port_refusals import diagnose as diagnose
+from touchmove.bridge.port_refusals import lock_holder as lock_holder
+from touchmove.bridge.port_refusals import modem_manager_running as modem_manager_running
+
 if TYPE_CHECKING:
-    from touchmove.config import UsbMatch
+    from touchmove.config import BoardPort, SerialConfig, UsbMatch
 
 log = logging.getLogger("touchmove.bridge")
 
 #: Seconds a port may stay open without a line from it before the operator is told the board is silent.
 SILENT_AFTER_S = 5.0
+#: A port another program keeps locked is said again this often (a held port is not news once).
+STILL_LOCKED_S = 60.0
 #: USB ids of the boards the firmware runs on (MicroPython's own ids), named for the operator.
 KNOWN_USB_IDS = {
     (0x2E8A, 0x0005): "Raspberry Pi Pico / Pico W (MicroPython)",
     (0x303A, 0x4001): "ESP32-S3 (MicroPython, native USB)",
     (0x303A, 0x1001): "ESP32-S3 (USB Serial/JTAG)",
 }
-_DIALOUT_FIX = ("add the bridge's user to the dialout group (sudo usermod -aG dialout $USER, then log in again) "
-                "or install deploy/udev/99-touchmove.rules")
-_BUSY_FIX = ("another program holds the port: ModemManager probing a new modem (sudo systemctl disable --now "
-             "ModemManager, or the udev rule's ID_MM_DEVICE_IGNORE), a second `touchmove run`, mpremote, screen "
-             "or minicom: close it")
+#: Vendor boards' USB vendor ids, as far as they are known (docs/boards.md#usb-ids): Chessnut's from its SDK.
+VENDOR_BOARD_VIDS = {0x2D80: ("chessnut", "Chessnut Air / Pro (USB HID)")}
+#: USB serial chips' vendor ids (Linux's ftdi_sio, cp210x, pl2303, ch341 drivers): a DGT or ChessLink board
+#: on USB is one of these (which one is not verified on a real board: docs/boards.md#usb-ids).
+SERIAL_CHIP_VIDS = {0x0403: "FTDI", 0x10C4: "Silicon Labs CP210x", 0x067B: "Prolific PL2303", 0x1A86: "WCH CH340"}
 SILENT_FIX = ("no line from the board: it runs other firmware or none (flash touchmove's: make flash, "
               "docs/firmware.md), the baud rate differs ([serial] baudrate), or it is not a board")
 GARBLED_FIX = ("lines that are not touchmove's: other firmware on the board (flash touchmove's: make flash) "
@@ -48,41 +55,10 @@ def usb_id(vid: int | None, pid: int | None) -> str:
     return f"{vid:04x}:{pid:04x}" if vid is not None and pid is not None else "-"
 
 
-def modem_manager_running() -> bool:
-    """Return True when a ModemManager process runs on this host (it opens new USB serial ports to probe)."""
-    for comm in glob.glob("/proc/[0-9]*/comm"):
-        try:
-            if Path(comm).read_text().strip() == "ModemManager":
-                return True
-        except OSError:
-            continue
-    return False
-
-
-def diagnose(path: str, exc: BaseException) -> tuple[str, str]:
-    """Return (reason, fix) for a port that could not be opened."""
-    code = getattr(exc, "errno", None)
-    text = str(exc)
-    if code in (errno.EACCES, errno.EPERM) or "Permission denied" in text:
-        return "permission denied", _DIALOUT_FIX
-    if code == errno.ENOENT or "No such file" in text:
-        return "no such device", ("check the path (`touchmove doctor --ports` lists the serial devices); "
-                                  "the board may have been unplugged")
-    if code == errno.ENOTTY or "Inappropriate ioctl" in text:
-        return "not a tty", f"{path} is not a serial device: fix --port or [serial] ports"
-    if code == errno.EBUSY or "busy" in text.lower():
-        running = " (ModemManager is running on this host)" if modem_manager_running() else ""
-        return f"busy{running}", _BUSY_FIX
-    if code in (errno.EAGAIN, errno.EWOULDBLOCK) or "exclusively lock" in text:
-        running = " (ModemManager is running on this host)" if modem_manager_running() else ""
-        return f"locked by another program{running}", _BUSY_FIX
-    if code == errno.EISDIR or os.path.isdir(path):
-        return "a folder, not a serial device", "fix --port or [serial] ports"
-    return " ".join(text.split()) or type(exc).__name__, "see `touchmove doctor --ports`"
-
-
-def describe_watch(patterns: Sequence[str], usb: Sequence[UsbMatch]) -> str:
-    """Return one line saying which paths and USB ids the bridge looks for boards at."""
+def describe_watch(patterns: Sequence[str], usb: Sequence[UsbMatch], baudrate: int | None = None,
+                   boards: Sequence[BoardPort] = ()) -> str:
+    """Return one line saying which paths and USB ids the bridge looks for boards at (touchmove's own at
+    ``baudrate`` when given, then each ``[serial] boards`` entry with its protocol)."""
     parts = [f"paths {', '.join(patterns)}"] if patterns else []
     if usb:
         ids = []
@@ -91,7 +67,20 @@ def describe_watch(patterns: Sequence[str], usb: Sequence[UsbMatch]) -> str:
             pid = f"{m.pid:04x}" if m.pid is not None else "*"
             ids.append(f"{vid}:{pid}" + (f" serial {m.serial_number}" if m.serial_number else ""))
         parts.append(f"USB ids {', '.join(ids)}")
-    return " and ".join(parts) if parts else "nothing (no [serial] ports or usb in the configuration)"
+    if parts and baudrate is not None:
+        parts[-1] += f" (baud {baudrate})"
+    for entry in boards:
+        parts.append(f"{entry.protocol} boards at {describe_entry(entry)}")
+    return " and ".join(parts) if parts else ("nothing (no [serial] ports, usb or boards in the configuration)")
+
+
+def describe_entry(entry: BoardPort) -> str:
+    """Return where a ``[serial] boards`` entry finds its boards: its path or glob, or its USB ids."""
+    if entry.port is not None:
+        return entry.port
+    vid = f"{entry.vid:04x}" if entry.vid is not None else "*"
+    pid = f"{entry.pid:04x}" if entry.pid is not None else "*"
+    return f"USB id {vid}:{pid}"
 
 
 @dataclass(frozen=True)
@@ -107,6 +96,11 @@ class SerialDevice:
     def label(self) -> str:
         """Return ``path (vvvv:pppp, what it is)`` for the operator."""
         known = KNOWN_USB_IDS.get((self.vid or -1, self.pid or -1))
+        if known is None and self.vid in VENDOR_BOARD_VIDS:
+            known = VENDOR_BOARD_VIDS[self.vid][1]
+        elif known is None and self.vid in SERIAL_CHIP_VIDS:
+            known = f"{SERIAL_CHIP_VIDS[self.vid]} USB serial adapter" + (
+                f", {self.description}" if self.description and self.description != "n/a" else "")
         what = known or self.description
         return f"{self.path} ({usb_id(self.vid, self.pid)}{', ' + what if what and what != 'n/a' else ''})"
 
@@ -136,12 +130,15 @@ class PortReport:
     """Logs, once per news, what the bridge's serial side watches and finds (see the module's docstring)."""
 
     def __init__(self, patterns: Sequence[str], usb: Sequence[UsbMatch], baudrate: int,
-                 clock: Clock = time.monotonic) -> None:
+                 clock: Clock = time.monotonic, boards: Sequence[BoardPort] = ()) -> None:
         self.patterns = patterns
         self.usb = usb
         self.baudrate = baudrate
+        self.boards = boards
         self.clock = clock
         self.refused: dict[str, str] = {}           # path -> the reason last logged
+        self.refused_since: dict[str, float] = {}   # path -> when it was first refused for that reason
+        self.refused_told: dict[str, float] = {}    # path -> when that was last said
         self.opened_at: dict[str, float] = {}       # path -> when it opened, until it sent a line
         self.garbled: dict[str, int] = {}            # path -> lines that were not touchmove's, before a hello
         self.silent_told: set[str] = set()
@@ -149,7 +146,11 @@ class PortReport:
 
     def started(self) -> None:
         """Say what the bridge looks for boards at (once, at start)."""
-        log.info("watching for boards at %s (baud %d)", describe_watch(self.patterns, self.usb), self.baudrate)
+        log.info("watching for boards at %s", self.watched(self.baudrate))
+
+    def watched(self, baudrate: int | None = None) -> str:
+        """Return what the bridge watches, in one line."""
+        return describe_watch(self.patterns, self.usb, baudrate, self.boards)
 
     def scanned(self, found: Sequence[str]) -> None:
         """After a scan: say what matched when it changed (and, when nothing does, what is plugged in)."""
@@ -168,20 +169,28 @@ class PortReport:
         except Exception:     # pyserial's listing is a convenience here
             devices = []
         plugged = ", ".join(d.label() for d in devices) or "none"
-        log.warning("no port matches %s; serial devices on this host: %s", describe_watch(self.patterns, self.usb),
-                    plugged)
+        log.warning("no port matches %s; serial devices on this host: %s", self.watched(), plugged)
 
     def refused_port(self, path: str, exc: BaseException) -> None:
-        """Say why ``path`` could not be opened and the fix (once per reason, until it opens)."""
+        """Say why ``path`` could not be opened and the fix (once per reason, until it opens; a port another
+        program keeps locked is said again every :data:`STILL_LOCKED_S`, with how long)."""
         reason, fix = diagnose(path, exc)
+        now = self.clock()
         if self.refused.get(path) == reason:
+            since = self.refused_since.get(path, now)
+            if reason.startswith("locked") and now - self.refused_told.get(path, now) >= STILL_LOCKED_S:
+                self.refused_told[path] = now
+                log.warning("port %s still refused after %.0f s: %s -> %s", path, now - since, reason, fix)
             return
         self.refused[path] = reason
+        self.refused_since[path] = self.refused_told[path] = now
         log.warning("port %s refused: %s -> %s", path, reason, fix)
 
     def opened(self, path: str) -> None:
-        """Note ``path`` open: its silence is timed from now."""
-        self.refused.pop(path, None)
+        """Note ``path`` open: its silence is timed from now (and say so when it was refused before)."""
+        was = self.refused.pop(path, None)
+        if was is not None and was != "no such device":
+            log.warning("port %s: got it back (it was refused: %s)", path, was)
         self.opened_at[path] = self.clock()
         self.silent_told.discard(path)
         self.garbled.pop(path, None)
@@ -266,37 +275,82 @@ class DoctorReport(Protocol):
     def fail(self, what: str, fix: str) -> None: ...
 
 
+def hid_boards(entries: Sequence[BoardPort] = ()) -> list[SerialDevice]:
+    """Return the ``/dev/hidraw*`` nodes of vendor boards: a known board's vendor id, or an entry's ids."""
+    from touchmove import boards
+
+    out = []
+    for path in sorted(glob.glob("/dev/hidraw*")):
+        ids = boards.usb_ids_of(path)
+        if ids is None:
+            continue
+        wanted = ids[0] in VENDOR_BOARD_VIDS or any(
+            e.port is None and e.vid in (None, ids[0]) and e.pid in (None, ids[1]) for e in entries)
+        if wanted:
+            out.append(SerialDevice(path, ids[0], ids[1], None, "USB HID"))
+    return out
+
+
+def _report(report: DoctorReport, level: str, what: str, fix: str) -> None:
+    if level == "ok":
+        report.ok(what)
+    elif level == "warn":
+        report.warn(what, fix)
+    else:
+        report.fail(what, fix)
+
+
 def doctor_ports(report: DoctorReport, config_path: Path | None, timeout: float) -> None:
-    """``touchmove doctor --ports``: one line per serial device with its USB id and whether a board answers."""
-    patterns: Sequence[str] = ()
-    baudrate = 115200
+    """``touchmove doctor --ports``: one line per serial device with its USB id and whether a board answers,
+    each in the protocol it is configured for (``[serial] boards``) or recognised by (a Chessnut's vendor id);
+    an unconfigured USB serial adapter that is silent to touchmove's hello is asked as a DGT and a ChessLink
+    board too."""
+    from touchmove import boards
+    from touchmove.boards.probe import ask
+
+    serial_cfg: SerialConfig | None = None
     if config_path is not None:
         from touchmove.config import ConfigError, load
 
         try:
-            cfg = load(config_path)
+            serial_cfg = load(config_path).serial
         except (ConfigError, OSError):
-            cfg = None        # the configuration's own check says why
-        if cfg is not None:
-            patterns, baudrate = cfg.serial.ports, cfg.serial.baudrate
-    devices = serial_devices(patterns)
+            serial_cfg = None        # the configuration's own check says why
+    patterns: Sequence[str] = serial_cfg.ports if serial_cfg else ()
+    baudrate = serial_cfg.baudrate if serial_cfg else 115200
+    entries = serial_cfg.boards if serial_cfg else ()
+    vendor_paths = [e.port for e in entries if e.port is not None]
+    devices = serial_devices([*patterns, *vendor_paths]) + hid_boards(entries)
     if not devices:
         report.warn("ports: no serial device on this host",
                     "plug a board in (a data cable, not a charge-only one); `dmesg | tail` shows what the "
                     "kernel saw")
         return
-    configured = {p for pattern in patterns
+    configured = {p for pattern in [*patterns, *vendor_paths]
                   for p in (glob.glob(pattern) if glob.has_magic(pattern) else [pattern])}
     for device in devices:
+        entry = boards.board_port_of(device.path, serial_cfg) if serial_cfg is not None else None
+        protocol = entry.protocol if entry is not None else VENDOR_BOARD_VIDS.get(device.vid or -1, ("",))[0]
+        if protocol:
+            answer = ask(device.path, protocol, timeout)
+            _report(report, answer.level, f"port {device.label()}: {answer.what}", answer.fix)
+            continue
         if device.vid is None and device.path not in configured:
             # a built-in serial port (ttyS*) or another adapter: nothing is written to it unasked
             report.ok(f"port {device.label()}: not USB, not probed (name it in [serial] ports to probe it)")
             continue
         level, what = probe(device.path, baudrate, timeout)
-        line = f"port {device.label()}: {what}"
-        if level == "ok":
-            report.ok(line)
-        elif level == "warn":
-            report.warn(line.split(" -> ")[0], what.split(" -> ")[1] if " -> " in what else "")
-        else:
-            report.fail(line.split(" -> ")[0], what.split(" -> ")[1] if " -> " in what else "")
+        if level == "warn" and device.vid in SERIAL_CHIP_VIDS:
+            for other in ("dgt", "chesslink"):
+                answer = ask(device.path, other, min(timeout, 1.5))
+                if answer.level == "ok":
+                    report.warn(f"port {device.label()}: {answer.what}",
+                                f'not in the configuration: add {{ port = "{device.path}", protocol = "{other}" }} '
+                                "to [serial] boards (docs/boards.md)")
+                    break
+            else:
+                _report(report, level, f"port {device.label()}: {what.split(' -> ')[0]}",
+                        what.split(" -> ")[1] if " -> " in what else "")
+            continue
+        _report(report, level, f"port {device.label()}: {what.split(' -> ')[0]}",
+                what.split(" -> ")[1] if " -> " in what else "")

@@ -84,7 +84,8 @@ class BoardPorts:
         self.link_paths: dict[str, SerialLink] = {}     # by the name it was found as
         self.pending_lines: dict[SerialLink, list[bytes | None]] = {}
         self.identity_conflicts: dict[tuple[str, str], IdentityConflict] = {}
-        self.report = PortReport(config.ports, config.usb, config.baudrate)   # what is watched and found, at INFO
+        # what is watched and found, at INFO
+        self.report = PortReport(config.ports, config.usb, config.baudrate, boards=config.boards)
 
     def _lines_from_thread(self, link: SerialLink, lines: list[bytes | None]) -> None:
         if not link.threaded:

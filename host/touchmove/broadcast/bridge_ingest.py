@@ -11,6 +11,7 @@ import asyncio
 import io
 import logging
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import chess
@@ -70,6 +71,8 @@ class BridgeIngest:
         self.bridges: dict[str, str] = {}
         self.unknown_boards = 0
         self._unknown: OrderedDict[str, None] = OrderedDict()
+        #: Called with a board's view when its bridge says it is online (it was not, or not known to be).
+        self.online_listeners: list[Callable[[BoardView], None]] = []
 
     def handle(self, msg: BridgeMessage, broker: int = 0) -> None:
         """Apply one decoded bridge message."""
@@ -99,6 +102,9 @@ class BridgeIngest:
             if online != view.online:
                 view.online = online
                 target.changed(view, game_changed=False)
+                if online:
+                    for listener in self.online_listeners:
+                        listener(view)
         elif msg.kind == "response" and isinstance(msg.payload, dict):
             target.notify("response", {"board": view.pairing.board, **msg.payload})
         elif msg.kind == "pgn" and isinstance(msg.payload, str):

@@ -2,7 +2,9 @@
 
 ``python -m touchmove.broadcast.lichess_standin --port 9000 --out pushed`` answers
 ``POST /api/broadcast/round/{id}/push`` as lichess does (a JSON list of the games it read, an error for a game
-it cannot read), refuses a request without a bearer token (401), writes each round's latest PGN to
+it cannot read), refuses a request without a bearer token (401), answers ``POST /api/token/test`` (every token
+known, with the push's scope) and ``GET /api/broadcast/-/-/{id}`` (every round exists): what ``touchmove
+doctor`` asks, writes each round's latest PGN to
 ``OUT/{id}.pgn`` and prints one line per push. Point the tournament's ``lichess_url`` at it
 (docs/club.md, the rehearsal). It is never lichess: nothing leaves the machine.
 """
@@ -52,8 +54,23 @@ def make_app(out: Path) -> web.Application:
         print(f"push to round {round_id}: {len(games)} games, {plies} plies, {finished} finished", flush=True)
         return web.json_response({"games": games})
 
+    async def token_test(request: web.Request) -> web.Response:
+        # lichess's POST /api/token/test: tokens separated by commas -> each one's scopes and user (or null);
+        # the stand-in knows every token but an empty one, as an account with the push's scope
+        tokens = [t.strip() for t in (await request.text()).split(",")]
+        return web.json_response({t: {"scopes": "study:write", "userId": "rehearsal", "expires": None}
+                                  if t else None for t in tokens})
+
+    async def round_info(request: web.Request) -> web.Response:
+        # lichess's GET /api/broadcast/{tour slug}/{round slug}/{round id}: every round exists here
+        round_id = request.match_info[ROUND_ID]
+        return web.json_response({"round": {"id": round_id, "name": f"round {round_id}"},
+                                  "tour": {"name": "lichess stand-in"}})
+
     app = web.Application(client_max_size=8 << 20)
+    app.router.add_get(f"/api/broadcast/{{tour}}/{{slug}}/{{{ROUND_ID}}}", round_info)
     app.router.add_post(f"/api/broadcast/round/{{{ROUND_ID}}}/push", push)
+    app.router.add_post("/api/token/test", token_test)
     return app
 
 

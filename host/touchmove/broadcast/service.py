@@ -68,6 +68,7 @@ class BroadcastService:
         self._pool: concurrent.futures.ProcessPoolExecutor | None = None
         self._runner: web.AppRunner | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._assigned: set[tuple[int, int]] = set()      # (round, board) whose names the bridge took
 
     @property
     def url(self) -> str:
@@ -125,6 +126,9 @@ class BroadcastService:
             self._tasks.append(asyncio.create_task(self._assign_all(), name="assign"))
             self.hub.on_round(lambda _n: self._tasks.append(
                 asyncio.create_task(self._assign_all(), name="assign")))
+            # a board whose bridge starts after the broadcaster (or comes back) gets its names then
+            self.hub.ingest.online_listeners.append(lambda view: self._tasks.append(
+                asyncio.create_task(self._assign_one(view.pairing.board), name="assign")))
         if wait_mqtt:
             await self.link.wait_ready(wait_mqtt)
         log.info("broadcast of round %s: %s (PGN %s)", self.hub.round.number, self.url, self.pgn_url)
@@ -139,10 +143,21 @@ class BroadcastService:
             except TimeoutError:
                 continue
         for number in sorted(self.hub.by_number):
-            try:
-                await self.hub.assign(number)
-            except ActionError as exc:
-                log.warning("assign board %s: %s", number, exc)
+            await self._assign_one(number, quiet=True)
+
+    async def _assign_one(self, number: int, *, quiet: bool = False) -> None:
+        """Send board ``number``'s names to its bridge, unless this round's were taken already."""
+        key = (self.hub.round.number, number)
+        if key in self._assigned:
+            return
+        try:
+            online = self.hub.by_number[number].online    # a command to a board no bridge serves is lost
+            await self.hub.assign(number)
+            if online:
+                self._assigned.add(key)
+        except ActionError as exc:
+            # a board not online yet is assigned when its bridge says it is (online_listeners)
+            (log.info if quiet else log.warning)("assign board %s: %s", number, exc)
 
     async def stop(self) -> None:
         for task in self._tasks:

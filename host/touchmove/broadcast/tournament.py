@@ -42,6 +42,7 @@ import dataclasses
 import datetime as dt
 import difflib
 import os
+import re
 import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -83,7 +84,16 @@ LICHESS_KEYS = frozenset({"boards", "round_id"})
 
 
 class TournamentError(ValueError):
-    """The tournament file is missing something or has a wrong value."""
+    """The tournament file is missing something or has a wrong value; ``board`` (a round's number and a board
+    id) says which board entry, so that :func:`load_tournament` can name its line."""
+
+    def __init__(self, message: str, board: tuple[int, str] | None = None) -> None:
+        super().__init__(message)
+        self.board = board
+
+
+#: FIDE's player titles (the TRF's title column), and TRF-16's letters for them.
+TITLES = ("GM", "IM", "FM", "CM", "WGM", "WIM", "WFM", "WCM")
 
 
 def check_keys(table: dict[str, Any], known: Iterable[str], where: str) -> None:
@@ -272,6 +282,12 @@ def _opt_int(value: Any, what: str, low: int | None = None, high: int | None = N
     return number
 
 
+def _strict_int(value: Any, what: str, low: int, high: int) -> int | None:
+    """An optional TOML integer: a quoted number is refused (``elo = "2101"``: the pairing program's export
+    put it in quotes, or another column slipped in)."""
+    return None if value is None else _whole(value, what, low, high)
+
+
 def _whole(value: Any, what: str, low: int, high: int) -> int:
     """A TOML integer (a quoted number is refused: ``board = "7"`` may be a typo for another key's value)."""
     if isinstance(value, bool) or not isinstance(value, int):
@@ -331,8 +347,13 @@ def _player(raw: Any, what: str) -> Player:
         raise TournamentError(f"{what} must be a name or a table with a name")
     check_keys(raw, PLAYER_KEYS, what)
     title = raw.get("title")
-    if title is not None and not isinstance(title, str):
-        raise TournamentError(f"{what}.title must be a string such as \"GM\", not {title!r}")
+    if title is not None and title != "":
+        from touchmove.broadcast.trf import TITLE_LETTERS
+
+        full = TITLE_LETTERS.get(title.lower(), title.upper()) if isinstance(title, str) else None
+        if full not in TITLES:
+            raise TournamentError(f"{what}.title must be one of FIDE's titles {' '.join(TITLES)}, not {title!r}")
+        title = full
     fed = _text(raw.get("federation"), f"{what}.federation", required=False)
     sex = raw.get("sex")
     if sex is not None and sex not in ("m", "w"):
@@ -344,9 +365,9 @@ def _player(raw: Any, what: str) -> Player:
         raise TournamentError(f"{what}.birth must be a date (1990-04-01), not {birth!r}")
     return Player(
         name=str(_text(raw.get("name"), f"{what}.name")),
-        fide_id=_opt_int(raw.get("fide_id"), f"{what}.fide_id", 1, 10**10),
+        fide_id=_strict_int(raw.get("fide_id"), f"{what}.fide_id", 1, 10**10),
         title=str(title) if title else None,
-        elo=_opt_int(raw.get("elo"), f"{what}.elo", 0, 4000),
+        elo=_strict_int(raw.get("elo"), f"{what}.elo", 0, 4000),
         federation=fed.upper() if fed else None,
         sex=sex, birth=birth or None,
     )
@@ -449,34 +470,12 @@ def _round(raw: Any, settings: dict[str, Any]) -> Round:
         raise TournamentError(f"round {number} has no boards ([[rounds.boards]])")
     pairings: list[Pairing] = []
     for i, b in enumerate(boards):
-        what = f"round {number} board #{i + 1}"
-        b = _table(b, what, BOARD_KEYS)
-        board = _whole(b.get("board", i + 1), f"{what}: board", 1, MAX_BOARD)
-        board_id = b.get("board_id")
-        if board_id is None:
-            raise TournamentError(f"{what}: board_id (the bridge's board id) is required")
-        if not isinstance(board_id, str) or not board_id.strip():
-            raise TournamentError(f"{what}: board_id must be the bridge's board id as a string "
-                                  f"(board_id = \"{board_id}\"), not {board_id!r}")
-        if any(c in board_id for c in "/+#") or board_id != board_id.strip():
-            raise TournamentError(f"{what}: board_id {board_id!r} cannot be an MQTT topic level")
-        result = b.get("result")
-        forfeit = False
-        if result is not None:
-            if not isinstance(result, str):
-                raise TournamentError(f"{what}: result must be a string such as \"1-0\", not {result!r}")
-            norm = normalize_result(result)
-            if norm is None:
-                raise TournamentError(f"{what}: unknown result {result!r}")
-            forfeit = result.strip().lower() in FORFEIT_SPELLINGS and norm != "*"
-            result = None if norm == "*" else norm
-        pairings.append(Pairing(
-            board=board if board is not None else i + 1,
-            board_id=board_id,
-            white=_player(b.get("white"), f"{what}.white"),
-            black=_player(b.get("black"), f"{what}.black"),
-            result=result, forfeit=forfeit,
-        ))
+        try:
+            pairings.append(_pairing(b, i, number))
+        except TournamentError as exc:
+            if exc.board is None and isinstance(b, dict) and isinstance(b.get("board_id"), str):
+                exc.board = (number, b["board_id"])
+            raise
     numbers = [p.board for p in pairings]
     if len(set(numbers)) != len(numbers):
         raise TournamentError(f"round {number}: board numbers repeat")
@@ -505,24 +504,67 @@ def _round(raw: Any, settings: dict[str, Any]) -> Round:
     )
 
 
-def _player_key(player: Player) -> tuple[str, str]:
-    """Who a player is: the FIDE id when given, else the name (case and spacing ignored)."""
+def _pairing(b: Any, i: int, number: int) -> Pairing:
+    """Return the ``i``-th board of round ``number`` (a [[rounds.boards]] table)."""
+    what = f"round {number} board #{i + 1}"
+    b = _table(b, what, BOARD_KEYS)
+    board = _whole(b.get("board", i + 1), f"{what}: board", 1, MAX_BOARD)
+    board_id = b.get("board_id")
+    if board_id is None:
+        raise TournamentError(f"{what}: board_id (the bridge's board id) is required")
+    if not isinstance(board_id, str) or not board_id.strip():
+        raise TournamentError(f"{what}: board_id must be the bridge's board id as a string "
+                              f"(board_id = \"{board_id}\"), not {board_id!r}")
+    if any(c in board_id for c in "/+#") or board_id != board_id.strip():
+        raise TournamentError(f"{what}: board_id {board_id!r} cannot be an MQTT topic level")
+    result = b.get("result")
+    forfeit = False
+    if result is not None:
+        if not isinstance(result, str):
+            raise TournamentError(f"{what}: result must be a string such as \"1-0\", not {result!r}")
+        norm = normalize_result(result)
+        if norm is None:
+            raise TournamentError(f"{what}: unknown result {result!r}")
+        forfeit = result.strip().lower() in FORFEIT_SPELLINGS and norm != "*"
+        result = None if norm == "*" else norm
+    return Pairing(
+        board=board if board is not None else i + 1,
+        board_id=board_id,
+        white=_player(b.get("white"), f"{what}.white"),
+        black=_player(b.get("black"), f"{what}.black"),
+        result=result, forfeit=forfeit,
+    )
+
+
+def _player_keys(player: Player) -> list[tuple[str, str]]:
+    """Who a player is: the name (case and spacing ignored), and the FIDE id when given."""
+    keys = [("name", " ".join(player.name.casefold().split()))]
     if player.fide_id is not None:
-        return ("fide_id", str(player.fide_id))
-    return ("name", " ".join(player.name.casefold().split()))
+        keys.append(("fide_id", str(player.fide_id)))
+    return keys
 
 
 def _check_players(pairings: list[Pairing], number: int) -> None:
-    """Refuse a player paired against himself, or on two boards of one round (one line, naming both)."""
-    seen: dict[tuple[str, str], int] = {}
+    """Refuse a player paired against himself, or on two boards of one round (one line, naming both): the same
+    FIDE id twice, or the same name twice unless both have FIDE ids and they differ (two players of one name)."""
+    seen: dict[tuple[str, str], tuple[int, Player]] = {}
+
+    def same(a: Player, b: Player, key: tuple[str, str]) -> bool:
+        return key[0] == "fide_id" or a.fide_id is None or b.fide_id is None or a.fide_id == b.fide_id
+
     for p in pairings:
-        white, black = _player_key(p.white), _player_key(p.black)
-        if white == black or (p.white.fide_id is not None and p.white.fide_id == p.black.fide_id):
-            raise TournamentError(f"round {number} board {p.board}: {p.white.name} plays against himself")
-        for key, player in ((white, p.white), (black, p.black)):
-            if key in seen:
-                raise TournamentError(f"round {number}: {player.name} plays on boards {seen[key]} and {p.board}")
-            seen[key] = p.board
+        white_keys, black_keys = _player_keys(p.white), _player_keys(p.black)
+        if any(k in black_keys and same(p.white, p.black, k) for k in white_keys):
+            raise TournamentError(f"round {number} board {p.board}: {p.white.name} plays against himself",
+                                  (number, p.board_id))
+        players = ((white_keys, p.white), (black_keys, p.black)) if p.board_id else ((white_keys, p.white),)
+        for keys, player in players:        # (a bye's "board" has no id, and its opponent is no player)
+            for key in keys:
+                if key in seen and same(seen[key][1], player, key):
+                    raise TournamentError(f"round {number}: {player.name} plays on boards {seen[key][0]} and "
+                                          f"{p.board}", (number, p.board_id) if p.board_id else None)
+            for key in keys:
+                seen.setdefault(key, (p.board, player))
 
 
 def _broker(raw: Any) -> BrokerConfig:
@@ -669,10 +711,31 @@ def load_tournament(path: str | os.PathLike[str]) -> Tournament:
     """Read and check a tournament TOML file."""
     p = Path(path)
     try:
-        with p.open("rb") as fh:
-            data = tomllib.load(fh)
+        text = p.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise TournamentError(f"{p}: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise TournamentError(f"{p}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
     except OSError as exc:
         raise TournamentError(f"{p}: {exc.strerror or exc}") from exc
-    return parse_tournament(data, base_dir=p.parent)
+    try:
+        return parse_tournament(data, base_dir=p.parent)
+    except TournamentError as exc:
+        line = board_line(text, *exc.board) if exc.board else None
+        if line is None:
+            raise
+        raise TournamentError(f"{p} line {line}: {exc}", exc.board) from None
+
+
+def board_line(text: str, number: int, board_id: str) -> int | None:
+    """Return the line (from 1) of round ``number``'s entry of ``board_id`` in a tournament file's text, or
+    None when it cannot be told (the first line naming the id after the round's ``number = N``)."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines)
+                  if re.match(rf"\s*number\s*=\s*{number}\s*(#.*)?$", line)), 0)
+    quoted = (f'"{board_id}"', f"'{board_id}'")
+    for i in range(start, len(lines)):
+        if any(q in lines[i] for q in quoted):
+            return i + 1
+    return None

@@ -313,6 +313,15 @@ async def watch(url: str, base: str, view: View, *, ui: bool, done: asyncio.Even
 async def run_demo(args: argparse.Namespace) -> int:
     game = read_game(Path(args.pgn) if args.pgn else DEFAULT_PGN)
     workdir = Path(tempfile.mkdtemp(prefix="touchmove-demo-"))
+    try:
+        return await _play(args, game, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)     # the journal stays only where --journal put it
+
+
+async def _play(args: argparse.Namespace, game: chess.pgn.Game, workdir: Path) -> int:
+    """Play ``game`` on a simulated board through a bridge, in ``workdir`` (the board's pty and timeline, the
+    journal unless ``--journal``); return the exit status."""
     timeline = workdir / "timeline.jsonl"
     setup = setup_command(game)   # a game from its own position: the bridge is told before the first move
     recs = timeline_for(game, settle_ms=args.settle_ms, start_ms=1500 if setup is None else 1500 + 3000 * args.speed)
@@ -382,8 +391,6 @@ async def run_demo(args: argparse.Namespace) -> int:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(bridge_task, 10)
             board.stop()
-    if not args.journal:
-        shutil.rmtree(workdir, ignore_errors=True)
     played = bool(sess and played_out(sess, plies))
     if declared_at is not None and not (sess and sess.engine.state().game_over):
         print("demo: the bridge did not take the result command (see its log)", file=sys.stderr, flush=True)

@@ -193,11 +193,14 @@ function renderQueue() {
     prev = li;
   }
   for (const li of keep.values()) li.remove();
-  text($("#queue-count"), items.length > shown.length ? `(${shown.length} of ${items.length})` : items.length ? `(${items.length})` : "");
+  // the badge counts what the list holds (alerts, boards offline or out of sync, results to confirm); red while
+  // an alert is unacknowledged, amber for the rest
+  text($("#queue-count"), items.length > shown.length ? `(${shown.length} shown)` : "");
   $("#queue-empty").hidden = items.length > 0;
   const openCount = [...state.alerts.values()].filter((a) => !a.acked).length;
-  text($("#alert-count"), String(openCount));
-  cls($("#alert-count"), "badge " + (openCount ? "bad" : "ok"));
+  text($("#alert-count"), String(items.length));
+  cls($("#alert-count"), "badge " + (openCount ? "bad" : items.length ? "warn" : "ok"));
+  $("#alert-count").title = `${items.length} item(s) need an arbiter, ${openCount} of them unacknowledged alerts`;
   const title = (openCount ? `(${openCount}) ` : "") + `${state.event || "touchmove"} · round ${state.round ?? "?"} · arbiter`;
   if (document.title !== title) document.title = title;
   if (isPhone() && state.selected == null && !closedByHand && items.length) select(items[0].board, false);
