@@ -125,6 +125,21 @@ def test_live_game_moves_duplicates_amend_takeback() -> None:
     assert game.ply == 2 and game.needs_resync
 
 
+def test_a_board_claim_is_the_boards_result_and_never_freezes_the_game() -> None:
+    """``game_end`` ``"by": "board"`` (read from the pieces): the board's result, withdrawn by ``game_resumed``; the
+    later plies are taken (only an arbiter's declaration freezes the game)."""
+    game = LiveGame()
+    assert all(game.apply(e) for e in moves_events(["e2e4", "e7e5"]))
+    end = {"type": "game_end", "game": 1, "t": 5, "result": "1-0", "reason": "result shown with the kings",
+           "article": "", "by": "board"}
+    assert game.apply(end)
+    assert (game.results.board, game.results.arbiter, game.frozen_by_declaration) == ("1-0", None, False)
+    assert game.apply({"type": "game_resumed", "game": 1, "t": 6, "ply": 3})
+    assert game.results.effective() == "*"
+    assert game.apply({"type": "move", "game": 1, "ply": 3, "uci": "g1f3", "san": "Nf3", "t": 7})
+    assert game.ply == 3
+
+
 def test_live_game_new_game_and_late_events() -> None:
     game = LiveGame()
     for e in moves_events(["e2e4", "e7e5"]):
