@@ -25,6 +25,7 @@ from touchmove.bridge.port_report import PortReport
 from touchmove.bridge.serial_link import FROM_BOARD, DecodeError, Message, SerialLink, decode, find_ports
 from touchmove.bridge.session import BoardSession
 from touchmove.config import SerialConfig
+from touchmove.log_limit import LogLimit
 from touchmove.wire import iso_now
 
 log = logging.getLogger("touchmove.bridge")
@@ -85,6 +86,7 @@ class BoardPorts:
         self.pending_lines: dict[SerialLink, list[bytes | None]] = {}
         self.identity_conflicts: dict[tuple[str, str], IdentityConflict] = {}
         self.report = PortReport(config.ports, config.usb, config.baudrate)   # what is watched and found, at INFO
+        self.bad_input_log = LogLimit(log, "bad input")   # per port: a flood of garbage is a few lines and a count
 
     def _lines_from_thread(self, link: SerialLink, lines: list[bytes | None]) -> None:
         if not link.threaded:
@@ -133,6 +135,7 @@ class BoardPorts:
                 for path in paths:
                     self.open_port(path)
                 self.report.check_silent()
+                self.bad_input_log.flush()
                 for link in list(self.links.values()):
                     if link.board is None and link.held_back is None:
                         link.send({"cmd": "hello"})
@@ -201,10 +204,11 @@ class BoardPorts:
                     # Well-formed but implausible: skipped and nothing else (the seq it used, if any, shows up
                     # as a gap at the next line, which asks for a snapshot).
                     self.bridge.stats["out_of_range"] += 1
-                    log.error("%s: line with an out-of-range number skipped (%s): %.120r", link.board or link.path,
-                              exc, line)
+                    self.bad_input_log.log(logging.ERROR, link.path, "%s: line with an out-of-range number skipped "
+                                           "(%s): %.120r", link.board or link.path, exc, line)
                     continue
-                log.warning("%s: malformed line skipped (%s): %.80r", link.board or link.path, exc, line)
+                self.bad_input_log.log(logging.WARNING, link.path, "%s: malformed line skipped (%s): %.80r",
+                                       link.board or link.path, exc, line)
                 if link.board is not None:
                     self.request_snapshot(self.bridge.boards[link.board])
                 continue
@@ -295,7 +299,8 @@ class BoardPorts:
         self._check_seq(sess, msg)
         if msg.record is None:
             if msg.kind == "error":
-                log.warning("board %s reports an error: %s", sess.board, msg.fields.get("why"))
+                self.bad_input_log.log(logging.WARNING, sess.link.path if sess.link is not None else sess.board,
+                                       "board %s reports an error: %s", sess.board, msg.fields.get("why"))
                 if isinstance(msg.fields.get("alert"), str):      # a vendor board's adapter (touchmove.boards)
                     self.bridge.emit_bridge_alert(sess, msg.fields["alert"], dict(msg.fields.get("detail") or {}))
                 else:
