@@ -5,7 +5,9 @@ them, the bridge's log grows by less than 2 MB, and the game beside them comes b
 
 from __future__ import annotations
 
+import json
 import random
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -84,3 +86,40 @@ def test_floods_declare_nothing_at_the_arbiters_strength_and_spare_the_board_bes
     assert growth < MAX_LOG_GROWTH, f"the log grew by {growth} bytes"
     assert journal_moves(journal, "dgt-12345") == want
     print(f"log growth {growth} bytes; claims by the board {sum(e.get('by') == 'board' for e in ends)}")
+
+
+def test_a_flickering_square_is_coalesced_in_the_journal_with_one_alert(tmp_path: Path) -> None:
+    """e2 of a DGT board read empty and full 50 times a second for 10 s (500 field updates): a few journal
+    records, one ``square_flicker`` alert naming e2, and the square's last state journaled once it is quiet."""
+    broker = Broker(tmp_path)
+    broker.start()
+    journal = tmp_path / "journal.sqlite3"
+    config = tmp_path / "bridge.toml"
+    config.write_text(
+        f'[mqtt]\nurl = "mqtt://127.0.0.1:{broker.port}"\n\n[serial]\nrescan_s = 0.2\nboards = [\n'
+        f'  {{ port = "{tmp_path}/dgt*", protocol = "dgt", rate = 1 }},\n]\n\n[journal]\npath = "{journal}"\n')
+    board = PtyBoard([sys.executable, "-m", "touchmove.sim.flood", "dgt-square", "--square", "e2", "--rate", "50",
+                      "--seconds", "10", "--serial", "44444"], str(tmp_path / "dgt0"))
+    sub = Subscriber(broker.port)
+    daemon = start_daemon(config, tmp_path / "daemon.log")
+    try:
+        sub.wait_for(lambda: sub.last("touchmove/bridge/state") is not None, 20, "the bridge online")
+        board.plug()
+        board.start()
+        sub.wait_for(lambda: any(e.get("code") == "square_flicker" for e in sub.events("dgt-44444")), 30,
+                     "the square_flicker alert")
+        sub.wait_for(lambda: "quiet again" in (tmp_path / "daemon.log").read_text(), 30, "the square quiet")
+    finally:
+        daemon.terminate()
+        daemon.wait(10)
+        board.stop()
+        sub.close()
+        broker.stop()
+    alerts = [e for e in sub.events("dgt-44444") if e.get("code") == "square_flicker"]
+    assert len(alerts) == 1 and alerts[0]["detail"]["square"] == "e2"  # type: ignore[index]
+    with sqlite3.connect(journal) as db:
+        bodies = [json.loads(b) for (b,) in db.execute(
+            "SELECT body FROM entries WHERE board = 'dgt-44444' AND kind = 'record'").fetchall()]
+    e2 = [b for b in bodies if b.get("sq") == "e2"]
+    assert 0 < len(e2) <= 30, len(e2)
+    assert e2[-1]["type"] == "place"     # the flood ends on the piece (an even number of changes)
