@@ -140,6 +140,21 @@ def test_a_board_claim_is_the_boards_result_and_never_freezes_the_game() -> None
     assert game.ply == 3
 
 
+def test_kings_back_on_their_squares_withdraw_their_result(tmp_path: Path) -> None:
+    """The kings in the centre (occupancy) are a result only while the pieces are off the game's position: the
+    board showing the game again (the kings put back, a misread scan over) withdraws it."""
+    hub = Broadcaster(make_tournament(1, out=tmp_path), output_dir=tmp_path).open()
+    for e in moves_events(["e2e4", "e7e5", "g1f3", "b8c6"]):
+        hub.handle(BridgeMessage("touchmove", "b01", "events", {**e, "board": "b01"}))
+    board = hub.by_number[1].game.board()
+    occ = (int(board.occupied) & ~chess.BB_E1 & ~chess.BB_E8) | chess.BB_D4 | chess.BB_D5
+    hub.handle(BridgeMessage("touchmove", "b01", "state", {"in_sync": False, "occupancy": f"{occ:016x}"}))
+    assert hub.by_number[1].game.results.effective() == "1/2-1/2"
+    back = int(board.occupied)
+    hub.handle(BridgeMessage("touchmove", "b01", "state", {"in_sync": True, "occupancy": f"{back:016x}"}))
+    assert hub.by_number[1].game.results.effective() == "*"
+
+
 def test_live_game_new_game_and_late_events() -> None:
     game = LiveGame()
     for e in moves_events(["e2e4", "e7e5"]):

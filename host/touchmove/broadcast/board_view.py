@@ -35,6 +35,8 @@ CONSOLE_MEANINGS = {
     "board_rotated": "the board is set up turned round: its squares are turned from now on",
     "board_reset": "the board restarted by itself (detail.cause: its watchdog, or a fatal error in its firmware): "
                    "the game went on from the board's position; check the board if it happens again",
+    "journal_replaced": "the bridge's journal file was deleted, moved or replaced while it ran: a new journal was "
+                        "started at its path (detail.copied: a copy of the lost one); see detail.message",
     "board_error": "the board's firmware reports a fault (detail.why: a board.json it refused and will not scan "
                    "until fixed, sensor bus errors, commands it could not answer, a fatal error): see detail.message",
 }

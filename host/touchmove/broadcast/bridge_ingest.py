@@ -299,5 +299,12 @@ class BridgeIngest:
                 log.info("board %s: kings in the centre: %s", view.pairing.board, result)
                 self.target.changed(view)
                 return
+            elif (live.results.kings is not None and state.occupancy == int(live.position().occupied)
+                  and live.set_result("kings", None)):
+                # the pieces stand as in the game again (the kings put back, or a misread scan over): the kings
+                # meant no result (a claim from the pieces, never a verdict)
+                log.info("board %s: the kings back on their squares: their result withdrawn", view.pairing.board)
+                self.target.changed(view)
+                return
         if changed:
             self.target.changed(view, game_changed=False)
