@@ -6,6 +6,7 @@ import asyncio
 import io
 import json
 import random
+import time
 from pathlib import Path
 
 import chess
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 
 from tests.broadcast.broadcast_helpers import make_tournament, tournament_data
 from touchmove.broadcast import bridge_topics
+from touchmove.broadcast.bridge_ingest import KINGS_STEADY_S
 from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.broadcaster import ActionError, Broadcaster
 from touchmove.broadcast.live_pgn import LiveGame, RoundPgn, write_atomically
@@ -140,17 +142,30 @@ def test_a_board_claim_is_the_boards_result_and_never_freezes_the_game() -> None
     assert game.ply == 3
 
 
-def test_kings_back_on_their_squares_withdraw_their_result(tmp_path: Path) -> None:
-    """The kings in the centre (occupancy) are a result only while the pieces are off the game's position: the
-    board showing the game again (the kings put back, a misread scan over) withdraws it."""
-    hub = Broadcaster(make_tournament(1, out=tmp_path), output_dir=tmp_path).open()
+def test_kings_in_the_centre_are_a_claim_seen_steadily_and_withdrawn(tmp_path: Path) -> None:
+    """The kings in the centre (occupancy, a touchmove board) are a result once they have stood there
+    KINGS_STEADY_S, and only while the pieces are off the game's position: a reading gone before is nothing, and
+    the board showing the game again (the kings put back) withdraws it."""
+    now = [1_800_000_000.0]
+    hub = Broadcaster(make_tournament(1, out=tmp_path), output_dir=tmp_path, clock=lambda: now[0]).open()
     for e in moves_events(["e2e4", "e7e5", "g1f3", "b8c6"]):
         hub.handle(BridgeMessage("touchmove", "b01", "events", {**e, "board": "b01"}))
     board = hub.by_number[1].game.board()
     occ = (int(board.occupied) & ~chess.BB_E1 & ~chess.BB_E8) | chess.BB_D4 | chess.BB_D5
-    hub.handle(BridgeMessage("touchmove", "b01", "state", {"in_sync": False, "occupancy": f"{occ:016x}"}))
-    assert hub.by_number[1].game.results.effective() == "1/2-1/2"
     back = int(board.occupied)
+    hub.handle(BridgeMessage("touchmove", "b01", "state", {"in_sync": False, "occupancy": f"{occ:016x}"}))
+    now[0] += 0.25                  # one scan later the board shows the game again: a misreading, nothing
+    hub.handle(BridgeMessage("touchmove", "b01", "state", {"in_sync": True, "occupancy": f"{back:016x}"}))
+    now[0] += KINGS_STEADY_S
+    hub.confirm_kings()
+    assert hub.by_number[1].game.results.effective() == "*"
+    hub.handle(BridgeMessage("touchmove", "b01", "state", {"in_sync": False, "occupancy": f"{occ:016x}"}))
+    now[0] += KINGS_STEADY_S / 2
+    hub.handle(BridgeMessage("touchmove", "b01", "state", {"in_sync": False, "occupancy": f"{occ:016x}"}))
+    assert hub.by_number[1].game.results.effective() == "*"
+    now[0] += KINGS_STEADY_S / 2 + 0.01
+    hub.confirm_kings()
+    assert hub.by_number[1].game.results.effective() == "1/2-1/2"
     hub.handle(BridgeMessage("touchmove", "b01", "state", {"in_sync": True, "occupancy": f"{back:016x}"}))
     assert hub.by_number[1].game.results.effective() == "*"
 
@@ -269,7 +284,8 @@ async def _broadcaster_events_results_and_actions(tmp_path: Path) -> None:
     async def publish(broker: int, topic: str, payload: bytes) -> None:
         sent.append((broker, topic, payload))
 
-    hub = Broadcaster(t, output_dir=tmp_path, publish=publish).open()
+    now = [time.time()]
+    hub = Broadcaster(t, output_dir=tmp_path, publish=publish, clock=lambda: now[0]).open()
     queue = hub.listen()
     for i, e in enumerate(moves_events(["e2e4", "e7e5"]), start=1):
         hub.handle(BridgeMessage("touchmove", "b01", "events", {**e, "seq": i, "session": "s1"}))
@@ -291,6 +307,9 @@ async def _broadcaster_events_results_and_actions(tmp_path: Path) -> None:
     board = hub.by_number[1].game.board()
     occ = (int(board.occupied) & ~chess.BB_E1 & ~chess.BB_E8) | chess.BB_D4 | chess.BB_D5
     hub.handle(BridgeMessage("touchmove", "b01", "state", {"in_sync": False, "occupancy": f"{occ:016x}"}))
+    assert hub.by_number[1].game.results.effective() == "*"      # not yet: one glimpse is no result
+    now[0] += KINGS_STEADY_S
+    hub.confirm_kings()
     assert hub.by_number[1].game.results.effective() == "1/2-1/2"
     assert hub.by_number[1].game.results.source() == "kings"
     # the arbiter overrides, and it is saved

@@ -89,6 +89,8 @@ class BoardView:
     bridge_pgn: str | None = None
     last_event_ts: str | None = None
     state_game: int | None = None
+    #: The kings seen in the centre and not yet a result: (result, occupancy, since, by the broadcaster's clock).
+    kings_seen: tuple[str, int, float] | None = None
     alerts_seen: set[tuple[Any, ...]] = field(default_factory=set)
     rejected: int = 0
     #: Fields the console adds to the board's JSON (see :class:`~touchmove.broadcast.console.ConsoleState`).

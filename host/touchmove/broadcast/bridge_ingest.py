@@ -11,6 +11,7 @@ import asyncio
 import io
 import logging
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import chess
@@ -36,6 +37,10 @@ REJECTS_LOGGED = 5
 REJECTS_LOG_EVERY = 100
 #: An arbiter's command the board's engine did not apply (the bridge publishes why): an alert for the console.
 REJECTIONS = ("result_rejected", "resync_rejected")
+#: How long the kings must stand in the centre (s, the board's occupancy unchanged) before they are a result: a
+#: reading of one scan (a piece set down off-centre, a sensor misread) is none. The vendor boards' adapter waits
+#: as long (touchmove.boards.adapter.RESULT_STEADY_MS).
+KINGS_STEADY_S = 1.2
 
 
 class IngestTarget(Protocol):
@@ -55,6 +60,9 @@ class IngestTarget(Protocol):
     def alerts(self) -> list[AlertEntry]: ...
     @property
     def dirty(self) -> asyncio.Event: ...
+
+    @property
+    def clock(self) -> Callable[[], float]: ...
 
     def changed(self, view: BoardView | None, *, game_changed: bool = True) -> None: ...
     def add_alert(self, view: BoardView, event: dict[str, Any], key: tuple[Any, ...] = ()) -> None: ...
@@ -280,6 +288,24 @@ class BridgeIngest:
                      len(theirs) - len(ours))
             self.target.changed(view)
 
+    def confirm_kings(self, view: BoardView) -> bool:
+        """Take the kings ``view``'s board shows in the centre as its result once they have stood
+        :data:`KINGS_STEADY_S` (called at each state and by the broadcaster's timer); return whether that changed
+        the result."""
+        seen = view.kings_seen
+        if seen is None or view.occupancy != seen[1]:
+            view.kings_seen = None
+            return False
+        if self.target.clock() - seen[2] < KINGS_STEADY_S:
+            return False
+        live = view.games.live()
+        if kings_result(live.position(), seen[1]) != seen[0] or not live.set_result("kings", seen[0],
+                                                                                   "kings in the centre"):
+            return False
+        log.info("board %s: kings in the centre: %s", view.pairing.board, seen[0])
+        self.target.changed(view)
+        return True
+
     def _state(self, view: BoardView, payload: dict[str, Any]) -> None:
         state = bridge_topics.board_state(payload)
         changed = False
@@ -294,11 +320,11 @@ class BridgeIngest:
             live = view.games.live()
             if live.number is not None and state.game is not None and state.game != live.number:
                 pass  # the state of another game than the one followed: its position is not ours
-            elif (result := kings_result(live.position(), state.occupancy)) is not None and \
-                    live.set_result("kings", result, "kings in the centre"):
-                log.info("board %s: kings in the centre: %s", view.pairing.board, result)
-                self.target.changed(view)
-                return
+            elif (result := kings_result(live.position(), state.occupancy)) is not None:
+                if view.kings_seen is None or view.kings_seen[:2] != (result, state.occupancy):
+                    view.kings_seen = (result, state.occupancy, self.target.clock())
+                if self.confirm_kings(view):
+                    return
             elif (live.results.kings is not None and state.occupancy == int(live.position().occupied)
                   and live.set_result("kings", None)):
                 # the pieces stand as in the game again (the kings put back, or a misread scan over): the kings
