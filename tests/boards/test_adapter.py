@@ -190,3 +190,26 @@ def test_chess960_game_from_the_board_through_the_engine() -> None:
     events = [e for r in run.records for e in eng.feed(r)] + eng.finish()
     got = [e.uci for e in events if e.type == "move"]  # type: ignore[attr-defined]
     assert got == [m.uci() for m in moves]
+
+
+def test_one_whole_report_misreading_a_piece_as_a_king_is_nothing() -> None:
+    """A DGT board dump, a ChessLink status or a Chessnut report that reads the d5 knight as a black king once (the
+    white king on e4), then the board as it is: no record at all."""
+    a = adapter_at(GLITCH_FEN)
+    board = list(a.actual)
+    misread = list(board)
+    misread[sq("d5")] = "k"
+    out = a.full_report(misread, 1000) + a.full_report(board, 1250)
+    for t in range(1300, 4000, 100):
+        out += a.full_report(board, t) + a.tick(t)
+    assert out == []
+
+
+def test_a_dump_with_kings_everywhere_is_no_result_until_it_stands() -> None:
+    """A garbled dump with 33 kings on it (a draw, read as it is) is held back; gone at the next dump, nothing."""
+    a = adapter_at(GLITCH_FEN)
+    board = list(a.actual)
+    garbled = ["K" if i % 2 else "k" for i in range(64)]
+    out = a.full_report(garbled, 1000) + a.full_report(board, 1250)
+    out += a.tick(1250 + RESULT_STEADY_MS)
+    assert [line for line in out if line["type"] == "result"] == []
