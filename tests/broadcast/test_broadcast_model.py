@@ -168,6 +168,12 @@ def test_kings_in_the_centre_are_a_claim_seen_steadily_and_withdrawn(tmp_path: P
     assert hub.by_number[1].game.results.effective() == "1/2-1/2"
     hub.handle(BridgeMessage("touchmove", "b01", "state", {"in_sync": True, "occupancy": f"{back:016x}"}))
     assert hub.by_number[1].game.results.effective() == "*"
+    # shown, then at once the board cleared (not the game's position again): the players moved on, it stands
+    hub.handle(BridgeMessage("touchmove", "b01", "state", {"in_sync": False, "occupancy": f"{occ:016x}"}))
+    now[0] += 0.3
+    cleared = occ & ~chess.BB_RANK_1 & ~chess.BB_RANK_2
+    hub.handle(BridgeMessage("touchmove", "b01", "state", {"in_sync": False, "occupancy": f"{cleared:016x}"}))
+    assert hub.by_number[1].game.results.effective() == "1/2-1/2"
 
 
 def test_live_game_new_game_and_late_events() -> None:

@@ -206,6 +206,8 @@ class BridgeIngest:
             return
         if kind in ("game_resumed", "move"):
             self._play_after_declared(view, event)
+        if kind == "game_start" and view.kings_seen is not None:
+            self.confirm_kings(view, moved_on=True)        # a new game set up while the kings stood in the centre
         if view.games.apply(event):
             self.target.changed(view)
         elif view.games.live().needs_resync:
@@ -288,16 +290,21 @@ class BridgeIngest:
                      len(theirs) - len(ours))
             self.target.changed(view)
 
-    def confirm_kings(self, view: BoardView) -> bool:
-        """Take the kings ``view``'s board shows in the centre as its result once they have stood
-        :data:`KINGS_STEADY_S` (called at each state and by the broadcaster's timer); return whether that changed
-        the result."""
+    def confirm_kings(self, view: BoardView, *, moved_on: bool = False) -> bool:
+        """Take the kings ``view``'s board showed in the centre as its result once they have stood
+        :data:`KINGS_STEADY_S` (called at each state and by the broadcaster's timer), or at once when the board
+        ``moved_on`` from them to something other than the game (cleared, set up, a new game) rather than back to
+        the game's position (a misreading); return whether that changed the result."""
         seen = view.kings_seen
-        if seen is None or view.occupancy != seen[1]:
-            view.kings_seen = None
+        if seen is None:
             return False
-        if self.target.clock() - seen[2] < KINGS_STEADY_S:
-            return False
+        if not moved_on:
+            if view.occupancy != seen[1]:
+                view.kings_seen = None
+                return False
+            if self.target.clock() - seen[2] < KINGS_STEADY_S:
+                return False
+        view.kings_seen = None
         live = view.games.live()
         if kings_result(live.position(), seen[1]) != seen[0] or not live.set_result("kings", seen[0],
                                                                                    "kings in the centre"):
@@ -325,6 +332,8 @@ class BridgeIngest:
                     view.kings_seen = (result, state.occupancy, self.target.clock())
                 if self.confirm_kings(view):
                     return
+            elif view.kings_seen is not None and state.occupancy != int(live.position().occupied):
+                self.confirm_kings(view, moved_on=True)    # the board went on to other things from the kings
             elif (live.results.kings is not None and state.occupancy == int(live.position().occupied)
                   and live.set_result("kings", None)):
                 # the pieces stand as in the game again (the kings put back, or a misread scan over): the kings
