@@ -1,6 +1,7 @@
 """Bridge benchmark (a script, not a test): latency and boards served by one `touchmove run` daemon.
 
     .venv/bin/python bench/bridge_latency.py [--boards 1,100,500,1000] [--seconds 40] [--settle-ms 200]
+                                             [--flood dgt-fields,dgt-bytes,...] [--flood-rate 200]
 
 For each board count: a private Mosquitto, the daemon as its own process with one pseudo-terminal per board,
 a simulator process playing every board at blitz pace (a move every 3-7 s per board, each piece held 0.2-0.6 s,
@@ -10,6 +11,10 @@ Latency = from the moment the simulator has written a move's last ``place`` to t
 the subscriber receives that ply's ``move`` event from the broker. The engine holds every move for its settle
 time (``settle_ms``: a piece resting less than that was sliding through) before it commits it, so the figure
 is reported as the total and as the overhead above the settle time.
+
+``--flood``: beside the boards measured, vendor boards gone wrong (:mod:`touchmove.sim.flood`, one per kind
+given, each on a pty of its own) flood the same bridge for the whole run at ``--flood-rate`` messages a second:
+the latency of the boards alongside says whether a flooding board delays the others.
 """
 
 from __future__ import annotations
@@ -37,6 +42,9 @@ from typing import Any
 import chess
 import chess.pgn
 import paho.mqtt.client as mqtt
+
+from touchmove.sim.flood import KINDS
+from touchmove.sim.ptyboard import PtyBoard
 
 REPO = Path(__file__).resolve().parents[1]
 OPERA = REPO / "host" / "touchmove" / "data" / "opera-1858.pgn"
@@ -142,7 +150,8 @@ async def _simulate(masters: list[int], boards: list[str], seconds: float, out: 
 
 
 # -- one run ----------------------------------------------------------------------------------------------------
-def run(n: int, seconds: float, settle_ms: int, workdir: Path) -> dict[str, Any]:
+def run(n: int, seconds: float, settle_ms: int, workdir: Path, floods: tuple[str, ...] = (),
+        flood_rate: float = 200.0) -> dict[str, Any]:
     mosquitto = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
     port = free_port()
     conf = workdir / "mosquitto.conf"
@@ -159,8 +168,9 @@ def run(n: int, seconds: float, settle_ms: int, workdir: Path) -> dict[str, Any]
         now = time.monotonic()
         board = msg.topic.split("/")[2]
         if msg.topic.endswith("/availability"):
-            with lock:
-                online.add(board)
+            if board[1:].isdigit():      # a board measured (not a flooding one)
+                with lock:
+                    online.add(board)
             return
         ev = json.loads(msg.payload)
         if ev.get("type") == "move":
@@ -184,9 +194,19 @@ def run(n: int, seconds: float, settle_ms: int, workdir: Path) -> dict[str, Any]
         masters.append(master)
         slaves.append(slave)
     config = workdir / "bridge.toml"
+    vendor = "".join(f'  {{ port = "{workdir}/flood-{protocol}-*", protocol = "{protocol}" }},\n'
+                     for protocol in sorted({kind.split("-")[0] for kind in floods}))
     config.write_text(f'[mqtt]\nurl = "mqtt://127.0.0.1:{port}"\nqueue_size = 100000\n[serial]\n'
-                      f'ports = ["{workdir}/tty-*"]\nrescan_s = 1.0\n[engine]\nsettle_ms = {settle_ms}\n'
-                      f'[journal]\npath = "{workdir}/journal.sqlite3"\n')
+                      f'ports = ["{workdir}/tty-*"]\nrescan_s = 1.0\n'
+                      + (f"boards = [\n{vendor}]\n" if floods else "")
+                      + f'[engine]\nsettle_ms = {settle_ms}\n[journal]\npath = "{workdir}/journal.sqlite3"\n')
+    flooding = [PtyBoard([sys.executable, "-m", "touchmove.sim.flood", kind, "--rate", str(flood_rate),
+                          "--seconds", str(seconds + 30), "--after", "0", "--serial", f"{90000 + i}",
+                          "--seed", str(i)], str(workdir / f"flood-{kind.split('-')[0]}-{i}"))
+                for i, kind in enumerate(floods)]
+    for board in flooding:
+        board.plug()
+        board.start()
 
     debug = {"PYTHONASYNCIODEBUG": "1"} if os.environ.get("BENCH_DEBUG") else {}
     log = open(workdir / "daemon.log", "wb")  # noqa: SIM115 - closed after the daemon ends
@@ -209,6 +229,8 @@ def run(n: int, seconds: float, settle_ms: int, workdir: Path) -> dict[str, Any]
         sim.join(10)
         time.sleep(1.0)
     finally:
+        for board in flooding:
+            board.stop()
         if sim.is_alive():
             sim.kill()
         daemon.terminate()
@@ -243,16 +265,24 @@ def main() -> int:
     parser.add_argument("--boards", default="1,100,500,1000")
     parser.add_argument("--seconds", type=float, default=40.0, help="playing time per run")
     parser.add_argument("--settle-ms", type=int, default=200)
+    parser.add_argument("--flood", default="", help="kinds of flooding vendor boards beside them (comma-separated: "
+                        f"{', '.join(KINDS)})")
+    parser.add_argument("--flood-rate", type=float, default=200.0, help="messages a second per flooding board")
     args = parser.parse_args()
+    floods = tuple(k for k in args.flood.split(",") if k)
+    if set(floods) - set(KINDS):
+        parser.error(f"--flood: unknown kind(s) {', '.join(sorted(set(floods) - set(KINDS)))}")
     raise_fd_limit()
-    print(f"settle time {args.settle_ms} ms; latency = last place written -> move received by a subscriber")
+    print(f"settle time {args.settle_ms} ms; latency = last place written -> move received by a subscriber"
+          + (f"; beside {len(floods)} flooding board(s) ({', '.join(floods)}, {args.flood_rate:g}/s each)"
+             if floods else ""))
     print(f"{'boards':>6} {'served':>6} {'moves':>6} {'lost':>4} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} "
           f"{'p99-settle':>10} {'daemon CPU':>10}")
     for n in (int(x) for x in args.boards.split(",")):
         with tempfile.TemporaryDirectory(prefix="touchmove-bench-") as tmp:
             if os.environ.get("BENCH_DEBUG") or os.environ.get("BENCH_KEEP"):
                 tmp = tempfile.mkdtemp(prefix="touchmove-bench-keep-")
-            r = run(n, args.seconds, args.settle_ms, Path(tmp))
+            r = run(n, args.seconds, args.settle_ms, Path(tmp), floods, args.flood_rate)
         print(f"{r['boards']:>6} {r['served']:>6} {r['moves']:>6} {r['lost']:>4} {r['p50']:>8.1f} {r['p99']:>8.1f} "
               f"{r['max']:>8.1f} {r['p99'] - args.settle_ms:>10.1f} {100 * r['cpu_s'] / r['seconds']:>9.0f}%",
               flush=True)

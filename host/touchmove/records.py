@@ -19,8 +19,11 @@ setup      ``fen``, optional ``chess960``   the next game starts from that posit
 takeback   ``ply``                          operator correction: plies >= ``ply`` are removed
 resync     ``moves`` (SAN/UCI) or ``fen``   arbiter's correction: the plies since the last sure position,
                                             or the position now; the current game goes on
-result     ``result``, ``reason``           arbiter's declaration of how the game ended where the board
-                                            cannot see it (resignation, time, agreement)
+result     ``result``, ``reason``,          arbiter's declaration of how the game ended where the board
+           optional ``by``                  cannot see it (resignation, time, agreement); ``"by":
+                                            "board"``: a vendor board's adapter read it from the pieces
+                                            (kings in the centre, a result piece), a claim the board may
+                                            withdraw (``result`` ``*``: no longer shown)
 published  ``moves`` (SAN/UCI)              the bridge's: the current game's plies from its start as it
                                             had published them before a restart (read back from the
                                             broker), evidence of the order of plies recovered unseen
@@ -179,6 +182,9 @@ class Result:
     t: int
     result: str
     reason: str
+    #: None: the arbiter's (or operator's); ``"board"``: read from the pieces by a vendor board's adapter (a
+    #: claim, ``*`` when the pieces no longer show it).
+    by: Literal["board"] | None = None
     type: Literal["result"] = "result"
 
 
@@ -338,14 +344,16 @@ def _moves(obj: dict[str, Any], most: int) -> tuple[str, ...]:
 
 
 def _result(t: int, obj: dict[str, Any]) -> Result:
-    result, reason = obj.get("result"), obj.get("reason")
-    if result not in RESULTS:
+    result, reason, by = obj.get("result"), obj.get("reason"), obj.get("by")
+    if by not in (None, "board"):
+        raise RecordError("'by' may only be \"board\" (a result read from the pieces)")
+    if result not in RESULTS and not (by == "board" and result == "*"):
         raise RecordError(f"'result' must be one of {', '.join(RESULTS)}")
     if not isinstance(reason, str) or not reason.strip():
         raise RecordError("'reason' must be a short text such as \"resignation\", \"time\" or \"agreement\"")
     if len(reason) > MAX_REASON or not reason.isprintable():
         raise OutOfRange(f"'reason' must be at most {MAX_REASON} printable characters")
-    return Result(t, str(result), reason.strip())
+    return Result(t, str(result), reason.strip(), "board" if by == "board" else None)
 
 
 def parse_line(line: str | bytes, lineno: int | None = None) -> Record:
@@ -393,9 +401,11 @@ def to_dict(record: Record) -> dict[str, Any]:
                 out["fen"] = fen
             else:
                 out["moves"] = list(moves)
-        case Result(result=result, reason=reason):
+        case Result(result=result, reason=reason, by=by):
             out["result"] = result
             out["reason"] = reason
+            if by is not None:
+                out["by"] = by
         case Published(moves=moves):
             out["moves"] = list(moves)
         case Other(fields=fields):

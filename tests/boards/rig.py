@@ -10,7 +10,7 @@ import chess
 
 from tests.e2e.helpers import Broker, Subscriber, exported_moves, journal_moves, start_daemon, unique_moves
 from touchmove.sim import hands, timeline
-from touchmove.sim.pieces import piece_timeline
+from touchmove.sim.pieces import Event, piece_timeline
 from touchmove.sim.ptyboard import PtyBoard
 
 BOARD_IDS = {"dgt": "dgt-12345", "chesslink": "chesslink-ttyBOARD0", "chessnut": "chessnut-ttyBOARD0"}
@@ -25,14 +25,18 @@ def emulator_argv(protocol: str, path: Path, speed: int, start: chess.Board) -> 
 
 
 class BoardRig:
-    """One emulated board of ``protocol`` playing ``moves`` through the bridge."""
+    """One emulated board of ``protocol`` playing ``moves`` through the bridge (or the piece timeline
+    ``events``)."""
 
     def __init__(self, tmp: Path, protocol: str, moves: list[chess.Move], *, speed: int = 5, seed: int = 1,
-                 start: chess.Board | None = None, style: hands.Style | None = None) -> None:
+                 start: chess.Board | None = None, style: hands.Style | None = None,
+                 events: list[Event] | None = None, start_board: bool = True) -> None:
         self.tmp, self.protocol = tmp, protocol
+        self.start_board = start_board      # False: the caller starts ``board`` (its timeline) when ready
         self.start = start or chess.Board()
         self.board_id = BOARD_IDS[protocol]
-        events = piece_timeline(self.start, moves, random.Random(seed), style)
+        if events is None:
+            events = piece_timeline(self.start, moves, random.Random(seed), style)
         self.last_t = max(e.t for e in events)
         path = timeline.write(tmp / "timeline.jsonl", events)
         self.broker = Broker(tmp)
@@ -53,7 +57,8 @@ class BoardRig:
         self.sub.wait_for(lambda: self.sub is not None and self.sub.last("touchmove/bridge/state") is not None,
                           20, "the bridge online")
         self.board.plug()
-        self.board.start()
+        if self.start_board:
+            self.board.start()
         return self
 
     def __exit__(self, *exc: object) -> None:

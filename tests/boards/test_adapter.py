@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import chess
 
-from touchmove.boards.adapter import KING_HOLD_MS, PieceAdapter, rotate
+from touchmove.boards.adapter import KING_HOLD_MS, RESULT_STEADY_MS, PieceAdapter, rotate
 from touchmove.boards.dgt import DgtTranslator
 from touchmove.sim.pieces import start_pieces
 
@@ -55,10 +55,13 @@ def test_kings_in_the_centre_are_a_result_and_no_king_move() -> None:
     out = a.square_report(sq("e1"), None, 100) + a.square_report(sq("e8"), None, 200)
     out += a.square_report(sq("e4"), "K", 300)          # the other king is off the board: held back
     assert kinds(out) == [("lift", "e1"), ("lift", "e8")]
-    out = a.square_report(sq("d5"), "k", 400)           # both on light centre squares: 1-0
+    out = a.square_report(sq("d5"), "k", 400)           # both on light centre squares: 1-0, once steady
+    assert out == []
+    assert a.tick(400 + RESULT_STEADY_MS - 1) == []
+    out = a.tick(400 + RESULT_STEADY_MS)
     assert [line for line in out if line["type"] == "place"] == []
-    assert [(line["result"], line["reason"]) for line in out if line["type"] == "result"] == [
-        ("1-0", "result shown with the kings")]
+    assert [(line["result"], line["reason"], line["by"]) for line in out if line["type"] == "result"] == [
+        ("1-0", "result shown with the kings", "board")]
 
 
 def test_kings_on_squares_of_both_colours_are_a_draw() -> None:
@@ -66,7 +69,7 @@ def test_kings_on_squares_of_both_colours_are_a_draw() -> None:
     a.square_report(sq("e1"), None, 100)
     a.square_report(sq("e8"), None, 200)
     a.square_report(sq("d4"), "K", 300)
-    out = a.square_report(sq("d5"), "k", 400)
+    out = a.square_report(sq("d5"), "k", 400) + a.tick(400 + RESULT_STEADY_MS)
     assert [line["result"] for line in out if line["type"] == "result"] == ["1/2-1/2"]
 
 
@@ -89,8 +92,46 @@ def test_a_king_move_into_the_centre_is_not_held() -> None:
 def test_dgt_result_piece_is_a_result_and_never_a_piece() -> None:
     a = adapter_at("4k3/8/8/8/8/8/8/4K3 w - - 0 1")
     out = a.square_report(sq("d4"), "0-1", 100)
-    assert kinds(out) == [("result", "0-1")]
-    assert a.square_report(sq("d4"), None, 200) == []
+    assert out == []                                    # a claim only once it stands
+    assert kinds(a.tick(100 + RESULT_STEADY_MS)) == [("result", "0-1")]
+    assert a.square_report(sq("d4"), None, 2000) == []
+    # gone for as long: withdrawn (the engine resumes the game once the pieces stand as in it)
+    assert [(line["result"], line["by"]) for line in a.tick(2000 + RESULT_STEADY_MS)] == [("*", "board")]
+
+
+GLITCH_FEN = "r1bqkb1r/ppp1pppp/2n5/3n4/4K3/8/PPPP1PPP/RNBQ1BNR b kq - 9 5"
+
+
+def test_a_piece_misread_as_a_king_for_one_scan_is_nothing() -> None:
+    """The d5 knight read as a black king for one DGT scan (the white king on e4: "kings in the centre"): no lift,
+    no place, no result, then or later."""
+    a = adapter_at(GLITCH_FEN)
+    out = a.square_report(sq("d5"), "k", 1000) + a.tick(1100)
+    out += a.square_report(sq("d5"), "n", 1250)
+    for t in range(1300, 5000, 100):
+        out += a.tick(t)
+    assert out == []
+    assert a.shown[sq("d5")] == "n" and a.shown[sq("e4")] == "K"
+
+
+def test_a_result_piece_flickering_is_never_claimed() -> None:
+    a = adapter_at("4k3/8/8/8/8/8/8/4K3 w - - 0 1")
+    out: list[dict[str, object]] = []
+    for i in range(40):                         # on and off every 300 ms for 12 s: never steady
+        out += a.square_report(sq("d4"), "1-0" if i % 2 == 0 else None, 100 + 300 * i)
+        out += a.tick(250 + 300 * i)
+    assert out == []
+
+
+def test_a_king_shown_in_the_centre_for_a_whole_report_stream_is_claimed_once() -> None:
+    """Whole reports (ChessLink, Chessnut) repeating the same reading: one claim, then nothing more."""
+    a = adapter_at(GLITCH_FEN)
+    board = list(a.actual)
+    board[sq("d5")] = "k"
+    out: list[dict[str, object]] = []
+    for t in range(1000, 4000, 100):
+        out += a.full_report(board, t)
+    assert [(line["type"], line.get("result")) for line in out if line["type"] == "result"] == [("result", "1-0")]
 
 
 def test_rotated_start_is_turned_and_said() -> None:
@@ -149,3 +190,26 @@ def test_chess960_game_from_the_board_through_the_engine() -> None:
     events = [e for r in run.records for e in eng.feed(r)] + eng.finish()
     got = [e.uci for e in events if e.type == "move"]  # type: ignore[attr-defined]
     assert got == [m.uci() for m in moves]
+
+
+def test_one_whole_report_misreading_a_piece_as_a_king_is_nothing() -> None:
+    """A DGT board dump, a ChessLink status or a Chessnut report that reads the d5 knight as a black king once (the
+    white king on e4), then the board as it is: no record at all."""
+    a = adapter_at(GLITCH_FEN)
+    board = list(a.actual)
+    misread = list(board)
+    misread[sq("d5")] = "k"
+    out = a.full_report(misread, 1000) + a.full_report(board, 1250)
+    for t in range(1300, 4000, 100):
+        out += a.full_report(board, t) + a.tick(t)
+    assert out == []
+
+
+def test_a_dump_with_kings_everywhere_is_no_result_until_it_stands() -> None:
+    """A garbled dump with 33 kings on it (a draw, read as it is) is held back; gone at the next dump, nothing."""
+    a = adapter_at(GLITCH_FEN)
+    board = list(a.actual)
+    garbled = ["K" if i % 2 else "k" for i in range(64)]
+    out = a.full_report(garbled, 1000) + a.full_report(board, 1250)
+    out += a.tick(1250 + RESULT_STEADY_MS)
+    assert [line for line in out if line["type"] == "result"] == []

@@ -58,7 +58,7 @@ def test_rotated_dgt_board_is_turned() -> None:
     assert published(engine_events(chess.Board(), run.records)) == [m.uci() for m in moves]
 
 
-def test_result_shown_with_the_kings_is_a_declared_result() -> None:
+def test_result_shown_with_the_kings_is_a_board_claim() -> None:
     board = chess.Board()
     moves = [chess.Move.from_uci(u) for u in ("e2e4", "e7e5", "e1e2", "e8e7")]
     events = piece_timeline(board, moves, random.Random(2))
@@ -71,7 +71,8 @@ def test_result_shown_with_the_kings_is_a_declared_result() -> None:
         evs = engine_events(board, run.records)
         assert published(evs) == [m.uci() for m in moves], protocol
         ends = [e for e in evs if e.type == "game_end"]
-        assert [(e.result, e.reason) for e in ends] == [("1-0", "result shown with the kings")], protocol  # type: ignore[attr-defined]
+        assert [(e.result, e.reason, e.by) for e in ends] == [  # type: ignore[attr-defined]
+            ("1-0", "result shown with the kings", "board")], protocol
 
 
 def test_promotion_is_read_from_the_board() -> None:
@@ -96,3 +97,42 @@ def test_dgt_clock_presses_are_told_as_read_late() -> None:
     assert published(events) == [m.uci() for m in moves]
     assert any(e.type == "clock" for e in events)
     assert not [e for e in events if e.type == "alert"]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_board_claim_is_withdrawn_when_the_pieces_go_back_to_the_game(protocol: str) -> None:
+    """The kings stood in the centre for two seconds, then put back on their squares, and play goes on: the
+    claim (``game_end`` by the board) is withdrawn with ``game_resumed`` and the later plies are read."""
+    board = chess.Board()
+    first = [chess.Move.from_uci(u) for u in ("e2e4", "e7e5", "e1e2", "e8e7")]
+    events = piece_timeline(board, first, random.Random(2))
+    t = max(e.t for e in events) + 2000
+    events += [Change(t, chess.E2, None), Change(t + 300, chess.E7, None), Change(t + 600, chess.D4, "K"),
+               Change(t + 900, chess.D5, "k"),
+               Change(t + 3000, chess.D4, None), Change(t + 3200, chess.E2, "K"),
+               Change(t + 3400, chess.D5, None), Change(t + 3600, chess.E7, "k")]
+    after = board.copy()
+    for m in first:
+        after.push(m)
+    more = [chess.Move.from_uci(u) for u in ("g1f3", "b8c6")]
+    events += piece_timeline(after, more, random.Random(3), t=t + 6000)
+    run = harness.run(protocol, board, sorted(events, key=lambda e: e.t))
+    evs = engine_events(board, run.records)
+    kinds = [e.type for e in evs if e.type in ("game_end", "game_resumed")]
+    assert kinds == ["game_end", "game_resumed"], protocol
+    assert published(evs) == [m.uci() for m in first + more], protocol
+    assert not [e for e in evs if e.type == "alert" and e.code in ("touch_move", "illegal_move")], protocol  # type: ignore[attr-defined]
+
+
+def test_a_result_piece_stood_and_taken_away_is_claimed_and_withdrawn() -> None:
+    """DGT's result piece put on an empty square and taken away again: claimed, then withdrawn at once (the
+    pieces never left the game)."""
+    board = chess.Board()
+    first = [chess.Move.from_uci(u) for u in ("d2d4", "d7d5")]
+    events = piece_timeline(board, first, random.Random(4))
+    t = max(e.t for e in events) + 2000
+    events += [Change(t, chess.E4, "1-0"), Change(t + 2500, chess.E4, None)]
+    run = harness.run("dgt", board, sorted(events, key=lambda e: e.t))
+    evs = engine_events(board, run.records)
+    assert [e.type for e in evs if e.type in ("game_end", "game_resumed")] == ["game_end", "game_resumed"]
+    assert published(evs) == [m.uci() for m in first]

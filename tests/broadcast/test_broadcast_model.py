@@ -6,6 +6,7 @@ import asyncio
 import io
 import json
 import random
+import time
 from pathlib import Path
 
 import chess
@@ -16,11 +17,13 @@ from hypothesis import strategies as st
 
 from tests.broadcast.broadcast_helpers import make_tournament, tournament_data
 from touchmove.broadcast import bridge_topics
+from touchmove.broadcast.bridge_ingest import KINGS_STEADY_S
 from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.broadcaster import ActionError, Broadcaster
 from touchmove.broadcast.live_pgn import LiveGame, RoundPgn, write_atomically
 from touchmove.broadcast.results import kings_result, normalize_result, result_from_king_squares
 from touchmove.broadcast.tournament import TournamentError, load_tournament, parse_tournament
+from touchmove.clocks import ManualClock
 
 EXAMPLE = """
 event = "Touchmove Open 2026"
@@ -123,6 +126,55 @@ def test_live_game_moves_duplicates_amend_takeback() -> None:
     game.needs_resync = False
     assert not game.apply({"type": "move", "game": 1, "ply": 3, "uci": "e4e5", "t": 12})
     assert game.ply == 2 and game.needs_resync
+
+
+def test_a_board_claim_is_the_boards_result_and_never_freezes_the_game() -> None:
+    """``game_end`` ``"by": "board"`` (read from the pieces): the board's result, withdrawn by ``game_resumed``; the
+    later plies are taken (only an arbiter's declaration freezes the game)."""
+    game = LiveGame()
+    assert all(game.apply(e) for e in moves_events(["e2e4", "e7e5"]))
+    end = {"type": "game_end", "game": 1, "t": 5, "result": "1-0", "reason": "result shown with the kings",
+           "article": "", "by": "board"}
+    assert game.apply(end)
+    assert (game.results.board, game.results.arbiter, game.frozen_by_declaration) == ("1-0", None, False)
+    assert game.apply({"type": "game_resumed", "game": 1, "t": 6, "ply": 3})
+    assert game.results.effective() == "*"
+    assert game.apply({"type": "move", "game": 1, "ply": 3, "uci": "g1f3", "san": "Nf3", "t": 7})
+    assert game.ply == 3
+
+
+def test_kings_in_the_centre_are_a_claim_seen_steadily_and_withdrawn(tmp_path: Path) -> None:
+    """The kings in the centre (occupancy, a touchmove board) are a result once they have stood there
+    KINGS_STEADY_S, and only while the pieces are off the game's position: a reading gone before is nothing, and
+    the board showing the game again (the kings put back) withdraws it."""
+    clock = ManualClock()
+    hub = Broadcaster(make_tournament(1, out=tmp_path), output_dir=tmp_path, clock=clock).open()
+    for e in moves_events(["e2e4", "e7e5", "g1f3", "b8c6"]):
+        hub.handle(BridgeMessage("touchmove", "b01", "events", {**e, "board": "b01"}))
+    board = hub.by_number[1].game.board()
+    occ = (int(board.occupied) & ~chess.BB_E1 & ~chess.BB_E8) | chess.BB_D4 | chess.BB_D5
+    back = int(board.occupied)
+    hub.handle(BridgeMessage("touchmove", "b01", "state", {"in_sync": False, "occupancy": f"{occ:016x}"}))
+    clock.advance(0.25)                  # one scan later the board shows the game again: a misreading, nothing
+    hub.handle(BridgeMessage("touchmove", "b01", "state", {"in_sync": True, "occupancy": f"{back:016x}"}))
+    clock.advance(KINGS_STEADY_S)
+    hub.confirm_kings()
+    assert hub.by_number[1].game.results.effective() == "*"
+    hub.handle(BridgeMessage("touchmove", "b01", "state", {"in_sync": False, "occupancy": f"{occ:016x}"}))
+    clock.advance(KINGS_STEADY_S / 2)
+    hub.handle(BridgeMessage("touchmove", "b01", "state", {"in_sync": False, "occupancy": f"{occ:016x}"}))
+    assert hub.by_number[1].game.results.effective() == "*"
+    clock.advance(KINGS_STEADY_S / 2 + 0.01)
+    hub.confirm_kings()
+    assert hub.by_number[1].game.results.effective() == "1/2-1/2"
+    hub.handle(BridgeMessage("touchmove", "b01", "state", {"in_sync": True, "occupancy": f"{back:016x}"}))
+    assert hub.by_number[1].game.results.effective() == "*"
+    # shown, then at once the board cleared (not the game's position again): the players moved on, it stands
+    hub.handle(BridgeMessage("touchmove", "b01", "state", {"in_sync": False, "occupancy": f"{occ:016x}"}))
+    clock.advance(0.3)
+    cleared = occ & ~chess.BB_RANK_1 & ~chess.BB_RANK_2
+    hub.handle(BridgeMessage("touchmove", "b01", "state", {"in_sync": False, "occupancy": f"{cleared:016x}"}))
+    assert hub.by_number[1].game.results.effective() == "1/2-1/2"
 
 
 def test_live_game_new_game_and_late_events() -> None:
@@ -239,7 +291,8 @@ async def _broadcaster_events_results_and_actions(tmp_path: Path) -> None:
     async def publish(broker: int, topic: str, payload: bytes) -> None:
         sent.append((broker, topic, payload))
 
-    hub = Broadcaster(t, output_dir=tmp_path, publish=publish).open()
+    clock = ManualClock(wall=time.time())
+    hub = Broadcaster(t, output_dir=tmp_path, publish=publish, clock=clock).open()
     queue = hub.listen()
     for i, e in enumerate(moves_events(["e2e4", "e7e5"]), start=1):
         hub.handle(BridgeMessage("touchmove", "b01", "events", {**e, "seq": i, "session": "s1"}))
@@ -261,6 +314,9 @@ async def _broadcaster_events_results_and_actions(tmp_path: Path) -> None:
     board = hub.by_number[1].game.board()
     occ = (int(board.occupied) & ~chess.BB_E1 & ~chess.BB_E8) | chess.BB_D4 | chess.BB_D5
     hub.handle(BridgeMessage("touchmove", "b01", "state", {"in_sync": False, "occupancy": f"{occ:016x}"}))
+    assert hub.by_number[1].game.results.effective() == "*"      # not yet: one glimpse is no result
+    clock.advance(KINGS_STEADY_S)
+    hub.confirm_kings()
     assert hub.by_number[1].game.results.effective() == "1/2-1/2"
     assert hub.by_number[1].game.results.source() == "kings"
     # the arbiter overrides, and it is saved

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from tests.broadcast.broadcast_helpers import tournament_data
 from touchmove.broadcast import bridge_topics
+from touchmove.broadcast.bridge_ingest import KINGS_STEADY_S
 from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.broadcaster import UNKNOWN_BOARDS_KEPT, ActionError, Broadcaster
 from touchmove.broadcast.server import make_app
@@ -91,6 +92,10 @@ def kings_to_centre(hub: Broadcaster, board_id: str, squares: tuple[int, int]) -
     occ = int(pos.occupied) & ~chess.BB_SQUARES[pos.king(chess.WHITE)] & ~chess.BB_SQUARES[pos.king(chess.BLACK)]
     occ |= chess.BB_SQUARES[squares[0]] | chess.BB_SQUARES[squares[1]]
     hub.handle(BridgeMessage("touchmove", board_id, "state", {"in_sync": False, "occupancy": f"{occ:016x}"}))
+    clock = hub.clock
+    assert isinstance(clock, Clock)
+    clock.now += KINGS_STEADY_S      # the kings stand there: a result once they have stood that long
+    hub.confirm_kings()
 
 
 def set_up_again(hub: Broadcaster, board_id: str, game: int, ucis: list[str]) -> None:

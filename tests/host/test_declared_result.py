@@ -155,3 +155,25 @@ def test_a_result_record_round_trips() -> None:
     record = records.parse_line(line)
     assert record == Result(7, "1/2-1/2", "agreement")
     assert records.to_line(record) == line
+
+
+def test_a_board_claim_is_published_at_the_boards_strength_and_withdrawn_by_the_board() -> None:
+    """A result read from the pieces (``"by": "board"``): ``game_end`` by the board; ``*`` from the board with the
+    pieces as in the game withdraws it (``game_resumed``); an arbiter's result outranks a later claim."""
+    line = '{"t": 5, "type": "result", "result": "1-0", "reason": "result shown with the kings", "by": "board"}'
+    assert records.to_line(records.parse_line(line)) == line.replace(": ", ":").replace(", ", ",")
+    with pytest.raises(RecordError):
+        records.parse_line('{"t": 5, "type": "result", "result": "*", "reason": "gone"}')
+    with pytest.raises(RecordError):
+        records.parse_line('{"t": 5, "type": "result", "result": "1-0", "reason": "x", "by": "arbiter"}')
+    engine, t = _played("e2e4", "e7e5")
+    events = engine.feed(Result(t, "1-0", "result shown with the kings", "board"))
+    assert [(e.type, getattr(e, "by", None)) for e in events] == [("game_end", "board")]
+    assert engine.feed(Result(t + 10, "1-0", "result shown with the kings", "board")) == []
+    events = engine.feed(Result(t + 1500, "*", "result no longer shown", "board"))
+    assert [e.type for e in events] == ["game_resumed"]
+    assert not engine.state().game_over
+    engine.feed(Result(t + 2000, "0-1", "resignation"))
+    events = engine.feed(Result(t + 3000, "1-0", "result shown with the kings", "board"))
+    assert [e.type for e in events] == ["result_rejected"]
+    assert engine.games[-1].result == "0-1"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
@@ -109,3 +110,26 @@ def test_held_writes_can_be_dropped_by_kind_and_checkpoints_mark_their_entry(tmp
     assert cp is not None and (cp.event_seq, cp.code, cp.state, cp.headers) == (1, "code", b"state", {"White": "A"})
     assert [e.t for e in j.entries("b1", after=cp.after_entry)] == [3]     # the entry written after it
     assert [e.t for e in j.entries("b1")] == [1, 3]
+
+
+def test_a_journal_replaced_under_the_bridge_is_noticed_kept_aside_and_copied(tmp_path: Path) -> None:
+    """Someone's file put at the journal's path while it is open: ``replaced``; that file is kept aside, and the
+    new journal at the path is a copy of the lost one with the writes it held."""
+    from touchmove.bridge.journal_watch import reopen
+
+    path = tmp_path / "j.sqlite3"
+    journal = Journal.open(path)
+    journal.ensure_board("b1")
+    for seq in range(1, 11):
+        journal.add_event("b1", seq, {"type": "move", "game": 1, "seq": seq})
+    journal.commit()
+    assert journal.file_lost() is None
+    other = tmp_path / "other"
+    other.write_bytes(b"someone's file")
+    os.replace(other, path)
+    assert journal.file_lost() == "replaced"
+    journal.add_event("b1", 11, {"type": "move", "game": 1, "seq": 11})   # held, not yet written
+    new, kept, copied = reopen(journal, "replaced")
+    assert copied and kept is not None and kept.read_bytes() == b"someone's file"
+    assert new.file_lost() is None and new.event_count("b1") == 11
+    new.close()

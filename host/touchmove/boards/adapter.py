@@ -24,6 +24,11 @@ board as reported (``actual``) and the board as the records have told it (``show
   touch) is a ``result`` record (both on light squares 1-0, both on dark 0-1, one of each 1/2-1/2); the kings'
   centre squares are not shown, so no king move is read. A king put in the centre while the other is off the
   board is held back (:data:`KING_HOLD_MS`) until the other lands;
+- a result read from the pieces is a claim, not a verdict: it must stand unchanged :data:`RESULT_STEADY_MS`
+  (several scans of any board) before its ``result`` record (``"by": "board"``) is told; until then the squares
+  that show it are held as they were shown, so a reading seen for one scan and gone is no move, no touch and no
+  result. A claimed result no longer shown for as long is withdrawn (a ``result`` record ``*``, ``"by":
+  "board"``: the engine resumes the game once the pieces stand as in it);
 - a Chess960 start array set up on the board (not the standard one) is a ``setup`` record with
   ``chess960``: the next game starts from it;
 - DGT's result pieces (codes 13-15) are a ``result`` record and are never shown as pieces;
@@ -47,6 +52,12 @@ CENTRE = (chess.D4, chess.E4, chess.D5, chess.E5)
 LIGHT_CENTRE = frozenset({chess.E4, chess.D5})
 #: Longest a king put in the centre is held back while the other king is off the board (ms).
 KING_HOLD_MS = 3000
+#: How long a result read from the pieces (kings in the centre, a result piece) must stand unchanged before it is
+#: claimed, and how long a claimed one must be gone before it is withdrawn (ms). Every supported board reports
+#: again on any change, so this many ms without a contradicting report is several scans that agree: DGT's
+#: (about 4 a second), ChessLink's (41 ms, debounced over 3), Chessnut's (about 100 ms). A piece misread for a
+#: scan (set down off-centre, slid over a square) lasts one scan.
+RESULT_STEADY_MS = 1200
 #: More squares changed in one report than this (castling changes four) is read as lost changes.
 MAX_CHANGES_AS_MOVES = 4
 #: Pieces remembered in the hand (lifted, not put down): enough for any move.
@@ -74,6 +85,7 @@ STANDARD_960_INDEX = 518
 CLEARED_BELOW = 8
 RESULT_REASON_KINGS = "result shown with the kings"
 RESULT_REASON_PIECE = "result piece put on the board"
+RESULT_REASON_GONE = "result no longer shown"
 RESULTS = ("1-0", "0-1", "1/2-1/2")
 
 
@@ -125,6 +137,22 @@ def kings_result(board: Sequence[Content]) -> str | None:
     return ("0-1", "1/2-1/2", "1-0")[light]
 
 
+#: A result read from the pieces: the result, and the squares with what shows it (kings or result pieces).
+Reading = tuple[str, frozenset[tuple[int, str]]]
+
+
+def result_reading(board: Sequence[Content]) -> Reading | None:
+    """Return the result the pieces show (a result piece, else the kings in the centre) and the squares that show
+    it, or None."""
+    markers = frozenset((sq, c) for sq, c in enumerate(board) if c in RESULTS)
+    if markers:
+        return min(markers)[1], markers
+    result = kings_result(board)
+    if result is None:
+        return None
+    return result, frozenset((sq, str(board[sq])) for sq in CENTRE if board[sq] in ("K", "k"))
+
+
 class PieceAdapter:
     """The board as a piece-reporting board shows it, and the records that tell it (see the module)."""
 
@@ -134,7 +162,9 @@ class PieceAdapter:
         self.synced = False          # a full report has been seen
         self.rotated = False
         self.last_t = 0
-        self.shown_result: str | None = None     # the result the kings or a result piece show now
+        self.claimed: str | None = None          # the result claimed (told) from the pieces, until withdrawn
+        self.reading: Reading | None = None      # the result the pieces show now (None: none)
+        self.reading_since = 0                   # since when they show it (or show none)
         self.king_held_at: int | None = None     # when a king in the centre was first held back
         self.hand: list[tuple[str, int]] = []    # pieces lifted and not put down yet (letter, square)
         self.new_on_last_rank: tuple[int, str] | None = None   # a piece from outside put on a last rank
@@ -191,6 +221,8 @@ class PieceAdapter:
         """Release what a timer holds back (a king in the centre held too long); return the records."""
         if self.king_held_at is not None and t - self.king_held_at >= KING_HOLD_MS:
             return self._update(t)
+        if t - self.reading_since >= RESULT_STEADY_MS and self._claim_due():
+            return self._update(t)
         if self.fill_held and t - min(self.fill_held.values()) >= FILL_HOLD_MS:
             return self._update(t)
         if any(t - since >= HOLD_MS[why] for since, why in self.lift_held.values()):
@@ -226,28 +258,44 @@ class PieceAdapter:
         t = max(t, self.last_t)
         self.last_t = t
         out: list[dict[str, Any]] = []
-        result = next((c for c in self.actual if c in RESULTS), None) or kings_result(self.actual)
+        reading = result_reading(self.actual)
+        if reading != self.reading:
+            self.reading, self.reading_since = reading, t
+        steady = t - self.reading_since >= RESULT_STEADY_MS
+        # a reading not steady yet: the squares that show it stay as shown (one scan's misreading is nothing)
+        unsure = set() if reading is None or steady else {sq for sq, _ in reading[1]}
         hidden = self._hidden(t)
         target = [None if (sq in hidden or not is_piece(c)) else c for sq, c in enumerate(self.actual)]
         self._release_lifts(t, target)
-        for sq in self.lift_held:
+        for sq in (*self.lift_held, *unsure):
             target[sq] = self.shown[sq]
         changed = [sq for sq in range(64) if target[sq] != self.shown[sq]]
         out += self._chess960_start(t, target)
         if force_snapshot or len(changed) > MAX_CHANGES_AS_MOVES:
             self.lift_held = {}
             target = [None if (sq in hidden or not is_piece(c)) else c for sq, c in enumerate(self.actual)]
+            for sq in unsure:
+                target[sq] = self.shown[sq]
             self.shown = target
             self.hand = []
             self.fill_held = {}
             out += self.snapshot(t)
         else:
             out += self._changes(t, target, changed)
-        if result is not None and result != self.shown_result:
-            reason = RESULT_REASON_KINGS if kings_result(self.actual) else RESULT_REASON_PIECE
-            out.append({"t": t, "type": "result", "result": result, "reason": reason})
-        self.shown_result = result
+        if steady and self._claim_due():
+            if reading is None:
+                out.append({"t": t, "type": "result", "result": "*", "reason": RESULT_REASON_GONE, "by": "board"})
+                self.claimed = None
+            else:
+                reason = RESULT_REASON_PIECE if any(c in RESULTS for _, c in reading[1]) else RESULT_REASON_KINGS
+                out.append({"t": t, "type": "result", "result": reading[0], "reason": reason, "by": "board"})
+                self.claimed = reading[0]
         return out
+
+    def _claim_due(self) -> bool:
+        """Return whether the result the pieces show differs from the one claimed (a claim or a withdrawal is due
+        once the reading has stood :data:`RESULT_STEADY_MS`)."""
+        return (None if self.reading is None else self.reading[0]) != self.claimed
 
     def _hold_lift(self, sq: int, t: int) -> None:
         """Hold back the lift of ``sq`` reported alone (a square of a scan) when the scan's order may have put it

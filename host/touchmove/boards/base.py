@@ -18,6 +18,7 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from touchmove.boards.adapter import PieceAdapter, alert_line, board_fen
+from touchmove.log_limit import LogLimit
 
 log = logging.getLogger("touchmove.boards")
 
@@ -70,6 +71,7 @@ class Translator(ABC):
         self.errors = 0                    # frames rejected (bad checksum, truncated, garbage)
         self.outbox = bytearray()          # bytes for the board that a reply asked for (see :meth:`drain`)
         self.resyncing = False             # answering again after silence: waiting for its whole position
+        self.bad_input_log = LogLimit(log, "bad input from the board")   # a flood of garbage: a few lines
 
     # -- the interface ---------------------------------------------------------------------------------------
     @abstractmethod
@@ -97,6 +99,7 @@ class Translator(ABC):
     def tick(self, now: int) -> tuple[list[dict[str, Any]], bytes]:
         """Return the lines timers release and the bytes to send (a poll of an idle board)."""
         lines = self.adapter.tick(now) if self.adapter.synced else []
+        self.bad_input_log.flush()
         out = b""
         if self.last_rx is not None and now - max(self.last_rx, self.last_poll) >= POLL_MS * self.rate:
             self.last_poll = now
@@ -136,5 +139,5 @@ class Translator(ABC):
     def rejected(self, why: str, now: int) -> dict[str, Any]:
         """Count a rejected frame; return the ``error`` line that reports it (the bridge logs it)."""
         self.errors += 1
-        log.warning("%s on %s: %s", self.board or self.name, self.port, why)
+        self.bad_input_log.log(logging.WARNING, self.port, "%s on %s: %s", self.board or self.name, self.port, why)
         return {"t": max(now, self.adapter.last_t), "type": "error", "why": why}

@@ -12,6 +12,8 @@ The package's modules:
 | :mod:`~touchmove.bridge.session` | :class:`BoardSession`: one board's state and its device-time estimate |
 | :mod:`~touchmove.bridge.replay` | :func:`replay_entries`: an engine rebuilt from the journal (and its checkpoint) |
 | :mod:`~touchmove.bridge.journal_faults` | what happens while the journal cannot write, and the bound |
+| :mod:`~touchmove.bridge.journal_watch` | the journal's file deleted, moved or replaced while the bridge runs |
+| :mod:`~touchmove.bridge.flicker` | a square flickering faster than any hand, coalesced before the journal |
 | :mod:`~touchmove.bridge.identity` | board identity conflicts (an id change on a port, two ports with one id) |
 | :mod:`~touchmove.bridge.commands` | the MQTT commands (board ``set``, bridge requests) |
 | :mod:`~touchmove.bridge.command` | the ``touchmove run`` command line |

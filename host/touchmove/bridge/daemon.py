@@ -259,7 +259,8 @@ class Bridge:
         self.publisher.publish_info()
         self.flush()
         tasks = [asyncio.create_task(self.mqtt.run(), name="mqtt"),
-                 asyncio.create_task(self.ports.scan_loop(), name="scan")]
+                 asyncio.create_task(self.ports.scan_loop(), name="scan"),
+                 asyncio.create_task(self.pipeline.watch_journal(), name="journal watch")]
         try:
             await self._stopped.wait()
         finally:

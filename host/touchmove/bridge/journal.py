@@ -113,11 +113,20 @@ def is_sqlite_file(path: str | Path) -> bool:
         return False
 
 
-def set_aside(path: str | Path) -> Path:
-    """Rename a damaged journal (and its -wal and -shm files) to ``<path>.malformed-<UTC time>``; return the
+def file_identity(path: str | Path) -> tuple[int, int] | None:
+    """Return the (device, inode) of the file at ``path``, or None when there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def set_aside(path: str | Path, why: str = "malformed") -> Path:
+    """Rename a damaged journal (and its -wal and -shm files) to ``<path>.<why>-<UTC time>``; return the
     new name. The bridge then starts a new journal: a damaged file never stops a hall."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    target = Path(f"{path}.malformed-{stamp}")
+    target = Path(f"{path}.{why}-{stamp}")
     for suffix in ("-wal", "-shm", ""):
         with contextlib.suppress(FileNotFoundError):
             os.replace(f"{path}{suffix}", f"{target}{suffix}")
@@ -212,6 +221,8 @@ class Journal:
         self._closing = threading.Event()
         # entry ids are given here, not by SQLite, so a checkpoint can say (and sign) the last one it includes
         self.last_entry_id = 0
+        #: The file's (device, inode) when opened: another at ``path`` later means it was moved or replaced.
+        self.identity = file_identity(self.path)
 
     @classmethod
     def open(cls, path: str | Path) -> Journal:
@@ -372,6 +383,25 @@ class Journal:
         for batch in self._batches:
             yield from batch
         yield from self._open
+
+    def file_lost(self) -> str | None:
+        """Return how the journal's file left ``path`` while open (``"deleted or moved"``, ``"replaced"``), or
+        None while it is still there. SQLite goes on writing a deleted file: nothing but this says so."""
+        now = file_identity(self.path)
+        if now == self.identity:
+            return None
+        return "deleted or moved" if now is None else "replaced"
+
+    def take_held(self, other: Journal) -> None:
+        """Take over the writes ``other`` holds (not yet written), to be written here at the next commit."""
+        self._batches.extend(other._batches)
+        if other._open:
+            self._batches.append(other._open)
+        for board, held in other._held_events.items():
+            self._held_events.setdefault(board, {}).update(held)
+        self.held += other.held
+        self.last_entry_id = max(self.last_entry_id, other.last_entry_id)
+        other._batches, other._open, other._held_events, other.held = deque(), [], {}, 0
 
     def close(self) -> None:
         if not self.commit():

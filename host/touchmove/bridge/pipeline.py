@@ -32,6 +32,7 @@ from touchmove.bridge import checkpoint
 from touchmove.bridge.journal import Journal, is_malformed, open_checked, set_aside
 from touchmove.bridge.journal_faults import JournalFaults
 from touchmove.bridge.journal_lock import JournalLock
+from touchmove.bridge.journal_watch import JOURNAL_WATCH_S, reopen
 from touchmove.bridge.leds import show_on_board
 from touchmove.bridge.mqtt_link import dumps
 from touchmove.bridge.replay import replay_entries
@@ -79,6 +80,8 @@ class EventPipeline:
         self.refused_journal_ids: list[str] = []
         #: where a journal SQLite found damaged went (None: it was sound)
         self.journal_set_aside: Path | None = None
+        #: the journal's file lost while the bridge ran (deleted, moved, replaced): the problem said about it
+        self.journal_replaced: dict[str, Any] | None = None
         self.journal_lock = JournalLock(config.journal)
         self.loop: asyncio.AbstractEventLoop | None = None
         self._journal: Journal | None = None
@@ -351,6 +354,44 @@ class EventPipeline:
         sess.since_checkpoint = 0
         self.mark(sess)
 
+    async def watch_journal(self) -> None:
+        """Look at the journal's file every :data:`~touchmove.bridge.journal_watch.JOURNAL_WATCH_S`; start a new
+        one when it was deleted, moved or replaced (:mod:`touchmove.bridge.journal_watch`)."""
+        while True:
+            await asyncio.sleep(JOURNAL_WATCH_S)
+            if self._closed or self._journal is None:
+                continue
+            try:
+                why = self._journal.file_lost()
+                if why is not None:
+                    self.journal_lost(why)
+            except Exception:
+                log.exception("journal: the watch on its file failed")
+
+    def journal_lost(self, why: str) -> None:
+        """The journal's file was deleted, moved or replaced (``why``): start a new one from the lost one and the
+        engines' state; say so (an error line, an alert on each board, a problem on ``bridge/state``)."""
+        path = self.journal.path
+        journal, kept, copied = reopen(self.journal, why)
+        self._journal = journal
+        self.journal_faults.journal = journal
+        journal.checkpoint_in_background()
+        held = "a copy of the lost one" if copied else "empty (the lost one could not be copied)"
+        message = (f"the journal {path} was {why} while the bridge ran: a new journal is started there, "
+                   f"{held}, with every board's engine checkpointed"
+                   + (f"; the file found there is kept as {kept}" if kept is not None else ""))
+        log.error("%s", message)
+        self.journal_replaced = {"code": "journal_replaced", "why": why, "copied": copied, "since": iso_now(),
+                                 "kept": None if kept is None else str(kept), "message": message}
+        for sess in self.boards.values():
+            journal.ensure_board(sess.board)
+            journal.update_board(sess.board, boot=sess.boot, last_seq=sess.last_seq, t_offset=sess.t_offset,
+                                 last_t=sess.last_t, published=sess.published)
+            self.checkpoint(sess)
+            self.emit_bridge_alert(sess, "journal_replaced", {"why": why, "copied": copied, "message": message})
+        self.outlet.bridge_state_changed()
+        self.flush()
+
     def checkpoint_all(self) -> None:
         """Stop every board's timer and checkpoint the boards fed since their last checkpoint (at shutdown: the
         next start replays nothing)."""
@@ -431,6 +472,7 @@ class EventPipeline:
 
     def resume_problems(self) -> list[dict[str, Any]]:
         """Return what the journal's resumption found for the operator: refused board ids, a file set aside."""
+        replaced = [] if self.journal_replaced is None else [self.journal_replaced]
         set_aside_ = [] if self.journal_set_aside is None else [{
             "code": "journal_set_aside", "file": str(self.journal_set_aside),
             "message": f"SQLite found the journal damaged: it is kept as {self.journal_set_aside} (touchmove export "
@@ -439,4 +481,4 @@ class EventPipeline:
                     "message": f"the journal holds board id {board_ids.shown(board)}, which breaks the id rule: "
                                "that board is not resumed (touchmove export still reads it)"}
                    for board in self.refused_journal_ids]
-        return [*refused, *set_aside_]
+        return [*refused, *set_aside_, *replaced]

@@ -19,12 +19,16 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Protocol
 
+import chess
+
 from touchmove import boards, records
+from touchmove.bridge import flicker
 from touchmove.bridge.identity import IdentityConflict
 from touchmove.bridge.port_report import PortReport
 from touchmove.bridge.serial_link import FROM_BOARD, DecodeError, Message, SerialLink, decode, find_ports
 from touchmove.bridge.session import BoardSession
 from touchmove.config import SerialConfig
+from touchmove.log_limit import LogLimit
 from touchmove.wire import iso_now
 
 log = logging.getLogger("touchmove.bridge")
@@ -86,6 +90,7 @@ class BoardPorts:
         self.identity_conflicts: dict[tuple[str, str], IdentityConflict] = {}
         # what is watched and found, at INFO
         self.report = PortReport(config.ports, config.usb, config.baudrate, boards=config.boards)
+        self.bad_input_log = LogLimit(log, "bad input")   # per port: a flood of garbage is a few lines and a count
 
     def _lines_from_thread(self, link: SerialLink, lines: list[bytes | None]) -> None:
         if not link.threaded:
@@ -134,6 +139,10 @@ class BoardPorts:
                 for path in paths:
                     self.open_port(path)
                 self.report.check_silent()
+                self.bad_input_log.flush()
+                for sess in list(self.bridge.boards.values()):
+                    if sess.flicker.flickering:
+                        self.flicker_quiet(sess, time.monotonic())
                 for link in list(self.links.values()):
                     if link.board is None and link.held_back is None:
                         link.send({"cmd": "hello"})
@@ -202,10 +211,11 @@ class BoardPorts:
                     # Well-formed but implausible: skipped and nothing else (the seq it used, if any, shows up
                     # as a gap at the next line, which asks for a snapshot).
                     self.bridge.stats["out_of_range"] += 1
-                    log.error("%s: line with an out-of-range number skipped (%s): %.120r", link.board or link.path,
-                              exc, line)
+                    self.bad_input_log.log(logging.ERROR, link.path, "%s: line with an out-of-range number skipped "
+                                           "(%s): %.120r", link.board or link.path, exc, line)
                     continue
-                log.warning("%s: malformed line skipped (%s): %.80r", link.board or link.path, exc, line)
+                self.bad_input_log.log(logging.WARNING, link.path, "%s: malformed line skipped (%s): %.80r",
+                                       link.board or link.path, exc, line)
                 if link.board is not None:
                     self.request_snapshot(self.bridge.boards[link.board])
                 continue
@@ -285,6 +295,25 @@ class BoardPorts:
         sess.last_seq = msg.seq
         self.bridge.mark(sess)
 
+    def _flicker_started(self, sess: BoardSession, sq: int) -> None:
+        """A square of ``sess``'s board flickers: one ``square_flicker`` alert naming it, and an error line."""
+        name = chess.square_name(sq)
+        port = sess.link.path if sess.link is not None else "(port closed)"
+        message = (f"square {name} of board {sess.board} changes faster than any hand (more than "
+                   f"{flicker.FLICKER_CHANGES} times in {flicker.FLICKER_WINDOW_MS} ms): its changes are coalesced "
+                   "until it is quiet; check the square's sensor or the piece on it")
+        log.error("%s", message)
+        self.bridge.emit_bridge_alert(sess, "square_flicker", {"square": name, "port": port, "message": message})
+
+    def flicker_quiet(self, sess: BoardSession, now: float) -> None:
+        """End the flickers of ``sess``'s board that are quiet at host time ``now`` (s): each square's last state
+        goes on to the journal and the engine as one record."""
+        for sq, ended, record in sess.flicker.quiet(now * 1000, max(sess.now(), sess.last_t)):
+            log.warning("board %s: square %s quiet again after %.1f s of flicker (%d changes coalesced)", sess.board,
+                        chess.square_name(sq), (ended.last_at - ended.since) / 1000, ended.held)
+            if record is not None:
+                self.bridge.feed(sess, record, "serial")
+
     def request_snapshot(self, sess: BoardSession, *, force: bool = False) -> None:
         now = time.monotonic()
         if sess.link is None or (not force and now - sess.last_snapshot_request < SNAPSHOT_INTERVAL):
@@ -296,7 +325,8 @@ class BoardPorts:
         self._check_seq(sess, msg)
         if msg.record is None:
             if msg.kind == "error":
-                log.warning("board %s reports an error: %s", sess.board, msg.fields.get("why"))
+                self.bad_input_log.log(logging.WARNING, sess.link.path if sess.link is not None else sess.board,
+                                       "board %s reports an error: %s", sess.board, msg.fields.get("why"))
                 if isinstance(msg.fields.get("alert"), str):      # a vendor board's adapter (touchmove.boards)
                     self.bridge.emit_bridge_alert(sess, msg.fields["alert"], dict(msg.fields.get("detail") or {}))
                 else:
@@ -312,6 +342,14 @@ class BoardPorts:
         sess.arrival_t = board_t
         sess.arrival_host = now
         record = msg.record
+        if sess.flicker.flickering:
+            self.flicker_quiet(sess, now)
+        if isinstance(record, records.Lift | records.Place):
+            goes_on, started = sess.flicker.take(record, now * 1000)
+            if started is not None:
+                self._flicker_started(sess, record.sq)
+            if not goes_on:
+                return   # a flickering square: coalesced (not journaled, not fed) until it is quiet
         if (isinstance(record, records.Snapshot) and record.type == "heartbeat"
                 and sess.engine.next_deadline() is None and sess.engine.state().occupancy == record.occ):
             return   # a heartbeat that tells the engine nothing new: not fed, not journaled (a small journal)

@@ -35,6 +35,17 @@ log = logging.getLogger(__name__)
 
 #: Longest line accepted from a board (a snapshot with every field is about 80 bytes).
 MAX_LINE = 512
+#: Most bytes taken from one port per turn of the event loop: a board flooding its port is served a turn at a
+#: time, as every other port is, and the rest waits in its port (its own backlog, no one else's). A board's
+#: normal bursts (a hello and its snapshot, a DGT scan's field updates) pass in a few turns.
+READ_PER_TURN = 256
+#: A port's turn that took longer than this (s: decoding and the engine's work on what it read; wall time, so
+#: on a busy host the bridge's own boards come first) ...
+TURN_BUDGET_S = 0.004
+#: ... when the port has a backlog (a full :data:`READ_PER_TURN` read) makes it rest, unread, this many times as
+#: long: a board flooding the bridge gets at most about 1 / (1 + PORT_REST) of its time, and the boards beside it
+#: keep theirs (bench/bridge_latency.py --flood).
+PORT_REST = 4
 
 #: Button ids that are clock presses, and the side that pressed.
 CLOCK_BUTTONS = {"clock_white": chess.WHITE, "clock_black": chess.BLACK}
@@ -249,6 +260,7 @@ class SerialLink:
         self._fd: int | None = None
         self._splitter = LineSplitter()
         self._finished = False
+        self._resting: asyncio.TimerHandle | None = None   # a port that took too long a turn, resting
         self.board: str | None = None    # set by the bridge once the board said hello
         self.held_back: str | None = None  # the id it said, served by another open port (the bridge waits)
         self.key = path                  # the device it was opened as (the owner's key)
@@ -270,7 +282,7 @@ class SerialLink:
     def _readable(self) -> None:
         assert self._fd is not None
         try:
-            data = os.read(self._fd, 65536)
+            data = os.read(self._fd, READ_PER_TURN)
         except BlockingIOError:
             return
         except OSError as exc:
@@ -279,7 +291,20 @@ class SerialLink:
         if not data:
             self._finish("port error: device disconnected (end of file)")
             return
+        began = time.perf_counter()
         self._received(data)
+        used = time.perf_counter() - began
+        if len(data) == READ_PER_TURN and used > TURN_BUDGET_S and self._loop is not None and not self._finished:
+            # a port with a backlog (it sends faster than it is read) and a turn dearer than a board's should be:
+            # it rests (its bytes wait in it) so the others go on. A board that only has a slow turn is never held
+            # back: a vendor board's reports are stamped when read, and a delay would bunch its changes.
+            self._loop.remove_reader(self._fd)
+            self._resting = self._loop.call_later(used * PORT_REST, self._rested)
+
+    def _rested(self) -> None:
+        self._resting = None
+        if not self._finished and self._loop is not None and self._fd is not None:
+            self._loop.add_reader(self._fd, self._readable)
 
     def _received(self, data: bytes) -> None:
         """Pass on the lines completed by ``data``, the bytes just read (a vendor's board link translates them)."""
@@ -291,6 +316,8 @@ class SerialLink:
         if self._finished:
             return
         self._finished = True
+        if self._resting is not None:
+            self._resting.cancel()
         if self._loop is not None and self._fd is not None:
             self._loop.remove_reader(self._fd)
         with contextlib.suppress(Exception):

@@ -18,6 +18,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from touchmove.bridge.flicker import SquareFlicker
 from touchmove.bridge.serial_link import SerialLink
 from touchmove.rules import Engine
 
@@ -53,6 +54,7 @@ class BoardSession:
     firmware: str | None = None          # the ``fw`` of the board's latest hello (name and version)
     lost_from: int = 0                   # seqs lost_from..lost_upto were published before a crash but never
     lost_upto: int = -1                  # journaled (bridge/seq_floor.py): the stream skips them
+    flicker: SquareFlicker = field(default_factory=SquareFlicker)   # squares changing faster than any hand
 
     @property
     def published_unjournaled(self) -> bool:

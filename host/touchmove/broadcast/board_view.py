@@ -35,6 +35,8 @@ CONSOLE_MEANINGS = {
     "board_rotated": "the board is set up turned round: its squares are turned from now on",
     "board_reset": "the board restarted by itself (detail.cause: its watchdog, or a fatal error in its firmware): "
                    "the game went on from the board's position; check the board if it happens again",
+    "journal_replaced": "the bridge's journal file was deleted, moved or replaced while it ran: a new journal was "
+                        "started at its path (detail.copied: a copy of the lost one); see detail.message",
     "board_error": "the board's firmware reports a fault (detail.why: a board.json it refused and will not scan "
                    "until fixed, sensor bus errors, commands it could not answer, a fatal error): see detail.message",
 }
@@ -89,6 +91,8 @@ class BoardView:
     state_game: int | None = None
     #: The ply of the bridge's game as its latest ``state`` says (None: not said).
     state_ply: int | None = None
+    #: The kings seen in the centre and not yet a result: (result, occupancy, since, by the broadcaster's clock).
+    kings_seen: tuple[str, int, float] | None = None
     alerts_seen: set[tuple[Any, ...]] = field(default_factory=set)
     rejected: int = 0
     #: Fields the console adds to the board's JSON (see :class:`~touchmove.broadcast.console.ConsoleState`).

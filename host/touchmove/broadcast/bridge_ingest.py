@@ -25,6 +25,7 @@ from touchmove.broadcast.event_archive import EventArchive
 from touchmove.broadcast.results import kings_result
 from touchmove.broadcast.round_storage import now_iso
 from touchmove.broadcast.tournament import Round
+from touchmove.clocks import Clock
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,10 @@ REJECTS_LOGGED = 5
 REJECTS_LOG_EVERY = 100
 #: An arbiter's command the board's engine did not apply (the bridge publishes why): an alert for the console.
 REJECTIONS = ("result_rejected", "resync_rejected")
+#: How long the kings must stand in the centre (s, the board's occupancy unchanged) before they are a result: a
+#: reading of one scan (a piece set down off-centre, a sensor misread) is none. The vendor boards' adapter waits
+#: as long (touchmove.boards.adapter.RESULT_STEADY_MS).
+KINGS_STEADY_S = 1.2
 
 
 class IngestTarget(Protocol):
@@ -56,6 +61,9 @@ class IngestTarget(Protocol):
     def alerts(self) -> list[AlertEntry]: ...
     @property
     def dirty(self) -> asyncio.Event: ...
+
+    @property
+    def clock(self) -> Clock: ...
 
     def changed(self, view: BoardView | None, *, game_changed: bool = True) -> None: ...
     def add_alert(self, view: BoardView, event: dict[str, Any], key: tuple[Any, ...] = ()) -> None: ...
@@ -204,6 +212,8 @@ class BridgeIngest:
             return
         if kind in ("game_resumed", "move"):
             self._play_after_declared(view, event)
+        if kind == "game_start" and view.kings_seen is not None:
+            self.confirm_kings(view, moved_on=True)        # a new game set up while the kings stood in the centre
         if view.games.apply(event):
             self.target.changed(view)
         elif view.games.live().needs_resync:
@@ -294,6 +304,29 @@ class BridgeIngest:
         return (view.state_ply is not None and view.state_ply > live.ply and not live.needs_resync
                 and live.number is not None and view.state_game == live.number)
 
+    def confirm_kings(self, view: BoardView, *, moved_on: bool = False) -> bool:
+        """Take the kings ``view``'s board showed in the centre as its result once they have stood
+        :data:`KINGS_STEADY_S` (called at each state and by the broadcaster's timer), or at once when the board
+        ``moved_on`` from them to something other than the game (cleared, set up, a new game) rather than back to
+        the game's position (a misreading); return whether that changed the result."""
+        seen = view.kings_seen
+        if seen is None:
+            return False
+        if not moved_on:
+            if view.occupancy != seen[1]:
+                view.kings_seen = None
+                return False
+            if self.target.clock.monotonic() - seen[2] < KINGS_STEADY_S:
+                return False
+        view.kings_seen = None
+        live = view.games.live()
+        if kings_result(live.position(), seen[1]) != seen[0] or not live.set_result("kings", seen[0],
+                                                                                   "kings in the centre"):
+            return False
+        log.info("board %s: kings in the centre: %s", view.pairing.board, seen[0])
+        self.target.changed(view)
+        return True
+
     def _state(self, view: BoardView, payload: dict[str, Any]) -> None:
         state = bridge_topics.board_state(payload)
         changed = False
@@ -311,9 +344,18 @@ class BridgeIngest:
             live = view.games.live()
             if live.number is not None and state.game is not None and state.game != live.number:
                 pass  # the state of another game than the one followed: its position is not ours
-            elif (result := kings_result(live.position(), state.occupancy)) is not None and \
-                    live.set_result("kings", result, "kings in the centre"):
-                log.info("board %s: kings in the centre: %s", view.pairing.board, result)
+            elif (result := kings_result(live.position(), state.occupancy)) is not None:
+                if view.kings_seen is None or view.kings_seen[:2] != (result, state.occupancy):
+                    view.kings_seen = (result, state.occupancy, self.target.clock.monotonic())
+                if self.confirm_kings(view):
+                    return
+            elif view.kings_seen is not None and state.occupancy != int(live.position().occupied):
+                self.confirm_kings(view, moved_on=True)    # the board went on to other things from the kings
+            elif (live.results.kings is not None and state.occupancy == int(live.position().occupied)
+                  and live.set_result("kings", None)):
+                # the pieces stand as in the game again (the kings put back, or a misread scan over): the kings
+                # meant no result (a claim from the pieces, never a verdict)
+                log.info("board %s: the kings back on their squares: their result withdrawn", view.pairing.board)
                 self.target.changed(view)
                 return
         if changed:

@@ -197,6 +197,20 @@ class Broadcaster:
         latest = max(due, default=None)
         return latest if latest is not None and latest > self.round.number else None
 
+    def confirm_kings(self) -> None:
+        """Take the kings that have stood in the centre long enough as their boards' results
+        (:meth:`~.bridge_ingest.BridgeIngest.confirm_kings`: a board whose occupancy stays as it is says nothing
+        more)."""
+        for view in list(self.storage.boards.values()):
+            if view.kings_seen is not None:
+                self.ingest.confirm_kings(view)
+
+    async def run_kings(self, period: float = 0.25) -> None:
+        """Confirm the kings in the centre every ``period`` seconds (:meth:`confirm_kings`)."""
+        while True:
+            self.confirm_kings()
+            await asyncio.sleep(period)
+
     async def run_schedule(self, period: float = 1.0) -> None:
         """Switch to a round when its ``start`` (in the file) has come."""
         while True:

@@ -220,8 +220,10 @@ class LiveGame:
             result = event.get("result")
             if result not in ("1-0", "0-1", "1/2-1/2", "*"):
                 return False
-            if isinstance(event.get("by"), str) and result != "*":
+            by = event.get("by")
+            if isinstance(by, str) and by != "board" and result != "*":
                 # declared through the bridge (a ``result`` record): the arbiter's, never withdrawn by the board
+                # (``"by": "board"``: read from the pieces, a claim at the board's strength that it may withdraw)
                 self.declared_ply = self.ply
                 return self.results.set("arbiter", str(result)) and self._touch()
             return self.results.set("board", str(result), str(event.get("reason") or "")) and self._touch()

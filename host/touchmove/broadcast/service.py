@@ -116,6 +116,7 @@ class BroadcastService:
             self.port = int(self._runner.addresses[0][1])
         self._tasks.append(asyncio.create_task(self.link.run(), name="mqtt"))
         self._tasks.append(asyncio.create_task(self.hub.run_writer(), name="pgn-writer"))
+        self._tasks.append(asyncio.create_task(self.hub.run_kings(), name="kings-in-the-centre"))
         self._tasks.append(asyncio.create_task(self.hub.streams.run_notifier(), name="dashboard-notifier"))
         self._tasks.append(asyncio.create_task(self.hub.streams.run_svg_renderer(), name="svg-renderer"))
         if self.pusher is not None:

@@ -23,6 +23,7 @@ from touchmove.rules.footprints import Position
 from touchmove.rules.game_line import Declared, GameLine
 from touchmove.rules.gamelog import GameRecord
 from touchmove.rules.identity import PieceChange, PieceWatch
+from touchmove.rules.obligations import Touches
 from touchmove.rules.outcome import GameEnding
 from touchmove.rules.pending import InterruptedMove, PendingMove
 from touchmove.rules.phases import (
@@ -286,6 +287,8 @@ class BoardState:
         self._line.declared = declared
         self._enter(OVER)
         self._pending.clear()
+        if declared is Declared.BOARD_SHOWN:
+            self._evidence.touches = Touches()  # the pieces lifted to show the result were no play
 
     @property
     def game_number(self) -> int:

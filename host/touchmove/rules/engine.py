@@ -96,6 +96,9 @@ from touchmove.rules.unseen_play import EngineInterface
 
 __all__ = ["DEFAULT_SETTLE_MS", "Engine", "EngineState", "GameRecord"]
 
+#: Declared results after which the board's moves are still read (one made withdraws the result).
+_READ_ON = (Declared.READ_ON, Declared.BOARD_SHOWN, Declared.BOARD_GONE)
+
 class Engine(PromotionPieces, ClockPresses, UnseenOperations):
     """Turns one board's records into events (see the module documentation).
 
@@ -358,9 +361,12 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
         if self._phase is OVER:
             started = self._try_new_game(t)
             cleared = (self._occ ^ self._position.occ).bit_count() >= CLEARED_SQUARES
-            if cleared and self._line.declared is Declared.READ_ON:
+            if cleared and self._line.declared in _READ_ON:
                 self._line.declared = Declared.CLEARED  # the board is being cleared: that game is over for good
-            if started or not self._unseen.declared_end(self) or self._line.declared is not Declared.READ_ON:
+            if (not started and self._line.declared is Declared.BOARD_GONE and self._unseen.declared_end(self)
+                    and self._occ == self._position.occ):
+                return self.resume(t)  # the board's claim withdrawn: the pieces stand as in the game again
+            if started or not self._unseen.declared_end(self) or self._line.declared not in _READ_ON:
                 self._pending.match = None
                 return started
             # A declared result: moves are still read, and one made withdraws it (play went on).

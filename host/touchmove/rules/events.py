@@ -18,7 +18,7 @@ _JSON = json.JSONEncoder(separators=(",", ":"))  # one encoder for every event: 
 AlertCode = Literal[
     "touch_move", "castling_rook_first", "castling_obligation", "moved_after_release", "illegal_move",
     "touch_out_of_turn", "promotion_unverified", "board_mismatch", "board_restored", "draw_claimable",
-    "changes_lost",
+    "changes_lost", "square_flicker",
 ]
 #: Whose piece a touch lifted: the side to move's or the opponent's.
 TouchSide = Literal["mover", "opponent"]
@@ -38,6 +38,7 @@ ALERT_ARTICLES: dict[AlertCode, tuple[str, ...]] = {
     "board_restored": ("7.4",),
     "draw_claimable": ("9.2", "9.3"),
     "changes_lost": ("7.4",),
+    "square_flicker": (),   # a board's fault, no player's: raised by the bridge (touchmove.bridge.flicker)
 }
 
 #: What each alert means, for people reading alerts (README table, dashboard).
@@ -53,6 +54,8 @@ ALERT_MEANINGS: dict[str, str] = {
     "board_restored": "the board shows the game position again",
     "draw_claimable": "a draw may be claimed: threefold repetition or fifty-move rule",
     "changes_lost": "the board's changes were lost for a while: the plies recovered, or the candidates to resync",
+    "square_flicker": "a square changes faster than any hand (a failing sensor, a misread square): its changes are "
+                      "coalesced until it is quiet; check the square",
 }
 
 

@@ -85,6 +85,11 @@ class Declared(Enum):
 
     READ_ON = "read on"  # the board's moves are still read: one made withdraws the result (play went on)
     CLEARED = "cleared"  # the board was cleared since: the game is over for good
+    #: A claim read from the pieces (``"by": "board"``) the board still shows: moves are read as after READ_ON.
+    BOARD_SHOWN = "board shows it"
+    #: A claim the board shows no more: moves are read, and the board showing the game's position again
+    #: withdraws it (the pieces went back to the game).
+    BOARD_GONE = "board shows it no more"
 
 
 @dataclass(slots=True)

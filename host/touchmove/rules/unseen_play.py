@@ -502,6 +502,10 @@ class UnseenPlay:
         """
         out = engine.flush_chatter()
         game = engine.game
+        if record.by == "board":
+            claimed = self.board_claim(engine, t, record)
+            if claimed is not None:
+                return [*out, *claimed]
         if game is None or engine.phase is Phase.NEW or (engine.phase is Phase.OVER and game.result == "*"):
             return [*out, ResultRejected(engine.game_number, t, "no game on this board", record.result, record.reason)]
         if game.result != "*" and engine.line.declared is None:
@@ -518,10 +522,41 @@ class UnseenPlay:
             if game.result != "*":
                 return [*out, *self.declare(engine, t, record)]  # that move ended the game on the board
         cleared = (engine.occupancy ^ engine.position.occ).bit_count() >= CLEARED_SQUARES
-        engine.end_declared(record.result, record.reason, Declared.CLEARED if cleared else Declared.READ_ON)
+        if record.by == "board":
+            declared = Declared.CLEARED if cleared else Declared.BOARD_SHOWN
+        else:
+            declared = Declared.CLEARED if cleared else Declared.READ_ON
+        engine.end_declared(record.result, record.reason, declared)
         article = DECLARED_ARTICLES.get(record.reason.lower(), "")
-        out.append(DeclaredEnd(game.number, t, record.result, record.reason, article, "arbiter"))
+        out.append(DeclaredEnd(game.number, t, record.result, record.reason, article, record.by or "arbiter"))
         return out
+
+    def board_claim(self, engine: EngineInterface, t: int, record: Result) -> list[Event] | None:
+        """A result read from the pieces (``"by": "board"``): a claim at the board's strength. Return its events
+        when it is settled here (a withdrawal; a claim the game's end already says, or one an arbiter's declared
+        result outranks), else None (declared as :meth:`declare` does, withdrawn by the board later).
+
+        ``*`` (the pieces show it no more): a claim standing is withdrawn (``game_resumed``) once the board shows
+        the game's position again, at once when it does now."""
+        game = engine.game
+        declared = engine.line.declared
+        board_claim = declared in (Declared.BOARD_SHOWN, Declared.BOARD_GONE) and self.declared_end(engine)
+        if record.result == "*":
+            if not board_claim:
+                return []
+            engine.line.declared = Declared.BOARD_GONE
+            return engine.resume(t) if engine.occupancy == engine.position.occ else []
+        if game is None or game.result == "*":
+            return None
+        if board_claim:
+            engine.line.declared = Declared.BOARD_SHOWN
+            return [] if game.result == record.result else None
+        if declared in (Declared.READ_ON, Declared.CLEARED):
+            if game.result == record.result:
+                return []
+            return [ResultRejected(game.number, t, f"the arbiter declared {game.result} ({game.end_reason})",
+                                   record.result, record.reason)]
+        return None
 
 
 def _published_after(engine: EngineInterface) -> tuple[chess.Move, ...]:

@@ -10,6 +10,7 @@ N boards on a few bridges of one broker, described by :func:`round_toml`.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import json
 import random
@@ -24,6 +25,7 @@ import chess
 import chess.pgn
 
 from touchmove import wire
+from touchmove.broadcast.bridge_ingest import KINGS_STEADY_S
 from touchmove.broadcast.results import CENTRE, result_from_king_squares
 
 
@@ -180,7 +182,8 @@ class SimBoard:
         await self.publish_state()
 
     async def kings_to_centre(self, result: str) -> None:
-        """Players lift both kings and put them on the centre squares meaning ``result``."""
+        """Players lift both kings and put them on the centre squares meaning ``result``, and leave them there
+        while the broadcaster reads them (a reading must stand :data:`KINGS_STEADY_S`)."""
         free = [sq for sq in CENTRE if self.position.piece_at(sq) is None]
         pair = next(((a, b) for a in free for b in free
                      if a < b and result_from_king_squares(a, b) == result), None)
@@ -193,6 +196,7 @@ class SimBoard:
         self.occupancy = occ | chess.BB_SQUARES[pair[0]] | chess.BB_SQUARES[pair[1]]
         self.in_sync = False
         await self.publish_state()
+        await asyncio.sleep(KINGS_STEADY_S + 0.5)
 
 
 # -- a round of simulated boards, for the benchmarks ---------------------------------------------------------

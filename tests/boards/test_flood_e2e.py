@@ -1,0 +1,125 @@
+"""Vendor boards gone wrong (issue 35), end to end: floods of random DGT field updates, DGT board dumps, random
+bytes, ChessLink status and Chessnut reports for 20 s, all at once on one real bridge (``touchmove run``) with a
+private Mosquitto, beside a DGT board playing a game. No result at the arbiter's strength comes out of any of
+them, the bridge's log grows by less than 2 MB, and the game beside them comes back whole."""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+import sys
+import time
+from pathlib import Path
+
+import chess
+import chess.pgn
+
+from tests.boards.rig import emulator_argv
+from tests.e2e.helpers import Broker, Subscriber, journal_moves, start_daemon, unique_moves
+from touchmove.sim import timeline
+from touchmove.sim.demo import DEFAULT_PGN, read_game
+from touchmove.sim.pieces import piece_timeline
+from touchmove.sim.ptyboard import PtyBoard
+
+OPERA = list(read_game(DEFAULT_PGN).mainline_moves())
+#: The floods, each on a port of its own: (kind, port name, protocol, board id in the bridge).
+FLOODS = (("dgt-fields", "dgtA", "dgt", "dgt-11111"), ("dgt-dumps", "dgtB", "dgt", "dgt-22222"),
+          ("dgt-bytes", "dgtC", "dgt", "dgt-33333"), ("chesslink-status", "clA", "chesslink", "chesslink-clA"),
+          ("chessnut-reports", "cnA", "chessnut", "chessnut-cnA"))
+FLOOD_S = 20
+#: Messages a second per flooding board.
+RATE = 100
+MAX_LOG_GROWTH = 2_000_000
+
+
+def test_floods_declare_nothing_at_the_arbiters_strength_and_spare_the_board_beside(tmp_path: Path) -> None:
+    broker = Broker(tmp_path)
+    broker.start()
+    journal = tmp_path / "journal.sqlite3"
+    config = tmp_path / "bridge.toml"
+    config.write_text(
+        f'[mqtt]\nurl = "mqtt://127.0.0.1:{broker.port}"\n\n[serial]\nrescan_s = 0.2\nboards = [\n'
+        f'  {{ port = "{tmp_path}/dgt*", protocol = "dgt", rate = 1 }},\n'
+        f'  {{ port = "{tmp_path}/cl*", protocol = "chesslink", rate = 1 }},\n'
+        f'  {{ port = "{tmp_path}/cn*", protocol = "chessnut", rate = 1 }},\n'
+        f'  {{ port = "{tmp_path}/play*", protocol = "dgt", rate = 4 }},\n]\n\n'
+        f'[journal]\npath = "{journal}"\n')
+    events = piece_timeline(chess.Board(), OPERA, random.Random(7))
+    path = timeline.write(tmp_path / "opera.jsonl", events)
+    player = PtyBoard(emulator_argv("dgt", path, 4, chess.Board()), str(tmp_path / "play0"))
+    floods = [PtyBoard([sys.executable, "-m", "touchmove.sim.flood", kind, "--rate", str(RATE), "--seconds",
+                        str(FLOOD_S), "--serial", board_id.removeprefix("dgt-"), "--seed", str(i)],
+                       str(tmp_path / port)) for i, (kind, port, _, board_id) in enumerate(FLOODS)]
+    log = tmp_path / "daemon.log"
+    sub = Subscriber(broker.port)
+    daemon = start_daemon(config, log)
+    want = [m.uci() for m in OPERA]
+    try:
+        sub.wait_for(lambda: sub.last("touchmove/bridge/state") is not None, 20, "the bridge online")
+        for board in floods:
+            board.plug()
+            board.start()
+        ids = [board_id for *_, board_id in FLOODS if not board_id.startswith("dgt-33333")]
+        sub.wait_for(lambda: all(sub.events(b) for b in ids), 30, "every flooding board bound")
+        size_before = log.stat().st_size
+        begun = time.monotonic()
+        player.plug()
+        player.start()
+        try:
+            sub.wait_for(lambda: unique_moves(sub.events("dgt-12345")) == want, 120, "the game beside the floods")
+        except AssertionError:
+            alerts = [e.get("code") for e in sub.events("dgt-12345") if e.get("type") == "alert"]
+            raise AssertionError(f"got {unique_moves(sub.events('dgt-12345'))}\nalerts {alerts}") from None
+        time.sleep(max(0.0, begun + FLOOD_S + 3 - time.monotonic()))    # the floods over, and the claims' wait
+        growth = log.stat().st_size - size_before
+        ends = [e for e in sub.events() if e.get("type") == "game_end"]
+    finally:
+        daemon.terminate()
+        daemon.wait(10)
+        for board in (*floods, player):
+            board.stop()
+        sub.close()
+        broker.stop()
+    arbiter = [e for e in ends if "by" in e and e["by"] != "board"]
+    assert arbiter == [], arbiter[:3]
+    assert growth < MAX_LOG_GROWTH, f"the log grew by {growth} bytes"
+    assert journal_moves(journal, "dgt-12345") == want
+    print(f"log growth {growth} bytes; claims by the board {sum(e.get('by') == 'board' for e in ends)}")
+
+
+def test_a_flickering_square_is_coalesced_in_the_journal_with_one_alert(tmp_path: Path) -> None:
+    """e2 of a DGT board read empty and full 50 times a second for 10 s (500 field updates): a few journal
+    records, one ``square_flicker`` alert naming e2, and the square's last state journaled once it is quiet."""
+    broker = Broker(tmp_path)
+    broker.start()
+    journal = tmp_path / "journal.sqlite3"
+    config = tmp_path / "bridge.toml"
+    config.write_text(
+        f'[mqtt]\nurl = "mqtt://127.0.0.1:{broker.port}"\n\n[serial]\nrescan_s = 0.2\nboards = [\n'
+        f'  {{ port = "{tmp_path}/dgt*", protocol = "dgt", rate = 1 }},\n]\n\n[journal]\npath = "{journal}"\n')
+    board = PtyBoard([sys.executable, "-m", "touchmove.sim.flood", "dgt-square", "--square", "e2", "--rate", "50",
+                      "--seconds", "10", "--serial", "44444"], str(tmp_path / "dgt0"))
+    sub = Subscriber(broker.port)
+    daemon = start_daemon(config, tmp_path / "daemon.log")
+    try:
+        sub.wait_for(lambda: sub.last("touchmove/bridge/state") is not None, 20, "the bridge online")
+        board.plug()
+        board.start()
+        sub.wait_for(lambda: any(e.get("code") == "square_flicker" for e in sub.events("dgt-44444")), 30,
+                     "the square_flicker alert")
+        sub.wait_for(lambda: "quiet again" in (tmp_path / "daemon.log").read_text(), 30, "the square quiet")
+    finally:
+        daemon.terminate()
+        daemon.wait(10)
+        board.stop()
+        sub.close()
+        broker.stop()
+    alerts = [e for e in sub.events("dgt-44444") if e.get("code") == "square_flicker"]
+    assert len(alerts) == 1 and alerts[0]["detail"]["square"] == "e2"  # type: ignore[index]
+    with sqlite3.connect(journal) as db:
+        bodies = [json.loads(b) for (b,) in db.execute(
+            "SELECT body FROM entries WHERE board = 'dgt-44444' AND kind = 'record'").fetchall()]
+    e2 = [b for b in bodies if b.get("sq") == "e2"]
+    assert 0 < len(e2) <= 30, len(e2)
+    assert e2[-1]["type"] == "place"     # the flood ends on the piece (an even number of changes)
