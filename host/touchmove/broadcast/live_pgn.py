@@ -56,6 +56,11 @@ class GameSnapshot:
     def ply(self) -> int:
         return len(self.moves)
 
+    @property
+    def forfeit(self) -> bool:
+        """Whether the result is the arbiter's forfeit (a game not played)."""
+        return self.source == "arbiter" and self.reason == "forfeit" and self.result != "*"
+
 
 class GameMoves(Protocol):
     """What :func:`game_pgn` needs of a game (a :class:`LiveGame` or a :class:`GameSnapshot`)."""
@@ -121,7 +126,8 @@ class LiveGame:
         snap = self._snapshot
         if snap is None or self._snapshot_version != self.version:
             source = self.results.source()
-            reason = {"board": self.results.board_reason, "kings": "kings in the centre"}.get(source or "")
+            reason = {"board": self.results.board_reason, "kings": "kings in the centre",
+                      "arbiter": self.results.arbiter_reason}.get(source or "")
             snap = GameSnapshot(self.start_fen, self.chess960, self.number, tuple(self.moves),
                                 self.results.effective(), source, reason, self.first_move_ms, self.added_ns)
             self._snapshot, self._snapshot_version = snap, self.version

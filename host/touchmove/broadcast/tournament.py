@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from touchmove.broadcast.results import normalize_result
+from touchmove.broadcast.results import FORFEIT_SPELLINGS, normalize_result
 from touchmove.brokers import PASSWORD_ENV, BrokerSettingError, Endpoint, parse_urls, read_secret
 
 TOKEN_ENV = "TOUCHMOVE_ARBITER_TOKEN"
@@ -65,8 +65,6 @@ MAX_DELAY_MINUTES = 24 * 60
 TOP_KEYS = frozenset({"event", "site", "time_control", "round", "broadcast", "brokers", "rounds", "report"})
 #: What a rating report (the TRF export) needs beyond the pairings and results.
 REPORT_KEYS = frozenset({"federation", "chief_arbiter", "deputy_arbiters", "type", "rounds"})
-#: Results that say the game was not played (a forfeit).
-FORFEIT_SPELLINGS = frozenset({"1-0f", "0-1f", "+/-", "-/+", "+-", "-+", "1-0ff", "0-1ff"})
 BROADCAST_KEYS = frozenset({"output_dir", "host", "port", "token", "lichess_round", "lichess_url",
                             "lichess_interval", "lichess_max_games", "lichess_token_file", "assign",
                             "delay_minutes", "private_console"})
