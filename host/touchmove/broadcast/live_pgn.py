@@ -51,6 +51,8 @@ class GameSnapshot:
     first_move_ms: int | None = None
     #: When the game became a further game of its board in the round (epoch ns; 0 for a board's first game).
     added_ns: int = 0
+    #: When the latest move was made (epoch milliseconds, from the bridge's ``ts``), if known.
+    last_move_ms: int | None = None
 
     @property
     def ply(self) -> int:
@@ -103,6 +105,8 @@ class LiveGame:
     declared_ply: int | None = None
     #: When the first move was made (epoch ms, from its event's ``ts``).
     first_move_ms: int | None = None
+    #: When the latest move was made (epoch ms, from its event's ``ts``; None: taken from the bridge's PGN).
+    last_move_ms: int | None = None
     #: When the game was added to the round as a further game of its board (epoch ns; 0: the first game).
     added_ns: int = 0
     #: The latest move refused as illegal (ply, uci), until the broadcaster has told the arbiter.
@@ -129,7 +133,8 @@ class LiveGame:
             reason = {"board": self.results.board_reason, "kings": "kings in the centre",
                       "arbiter": self.results.arbiter_reason}.get(source or "")
             snap = GameSnapshot(self.start_fen, self.chess960, self.number, tuple(self.moves),
-                                self.results.effective(), source, reason, self.first_move_ms, self.added_ns)
+                                self.results.effective(), source, reason, self.first_move_ms, self.added_ns,
+                                self.last_move_ms)
             self._snapshot, self._snapshot_version = snap, self.version
         return snap
 
@@ -174,6 +179,7 @@ class LiveGame:
         self.moves = []
         self._position = None
         self.pending_clocks = {}
+        self.first_move_ms = self.last_move_ms = None
         self.results.clear_game()
         self.needs_resync, self.resync_ply = False, 0
         self._touch()
@@ -278,6 +284,7 @@ class LiveGame:
             return False
         if ply == 1:
             self.first_move_ms = _epoch_ms(event.get("ts"))
+        self.last_move_ms = _epoch_ms(event.get("ts"))
         tail = self.moves[ply:]
         if ply <= self.ply and self.moves[ply - 1] == rec:
             return False

@@ -296,7 +296,7 @@ def game_to_json(game: LiveGame) -> dict[str, Any]:
         "results": {"arbiter": r.arbiter, "board": r.board, "kings": r.kings, "board_reason": r.board_reason,
                     "arbiter_reason": r.arbiter_reason},
         "session": game.session, "retired": game.retired, "declared_ply": game.declared_ply,
-        "first_move_ms": game.first_move_ms, "added_ns": game.added_ns,
+        "first_move_ms": game.first_move_ms, "added_ns": game.added_ns, "last_move_ms": game.last_move_ms,
     }
 
 
@@ -328,6 +328,8 @@ def game_from_json(data: Any) -> LiveGame:
     game.retired = data.get("retired") is True
     first, added = data.get("first_move_ms"), data.get("added_ns")
     game.first_move_ms = first if type(first) is int else None
+    last = data.get("last_move_ms")
+    game.last_move_ms = last if type(last) is int else None
     game.added_ns = added if type(added) is int and added >= 0 else 0
     game.declared_ply = declared if type(declared) is int and 0 <= declared <= game.ply else None
     game.version = 1
@@ -358,7 +360,8 @@ class RoundRecord:
             same = result == snap.result
             out.append(GameSnapshot(snap.start_fen, snap.chess960, number, snap.moves[:ply], result,
                                     snap.source if same else None, snap.reason if same else None,
-                                    snap.first_move_ms if ply else None, snap.added_ns))
+                                    snap.first_move_ms if ply else None, snap.added_ns,
+                                    snap.last_move_ms if ply == snap.ply else None))
         return tuple(out)
 
 
