@@ -66,7 +66,8 @@ def trf_header(tournament: Tournament) -> TrfHeader:
     """The TRF tournament records from the file (its ``[report]`` table, event, site, time control)."""
     r = tournament.report
     return TrfHeader(tournament.event, tournament.site, r.federation, r.chief_arbiter, r.deputy_arbiters,
-                     r.type, tournament.time_control if tournament.time_control != "?" else "", r.rounds)
+                     r.type, tournament.time_control if tournament.time_control != "?" else "", r.rounds,
+                     r.allotted_time)
 
 
 def results_trf(tournament: Tournament, rounds: Mapping[int, RoundGames],

@@ -64,7 +64,7 @@ MAX_DELAY_MINUTES = 24 * 60
 #: The keys each table may hold (anything else is refused, with the nearest known key suggested).
 TOP_KEYS = frozenset({"event", "site", "time_control", "round", "broadcast", "brokers", "rounds", "report"})
 #: What a rating report (the TRF export) needs beyond the pairings and results.
-REPORT_KEYS = frozenset({"federation", "chief_arbiter", "deputy_arbiters", "type", "rounds"})
+REPORT_KEYS = frozenset({"federation", "chief_arbiter", "deputy_arbiters", "type", "rounds", "allotted_time"})
 BROADCAST_KEYS = frozenset({"output_dir", "host", "port", "token", "lichess_round", "lichess_url",
                             "lichess_interval", "lichess_max_games", "lichess_token_file", "assign",
                             "delay_minutes", "private_console"})
@@ -127,8 +127,10 @@ class Report:
     chief_arbiter: str = ""
     deputy_arbiters: tuple[str, ...] = ()
     type: str = ""
-    #: Rounds the tournament has (None: as many as the file has so far).
+    #: Rounds the tournament has (None: not known; the TRF-2026 export then leaves record 142 out).
     rounds: int | None = None
+    #: The allotted time as the TRF's record 122 says it (free text); else the PGN TimeControl is written.
+    allotted_time: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -660,6 +662,7 @@ def _report(raw: Any) -> Report:
         deputy_arbiters=tuple(d.strip() for d in deputies),
         type=_opt_text(raw, "type", "report.type") or "",
         rounds=None if rounds is None else _whole(rounds, "report.rounds", 1, 10_000),
+        allotted_time=_opt_text(raw, "allotted_time", "report.allotted_time") or "",
     )
 
 
