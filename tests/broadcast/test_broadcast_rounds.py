@@ -569,7 +569,7 @@ def test_a_round_opened_here_for_the_first_time_starts_clean(tmp_path: Path) -> 
 
 def test_a_round_switched_to_live_does_not_take_the_last_games(tmp_path: Path) -> None:
     hub = Broadcaster(two_rounds(tmp_path), output_dir=tmp_path, clock=Clock()).open()
-    feed(hub, "b01", events(SCHOLAR))
+    feed(hub, "b01", [*events(SCHOLAR), {"type": "game_end", "game": 1, "result": "1-0", "reason": "checkmate"}])
     hub.switch_round(4)
     hub.handle(BridgeMessage("touchmove", "b01", "pgn", "1. e4 e5 2. Bc4 Nc6 3. Qh5 Nf6 4. Qxf7# 1-0\n",
                              retained=True))
