@@ -146,6 +146,11 @@ class BoardGames:
         if self._old(number):
             return False  # a game of an earlier round
         if event.get("type") == "game_start":
+            if (self.held_before and self.held is not None and self.held.number == number
+                    and self.held.session is None):
+                # a game from before the round, known only from retained messages, and a start with its number:
+                # a bridge numbering afresh (another journal), not that game's start again
+                self.held, self.held_before = None, False
             if number is not None and self.game(number) is not None:
                 return False  # a redelivered start
             return self.start(event)
