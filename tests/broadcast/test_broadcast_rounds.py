@@ -583,3 +583,15 @@ def _games(text: str) -> list[chess.pgn.Game]:
         assert not game.errors
         out.append(game)
     return out
+
+
+def test_a_bridge_numbering_afresh_after_a_game_from_before_the_round(tmp_path: Path) -> None:
+    """The retained game 1 (another round's) is held; the board's bridge, on a fresh journal, starts its own
+    game 1: the round's game, not a redelivered start."""
+    hub = Broadcaster(tournament(tmp_path), output_dir=tmp_path, clock=Clock()).open()
+    hub.handle(BridgeMessage("touchmove", "b01", "state", {"game": 1, "ply": 7, "in_sync": True}))
+    hub.handle(BridgeMessage("touchmove", "b01", "pgn", "1. e4 e5 2. Bc4 Nc6 3. Qh5 Nf6 4. Qxf7# 1-0\n",
+                             retained=True))
+    assert hub.by_number[1].games.held_before
+    feed(hub, "b01", [{**e, "session": "fresh"} for e in events(["d2d4", "d7d5"])])
+    assert hub.by_number[1].game.ply == 2 and hub.by_number[1].games.held is None
