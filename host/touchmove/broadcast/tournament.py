@@ -208,7 +208,8 @@ class BroadcastSettings:
     host: str = "127.0.0.1"
     port: int = 8080
     token: str | None = None
-    lichess_round: str | None = None
+    #: The lichess round(s) of the file's ``round`` (several: its boards spread over them in board order).
+    lichess_round: tuple[str, ...] | None = None
     lichess_url: str = "https://lichess.org"
     lichess_interval: float = 2.0
     lichess_max_games: int = LICHESS_MAX_GAMES
@@ -408,22 +409,48 @@ def _round_id(value: Any, what: str) -> str:
     return rid
 
 
+def _round_ids(value: Any, what: str) -> tuple[str, ...]:
+    """``lichess_round``: one lichess round id, or a list of them (a round split over several)."""
+    if isinstance(value, list):
+        if not value:
+            raise TournamentError(f"{what} must name at least one lichess round")
+        ids = tuple(_round_id(v, f"{what} #{i + 1}") for i, v in enumerate(value))
+        if len(set(ids)) != len(ids):
+            raise TournamentError(f"{what} names a lichess round twice")
+        return ids
+    return (_round_id(value, what),)
+
+
+def _spread(ids: tuple[str, ...], pairings: list[Pairing], max_games: int, what: str) -> list[LichessTarget]:
+    """The boards in board order over the lichess rounds ``ids``, ``max_games`` a round (the first ones
+    full; a round with no board left gets none)."""
+    boards = sorted(p.board for p in pairings)
+    needed = -(-len(boards) // max_games)
+    if needed > len(ids):
+        listed = ", ".join(f'"{i}"' for i in ids)
+        raise TournamentError(
+            f"{what}: {len(boards)} boards need {needed} lichess rounds of {max_games} games (lichess keeps "
+            f"{max_games} a round): lichess_round = [{listed}, ...] with {needed} round ids")
+    return [LichessTarget(rid, range(chunk[0], chunk[-1] + 1))
+            for rid, chunk in zip(ids, (boards[k:k + max_games] for k in range(0, len(boards), max_games)),
+                                  strict=False)]
+
+
 def _lichess(raw: dict[str, Any], pairings: list[Pairing], number: int, max_games: int,
-             default_round: str | None) -> tuple[LichessTarget, ...]:
+             default_round: tuple[str, ...] | None) -> tuple[LichessTarget, ...]:
     what = f"round {number}"
     targets: list[LichessTarget] = []
     if raw.get("lichess_round") is not None:
         if raw.get("lichess") is not None:
             raise TournamentError(f"{what}: give lichess_round or [[rounds.lichess]], not both")
-        default_round = _round_id(raw["lichess_round"], f"{what} lichess_round")
+        default_round = _round_ids(raw["lichess_round"], f"{what} lichess_round")
     if raw.get("lichess") is not None:
         for i, item in enumerate(_list(raw["lichess"], "rounds.lichess")):
             item_t = _table(item, f"{what} lichess #{i + 1}", LICHESS_KEYS)
             targets.append(LichessTarget(_round_id(item_t.get("round_id"), f"{what} lichess #{i + 1} round_id"),
                                          _board_range(item_t.get("boards"), f"{what} lichess #{i + 1} boards")))
     elif default_round is not None:
-        boards = [p.board for p in pairings]
-        targets.append(LichessTarget(default_round, range(min(boards), max(boards) + 1)))
+        targets += _spread(default_round, pairings, max_games, what)
     for i, t in enumerate(targets):
         count = sum(1 for p in pairings if p.board in t.boards)
         if count > max_games:
@@ -592,7 +619,7 @@ def parse_tournament(data: dict[str, Any], *, base_dir: Path | None = None) -> T
                              1, LICHESS_MAX_GAMES_LIMIT) or LICHESS_MAX_GAMES)
     default_round = raw_b.get("lichess_round") or None
     if default_round is not None:
-        default_round = _round_id(default_round, "broadcast.lichess_round")
+        default_round = _round_ids(default_round, "broadcast.lichess_round")
     rounds: dict[int, Round] = {}
     for raw in _list(data.get("rounds", []), "rounds"):
         number = raw.get("number") if isinstance(raw, dict) else None
