@@ -247,7 +247,8 @@ def test_lichess_round_naming_several_rounds_spreads_the_boards(broker: LocalBro
     data["rounds"][0]["lichess_round"] = ["openOne1", "openTwo2"]
     with pytest.raises(TournamentError) as info:
         parse_tournament(data)
-    assert "250 boards need 3 lichess rounds of 100 games" in str(info.value) and "\n" not in str(info.value)
+    assert "250 boards, above lichess's 100 per round, need 3 lichess rounds" in str(info.value)
+    assert "\n" not in str(info.value)
     data["rounds"][0].pop("lichess_round")
     data["broadcast"]["lichess_round"] = "openOne1"  # one lichess round for 250 boards: refused, saying how
     with pytest.raises(TournamentError) as refused:

@@ -429,8 +429,8 @@ def _spread(ids: tuple[str, ...], pairings: list[Pairing], max_games: int, what:
     if needed > len(ids):
         listed = ", ".join(f'"{i}"' for i in ids)
         raise TournamentError(
-            f"{what}: {len(boards)} boards need {needed} lichess rounds of {max_games} games (lichess keeps "
-            f"{max_games} a round): lichess_round = [{listed}, ...] with {needed} round ids")
+            f"{what}: {len(boards)} boards, above lichess's {max_games} per round, need {needed} lichess rounds: "
+            f"lichess_round = [{listed}, ...] with {needed} round ids (boards in board order, {max_games} each)")
     return [LichessTarget(rid, range(chunk[0], chunk[-1] + 1))
             for rid, chunk in zip(ids, (boards[k:k + max_games] for k in range(0, len(boards), max_games)),
                                   strict=False)]
