@@ -285,6 +285,7 @@ class BridgeIngest:
         changed = False
         if state.game is not None:
             view.state_game = state.game
+            view.games.note_state(state.game)
         if state.in_sync is not None and state.in_sync != view.in_sync:
             view.in_sync, changed = state.in_sync, True
             self.target.console.on_sync(view.pairing.board, state.in_sync, now_iso())

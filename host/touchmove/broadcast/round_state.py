@@ -18,7 +18,9 @@ round. :class:`BoardGames` decides which of the bridge's games are the round's:
   is *held* as a game from before the round (``held_before``): followed, shown to the arbiter, never in an
   output, until the arbiter allows it (``allow``: it becomes the round's game) or a new game starts on the
   board (the round's game: the held one is dropped). A game shown with neither moves nor result is the
-  round's (nothing of it is from before).
+  round's (nothing of it is from before), and so is a game numbered above ``opening_game`` (the game the
+  bridge's first state showed after the round opened: a later one started since, even when it is first
+  seen from the retained PGN after an outage).
 
 Events are routed by their game number, so a late event of a frozen game still reaches it (a
 ``game_resumed`` withdrawing its board result, a clock press).
@@ -71,6 +73,9 @@ class BoardGames:
     before_round: bool = False
     #: The held game was on the board before the round opened here (another round's or event's, maybe).
     held_before: bool = False
+    #: The bridge's game number in the first state seen after the round opened here: a game numbered above
+    #: it started since (the round's, also when it is first seen from the retained PGN after an outage).
+    opening_game: int | None = None
     _snaps: tuple[tuple[int, int, int], tuple[GameSnapshot, ...]] | None = field(default=None, repr=False,
                                                                               compare=False)
 
@@ -176,12 +181,23 @@ class BoardGames:
                 return False  # an event of an earlier game no longer followed
         return target.apply(event)
 
+    def note_state(self, number: int) -> None:
+        """The bridge's state says game ``number`` is on the board: the first one after the round opened
+        here is the game there was then (see :attr:`opening_game`)."""
+        if self.before_round and self.opening_game is None:
+            self.opening_game = number
+
+    def _maybe_before(self, number: int | None) -> bool:
+        """Whether game ``number``, not seen starting, may have been on the board when the round opened."""
+        return number is None or self.opening_game is None or number <= self.opening_game
+
     def _from_before(self, event: Mapping[str, Any]) -> bool:
         """Whether an event of a game not seen starting may be of a game played before the round opened
         here (anything but the game's first move, while the round has no game of the board yet)."""
         if not self.before_round or self.held is not None or self.current.ply:
             return False
-        return not (event.get("type") == "move" and event.get("ply") == 1)
+        number = event.get("game") if type(event.get("game")) is int else None
+        return self._maybe_before(number) and not (event.get("type") == "move" and event.get("ply") == 1)
 
     def _hold_before(self) -> LiveGame:
         """Hold a game shown on the board that may be from before the round (see the module)."""
@@ -242,7 +258,7 @@ class BoardGames:
         target = self.game(number)
         current = self.current
         if (self.before_round and self.held is None and current.number is None and not current.ply
-                and target in (None, current) and _played(pgn_game)):
+                and target in (None, current) and self._maybe_before(number) and _played(pgn_game)):
             target = self._hold_before()  # a played game shown when the round opened here
         if target is None:
             live = self.live()
@@ -267,7 +283,7 @@ class BoardGames:
             "held": game_to_json(self.held) if self.held is not None else None,
             "allow": self.allow.value if self.allow is not None else None,
             "floor": self.floor, "floor_session": self.floor_session,
-            "before_round": self.before_round, "held_before": self.held_before,
+            "before_round": self.before_round, "held_before": self.held_before, "opening_game": self.opening_game,
         }
 
     @classmethod
@@ -284,6 +300,7 @@ class BoardGames:
             floor_session=floor_session if isinstance(floor_session, str) else None,
             before_round=data.get("before_round") is True,
             held_before=data.get("held_before") is True and data.get("held") is not None,
+            opening_game=data["opening_game"] if type(data.get("opening_game")) is int else None,
         )
 
 
