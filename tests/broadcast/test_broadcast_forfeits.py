@@ -32,7 +32,7 @@ def _codes(trf: str) -> dict[str, str]:
 async def _forfeits(broker: LocalBroker, tmp_path: Path) -> None:
     import aiomqtt
 
-    t = parse_tournament(tournament_data(3, port=broker.port, out=tmp_path))
+    t = parse_tournament(tournament_data(4, port=broker.port, out=tmp_path))
     async with aiomqtt.Client("127.0.0.1", broker.port) as client:
         bridge = SimBridge(client)
         board = bridge.board("b01")
@@ -42,7 +42,7 @@ async def _forfeits(broker: LocalBroker, tmp_path: Path) -> None:
                 await board.move(uci, remaining_ms=170_000)
             await wait_for(lambda: svc.hub.by_number[1].game.ply == 2, what="board 1's moves")
             answers = []
-            for n, result in ((1, "1/2-1/2"), (2, "1-0f"), (3, "0-1f")):
+            for n, result in ((1, "1/2-1/2"), (2, "1-0f"), (3, "0-1f"), (4, "0-0f")):
                 async with http.post(f"{svc.url}/api/boards/{n}/result", json={"result": result},
                                      headers=TOKEN) as resp:
                     assert resp.status == 200
@@ -54,12 +54,16 @@ async def _forfeits(broker: LocalBroker, tmp_path: Path) -> None:
                 served_trf = await resp.text()
     rows = [line.split(",") for line in served_csv.splitlines()[1:]]
     assert [(r[-3], r[-2], r[-1]) for r in rows] == [("1/2-1/2", "arbiter", ""), ("1-0f", "arbiter", "forfeit"),
-                                                     ("0-1f", "arbiter", "forfeit")]
+                                                     ("0-1f", "arbiter", "forfeit"), ("0-0f", "arbiter", "forfeit")]
     assert (tmp_path / "round-3-results.csv").read_text() == served_csv
-    assert [a.get("forfeit") for a in answers] == [False, True, True]  # the board's JSON says it too
+    assert [a.get("forfeit") for a in answers] == [False, True, True, True]  # the board's JSON says it too
     codes = _codes(served_trf)
     assert codes == {"White, Player 1": "=", "Black, Player 1": "=", "White, Player 2": "+",
-                     "Black, Player 2": "-", "White, Player 3": "-", "Black, Player 3": "+"}, served_trf
+                     "Black, Player 2": "-", "White, Player 3": "-", "Black, Player 3": "+",
+                     "White, Player 4": "-", "Black, Player 4": "-"}, served_trf
+    # the double forfeit has no PGN result: "*", and the Termination tag says it (pgn-extract reads the file)
+    pgn = (tmp_path / "round-3.pgn").read_text().split('[Round "3.4"]')[1]
+    assert '[Result "*"]' in pgn and '[Termination "double forfeit"]' in pgn and pgn.rstrip().endswith("\n*")
     assert _codes((tmp_path / "results-2026.trf").read_text()) == codes
     state = json.loads((tmp_path / "round-3-state.json").read_text())
     assert state["boards"]["2"]["entries"][0]["results"]["arbiter_reason"] == "forfeit"

@@ -321,3 +321,19 @@ def test_the_documented_command_order_is_accepted(tmp_path: Path, capsys: pytest
     assert parse_tournament(tomllib.loads((tmp_path / "out.toml").read_text()), base_dir=tmp_path).round == 3
     assert main(["init", "tournament", str(tmp_path / "a.toml"), "--from-trf", str(source), "b.toml"]) == 2
     assert "--from-trf takes one TRF" in capsys.readouterr().err
+
+
+def test_a_double_forfeit_is_imported_and_written_back(tmp_path: Path) -> None:
+    rounds = {rank: dict(games) for rank, games in ROUNDS.items()}
+    rounds[1][1], rounds[4][1] = ("4", "w", "-"), ("1", "b", "-")  # round 1: neither came
+    text = sample_trf(rounds=rounds)
+    first_game = round_pairings(read_trf(text), 1)[0]
+    assert (first_game.white, first_game.black, first_game.result, first_game.forfeit) == (1, 4, "0-0", True)
+    t = parse_tournament(tomllib.loads(tournament_toml(text)), base_dir=tmp_path)
+    first = t.rounds[1].pairings[0]
+    assert (first.result, first.forfeit) == ("0-0", True)
+    hub = Broadcaster(t, output_dir=tmp_path).open()
+    hub.save_state()
+    back = read_trf((tmp_path / "results.trf").read_text())
+    by_name = {p.name: p for p in back.players.values()}
+    assert by_name["Carlsen, Magnus"].rounds[1].result == "-" and by_name["Poe, Ed"].rounds[1].result == "-"

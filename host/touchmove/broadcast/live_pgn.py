@@ -23,7 +23,7 @@ from typing import Any, Protocol, TypeGuard
 import chess
 import chess.pgn
 
-from touchmove.broadcast.results import ResultBook
+from touchmove.broadcast.results import DOUBLE_FORFEIT, ResultBook
 from touchmove.broadcast.tournament import Pairing, Tournament
 
 log = logging.getLogger(__name__)
@@ -413,6 +413,9 @@ def game_pgn(game: GameMoves, headers: Mapping[str, str], columns: int = 80) -> 
         if game.chess960:
             tags["Variant"] = "Chess960"
     result = tags.get("Result", "*")
+    if result == DOUBLE_FORFEIT:  # no PGN result says it: "*", and the Termination tag
+        tags["Result"] = result = "*"
+        tags["Termination"] = "double forfeit"
     lines = [f'[{key} "{_header_value(value)}"]' for key, value in tags.items()]
     tokens: list[str] = []
     number, white = start.fullmove_number, start.turn == chess.WHITE

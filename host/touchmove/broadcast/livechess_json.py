@@ -102,7 +102,8 @@ def index_json(tournament: Tournament, number: int, games: Mapping[int, Sequence
                date: dt.date, current: bool) -> dict[str, Any]:
     return {
         "date": date.isoformat(),
-        "pairings": [{"white": player_json(p.white), "black": player_json(p.black), "result": g.result,
+        "pairings": [{"white": player_json(p.white), "black": player_json(p.black),
+                      "result": g.result if g.result != "0-0" else "*",  # a double forfeit: no PGN result
                       "live": _live(g, current), "board": p.board}
                      for p, g in round_games(tournament, number, games)],
     }

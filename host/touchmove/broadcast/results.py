@@ -25,17 +25,22 @@ from dataclasses import dataclass
 
 import chess
 
-RESULTS = ("1-0", "0-1", "1/2-1/2", "*")
+#: Both players lost by forfeit (the arbiter's ``0-0f``): not a PGN result (the PGN says ``*`` with
+#: ``[Termination "double forfeit"]``), ``0-0f`` in the CSV, ``-``/``-`` in the TRF.
+DOUBLE_FORFEIT = "0-0"
+RESULTS = ("1-0", "0-1", "1/2-1/2", "*", DOUBLE_FORFEIT)
 SOURCES = ("arbiter", "board", "kings")
 
 _ALIASES = {
     "1-0": "1-0", "0-1": "0-1", "1/2-1/2": "1/2-1/2", "½-½": "1/2-1/2", "0.5-0.5": "1/2-1/2",
     "draw": "1/2-1/2", "=": "1/2-1/2", "*": "*", "white": "1-0", "black": "0-1", "": "*",
     "1-0f": "1-0", "0-1f": "0-1", "+/-": "1-0", "-/+": "0-1",
+    "0-0f": DOUBLE_FORFEIT, "0-0": DOUBLE_FORFEIT, "-/-": DOUBLE_FORFEIT, "--": DOUBLE_FORFEIT,
 }
 
 #: Results that say the game was not played (a forfeit): the arbiter's reason is then ``forfeit``.
-FORFEIT_SPELLINGS = frozenset({"1-0f", "0-1f", "+/-", "-/+", "+-", "-+", "1-0ff", "0-1ff"})
+FORFEIT_SPELLINGS = frozenset({"1-0f", "0-1f", "+/-", "-/+", "+-", "-+", "1-0ff", "0-1ff",
+                               "0-0f", "0-0", "-/-", "--", "0-0ff"})
 #: The arbiter's reason of a forfeit (the CSV writes its result ``1-0f``/``0-1f``, the TRF ``+``/``-``).
 FORFEIT = "forfeit"
 
@@ -45,7 +50,8 @@ CENTRE = LIGHT_CENTRE | DARK_CENTRE
 
 
 def normalize_result(text: str) -> str | None:
-    """Return the PGN spelling of a result (``1-0``, ``0-1``, ``1/2-1/2``, ``*``) or None if unknown."""
+    """Return the PGN spelling of a result (``1-0``, ``0-1``, ``1/2-1/2``, ``*``; :data:`DOUBLE_FORFEIT`
+    for a double forfeit) or None if unknown."""
     return _ALIASES.get(text.strip().lower())
 
 

@@ -263,7 +263,7 @@ def _results_agree(mine: str, theirs: str) -> bool:
         if mine in table and theirs in table:
             return table[mine] + table[theirs] == 1.0
     if mine in FORFEITS and theirs in FORFEITS:
-        return mine != theirs  # (a double forfeit, -/-, is not kept yet: refused rather than made 0-1)
+        return not (mine == theirs == "+")  # (-/-: a double forfeit)
     return False
 
 
@@ -307,6 +307,8 @@ def _pgn_result(white: str, black: str) -> tuple[str, bool]:
     score = points(white)
     if score is None:
         return "*", False
+    if white == black == "-":
+        return "0-0", True
     text = {1.0: "1-0", 0.5: "1/2-1/2", 0.0: "0-1"}[score]
     return text, white in FORFEITS or black in FORFEITS
 
@@ -430,6 +432,8 @@ def game_codes(result: str, plies: int | None, forfeit: bool) -> tuple[str, str]
     """The white and black codes of a game: ``plies`` None for a result the file gave (played elsewhere)."""
     if result == "*":
         return " ", " "
+    if result == "0-0":  # a double forfeit: both lost
+        return "-", "-"
     white = {"1-0": 1.0, "0-1": 0.0, "1/2-1/2": 0.5}[result]
     if forfeit and white != 0.5:
         return ("+", "-") if white == 1.0 else ("-", "+")
