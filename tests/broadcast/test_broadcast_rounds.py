@@ -592,7 +592,7 @@ def test_a_bridge_numbering_afresh_after_a_game_from_before_the_round(tmp_path: 
     hub.handle(BridgeMessage("touchmove", "b01", "state", {"game": 1, "ply": 7, "in_sync": True}))
     hub.handle(BridgeMessage("touchmove", "b01", "pgn", "1. e4 e5 2. Bc4 Nc6 3. Qh5 Nf6 4. Qxf7# 1-0\n",
                              retained=True))
-    assert hub.by_number[1].games.held_before
+    assert hub.by_number[1].games.opening.held
     feed(hub, "b01", [{**e, "session": "fresh"} for e in events(["d2d4", "d7d5"])])
     assert hub.by_number[1].game.ply == 2 and hub.by_number[1].games.held is None
 
@@ -604,7 +604,7 @@ def test_a_game_started_during_an_outage_at_the_rounds_start_is_the_rounds(tmp_p
     hub.handle(BridgeMessage("touchmove", "b01", "state", {"game": 4, "ply": 7, "in_sync": True}, retained=True))
     hub.handle(BridgeMessage("touchmove", "b01", "pgn", "1. e4 e5 2. Bc4 Nc6 3. Qh5 Nf6 4. Qxf7# 1-0\n",
                              retained=True))
-    assert hub.by_number[1].games.held_before and hub.by_number[1].game.ply == 0
+    assert hub.by_number[1].games.opening.held and hub.by_number[1].game.ply == 0
     hub.save_state()
     again = Broadcaster(tournament(tmp_path), output_dir=tmp_path, clock=Clock()).open()  # a restart keeps it
     again.handle(BridgeMessage("touchmove", "b01", "state", {"game": 5, "ply": 3, "in_sync": True}, retained=True))
@@ -612,4 +612,4 @@ def test_a_game_started_during_an_outage_at_the_rounds_start_is_the_rounds(tmp_p
     assert again.by_number[1].game.ply == 3 and again.by_number[1].game.number == 5
     # board 2 showed nothing when the round opened: a played game seen first from its PGN is held
     again.handle(BridgeMessage("touchmove", "b02", "pgn", "1. d4 d5 2. c4 *\n", retained=True))
-    assert again.by_number[2].games.held_before
+    assert again.by_number[2].games.opening.held

@@ -143,7 +143,7 @@ class BoardView:
             "forfeit": self.game.results.forfeit,
             "needs_resync": self.game.needs_resync, "version": self.game.version,
             "entries": len(self.games.entries),
-            "held": _held_json(self.games.held, self.games.held_before),
+            "held": _held_json(self.games.held, self.games.opening.held),
             "allow": self.games.allow.value if self.games.allow is not None else None,
             "rejected_events": self.rejected,
             "clocks": both_clocks(self.game.start_fen, (m.clock_ms for m in self.game.moves)),

@@ -11,14 +11,14 @@ round. :class:`BoardGames` decides which of the bridge's games are the round's:
   game of the board (``next``: a replayed game, an armageddon) or in place of the entry (``replace``: a
   game restarted with the colours swapped). The arbiter may also allow it before it starts;
 - a new game replaces an entry that has neither moves nor result (nothing is lost);
-- **a round starts clean**: when a round opens here for the first time (``before_round``), a game the
+- **a round starts clean**: when a round opens here for the first time (``opening.pending``), a game the
   bridge shows without its start having been seen here (its retained PGN or state, a move past the first
   ply, a ``game_end``) may be a game of an earlier round or of another event on the same boards (every
   round uses the same board ids; the broker keeps each board's last game). When it has moves or a result it
-  is *held* as a game from before the round (``held_before``): followed, shown to the arbiter, never in an
+  is *held* as a game from before the round (``opening.held``): followed, shown to the arbiter, never in an
   output, until the arbiter allows it (``allow``: it becomes the round's game) or a new game starts on the
   board (the round's game: the held one is dropped). A game shown with neither moves nor result is the
-  round's (nothing of it is from before), and so is a game numbered above ``opening_game`` (the game the
+  round's (nothing of it is from before), and so is a game numbered above ``opening.game`` (the game the
   bridge's first state showed after the round opened: a later one started since, even when it is first
   seen from the retained PGN after an outage).
 
@@ -59,6 +59,19 @@ class Allow(StrEnum):
 
 
 @dataclass
+class Opening:
+    """The board when the round opened here for the first time (see the module: a round starts clean)."""
+
+    #: No game of the board seen starting since: a played game shown now may be from before the round.
+    pending: bool = False
+    #: The board's held game was on the board before the round opened here (another round's or event's?).
+    held: bool = False
+    #: The bridge's game number in the first state seen after the round opened here: a game numbered above
+    #: it started since (the round's, also when it is first seen from the retained PGN after an outage).
+    game: int | None = None
+
+
+@dataclass
 class BoardGames:
     """One board's games in a round: the entries (in order), and a game started after them, held."""
 
@@ -69,13 +82,8 @@ class BoardGames:
     floor: int | None = None
     #: The bridge session that started the floor's game (None: not known).
     floor_session: str | None = None
-    #: The round opened here with no game of the board seen starting: a played game shown now is held.
-    before_round: bool = False
-    #: The held game was on the board before the round opened here (another round's or event's, maybe).
-    held_before: bool = False
-    #: The bridge's game number in the first state seen after the round opened here: a game numbered above
-    #: it started since (the round's, also when it is first seen from the retained PGN after an outage).
-    opening_game: int | None = None
+    #: How the round began on this board when it opened here (a round starts clean: see the module).
+    opening: Opening = field(default_factory=Opening)
     _snaps: tuple[tuple[int, int, int], tuple[GameSnapshot, ...]] | None = field(default=None, repr=False,
                                                                               compare=False)
 
@@ -151,11 +159,11 @@ class BoardGames:
         if self._old(number):
             return False  # a game of an earlier round
         if event.get("type") == "game_start":
-            if (self.held_before and self.held is not None and self.held.number == number
+            if (self.opening.held and self.held is not None and self.held.number == number
                     and self.held.session is None):
                 # a game from before the round, known only from retained messages, and a start with its number:
                 # a bridge numbering afresh (another journal), not that game's start again
-                self.held, self.held_before = None, False
+                self.held, self.opening.held = None, False
             if number is not None and self.game(number) is not None:
                 return False  # a redelivered start
             return self.start(event)
@@ -167,7 +175,7 @@ class BoardGames:
             elif live.number is None:
                 target = live  # followed from its events: the number is learnt from them
                 if live is self.current:
-                    self.before_round = False  # its first move, seen here: the round's game
+                    self.opening.pending = False  # its first move, seen here: the round's game
             elif number is not None and number > live.number:
                 # a game whose start was missed: it starts here (from the standard position until the
                 # bridge's PGN tells otherwise), and its event shows what is missing
@@ -183,25 +191,25 @@ class BoardGames:
 
     def note_state(self, number: int) -> None:
         """The bridge's state says game ``number`` is on the board: the first one after the round opened
-        here is the game there was then (see :attr:`opening_game`)."""
-        if self.before_round and self.opening_game is None:
-            self.opening_game = number
+        here is the game there was then (see :attr:`Opening.game`)."""
+        if self.opening.pending and self.opening.game is None:
+            self.opening.game = number
 
     def _maybe_before(self, number: int | None) -> bool:
         """Whether game ``number``, not seen starting, may have been on the board when the round opened."""
-        return number is None or self.opening_game is None or number <= self.opening_game
+        return number is None or self.opening.game is None or number <= self.opening.game
 
     def _from_before(self, event: Mapping[str, Any]) -> bool:
         """Whether an event of a game not seen starting may be of a game played before the round opened
         here (anything but the game's first move, while the round has no game of the board yet)."""
-        if not self.before_round or self.held is not None or self.current.ply:
+        if not self.opening.pending or self.held is not None or self.current.ply:
             return False
         number = event.get("game") if type(event.get("game")) is int else None
         return self._maybe_before(number) and not (event.get("type") == "move" and event.get("ply") == 1)
 
     def _hold_before(self) -> LiveGame:
         """Hold a game shown on the board that may be from before the round (see the module)."""
-        self.held, self.held_before = LiveGame(), True
+        self.held, self.opening.held = LiveGame(), True
         return self.held
 
     def start(self, event: Mapping[str, Any]) -> bool:
@@ -209,9 +217,9 @@ class BoardGames:
         new = LiveGame()
         if not new.apply(event):
             return False
-        self.before_round = False  # a game started since the round opened here: the round's own
-        if self.held_before:  # the game from before the round is over; it never entered the round
-            self.held, self.held_before = None, False
+        self.opening.pending = False  # a game started since the round opened here: the round's own
+        if self.opening.held:  # the game from before the round is over; it never entered the round
+            self.held, self.opening.held = None, False
         current = self.current
         if current.ply == 0 and not current.has_result and self.held is None and not current.retired:
             new.results.arbiter = current.results.arbiter  # a result entered before the game started
@@ -238,9 +246,9 @@ class BoardGames:
             self.allow = allow
             return f"the next game started on the board will be {self._what(allow)}"
         held, self.held, self.allow = self.held, None, None
-        if self.held_before and self.current.ply == 0:
+        if self.opening.held and self.current.ply == 0:
             allow = Allow.REPLACE  # a game from before the round taken in: the round's game
-        self.held_before = self.before_round = False
+        self.opening.held = self.opening.pending = False
         if allow is Allow.NEXT:
             held.added_ns = time.time_ns()
             self.entries.append(held)
@@ -257,7 +265,7 @@ class BoardGames:
             return False
         target = self.game(number)
         current = self.current
-        if (self.before_round and self.held is None and current.number is None and not current.ply
+        if (self.opening.pending and self.held is None and current.number is None and not current.ply
                 and target in (None, current) and self._maybe_before(number) and _played(pgn_game)):
             target = self._hold_before()  # a played game shown when the round opened here
         if target is None:
@@ -274,7 +282,7 @@ class BoardGames:
         if number is None and target.has_result and not target.needs_resync:
             return False  # a finished game is not replaced by a PGN of a game not known yet
         if target is current:
-            self.before_round = False  # the round's game is known (nothing of it is from before)
+            self.opening.pending = False  # the round's game is known (nothing of it is from before)
         return target.adopt(pgn_game, number)
 
     def to_json(self) -> dict[str, Any]:
@@ -283,7 +291,8 @@ class BoardGames:
             "held": game_to_json(self.held) if self.held is not None else None,
             "allow": self.allow.value if self.allow is not None else None,
             "floor": self.floor, "floor_session": self.floor_session,
-            "before_round": self.before_round, "held_before": self.held_before, "opening_game": self.opening_game,
+            "before_round": self.opening.pending, "held_before": self.opening.held,
+            "opening_game": self.opening.game,
         }
 
     @classmethod
@@ -298,9 +307,9 @@ class BoardGames:
             allow=Allow(allow) if allow is not None else None,
             floor=floor if type(floor) is int else None,
             floor_session=floor_session if isinstance(floor_session, str) else None,
-            before_round=data.get("before_round") is True,
-            held_before=data.get("held_before") is True and data.get("held") is not None,
-            opening_game=data["opening_game"] if type(data.get("opening_game")) is int else None,
+            opening=Opening(pending=data.get("before_round") is True,
+                            held=data.get("held_before") is True and data.get("held") is not None,
+                            game=data["opening_game"] if type(data.get("opening_game")) is int else None),
         )
 
 

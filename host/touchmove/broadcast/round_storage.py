@@ -23,7 +23,7 @@ from touchmove.broadcast.event_archive import EventArchive
 from touchmove.broadcast.live_pgn import EMPTY_GAME, GameSnapshot, write_atomically
 from touchmove.broadcast.results import FORFEIT, normalize_result
 from touchmove.broadcast.results_export import results_csv, results_trf
-from touchmove.broadcast.round_state import BoardGames, DelayLine, RoundRecord, load_round, save_round
+from touchmove.broadcast.round_state import BoardGames, DelayLine, Opening, RoundRecord, load_round, save_round
 from touchmove.broadcast.tournament import Round, Tournament
 
 log = logging.getLogger(__name__)
@@ -117,7 +117,8 @@ class RoundStorage:
             games = record.boards.get(p.board) if record is not None else None
             if games is None:
                 floor, floor_session = floors.get(p.board_id, (None, None))
-                games = BoardGames(floor=floor, floor_session=floor_session, before_round=not self.take_retained)
+                games = BoardGames(floor=floor, floor_session=floor_session,
+                                   opening=Opening(pending=not self.take_retained))
                 if p.result:
                     games.current.set_result("arbiter", p.result, FORFEIT if p.forfeit else None)
             live = games.live()
