@@ -24,7 +24,7 @@ from pathlib import Path
 import aiohttp
 import chess
 import chess.pgn
-import pytest
+import trf as trf_package  # PyPI's trf, and pairing-core below: the test extra installs them (make install)
 
 from tests.broadcast.lichess_dgt_rules import game_problems, index_problems, sans
 from tests.broadcast.test_broadcast_mqtt import wait_for
@@ -34,9 +34,6 @@ from touchmove.broadcast.tournament import parse_tournament
 from touchmove.cli import main
 from touchmove.sim.broadcast_boards import SimBoard, SimRound
 from touchmove.sim.local_broker import LocalBroker
-
-pairing_core = pytest.importorskip("pairing_core")  # the test extra installs it (make install)
-trf_package = pytest.importorskip("trf")
 
 PLAYERS = 40
 BOARDS = 20
