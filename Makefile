@@ -20,8 +20,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	@touch $(STAMP)
 
-# Programs used for real: Mosquitto and nats-server (demos and tests; Debian's packages) and Debian's Chromium
-# (dashboard tests). nats-server lives in /usr/sbin, which is not on every user's PATH.
+# Programs used for real: Mosquitto and nats-server (demos and tests; Debian's packages), Debian's Chromium
+# (dashboard tests) and Debian's pgn-extract (reads every round PGN the broadcast tests write). nats-server lives in /usr/sbin, which is not on every user's PATH.
 broker-deps:
 	@command -v mosquitto >/dev/null 2>&1 || \
 	  ( echo "installing mosquitto"; $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q mosquitto )
@@ -51,6 +51,8 @@ $(LICHESS_JS): tests/livechess/lichess/package.json tests/livechess/lichess/pack
 system-deps: broker-deps
 	@command -v chromium >/dev/null 2>&1 || \
 	  ( echo "installing chromium"; $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium )
+	@command -v pgn-extract >/dev/null 2>&1 || test -x /usr/games/pgn-extract || \
+	  ( echo "installing pgn-extract"; $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q pgn-extract )
 
 lint: install
 	$(BIN)/ruff check host tests bench firmware

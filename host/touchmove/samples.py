@@ -112,8 +112,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", nargs="?", metavar="FILE",
                         help="where to write it (default bridge.toml / tournament.toml; - = standard output)")
     parser.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
-    parser.add_argument("--from-trf", metavar="TRF", type=Path,
-                        help="tournament: the pairings (and results) of a pairing program's TRF-16/TRF-2026 file")
+    parser.add_argument("--from-trf", metavar=("TRF", "FILE"), type=Path, nargs="+",
+                        help="tournament: the pairings (and results) of a pairing program's TRF-16/TRF-2026 file "
+                             "(`init tournament --from-trf r.trf out.toml` or `init tournament out.toml "
+                             "--from-trf r.trf`)")
     parser.add_argument("--round", type=int, help="with --from-trf: the round to broadcast (default: the "
                         "first with a game not played yet)")
     parser.set_defaults(handler=init_command)
@@ -122,6 +124,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def init_command(args: argparse.Namespace) -> int:
     text, default_name = SAMPLES[args.kind]
     if args.from_trf is not None:
+        source, *rest = args.from_trf
+        if len(rest) > 1 or (rest and args.file is not None):
+            raise CommandError("--from-trf takes one TRF (and the file to write, when not given before): "
+                               "`touchmove init tournament --from-trf r.trf out.toml`", EXIT_USAGE)
+        if rest:
+            args.file = str(rest[0])
+        args.from_trf = source
         text = from_trf(args)
     target = args.file or default_name
     if target == "-":

@@ -233,3 +233,52 @@ def test_runtime_config_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     finally:
         sock.close()
+
+
+def test_demo_into_the_folder_of_an_earlier_run(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                broker: LocalBroker) -> None:
+    """Issue 36, item 9: a second run with the same --out plays its own round (the first run's state would
+    bring its games back and fail the check); the first run's outputs are kept aside, not lost."""
+    args = ["broadcast-demo", "--boards", "4", "--plies", "12", "--move-time", "0.01", "--out", str(tmp_path),
+            "--broker", broker.url]
+    assert main(args) == 0
+    first = (tmp_path / "round-1.pgn").read_text()
+    capsys.readouterr()
+    assert main([*args, "--seed", "7"]) == 0, capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "round PGN check ok: 4 games" in out and f"moved to {tmp_path / 'earlier-run-1'}" in out
+    assert (tmp_path / "earlier-run-1" / "round-1.pgn").read_text() == first
+    assert (tmp_path / "round-1.pgn").read_text() != first
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_demo_serve_stopped_by_a_signal_leaves_no_mosquitto(tmp_path: Path, sig: int) -> None:
+    """Issue 36, item 9: SIGTERM (a service manager) or SIGHUP (a closed terminal) to `broadcast-demo --serve`
+    stops it cleanly, its private Mosquitto with it."""
+    if not LocalBroker.available():
+        pytest.skip("mosquitto is not installed")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "host")}
+    proc = subprocess.Popen([sys.executable, "-m", "touchmove.cli", "broadcast-demo", "--boards", "2", "--plies", "6",
+                             "--move-time", "0.01", "--port", "0", "--serve", "--out", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    assert proc.stdout is not None
+    lines: list[str] = []
+    port = None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if line.startswith("private Mosquitto on mqtt://"):
+            port = int(line.rsplit(":", 1)[1])
+        if "serving the dashboard" in line:
+            break
+    assert port is not None and "serving the dashboard" in lines[-1], "".join(lines)
+    socket.create_connection(("127.0.0.1", port), timeout=2).close()  # the private Mosquitto runs
+    proc.send_signal(sig)
+    status = proc.wait(20)
+    rest = proc.stdout.read()
+    assert status in (0, 128 + sig), "".join(lines) + rest
+    with pytest.raises(OSError):  # nothing listens there any more
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()

@@ -20,7 +20,7 @@ from tests.broadcast.broadcast_helpers import tournament_data
 from touchmove.broadcast.broadcaster import ActionError
 from touchmove.broadcast.lichess_push import LichessPusher, PushState, TokenSource, retry_after
 from touchmove.broadcast.service import BroadcastService
-from touchmove.broadcast.tournament import parse_tournament
+from touchmove.broadcast.tournament import TournamentError, parse_tournament
 from touchmove.sim.broadcast_boards import SimBridge
 from touchmove.sim.local_broker import LocalBroker
 
@@ -233,3 +233,48 @@ def _games(text: str) -> list[chess.pgn.Game]:
     while (game := chess.pgn.read_game(stream)) is not None:
         out.append(game)
     return out
+
+
+def test_lichess_round_naming_several_rounds_spreads_the_boards(broker: LocalBroker, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 36, item 8: lichess keeps 100 games a round; an Olympiad-sized round names several lichess
+    rounds ("Open I", "Open II", ...): boards in board order, 100 a round at most, each pushed its own."""
+    data = tournament_data(250, port=broker.port, out=tmp_path)
+    data["rounds"][0]["lichess_round"] = ["openOne1", "openTwo2", "openThree3"]
+    t = parse_tournament(data)
+    assert [(x.round_id, x.boards) for x in t.lichess_targets()] == [
+        ("openOne1", range(1, 101)), ("openTwo2", range(101, 201)), ("openThree3", range(201, 251))]
+    data["rounds"][0]["lichess_round"] = ["openOne1", "openTwo2"]
+    with pytest.raises(TournamentError) as info:
+        parse_tournament(data)
+    assert "250 boards, above lichess's 100 per round, need 3 lichess rounds" in str(info.value)
+    assert "\n" not in str(info.value)
+    data["rounds"][0].pop("lichess_round")
+    data["broadcast"]["lichess_round"] = "openOne1"  # one lichess round for 250 boards: refused, saying how
+    with pytest.raises(TournamentError) as refused:
+        parse_tournament(data)
+    assert 'lichess_round = ["openOne1", ...] with 3 round ids' in str(refused.value)
+
+    async def go() -> None:
+        async with StandIn([ok()]) as lichess:
+            data["broadcast"].update(lichess_round=["openOne1", "openTwo2", "openThree3"], lichess_url=lichess.url,
+                                     lichess_interval=0.1)
+            monkeypatch.setenv("LICHESS_TOKEN", "lip_ok")
+            async with BroadcastService(parse_tournament(data), port=0, svg_workers=0) as svc, \
+                    aiomqtt.Client("127.0.0.1", broker.port) as client:
+                bridge = SimBridge(client)
+                for board_id in ("b100", "b101", "b250"):
+                    board = bridge.board(board_id)
+                    await board.start()
+                    await board.move("e2e4")
+                want = {"openOne1": 100, "openTwo2": 100, "openThree3": 50}
+                for _ in range(300):
+                    last = {c["round"]: c["body"] for c in lichess.calls}
+                    if set(last) == set(want) and all(b.count("1. e4") == 1 for b in last.values()):
+                        break
+                    await asyncio.sleep(0.05)
+                boards = {rid: [int(g.headers["Board"]) for g in _games(body)] for rid, body in last.items()}
+                assert {rid: len(b) for rid, b in boards.items()} == want
+                assert boards["openTwo2"] == list(range(101, 201)) and boards["openThree3"][-1] == 250
+                assert svc.pusher is not None
+    run(go())

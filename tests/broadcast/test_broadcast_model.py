@@ -231,11 +231,11 @@ def test_chess960_start_is_in_the_pgn() -> None:
 
 
 def test_write_atomically(tmp_path: Path) -> None:
-    target = tmp_path / "sub" / "round-1.pgn"
+    target = tmp_path / "sub" / "atomic.pgn"
     write_atomically(target, "one")
     write_atomically(target, "two")
     assert target.read_text() == "two"
-    assert [p.name for p in target.parent.iterdir()] == ["round-1.pgn"]
+    assert [p.name for p in target.parent.iterdir()] == ["atomic.pgn"]
 
 
 def test_results_spelling_and_kings_mapping() -> None:

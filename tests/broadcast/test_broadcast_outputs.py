@@ -64,7 +64,8 @@ async def _livechess(tmp_path: Path) -> None:
         # clock after the move + seconds it took: 180 + 2 - 175 = 7, 180 + 2 - 170 = 12, 175 + 2 - 160 = 17
         assert mate["moves"] == ["f3 175+7", "e5 170+12", "g4 160+17", "Qh4# 169+3"]
         live = await (await client.get("/live/round-3/game-3.json")).json()
-        assert live["clock"] == {"white": 179, "black": None, "run": "black"} and live["live"]
+        assert live["clock"] == {"white": 179, "black": None, "run": "black", "time": live["firstMove"]}
+        assert live["live"] and type(live["firstMove"]) is int  # the clocks were read at the (first) move
         fresh = await (await client.get("/live/round-3/game-2.json")).json()
         assert fresh["firstMove"] is None and fresh["moves"] == []
         # a further game allowed on board 1: the games numbered before keep their numbers

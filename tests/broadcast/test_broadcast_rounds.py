@@ -542,3 +542,87 @@ def test_a_damaged_round_state_is_taken_or_refused_in_one_line(tmp_path_factory:
         assert "\n" not in str(exc) and "round-3-state.json" in str(exc)
     else:
         assert chess.pgn.read_game(io.StringIO(again.round_pgn())) is not None
+
+
+def test_a_round_opened_here_for_the_first_time_starts_clean(tmp_path: Path) -> None:
+    """The bridge's retained game (another round's, another event's) is held, never public; the arbiter may
+    take it in (the decision undone); a new game, or the first move of the game shown empty, is the round's."""
+    hub = Broadcaster(tournament(tmp_path, boards=3), output_dir=tmp_path, clock=Clock()).open()
+    empty = hub.round_pgn()
+    mate = "1. e4 e5 2. Bc4 Nc6 3. Qh5 Nf6 4. Qxf7# 1-0\n"
+    hub.handle(BridgeMessage("touchmove", "b01", "state", {"game": 5, "ply": 7, "in_sync": True}))
+    hub.handle(BridgeMessage("touchmove", "b01", "pgn", mate, retained=True))
+    # board 2: no retained message; a move past the first ply of a game not seen starting (then its PGN)
+    feed(hub, "b02", events(["d2d4", "d7d5", "c2c4"], game=8, first_ply=3, start=False))
+    hub.handle(BridgeMessage("touchmove", "b02", "pgn", "1. d4 d5 2. c4 *\n", retained=True))
+    # board 3: the bridge shows an empty game, then its first move comes: the round's game
+    hub.handle(BridgeMessage("touchmove", "b03", "state", {"game": 2, "ply": 0, "in_sync": True}))
+    hub.handle(BridgeMessage("touchmove", "b03", "pgn", '[Result "*"]\n\n*\n', retained=True))
+    feed(hub, "b03", events(["e2e4"], game=2, start=False))
+    assert hub.by_number[3].game.ply == 1 and hub.by_number[3].games.held is None
+    games = _games(hub.round_pgn())
+    assert [len(list(g.mainline_moves())) for g in games] == [0, 0, 1] and empty.count("[Event") == 3
+    assert [g.headers["Result"] for g in games] == ["*", "*", "*"]
+    held = [hub.by_number[n].to_json()["held"] for n in (1, 2)]
+    assert [(h["game"], h["ply"], h["before_round"]) for h in held] == [(5, 7, True), (8, 3, True)]
+    # later events of the held games stay out; a restart keeps them held
+    feed(hub, "b02", [{"type": "move", "game": 8, "ply": 4, "uci": "e7e6", "t": 9}])
+    hub.save_state()
+    again = Broadcaster(tournament(tmp_path, boards=3), output_dir=tmp_path, clock=Clock()).open()
+    assert again.round_pgn() == hub.round_pgn()
+    assert again.by_number[2].to_json()["held"]["before_round"] is True
+    # board 1 set up again: the new game is the round's, the held one is dropped
+    feed(again, "b01", events(["g1f3"], game=6))
+    assert again.by_number[1].game.ply == 1 and again.by_number[1].games.held is None
+    # the arbiter takes board 2's game in: it is the round's game (whatever the permission asked)
+    again.permit_game(2, "next")
+    assert again.by_number[2].game.ply == 4 and len(again.by_number[2].games.entries) == 1
+    assert [len(list(g.mainline_moves())) for g in _games(again.round_pgn())] == [1, 4, 1]
+
+
+def test_a_round_switched_to_live_does_not_take_the_last_games(tmp_path: Path) -> None:
+    hub = Broadcaster(two_rounds(tmp_path), output_dir=tmp_path, clock=Clock()).open()
+    feed(hub, "b01", [*events(SCHOLAR), {"type": "game_end", "game": 1, "result": "1-0", "reason": "checkmate"}])
+    hub.switch_round(4)
+    hub.handle(BridgeMessage("touchmove", "b01", "pgn", "1. e4 e5 2. Bc4 Nc6 3. Qh5 Nf6 4. Qxf7# 1-0\n",
+                             retained=True))
+    assert [len(list(g.mainline_moves())) for g in _games(hub.round_pgn())] == [0, 0]
+
+
+def _games(text: str) -> list[chess.pgn.Game]:
+    stream = io.StringIO(text)
+    out = []
+    while (game := chess.pgn.read_game(stream)) is not None:
+        assert not game.errors
+        out.append(game)
+    return out
+
+
+def test_a_bridge_numbering_afresh_after_a_game_from_before_the_round(tmp_path: Path) -> None:
+    """The retained game 1 (another round's) is held; the board's bridge, on a fresh journal, starts its own
+    game 1: the round's game, not a redelivered start."""
+    hub = Broadcaster(tournament(tmp_path), output_dir=tmp_path, clock=Clock()).open()
+    hub.handle(BridgeMessage("touchmove", "b01", "state", {"game": 1, "ply": 7, "in_sync": True}))
+    hub.handle(BridgeMessage("touchmove", "b01", "pgn", "1. e4 e5 2. Bc4 Nc6 3. Qh5 Nf6 4. Qxf7# 1-0\n",
+                             retained=True))
+    assert hub.by_number[1].games.opening.held
+    feed(hub, "b01", [{**e, "session": "fresh"} for e in events(["d2d4", "d7d5"])])
+    assert hub.by_number[1].game.ply == 2 and hub.by_number[1].games.held is None
+
+
+def test_a_game_started_during_an_outage_at_the_rounds_start_is_the_rounds(tmp_path: Path) -> None:
+    """The bridge showed game 4 (another round's) when the round opened; the broadcaster then lost its broker,
+    the board started game 5 and played: back, the retained game 5 is the round's, not held."""
+    hub = Broadcaster(tournament(tmp_path), output_dir=tmp_path, clock=Clock()).open()
+    hub.handle(BridgeMessage("touchmove", "b01", "state", {"game": 4, "ply": 7, "in_sync": True}, retained=True))
+    hub.handle(BridgeMessage("touchmove", "b01", "pgn", "1. e4 e5 2. Bc4 Nc6 3. Qh5 Nf6 4. Qxf7# 1-0\n",
+                             retained=True))
+    assert hub.by_number[1].games.opening.held and hub.by_number[1].game.ply == 0
+    hub.save_state()
+    again = Broadcaster(tournament(tmp_path), output_dir=tmp_path, clock=Clock()).open()  # a restart keeps it
+    again.handle(BridgeMessage("touchmove", "b01", "state", {"game": 5, "ply": 3, "in_sync": True}, retained=True))
+    again.handle(BridgeMessage("touchmove", "b01", "pgn", "1. d4 d5 2. c4 *\n", retained=True))
+    assert again.by_number[1].game.ply == 3 and again.by_number[1].game.number == 5
+    # board 2 showed nothing when the round opened: a played game seen first from its PGN is held
+    again.handle(BridgeMessage("touchmove", "b02", "pgn", "1. d4 d5 2. c4 *\n", retained=True))
+    assert again.by_number[2].games.opening.held

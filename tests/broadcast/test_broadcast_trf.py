@@ -243,3 +243,97 @@ async def _round_trip(tmp_path: Path, variant: str) -> None:
     back = parse_tournament({**tomllib.loads(tournament_toml(out, name=name)),
                              "broadcast": tournament_data(1, out=tmp_path)["broadcast"]})
     assert back.round == 3 and [(p.name, k) for p, k in back.rounds[2].byes] == [("Moe, Ann", "H")]
+
+
+# -- issue 36, item 4: each defect a one-line error naming the line, or a correct import ---------------------
+def _replace_line(text: str, start: str, new: str | None) -> str:
+    lines = text.split("\r\n")
+    index = next(i for i, line in enumerate(lines) if line.startswith(start))
+    if new is None:
+        del lines[index]
+    else:
+        lines[index] = new
+    return "\r\n".join(lines)
+
+
+def test_an_empty_deputy_record_names_nobody(tmp_path: Path) -> None:
+    text = _replace_line(sample_trf(), "112 Deputy, Two", "112")
+    text = _replace_line(text, "112 Deputy, One", "112 ")
+    assert read_trf(text).deputies == []
+    toml = tournament_toml(text)
+    t = parse_tournament(tomllib.loads(toml), base_dir=tmp_path)  # `touchmove broadcast` takes the file
+    assert t.report.deputy_arbiters == ()
+
+
+def test_a_player_record_with_shifted_columns_is_refused_naming_its_line() -> None:
+    line: list[str] = []
+    at(line, 1, "001")
+    at(line, 5, "   6")
+    at(line, 10, "w")
+    at(line, 11, "Adams, Anna")  # the name from column 11, not 15: the columns are shifted
+    at(line, 49, "2100")
+    text = _replace_line(sample_trf(), "001    6", "".join(line))
+    with pytest.raises(TrfError) as info:
+        read_trf(text, "swiss.trf")
+    message = str(info.value)
+    assert message.startswith("swiss.trf line 20: column 14 must be blank") and "\n" not in message, message
+
+
+def test_both_players_winning_the_same_game_is_refused() -> None:
+    rounds = {rank: dict(games) for rank, games in ROUNDS.items()}
+    rounds[4][1] = ("1", "b", "1")  # 1 says he won against 4 in round 1, and so does 4
+    with pytest.raises(TrfError) as info:
+        read_trf(sample_trf(rounds=rounds), "swiss.trf")
+    message = str(info.value)
+    assert "round 1" in message and "do not make one game's result" in message and "line 1" in message, message
+
+
+def test_free_text_allotted_time_is_kept_and_written_back(tmp_path: Path) -> None:
+    text = _replace_line(sample_trf(), "122 ", "122 90 min + 30 s/move")
+    toml = tournament_toml(text)
+    t = parse_tournament(tomllib.loads(toml), base_dir=tmp_path)
+    assert t.time_control == "?" and t.report.allotted_time == "90 min + 30 s/move"
+    hub = Broadcaster(t, output_dir=tmp_path).open()
+    hub.save_state()
+    for name in ("results.trf", "results-2026.trf"):
+        assert "122 90 min + 30 s/move" in (tmp_path / name).read_text().splitlines(), name
+        assert read_trf((tmp_path / name).read_text()).allotted_time == "90 min + 30 s/move"
+
+
+def test_record_142_says_the_tournaments_rounds_or_nothing(tmp_path: Path) -> None:
+    data = tournament_data(2, out=tmp_path)
+    hub = Broadcaster(parse_tournament(data), output_dir=tmp_path).open()
+    hub.save_state()  # round 3 played, the number of rounds not known: no 142 (not "3": the event is not over)
+    assert not [x for x in (tmp_path / "results-2026.trf").read_text().splitlines() if x.startswith("142")]
+    data["report"] = {"rounds": 9}
+    hub = Broadcaster(parse_tournament(data), output_dir=tmp_path / "nine").open()
+    hub.save_state()
+    assert "142 9" in (tmp_path / "nine" / "results-2026.trf").read_text().splitlines()
+
+
+def test_the_documented_command_order_is_accepted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "r.trf"
+    source.write_text(sample_trf(variant="2026"), encoding="utf-8")
+    # docs/broadcast.md: `touchmove init tournament --from-trf round3.trf [tournament.toml] [--round N]`
+    assert main(["init", "tournament", "--from-trf", str(source), str(tmp_path / "out.toml")]) == 0
+    assert main(["init", "tournament", "--from-trf", str(source), str(tmp_path / "r2.toml"), "--round", "2"]) == 0
+    assert tomllib.loads((tmp_path / "r2.toml").read_text())["round"] == 2
+    assert parse_tournament(tomllib.loads((tmp_path / "out.toml").read_text()), base_dir=tmp_path).round == 3
+    assert main(["init", "tournament", str(tmp_path / "a.toml"), "--from-trf", str(source), "b.toml"]) == 2
+    assert "--from-trf takes one TRF" in capsys.readouterr().err
+
+
+def test_a_double_forfeit_is_imported_and_written_back(tmp_path: Path) -> None:
+    rounds = {rank: dict(games) for rank, games in ROUNDS.items()}
+    rounds[1][1], rounds[4][1] = ("4", "w", "-"), ("1", "b", "-")  # round 1: neither came
+    text = sample_trf(rounds=rounds)
+    first_game = round_pairings(read_trf(text), 1)[0]
+    assert (first_game.white, first_game.black, first_game.result, first_game.forfeit) == (1, 4, "0-0", True)
+    t = parse_tournament(tomllib.loads(tournament_toml(text)), base_dir=tmp_path)
+    first = t.rounds[1].pairings[0]
+    assert (first.result, first.forfeit) == ("0-0", True)
+    hub = Broadcaster(t, output_dir=tmp_path).open()
+    hub.save_state()
+    back = read_trf((tmp_path / "results.trf").read_text())
+    by_name = {p.name: p for p in back.players.values()}
+    assert by_name["Carlsen, Magnus"].rounds[1].result == "-" and by_name["Poe, Ed"].rounds[1].result == "-"

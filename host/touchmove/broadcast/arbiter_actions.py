@@ -17,7 +17,7 @@ import chess
 from touchmove.broadcast import bridge_topics
 from touchmove.broadcast.board_view import AlertEntry, BoardView
 from touchmove.broadcast.event_archive import EventArchive
-from touchmove.broadcast.results import normalize_result
+from touchmove.broadcast.results import FORFEIT, is_forfeit, normalize_result
 from touchmove.broadcast.round_state import Allow
 from touchmove.broadcast.round_storage import now_iso
 from touchmove.broadcast.tournament import Round, Tournament
@@ -130,7 +130,8 @@ class ArbiterActions:
 
     def record_result(self, board: int, result: str, entry: int | None = None) -> dict[str, Any]:
         """Record the arbiter's result (``*`` clears it) for the board's game ``entry`` (from 1; the
-        latest by default): it wins over the board and the kings. Saved at once."""
+        latest by default): it wins over the board and the kings; a forfeit's spelling (``1-0f``, ``0-1f``)
+        is kept as a forfeit (reason ``forfeit``). Saved at once."""
         norm = normalize_result(result)
         if norm is None:
             raise ActionError(f"unknown result {result!r}")
@@ -139,7 +140,7 @@ class ArbiterActions:
         if entry is not None and not 1 <= entry <= len(entries):
             raise ActionError(f"board {board} has {len(entries)} game(s) in this round")
         game = entries[-1] if entry is None else entries[entry - 1]
-        if game.set_result("arbiter", norm):
+        if game.set_result("arbiter", norm, FORFEIT if is_forfeit(result) and norm != "*" else None):
             if game.needs_resync and game is view.games.live():
                 self.resync(view)  # a declared result cleared: the plies the bridge shows since come in
             self.target.changed(view)

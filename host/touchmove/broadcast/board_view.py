@@ -146,9 +146,10 @@ class BoardView:
             "clock_ms": self.game.moves[-1].clock_ms if self.game.moves else None,
             "in_sync": self.in_sync, "online": self.online,
             "result": self.game.results.effective(), "result_source": self.game.results.source(),
+            "forfeit": self.game.results.forfeit,
             "needs_resync": self.game.needs_resync, "version": self.game.version,
             "entries": len(self.games.entries),
-            "held": _held_json(self.games.held),
+            "held": _held_json(self.games.held, self.games.opening.held),
             "allow": self.games.allow.value if self.games.allow is not None else None,
             "rejected_events": self.rejected,
             "clocks": both_clocks(self.game.start_fen, (m.clock_ms for m in self.game.moves)),
@@ -161,12 +162,13 @@ class BoardView:
         return out
 
 
-def _held_json(game: LiveGame | None) -> dict[str, Any] | None:
-    """A game the board plays that is not (yet) the round's: what the arbiter needs to decide."""
+def _held_json(game: LiveGame | None, before_round: bool = False) -> dict[str, Any] | None:
+    """A game the board plays that is not (yet) the round's: what the arbiter needs to decide
+    (``before_round``: it was on the board when the round opened, perhaps another round's)."""
     if game is None:
         return None
     return {"game": game.number, "ply": game.ply, "fen": game.position().fen(),
-            "result": game.results.effective()}
+            "result": game.results.effective(), "before_round": before_round}
 
 
 def alert_meanings() -> dict[str, str]:

@@ -332,6 +332,7 @@ class BridgeIngest:
         changed = False
         if state.game is not None:
             view.state_game = state.game
+            view.games.note_state(state.game)
         view.state_ply = state.ply
         if self._behind(view) and view.bridge_pgn:
             self._catch_up(view)  # the PGN may have come first

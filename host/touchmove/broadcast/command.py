@@ -22,6 +22,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", help="HTTP address to listen on (default from the file, 127.0.0.1)")
     parser.add_argument("--port", type=int, help="HTTP port (default from the file, 8080; 0 = any free one)")
     parser.add_argument("--output-dir", type=Path, help="where round-N.pgn goes (default from the file)")
+    parser.add_argument("--take-retained", action="store_true",
+                        help="a round opened here for the first time takes the games the bridges show as its "
+                             "own (started after the round began); else they are held for the arbiter")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     parser.set_defaults(handler=run)
 
@@ -60,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
             tournament = dataclasses.replace(tournament, settings=settings)
         if args.port is not None and not 0 <= args.port <= 65535:
             raise TournamentError(f"--port must be between 0 and 65535, not {args.port}")
-        svc = BroadcastService(tournament, host=args.host, port=args.port)
+        svc = BroadcastService(tournament, host=args.host, port=args.port, take_retained=args.take_retained)
     except (OSError, TournamentError, ValueError) as exc:
         print(f"touchmove broadcast: {_one_line(exc)}", file=sys.stderr)
         return 2

@@ -23,7 +23,7 @@ from typing import Any, Protocol, TypeGuard
 import chess
 import chess.pgn
 
-from touchmove.broadcast.results import ResultBook
+from touchmove.broadcast.results import DOUBLE_FORFEIT, ResultBook
 from touchmove.broadcast.tournament import Pairing, Tournament
 
 log = logging.getLogger(__name__)
@@ -51,10 +51,17 @@ class GameSnapshot:
     first_move_ms: int | None = None
     #: When the game became a further game of its board in the round (epoch ns; 0 for a board's first game).
     added_ns: int = 0
+    #: When the latest move was made (epoch milliseconds, from the bridge's ``ts``), if known.
+    last_move_ms: int | None = None
 
     @property
     def ply(self) -> int:
         return len(self.moves)
+
+    @property
+    def forfeit(self) -> bool:
+        """Whether the result is the arbiter's forfeit (a game not played)."""
+        return self.source == "arbiter" and self.reason == "forfeit" and self.result != "*"
 
 
 class GameMoves(Protocol):
@@ -98,6 +105,8 @@ class LiveGame:
     declared_ply: int | None = None
     #: When the first move was made (epoch ms, from its event's ``ts``).
     first_move_ms: int | None = None
+    #: When the latest move was made (epoch ms, from its event's ``ts``; None: taken from the bridge's PGN).
+    last_move_ms: int | None = None
     #: When the game was added to the round as a further game of its board (epoch ns; 0: the first game).
     added_ns: int = 0
     #: The latest move refused as illegal (ply, uci), until the broadcaster has told the arbiter.
@@ -121,9 +130,11 @@ class LiveGame:
         snap = self._snapshot
         if snap is None or self._snapshot_version != self.version:
             source = self.results.source()
-            reason = {"board": self.results.board_reason, "kings": "kings in the centre"}.get(source or "")
+            reason = {"board": self.results.board_reason, "kings": "kings in the centre",
+                      "arbiter": self.results.arbiter_reason}.get(source or "")
             snap = GameSnapshot(self.start_fen, self.chess960, self.number, tuple(self.moves),
-                                self.results.effective(), source, reason, self.first_move_ms, self.added_ns)
+                                self.results.effective(), source, reason, self.first_move_ms, self.added_ns,
+                                self.last_move_ms)
             self._snapshot, self._snapshot_version = snap, self.version
         return snap
 
@@ -168,6 +179,7 @@ class LiveGame:
         self.moves = []
         self._position = None
         self.pending_clocks = {}
+        self.first_move_ms = self.last_move_ms = None
         self.results.clear_game()
         self.needs_resync, self.resync_ply = False, 0
         self._touch()
@@ -274,6 +286,7 @@ class LiveGame:
             return False
         if ply == 1:
             self.first_move_ms = _epoch_ms(event.get("ts"))
+        self.last_move_ms = _epoch_ms(event.get("ts"))
         tail = self.moves[ply:]
         if ply <= self.ply and self.moves[ply - 1] == rec:
             return False
@@ -402,6 +415,9 @@ def game_pgn(game: GameMoves, headers: Mapping[str, str], columns: int = 80) -> 
         if game.chess960:
             tags["Variant"] = "Chess960"
     result = tags.get("Result", "*")
+    if result == DOUBLE_FORFEIT:  # no PGN result says it: "*", and the Termination tag
+        tags["Result"] = result = "*"
+        tags["Termination"] = "double forfeit"
     lines = [f'[{key} "{_header_value(value)}"]' for key, value in tags.items()]
     tokens: list[str] = []
     number, white = start.fullmove_number, start.turn == chess.WHITE

@@ -16,8 +16,10 @@ Three documents (served under ``/live/``; docs/broadcast.md has examples):
     game ``i`` of the index (from 1): ``live``, ``serialNr`` (the board id), ``firstMove`` (when the
     first move was made, epoch milliseconds; null before it or when not known), ``chess960`` (the Scharnagl
     number of the start, 518 for the standard position), ``result`` (``WHITEWIN``, ``BLACKWIN``, ``DRAW``
-    or null), ``comment`` (null), ``clock`` (``{"white", "black", "run"}``: seconds left after each side's
-    last move, and who is to move in a live game; null without clock times and on a finished game) and
+    or null), ``comment`` (null), ``clock`` (``{"white", "black", "time", "run"}``: seconds left after each
+    side's last move, ``time`` when they were read (the latest move, epoch milliseconds, an integer always:
+    the first move's time, or 0, when not known), and who is to move in a live game; null without clock
+    times and on a finished game) and
     ``moves``: ``"SAN seconds+spent"`` per ply (``"e4 5371+29"``: the mover's clock after the move, and the
     seconds the move took, from the clock times and the time control's increment; ``"e4 5371"`` when the
     time spent cannot be known, just ``"e4"`` without a time).
@@ -100,7 +102,8 @@ def index_json(tournament: Tournament, number: int, games: Mapping[int, Sequence
                date: dt.date, current: bool) -> dict[str, Any]:
     return {
         "date": date.isoformat(),
-        "pairings": [{"white": player_json(p.white), "black": player_json(p.black), "result": g.result,
+        "pairings": [{"white": player_json(p.white), "black": player_json(p.black),
+                      "result": g.result if g.result != "0-0" else "*",  # a double forfeit: no PGN result
                       "live": _live(g, current), "board": p.board}
                      for p, g in round_games(tournament, number, games)],
     }
@@ -135,7 +138,9 @@ def game_json(pairing: Pairing, game: GameSnapshot, current: bool, time_control:
     clock = None
     if game.result == "*" and (last[chess.WHITE] is not None or last[chess.BLACK] is not None):
         live = _live(game, current)
-        clock = {"white": last[chess.WHITE], "black": last[chess.BLACK],
+        # ``time``: when these clock times were read (epoch ms; lichess's reader requires it, an integer)
+        read = game.last_move_ms or game.first_move_ms or 0
+        clock = {"white": last[chess.WHITE], "black": last[chess.BLACK], "time": read,
                  "run": ("white" if turn == chess.WHITE else "black") if live else None}
     return {
         "live": _live(game, current), "serialNr": pairing.board_id, "firstMove": game.first_move_ms,

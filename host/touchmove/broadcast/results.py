@@ -25,14 +25,24 @@ from dataclasses import dataclass
 
 import chess
 
-RESULTS = ("1-0", "0-1", "1/2-1/2", "*")
+#: Both players lost by forfeit (the arbiter's ``0-0f``): not a PGN result (the PGN says ``*`` with
+#: ``[Termination "double forfeit"]``), ``0-0f`` in the CSV, ``-``/``-`` in the TRF.
+DOUBLE_FORFEIT = "0-0"
+RESULTS = ("1-0", "0-1", "1/2-1/2", "*", DOUBLE_FORFEIT)
 SOURCES = ("arbiter", "board", "kings")
 
 _ALIASES = {
     "1-0": "1-0", "0-1": "0-1", "1/2-1/2": "1/2-1/2", "½-½": "1/2-1/2", "0.5-0.5": "1/2-1/2",
     "draw": "1/2-1/2", "=": "1/2-1/2", "*": "*", "white": "1-0", "black": "0-1", "": "*",
     "1-0f": "1-0", "0-1f": "0-1", "+/-": "1-0", "-/+": "0-1",
+    "0-0f": DOUBLE_FORFEIT, "0-0": DOUBLE_FORFEIT, "-/-": DOUBLE_FORFEIT, "--": DOUBLE_FORFEIT,
 }
+
+#: Results that say the game was not played (a forfeit): the arbiter's reason is then ``forfeit``.
+FORFEIT_SPELLINGS = frozenset({"1-0f", "0-1f", "+/-", "-/+", "+-", "-+", "1-0ff", "0-1ff",
+                               "0-0f", "0-0", "-/-", "--", "0-0ff"})
+#: The arbiter's reason of a forfeit (the CSV writes its result ``1-0f``/``0-1f``, the TRF ``+``/``-``).
+FORFEIT = "forfeit"
 
 LIGHT_CENTRE = frozenset({chess.D5, chess.E4})
 DARK_CENTRE = frozenset({chess.D4, chess.E5})
@@ -40,8 +50,14 @@ CENTRE = LIGHT_CENTRE | DARK_CENTRE
 
 
 def normalize_result(text: str) -> str | None:
-    """Return the PGN spelling of a result (``1-0``, ``0-1``, ``1/2-1/2``, ``*``) or None if unknown."""
+    """Return the PGN spelling of a result (``1-0``, ``0-1``, ``1/2-1/2``, ``*``; :data:`DOUBLE_FORFEIT`
+    for a double forfeit) or None if unknown."""
     return _ALIASES.get(text.strip().lower())
+
+
+def is_forfeit(text: str) -> bool:
+    """Return whether a result's spelling says the game was not played (``1-0f``, ``+/-``...)."""
+    return text.strip().lower() in FORFEIT_SPELLINGS
 
 
 def result_from_king_squares(a: chess.Square, b: chess.Square) -> str | None:
@@ -79,6 +95,8 @@ class ResultBook:
     board: str | None = None
     kings: str | None = None
     board_reason: str | None = None
+    #: The arbiter's reason: :data:`FORFEIT` for a game not played, else None.
+    arbiter_reason: str | None = None
 
     def set(self, source: str, result: str | None, reason: str | None = None) -> bool:
         """Record (or clear, with None or ``*``) a result from a source; return whether anything changed."""
@@ -87,11 +105,18 @@ class ResultBook:
         value = None if result in (None, "*") else result
         if value is not None and value not in RESULTS:
             raise ValueError(f"unknown result {result!r}")
-        before = (self.arbiter, self.board, self.kings, self.board_reason)
+        before = (self.arbiter, self.board, self.kings, self.board_reason, self.arbiter_reason)
         setattr(self, source, value)
         if source == "board":
             self.board_reason = reason if value else None
-        return before != (self.arbiter, self.board, self.kings, self.board_reason)
+        elif source == "arbiter":
+            self.arbiter_reason = reason if value else None
+        return before != (self.arbiter, self.board, self.kings, self.board_reason, self.arbiter_reason)
+
+    @property
+    def forfeit(self) -> bool:
+        """Whether the result is the arbiter's forfeit (a game not played)."""
+        return self.arbiter is not None and self.arbiter_reason == FORFEIT
 
     def effective(self) -> str:
         return self.arbiter or self.board or self.kings or "*"

@@ -10,7 +10,17 @@ round. :class:`BoardGames` decides which of the bridge's games are the round's:
   followed (the arbiter sees it) but not in the round, until the arbiter allows it, either as a further
   game of the board (``next``: a replayed game, an armageddon) or in place of the entry (``replace``: a
   game restarted with the colours swapped). The arbiter may also allow it before it starts;
-- a new game replaces an entry that has neither moves nor result (nothing is lost).
+- a new game replaces an entry that has neither moves nor result (nothing is lost);
+- **a round starts clean**: when a round opens here for the first time (``opening.pending``), a game the
+  bridge shows without its start having been seen here (its retained PGN or state, a move past the first
+  ply, a ``game_end``) may be a game of an earlier round or of another event on the same boards (every
+  round uses the same board ids; the broker keeps each board's last game). When it has moves or a result it
+  is *held* as a game from before the round (``opening.held``): followed, shown to the arbiter, never in an
+  output, until the arbiter allows it (``allow``: it becomes the round's game) or a new game starts on the
+  board (the round's game: the held one is dropped). A game shown with neither moves nor result is the
+  round's (nothing of it is from before), and so is a game numbered above ``opening.game`` (the game the
+  bridge's first state showed after the round opened: a later one started since, even when it is first
+  seen from the retained PGN after an outage).
 
 Events are routed by their game number, so a late event of a frozen game still reaches it (a
 ``game_resumed`` withdrawing its board result, a clock press).
@@ -50,6 +60,19 @@ class Allow(StrEnum):
 
 
 @dataclass
+class Opening:
+    """The board when the round opened here for the first time (see the module: a round starts clean)."""
+
+    #: No game of the board seen starting since: a played game shown now may be from before the round.
+    pending: bool = False
+    #: The board's held game was on the board before the round opened here (another round's or event's?).
+    held: bool = False
+    #: The bridge's game number in the first state seen after the round opened here: a game numbered above
+    #: it started since (the round's, also when it is first seen from the retained PGN after an outage).
+    game: int | None = None
+
+
+@dataclass
 class BoardGames:
     """One board's games in a round: the entries (in order), and a game started after them, held."""
 
@@ -60,6 +83,8 @@ class BoardGames:
     floor: int | None = None
     #: The bridge session that started the floor's game (None: not known).
     floor_session: str | None = None
+    #: How the round began on this board when it opened here (a round starts clean: see the module).
+    opening: Opening = field(default_factory=Opening)
     _snaps: tuple[tuple[int, int, int], tuple[GameSnapshot, ...]] | None = field(default=None, repr=False,
                                                                               compare=False)
 
@@ -120,7 +145,7 @@ class BoardGames:
         return (
             self.allow, None if held is None else (id(held), held.results.arbiter, held.results.board,
                                                    held.results.kings),
-            tuple((id(g), g.number, g.results.arbiter, g.results.board, g.results.kings,
+            tuple((id(g), g.number, g.results.arbiter, g.results.arbiter_reason, g.results.board, g.results.kings,
                    None if g is live else g.version) for g in self.entries),
         )
 
@@ -135,14 +160,23 @@ class BoardGames:
         if self._old(number):
             return False  # a game of an earlier round
         if event.get("type") == "game_start":
+            if (self.opening.held and self.held is not None and self.held.number == number
+                    and self.held.session is None):
+                # a game from before the round, known only from retained messages, and a start with its number:
+                # a bridge numbering afresh (another journal), not that game's start again
+                self.held, self.opening.held = None, False
             if number is not None and self.game(number) is not None:
                 return False  # a redelivered start
             return self.start(event)
         target = self.game(number)
         if target is None:
             live = self.live()
-            if live.number is None:
+            if live.number is None and self._from_before(event):
+                target = self._hold_before()
+            elif live.number is None:
                 target = live  # followed from its events: the number is learnt from them
+                if live is self.current:
+                    self.opening.pending = False  # its first move, seen here: the round's game
             elif number is not None and number > live.number:
                 # a game whose start was missed: it starts here (from the standard position until the
                 # bridge's PGN tells otherwise), and its event shows what is missing
@@ -156,11 +190,37 @@ class BoardGames:
                 return False  # an event of an earlier game no longer followed
         return target.apply(event)
 
+    def note_state(self, number: int) -> None:
+        """The bridge's state says game ``number`` is on the board: the first one after the round opened
+        here is the game there was then (see :attr:`Opening.game`)."""
+        if self.opening.pending and self.opening.game is None:
+            self.opening.game = number
+
+    def _maybe_before(self, number: int | None) -> bool:
+        """Whether game ``number``, not seen starting, may have been on the board when the round opened."""
+        return number is None or self.opening.game is None or number <= self.opening.game
+
+    def _from_before(self, event: Mapping[str, Any]) -> bool:
+        """Whether an event of a game not seen starting may be of a game played before the round opened
+        here (anything but the game's first move, while the round has no game of the board yet)."""
+        if not self.opening.pending or self.held is not None or self.current.ply:
+            return False
+        number = event.get("game") if type(event.get("game")) is int else None
+        return self._maybe_before(number) and not (event.get("type") == "move" and event.get("ply") == 1)
+
+    def _hold_before(self) -> LiveGame:
+        """Hold a game shown on the board that may be from before the round (see the module)."""
+        self.held, self.opening.held = LiveGame(), True
+        return self.held
+
     def start(self, event: Mapping[str, Any]) -> bool:
         """A new game on the board: the round's game, a further entry, or held (see the module)."""
         new = LiveGame()
         if not new.apply(event):
             return False
+        self.opening.pending = False  # a game started since the round opened here: the round's own
+        if self.opening.held:  # the game from before the round is over; it never entered the round
+            self.held, self.opening.held = None, False
         current = self.current
         if current.ply == 0 and not current.has_result and self.held is None and not current.retired:
             new.results.arbiter = current.results.arbiter  # a result entered before the game started
@@ -187,6 +247,9 @@ class BoardGames:
             self.allow = allow
             return f"the next game started on the board will be {self._what(allow)}"
         held, self.held, self.allow = self.held, None, None
+        if self.opening.held and self.current.ply == 0:
+            allow = Allow.REPLACE  # a game from before the round taken in: the round's game
+        self.opening.held = self.opening.pending = False
         if allow is Allow.NEXT:
             held.added_ns = time.time_ns()
             self.entries.append(held)
@@ -202,6 +265,10 @@ class BoardGames:
         if self._old(number):
             return False
         target = self.game(number)
+        current = self.current
+        if (self.opening.pending and self.held is None and current.number is None and not current.ply
+                and target in (None, current) and self._maybe_before(number) and _played(pgn_game)):
+            target = self._hold_before()  # a played game shown when the round opened here
         if target is None:
             live = self.live()
             if live.number is None:
@@ -215,6 +282,8 @@ class BoardGames:
                 return False
         if number is None and target.has_result and not target.needs_resync:
             return False  # a finished game is not replaced by a PGN of a game not known yet
+        if target is current:
+            self.opening.pending = False  # the round's game is known (nothing of it is from before)
         return target.adopt(pgn_game, number)
 
     def to_json(self) -> dict[str, Any]:
@@ -223,6 +292,8 @@ class BoardGames:
             "held": game_to_json(self.held) if self.held is not None else None,
             "allow": self.allow.value if self.allow is not None else None,
             "floor": self.floor, "floor_session": self.floor_session,
+            "before_round": self.opening.pending, "held_before": self.opening.held,
+            "opening_game": self.opening.game,
         }
 
     @classmethod
@@ -237,7 +308,15 @@ class BoardGames:
             allow=Allow(allow) if allow is not None else None,
             floor=floor if type(floor) is int else None,
             floor_session=floor_session if isinstance(floor_session, str) else None,
+            opening=Opening(pending=data.get("before_round") is True,
+                            held=data.get("held_before") is True and data.get("held") is not None,
+                            game=data["opening_game"] if type(data.get("opening_game")) is int else None),
         )
+
+
+def _played(pgn_game: chess.pgn.Game) -> bool:
+    """Whether a PGN's game has moves or a result (else nothing of it can be from before the round)."""
+    return pgn_game.next() is not None or pgn_game.headers.get("Result", "*") != "*"
 
 
 def game_to_json(game: LiveGame) -> dict[str, Any]:
@@ -246,9 +325,10 @@ def game_to_json(game: LiveGame) -> dict[str, Any]:
     return {
         "number": game.number, "fen": game.start_fen, "chess960": game.chess960,
         "moves": [[m.uci, m.clock_ms] for m in game.moves],
-        "results": {"arbiter": r.arbiter, "board": r.board, "kings": r.kings, "board_reason": r.board_reason},
+        "results": {"arbiter": r.arbiter, "board": r.board, "kings": r.kings, "board_reason": r.board_reason,
+                    "arbiter_reason": r.arbiter_reason},
         "session": game.session, "retired": game.retired, "declared_ply": game.declared_ply,
-        "first_move_ms": game.first_move_ms, "added_ns": game.added_ns,
+        "first_move_ms": game.first_move_ms, "added_ns": game.added_ns, "last_move_ms": game.last_move_ms,
     }
 
 
@@ -273,13 +353,15 @@ def game_from_json(data: Any) -> LiveGame:
     for source in SOURCES:
         value = results.get(source)
         if value is not None and value in RESULTS:
-            reason = results.get("board_reason") if source == "board" else None
+            reason = results.get(f"{source}_reason") if source in ("board", "arbiter") else None
             game.results.set(source, value, reason if isinstance(reason, str) else None)
     session, declared = data.get("session"), data.get("declared_ply")
     game.session = session if isinstance(session, str) else None
     game.retired = data.get("retired") is True
     first, added = data.get("first_move_ms"), data.get("added_ns")
     game.first_move_ms = first if type(first) is int else None
+    last = data.get("last_move_ms")
+    game.last_move_ms = last if type(last) is int else None
     game.added_ns = added if type(added) is int and added >= 0 else 0
     game.declared_ply = declared if type(declared) is int and 0 <= declared <= game.ply else None
     game.version = 1
@@ -310,7 +392,8 @@ class RoundRecord:
             same = result == snap.result
             out.append(GameSnapshot(snap.start_fen, snap.chess960, number, snap.moves[:ply], result,
                                     snap.source if same else None, snap.reason if same else None,
-                                    snap.first_move_ms if ply else None, snap.added_ns))
+                                    snap.first_move_ms if ply else None, snap.added_ns,
+                                    snap.last_move_ms if ply == snap.ply else None))
         return tuple(out)
 
 

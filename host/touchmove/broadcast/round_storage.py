@@ -20,10 +20,10 @@ from touchmove.broadcast.board_view import AlertEntry, BoardView
 from touchmove.broadcast.console import ConsoleState
 from touchmove.broadcast.event_archive import EventArchive
 from touchmove.broadcast.live_pgn import EMPTY_GAME, GameSnapshot, write_atomically
-from touchmove.broadcast.results import normalize_result
+from touchmove.broadcast.results import FORFEIT, normalize_result
 from touchmove.broadcast.results_export import results_csv, results_trf
 from touchmove.broadcast.round_delays import RoundDelays
-from touchmove.broadcast.round_state import BoardGames, DelayLine, RoundRecord, load_round, save_round
+from touchmove.broadcast.round_state import BoardGames, DelayLine, Opening, RoundRecord, load_round, save_round
 from touchmove.broadcast.tournament import Round, Tournament
 from touchmove.clocks import Clock
 
@@ -83,6 +83,9 @@ class RoundStorage:
         self._snaps: dict[int, tuple[GameSnapshot, ...]] = {}
         self._snaps_dirty: set[int] = set()
         self._durable: dict[int, tuple[Any, ...]] = {}
+        #: The first round opened takes the games the bridges show as its own (a broadcaster first started
+        #: after its round began: ``touchmove broadcast --take-retained``); else every round starts clean.
+        self.take_retained = False
 
     # -- opening a round ---------------------------------------------------------------------------
     @property
@@ -117,9 +120,10 @@ class RoundStorage:
             games = record.boards.get(p.board) if record is not None else None
             if games is None:
                 floor, floor_session = floors.get(p.board_id, (None, None))
-                games = BoardGames(floor=floor, floor_session=floor_session)
+                games = BoardGames(floor=floor, floor_session=floor_session,
+                                   opening=Opening(pending=not self.take_retained))
                 if p.result:
-                    games.current.set_result("arbiter", p.result)
+                    games.current.set_result("arbiter", p.result, FORFEIT if p.forfeit else None)
             live = games.live()
             if live.ply and not live.needs_resync:
                 # moves since the last save are in the bridge's retained PGN: take it when it comes
@@ -162,6 +166,7 @@ class RoundStorage:
         """Leave the current round (saved) for ``number``, and keep the choice across restarts. What the delay
         still held back of the round left stays held back until its time (:class:`~.round_delays.RoundDelays`)."""
         floors = self.floors()
+        self.take_retained = False
         self._past.pop(self.round.number, None)
         self.delays.leave()
         self.open(number, floors)
@@ -244,7 +249,8 @@ class RoundStorage:
         record = self.past_round(number)
         if record is None:  # a round not broadcast here: the results the file gives
             rnd = self.tournament.rounds.get(number)
-            return {p.board: (dataclasses.replace(EMPTY_GAME, result=p.result, source="arbiter"),)
+            return {p.board: (dataclasses.replace(EMPTY_GAME, result=p.result, source="arbiter",
+                                                  reason=FORFEIT if p.forfeit else None),)
                     for p in (rnd.pairings if rnd is not None else ()) if p.result}
         return {n: g.snapshots() for n, g in record.boards.items()}
 

@@ -43,13 +43,14 @@ class BroadcastService:
 
     def __init__(self, tournament: Tournament, *, host: str | None = None, port: int | None = None,
                  token: str | None = None, lichess_token: str | None = None, svg_workers: int = 1,
-                 clock: Clock = SYSTEM_CLOCK) -> None:
+                 clock: Clock = SYSTEM_CLOCK, take_retained: bool = False) -> None:
         s = tournament.settings
         self.tournament = tournament
         self.host = host if host is not None else s.host
         self.port = port if port is not None else s.port
         self.token = token if token is not None else s.token
         self.hub = Broadcaster(tournament, clock=clock)  # reads nothing yet: start() opens the round
+        self.hub.storage.take_retained = take_retained
         self.link = MqttLink(self.hub, tournament.brokers)
         self.hub.publish = self.link.publish
         self.pusher: LichessPush | None = None

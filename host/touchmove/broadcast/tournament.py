@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from touchmove.broadcast.results import normalize_result
+from touchmove.broadcast.results import FORFEIT_SPELLINGS, normalize_result
 from touchmove.brokers import PASSWORD_ENV, BrokerSettingError, Endpoint, parse_urls, read_secret
 
 TOKEN_ENV = "TOUCHMOVE_ARBITER_TOKEN"
@@ -65,9 +65,7 @@ MAX_DELAY_MINUTES = 24 * 60
 #: The keys each table may hold (anything else is refused, with the nearest known key suggested).
 TOP_KEYS = frozenset({"event", "site", "time_control", "round", "broadcast", "brokers", "rounds", "report"})
 #: What a rating report (the TRF export) needs beyond the pairings and results.
-REPORT_KEYS = frozenset({"federation", "chief_arbiter", "deputy_arbiters", "type", "rounds"})
-#: Results that say the game was not played (a forfeit).
-FORFEIT_SPELLINGS = frozenset({"1-0f", "0-1f", "+/-", "-/+", "+-", "-+", "1-0ff", "0-1ff"})
+REPORT_KEYS = frozenset({"federation", "chief_arbiter", "deputy_arbiters", "type", "rounds", "allotted_time"})
 BROADCAST_KEYS = frozenset({"output_dir", "host", "port", "token", "lichess_round", "lichess_url",
                             "lichess_interval", "lichess_max_games", "lichess_token_file", "assign",
                             "delay_minutes", "private_console"})
@@ -139,8 +137,10 @@ class Report:
     chief_arbiter: str = ""
     deputy_arbiters: tuple[str, ...] = ()
     type: str = ""
-    #: Rounds the tournament has (None: as many as the file has so far).
+    #: Rounds the tournament has (None: not known; the TRF-2026 export then leaves record 142 out).
     rounds: int | None = None
+    #: The allotted time as the TRF's record 122 says it (free text); else the PGN TimeControl is written.
+    allotted_time: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +218,8 @@ class BroadcastSettings:
     host: str = "127.0.0.1"
     port: int = 8080
     token: str | None = None
-    lichess_round: str | None = None
+    #: The lichess round(s) of the file's ``round`` (several: its boards spread over them in board order).
+    lichess_round: tuple[str, ...] | None = None
     lichess_url: str = "https://lichess.org"
     lichess_interval: float = 2.0
     lichess_max_games: int = LICHESS_MAX_GAMES
@@ -429,22 +430,48 @@ def _round_id(value: Any, what: str) -> str:
     return rid
 
 
+def _round_ids(value: Any, what: str) -> tuple[str, ...]:
+    """``lichess_round``: one lichess round id, or a list of them (a round split over several)."""
+    if isinstance(value, list):
+        if not value:
+            raise TournamentError(f"{what} must name at least one lichess round")
+        ids = tuple(_round_id(v, f"{what} #{i + 1}") for i, v in enumerate(value))
+        if len(set(ids)) != len(ids):
+            raise TournamentError(f"{what} names a lichess round twice")
+        return ids
+    return (_round_id(value, what),)
+
+
+def _spread(ids: tuple[str, ...], pairings: list[Pairing], max_games: int, what: str) -> list[LichessTarget]:
+    """The boards in board order over the lichess rounds ``ids``, ``max_games`` a round (the first ones
+    full; a round with no board left gets none)."""
+    boards = sorted(p.board for p in pairings)
+    needed = -(-len(boards) // max_games)
+    if needed > len(ids):
+        listed = ", ".join(f'"{i}"' for i in ids)
+        raise TournamentError(
+            f"{what}: {len(boards)} boards, above lichess's {max_games} per round, need {needed} lichess rounds: "
+            f"lichess_round = [{listed}, ...] with {needed} round ids (boards in board order, {max_games} each)")
+    return [LichessTarget(rid, range(chunk[0], chunk[-1] + 1))
+            for rid, chunk in zip(ids, (boards[k:k + max_games] for k in range(0, len(boards), max_games)),
+                                  strict=False)]
+
+
 def _lichess(raw: dict[str, Any], pairings: list[Pairing], number: int, max_games: int,
-             default_round: str | None) -> tuple[LichessTarget, ...]:
+             default_round: tuple[str, ...] | None) -> tuple[LichessTarget, ...]:
     what = f"round {number}"
     targets: list[LichessTarget] = []
     if raw.get("lichess_round") is not None:
         if raw.get("lichess") is not None:
             raise TournamentError(f"{what}: give lichess_round or [[rounds.lichess]], not both")
-        default_round = _round_id(raw["lichess_round"], f"{what} lichess_round")
+        default_round = _round_ids(raw["lichess_round"], f"{what} lichess_round")
     if raw.get("lichess") is not None:
         for i, item in enumerate(_list(raw["lichess"], "rounds.lichess")):
             item_t = _table(item, f"{what} lichess #{i + 1}", LICHESS_KEYS)
             targets.append(LichessTarget(_round_id(item_t.get("round_id"), f"{what} lichess #{i + 1} round_id"),
                                          _board_range(item_t.get("boards"), f"{what} lichess #{i + 1} boards")))
     elif default_round is not None:
-        boards = [p.board for p in pairings]
-        targets.append(LichessTarget(default_round, range(min(boards), max(boards) + 1)))
+        targets += _spread(default_round, pairings, max_games, what)
     for i, t in enumerate(targets):
         count = sum(1 for p in pairings if p.board in t.boards)
         if count > max_games:
@@ -634,7 +661,7 @@ def parse_tournament(data: dict[str, Any], *, base_dir: Path | None = None) -> T
                              1, LICHESS_MAX_GAMES_LIMIT) or LICHESS_MAX_GAMES)
     default_round = raw_b.get("lichess_round") or None
     if default_round is not None:
-        default_round = _round_id(default_round, "broadcast.lichess_round")
+        default_round = _round_ids(default_round, "broadcast.lichess_round")
     rounds: dict[int, Round] = {}
     for raw in _list(data.get("rounds", []), "rounds"):
         number = raw.get("number") if isinstance(raw, dict) else None
@@ -704,6 +731,7 @@ def _report(raw: Any) -> Report:
         deputy_arbiters=tuple(d.strip() for d in deputies),
         type=_opt_text(raw, "type", "report.type") or "",
         rounds=None if rounds is None else _whole(rounds, "report.rounds", 1, 10_000),
+        allotted_time=_opt_text(raw, "allotted_time", "report.allotted_time") or "",
     )
 
 

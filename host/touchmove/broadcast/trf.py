@@ -32,6 +32,12 @@ from dataclasses import dataclass, field
 #: TRF-16's one- and two-letter titles and the full ones TRF-2026 writes.
 TITLE_LETTERS = {"g": "GM", "m": "IM", "wg": "WGM", "f": "FM", "wm": "WIM", "c": "CM", "wf": "WFM", "wc": "WCM"}
 LETTERS_OF_TITLE = {full: letter for letter, full in TITLE_LETTERS.items()}
+#: Titles a player record may give (TRF-16's letters, the full ones, and FIDE's arbiter/trainer titles).
+KNOWN_TITLES = frozenset({*TITLE_LETTERS, *(t.lower() for t in TITLE_LETTERS.values()),
+                          "h", "hgm", "ia", "fa", "na", "fst", "fi", "ft", "dt", "nt", "ai", "ca", "aca"})
+#: The player record's blank separator columns (1-based): between the tag, start rank, title, name,
+#: rating, federation, FIDE id, birth date, points and rank. A letter there means the columns are shifted.
+SEPARATORS = (4, 9, 14, 48, 53, 57, 69, 80, 85)
 PLAYED = {"1": 1.0, "=": 0.5, "0": 0.0}
 UNRATED = {"W": 1.0, "D": 0.5, "L": 0.0}
 FORFEITS = {"+": 1.0, "-": 0.0}
@@ -80,9 +86,13 @@ class TrfTournament:
     chief_arbiter: str = ""
     deputies: list[str] = field(default_factory=list)
     time_control: str = ""
+    #: Record 122 as written (free text: ``90 min + 30 s/move``).
+    allotted_time: str = ""
     kind: str = ""
     rounds_total: int | None = None
     round_dates: dict[int, dt.date] = field(default_factory=dict)
+    #: Each player's line number (for the errors found across lines).
+    lines: dict[int, int] = field(default_factory=dict)
     players: dict[int, TrfPlayer] = field(default_factory=dict)
 
     @property
@@ -130,10 +140,20 @@ def _player(line: str, where: str) -> TrfPlayer:
     rank = _int(_field(line, 5, 8), where, "the start rank")
     if rank is None or rank < 1:
         raise TrfError(f"{where}: a player record needs its start rank in columns 5-8")
+    for column in SEPARATORS:
+        if len(line) >= column and line[column - 1] != " ":
+            raise TrfError(f"{where}: column {column} must be blank (the record's columns are shifted? the name "
+                           f"is in columns 15-47, the title in 11-13); found {line[column - 1]!r} in "
+                           f"{line[max(0, column - 6):column + 5].strip()!r}")
+    sex = _field(line, 10, 10).lower()
+    if sex not in ("", "m", "w"):
+        raise TrfError(f"{where}: sex (column 10) must be m, w or blank, not {sex!r}")
     name = _field(line, 15, 47)
     if not name:
         raise TrfError(f"{where}: player {rank} has no name (columns 15-47)")
     title = _field(line, 11, 13)
+    if title and title.lower() not in KNOWN_TITLES:
+        raise TrfError(f"{where}: title (columns 11-13) {title!r} is not a FIDE title (GM, IM, ... or g, m, ...)")
     points = _field(line, 81, 84)
     try:
         score = float(points) if points else None
@@ -177,6 +197,7 @@ def read_trf(text: str, name: str = "TRF") -> TrfTournament:
             if player.start_rank in out.players:
                 raise TrfError(f"{where}: start rank {player.start_rank} is given twice")
             out.players[player.start_rank] = player
+            out.lines[player.start_rank] = number
         elif tag == "012":
             out.name = value
         elif tag == "022":
@@ -192,11 +213,13 @@ def read_trf(text: str, name: str = "TRF") -> TrfTournament:
         elif tag == "102":
             out.chief_arbiter = value
         elif tag == "112":
-            out.deputies.append(value)
+            if value:  # an empty record names nobody
+                out.deputies.append(value)
         elif tag == "122":
+            out.allotted_time = value
             out.time_control = out.time_control or value
         elif tag == "222":
-            out.time_control = value  # the encoded one wins: it is the PGN TimeControl shape
+            out.time_control = value or out.time_control  # the encoded one wins: the PGN TimeControl shape
         elif tag in ("142", "XXR"):
             out.rounds_total = _int(value, where, "the number of rounds")
         elif tag == "132":
@@ -221,9 +244,27 @@ def _check_opponents(trf: TrfTournament, name: str) -> None:
                 continue
             other = trf.players.get(game.opponent)
             back = other.rounds.get(r) if other is not None else None
+            where = f"{name} line {trf.lines.get(p.start_rank, '?')}"
             if back is None or back.opponent != p.start_rank or {back.colour, game.colour} != {"w", "b"}:
-                raise TrfError(f"{name}: round {r}: player {p.start_rank} meets {game.opponent}, who does not "
+                raise TrfError(f"{where}: round {r}: player {p.start_rank} meets {game.opponent}, who does not "
                                "have him as opponent with the other colour")
+            if not _results_agree(game.result, back.result):
+                raise TrfError(f"{where}: round {r}: player {p.start_rank}'s result {game.result!r} and player "
+                               f"{game.opponent}'s {back.result!r} (line {trf.lines.get(game.opponent, '?')}) do "
+                               "not make one game's result")
+
+
+def _results_agree(mine: str, theirs: str) -> bool:
+    """Whether two players' codes of one game make a result: both blank, played codes scoring 1 together
+    (``1``/``0``, ``=``/``=``; ``W``/``L``, ``D``/``D``), or a forfeit (``+``/``-``; ``-``/``-`` both lost)."""
+    if mine == " " or theirs == " ":
+        return mine == theirs
+    for table in (PLAYED, UNRATED):
+        if mine in table and theirs in table:
+            return table[mine] + table[theirs] == 1.0
+    if mine in FORFEITS and theirs in FORFEITS:
+        return not (mine == theirs == "+")  # (-/-: a double forfeit)
+    return False
 
 
 def _score_before(trf: TrfTournament, rank: int, number: int) -> float:
@@ -259,12 +300,15 @@ def round_pairings(trf: TrfTournament, number: int) -> list[TrfPairing]:
 
 
 def _pgn_result(white: str, black: str) -> tuple[str, bool]:
-    """The PGN result of a game from both players' codes, and whether it was a forfeit."""
+    """The PGN result of a game from both players' codes, and whether it was a forfeit (a double forfeit,
+    ``-``/``-``, is ``0-1`` with the forfeit flag: see :func:`game_codes`)."""
     if white == " " or black == " ":
         return "*", False
     score = points(white)
     if score is None:
         return "*", False
+    if white == black == "-":
+        return "0-0", True
     text = {1.0: "1-0", 0.5: "1/2-1/2", 0.0: "0-1"}[score]
     return text, white in FORFEITS or black in FORFEITS
 
@@ -301,6 +345,8 @@ class TrfHeader:
     kind: str = ""
     time_control: str = ""
     rounds_total: int | None = None
+    #: Record 122 (free text); the PGN TimeControl when empty.
+    allotted_time: str = ""
 
 
 def _put(line: list[str], column: int, text: str, width: int, *, right: bool = False) -> None:
@@ -344,10 +390,13 @@ def write_trf(header: TrfHeader, entries: Iterable[TrfEntry], round_dates: Mappi
     if header.chief_arbiter:
         lines.append(f"102 {header.chief_arbiter}")
     lines += [f"112 {deputy}" for deputy in header.deputies]
-    if header.time_control:
-        lines.append(f"122 {header.time_control}")
+    if header.allotted_time or header.time_control:
+        lines.append(f"122 {header.allotted_time or header.time_control}")
     if variant == "2026":
-        lines.append(f"142 {header.rounds_total or last}")
+        # the tournament's rounds: unknown is left out (the rounds so far would tell pairing programs that
+        # the event is over)
+        if header.rounds_total:
+            lines.append(f"142 {header.rounds_total}")
         if header.time_control:
             lines.append(f"222 {header.time_control}")
     if numbers:
@@ -383,6 +432,8 @@ def game_codes(result: str, plies: int | None, forfeit: bool) -> tuple[str, str]
     """The white and black codes of a game: ``plies`` None for a result the file gave (played elsewhere)."""
     if result == "*":
         return " ", " "
+    if result == "0-0":  # a double forfeit: both lost
+        return "-", "-"
     white = {"1-0": 1.0, "0-1": 0.0, "1/2-1/2": 0.5}[result]
     if forfeit and white != 0.5:
         return ("+", "-") if white == 1.0 else ("-", "+")

@@ -79,7 +79,7 @@ def tournament_toml(text: str, *, name: str = "TRF", round_number: int | None = 
     ]
     report: list[tuple[str, Any]] = [("federation", trf.federation), ("chief_arbiter", trf.chief_arbiter),
                                      ("deputy_arbiters", trf.deputies), ("type", trf.kind),
-                                     ("rounds", trf.rounds_total)]
+                                     ("rounds", trf.rounds_total), ("allotted_time", trf.allotted_time)]
     lines += [f"{key} = {_value(value)}" for key, value in report if value]
     for r in rounds:
         lines += ["", "[[rounds]]", f"number = {r}"]

@@ -16,6 +16,7 @@ import contextlib
 import io
 import logging
 import random
+import signal
 import socket
 import tempfile
 import time
@@ -198,7 +199,32 @@ def check_round_pgn(text: str, played: list[Played]) -> list[str]:
     return problems
 
 
+#: The signals that end the demo cleanly (the broadcaster, the clients and a private Mosquitto stopped).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+def set_aside_earlier_run(out: Path) -> Path | None:
+    """Move an earlier run's outputs in ``out`` (its round state: a new run would take its games back) into
+    ``out/earlier-run-<k>``; return that folder (None when ``out`` holds no earlier run)."""
+    if not out.is_dir() or not any((out / name).exists() for name in ("round-1-state.json", "round-1.pgn",
+                                                                      "current-round.json")):
+        return None
+    k = 1
+    while (out / f"earlier-run-{k}").exists():
+        k += 1
+    target = out / f"earlier-run-{k}"
+    target.mkdir()
+    for entry in sorted(out.iterdir()):
+        if entry != target and not entry.name.startswith("earlier-run-"):
+            entry.rename(target / entry.name)
+    return target
+
+
 async def demo(args: argparse.Namespace, broker: BrokerConfig, out: Path) -> int:
+    loop, task = asyncio.get_running_loop(), asyncio.current_task()
+    for sig in STOP_SIGNALS:  # a service manager's stop, a closed terminal: a clean end (no Mosquitto left)
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, lambda: task.cancel() if task is not None else None)
     base = f"touchmove-demo-{uuid.uuid4().hex[:6]}"
     tournament = demo_tournament(args.boards, broker=broker, base=base, out=out, seed=args.seed)
     async with BroadcastService(tournament, port=args.port, token="demo") as svc, \
@@ -289,6 +315,9 @@ def run(args: argparse.Namespace) -> int:
     logging.getLogger("mqtt").setLevel(logging.ERROR)  # aiomqtt's "pending publish calls" notes
     check_options(args)
     out = args.out or Path(tempfile.mkdtemp(prefix="touchmove-broadcast-demo-"))
+    earlier = set_aside_earlier_run(out)
+    if earlier is not None:
+        print(f"an earlier run's outputs in {out} moved to {earlier}", flush=True)
     try:
         if args.broker:
             broker = BrokerConfig.from_url(args.broker)
@@ -304,3 +333,5 @@ def run(args: argparse.Namespace) -> int:
             return asyncio.run(demo(args, BrokerConfig(local.host, local.port), out))
     except KeyboardInterrupt:
         return 130
+    except asyncio.CancelledError:  # SIGTERM or SIGHUP while the round was played: stopped cleanly
+        return 0

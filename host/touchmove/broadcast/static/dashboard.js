@@ -134,7 +134,13 @@ function queueItems(now) {
       items.push({ key: "f" + b.board, sev: 68, board: b.board, title: `Board ${b.board} · ${flag.side}'s flag`,
                    text: `${flag.side}'s clock has run out (estimated from the last presses)` });
     }
-    if (b.held) {
+    if (b.held && b.held.before_round) {
+      items.push({ key: "h" + b.board, sev: 40, board: b.board,
+                   title: `Board ${b.board} · a game from before the round is held`,
+                   text: `game ${b.held.game ?? "?"} (${b.held.ply} plies${b.held.result !== "*" ? ", " + b.held.result : ""}) ` +
+                         "was on the board when the round opened here (another round's or event's?): it stays out " +
+                         "unless you allow it as the round's game; the next game started is the round's" });
+    } else if (b.held) {
       items.push({ key: "h" + b.board, sev: 40, board: b.board, title: `Board ${b.board} · a new game is held`,
                    text: `game ${b.held.game ?? "?"} (${b.held.ply} plies) started after the round's game: ` +
                          "allow it as the next game, in place of the round's, or leave it out" });
