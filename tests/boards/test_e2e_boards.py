@@ -40,6 +40,16 @@ def test_a_shared_game_through_the_bridge(tmp_path: Path, protocol: str) -> None
     assert counts == {"published": len(want), "journaled": len(want), "exported": len(want)}, name
 
 
+def test_a_dgt_board_answering_with_the_8_byte_serial_number_through_the_bridge(tmp_path: Path) -> None:
+    """The serial number as dgtbrd.h has it (8 bytes, the 5 digits): the board is bound and its game read."""
+    want = [m.uci() for m in OPERA]
+    with BoardRig(tmp_path, "dgt", OPERA, speed=5, emulator_options=("--serial-size", "8")) as rig:
+        rig.wait_game(want, timeout=120)
+        assert "wrong length" not in rig.log()
+        counts = rig.counts()
+    assert counts == {"published": len(want), "journaled": len(want), "exported": len(want)}
+
+
 def test_dgt_unplugged_mid_game_gives_back_its_moves_from_memory(tmp_path: Path) -> None:
     want = [m.uci() for m in OPERA]
     with BoardRig(tmp_path, "dgt", OPERA, speed=5) as rig:

@@ -70,6 +70,7 @@ class Translator(ABC):
         self.errors = 0                    # frames rejected (bad checksum, truncated, garbage)
         self.outbox = bytearray()          # bytes for the board that a reply asked for (see :meth:`drain`)
         self.resyncing = False             # answering again after silence: waiting for its whole position
+        self.unknown_skipped = 0           # well-framed messages of kinds not known here, skipped
 
     # -- the interface ---------------------------------------------------------------------------------------
     @abstractmethod
@@ -122,6 +123,17 @@ class Translator(ABC):
         log.info("%s on %s answers again", self.board or self.name, self.port)
         return [alert_line("board_answering", max(now, self.adapter.last_t), port=self.port,
                            message=f"the board on {self.port} answers again")]
+
+    def skipped_unknown(self, total: int, now: int) -> list[dict[str, Any]]:
+        """Note the decoder's count of well-framed messages of unknown kinds (skipped: a newer board's); return
+        the lines that says (the board is alive: see :meth:`heard`)."""
+        if total <= self.unknown_skipped:
+            return []
+        if not self.unknown_skipped:
+            log.info("%s on %s: messages of a kind not known here skipped (counted)", self.board or self.name,
+                     self.port)
+        self.unknown_skipped = total
+        return self.heard(now)
 
     def resume(self) -> bytes:
         """Return the bytes that set a board up again after it was silent (it may have been reset)."""

@@ -50,11 +50,23 @@ MSG_BUSADRES = MESSAGE_BIT | 0x10
 MSG_SERIALNR = MESSAGE_BIT | 0x11
 MSG_TRADEMARK = MESSAGE_BIT | 0x12
 MSG_VERSION = MESSAGE_BIT | 0x13
-#: Total sizes (header included) of the messages whose size is fixed.
-FIXED_SIZES = {MSG_BOARD_DUMP: 67, MSG_BWTIME: 10, MSG_FIELD_UPDATE: 5, MSG_BUSADRES: 5, MSG_SERIALNR: 12,
-               MSG_VERSION: 5}
-#: Messages of variable size; the EEPROM dump is the largest (0x2000 - 0x100 + 3).
-VARIABLE = {MSG_EE_MOVES: 0x2000, MSG_TRADEMARK: 512}
+MSG_BOARD_DUMP_50B = MESSAGE_BIT | 0x14
+MSG_BOARD_DUMP_50W = MESSAGE_BIT | 0x15
+MSG_BATTERY_STATUS = MESSAGE_BIT | 0x20
+MSG_LONG_SERIALNR = MESSAGE_BIT | 0x22
+#: The total sizes (header included) DGT has published for the messages of fixed size. The serial number comes
+#: in two: 8 bytes (5 digits, as ``dgtbrd.h`` gives it) and 12 (5 digits, a space and the version "1.0", as
+#: many boards answer).
+FIXED_SIZES: dict[int, frozenset[int]] = {
+    MSG_BOARD_DUMP: frozenset({67}), MSG_BWTIME: frozenset({10}), MSG_FIELD_UPDATE: frozenset({5}),
+    MSG_BUSADRES: frozenset({5}), MSG_SERIALNR: frozenset({8, 12}), MSG_VERSION: frozenset({5}),
+    MSG_BOARD_DUMP_50B: frozenset({53}), MSG_BOARD_DUMP_50W: frozenset({53}),
+    MSG_BATTERY_STATUS: frozenset({7, 12}), MSG_LONG_SERIALNR: frozenset({13})}
+#: Messages of variable size and their largest total size; the EEPROM dump is the largest (0x2000 - 0x100 + 3).
+VARIABLE = {MSG_EE_MOVES: 0x2000, MSG_TRADEMARK: 256 + 3}
+#: The largest total size believed of a message whose id DGT has not published here (a newer board's): framed by
+#: its header, skipped and counted (:attr:`FrameDecoder.unknown`).
+UNKNOWN_LIMIT = 256
 HEADER = 3
 #: The engine's settle time for a DGT board at least (ms): a scan takes up to 250 ms, so a piece slid over a
 #: square is seen there for a whole scan; 300 reads slides as slides (bench/boards.py: 300 of 300 shared games
@@ -124,10 +136,15 @@ class Frame:
 
 @dataclass
 class FrameDecoder:
-    """Cuts the board's byte stream into :class:`Frame` objects; what is not a frame is a :class:`ProtocolError`
-    in the output (and skipped: the decoder resynchronises on the next byte with the top bit set)."""
+    """Cuts the board's byte stream into :class:`Frame` objects by each message's header (its length).
+
+    A message of a published id must have one of the sizes DGT published for it; one of an id not published
+    here is *well framed* when its length is sane and its bytes all have the top bit clear: it is skipped and
+    counted (:attr:`unknown`, by id), never an error. What is not a frame is a :class:`ProtocolError` in the
+    output (and skipped: the decoder resynchronises on the next byte with the top bit set)."""
 
     buf: bytearray = field(default_factory=bytearray)
+    unknown: dict[int, int] = field(default_factory=dict)    # well-framed messages of unknown ids skipped
 
     def feed(self, data: bytes) -> list[Frame | ProtocolError]:
         """Return the frames (and errors) completed by ``data``."""
@@ -149,14 +166,16 @@ class FrameDecoder:
                 del self.buf[:1]
                 continue
             size = (self.buf[1] << 7) | self.buf[2]
-            expected = FIXED_SIZES.get(msg_id)
+            sizes = FIXED_SIZES.get(msg_id)
             limit = VARIABLE.get(msg_id)
-            if expected is None and limit is None:
-                out.append(ProtocolError(f"unknown message id {msg_id:#04x} skipped"))
-                del self.buf[:1]
-                continue
-            if (expected is not None and size != expected) or (limit is not None and not HEADER <= size <= limit):
-                out.append(ProtocolError(f"message {msg_id:#04x} with a wrong length {size} skipped"))
+            known = sizes is not None or limit is not None
+            if sizes is not None:
+                fits = size in sizes
+            else:
+                fits = HEADER <= size <= (limit if limit is not None else UNKNOWN_LIMIT)
+            if not fits:
+                what = "a wrong length" if known else "an unbelievable length"
+                out.append(ProtocolError(f"message {msg_id:#04x} with {what} {size} skipped"))
                 del self.buf[:1]
                 continue
             body = self.buf[HEADER:size]
@@ -167,7 +186,10 @@ class FrameDecoder:
                 continue
             if len(self.buf) < size:
                 break
-            out.append(Frame(msg_id, bytes(body)))
+            if known:
+                out.append(Frame(msg_id, bytes(body)))
+            else:
+                self.unknown[msg_id] = self.unknown.get(msg_id, 0) + 1
             del self.buf[:size]
         return out
 
@@ -312,7 +334,9 @@ class DgtTranslator(Translator):
 
     def feed(self, data: bytes, now: int) -> list[dict[str, Any]]:
         lines: list[dict[str, Any]] = []
-        for item in self.decoder.feed(data):
+        items = self.decoder.feed(data)
+        lines += self.skipped_unknown(sum(self.decoder.unknown.values()), now)
+        for item in items:
             if isinstance(item, ProtocolError):
                 lines.append(self.rejected(str(item), now))
                 if self.adapter.synced and SEND_BRD not in self.outbox:
@@ -328,7 +352,7 @@ class DgtTranslator(Translator):
     def _message(self, frame: Frame, now: int) -> list[dict[str, Any]]:
         p = frame.payload
         if frame.msg_id == MSG_SERIALNR:
-            serial = "".join(chr(b) for b in p[:5] if 0x20 < b < 0x7F)
+            serial = "".join(chr(b) for b in p[:5] if 0x20 < b < 0x7F)     # 8 or 12 bytes: the 5 digits
             if not serial:
                 raise ProtocolError("serial number message without digits")
             self.serial = serial

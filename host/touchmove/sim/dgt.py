@@ -7,7 +7,7 @@ only in an update mode, no time in any message, a clock message on each press, a
 EEPROM log whether a host listens or not (read with ``DGT_SEND_EE_MOVES``; consecutive changes of one square
 overwrite each other, as the board does).
 
-    python -m touchmove.sim.dgt TIMELINE [--speed N] [--serial 12345] [--rotated] [--start FEN]
+    python -m touchmove.sim.dgt TIMELINE [--speed N] [--serial 12345] [--serial-size 8|12] [--rotated] [--start FEN]
 """
 
 from __future__ import annotations
@@ -72,9 +72,10 @@ class DgtEmulator:
     """The board's state and replies (pure: :meth:`advance` and :meth:`command` return bytes to send)."""
 
     def __init__(self, start: list[str | None], events: list[Event], serial: str = "12345",
-                 rotated: bool = False, seed: int = 0) -> None:
+                 rotated: bool = False, seed: int = 0, serial_size: int = 12) -> None:
         self.rotated = rotated
         self.serial = serial
+        self.serial_size = serial_size          # 12: "12345 1.0"; 8: the 5 digits alone (as dgtbrd.h has it)
         rng = random.Random(seed)
         reports = timeline.scan(start, events, SCAN_MS, rng, order=self._order())
         self.items: list[tuple[int, int, Any]] = [(t, 0, (sq, piece)) for t, sq, piece in reports]
@@ -154,7 +155,8 @@ class DgtEmulator:
         elif byte == dgt.SEND_BRD:
             return dgt.message(dgt.MSG_BOARD_DUMP, bytes(self.codes))
         elif byte == dgt.RETURN_SERIALNR:
-            return dgt.message(dgt.MSG_SERIALNR, (self.serial[:5].rjust(5, "0") + " 1.0").encode())
+            digits = self.serial[:5].rjust(5, "0")
+            return dgt.message(dgt.MSG_SERIALNR, (digits + " 1.0" if self.serial_size == 12 else digits).encode())
         elif byte == dgt.SEND_VERSION:
             return dgt.message(dgt.MSG_VERSION, bytes((1, 7)))
         elif byte == dgt.SEND_CLK:
@@ -172,12 +174,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--speed", type=float, default=1.0)
     parser.add_argument("--serial", default="12345")
     parser.add_argument("--rotated", action="store_true")
+    parser.add_argument("--serial-size", type=int, choices=(8, 12), default=12,
+                        help="the serial-number message's size: 12 (digits, space, version) or 8 (the digits)")
     parser.add_argument("--start", default=chess.STARTING_FEN, help="the position on the board at power-on")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--t0", type=float, help="time.monotonic() of the timeline's 0 (default: now)")
     args = parser.parse_args(argv)
     events = timeline.read(args.timeline)
-    emulator = DgtEmulator(start_pieces(chess.Board(args.start)), events, args.serial, args.rotated, args.seed)
+    emulator = DgtEmulator(start_pieces(chess.Board(args.start)), events, args.serial, args.rotated, args.seed,
+                           serial_size=args.serial_size)
     return serve(emulator, args.speed, args.t0)
 
 
