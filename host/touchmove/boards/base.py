@@ -24,9 +24,10 @@ log = logging.getLogger("touchmove.boards")
 #: The ``boot`` every translator of this bridge process says in its ``hello``: the host stamps the times, so
 #: they run on from one connection to the next as long as the process lives.
 HOST_BOOT = f"host-{os.getpid()}-{int(time.time())}"
-#: A board silent this long (ms) while polled is reported (``board_silent``, with its last position).
+#: A board silent this long (ms of board time: host ms times the rate) while polled is reported
+#: (``board_silent``, with its last position).
 SILENT_MS = 6000
-#: How often an idle board is polled (ms).
+#: How often an idle board is polled (ms of board time).
 POLL_MS = 2000
 #: Longest board id said in a hello.
 MAX_ID = 64
@@ -99,15 +100,15 @@ class Translator(ABC):
         """Return the lines timers release and the bytes to send (a poll of an idle board)."""
         lines = self.adapter.tick(now) if self.adapter.synced else []
         out = b""
-        if self.last_rx is not None and now - max(self.last_rx, self.last_poll) >= POLL_MS * self.rate:
+        if self.last_rx is not None and now - max(self.last_rx, self.last_poll) >= POLL_MS:
             self.last_poll = now
             out = self.poll()
-        if self.last_rx is not None and now - self.last_rx >= SILENT_MS * self.rate and not self.silent:
+        if self.last_rx is not None and now - self.last_rx >= SILENT_MS and not self.silent:
             self.silent = True
             lines.append(alert_line("board_silent", max(now, self.adapter.last_t),
                                     message=f"the board on {self.port} stopped answering",
                                     port=self.port, last_position=board_fen(self.adapter.shown),
-                                    silent_ms=int((now - self.last_rx) / self.rate)))
+                                    silent_ms=int(now - self.last_rx)))
             log.warning("%s on %s stopped answering", self.board or self.name, self.port)
         return lines, out
 

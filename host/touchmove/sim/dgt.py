@@ -8,6 +8,7 @@ EEPROM log whether a host listens or not (read with ``DGT_SEND_EE_MOVES``; conse
 overwrite each other, as the board does).
 
     python -m touchmove.sim.dgt TIMELINE [--speed N] [--serial 12345] [--serial-size 8|12] [--rotated] [--start FEN]
+                                   [--drop START:LENGTH[:power]]
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import random
 import select
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import chess
@@ -68,30 +70,87 @@ class EepromLog:
         del self.data[:-EE_SIZE]
 
 
+@dataclass(frozen=True)
+class Drop:
+    """The link lost from ``start`` for ``length`` ms (device time), the port kept open (a cable pulled behind
+    a USB serial adapter): what the board sends and what it is sent are lost. ``power_cycle``: the board is
+    also switched off for its first :data:`POWER_OFF_MS` (it senses nothing, logs nothing meanwhile) and comes
+    back idle, its move memory going on with a power-up and the pieces it finds."""
+
+    start: int
+    length: int
+    power_cycle: bool = False
+
+    def covers(self, t: float) -> bool:
+        return self.start <= t < self.start + self.length
+
+    @property
+    def power_up_at(self) -> int:
+        """Return when the board is switched on again (device ms)."""
+        return self.start + min(self.length, POWER_OFF_MS)
+
+    @classmethod
+    def parse(cls, text: str) -> Drop:
+        """Return a drop from ``START:LENGTH`` or ``START:LENGTH:power`` (ms)."""
+        parts = text.split(":")
+        if len(parts) not in (2, 3) or (len(parts) == 3 and parts[2] != "power"):
+            raise argparse.ArgumentTypeError(f"a drop is START:LENGTH[:power] (ms), not {text!r}")
+        return cls(int(parts[0]), int(parts[1]), len(parts) == 3)
+
+
+POWER_UP = 2      # an item kind: the board powered on again (after the pieces' reports of the same time)
+#: How long a power-cycled board is off (ms): the rest of the drop it is on, idle, its memory logging.
+POWER_OFF_MS = 1000
+
+
 class DgtEmulator:
     """The board's state and replies (pure: :meth:`advance` and :meth:`command` return bytes to send)."""
 
     def __init__(self, start: list[str | None], events: list[Event], serial: str = "12345",
-                 rotated: bool = False, seed: int = 0, serial_size: int = 12) -> None:
+                 rotated: bool = False, seed: int = 0, serial_size: int = 12,
+                 drops: tuple[Drop, ...] = ()) -> None:
         self.rotated = rotated
         self.serial = serial
         self.serial_size = serial_size          # 12: "12345 1.0"; 8: the 5 digits alone (as dgtbrd.h has it)
+        self.drops = drops
         rng = random.Random(seed)
         reports = timeline.scan(start, events, SCAN_MS, rng, order=self._order())
         self.items: list[tuple[int, int, Any]] = [(t, 0, (sq, piece)) for t, sq, piece in reports]
         for e in events:
             if isinstance(e, ClockPress):
                 self.items.append((e.t + rng.randint(*CLOCK_DELAY_MS), 1, e))
+        self.items += [(d.power_up_at, POWER_UP, d) for d in drops if d.power_cycle]
         self.items.sort(key=lambda item: (item[0], item[1]))
         self.next = 0
         self.codes = [0] * 64                    # by field number
         for sq, piece in enumerate(start):
             self.codes[field_of(sq, rotated)] = dgt.CONTENT_CODES[piece]
+        self.pieces = list(self.codes)           # what stands on the board (the codes, while it is on)
         self.ee = EepromLog(self.codes)
         self.mode = "idle"
         self.clock = {"white": CLOCK_START_MS, "black": CLOCK_START_MS}
         self.turn: str | None = None
         self.clock_t = 0.0
+        self.now = 0.0
+
+    def link_down(self, t: float) -> bool:
+        """Return whether the link is lost at device time ``t``."""
+        return any(d.covers(t) for d in self.drops)
+
+    def off(self, t: float) -> bool:
+        """Return whether the board is switched off at device time ``t``."""
+        return any(d.power_cycle and d.start <= t < d.power_up_at for d in self.drops)
+
+    def power_up(self) -> None:
+        """Switch the board on: idle, its move memory a power-up and every piece it finds."""
+        self.codes = list(self.pieces)
+        self.mode = "idle"
+        for tag in (dgt.EE_NOP, dgt.EE_NOP, dgt.EE_NOP, dgt.EE_POWERUP):
+            self.ee.tag(tag)
+        for f, code in enumerate(self.codes):
+            if code:
+                self.ee.change(f, code)
+        self.ee.last_field = None
 
     def _order(self) -> list[int]:
         return [(63 - sq if self.rotated else sq) for sq in FIELD_ORDER]
@@ -105,18 +164,25 @@ class DgtEmulator:
         out = bytearray()
         behind = self.next < len(self.items) and now - self.items[self.next][0] > BEHIND_MS
         before = list(self.codes)
+        self.now = now
         while self.next < len(self.items) and self.items[self.next][0] <= now:
-            _, kind, data = self.items[self.next]
+            t, kind, data = self.items[self.next]
             self.next += 1
-            if kind == 0:
+            if kind == POWER_UP:
+                self.power_up()
+            elif kind == 0:
                 sq, piece = data
                 f = field_of(sq, self.rotated)
                 code = dgt.CONTENT_CODES[piece]
+                self.pieces[f] = code
+                if self.off(t):
+                    continue            # switched off: nothing sensed
                 self.codes[f] = code
-                self.ee.change(f, code)
+                if not behind:
+                    self.ee.change(f, code)
                 if self.mode != "idle" and not behind:
                     out += dgt.message(dgt.MSG_FIELD_UPDATE, bytes((f, code)))
-            else:
+            elif not self.off(t):
                 press = data
                 assert isinstance(press, ClockPress)
                 side = "white" if press.side else "black"
@@ -126,12 +192,14 @@ class DgtEmulator:
                 self.turn = "black" if press.side else "white"
                 if self.mode in ("update", "nice"):
                     out += self.clock_message()
-        if behind and self.mode != "idle":
-            # the board was stopped (a hang): its next scan reports what differs now, once per square
+        if behind:
+            # the board was stopped (a hang): its next scan finds what differs now, once per square
             for f in range(64):
                 if self.codes[f] != before[f]:
-                    out += dgt.message(dgt.MSG_FIELD_UPDATE, bytes((f, self.codes[f])))
-        return bytes(out)
+                    self.ee.change(f, self.codes[f])
+                    if self.mode != "idle":
+                        out += dgt.message(dgt.MSG_FIELD_UPDATE, bytes((f, self.codes[f])))
+        return b"" if self.link_down(now) else bytes(out)
 
     def run_clock(self, now: float) -> None:
         """Run the clock of the side to move up to ``now``."""
@@ -143,7 +211,9 @@ class DgtEmulator:
         return dgt.message(dgt.MSG_BWTIME, dgt.clock_payload(self.clock["white"], self.clock["black"], self.turn))
 
     def command(self, byte: int) -> bytes:
-        """Return the reply to one command byte."""
+        """Return the reply to one command byte (none while the link is lost: the byte never arrives)."""
+        if self.link_down(self.now):
+            return b""
         if byte == dgt.SEND_RESET:
             self.mode = "idle"
         elif byte == dgt.SEND_UPDATE:
@@ -178,11 +248,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="the serial-number message's size: 12 (digits, space, version) or 8 (the digits)")
     parser.add_argument("--start", default=chess.STARTING_FEN, help="the position on the board at power-on")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--drop", type=Drop.parse, action="append", default=[],
+                        help="the link lost at START for LENGTH ms of device time (START:LENGTH), the board "
+                             "switched off meanwhile with START:LENGTH:power; repeatable")
     parser.add_argument("--t0", type=float, help="time.monotonic() of the timeline's 0 (default: now)")
     args = parser.parse_args(argv)
     events = timeline.read(args.timeline)
     emulator = DgtEmulator(start_pieces(chess.Board(args.start)), events, args.serial, args.rotated, args.seed,
-                           serial_size=args.serial_size)
+                           serial_size=args.serial_size, drops=tuple(args.drop))
     return serve(emulator, args.speed, args.t0)
 
 
