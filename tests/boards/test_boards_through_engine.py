@@ -56,6 +56,10 @@ def test_rotated_dgt_board_is_turned() -> None:
     moves = [chess.Move.from_uci(u) for u in ("e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "g8f6", "e1g1")]
     run = harness.run("dgt", chess.Board(), piece_timeline(chess.Board(), moves, random.Random(3)), rotated=True)
     assert published(engine_events(chess.Board(), run.records)) == [m.uci() for m in moves]
+    # rotated from the start: said once (before, only a board turned later was)
+    assert [line["detail"]["rotated"] for line in run.lines if line.get("alert") == "board_rotated"] == [True]
+    plain = harness.run("dgt", chess.Board(), piece_timeline(chess.Board(), moves, random.Random(3)))
+    assert not [line for line in plain.lines if line.get("alert") == "board_rotated"]
 
 
 def test_result_shown_with_the_kings_is_a_declared_result() -> None:
