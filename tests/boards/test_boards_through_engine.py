@@ -100,3 +100,18 @@ def test_dgt_clock_presses_are_told_as_read_late() -> None:
     assert published(events) == [m.uci() for m in moves]
     assert any(e.type == "clock" for e in events)
     assert not [e for e in events if e.type == "alert"]
+
+
+def test_a_dgt_clock_with_white_on_the_other_side_loses_no_press() -> None:
+    """The clock set up the other way round (White's time and turn on the other side): the presses are the
+    same as with it the right way round, each side's own time (before, all but the first were left out as read
+    late, the side that pressed taken for the other)."""
+    moves = [chess.Move.from_uci(u) for u in ("e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "g8f6", "d2d3", "f8c5")]
+    events = piece_timeline(chess.Board(), moves, random.Random(5))
+    plain = harness.run("dgt", chess.Board(), events, seed=5)
+    swapped = harness.run("dgt", chess.Board(), events, seed=5, clock_swapped=True)
+    presses = [(r.side, r.remaining) for r in plain.records if isinstance(r, Clock)]
+    assert len(presses) >= len(moves) - 2
+    # once two presses have shown which way round it is (the first may be taken for the other side's)
+    assert [(r.side, r.remaining) for r in swapped.records if isinstance(r, Clock)][-5:] == presses[-5:]
+    assert published(engine_events(chess.Board(), swapped.records)) == [m.uci() for m in moves]

@@ -91,6 +91,9 @@ RELINK = bytes((SEND_EE_MOVES, SEND_BRD, SEND_CLK, SEND_UPDATE_NICE))
 #: How long (ms of board time, never less than 20 s of wall time: 8 kB at 9600 baud) the move memory is
 #: waited for after :data:`RELINK`; then the board's dump is diffed alone.
 EE_WAIT_MS = 20_000
+#: The clock set up with White on the other side (its sides and turn bits swapped) is taken so once this many
+#: presses, and more than not, came from the side that had not just moved.
+CLOCK_SWAP_VOTES = 2
 #: A clock press is told this long (ms) after it arrives: the placement before it may still be in the scan.
 CLOCK_AFTER_SCAN_MS = 300
 #: A press reaches the board up to this long (ms) after it was made: the board reads the clock about once a
@@ -348,6 +351,7 @@ class DgtTranslator(Translator):
         self.clock_due: list[tuple[int, dict[str, Any]]] = []   # presses waiting for the scan (due, line)
         self.late_presses = 0                # presses read after the opponent's reply (left out)
         self.clock_primed = False            # the clock has been read once (its turn then is no press)
+        self.clock_votes = {True: 0, False: 0}   # presses whose side was the last mover's (True) or not
         self.recovered = 0                   # changes replayed from the EEPROM log
         self.told = [0] * 64                 # piece codes as told to the adapter (the host's view)
         self.check_due: int | None = None    # a check is out: its dump is due by then
@@ -542,7 +546,13 @@ class DgtTranslator(Translator):
         if not primed or before == reading.turn or not self.adapter.synced:
             return []           # the first reading (asked for at the start) is no press
         side = "white" if reading.turn == "black" else "black"
-        remaining = reading.white_ms if side == "white" else reading.black_ms
+        if self.adapter.last_mover is not None:
+            # which way round the clock is set up: the side that pressed is the side that moved last
+            self.clock_votes[self.adapter.last_mover == side] += 1
+        swapped = self.clock_votes[False] >= CLOCK_SWAP_VOTES and self.clock_votes[False] > self.clock_votes[True]
+        if swapped:
+            side = "black" if side == "white" else "white"
+        remaining = reading.white_ms if (side == "white") != swapped else reading.black_ms
         self.clock_due.append((now + CLOCK_AFTER_SCAN_MS, {"type": "clock", "side": side, "remaining": remaining,
                                                            "late_ms": CLOCK_READ_MS + CLOCK_AFTER_SCAN_MS}))
         return []

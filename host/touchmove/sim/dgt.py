@@ -108,11 +108,12 @@ class DgtEmulator:
 
     def __init__(self, start: list[str | None], events: list[Event], serial: str = "12345",
                  rotated: bool = False, seed: int = 0, serial_size: int = 12,
-                 drops: tuple[Drop, ...] = ()) -> None:
+                 drops: tuple[Drop, ...] = (), clock_swapped: bool = False) -> None:
         self.rotated = rotated
         self.serial = serial
         self.serial_size = serial_size          # 12: "12345 1.0"; 8: the 5 digits alone (as dgtbrd.h has it)
         self.drops = drops
+        self.clock_swapped = clock_swapped      # the DGT clock set up with White on the other side
         rng = random.Random(seed)
         reports = timeline.scan(start, events, SCAN_MS, rng, order=self._order())
         self.items: list[tuple[int, int, Any]] = [(t, 0, (sq, piece)) for t, sq, piece in reports]
@@ -208,6 +209,9 @@ class DgtEmulator:
         self.clock_t = now
 
     def clock_message(self) -> bytes:
+        if self.clock_swapped:      # White's clock on the other side: the sides and the turn bits swapped
+            other = {"white": "black", "black": "white", None: None}[self.turn]
+            return dgt.message(dgt.MSG_BWTIME, dgt.clock_payload(self.clock["black"], self.clock["white"], other))
         return dgt.message(dgt.MSG_BWTIME, dgt.clock_payload(self.clock["white"], self.clock["black"], self.turn))
 
     def command(self, byte: int) -> bytes:
@@ -248,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="the serial-number message's size: 12 (digits, space, version) or 8 (the digits)")
     parser.add_argument("--start", default=chess.STARTING_FEN, help="the position on the board at power-on")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--clock-swapped", action="store_true", help="the clock set up with White on the other side")
     parser.add_argument("--drop", type=Drop.parse, action="append", default=[],
                         help="the link lost at START for LENGTH ms of device time (START:LENGTH), the board "
                              "switched off meanwhile with START:LENGTH:power; repeatable")
@@ -255,7 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     events = timeline.read(args.timeline)
     emulator = DgtEmulator(start_pieces(chess.Board(args.start)), events, args.serial, args.rotated, args.seed,
-                           serial_size=args.serial_size, drops=tuple(args.drop))
+                           serial_size=args.serial_size, drops=tuple(args.drop),
+                           clock_swapped=args.clock_swapped)
     return serve(emulator, args.speed, args.t0)
 
 
