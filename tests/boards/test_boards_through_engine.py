@@ -14,7 +14,7 @@ from touchmove.boards import dgt
 from touchmove.records import Clock, Record
 from touchmove.rules import Engine, Event
 from touchmove.sim import harness
-from touchmove.sim.pieces import Change, piece_timeline
+from touchmove.sim.pieces import Change, ClockPress, piece_timeline
 
 PROTOCOLS = ("dgt", "chesslink", "chessnut")
 
@@ -115,3 +115,41 @@ def test_a_dgt_clock_with_white_on_the_other_side_loses_no_press() -> None:
     # once two presses have shown which way round it is (the first may be taken for the other side's)
     assert [(r.side, r.remaining) for r in swapped.records if isinstance(r, Clock)][-5:] == presses[-5:]
     assert published(engine_events(chess.Board(), swapped.records)) == [m.uci() for m in moves]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("hold", [300, 600])
+def test_an_adjustment_out_of_turn_on_a_board_that_names_its_pieces_is_no_move(protocol: str, hold: int) -> None:
+    """White lifts his king 675 ms after his own move and puts it back (Black to move): a touch out of turn, no
+    move (before: on a board that names its pieces, plies searched for the king in the hand, changes_lost with
+    invented lines, and the game stopped)."""
+    start = chess.Board("r3k2r/ppp2ppp/8/8/8/8/PPP2PPP/R3K2R w KQkq - 0 1")
+    events = [Change(1000, chess.A2, None), Change(1300, chess.A3, "P"), ClockPress(1600, True, None),
+              Change(1975, chess.E1, None), Change(1975 + hold, chess.E1, "K"),
+              Change(4000, chess.H7, None), Change(4300, chess.H6, "p"), ClockPress(4700, False, None),
+              Change(6000, chess.B2, None), Change(6300, chess.B3, "P"), ClockPress(6600, True, None)]
+    run = harness.run(protocol, start, events, seed=hold)
+    assert run.translator is not None
+    evs = engine_events(start, run.records, max(200, run.translator.min_settle_ms))
+    assert published(evs) == ["a2a3", "h7h6", "b2b3"]
+    assert [e.code for e in evs if e.type == "alert"] == ["touch_out_of_turn"]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_promotion_the_board_named_is_never_rewritten_by_a_later_new_piece(protocol: str) -> None:
+    """cxb8=B read from the board's bishop; later a queen put on a8 0.67 s before the a7 pawn is lifted: a8=Q,
+    and cxb8=B stays (before: rewritten to cxb8=Q with no alert, then board_mismatch)."""
+    start = chess.Board("1n2k3/2P5/P7/8/8/8/8/4K3 w - - 0 1")
+    sq = chess
+    events = [Change(1000, sq.C7, None), Change(1150, sq.B8, None), Change(1500, sq.B8, "B"),
+              ClockPress(1900, True, None), Change(3000, sq.E8, None), Change(3300, sq.D7, "k"),
+              ClockPress(3700, False, None), Change(5000, sq.A6, None), Change(5300, sq.A7, "P"),
+              ClockPress(5700, True, None), Change(7000, sq.D7, None), Change(7300, sq.C6, "k"),
+              ClockPress(7700, False, None), Change(9000, sq.A8, "Q"), Change(9670, sq.A7, None),
+              ClockPress(10200, True, None), Change(11000, sq.C6, None), Change(11300, sq.B6, "k"),
+              ClockPress(11700, False, None)]
+    run = harness.run(protocol, start, events, seed=3)
+    assert run.translator is not None
+    evs = engine_events(start, run.records, max(200, run.translator.min_settle_ms))
+    assert published(evs) == ["c7b8b", "e8d7", "a6a7", "d7c6", "a7a8q", "c6b6"]
+    assert not [e for e in evs if e.type in ("alert", "move_amended")]
