@@ -84,7 +84,7 @@ SETUP = bytes((SEND_VERSION, SEND_EE_MOVES, SEND_BRD, SEND_CLK, SEND_UPDATE_NICE
 #: its move memory read (the changes come back from there, in their order).
 CHECK_EVERY_MS = 1000
 CHECK_DUE_MS = 1000
-CHECK_DUE_WALL_MS = 500
+CHECK_DUE_WALL_MS = 1000
 CHECK = bytes((SEND_BRD, SEND_UPDATE_NICE))
 #: Sent when a lost link answers again: its move memory, the board, the clock, update mode.
 RELINK = bytes((SEND_EE_MOVES, SEND_BRD, SEND_CLK, SEND_UPDATE_NICE))
