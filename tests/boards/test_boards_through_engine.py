@@ -153,3 +153,19 @@ def test_a_promotion_the_board_named_is_never_rewritten_by_a_later_new_piece(pro
     evs = engine_events(start, run.records, max(200, run.translator.min_settle_ms))
     assert published(evs) == ["c7b8b", "e8d7", "a6a7", "d7c6", "a7a8q", "c6b6"]
     assert not [e for e in evs if e.type in ("alert", "move_amended")]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("rest", [300, 1500])
+def test_castling_rook_first_resting_before_the_king_is_lifted_is_castling(protocol: str, rest: int) -> None:
+    """The rook put down on f1 and resting before the king is lifted (4.4.2): O-O with castling_rook_first,
+    as on touchmove's own boards (the rook move published first is amended)."""
+    start = chess.Board("r3k2r/ppp2ppp/8/8/8/8/PPP2PPP/R3K2R w KQkq - 0 1")
+    events = [Change(1000, chess.H1, None), Change(1300, chess.F1, "R"), Change(1300 + rest, chess.E1, None),
+              Change(1600 + rest, chess.G1, "K"), ClockPress(2000 + rest, True, None),
+              Change(4000, chess.H7, None), Change(4300, chess.H6, "p"), ClockPress(4700, False, None)]
+    run = harness.run(protocol, start, events, seed=rest)
+    assert run.translator is not None
+    evs = engine_events(start, run.records, max(200, run.translator.min_settle_ms))
+    assert published(evs) == ["e1g1", "h7h6"]
+    assert [e.code for e in evs if e.type == "alert"] == ["castling_rook_first"]  # type: ignore[attr-defined]
