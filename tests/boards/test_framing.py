@@ -183,3 +183,23 @@ def test_a_dgt_board_answering_with_the_8_byte_serial_number_is_bound_and_read()
     got = [e.uci for r in run.records for e in eng.feed(r) if e.type == "move"]
     got += [e.uci for e in eng.finish() if e.type == "move"]
     assert got == [m.uci() for m in moves]
+
+
+def test_dgt_recovery_reads_a_power_up_as_the_board_found_then() -> None:
+    """A power-up in the memory (the board switched off and on): the board it found is one change (a list of 64
+    codes: what was made while it was off is not in the memory), then the changes made after it; the host saw
+    the changes before the power cut."""
+    start = [0] * 64
+    start[52], start[12], start[60] = 1, 7, 5
+    # e2-e4 seen; e4-e5 made while the board was off; then ...c7 lifted and put on c5 after the power-up
+    events = [("tag", dgt.EE_DOWNLOADED, 0), ("field", 52, 0), ("field", 36, 1), ("tag", dgt.EE_POWERUP, 0),
+              ("field", 12, 7), ("field", 28, 1), ("field", 60, 5), ("field", 12, 0), ("field", 26, 7)]
+    seen = list(start)
+    seen[52], seen[36] = 0, 1
+    found = [0] * 64
+    found[12], found[28], found[60] = 7, 1, 5
+    assert dgt.recover(start, seen, events) == [found, (12, 0), (26, 7)]
+    # the power-up found the board as the host last saw it: nothing but the changes after it
+    same = [("tag", dgt.EE_DOWNLOADED, 0), ("field", 52, 0), ("field", 36, 1), ("tag", dgt.EE_POWERUP, 0),
+            ("field", 12, 7), ("field", 36, 1), ("field", 60, 5), ("field", 12, 0), ("field", 26, 7)]
+    assert dgt.recover(start, seen, same) == [(12, 0), (26, 7)]
