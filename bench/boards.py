@@ -15,13 +15,20 @@ Part 2, per board type: the emulator on a pty at real speed, the real bridge (``
 Mosquitto; the time from a piece's placement on the emulated board to the ``move`` event on MQTT (median, p90,
 max over the plies of the first moves of the Opera Game).
 
-    .venv/bin/python bench/boards.py [--games N] [--boards dgt,chesslink,chessnut] [--hands default|fast|both]
+    .venv/bin/python bench/boards.py [--games N] [--boards dgt,chesslink,chessnut]
+                                     [--hands default|fast|harder|both|all|none] [--drops]
                                      [--latency-plies N] [--skip-latency]
+
+The harder hands are touchmove's own boards' harder hands all at once (``HARDER_HANDS["all at once"]``: adjustments
+out of turn, knocked pieces put back, slides, bullet replies, pushed-aside captures). ``--drops`` adds the DGT link
+lost mid-game with the port kept open (3 s and 20 s, the board switched off and on during the first second or
+not; touchmove.sim.dgt.Drop), with the default hands.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import random
@@ -40,6 +47,7 @@ from touchmove.records import Lift, Place, Snapshot
 from touchmove.rules import Engine
 from touchmove.sim import hands, harness, timeline
 from touchmove.sim.demo import DEFAULT_PGN, read_game
+from touchmove.sim.dgt import Drop
 from touchmove.sim.local_broker import LocalBroker
 from touchmove.sim.pieces import Change, piece_timeline
 from touchmove.sim.ptyboard import PtyBoard
@@ -48,7 +56,13 @@ REPO = Path(__file__).resolve().parents[1]
 GAMES = REPO.parent / "shared" / "data" / "games"
 PROTOCOLS = ("dgt", "chesslink", "chessnut")
 STYLES = {"default hands": hands.Style(promote_record=False),
-          "fast replies": hands.Style(promote_record=False, bullet_recapture=0.8, bullet=0.3, think_ms=(100, 600))}
+          "fast replies": hands.Style(promote_record=False, bullet_recapture=0.8, bullet=0.3, think_ms=(100, 600)),
+          # the harder hands of touchmove's own boards, all at once (sim/hands.py): adjustments out of turn, knocked
+          # pieces put back, slides, bullet replies, pushed-aside captures
+          "harder hands": dataclasses.replace(hands.HARDER_HANDS["all at once"], promote_record=False)}
+#: The DGT link lost mid-game (the port kept open), with the default hands: (length ms, power cycle).
+DROPS = {"drop 3 s": (3000, False), "drop 3 s, power cycle": (3000, True), "drop 20 s": (20000, False),
+         "drop 20 s, power cycle": (20000, True)}
 BOARD_IDS = {"dgt": "dgt-12345", "chesslink": "chesslink-ttyB0", "chessnut": "chessnut-ttyB0"}
 
 
@@ -125,29 +139,46 @@ def every_position_shown(start: chess.Board, moves: list[chess.Move], records: S
     return True
 
 
-def games_given_back(limit: int, protocols: list[str], styles: list[str]) -> None:
+def drop_of(events: Sequence[object], i: int, length: int, power: bool) -> Drop:
+    """Return game ``i``'s drop: starting a quarter to a half of the way through its timeline."""
+    end = max(getattr(e, "t", 0) for e in events)
+    return Drop(random.Random(100 + i).randint(end // 4, end // 2), length, power)
+
+
+def games_given_back(limit: int, protocols: list[str], styles: list[str], drops: list[str] | None = None) -> None:
     games = load(limit)
-    print(f"part 1: {len(games)} shared games per board type and hands (simulated clock)")
-    print(f"{'board':10} {'hands':14} " + " ".join(f"{c:>14}" for c in COLUMNS))
-    for protocol in protocols:
-        for style_name in styles:
-            style = STYLES[style_name]
-            counts = dict.fromkeys(COLUMNS, 0)
-            shown = shown_back = 0
-            t0 = time.monotonic()
-            for i, (start, moves) in enumerate(games):
-                events = piece_timeline(start, moves, random.Random(i), style)
-                run = harness.run(protocol, start, events, seed=i)
-                assert run.translator is not None
-                got, alerts = replay(start, run.records, max(200, run.translator.min_settle_ms))
-                kind = outcome(got, [m.uci() for m in moves], alerts)
-                counts[kind if kind in counts else "other alert"] += 1
-                if every_position_shown(start, moves, run.records):
-                    shown += 1
-                    shown_back += kind in ("exact", "recovered")
-            print(f"{protocol:10} {style_name:14} " + " ".join(f"{counts[c]:>14}" for c in COLUMNS)
-                  + f"   every position shown: {shown}, given back {shown_back}"
-                  + f"   ({time.monotonic() - t0:.0f} s)", flush=True)
+    print(f"part 1: {len(games)} shared games per board type and hands (simulated clock); 'alerts in exact': the "
+          "exact games with an alert, and the alerts they had by code")
+    print(f"{'board':10} {'hands':22} " + " ".join(f"{c:>14}" for c in COLUMNS))
+    cases = [(protocol, name, None) for protocol in protocols for name in styles]
+    cases += [("dgt", name, DROPS[name]) for name in drops or []]
+    for protocol, style_name, drop in cases:
+        style = STYLES.get(style_name, STYLES["default hands"])
+        counts = dict.fromkeys(COLUMNS, 0)
+        shown = shown_back = 0
+        alerted_exact = 0
+        exact_alerts: dict[str, int] = {}
+        t0 = time.monotonic()
+        for i, (start, moves) in enumerate(games):
+            events = piece_timeline(start, moves, random.Random(i), style)
+            options = {"drops": (drop_of(events, i, *drop),)} if drop else {}
+            run = harness.run(protocol, start, events, seed=i, **options)
+            assert run.translator is not None
+            got, alerts = replay(start, run.records, max(200, run.translator.min_settle_ms))
+            kind = outcome(got, [m.uci() for m in moves], alerts)
+            counts[kind if kind in counts else "other alert"] += 1
+            if kind == "exact" and alerts:
+                alerted_exact += 1
+                for code in alerts:
+                    exact_alerts[code] = exact_alerts.get(code, 0) + 1
+            if every_position_shown(start, moves, run.records):
+                shown += 1
+                shown_back += kind in ("exact", "recovered")
+        named = ", ".join(f"{code} {n}" for code, n in sorted(exact_alerts.items())) or "none"
+        print(f"{protocol:10} {style_name:22} " + " ".join(f"{counts[c]:>14}" for c in COLUMNS)
+              + f"   every position shown: {shown}, given back {shown_back}"
+              + f"   alerts in exact: {alerted_exact} ({named})"
+              + f"   ({time.monotonic() - t0:.0f} s)", flush=True)
 
 
 def latency(protocol: str, plies: int, tmp: Path) -> list[float]:
@@ -215,18 +246,22 @@ def main() -> None:
     parser.add_argument("--latency-plies", type=int, default=16)
     parser.add_argument("--boards", default=",".join(PROTOCOLS),
                         help="the board types of part 1, comma-separated (default: all three)")
-    parser.add_argument("--hands", choices=("default", "fast", "both"), default="both",
-                        help="the hands of part 1: default hands, fast replies, or both (default)")
+    parser.add_argument("--hands", choices=("default", "fast", "harder", "both", "all", "none"), default="both",
+                        help="the hands of part 1: default hands, fast replies, both (default), the harder hands, "
+                             "all three, or none")
+    parser.add_argument("--drops", action="store_true",
+                        help="also the DGT link lost mid-game: 3 s and 20 s, with and without a power cycle")
     parser.add_argument("--skip-latency", action="store_true")
     args = parser.parse_args()
     protocols = [p.strip() for p in args.boards.split(",") if p.strip()]
     unknown = [p for p in protocols if p not in PROTOCOLS]
     if unknown or not protocols:
         parser.error(f"--boards takes {', '.join(PROTOCOLS)}, not {', '.join(unknown) or 'nothing'}")
-    styles = {"default": ["default hands"], "fast": ["fast replies"], "both": list(STYLES)}[args.hands]
+    styles = {"default": ["default hands"], "fast": ["fast replies"], "harder": ["harder hands"],
+              "both": ["default hands", "fast replies"], "all": list(STYLES), "none": []}[args.hands]
     if not GAMES.is_dir():
         raise SystemExit(f"the shared games are not at {GAMES}")
-    games_given_back(args.games, protocols, styles)
+    games_given_back(args.games, protocols, styles, list(DROPS) if args.drops else None)
     if args.skip_latency:
         return
     print(f"part 2: placement -> MQTT move, real bridge and Mosquitto, {args.latency_plies} plies at real speed")

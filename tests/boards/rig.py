@@ -16,12 +16,15 @@ from touchmove.sim.ptyboard import PtyBoard
 BOARD_IDS = {"dgt": "dgt-12345", "chesslink": "chesslink-ttyBOARD0", "chessnut": "chessnut-ttyBOARD0"}
 
 
-def emulator_argv(protocol: str, path: Path, speed: int, start: chess.Board) -> list[str]:
-    """Return the command line of ``protocol``'s emulator playing the timeline at ``path``."""
+def emulator_argv(protocol: str, path: Path, speed: int, start: chess.Board, extra: tuple[str, ...] = ()
+                  ) -> list[str]:
+    """Return the command line of ``protocol``'s emulator playing the timeline at ``path`` (``extra``: its
+    options, e.g. ``--serial-size 8``)."""
     if protocol == "dgt":
-        return [sys.executable, "-m", "touchmove.sim.dgt", str(path), "--speed", str(speed), "--start", start.fen()]
+        return [sys.executable, "-m", "touchmove.sim.dgt", str(path), "--speed", str(speed), "--start", start.fen(),
+                *extra]
     return [sys.executable, "-m", "touchmove.sim.scanning", protocol, str(path), "--speed", str(speed),
-            "--start", start.fen()]
+            "--start", start.fen(), *extra]
 
 
 class BoardRig:
@@ -30,7 +33,8 @@ class BoardRig:
 
     def __init__(self, tmp: Path, protocol: str, moves: list[chess.Move], *, speed: int = 5, seed: int = 1,
                  start: chess.Board | None = None, style: hands.Style | None = None,
-                 events: list[Event] | None = None, start_board: bool = True) -> None:
+                 events: list[Event] | None = None, start_board: bool = True,
+                 emulator_options: tuple[str, ...] = ()) -> None:
         self.tmp, self.protocol = tmp, protocol
         self.start_board = start_board      # False: the caller starts ``board`` (its timeline) when ready
         self.start = start or chess.Board()
@@ -46,7 +50,8 @@ class BoardRig:
             f'[mqtt]\nurl = "mqtt://127.0.0.1:{self.broker.port}"\n\n[serial]\nrescan_s = 0.2\n'
             f'boards = [{{ port = "{tmp}/ttyBOARD*", protocol = "{protocol}", rate = {speed} }}]\n\n'
             f'[journal]\npath = "{self.journal}"\n')
-        self.board = PtyBoard(emulator_argv(protocol, path, speed, self.start), str(tmp / "ttyBOARD0"), stderr=None)
+        self.board = PtyBoard(emulator_argv(protocol, path, speed, self.start, emulator_options),
+                              str(tmp / "ttyBOARD0"), stderr=None)
         self.daemon = None
         self.sub: Subscriber | None = None
 

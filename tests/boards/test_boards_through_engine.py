@@ -14,7 +14,7 @@ from touchmove.boards import dgt
 from touchmove.records import Clock, Record
 from touchmove.rules import Engine, Event
 from touchmove.sim import harness
-from touchmove.sim.pieces import Change, piece_timeline
+from touchmove.sim.pieces import Change, ClockPress, piece_timeline
 
 PROTOCOLS = ("dgt", "chesslink", "chessnut")
 
@@ -56,6 +56,10 @@ def test_rotated_dgt_board_is_turned() -> None:
     moves = [chess.Move.from_uci(u) for u in ("e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "g8f6", "e1g1")]
     run = harness.run("dgt", chess.Board(), piece_timeline(chess.Board(), moves, random.Random(3)), rotated=True)
     assert published(engine_events(chess.Board(), run.records)) == [m.uci() for m in moves]
+    # rotated from the start: said once (before, only a board turned later was)
+    assert [line["detail"]["rotated"] for line in run.lines if line.get("alert") == "board_rotated"] == [True]
+    plain = harness.run("dgt", chess.Board(), piece_timeline(chess.Board(), moves, random.Random(3)))
+    assert not [line for line in plain.lines if line.get("alert") == "board_rotated"]
 
 
 def test_result_shown_with_the_kings_is_a_board_claim() -> None:
@@ -136,3 +140,72 @@ def test_a_result_piece_stood_and_taken_away_is_claimed_and_withdrawn() -> None:
     evs = engine_events(board, run.records)
     assert [e.type for e in evs if e.type in ("game_end", "game_resumed")] == ["game_end", "game_resumed"]
     assert published(evs) == [m.uci() for m in first]
+
+
+def test_a_dgt_clock_with_white_on_the_other_side_loses_no_press() -> None:
+    """The clock set up the other way round (White's time and turn on the other side): the presses are the
+    same as with it the right way round, each side's own time (before, all but the first were left out as read
+    late, the side that pressed taken for the other)."""
+    moves = [chess.Move.from_uci(u) for u in ("e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "g8f6", "d2d3", "f8c5")]
+    events = piece_timeline(chess.Board(), moves, random.Random(5))
+    plain = harness.run("dgt", chess.Board(), events, seed=5)
+    swapped = harness.run("dgt", chess.Board(), events, seed=5, clock_swapped=True)
+    presses = [(r.side, r.remaining) for r in plain.records if isinstance(r, Clock)]
+    assert len(presses) >= len(moves) - 2
+    # once two presses have shown which way round it is (the first may be taken for the other side's)
+    assert [(r.side, r.remaining) for r in swapped.records if isinstance(r, Clock)][-5:] == presses[-5:]
+    assert published(engine_events(chess.Board(), swapped.records)) == [m.uci() for m in moves]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("hold", [300, 600])
+def test_an_adjustment_out_of_turn_on_a_board_that_names_its_pieces_is_no_move(protocol: str, hold: int) -> None:
+    """White lifts his king 675 ms after his own move and puts it back (Black to move): a touch out of turn, no
+    move (before: on a board that names its pieces, plies searched for the king in the hand, changes_lost with
+    invented lines, and the game stopped)."""
+    start = chess.Board("r3k2r/ppp2ppp/8/8/8/8/PPP2PPP/R3K2R w KQkq - 0 1")
+    events = [Change(1000, chess.A2, None), Change(1300, chess.A3, "P"), ClockPress(1600, True, None),
+              Change(1975, chess.E1, None), Change(1975 + hold, chess.E1, "K"),
+              Change(4000, chess.H7, None), Change(4300, chess.H6, "p"), ClockPress(4700, False, None),
+              Change(6000, chess.B2, None), Change(6300, chess.B3, "P"), ClockPress(6600, True, None)]
+    run = harness.run(protocol, start, events, seed=hold)
+    assert run.translator is not None
+    evs = engine_events(start, run.records, max(200, run.translator.min_settle_ms))
+    assert published(evs) == ["a2a3", "h7h6", "b2b3"]
+    assert [e.code for e in evs if e.type == "alert"] == ["touch_out_of_turn"]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_promotion_the_board_named_is_never_rewritten_by_a_later_new_piece(protocol: str) -> None:
+    """cxb8=B read from the board's bishop; later a queen put on a8 0.67 s before the a7 pawn is lifted: a8=Q,
+    and cxb8=B stays (before: rewritten to cxb8=Q with no alert, then board_mismatch)."""
+    start = chess.Board("1n2k3/2P5/P7/8/8/8/8/4K3 w - - 0 1")
+    sq = chess
+    events = [Change(1000, sq.C7, None), Change(1150, sq.B8, None), Change(1500, sq.B8, "B"),
+              ClockPress(1900, True, None), Change(3000, sq.E8, None), Change(3300, sq.D7, "k"),
+              ClockPress(3700, False, None), Change(5000, sq.A6, None), Change(5300, sq.A7, "P"),
+              ClockPress(5700, True, None), Change(7000, sq.D7, None), Change(7300, sq.C6, "k"),
+              ClockPress(7700, False, None), Change(9000, sq.A8, "Q"), Change(9670, sq.A7, None),
+              ClockPress(10200, True, None), Change(11000, sq.C6, None), Change(11300, sq.B6, "k"),
+              ClockPress(11700, False, None)]
+    run = harness.run(protocol, start, events, seed=3)
+    assert run.translator is not None
+    evs = engine_events(start, run.records, max(200, run.translator.min_settle_ms))
+    assert published(evs) == ["c7b8b", "e8d7", "a6a7", "d7c6", "a7a8q", "c6b6"]
+    assert not [e for e in evs if e.type in ("alert", "move_amended")]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("rest", [300, 1500])
+def test_castling_rook_first_resting_before_the_king_is_lifted_is_castling(protocol: str, rest: int) -> None:
+    """The rook put down on f1 and resting before the king is lifted (4.4.2): O-O with castling_rook_first,
+    as on touchmove's own boards (the rook move published first is amended)."""
+    start = chess.Board("r3k2r/ppp2ppp/8/8/8/8/PPP2PPP/R3K2R w KQkq - 0 1")
+    events = [Change(1000, chess.H1, None), Change(1300, chess.F1, "R"), Change(1300 + rest, chess.E1, None),
+              Change(1600 + rest, chess.G1, "K"), ClockPress(2000 + rest, True, None),
+              Change(4000, chess.H7, None), Change(4300, chess.H6, "p"), ClockPress(4700, False, None)]
+    run = harness.run(protocol, start, events, seed=rest)
+    assert run.translator is not None
+    evs = engine_events(start, run.records, max(200, run.translator.min_settle_ms))
+    assert published(evs) == ["e1g1", "h7h6"]
+    assert [e.code for e in evs if e.type == "alert"] == ["castling_rook_first"]  # type: ignore[attr-defined]

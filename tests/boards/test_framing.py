@@ -127,3 +127,79 @@ def test_broken_frames_lose_no_move() -> None:
         got = [e.uci for r in run.records for e in eng.feed(r) if e.type == "move"]
         got += [e.uci for e in eng.finish() if e.type == "move"]
         assert got == [m.uci() for m in moves], protocol
+
+
+def test_dgt_serial_number_in_either_published_size_is_a_frame() -> None:
+    """8 bytes (the 5 digits, as dgtbrd.h has it) and 12 (digits, a space, the version): both decode."""
+    dec = dgt.FrameDecoder()
+    out = dec.feed(dgt.message(dgt.MSG_SERIALNR, b"01234") + dgt.message(dgt.MSG_SERIALNR, b"01234 1.0")
+                   + dgt.message(dgt.MSG_LONG_SERIALNR, b"0000012345"))
+    assert out == [dgt.Frame(dgt.MSG_SERIALNR, b"01234"), dgt.Frame(dgt.MSG_SERIALNR, b"01234 1.0"),
+                   dgt.Frame(dgt.MSG_LONG_SERIALNR, b"0000012345")]
+    tr = dgt.DgtTranslator("sim")
+    tr.start(0)
+    lines = tr.feed(dgt.message(dgt.MSG_SERIALNR, b"01234"), 5)
+    assert [line["type"] for line in lines] == ["hello"] and lines[0]["board"] == "dgt-01234"
+    assert tr.errors == 0
+
+
+def test_dgt_unknown_well_framed_message_is_skipped_and_counted_never_an_error() -> None:
+    dec = dgt.FrameDecoder()
+    unknown = dgt.message(0xA7, bytes(range(9)))      # an id not published here, well framed
+    out = dec.feed(unknown + dgt.message(dgt.MSG_FIELD_UPDATE, bytes((12, 7))) + unknown[:5])
+    assert out == [dgt.Frame(dgt.MSG_FIELD_UPDATE, bytes((12, 7)))]
+    assert dec.unknown == {0xA7: 1}
+    assert dec.feed(unknown[5:]) == [] and dec.unknown == {0xA7: 2}
+    # a published id keeps its published sizes: a serial number of 10 bytes is an error
+    bad = dec.feed(dgt.message(dgt.MSG_SERIALNR, b"1234567") + dgt.message(dgt.MSG_VERSION, b"\x01\x07"))
+    assert isinstance(bad[0], ProtocolError) and "wrong length" in str(bad[0])
+    assert bad[-1] == dgt.Frame(dgt.MSG_VERSION, b"\x01\x07")
+
+
+def test_chesslink_unknown_reply_with_its_check_is_skipped_and_counted() -> None:
+    dec = chesslink.MessageDecoder()
+    out = dec.feed(chesslink.encode("i0123ABC") + chesslink.encode("v0107"))
+    assert out == [("v", "0107")] and dec.unknown == {"i": 1}
+    out = dec.feed(b"i0123ABC00" + chesslink.encode("v0107"))    # a bad check: garbage, said
+    assert isinstance(out[0], ProtocolError) and out[-1] == ("v", "0107") and dec.unknown == {"i": 1}
+
+
+def test_chessnut_unknown_report_framed_by_its_length_is_skipped_and_counted() -> None:
+    body = chessnut.board_bytes(START)
+    report = bytes((1, 0x24)) + body + bytes(4)
+    dec = chessnut.ReportDecoder()
+    out = dec.feed(bytes((0x23, 3, 9, 9, 9)) + report)
+    assert out == [(1, body + bytes(4))] and dec.unknown == {0x23: 1}
+
+
+def test_a_dgt_board_answering_with_the_8_byte_serial_number_is_bound_and_read() -> None:
+    from touchmove.rules import Engine
+
+    moves = [chess.Move.from_uci(u) for u in ("e2e4", "e7e5", "g1f3", "b8c6", "f1b5", "a7a6")]
+    events = harness.game_events(chess.Board(), moves, 5)
+    run = harness.run("dgt", chess.Board(), events, serial_size=8)
+    assert [line["board"] for line in run.lines if line["type"] == "hello"] == ["dgt-12345"]
+    eng = Engine(settle_ms=300)
+    got = [e.uci for r in run.records for e in eng.feed(r) if e.type == "move"]
+    got += [e.uci for e in eng.finish() if e.type == "move"]
+    assert got == [m.uci() for m in moves]
+
+
+def test_dgt_recovery_reads_a_power_up_as_the_board_found_then() -> None:
+    """A power-up in the memory (the board switched off and on): the board it found is one change (a list of 64
+    codes: what was made while it was off is not in the memory), then the changes made after it; the host saw
+    the changes before the power cut."""
+    start = [0] * 64
+    start[52], start[12], start[60] = 1, 7, 5
+    # e2-e4 seen; e4-e5 made while the board was off; then ...c7 lifted and put on c5 after the power-up
+    events = [("tag", dgt.EE_DOWNLOADED, 0), ("field", 52, 0), ("field", 36, 1), ("tag", dgt.EE_POWERUP, 0),
+              ("field", 12, 7), ("field", 28, 1), ("field", 60, 5), ("field", 12, 0), ("field", 26, 7)]
+    seen = list(start)
+    seen[52], seen[36] = 0, 1
+    found = [0] * 64
+    found[12], found[28], found[60] = 7, 1, 5
+    assert dgt.recover(start, seen, events) == [found, (12, 0), (26, 7)]
+    # the power-up found the board as the host last saw it: nothing but the changes after it
+    same = [("tag", dgt.EE_DOWNLOADED, 0), ("field", 52, 0), ("field", 36, 1), ("tag", dgt.EE_POWERUP, 0),
+            ("field", 12, 7), ("field", 36, 1), ("field", 60, 5), ("field", 12, 0), ("field", 26, 7)]
+    assert dgt.recover(start, seen, same) == [(12, 0), (26, 7)]

@@ -182,8 +182,8 @@ class PieceAdapter:
         their changes."""
         out: list[dict[str, Any]] = []
         orientation = start_orientation(board_raw)
-        if orientation is not None and orientation != self.rotated:
-            if self.synced:
+        if orientation is not None and (orientation != self.rotated or (orientation and not self.synced)):
+            if self.synced or orientation:      # set up rotated from the start: said too
                 out.append(alert_line("board_rotated", t, rotated=orientation,
                                       message="the board is set up rotated: squares are turned"
                                       if orientation else "the board is the right way up again"))

@@ -25,9 +25,10 @@ log = logging.getLogger("touchmove.boards")
 #: The ``boot`` every translator of this bridge process says in its ``hello``: the host stamps the times, so
 #: they run on from one connection to the next as long as the process lives.
 HOST_BOOT = f"host-{os.getpid()}-{int(time.time())}"
-#: A board silent this long (ms) while polled is reported (``board_silent``, with its last position).
+#: A board silent this long (ms of board time: host ms times the rate) while polled is reported
+#: (``board_silent``, with its last position).
 SILENT_MS = 6000
-#: How often an idle board is polled (ms).
+#: How often an idle board is polled (ms of board time).
 POLL_MS = 2000
 #: Longest board id said in a hello.
 MAX_ID = 64
@@ -72,6 +73,7 @@ class Translator(ABC):
         self.outbox = bytearray()          # bytes for the board that a reply asked for (see :meth:`drain`)
         self.resyncing = False             # answering again after silence: waiting for its whole position
         self.bad_input_log = LogLimit(log, "bad input from the board")   # a flood of garbage: a few lines
+        self.unknown_skipped = 0           # well-framed messages of kinds not known here, skipped
 
     # -- the interface ---------------------------------------------------------------------------------------
     @abstractmethod
@@ -101,15 +103,15 @@ class Translator(ABC):
         lines = self.adapter.tick(now) if self.adapter.synced else []
         self.bad_input_log.flush()
         out = b""
-        if self.last_rx is not None and now - max(self.last_rx, self.last_poll) >= POLL_MS * self.rate:
+        if self.last_rx is not None and now - max(self.last_rx, self.last_poll) >= POLL_MS:
             self.last_poll = now
             out = self.poll()
-        if self.last_rx is not None and now - self.last_rx >= SILENT_MS * self.rate and not self.silent:
+        if self.last_rx is not None and now - self.last_rx >= SILENT_MS and not self.silent:
             self.silent = True
             lines.append(alert_line("board_silent", max(now, self.adapter.last_t),
                                     message=f"the board on {self.port} stopped answering",
                                     port=self.port, last_position=board_fen(self.adapter.shown),
-                                    silent_ms=int((now - self.last_rx) / self.rate)))
+                                    silent_ms=int(now - self.last_rx)))
             log.warning("%s on %s stopped answering", self.board or self.name, self.port)
         return lines, out
 
@@ -125,6 +127,17 @@ class Translator(ABC):
         log.info("%s on %s answers again", self.board or self.name, self.port)
         return [alert_line("board_answering", max(now, self.adapter.last_t), port=self.port,
                            message=f"the board on {self.port} answers again")]
+
+    def skipped_unknown(self, total: int, now: int) -> list[dict[str, Any]]:
+        """Note the decoder's count of well-framed messages of unknown kinds (skipped: a newer board's); return
+        the lines that says (the board is alive: see :meth:`heard`)."""
+        if total <= self.unknown_skipped:
+            return []
+        if not self.unknown_skipped:
+            log.info("%s on %s: messages of a kind not known here skipped (counted)", self.board or self.name,
+                     self.port)
+        self.unknown_skipped = total
+        return self.heard(now)
 
     def resume(self) -> bytes:
         """Return the bytes that set a board up again after it was silent (it may have been reset)."""

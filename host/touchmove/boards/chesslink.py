@@ -75,18 +75,36 @@ def led_command(squares: list[str]) -> str:
     return "L" + LED_SLOT + "".join(leds)
 
 
+#: The longest reply of a letter not known here that is believed (characters, letter and check included).
+UNKNOWN_LIMIT = 200
+
+
 class MessageDecoder:
     """Cuts the ASCII stream into replies (letter, data); a bad check or a cut message is a
-    :class:`ProtocolError` in the output and decoding goes on at the next reply letter."""
+    :class:`ProtocolError` in the output and decoding goes on at the next reply letter.
+
+    Replies carry no length: each known letter has its published size. A reply of another lower-case letter is
+    *well framed* when the characters up to the next known reply letter (or the end of what arrived) end in the
+    block check of those before: it is skipped and counted (:attr:`unknown`, by letter), never an error."""
 
     def __init__(self) -> None:
         self.buf = ""
+        self.unknown: dict[str, int] = {}
 
     def feed(self, data: bytes) -> list[tuple[str, str] | ProtocolError]:
         self.buf += bytes(b & 0x7F for b in data).decode("ascii")     # the parity bit, if a port leaves it
         out: list[tuple[str, str] | ProtocolError] = []
         while self.buf:
             letter = self.buf[0]
+            if letter not in REPLY_DATA and "a" <= letter <= "z":
+                end = next((i for i, c in enumerate(self.buf[1:UNKNOWN_LIMIT], start=1) if c in REPLY_DATA),
+                           len(self.buf))
+                if end >= 3 and end <= UNKNOWN_LIMIT and check(self.buf[:end - 2]) == self.buf[end - 2:end]:
+                    self.unknown[letter] = self.unknown.get(letter, 0) + 1
+                    self.buf = self.buf[end:]
+                    continue
+                if end == len(self.buf) and end < UNKNOWN_LIMIT:
+                    break           # its check may be still on the way
             if letter not in REPLY_DATA:
                 skip = next((i for i, c in enumerate(self.buf) if c in REPLY_DATA), len(self.buf))
                 out.append(ProtocolError(f"{skip} character(s) of garbage skipped"))
@@ -160,6 +178,7 @@ class ChessLinkTranslator(Translator):
         except UnicodeDecodeError:
             items = [ProtocolError("bytes that are not ASCII")]
             self.decoder.buf = ""
+        lines += self.skipped_unknown(sum(self.decoder.unknown.values()), now)
         for item in items:
             if isinstance(item, ProtocolError):
                 lines.append(self.rejected(str(item), now))

@@ -68,11 +68,20 @@ def led_report(squares: list[str]) -> bytes:
     return bytes(LED_REPORT) + bytes(rows)
 
 
+#: The longest report (its id and length byte included): one USB HID report.
+REPORT_LIMIT = 64
+
+
 class ReportDecoder:
-    """Cuts reports out of a byte stream (a pipe or pty) or takes one report a read (hidraw, padded)."""
+    """Cuts reports out of a byte stream (a pipe or pty) or takes one report a read (hidraw, padded).
+
+    Each report is framed by its length byte. A known id must have its published length; a report of another
+    id (0 is padding, no id) is *well framed* when its length ends it where the next known report starts or
+    where what arrived ends: it is skipped and counted (:attr:`unknown`, by id), never an error."""
 
     def __init__(self) -> None:
         self.buf = bytearray()
+        self.unknown: dict[int, int] = {}
 
     def feed(self, data: bytes) -> list[tuple[int, bytes] | ProtocolError]:
         self.buf += data
@@ -80,6 +89,14 @@ class ReportDecoder:
         while len(self.buf) >= 2:
             rid, length = self.buf[0], self.buf[1]
             expected = REPORT_LENGTHS.get(rid)
+            end = 2 + length
+            if expected is None and rid and end <= REPORT_LIMIT:
+                if end == len(self.buf) or (end < len(self.buf) and self.buf[end] in REPORT_LENGTHS):
+                    self.unknown[rid] = self.unknown.get(rid, 0) + 1
+                    del self.buf[:end]
+                    continue
+                if end > len(self.buf):
+                    break           # the rest of it may be on the way
             if expected is None or length != expected:
                 skip = next((i for i in range(1, len(self.buf)) if self.buf[i] in REPORT_LENGTHS), len(self.buf))
                 what = "unknown report id" if expected is None else "report with a wrong length"
@@ -133,7 +150,9 @@ class ChessnutTranslator(Translator):
 
     def feed(self, data: bytes, now: int) -> list[dict[str, Any]]:
         lines: list[dict[str, Any]] = []
-        for item in self.decoder.feed(data):
+        items = self.decoder.feed(data)
+        lines += self.skipped_unknown(sum(self.decoder.unknown.values()), now)
+        for item in items:
             if isinstance(item, ProtocolError):
                 lines.append(self.rejected(str(item), now))
                 if REALTIME_MODE not in self.outbox:

@@ -50,11 +50,23 @@ MSG_BUSADRES = MESSAGE_BIT | 0x10
 MSG_SERIALNR = MESSAGE_BIT | 0x11
 MSG_TRADEMARK = MESSAGE_BIT | 0x12
 MSG_VERSION = MESSAGE_BIT | 0x13
-#: Total sizes (header included) of the messages whose size is fixed.
-FIXED_SIZES = {MSG_BOARD_DUMP: 67, MSG_BWTIME: 10, MSG_FIELD_UPDATE: 5, MSG_BUSADRES: 5, MSG_SERIALNR: 12,
-               MSG_VERSION: 5}
-#: Messages of variable size; the EEPROM dump is the largest (0x2000 - 0x100 + 3).
-VARIABLE = {MSG_EE_MOVES: 0x2000, MSG_TRADEMARK: 512}
+MSG_BOARD_DUMP_50B = MESSAGE_BIT | 0x14
+MSG_BOARD_DUMP_50W = MESSAGE_BIT | 0x15
+MSG_BATTERY_STATUS = MESSAGE_BIT | 0x20
+MSG_LONG_SERIALNR = MESSAGE_BIT | 0x22
+#: The total sizes (header included) DGT has published for the messages of fixed size. The serial number comes
+#: in two: 8 bytes (5 digits, as ``dgtbrd.h`` gives it) and 12 (5 digits, a space and the version "1.0", as
+#: many boards answer).
+FIXED_SIZES: dict[int, frozenset[int]] = {
+    MSG_BOARD_DUMP: frozenset({67}), MSG_BWTIME: frozenset({10}), MSG_FIELD_UPDATE: frozenset({5}),
+    MSG_BUSADRES: frozenset({5}), MSG_SERIALNR: frozenset({8, 12}), MSG_VERSION: frozenset({5}),
+    MSG_BOARD_DUMP_50B: frozenset({53}), MSG_BOARD_DUMP_50W: frozenset({53}),
+    MSG_BATTERY_STATUS: frozenset({7, 12}), MSG_LONG_SERIALNR: frozenset({13})}
+#: Messages of variable size and their largest total size; the EEPROM dump is the largest (0x2000 - 0x100 + 3).
+VARIABLE = {MSG_EE_MOVES: 0x2000, MSG_TRADEMARK: 256 + 3}
+#: The largest total size believed of a message whose id DGT has not published here (a newer board's): framed by
+#: its header, skipped and counted (:attr:`FrameDecoder.unknown`).
+UNKNOWN_LIMIT = 256
 HEADER = 3
 #: The engine's settle time for a DGT board at least (ms): a scan takes up to 250 ms, so a piece slid over a
 #: square is seen there for a whole scan; 300 reads slides as slides (bench/boards.py: 300 of 300 shared games
@@ -63,6 +75,25 @@ MIN_SETTLE_MS = 300
 #: Sent once the board has answered: version, the EEPROM log (changes made while no host listened), the board,
 #: the clock, then field updates and clock times as they change.
 SETUP = bytes((SEND_VERSION, SEND_EE_MOVES, SEND_BRD, SEND_CLK, SEND_UPDATE_NICE))
+#: The watch on the link (ms of board time): the board is checked this often (a board dump asked for, with
+#: update mode sent again: a board that came back idle after a power cycle never stays idle) and the answer is
+#: due within :data:`CHECK_DUE_MS` (never less than :data:`CHECK_DUE_WALL_MS` of wall time, a round trip).
+#: Field updates that arrive while a check is out are held until its dump: a dump equal to the board with them
+#: releases them; a different one, or none in time, means the link was lost meanwhile (a cable or a power cut
+#: behind a USB serial adapter, the port kept open): what was held is dropped, the board is set up again and
+#: its move memory read (the changes come back from there, in their order).
+CHECK_EVERY_MS = 1000
+CHECK_DUE_MS = 1000
+CHECK_DUE_WALL_MS = 1000
+CHECK = bytes((SEND_BRD, SEND_UPDATE_NICE))
+#: Sent when a lost link answers again: its move memory, the board, the clock, update mode.
+RELINK = bytes((SEND_EE_MOVES, SEND_BRD, SEND_CLK, SEND_UPDATE_NICE))
+#: How long (ms of board time, never less than 20 s of wall time: 8 kB at 9600 baud) the move memory is
+#: waited for after :data:`RELINK`; then the board's dump is diffed alone.
+EE_WAIT_MS = 20_000
+#: The clock set up with White on the other side (its sides and turn bits swapped) is taken so once this many
+#: presses, and more than not, came from the side that had not just moved.
+CLOCK_SWAP_VOTES = 2
 #: A clock press is told this long (ms) after it arrives: the placement before it may still be in the scan.
 CLOCK_AFTER_SCAN_MS = 300
 #: A press reaches the board up to this long (ms) after it was made: the board reads the clock about once a
@@ -124,10 +155,15 @@ class Frame:
 
 @dataclass
 class FrameDecoder:
-    """Cuts the board's byte stream into :class:`Frame` objects; what is not a frame is a :class:`ProtocolError`
-    in the output (and skipped: the decoder resynchronises on the next byte with the top bit set)."""
+    """Cuts the board's byte stream into :class:`Frame` objects by each message's header (its length).
+
+    A message of a published id must have one of the sizes DGT published for it; one of an id not published
+    here is *well framed* when its length is sane and its bytes all have the top bit clear: it is skipped and
+    counted (:attr:`unknown`, by id), never an error. What is not a frame is a :class:`ProtocolError` in the
+    output (and skipped: the decoder resynchronises on the next byte with the top bit set)."""
 
     buf: bytearray = field(default_factory=bytearray)
+    unknown: dict[int, int] = field(default_factory=dict)    # well-framed messages of unknown ids skipped
 
     def feed(self, data: bytes) -> list[Frame | ProtocolError]:
         """Return the frames (and errors) completed by ``data``."""
@@ -149,14 +185,16 @@ class FrameDecoder:
                 del self.buf[:1]
                 continue
             size = (self.buf[1] << 7) | self.buf[2]
-            expected = FIXED_SIZES.get(msg_id)
+            sizes = FIXED_SIZES.get(msg_id)
             limit = VARIABLE.get(msg_id)
-            if expected is None and limit is None:
-                out.append(ProtocolError(f"unknown message id {msg_id:#04x} skipped"))
-                del self.buf[:1]
-                continue
-            if (expected is not None and size != expected) or (limit is not None and not HEADER <= size <= limit):
-                out.append(ProtocolError(f"message {msg_id:#04x} with a wrong length {size} skipped"))
+            known = sizes is not None or limit is not None
+            if sizes is not None:
+                fits = size in sizes
+            else:
+                fits = HEADER <= size <= (limit if limit is not None else UNKNOWN_LIMIT)
+            if not fits:
+                what = "a wrong length" if known else "an unbelievable length"
+                out.append(ProtocolError(f"message {msg_id:#04x} with {what} {size} skipped"))
                 del self.buf[:1]
                 continue
             body = self.buf[HEADER:size]
@@ -167,7 +205,10 @@ class FrameDecoder:
                 continue
             if len(self.buf) < size:
                 break
-            out.append(Frame(msg_id, bytes(body)))
+            if known:
+                out.append(Frame(msg_id, bytes(body)))
+            else:
+                self.unknown[msg_id] = self.unknown.get(msg_id, 0) + 1
             del self.buf[:size]
         return out
 
@@ -237,24 +278,45 @@ def parse_ee(payload: bytes) -> list[tuple[str, int, int]]:
     return out
 
 
-def recover(at_download: list[int], host_last: list[int], events: list[tuple[str, int, int]]
-            ) -> list[tuple[int, int]]:
+#: A change the move memory holds: ``(field, code)``, or the whole board (64 codes) a power-up found.
+Change = tuple[int, int] | list[int]
+
+
+def recover(at_download: list[int], host_last: list[int], events: list[tuple[str, int, int]]) -> list[Change]:
     """Return the field changes (field, code) made after the host last saw the board.
 
     ``events`` is the EEPROM log; the changes after its last ``EE_DOWNLOADED`` tag started from ``at_download``
-    (the board the host read after that download). The host saw them up to some point, ``host_last``: the
-    changes after the latest state equal to it (else the nearest, fewest squares off) are the ones it missed.
+    (the board the host read after that download). A power-up in them (``EE_POWERUP`` and a field message for
+    each piece found, in no order) is the board found then, a list of 64 codes: what was made while the board
+    was off is not in the log. The host saw them up to some point, ``host_last``: the changes after the latest
+    state equal to it (else the nearest, fewest squares off) are the ones it missed.
     """
     marks = [i for i, e in enumerate(events) if e == ("tag", EE_DOWNLOADED, 0)]
-    tail = [(f, c) for kind, f, c in events[(marks[-1] + 1) if marks else 0:] if kind == "field"]
+    tail = events[(marks[-1] + 1) if marks else 0:]
+    changes: list[Change] = []
+    i = 0
+    while i < len(tail):
+        kind, a, b = tail[i]
+        i += 1
+        if kind == "tag" and a == EE_POWERUP:
+            found: dict[int, int] = {}
+            while i < len(tail) and tail[i][0] == "field" and tail[i][2] and tail[i][1] not in found:
+                found[tail[i][1]] = tail[i][2]
+                i += 1
+            changes.append([found.get(f, 0) for f in range(64)])
+        elif kind == "field":
+            changes.append((a, b))
     state = list(at_download)
-    best, best_k = sum(a != b for a, b in zip(state, host_last, strict=True)), 0
-    for k, (f, c) in enumerate(tail, start=1):
-        state[f] = c
-        off = sum(a != b for a, b in zip(state, host_last, strict=True))
+    best, best_k = sum(x != y for x, y in zip(state, host_last, strict=True)), 0
+    for k, change in enumerate(changes, start=1):
+        if isinstance(change, list):
+            state = list(change)
+        else:
+            state[change[0]] = change[1]
+        off = sum(x != y for x, y in zip(state, host_last, strict=True))
         if off <= best:
             best, best_k = off, k
-    return tail[best_k:]
+    return changes[best_k:]
 
 
 @dataclass
@@ -289,7 +351,15 @@ class DgtTranslator(Translator):
         self.clock_due: list[tuple[int, dict[str, Any]]] = []   # presses waiting for the scan (due, line)
         self.late_presses = 0                # presses read after the opponent's reply (left out)
         self.clock_primed = False            # the clock has been read once (its turn then is no press)
+        self.clock_votes = {True: 0, False: 0}   # presses whose side was the last mover's (True) or not
         self.recovered = 0                   # changes replayed from the EEPROM log
+        self.told = [0] * 64                 # piece codes as told to the adapter (the host's view)
+        self.check_due: int | None = None    # a check is out: its dump is due by then
+        self.last_check = 0
+        self.held: list[tuple[int, int, int]] = []   # field updates held while a check is out (field, code, t)
+        self.relinking = False               # the link was lost: set up again when the board answers
+        self.ee_due: int | None = None       # set up again: dumps before its move memory are not the board's
+        self.links_lost = 0
 
     def start(self, now: int) -> bytes:
         self.last_rx = now                   # the watch starts now
@@ -299,7 +369,36 @@ class DgtTranslator(Translator):
         return bytes((SEND_VERSION,))
 
     def resume(self) -> bytes:
-        return bytes((SEND_BRD, SEND_UPDATE_NICE))
+        return b"" if self.relinking else bytes((SEND_BRD, SEND_UPDATE_NICE))
+
+    def heard(self, now: int) -> list[dict[str, Any]]:
+        lines = super().heard(now)
+        if self.relinking:
+            # the link lost answers again: set up again (it may have been switched off: idle), memory read
+            self.relinking = False
+            self.resyncing = True
+            self.ee_due = now + int(max(EE_WAIT_MS, 20_000 * self.rate))
+            self.outbox += RELINK
+            log.info("%s on %s: the link answers again; the board set up again and its move memory read",
+                     self.board, self.port)
+        return lines
+
+    def _link_lost(self, now: int, why: str) -> list[dict[str, Any]]:
+        """Note the link lost (``why``); return the error line that says so."""
+        self.check_due = None
+        self.held.clear()
+        self.raw = list(self.told)
+        if self.relinking:
+            return []
+        self.relinking = True
+        self.links_lost += 1
+        log.warning("%s on %s: %s: the link was lost; the board is set up again when it answers", self.board,
+                    self.port, why)
+        return [{"t": max(now, self.adapter.last_t), "type": "error",
+                 "why": f"{why}: the link was lost; the board is set up again and its memory read"}]
+
+    def _due(self, now: int, ms: int, wall_ms: int) -> int:
+        return now + int(max(ms, wall_ms * self.rate))
 
     def command(self, cmd: dict[str, Any], now: int) -> bytes:
         kind = cmd.get("cmd")
@@ -312,7 +411,9 @@ class DgtTranslator(Translator):
 
     def feed(self, data: bytes, now: int) -> list[dict[str, Any]]:
         lines: list[dict[str, Any]] = []
-        for item in self.decoder.feed(data):
+        items = self.decoder.feed(data)
+        lines += self.skipped_unknown(sum(self.decoder.unknown.values()), now)
+        for item in items:
             if isinstance(item, ProtocolError):
                 lines.append(self.rejected(str(item), now))
                 if self.adapter.synced and SEND_BRD not in self.outbox:
@@ -328,7 +429,7 @@ class DgtTranslator(Translator):
     def _message(self, frame: Frame, now: int) -> list[dict[str, Any]]:
         p = frame.payload
         if frame.msg_id == MSG_SERIALNR:
-            serial = "".join(chr(b) for b in p[:5] if 0x20 < b < 0x7F)
+            serial = "".join(chr(b) for b in p[:5] if 0x20 < b < 0x7F)     # 8 or 12 bytes: the 5 digits
             if not serial:
                 raise ProtocolError("serial number message without digits")
             self.serial = serial
@@ -349,20 +450,48 @@ class DgtTranslator(Translator):
             if field_no > 63 or code not in CODES:
                 raise ProtocolError(f"field update out of range (field {field_no}, code {code})")
             self.raw[field_no] = code
-            if not self.adapter.synced or self.resyncing:
-                self._remember()
+            if not self.adapter.synced or self.resyncing or self.relinking:
+                return []            # the dump that follows (or the move memory) tells it
+            if self.check_due is not None:
+                self.held.append((field_no, code, now))
                 return []
-            lines = self.adapter.square_report(to_square(field_no), CODES[code], now)
-            self._remember()
-            return lines
+            return self._tell(field_no, code, now)
         if frame.msg_id == MSG_BWTIME:
             return self._clock(p, now)
         return []
+
+    def _tell(self, field_no: int, code: int, t: int) -> list[dict[str, Any]]:
+        """Tell the adapter one field's change; return the records."""
+        self.told[field_no] = code
+        lines = self.adapter.square_report(to_square(field_no), CODES.get(code), t)
+        self._remember()
+        return lines
+
+    def _checked(self, codes: list[int], now: int) -> list[dict[str, Any]] | None:
+        """Take the dump that answers a check: the held updates told when it equals the board with them (None:
+        the dump is also a snapshot the bridge asked for, handled as such); else the link was lost."""
+        self.check_due = None
+        if codes != self.raw:
+            lines = self._link_lost(now, "the board's dump differs from its updates")
+            return lines + self.heard(now)      # it answers: set up again now
+        out: list[dict[str, Any]] = []
+        for field_no, code, t in self.held:
+            out += self._tell(field_no, code, t)
+        self.held.clear()
+        return out if self.dumps_wanted == 0 else None
 
     def _dump(self, codes: list[int], now: int) -> list[dict[str, Any]]:
         if any(c not in CODES for c in codes):
             raise ProtocolError("board dump with an unknown piece code")
         out: list[dict[str, Any]] = []
+        if self.ee_due is not None:
+            if self.ee_events is None and now < self.ee_due:
+                return []          # asked for before the link was lost: the one after the memory is the board
+            self.ee_due = None
+        elif self.check_due is not None and self.adapter.synced and not self.resyncing:
+            checked = self._checked(codes, now)
+            if checked is not None:
+                return checked
         memory = MEMORIES.get(self.serial) if self.serial else None
         if self.ee_events is not None and memory is not None and memory.at_download and memory.last:
             missed = recover(memory.at_download, memory.last, self.ee_events)
@@ -376,17 +505,26 @@ class DgtTranslator(Translator):
                          len(missed))
                 out.append({"t": now, "type": "error", "why": f"{len(missed)} change(s) read from the board's "
                             "memory (made while the port was closed)", "recovered": len(missed)})
-            for i, (field_no, code) in enumerate(missed, start=1):
+            for i, change in enumerate(missed, start=1):
                 # made at unknown times while the port was closed: spread over that time, in their order
                 self.recovered += 1
                 t = since + (now - since) * i // (len(missed) + 1)
-                out += self.adapter.square_report(to_square(field_no), CODES.get(code), t)
+                if isinstance(change, list):
+                    # the board found at a power-up: what was made while it was off, diffed
+                    self.told = list(change)
+                    out += self.adapter.full_report(_contents(change), t)
+                else:
+                    self.told[change[0]] = change[1]
+                    out += self.adapter.square_report(to_square(change[0]), CODES.get(change[1]), t)
             out = [line for line in out if line.get("type") != "snapshot"]
         if self.ee_events is not None and self.serial:
             MEMORIES.setdefault(self.serial, Memory()).at_download = list(codes)
             self.ee_events = None
         self.raw = list(codes)
+        self.told = list(codes)
         self.resyncing = False
+        self.held.clear()
+        self.check_due = None
         snapshot = self.dumps_wanted > 0
         self.dumps_wanted = max(0, self.dumps_wanted - 1)
         out += self.adapter.full_report(_contents(codes), now, snapshot=snapshot)
@@ -396,7 +534,7 @@ class DgtTranslator(Translator):
     def _remember(self) -> None:
         if self.serial:
             memory = MEMORIES.setdefault(self.serial, Memory())
-            memory.last = list(self.raw)
+            memory.last = list(self.told)
             memory.last_t = max(memory.last_t, self.adapter.last_t)
 
     def _clock(self, payload: bytes, now: int) -> list[dict[str, Any]]:
@@ -408,7 +546,13 @@ class DgtTranslator(Translator):
         if not primed or before == reading.turn or not self.adapter.synced:
             return []           # the first reading (asked for at the start) is no press
         side = "white" if reading.turn == "black" else "black"
-        remaining = reading.white_ms if side == "white" else reading.black_ms
+        if self.adapter.last_mover is not None:
+            # which way round the clock is set up: the side that pressed is the side that moved last
+            self.clock_votes[self.adapter.last_mover == side] += 1
+        swapped = self.clock_votes[False] >= CLOCK_SWAP_VOTES and self.clock_votes[False] > self.clock_votes[True]
+        if swapped:
+            side = "black" if side == "white" else "white"
+        remaining = reading.white_ms if (side == "white") != swapped else reading.black_ms
         self.clock_due.append((now + CLOCK_AFTER_SCAN_MS, {"type": "clock", "side": side, "remaining": remaining,
                                                            "late_ms": CLOCK_READ_MS + CLOCK_AFTER_SCAN_MS}))
         return []
@@ -429,6 +573,20 @@ class DgtTranslator(Translator):
 
     def tick(self, now: int) -> tuple[list[dict[str, Any]], bytes]:
         lines, out = super().tick(now)
+        if self.ee_due is not None and now >= self.ee_due:
+            self.ee_due = None                   # the memory never came: the board's dump is diffed alone
+            out += bytes((SEND_BRD,))
+        if self.board is not None and self.adapter.synced and self.ee_due is None:
+            if self.check_due is not None and now > self.check_due:
+                if self.decoder.buf:
+                    self.check_due = self._due(now, CHECK_DUE_MS, CHECK_DUE_WALL_MS)   # a long message coming
+                else:
+                    lines += self._link_lost(now, "no answer to the board check")
+            if self.check_due is None and now - self.last_check >= CHECK_EVERY_MS and not self.resyncing:
+                self.last_check = now
+                if not self.relinking:
+                    self.check_due = self._due(now, CHECK_DUE_MS, CHECK_DUE_WALL_MS)
+                out += CHECK                     # while relinking: anything it answers says it is back
         return lines + self._clock_lines(now), out
 
 

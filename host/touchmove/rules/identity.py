@@ -191,6 +191,14 @@ def shown_by(moves: tuple[chess.Move, ...], start: chess.Board, in_progress: boo
     return tuple(played)
 
 
+def only_lifted(board: chess.Board, pieces: dict[chess.Square, str]) -> bool:
+    """Return whether the board's ``pieces`` are ``board``'s with some of them lifted and nothing else (every
+    piece shown stands where the game has it): no ply explains that (every ply puts a piece down somewhere new),
+    only hands holding pieces, of either side (an adjustment out of turn)."""
+    return all(board.piece_at(sq) is not None and board.piece_at(sq).symbol() == letter  # type: ignore[union-attr]
+               for sq, letter in pieces.items())
+
+
 def under_way(board: chess.Board, pieces: dict[chess.Square, str]) -> bool:
     """Return whether the board's ``pieces`` (its whole placement) can be ``board`` with one move of the side to
     move under way: its own pieces lifted (two for castling) or put down anywhere (a sliding piece shows on the

@@ -94,6 +94,11 @@ class PromotionPieces(PlyWriting):
         if original.promotion == piece:
             self._line.promotions[number] = True
             return []
+        if self._line.promotions[number] and self._pieces.changes:
+            # that promotion's piece was named by the board already: this choice is a new piece put down before
+            # its pawn was lifted (the promotion to come), never a rewrite of one the board verified
+            self._chosen_piece = piece
+            return []
         return self._set_promotion(t, number, chess.Move(original.from_square, original.to_square, piece))
 
 

@@ -7,7 +7,8 @@ only in an update mode, no time in any message, a clock message on each press, a
 EEPROM log whether a host listens or not (read with ``DGT_SEND_EE_MOVES``; consecutive changes of one square
 overwrite each other, as the board does).
 
-    python -m touchmove.sim.dgt TIMELINE [--speed N] [--serial 12345] [--rotated] [--start FEN]
+    python -m touchmove.sim.dgt TIMELINE [--speed N] [--serial 12345] [--serial-size 8|12] [--rotated] [--start FEN]
+                                   [--drop START:LENGTH[:power]]
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import random
 import select
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import chess
@@ -68,29 +70,88 @@ class EepromLog:
         del self.data[:-EE_SIZE]
 
 
+@dataclass(frozen=True)
+class Drop:
+    """The link lost from ``start`` for ``length`` ms (device time), the port kept open (a cable pulled behind
+    a USB serial adapter): what the board sends and what it is sent are lost. ``power_cycle``: the board is
+    also switched off for its first :data:`POWER_OFF_MS` (it senses nothing, logs nothing meanwhile) and comes
+    back idle, its move memory going on with a power-up and the pieces it finds."""
+
+    start: int
+    length: int
+    power_cycle: bool = False
+
+    def covers(self, t: float) -> bool:
+        return self.start <= t < self.start + self.length
+
+    @property
+    def power_up_at(self) -> int:
+        """Return when the board is switched on again (device ms)."""
+        return self.start + min(self.length, POWER_OFF_MS)
+
+    @classmethod
+    def parse(cls, text: str) -> Drop:
+        """Return a drop from ``START:LENGTH`` or ``START:LENGTH:power`` (ms)."""
+        parts = text.split(":")
+        if len(parts) not in (2, 3) or (len(parts) == 3 and parts[2] != "power"):
+            raise argparse.ArgumentTypeError(f"a drop is START:LENGTH[:power] (ms), not {text!r}")
+        return cls(int(parts[0]), int(parts[1]), len(parts) == 3)
+
+
+POWER_UP = 2      # an item kind: the board powered on again (after the pieces' reports of the same time)
+#: How long a power-cycled board is off (ms): the rest of the drop it is on, idle, its memory logging.
+POWER_OFF_MS = 1000
+
+
 class DgtEmulator:
     """The board's state and replies (pure: :meth:`advance` and :meth:`command` return bytes to send)."""
 
     def __init__(self, start: list[str | None], events: list[Event], serial: str = "12345",
-                 rotated: bool = False, seed: int = 0) -> None:
+                 rotated: bool = False, seed: int = 0, serial_size: int = 12,
+                 drops: tuple[Drop, ...] = (), clock_swapped: bool = False) -> None:
         self.rotated = rotated
         self.serial = serial
+        self.serial_size = serial_size          # 12: "12345 1.0"; 8: the 5 digits alone (as dgtbrd.h has it)
+        self.drops = drops
+        self.clock_swapped = clock_swapped      # the DGT clock set up with White on the other side
         rng = random.Random(seed)
         reports = timeline.scan(start, events, SCAN_MS, rng, order=self._order())
         self.items: list[tuple[int, int, Any]] = [(t, 0, (sq, piece)) for t, sq, piece in reports]
         for e in events:
             if isinstance(e, ClockPress):
                 self.items.append((e.t + rng.randint(*CLOCK_DELAY_MS), 1, e))
+        self.items += [(d.power_up_at, POWER_UP, d) for d in drops if d.power_cycle]
         self.items.sort(key=lambda item: (item[0], item[1]))
         self.next = 0
         self.codes = [0] * 64                    # by field number
         for sq, piece in enumerate(start):
             self.codes[field_of(sq, rotated)] = dgt.CONTENT_CODES[piece]
+        self.pieces = list(self.codes)           # what stands on the board (the codes, while it is on)
         self.ee = EepromLog(self.codes)
         self.mode = "idle"
         self.clock = {"white": CLOCK_START_MS, "black": CLOCK_START_MS}
         self.turn: str | None = None
         self.clock_t = 0.0
+        self.now = 0.0
+
+    def link_down(self, t: float) -> bool:
+        """Return whether the link is lost at device time ``t``."""
+        return any(d.covers(t) for d in self.drops)
+
+    def off(self, t: float) -> bool:
+        """Return whether the board is switched off at device time ``t``."""
+        return any(d.power_cycle and d.start <= t < d.power_up_at for d in self.drops)
+
+    def power_up(self) -> None:
+        """Switch the board on: idle, its move memory a power-up and every piece it finds."""
+        self.codes = list(self.pieces)
+        self.mode = "idle"
+        for tag in (dgt.EE_NOP, dgt.EE_NOP, dgt.EE_NOP, dgt.EE_POWERUP):
+            self.ee.tag(tag)
+        for f, code in enumerate(self.codes):
+            if code:
+                self.ee.change(f, code)
+        self.ee.last_field = None
 
     def _order(self) -> list[int]:
         return [(63 - sq if self.rotated else sq) for sq in FIELD_ORDER]
@@ -104,18 +165,25 @@ class DgtEmulator:
         out = bytearray()
         behind = self.next < len(self.items) and now - self.items[self.next][0] > BEHIND_MS
         before = list(self.codes)
+        self.now = now
         while self.next < len(self.items) and self.items[self.next][0] <= now:
-            _, kind, data = self.items[self.next]
+            t, kind, data = self.items[self.next]
             self.next += 1
-            if kind == 0:
+            if kind == POWER_UP:
+                self.power_up()
+            elif kind == 0:
                 sq, piece = data
                 f = field_of(sq, self.rotated)
                 code = dgt.CONTENT_CODES[piece]
+                self.pieces[f] = code
+                if self.off(t):
+                    continue            # switched off: nothing sensed
                 self.codes[f] = code
-                self.ee.change(f, code)
+                if not behind:
+                    self.ee.change(f, code)
                 if self.mode != "idle" and not behind:
                     out += dgt.message(dgt.MSG_FIELD_UPDATE, bytes((f, code)))
-            else:
+            elif not self.off(t):
                 press = data
                 assert isinstance(press, ClockPress)
                 side = "white" if press.side else "black"
@@ -125,12 +193,14 @@ class DgtEmulator:
                 self.turn = "black" if press.side else "white"
                 if self.mode in ("update", "nice"):
                     out += self.clock_message()
-        if behind and self.mode != "idle":
-            # the board was stopped (a hang): its next scan reports what differs now, once per square
+        if behind:
+            # the board was stopped (a hang): its next scan finds what differs now, once per square
             for f in range(64):
                 if self.codes[f] != before[f]:
-                    out += dgt.message(dgt.MSG_FIELD_UPDATE, bytes((f, self.codes[f])))
-        return bytes(out)
+                    self.ee.change(f, self.codes[f])
+                    if self.mode != "idle":
+                        out += dgt.message(dgt.MSG_FIELD_UPDATE, bytes((f, self.codes[f])))
+        return b"" if self.link_down(now) else bytes(out)
 
     def run_clock(self, now: float) -> None:
         """Run the clock of the side to move up to ``now``."""
@@ -139,10 +209,15 @@ class DgtEmulator:
         self.clock_t = now
 
     def clock_message(self) -> bytes:
+        if self.clock_swapped:      # White's clock on the other side: the sides and the turn bits swapped
+            other = {"white": "black", "black": "white", None: None}[self.turn]
+            return dgt.message(dgt.MSG_BWTIME, dgt.clock_payload(self.clock["black"], self.clock["white"], other))
         return dgt.message(dgt.MSG_BWTIME, dgt.clock_payload(self.clock["white"], self.clock["black"], self.turn))
 
     def command(self, byte: int) -> bytes:
-        """Return the reply to one command byte."""
+        """Return the reply to one command byte (none while the link is lost: the byte never arrives)."""
+        if self.link_down(self.now):
+            return b""
         if byte == dgt.SEND_RESET:
             self.mode = "idle"
         elif byte == dgt.SEND_UPDATE:
@@ -154,7 +229,8 @@ class DgtEmulator:
         elif byte == dgt.SEND_BRD:
             return dgt.message(dgt.MSG_BOARD_DUMP, bytes(self.codes))
         elif byte == dgt.RETURN_SERIALNR:
-            return dgt.message(dgt.MSG_SERIALNR, (self.serial[:5].rjust(5, "0") + " 1.0").encode())
+            digits = self.serial[:5].rjust(5, "0")
+            return dgt.message(dgt.MSG_SERIALNR, (digits + " 1.0" if self.serial_size == 12 else digits).encode())
         elif byte == dgt.SEND_VERSION:
             return dgt.message(dgt.MSG_VERSION, bytes((1, 7)))
         elif byte == dgt.SEND_CLK:
@@ -172,12 +248,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--speed", type=float, default=1.0)
     parser.add_argument("--serial", default="12345")
     parser.add_argument("--rotated", action="store_true")
+    parser.add_argument("--serial-size", type=int, choices=(8, 12), default=12,
+                        help="the serial-number message's size: 12 (digits, space, version) or 8 (the digits)")
     parser.add_argument("--start", default=chess.STARTING_FEN, help="the position on the board at power-on")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--clock-swapped", action="store_true", help="the clock set up with White on the other side")
+    parser.add_argument("--drop", type=Drop.parse, action="append", default=[],
+                        help="the link lost at START for LENGTH ms of device time (START:LENGTH), the board "
+                             "switched off meanwhile with START:LENGTH:power; repeatable")
     parser.add_argument("--t0", type=float, help="time.monotonic() of the timeline's 0 (default: now)")
     args = parser.parse_args(argv)
     events = timeline.read(args.timeline)
-    emulator = DgtEmulator(start_pieces(chess.Board(args.start)), events, args.serial, args.rotated, args.seed)
+    emulator = DgtEmulator(start_pieces(chess.Board(args.start)), events, args.serial, args.rotated, args.seed,
+                           serial_size=args.serial_size, drops=tuple(args.drop),
+                           clock_swapped=args.clock_swapped)
     return serve(emulator, args.speed, args.t0)
 
 

@@ -104,7 +104,8 @@ def run(protocol: str, start: chess.Board, events: list[Event], *, seed: int = 0
             take(lines)
 
     deliver(reply_to(emulator, tr.start(now)))
-    last_event = max((e.t for e in events), default=0) + 3000
+    drops = options.get("drops", ())
+    last_event = max([e.t for e in events] + [d.start + d.length for d in drops], default=0) + 3000
     next_tick = TICK_MS
     while True:
         due = emulator.due()
@@ -112,6 +113,8 @@ def run(protocol: str, start: chess.Board, events: list[Event], *, seed: int = 0
         if step > last_event and due is None:
             break
         now = max(now, int(step))
+        if hasattr(emulator, "now"):
+            emulator.now = now            # the time its replies are made at (a link lost drops them)
         if due is not None and due <= now:
             deliver(emulator.advance(now))
         if now >= next_tick:
