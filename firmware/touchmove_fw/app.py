@@ -7,7 +7,7 @@ import time
 from . import FW_ID, FW_NAME, protocol
 from .clock import add, diff
 from .evqueue import BUTTON0, STATE, EventQueue
-from .leds import BUDGET_MA, Leds
+from .leds import BUDGET_MA, HALL_MUX_MA, USB_MA, Leds
 from .link import LINE, NONE, READ_CHUNK, TOO_LONG, LineAssembler, Output
 from .scan import Scanner
 
@@ -42,12 +42,16 @@ class App:
             cfg["debounce_n"], cfg["debounce_ms"], cfg["heartbeat_ms"],
         )
         self.out = Output(write, clock, port)
+        self.handle = None  # commands.handle, loaded by start() (a first command must not wait for an import)
+        self.pending = None  # an iterator of (kind, fields) still to send (diag), as the output has room ...
+        self.pending_line = None  # ... and its next line, taken from it but not yet sent
         self.leds = leds  # a leds.Leds, or None
         self.period = max(1, 1000 // cfg["scan_hz"])
         self.wake = asyncio.Event()
         self.running = False
         self.stop_when = None  # callable(t) -> bool, checked every scan (the sim's end)
         self.fatal = None
+        self.wdt = None  # the machine.WDT while running, or None
         self.memstats = None  # a dict when measuring heap use (tests)
         self.errors_told = 0  # the driver's error count last reported to the host
         self.failed_commands = 0  # commands lost to an exception (reader_task), since boot ...
@@ -109,8 +113,33 @@ class App:
                 self.failed_told = f
                 out.error("commands: %d since boot got no answer (%d out of memory)" % (f, self.failed_oom))
             self._collect()
+        if self.pending is not None:
+            self._send_pending()
         if pump:
             out.pump()
+
+    def _send_pending(self):
+        # The lines of a diag, one by one as the output has room for them: never more than it holds at once,
+        # so none is lost however many there are (an analog board's diag is five lines, about 950 bytes).
+        out = self.out
+        while True:
+            item = self.pending_line
+            if item is None:
+                try:
+                    item = next(self.pending)
+                except StopIteration:
+                    self.pending = None
+                    return
+                self.pending_line = item
+            if not out.send(item[0], item[1], -1, False):
+                return
+            self.pending_line = None
+
+    def send_lines(self, lines):
+        """Send an iterator of (kind, fields) pairs whole, as the output has room (a diag): it replaces one
+        still under way (whose line being sent goes out first)."""
+        self.pending = lines
+        self.wake.set()
 
     def _collect(self):
         # Once a second, off the scan path: keeps GC pauses small and predictable.
@@ -123,14 +152,19 @@ class App:
 
     # ---- commands ----
     def command(self, line):
-        """Carry out one host command line (commands.py, loaded at the first command). Writes nothing itself:
-        the writer task sends the reply, so a host that sends many commands cannot keep the scan waiting on the
-        port."""
+        """Carry out one host command line (commands.py, loaded by start()). Writes nothing itself: the writer
+        task sends the reply, so a host that sends many commands cannot keep the scan waiting on the port."""
         self.flush(False)  # earlier events go into the output first, so t stays in order
+        if self.handle is None:
+            self.load_commands()
+        self.handle(self, line)
+        self.wake.set()
+
+    def load_commands(self):
+        """Import the command handler (start(): once, before the first scan, never between two scans)."""
         from .commands import handle
 
-        handle(self, line)
-        self.wake.set()
+        self.handle = handle
 
     # ---- tasks ----
     async def scan_task(self):
@@ -255,6 +289,7 @@ class App:
     def start(self):
         """Prime the debouncer with the board as it is and announce ourselves (hello, snapshot)."""
         self.running = True
+        self.load_commands()
         begin = getattr(self.driver, "begin", None)
         if begin is not None:
             begin()  # heavy driver set-up (the sim's timeline), after the set-up code is unloaded
@@ -265,6 +300,7 @@ class App:
         self.out.pump()
 
     async def run(self, stream=None, wdt=None, inp=None):
+        self.wdt = wdt  # the fatal path feeds it while it reports (fatal.py)
         self.start()
         scan = asyncio.create_task(self.scan_task())
         writer = asyncio.create_task(self.writer_task())
@@ -285,8 +321,9 @@ def make_leds(cfg, strip):
     from .maps import led_map
 
     spec = cfg["leds"]
+    top = HALL_MUX_MA if cfg.get("driver") == "hall_mux" else USB_MA  # the USB limit, whatever board.json says
     return Leds(strip, led_map(spec.get("layout", "serpentine"), spec.get("rotate", 0)), spec.get("cap", 24),
-                spec.get("budget_ma", BUDGET_MA))
+                min(spec.get("budget_ma", BUDGET_MA), top))
 
 
 def run(app, stream=None, wdt=None, cleanup=None, inp=None):

@@ -17,6 +17,8 @@ except ImportError:  # CPython
 
 MA_PER_CHANNEL = const(20)  # WS2812B: each of the three LED chips at full value
 BUDGET_MA = const(150)  # when a configuration names none: the smallest of the profiles'
+USB_MA = const(300)  # the most any budget may be (USB's 500 mA less the reserve and the board): board.json
+HALL_MUX_MA = const(150)  # may ask for more, it gets this; hall_mux's 64 sensors draw 192 mA of the rest
 _OFF = (0, 0, 0)
 
 
@@ -27,7 +29,8 @@ class Leds:
         self.strip = strip
         self.map = led_map
         self.cap = max(0, min(255, cap))
-        self.limit = max(0, budget_ma) * 255 // MA_PER_CHANNEL  # the most sum(r + g + b) a frame may have
+        self.budget_ma = max(0, min(budget_ma, USB_MA))  # whatever board.json says
+        self.limit = self.budget_ma * 255 // MA_PER_CHANNEL  # the most sum(r + g + b) a frame may have
         self.px = bytearray(3 * 64)  # the frame as asked (after the cap), by pixel index
 
     def scale(self, c):

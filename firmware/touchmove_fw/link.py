@@ -6,11 +6,15 @@
 # chunks: after the event loop wakes the reader, every byte already waiting (up to READ_CHUNK) is read in the
 # same pass, one byte per read() call (a read of n bytes from stdin waits for all n on the boards' ports).
 #
-# Output never blocks the scan loop. On rp2 a USB CDC write waits up to its TX timeout (about 500 ms) when the
-# host has the port open but stopped reading, then drops the rest. So the writer formats a message only when
-# it fits in a bounded output buffer, and hands the port only what it accepts now (a poll for writability
-# before each write of at most WRITE_CHUNK bytes). Messages that do not fit stay in the event queue; when that
-# overflows the scanner drops and marks, and the app sends a snapshot once the host reads again.
+# Output never blocks the scan loop more than PUMP_MS. On rp2 (MicroPython 1.28) a USB CDC write of n bytes
+# waits up to its TX timeout (500 ms) while fewer than n bytes are free in TinyUSB's buffer and the host has
+# the port open, and the stream layer retries a short write: one write of a chunk into a nearly full buffer
+# waited twice, about 1 s (measured on the emulated Pico). Its poll says writable as soon as one byte is free.
+# So the writer hands the port one byte at a time, each after a poll that says it is free: no write ever waits
+# on a host that stopped reading. A pump writes for at most PUMP_MS (then the scan goes first), so the loop
+# also stays short where each byte costs time (a UART at 115,200 baud). Formatted lines wait in a bounded
+# buffer (OUT_BUF); what does not fit stays in the event queue, and when that overflows the scanner drops and
+# marks, and the app sends a snapshot once the host reads again.
 from . import protocol
 from .clock import add, diff
 
@@ -23,13 +27,12 @@ except ImportError:  # CPython
 
 
 MAX_LINE = const(256)
-OUT_BUF = const(512)  # bytes of formatted messages waiting for the port (a few heartbeats' worth)
-WRITE_CHUNK = const(32)  # bytes per port write: small, so a port with any room left rarely has to wait
+OUT_BUF = const(1024)  # bytes of formatted messages waiting for the port (a dozen lines)
 READ_CHUNK = const(64)  # bytes read per reader pass
 HOLD_MIN = const(250)  # ms without writes after a write the port did not take whole ...
 HOLD_MAX = const(4000)  # ... doubling up to this while the host is not reading
 STALL_MS = const(50)  # a write that took this long waited for a host that is not reading
-PUMP_MS = const(20)  # a pump starts no write after this long: the scan goes first
+PUMP_MS = const(2)  # a pump starts no write after this long: the scan goes first
 
 # LineAssembler.feed() results
 NONE = const(0)  # byte consumed, no complete line yet
@@ -144,6 +147,7 @@ class Output:
         self.blocked = 0  # writes the port did not take whole
         self.hold = -1  # device time before which no write is tried (after a short write), or -1
         self.backoff = HOLD_MIN
+        self.one = bytearray(1)  # the byte being written
 
     def open(self):
         if self.buf is None:
@@ -153,8 +157,9 @@ class Output:
     def room(self):
         return self.size - self.end + self.start
 
-    def send(self, kind, fields, t=-1):
-        """Queue one message; False (and nothing sent, no seq used) when the buffer has no room for it."""
+    def send(self, kind, fields, t=-1, count=True):
+        """Queue one message; False (and nothing sent, no seq used) when the buffer has no room for it, counted
+        in ``lost`` unless ``count`` is False (a line the caller keeps and offers again)."""
         if t < 0:
             t = self.clock.ms()
         d = (t - self.last_t) & _MASK
@@ -162,20 +167,21 @@ class Output:
             d = 0
         line = protocol.msg(kind, fields, self.seq, self.wire_t + d)
         if self.port is None:
-            self.write(line)
+            self.write(line.decode())
         else:
             if self.buf is None:
                 self.open()
             n = len(line)
             if n > self.room():
-                self.lost += 1
+                if count:
+                    self.lost += 1
                 return False
             if self.end + n > self.size:  # compact
                 k = self.end - self.start
                 self.buf[0:k] = bytes(self.mv[self.start : self.end])
                 self.start = 0
                 self.end = k
-            self.mv[self.end : self.end + n] = line.encode()
+            self.mv[self.end : self.end + n] = line
             self.end += n
         self.last_t = add(self.last_t, d)
         self.wire_t += d  # past 2**30 this is a long int: the writer allocates (strings) anyway
@@ -183,15 +189,15 @@ class Output:
         return True
 
     def pump(self):
-        """Write what the port accepts now; returns the bytes still waiting.
+        """Write what the port takes now without waiting; returns the bytes still waiting.
 
-        A write the port did not take whole waited (its TX timeout, 500 ms on rp2 and esp32) for a host that is
-        not reading; on a port whose count says nothing (``exact`` False: esp32's USB stdout), a write that
-        took STALL_MS or more did. Then no write is tried for ``backoff`` ms (doubling to HOLD_MAX while it
-        goes on): a busy PC running the sim, whose writes are exact, never mistakes a slow write for a stall.
-        Ports whose poll always says writable (esp32's stdio) cost one wait per backoff, never one per message.
-        A pump starts no write after PUMP_MS, so it lasts at most PUMP_MS plus one port wait: far inside the
-        watchdog (wdt_ms >= 1000)."""
+        One byte a write, each after the port's poll said a byte is free (Port.ready()), so no write waits for
+        a host that is not reading; a pump starts no write after PUMP_MS. On a port whose count says nothing
+        (``exact`` False: esp32's USB stdout) and whose poll always says writable, a write that took STALL_MS
+        or more waited: then no write is tried for ``backoff`` ms (doubling to HOLD_MAX while it goes on), and
+        the rest of the line that byte belonged to is dropped (the host refuses the cut line by its check and
+        asks for a snapshot). A busy PC running the sim, whose writes are exact, never mistakes a slow write
+        for a stall."""
         port = self.port
         if port is None:
             return 0
@@ -201,36 +207,46 @@ class Output:
                 return self.end - self.start
             self.hold = -1
         exact = getattr(port, "exact", True)
+        one = self.one
+        buf = self.buf
+        start = self.start
+        end = self.end
         t0 = clock.ms()
-        while self.start < self.end and port.ready():
-            k = self.end - self.start
-            if k > WRITE_CHUNK:
-                k = WRITE_CHUNK
-            w0 = clock.ms()
-            n = port.write(self.mv[self.start : self.start + k])
-            now = clock.ms()
-            if n < k or (not exact and diff(now, w0) >= STALL_MS):
+        while start < end and port.ready():
+            one[0] = buf[start]
+            if exact:
+                n = port.write(one)
+                stalled = n < 1
+            else:
+                w0 = clock.ms()
+                n = port.write(one)
+                stalled = diff(clock.ms(), w0) >= STALL_MS
+            if stalled:
                 self.blocked += 1
-                self.hold = add(now, self.backoff)
+                self.hold = add(clock.ms(), self.backoff)
                 self.backoff = min(2 * self.backoff, HOLD_MAX)
                 if n > 0:
-                    self.start += n
+                    start += 1
                 if not exact:
+                    self.start = start
                     self._cut()
+                    start = self.start
                 break
             self.backoff = HOLD_MIN
-            self.start += n
-            if diff(now, t0) >= PUMP_MS:
+            start += 1
+            if diff(clock.ms(), t0) >= PUMP_MS:
                 break
-        if self.start == self.end:
-            self.start = self.end = 0
-        return self.end - self.start
+        if start == end:
+            start = end = 0
+        self.start = start
+        self.end = end
+        return end - start
 
     def _cut(self):
-        # After a stalled write on a port whose count says nothing, any part of that chunk may be lost: drop
-        # the rest of its line (the newline that ends it stays), or, when the chunk ended a line, send a
-        # newline first. Either way the host gets at most one broken line, which it skips (and a seq gap, at
-        # which it asks for a snapshot), never two messages run together.
+        # After a stalled write on a port whose count says nothing, that byte may be lost: drop the rest of its
+        # line (the newline that ends it stays), or, when the byte ended a line, send a newline first. Either
+        # way the host gets at most one broken line, which its check refuses (and a seq gap, at which it asks
+        # for a snapshot), never two messages run together.
         buf = self.buf
         i = self.start
         if i > 0 and buf[i - 1] == 10:

@@ -13,6 +13,7 @@ from touchmove_fw.debounce import Debouncer
 from touchmove_fw.link import LINE, TOO_LONG, LineAssembler
 
 from touchmove import records
+from touchmove.line_check import Check, check_line
 
 
 class SteppedClock:
@@ -121,9 +122,10 @@ def test_messages_are_records() -> None:
         if not isinstance(rec, records.Other):
             again = records.to_dict(rec)
             assert {k: obj[k] for k in again} == again  # same values; seq is the extra key
-            assert set(obj) - set(again) == {"seq"}
+            assert set(obj) - set(again) == {"seq", "ck"}
         else:
             assert rec.known
+        assert check_line(line.rstrip(b"\n")) is Check.GOOD, line
     assert records.parse_line(samples["lift"]) == records.Lift(100, 12)
     assert records.parse_line(samples["heartbeat"]).occ == 0xFFFF0000_1000EFFF
 

@@ -198,13 +198,17 @@ def test_device_time_arithmetic_stays_in_small_ints_near_the_wrap():
 
 def test_messages_are_exact():
     lift = protocol.msg("lift", protocol.square_fields(12), 3, 1234)
-    assert lift == '{"type":"lift","sq":"e2","seq":3,"t":1234}\n'
+    # the check: zlib's CRC-32 of the bytes before ',"ck"' (binascii.crc32 of b'{"type":"lift",...,"t":1234}')
+    assert lift == b'{"type":"lift","sq":"e2","seq":3,"t":1234,"ck":"9b06a4c9"}\n'
     assert protocol.occ_hex(START_OCC) == "ffff00000000ffff"
     assert protocol.occ_hex(bytes((1, 0, 0, 0, 0, 0, 0, 0x80))) == "8000000000000001"
     hello = protocol.msg("hello", protocol.hello_fields("0.1.0", "e661", 42), 0, 12)
-    assert hello == '{"type":"hello","proto":1,"fw":"0.1.0","board":"e661","boot":42,"seq":0,"t":12}\n'
+    body = b'{"type":"hello","proto":1,"fw":"0.1.0","board":"e661","boot":42,"seq":0,"t":12'
+    assert hello.startswith(body + b',"ck":"') and hello.endswith(b'"}\n') and len(hello) == len(body) + 18
     err = json.loads(protocol.msg("error", protocol.error_fields('bad "json"'), 1, 2))
-    assert err == {"type": "error", "why": 'bad "json"', "seq": 1, "t": 2}
+    assert err["why"] == 'bad "json"' and err["seq"] == 1 and err["t"] == 2 and len(err["ck"]) == 8
+    for data in (b"", b"a", bytes(range(256)), lift[:-18]):  # the fallback computes the same check
+        assert protocol.crc32_bits(data) == protocol.crc32(data) & 0xFFFFFFFF, data
     pong = json.loads(protocol.msg("pong", protocol.pong_fields("x\n"), 1, 2))
     assert pong["id"] == "x\n"
 
