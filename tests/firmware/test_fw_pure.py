@@ -249,16 +249,21 @@ def test_line_assembler():
 
 
 def test_each_driver_scans_at_a_rate_its_scan_fits():
-    """Default scan rates from the RP2040 arithmetic in docs/firmware.md: a scan (driver read plus the scan
-    step) takes at most half its slot. hall_mux (64 x mux select, settle and ADC read: ~3.6-4.6 ms) does not
-    fit a 5 ms slot: 100 Hz; the others 200 Hz. check() refuses a rate above the driver's limit."""
+    """Scan rates from the scan costs measured on the emulated Pico (config.SCAN_US): a scan takes at most half
+    its slot, at the default rate and at the limit, and check() refuses a rate above the limit. Before, the
+    limits came from estimates: matrix could be set to 250 Hz (a 3.4 ms scan in a 4 ms slot, 80 % of the CPU)
+    and hall_mux ran at 100 Hz (9 ms in 10)."""
     from touchmove_fw import config
 
-    want = {"hc165": 200, "matrix": 200, "mcp23017": 200, "hall_mux": 100}
+    want = {"hc165": 200, "matrix": 125, "mcp23017": 200, "hall_mux": 50}
     for driver, hz in want.items():
         cfg = config.get(driver, {})
         assert cfg["scan_hz"] == hz, (driver, cfg["scan_hz"])
         config.check(cfg)
+        top = config.MAX_SCAN_HZ[driver]
+        for rate in (hz, top):
+            assert 2 * config.SCAN_US[driver] <= 1000 * (1000 // rate), (driver, rate)  # half the slot
+        assert 2 * config.SCAN_US[driver] > 1000 * (1000 // (top + 1)) or 1000 // (top + 1) == 1000 // top, driver
         too_fast = dict(cfg, scan_hz=config.MAX_SCAN_HZ[driver] + 1)
         try:
             config.check(too_fast)

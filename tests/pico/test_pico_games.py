@@ -4,7 +4,9 @@ the journal and ``touchmove export``. Pace: rig.PACE (about 0.4 s a ply)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import chess
 import pytest
@@ -49,7 +51,31 @@ def play_game(rig: BridgeRig, flashes: FlashCache, driver: str, moves: list[ches
     # scans and a USB write waited for the host: docs/firmware.md)
     assert buttons == presses, (f"{driver}: {len(presses) - len(buttons)} of {len(presses)} clock presses lost "
                                 f"(first lost: {first_lost(buttons, presses)})")
+    assert_diag_whole(pico, driver)
     return counts
+
+
+def assert_diag_whole(pico: EmulatedPico, driver: str) -> None:
+    """A diag from the host comes back whole: the scan part and, on hall_mux, the four ADC parts with all 64
+    readings; nothing lost (before, hall_mux's five parts were all queued into a 512-byte buffer at once and
+    inputs 32-63 never arrived: "lost": 2)."""
+    mark = len(pico.events)
+    pico.play([{"t": 0, "send": '{"cmd":"diag"}\n'}])
+    parts = 5 if driver == "hall_mux" else 1
+    last = "adc" if driver == "hall_mux" else "scan"
+
+    def done(e: dict[str, Any]) -> bool:
+        return e.get("ev") == "line" and '"diag"' in e["text"] and f'"part":"{last}"' in e["text"] and (
+            last == "scan" or '"from":48' in e["text"])
+
+    pico.wait(done, 300, "the diag's last part", mark)
+    diag = [json.loads(e["text"]) for e in pico.events[mark:] if e.get("ev") == "line" and '"diag"' in e["text"]]
+    assert len(diag) == parts, diag
+    scan = diag[0]
+    assert scan["part"] == "scan" and scan["driver"] == driver and scan["lost"] == 0, scan
+    if driver == "hall_mux":
+        assert [d["from"] for d in diag[1:]] == [0, 16, 32, 48]
+        assert sum(len(d["v"]) for d in diag[1:]) == 64
 
 
 def first_lost(buttons: list[str], presses: list[str]) -> int:
