@@ -89,12 +89,16 @@ export function attachSensors(pico, board, driver, emit) {
   if (!model) throw new Error(`unknown driver ${driver}`);
   // Each model calls scan() where the firmware's scan starts reading the sensors (the first signal of a scan at
   // the pins): the longest gap between two is how long the firmware went without scanning, seen from outside.
-  const scans = { n: 0, last: -1, maxGap: 0, worstAt: 0 };
+  const scans = { n: 0, last: -1, maxGap: 0, worstAt: 0, long: [] };
   const scan = () => {
     const us = pico.micros;
     if (scans.last >= 0 && us - scans.last > scans.maxGap) {
       scans.maxGap = us - scans.last;
       scans.worstAt = us;
+    }
+    // the gaps over 12 ms (first 40): [end µs, gap µs]
+    if (scans.last >= 0 && us - scans.last > 12000 && scans.long.length < 40) {
+      scans.long.push([Math.round(us), Math.round(us - scans.last)]);
     }
     scans.last = us;
     scans.n++;
@@ -103,8 +107,10 @@ export function attachSensors(pico, board, driver, emit) {
   return {
     leds,
     scans(reset) {
-      const out = { n: scans.n, max_gap_us: Math.round(scans.maxGap), worst_at_us: Math.round(scans.worstAt) };
+      const out = { n: scans.n, max_gap_us: Math.round(scans.maxGap), worst_at_us: Math.round(scans.worstAt),
+                    long_gaps: scans.long };
       if (reset) {
+        scans.long = [];
         scans.n = 0;
         scans.maxGap = 0;
         scans.last = -1;
