@@ -379,3 +379,10 @@ def test_leds_never_draw_more_than_the_profiles_budget():
         # a1 -> LED 0, b2 -> LED 14 and h8 -> LED 56 (serpentine rows)
         assert strip.shown[0] == strip.shown[14] == strip.shown[56] == (v, v, v), strip.shown
         assert sum(1 for p in strip.shown if p != (0, 0, 0)) == 3, strip.shown
+        # a board.json asking for more than USB gives (it accepts up to 5,000 mA) gets the USB limit
+        cfg = config.get(profile, {"leds": dict(cfg["leds"], budget_ma=5000, cap=255)})
+        strip = neopixel.NeoPixel(machine.Pin(22), 64)
+        leds = make_leds(cfg, strip)
+        leds.set(range(64), (255, 255, 255))
+        leds.show()
+        assert budget * 0.9 <= _frame_ma(strip.shown) <= budget, (profile, _frame_ma(strip.shown))
