@@ -32,7 +32,10 @@ COMMON = {
 _LEDS = {"count": 64, "layout": "serpentine", "rotate": 0, "cap": 24, "budget_ma": 300}
 
 # The microcontroller boards. wdt_ms: the range machine.WDT accepts on the port (rp2: the RP2040 watchdog
-# counts 2**24 - 1 ticks of 2 us, so at most 8388 ms), never below 1000 ms (a USB CDC write may wait 500 ms).
+# counts 2**24 - 1 ticks of 2 us, so at most 8388 ms), never below 1000 ms: the longest the scan waited on the
+# emulated Pico, whatever the host did (not reading for 10 s, closing the port, commands), was tens of ms (a GC
+# pass, a command), since no write waits for the host; the ESP32-S3's USB stdout can still wait 500 ms once per
+# hold (docs/firmware.md, "Output never blocks scanning").
 BOARDS = {
     "pico": {"port": "rp2", "wdt_max_ms": 8388, "uart_id": 0, "spi_id": 0, "i2c_id": 0, "pins": "pico"},
     "pico_w": {"port": "rp2", "wdt_max_ms": 8388, "uart_id": 0, "spi_id": 0, "i2c_id": 0, "pins": "pico"},

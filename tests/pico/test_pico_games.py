@@ -31,7 +31,7 @@ def play_game(rig: BridgeRig, flashes: FlashCache, driver: str, moves: list[ches
     assert rig.sub is not None
     rig.sub.wait_for(lambda: any(e.get("type") == "board_online" or e.get("type") == "game_start"
                                  for e in rig.events(board_id)) or bool(pico.lines()), 120, "the board's hello")
-    # hall_mux scans at 100 Hz (bench/README.md): its debounce needs 30-40 ms of a steady field, and at twice the
+    # hall_mux scans at 50 Hz (bench/README.md): its debounce needs 20-40 ms of a steady field, and at twice the
     # fast pace a capture's victim can leave and the capturing piece land within that (a real board would miss
     # it too); it plays at the hand model's fast pace, not halved
     timeline = board_timeline(start, moves, speedup=1 if driver == "hall_mux" else SPEEDUP)
