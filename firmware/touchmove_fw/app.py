@@ -8,7 +8,7 @@ from . import FW_ID, FW_NAME, protocol
 from .clock import add, diff
 from .evqueue import BUTTON0, STATE, EventQueue
 from .leds import BUDGET_MA, HALL_MUX_MA, USB_MA, Leds
-from .link import LINE, NONE, READ_CHUNK, TOO_LONG, LineAssembler, Output
+from .link import LINE, NONE, PUMP_MS, READ_CHUNK, TOO_LONG, LineAssembler, Output
 from .scan import Scanner
 
 try:
@@ -52,6 +52,7 @@ class App:
         self.stop_when = None  # callable(t) -> bool, checked every scan (the sim's end)
         self.fatal = None
         self.wdt = None  # the machine.WDT while running, or None
+        self.next_t = clock.ms()  # device time the next scan is due (the writer writes until just before it)
         self.memstats = None  # a dict when measuring heap use (tests)
         self.errors_told = 0  # the driver's error count last reported to the host
         self.failed_commands = 0  # commands lost to an exception (reader_task), since boot ...
@@ -83,7 +84,7 @@ class App:
         q = self.q
         out = self.out
         if pump:
-            out.pump()
+            out.pump(self.write_ms())
         if q.overflow:
             if out.room() < _ROOM:
                 return
@@ -116,7 +117,14 @@ class App:
         if self.pending is not None:
             self._send_pending()
         if pump:
-            out.pump()
+            out.pump(self.write_ms())
+
+    def write_ms(self):
+        """How long a pump may write now: until 1 ms before the next scan is due, and at least PUMP_MS. A scan
+        is then never late by more than one byte's write, and the time the scan leaves free carries the
+        output (a byte costs a poll and a write: on the emulated Pico about 0.3 ms)."""
+        free = diff(self.next_t, self.clock.ms()) - 1
+        return free if free > PUMP_MS else PUMP_MS
 
     def _send_pending(self):
         # The lines of a diag, one by one as the output has room for them: never more than it holds at once,
@@ -203,6 +211,7 @@ class App:
                 if d < 0:  # overran: don't try to catch up with a burst of scans
                     next_t = add(next_t, -d)
                     d = 0
+                self.next_t = next_t
                 await clock.sleep(d)
         except Exception as exc:
             self.fatal = exc
@@ -221,13 +230,14 @@ class App:
             self.running = False
 
     async def reader_task(self, stream, inp=None):
-        """Commands from the host: wait for a byte, then take every byte already waiting (up to READ_CHUNK)
-        in the same pass. Nothing a command does ends this task: a command that fails (a MemoryError in the
-        line copy, the flush, the lazy import of commands.py or the reply) is counted and reported
+        """Commands from the host: wait for a byte, then take the bytes already waiting (up to READ_CHUNK, for
+        at most PUMP_MS) in the same pass. Nothing a command does ends this task: a command that fails (a
+        MemoryError in the line copy, the flush, the lazy import of commands.py or the reply) is counted and reported
         (``failed_commands``), and the next one is read; only the link itself going away (EOF, OSError on
         the stream) ends it."""
         la = LineAssembler()
         one = bytearray(1)
+        clock = self.clock
         while self.running:
             try:
                 n = await stream.readinto(one)
@@ -241,6 +251,7 @@ class App:
                 return  # EOF: no more commands (the board keeps reporting)
             b = one[0]
             k = 0
+            t0 = clock.ms()
             while True:
                 r = la.feed(b)
                 if r != NONE:
@@ -249,7 +260,9 @@ class App:
                     # out one per turn of the event loop, never several between two scans
                     await asyncio.sleep_ms(0)
                 k += 1
-                if inp is None or k >= READ_CHUNK or not inp.waiting():
+                # a pass reads for at most PUMP_MS (a byte costs a poll and a read: a 60-byte command read in
+                # one pass held the scan ~20 ms on the emulated Pico); the rest waits for the next turn
+                if inp is None or k >= READ_CHUNK or diff(clock.ms(), t0) >= PUMP_MS or not inp.waiting():
                     break
                 try:
                     b = inp.read_byte()

@@ -20,6 +20,7 @@ BUDGET_MA = const(150)  # when a configuration names none: the smallest of the p
 USB_MA = const(300)  # the most any budget may be (USB's 500 mA less the reserve and the board): board.json
 HALL_MUX_MA = const(150)  # may ask for more, it gets this; hall_mux's 64 sensors draw 192 mA of the rest
 _OFF = (0, 0, 0)
+_DARK = bytes(192)  # a frame with every LED off
 
 
 class Leds:
@@ -44,9 +45,7 @@ class Leds:
         return (c * self.cap + 127) // 255
 
     def clear(self):
-        px = self.px
-        for i in range(len(px)):
-            px[i] = 0
+        self.px[0:192] = _DARK  # one copy, not 192 stores from Python
 
     def set(self, squares, color):
         o = self.order
