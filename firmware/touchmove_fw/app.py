@@ -83,7 +83,7 @@ class App:
         backlog is discarded and one snapshot (the current state) replaces it once there is room."""
         q = self.q
         out = self.out
-        if pump:
+        if pump and out.room() < _ROOM:  # make room first; otherwise write once, after formatting
             out.pump(self.write_ms())
         if q.overflow:
             if out.room() < _ROOM:
@@ -120,11 +120,11 @@ class App:
             out.pump(self.write_ms())
 
     def write_ms(self):
-        """How long a pump may write now: until 1 ms before the next scan is due, and at least PUMP_MS. A scan
-        is then never late by more than one byte's write, and the time the scan leaves free carries the
-        output (a byte costs a poll and a write: on the emulated Pico about 0.3 ms)."""
+        """How long a pump may write now: until 1 ms before the next scan is due (at least 1 ms, at most
+        PUMP_MS). A scan is then late by at most about a byte's write, and the time the scan leaves free
+        carries the output (a byte costs a poll and a write: on the emulated Pico about 0.3 ms)."""
         free = diff(self.next_t, self.clock.ms()) - 1
-        return free if free > PUMP_MS else PUMP_MS
+        return PUMP_MS if free >= PUMP_MS else (free if free > 1 else 1)
 
     def _send_pending(self):
         # The lines of a diag, one by one as the output has room for them: never more than it holds at once,

@@ -32,7 +32,7 @@ READ_CHUNK = const(64)  # bytes read per reader pass
 HOLD_MIN = const(250)  # ms without writes after a write the port did not take whole ...
 HOLD_MAX = const(4000)  # ... doubling up to this while the host is not reading
 STALL_MS = const(50)  # a write that took this long waited for a host that is not reading
-PUMP_MS = const(2)  # a pump starts no write after this long (at least; the app allows until the next scan)
+PUMP_MS = const(2)  # a pump starts no write after this long (the app allows less when the next scan is due)
 
 # LineAssembler.feed() results
 NONE = const(0)  # byte consumed, no complete line yet
@@ -192,8 +192,8 @@ class Output:
         """Write what the port takes now without waiting; returns the bytes still waiting.
 
         One byte a write, each after the port's poll said a byte is free (Port.ready()), so no write waits for
-        a host that is not reading; a pump starts no write after ``budget`` ms (the app gives it the time until
-        the next scan is due, at least PUMP_MS). On a port whose count says nothing
+        a host that is not reading; a pump starts no write after ``budget`` ms (the app gives it PUMP_MS, or less
+        when the next scan is due sooner). On a port whose count says nothing
         (``exact`` False: esp32's USB stdout) and whose poll always says writable, a write that took STALL_MS
         or more waited: then no write is tried for ``backoff`` ms (doubling to HOLD_MAX while it goes on), and
         the rest of the line that byte belonged to is dropped (the host refuses the cut line by its check and
