@@ -113,7 +113,7 @@ PINS = {
 
 # What one scan costs per driver (driver read plus the scan step, in µs): the largest scan_us the firmware's diag
 # reported on the emulated Pico (stock MicroPython 1.28.0, RP2040 at 125 MHz; docs/firmware.md, "Scan rates").
-SCAN_US = {"hc165": 1000, "matrix": 3500, "mcp23017": 2300, "hall_mux": 9100}
+SCAN_US = {"hc165": 1000, "matrix": 3500, "mcp23017": 2400, "hall_mux": 9200}
 
 # The fastest scan rate per driver: a scan may take at most half its slot (the other half for the writer, the
 # command reader and GC), and the slot is 1000 // scan_hz whole ms: the highest rate whose slot is at least
