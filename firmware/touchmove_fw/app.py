@@ -306,7 +306,7 @@ class App:
         begin = getattr(self.driver, "begin", None)
         if begin is not None:
             begin()  # heavy driver set-up (the sim's timeline), after the set-up code is unloaded
-        self.out.open()
+        self.out.open(self.cfg.get("driver") != "sim")  # a board may have reset mid-line: end that line first
         self.scanner.prime(self.clock.ms())
         self.send_hello()
         self.send_snapshot()

@@ -149,10 +149,16 @@ class Output:
         self.backoff = HOLD_MIN
         self.one = bytearray(1)  # the byte being written
 
-    def open(self):
+    def open(self, newline=False):
         if self.buf is None:
             self.buf = bytearray(self.size)
             self.mv = memoryview(self.buf)
+            if newline:
+                # A newline first (a board, after a reset): a line it was writing when it reset (a byte at a
+                # time) ends here, on its own, and the host refuses it; without it the new boot's hello ran
+                # into it and was refused too (emulated Pico, watchdog reset mid-line).
+                self.buf[0] = 10
+                self.end = 1
 
     def room(self):
         return self.size - self.end + self.start
