@@ -139,7 +139,12 @@ class App:
                     self.pending = None
                     return
                 self.pending_line = item
-            if not out.send(item[0], item[1], -1, False):
+            try:
+                if not out.send(item[0], item[1], -1, False):
+                    return
+            except MemoryError:  # a diag line is larger than most: on a fragmented heap it is dropped, the
+                self.pending = self.pending_line = None  # host hears of it at the next heartbeat
+                self.command_failed(True)
                 return
             self.pending_line = None
 

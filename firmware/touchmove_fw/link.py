@@ -138,6 +138,7 @@ class Output:
         self.size = size
         self.buf = None  # made by open(), once the set-up code has given its RAM back
         self.mv = None
+        self.tmv = None  # a 64-byte scratch buffer for _compact()
         self.start = 0
         self.end = 0
         self.seq = 0
@@ -149,10 +150,28 @@ class Output:
         self.backoff = HOLD_MIN
         self.one = bytearray(1)  # the byte being written
 
+    def _compact(self):
+        # Move what waits to the buffer's start through a small scratch buffer, 64 bytes at a time: a copy of
+        # the whole (up to OUT_BUF bytes) would need that much heap in one piece, which a fragmented heap may
+        # not have (a MemoryError in the writer is fatal).
+        k = self.end - self.start
+        s = self.start
+        mv = self.mv
+        tmv = self.tmv
+        i = 0
+        while i < k:
+            n = k - i if k - i < 64 else 64
+            tmv[0:n] = mv[s + i : s + i + n]
+            mv[i : i + n] = tmv[0:n]
+            i += n
+        self.start = 0
+        self.end = k
+
     def open(self, newline=False):
         if self.buf is None:
             self.buf = bytearray(self.size)
             self.mv = memoryview(self.buf)
+            self.tmv = memoryview(bytearray(64))
             if newline:
                 # A newline first (a board, after a reset): a line it was writing when it reset (a byte at a
                 # time) ends here, on its own, and the host refuses it; without it the new boot's hello ran
@@ -182,11 +201,8 @@ class Output:
                 if count:
                     self.lost += 1
                 return False
-            if self.end + n > self.size:  # compact
-                k = self.end - self.start
-                self.buf[0:k] = bytes(self.mv[self.start : self.end])
-                self.start = 0
-                self.end = k
+            if self.end + n > self.size:
+                self._compact()
             self.mv[self.end : self.end + n] = line
             self.end += n
         self.last_t = add(self.last_t, d)
