@@ -77,14 +77,23 @@ class LineAssembler:
         return bytes(self.buf[: self.line_len])
 
 
+_EP2_IN_CTRL = const(0x50100090)  # RP2040 USB DPRAM: EP2_IN_BUFFER_CONTROL (MicroPython's CDC data IN is 0x82)
+_AVAILABLE = const(0x400)  # ... its buffer 0 is armed: a packet waits for the host to take it
+CHUNK = const(32)  # bytes a write may take at once while that endpoint is idle
+
+
 class Port:
     """The link's streams behind polls (``out``: sys.stdout.buffer or a UART; ``inp``: sys.stdin.buffer or
     the same UART). ready(): a write would not wait; write(mv): the bytes the stream took; waiting(): a byte
     can be read without waiting; read_byte(): it (0..255), or -1 at the end of the stream."""
 
-    def __init__(self, out, inp, exact=True):
+    def __init__(self, out, inp, exact=True, mem32=None):
         import select
 
+        # rp2 over USB: machine.mem32, to see whether the CDC's IN endpoint holds a packet the host has not
+        # taken. While it does not, TinyUSB's 256-byte buffer has at least 64 bytes free (arming a packet takes
+        # up to 64 bytes out of it, and a completed one is re-armed at once), so a write of CHUNK bytes cannot wait.
+        self.mem32 = mem32
         self.out = out
         self.inp = inp
         # exact: write() returns what the port took. Not on ESP32_GENERIC_S3, whose stdout write returns the
@@ -105,6 +114,15 @@ class Port:
         for _, ev in self.po.ipoll(0):
             return ev & 4 != 0  # POLLOUT
         return False
+
+    def room(self):
+        """0: a write would wait; 1: one byte fits for sure (the poll); CHUNK: the IN endpoint is idle."""
+        if not self.ready():
+            return 0
+        m = self.mem32
+        if m is not None and not (m[_EP2_IN_CTRL] & _AVAILABLE):
+            return CHUNK
+        return 1
 
     def write(self, mv):
         n = self.out.write(mv)
@@ -230,17 +248,29 @@ class Output:
                 return self.end - self.start
             self.hold = -1
         exact = getattr(port, "exact", True)
+        room = getattr(port, "room", None)
         one = self.one
         buf = self.buf
         start = self.start
         end = self.end
         t0 = clock.ms()
-        while start < end and port.ready():
-            one[0] = buf[start]
-            if exact:
+        while start < end:
+            k = room() if room is not None else (1 if port.ready() else 0)
+            if k == 0:
+                break
+            if k > 1 and exact:
+                if k > end - start:
+                    k = end - start
+                n = port.write(self.mv[start : start + k])
+                stalled = n < k
+            elif exact:
+                k = 1
+                one[0] = buf[start]
                 n = port.write(one)
                 stalled = n < 1
             else:
+                k = 1
+                one[0] = buf[start]
                 w0 = clock.ms()
                 n = port.write(one)
                 stalled = diff(clock.ms(), w0) >= STALL_MS
@@ -249,14 +279,14 @@ class Output:
                 self.hold = add(clock.ms(), self.backoff)
                 self.backoff = min(2 * self.backoff, HOLD_MAX)
                 if n > 0:
-                    start += 1
+                    start += n if n < k else k
                 if not exact:
                     self.start = start
                     self._cut()
                     start = self.start
                 break
             self.backoff = HOLD_MIN
-            start += 1
+            start += k
             if diff(clock.ms(), t0) >= budget:
                 break
         if start == end:

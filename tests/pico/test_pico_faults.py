@@ -130,10 +130,10 @@ def test_host_stops_reading_for_10_s(rig: BridgeRig, flashes: FlashCache) -> Non
     after = [r for r in recs if r["us"] >= end["us"]]
     assert any(r["type"] == "snapshot" for r in after[:20]), \
         f"no snapshot after the queue overflowed: {[(r['type'], r.get('sq'), r['t']) for r in after[:20]]}"
-    # scanning went on: the snapshot after the hold is the board as it stands 10 s on
+    # scanning went on: a snapshot after the hold is the board as it stands 10 s on (one formatted before the hold
+    # may still have been waiting in the output)
     before = [r for r in recs if r["us"] < start["until_us"] - 10_000_000]
-    snap = next(r for r in after if r["type"] == "snapshot")
-    assert snap["t"] - before[-1]["t"] >= 9000
+    assert any(r["type"] == "snapshot" and r["t"] - before[-1]["t"] >= 9000 for r in after[:40])
 
 
 def expand_square_ops(timeline: list[dict[str, Any]], start: chess.Board) -> list[dict[str, Any]]:
