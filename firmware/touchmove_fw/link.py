@@ -254,11 +254,13 @@ class Output:
         start = self.start
         end = self.end
         t0 = clock.ms()
+        chunks = 1  # at most one chunk a pump: TinyUSB's buffer cannot fill from chunks faster than USB empties it
         while start < end:
             k = room() if room is not None else (1 if port.ready() else 0)
             if k == 0:
                 break
-            if k > 1 and exact:
+            if k > 1 and exact and chunks > 0:
+                chunks -= 1
                 if k > end - start:
                     k = end - start
                 n = port.write(self.mv[start : start + k])
