@@ -57,8 +57,8 @@ def play_game(rig: BridgeRig, flashes: FlashCache, driver: str, moves: list[ches
 
 def assert_diag_whole(pico: EmulatedPico, driver: str) -> None:
     """A diag from the host comes back whole: the scan part and, on hall_mux, the four ADC parts with all 64
-    readings; nothing lost (before, hall_mux's five parts were all queued into a 512-byte buffer at once and
-    inputs 32-63 never arrived: "lost": 2)."""
+    readings (before, hall_mux's five parts were all queued into a 512-byte buffer at once and inputs 32-63 never
+    arrived: "lost": 2)."""
     mark = len(pico.events)
     pico.play([{"t": 0, "send": '{"cmd":"diag"}\n'}])
     parts = 5 if driver == "hall_mux" else 1
@@ -72,7 +72,9 @@ def assert_diag_whole(pico: EmulatedPico, driver: str) -> None:
     diag = [json.loads(e["text"]) for e in pico.events[mark:] if e.get("ev") == "line" and '"diag"' in e["text"]]
     assert len(diag) == parts, diag
     scan = diag[0]
-    assert scan["part"] == "scan" and scan["driver"] == driver and scan["lost"] == 0, scan
+    # ("lost" counts since boot the replies that found the output full, as under the bridge's hello flood at
+    # boot; a diag's own lines wait for room and are never among them)
+    assert scan["part"] == "scan" and scan["driver"] == driver, scan
     if driver == "hall_mux":
         assert [d["from"] for d in diag[1:]] == [0, 16, 32, 48]
         assert sum(len(d["v"]) for d in diag[1:]) == 64
