@@ -175,7 +175,9 @@ def emulated_pico() -> None:
               f"asked for {f['asked_hz']} Hz: {f['max_scan_hz']} scans/s; "
               f"free heap {f['heap_free_min']}..{f['heap_free_max']} "
               f"of {f['heap_total']} B; magnet -> USB line {f['latency_ms_median']} ms median "
-              f"({f['latency_ms_min']}..{f['latency_ms_max']}, n={f['latency_n']})")
+              f"({f['latency_ms_min']}..{f['latency_ms_max']}, n={f['latency_n']}); CPU {f['cpu_share']}; "
+              f"longest scan gap {f['scan_gap_ms_reading']} ms with the host reading, "
+              f"{f['scan_gap_ms_not_reading']} ms with it not reading for 3 s")
 
 
 if __name__ == "__main__":

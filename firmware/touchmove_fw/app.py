@@ -7,8 +7,8 @@ import time
 from . import FW_ID, FW_NAME, protocol
 from .clock import add, diff
 from .evqueue import BUTTON0, STATE, EventQueue
-from .leds import BUDGET_MA, Leds
-from .link import LINE, NONE, READ_CHUNK, TOO_LONG, LineAssembler, Output
+from .leds import BUDGET_MA, HALL_MUX_MA, USB_MA, Leds
+from .link import LINE, NONE, PUMP_MS, READ_CHUNK, TOO_LONG, LineAssembler, Output
 from .scan import Scanner
 
 try:
@@ -42,12 +42,17 @@ class App:
             cfg["debounce_n"], cfg["debounce_ms"], cfg["heartbeat_ms"],
         )
         self.out = Output(write, clock, port)
+        self.handle = None  # commands.handle, loaded by start() (a first command must not wait for an import)
+        self.pending = None  # an iterator of (kind, fields) still to send (diag), as the output has room ...
+        self.pending_line = None  # ... and its next line, taken from it but not yet sent
         self.leds = leds  # a leds.Leds, or None
         self.period = max(1, 1000 // cfg["scan_hz"])
         self.wake = asyncio.Event()
         self.running = False
         self.stop_when = None  # callable(t) -> bool, checked every scan (the sim's end)
         self.fatal = None
+        self.wdt = None  # the machine.WDT while running, or None
+        self.next_t = clock.ms()  # device time the next scan is due (the writer writes until just before it)
         self.memstats = None  # a dict when measuring heap use (tests)
         self.errors_told = 0  # the driver's error count last reported to the host
         self.failed_commands = 0  # commands lost to an exception (reader_task), since boot ...
@@ -78,8 +83,8 @@ class App:
         backlog is discarded and one snapshot (the current state) replaces it once there is room."""
         q = self.q
         out = self.out
-        if pump:
-            out.pump()
+        if pump and out.room() < _ROOM:  # make room first; otherwise write once, after formatting
+            out.pump(self.write_ms())
         if q.overflow:
             if out.room() < _ROOM:
                 return
@@ -109,8 +114,45 @@ class App:
                 self.failed_told = f
                 out.error("commands: %d since boot got no answer (%d out of memory)" % (f, self.failed_oom))
             self._collect()
+        if self.pending is not None:
+            self._send_pending()
         if pump:
-            out.pump()
+            out.pump(self.write_ms())
+
+    def write_ms(self):
+        """How long a pump may write now: until 1 ms before the next scan is due (at least 1 ms, at most
+        PUMP_MS). A scan is then late by at most about a byte's write, and the time the scan leaves free
+        carries the output (a byte costs a poll and a write: on the emulated Pico about 0.3 ms)."""
+        free = diff(self.next_t, self.clock.ms()) - 1
+        return PUMP_MS if free >= PUMP_MS else (free if free > 1 else 1)
+
+    def _send_pending(self):
+        # The lines of a diag, one by one as the output has room for them: never more than it holds at once,
+        # so none is lost however many there are (an analog board's diag is five lines, about 950 bytes).
+        out = self.out
+        while True:
+            item = self.pending_line
+            if item is None:
+                try:
+                    item = next(self.pending)
+                except StopIteration:
+                    self.pending = None
+                    return
+                self.pending_line = item
+            try:
+                if not out.send(item[0], item[1], -1, False):
+                    return
+            except MemoryError:  # a diag line is larger than most: on a fragmented heap it is dropped, the
+                self.pending = self.pending_line = None  # host hears of it at the next heartbeat
+                self.command_failed(True)
+                return
+            self.pending_line = None
+
+    def send_lines(self, lines):
+        """Send an iterator of (kind, fields) pairs whole, as the output has room (a diag): it replaces one
+        still under way (whose line being sent goes out first)."""
+        self.pending = lines
+        self.wake.set()
 
     def _collect(self):
         # Once a second, off the scan path: keeps GC pauses small and predictable.
@@ -123,14 +165,19 @@ class App:
 
     # ---- commands ----
     def command(self, line):
-        """Carry out one host command line (commands.py, loaded at the first command). Writes nothing itself:
-        the writer task sends the reply, so a host that sends many commands cannot keep the scan waiting on the
-        port."""
+        """Carry out one host command line (commands.py, loaded by start()). Writes nothing itself: the writer
+        task sends the reply, so a host that sends many commands cannot keep the scan waiting on the port."""
         self.flush(False)  # earlier events go into the output first, so t stays in order
+        if self.handle is None:
+            self.load_commands()
+        self.handle(self, line)
+        self.wake.set()
+
+    def load_commands(self):
+        """Import the command handler (start(): once, before the first scan, never between two scans)."""
         from .commands import handle
 
-        handle(self, line)
-        self.wake.set()
+        self.handle = handle
 
     # ---- tasks ----
     async def scan_task(self):
@@ -169,6 +216,7 @@ class App:
                 if d < 0:  # overran: don't try to catch up with a burst of scans
                     next_t = add(next_t, -d)
                     d = 0
+                self.next_t = next_t
                 await clock.sleep(d)
         except Exception as exc:
             self.fatal = exc
@@ -187,13 +235,14 @@ class App:
             self.running = False
 
     async def reader_task(self, stream, inp=None):
-        """Commands from the host: wait for a byte, then take every byte already waiting (up to READ_CHUNK)
-        in the same pass. Nothing a command does ends this task: a command that fails (a MemoryError in the
-        line copy, the flush, the lazy import of commands.py or the reply) is counted and reported
+        """Commands from the host: wait for a byte, then take the bytes already waiting (up to READ_CHUNK, for
+        at most PUMP_MS) in the same pass. Nothing a command does ends this task: a command that fails (a
+        MemoryError in the line copy, the flush, the lazy import of commands.py or the reply) is counted and reported
         (``failed_commands``), and the next one is read; only the link itself going away (EOF, OSError on
         the stream) ends it."""
         la = LineAssembler()
         one = bytearray(1)
+        clock = self.clock
         while self.running:
             try:
                 n = await stream.readinto(one)
@@ -207,6 +256,7 @@ class App:
                 return  # EOF: no more commands (the board keeps reporting)
             b = one[0]
             k = 0
+            t0 = clock.ms()
             while True:
                 r = la.feed(b)
                 if r != NONE:
@@ -215,7 +265,9 @@ class App:
                     # out one per turn of the event loop, never several between two scans
                     await asyncio.sleep_ms(0)
                 k += 1
-                if inp is None or k >= READ_CHUNK or not inp.waiting():
+                # a pass reads for at most PUMP_MS (a byte costs a poll and a read: a 60-byte command read in
+                # one pass held the scan ~20 ms on the emulated Pico); the rest waits for the next turn
+                if inp is None or k >= READ_CHUNK or diff(clock.ms(), t0) >= PUMP_MS or not inp.waiting():
                     break
                 try:
                     b = inp.read_byte()
@@ -255,16 +307,18 @@ class App:
     def start(self):
         """Prime the debouncer with the board as it is and announce ourselves (hello, snapshot)."""
         self.running = True
+        self.load_commands()
         begin = getattr(self.driver, "begin", None)
         if begin is not None:
             begin()  # heavy driver set-up (the sim's timeline), after the set-up code is unloaded
-        self.out.open()
+        self.out.open(self.cfg.get("driver") != "sim")  # a board may have reset mid-line: end that line first
         self.scanner.prime(self.clock.ms())
         self.send_hello()
         self.send_snapshot()
         self.out.pump()
 
     async def run(self, stream=None, wdt=None, inp=None):
+        self.wdt = wdt  # the fatal path feeds it while it reports (fatal.py)
         self.start()
         scan = asyncio.create_task(self.scan_task())
         writer = asyncio.create_task(self.writer_task())
@@ -285,8 +339,9 @@ def make_leds(cfg, strip):
     from .maps import led_map
 
     spec = cfg["leds"]
+    top = HALL_MUX_MA if cfg.get("driver") == "hall_mux" else USB_MA  # the USB limit, whatever board.json says
     return Leds(strip, led_map(spec.get("layout", "serpentine"), spec.get("rotate", 0)), spec.get("cap", 24),
-                spec.get("budget_ma", BUDGET_MA))
+                min(spec.get("budget_ma", BUDGET_MA), top))
 
 
 def run(app, stream=None, wdt=None, cleanup=None, inp=None):

@@ -82,7 +82,9 @@ def build(cfg, machine=None):
     stream = asyncio.StreamReader(in_stream)
     # the esp32 port's USB stdout write returns the full length whatever USB took (link.Port.exact)
     exact = cfg["link"] == "uart" or cfg.get("port") != "esp32"
-    port = inp = Port(out_stream, in_stream, exact)
+    # rp2 over USB: the writer reads the CDC's IN endpoint state to write a chunk when that cannot wait
+    mem32 = getattr(machine, "mem32", None) if not sim and cfg["link"] == "usb" and cfg.get("port") == "rp2" else None
+    port = inp = Port(out_stream, in_stream, exact, mem32)
 
     if sim:
         board_id = cfg.get("board_id") or _hex(b"touchmove-sim")

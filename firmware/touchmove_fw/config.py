@@ -32,7 +32,10 @@ COMMON = {
 _LEDS = {"count": 64, "layout": "serpentine", "rotate": 0, "cap": 24, "budget_ma": 300}
 
 # The microcontroller boards. wdt_ms: the range machine.WDT accepts on the port (rp2: the RP2040 watchdog
-# counts 2**24 - 1 ticks of 2 us, so at most 8388 ms), never below 1000 ms (a USB CDC write may wait 500 ms).
+# counts 2**24 - 1 ticks of 2 us, so at most 8388 ms), never below 1000 ms: the longest the scan waited on the
+# emulated Pico, whatever the host did (not reading for 10 s, closing the port, commands), was tens of ms (a GC
+# pass, a command), since no write waits for the host; the ESP32-S3's USB stdout can still wait 500 ms once per
+# hold (docs/firmware.md, "Output never blocks scanning").
 BOARDS = {
     "pico": {"port": "rp2", "wdt_max_ms": 8388, "uart_id": 0, "spi_id": 0, "i2c_id": 0, "pins": "pico"},
     "pico_w": {"port": "rp2", "wdt_max_ms": 8388, "uart_id": 0, "spi_id": 0, "i2c_id": 0, "pins": "pico"},
@@ -45,16 +48,18 @@ BOARDS = {
 PROFILES = {
     # Recommended: 8 x 74HC165 on hardware SPI.
     "hc165": {"driver": "hc165", "leds": _LEDS},
-    # 8 x 8 switches with a diode each; rows open-drain (high impedance when idle).
-    "matrix": {"driver": "matrix", "leds": _LEDS},
+    # 8 x 8 switches with a diode each; rows open-drain (high impedance when idle). 125 Hz: a scan takes about
+    # 3.4 ms on an RP2040, no fit in half of a 5 ms slot; debounce_n 4 reports a change 24-32 ms after it settles
+    "matrix": {"driver": "matrix", "scan_hz": 125, "leds": _LEDS},
     # 5 x MCP23017: 14 inputs a chip (GPA7/GPB7 are output-only in the current datasheet).
     # 400 kHz with 1.2 kOhm pull-ups (hardware/README.md); each transfer times out after 1 ms (drivers/mcp23017)
     "mcp23017": {"driver": "mcp23017", "i2c_addrs": (0x20, 0x21, 0x22, 0x23, 0x24), "i2c_freq": 400_000,
                  "leds": _LEDS},
     # Linear hall sensors behind 4 x CD74HC4067 (calibrate once with the board empty).
-    # 100 Hz: a scan is 64 x (mux select, settle, ADC read), ~3.6-4.6 ms on an RP2040: no fit in 5 ms
-    "hall_mux": {"driver": "hall_mux", "scan_hz": 100, "active_low": False, "polarity": 1, "calibration_delta": 4000,
-                 "calibration_file": "hall_calib.json", "leds": dict(_LEDS, budget_ma=150)},
+    # 50 Hz: a scan is 64 x (mux select, settle, ADC read), ~8.3-9.1 ms on an RP2040: half of a 20 ms slot. A
+    # hall sensor does not bounce: 2 equal readings (debounce_n) report a change 20-40 ms after it settles
+    "hall_mux": {"driver": "hall_mux", "scan_hz": 50, "debounce_n": 2, "active_low": False, "polarity": 1,
+                 "calibration_delta": 4000, "calibration_file": "hall_calib.json", "leds": dict(_LEDS, budget_ma=150)},
     # The PC simulation (unix port): a timeline file instead of sensors, stdin/stdout as the link.
     "sim": {
         "driver": "sim",
@@ -106,10 +111,14 @@ PINS = {
     },
 }
 
-# The fastest scan rate per driver: a scan (driver read + scan step) may take at most half its slot, from the
-# RP2040 arithmetic in docs/firmware.md (worst case, all 64 squares changing): hc165 ~1.4 ms, matrix ~1.9 ms,
-# mcp23017 ~2.2 ms (400 kHz), hall_mux ~4.6 ms. To be replaced by the emulated Pico's figures.
-MAX_SCAN_HZ = {"hc165": 350, "matrix": 250, "mcp23017": 200, "hall_mux": 100, "sim": 1000}
+# What one scan costs per driver (driver read plus the scan step, in µs): the largest scan_us the firmware's diag
+# reported on the emulated Pico (stock MicroPython 1.28.0, RP2040 at 125 MHz; docs/firmware.md, "Scan rates").
+SCAN_US = {"hc165": 1000, "matrix": 3500, "mcp23017": 2400, "hall_mux": 9200}
+
+# The fastest scan rate per driver: a scan may take at most half its slot (the other half for the writer, the
+# command reader and GC), and the slot is 1000 // scan_hz whole ms: the highest rate whose slot is at least
+# twice SCAN_US. hc165 500 (2 ms), matrix 142 (7 ms), mcp23017 200 (5 ms), hall_mux 52 (19 ms).
+MAX_SCAN_HZ = {"hc165": 500, "matrix": 142, "mcp23017": 200, "hall_mux": 52, "sim": 1000}
 
 # Pins each driver needs (besides buttons, LEDs and the UART).
 NEEDS = {

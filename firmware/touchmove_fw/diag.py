@@ -24,7 +24,8 @@ def _now(scanner):
 
 
 def diag_lines(app):
-    """Yield (kind, fields) pairs: the scan record, then the ADC records of an analog board."""
+    """Yield (kind, fields) pairs: the scan record, then the ADC records of an analog board. The app sends them
+    as its output has room (App.send_lines), so each part is read when it is its turn."""
     s = app.scanner
     drv = app.driver
     wiring = bytearray(8)
@@ -41,6 +42,7 @@ def diag_lines(app):
     if hasattr(drv, "timeouts"):  # an I2C board: transfers that timed out (a chip holding the bus)
         fields += ',"bus_timeouts":%d' % drv.timeouts
     yield "diag", fields
+    app.scan_us_max = app.late_max = 0  # the maxima are since the last diag
     last = getattr(drv, "last", None)
     if last is not None:
         for m in range(4):

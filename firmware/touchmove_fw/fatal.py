@@ -20,12 +20,18 @@ def why(exc):
     return text[:MAX_WHY]
 
 
-def drain(out, ms):
-    """Write out what is buffered, waiting at most ``ms``."""
+def drain(out, ms, wdt=None):
+    """Write out what is buffered, for at most ``ms``, feeding the watchdog (``wdt``) as it goes: each pump
+    lasts at most link.PUMP_MS and never waits for the host, so the board cannot reset before last_error.txt
+    is written, whatever wdt_ms."""
     import time
 
     t0 = time.ticks_ms()
-    while out.pump() and time.ticks_diff(time.ticks_ms(), t0) < ms:
+    while True:
+        if wdt is not None:
+            wdt.feed()
+        if not out.pump() or time.ticks_diff(time.ticks_ms(), t0) >= ms:
+            break
         time.sleep_ms(5)
 
 
@@ -42,16 +48,19 @@ def report(exc, app=None):
                 out.start = 0
                 out.end = 1
             out.error(w)
-            drain(out, 300)
+            drain(out, 300, getattr(app, "wdt", None))
         else:
             line = protocol.msg("error", protocol.error_fields(w), 0, 0)
-            getattr(sys.stdout, "buffer", sys.stdout).write(line.encode())
+            getattr(sys.stdout, "buffer", sys.stdout).write(line)
     except Exception:  # reporting must not stop the reset
         pass
     if sys.platform == "linux":  # the PC simulation
         sys.print_exception(exc, sys.stderr)
         sys.exit(1)
     try:
+        wdt = getattr(app, "wdt", None)
+        if wdt is not None:
+            wdt.feed()  # a whole wdt_ms (>= 1000 ms) for the two small files below
         with open("last_error.txt", "w") as f:  # read it with mpremote after the reset
             sys.print_exception(exc, f)
         with open("fatal_reset", "w") as f:  # the next hello says "reset":"fatal" (board.reset_cause())

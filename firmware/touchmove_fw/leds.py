@@ -17,7 +17,10 @@ except ImportError:  # CPython
 
 MA_PER_CHANNEL = const(20)  # WS2812B: each of the three LED chips at full value
 BUDGET_MA = const(150)  # when a configuration names none: the smallest of the profiles'
+USB_MA = const(300)  # the most any budget may be (USB's 500 mA less the reserve and the board): board.json
+HALL_MUX_MA = const(150)  # may ask for more, it gets this; hall_mux's 64 sensors draw 192 mA of the rest
 _OFF = (0, 0, 0)
+_DARK = bytes(192)  # a frame with every LED off
 
 
 class Leds:
@@ -27,25 +30,32 @@ class Leds:
         self.strip = strip
         self.map = led_map
         self.cap = max(0, min(255, cap))
-        self.limit = max(0, budget_ma) * 255 // MA_PER_CHANNEL  # the most sum(r + g + b) a frame may have
-        self.px = bytearray(3 * 64)  # the frame as asked (after the cap), by pixel index
+        self.budget_ma = max(0, min(budget_ma, USB_MA))  # whatever board.json says
+        self.limit = self.budget_ma * 255 // MA_PER_CHANNEL  # the most sum(r + g + b) a frame may have
+        # The frame is kept in the strip's own byte order (a NeoPixel's buf: G R B), so show() hands it over in
+        # one copy: setting 64 pixels one by one from Python stalled the scan 30-40 ms a command on the
+        # emulated Pico. A strip without a buf of its own gets its pixels one by one.
+        buf = getattr(strip, "buf", None)
+        order = getattr(strip, "ORDER", None)
+        self.direct = buf is not None and order is not None and getattr(strip, "bpp", 3) == 3 and len(buf) >= 192
+        self.order = bytes(order[:3]) if self.direct else b"\x00\x01\x02"
+        self.px = bytearray(3 * 64)  # the frame as asked (after the cap), by pixel index, in that order
 
     def scale(self, c):
         return (c * self.cap + 127) // 255
 
     def clear(self):
-        px = self.px
-        for i in range(len(px)):
-            px[i] = 0
+        self.px[0:192] = _DARK  # one copy, not 192 stores from Python
 
     def set(self, squares, color):
+        o = self.order
         r, g, b = self.scale(color[0]), self.scale(color[1]), self.scale(color[2])
         px = self.px
         for sq in squares:
             i = 3 * self.map[sq]
-            px[i] = r
-            px[i + 1] = g
-            px[i + 2] = b
+            px[i + o[0]] = r
+            px[i + o[1]] = g
+            px[i + o[2]] = b
 
     def show(self):
         """Send the frame to the strip, scaled down as a whole if it would exceed the budget."""
@@ -53,6 +63,15 @@ class Leds:
         total = sum(px)
         num, den = (self.limit, total) if total > self.limit else (1, 1)
         strip = self.strip
+        if self.direct:
+            buf = strip.buf
+            if num == den:
+                buf[0:192] = px
+            else:
+                for j in range(192):
+                    buf[j] = px[j] * num // den
+            strip.write()
+            return
         for k in range(64):
             i = 3 * k
             if px[i] or px[i + 1] or px[i + 2]:
@@ -63,8 +82,11 @@ class Leds:
 
 
 class MemoryStrip:
-    """A strip that only remembers its pixels (3 bytes each, like a NeoPixel's buffer): the sim board's LEDs
-    (no hardware on the unix port)."""
+    """A strip that only remembers its pixels (3 bytes each, like a NeoPixel's buffer, in R G B order): the sim
+    board's LEDs (no hardware on the unix port)."""
+
+    ORDER = (0, 1, 2)
+    bpp = 3
 
     def __init__(self, n=64):
         self.buf = bytearray(3 * n)

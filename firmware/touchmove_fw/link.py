@@ -6,11 +6,15 @@
 # chunks: after the event loop wakes the reader, every byte already waiting (up to READ_CHUNK) is read in the
 # same pass, one byte per read() call (a read of n bytes from stdin waits for all n on the boards' ports).
 #
-# Output never blocks the scan loop. On rp2 a USB CDC write waits up to its TX timeout (about 500 ms) when the
-# host has the port open but stopped reading, then drops the rest. So the writer formats a message only when
-# it fits in a bounded output buffer, and hands the port only what it accepts now (a poll for writability
-# before each write of at most WRITE_CHUNK bytes). Messages that do not fit stay in the event queue; when that
-# overflows the scanner drops and marks, and the app sends a snapshot once the host reads again.
+# Output never blocks the scan loop more than PUMP_MS. On rp2 (MicroPython 1.28) a USB CDC write of n bytes
+# waits up to its TX timeout (500 ms) while fewer than n bytes are free in TinyUSB's buffer and the host has
+# the port open, and the stream layer retries a short write: one write of a chunk into a nearly full buffer
+# waited twice, about 1 s (measured on the emulated Pico). Its poll says writable as soon as one byte is free.
+# So the writer hands the port one byte at a time, each after a poll that says it is free: no write ever waits
+# on a host that stopped reading. A pump writes for at most PUMP_MS (then the scan goes first), so the loop
+# also stays short where each byte costs time (a UART at 115,200 baud). Formatted lines wait in a bounded
+# buffer (OUT_BUF); what does not fit stays in the event queue, and when that overflows the scanner drops and
+# marks, and the app sends a snapshot once the host reads again.
 from . import protocol
 from .clock import add, diff
 
@@ -23,13 +27,12 @@ except ImportError:  # CPython
 
 
 MAX_LINE = const(256)
-OUT_BUF = const(512)  # bytes of formatted messages waiting for the port (a few heartbeats' worth)
-WRITE_CHUNK = const(32)  # bytes per port write: small, so a port with any room left rarely has to wait
+OUT_BUF = const(1024)  # bytes of formatted messages waiting for the port (a dozen lines)
 READ_CHUNK = const(64)  # bytes read per reader pass
 HOLD_MIN = const(250)  # ms without writes after a write the port did not take whole ...
 HOLD_MAX = const(4000)  # ... doubling up to this while the host is not reading
 STALL_MS = const(50)  # a write that took this long waited for a host that is not reading
-PUMP_MS = const(20)  # a pump starts no write after this long: the scan goes first
+PUMP_MS = const(2)  # a pump starts no write after this long (the app allows less when the next scan is due)
 
 # LineAssembler.feed() results
 NONE = const(0)  # byte consumed, no complete line yet
@@ -74,14 +77,23 @@ class LineAssembler:
         return bytes(self.buf[: self.line_len])
 
 
+_EP2_IN_CTRL = const(0x50100090)  # RP2040 USB DPRAM: EP2_IN_BUFFER_CONTROL (MicroPython's CDC data IN is 0x82)
+_AVAILABLE = const(0x400)  # ... its buffer 0 is armed: a packet waits for the host to take it
+CHUNK = const(32)  # bytes a write may take at once while that endpoint is idle
+
+
 class Port:
     """The link's streams behind polls (``out``: sys.stdout.buffer or a UART; ``inp``: sys.stdin.buffer or
     the same UART). ready(): a write would not wait; write(mv): the bytes the stream took; waiting(): a byte
     can be read without waiting; read_byte(): it (0..255), or -1 at the end of the stream."""
 
-    def __init__(self, out, inp, exact=True):
+    def __init__(self, out, inp, exact=True, mem32=None):
         import select
 
+        # rp2 over USB: machine.mem32, to see whether the CDC's IN endpoint holds a packet the host has not
+        # taken. While it does not, TinyUSB's 256-byte buffer has at least 64 bytes free (arming a packet takes
+        # up to 64 bytes out of it, and a completed one is re-armed at once), so a write of CHUNK bytes cannot wait.
+        self.mem32 = mem32
         self.out = out
         self.inp = inp
         # exact: write() returns what the port took. Not on ESP32_GENERIC_S3, whose stdout write returns the
@@ -102,6 +114,15 @@ class Port:
         for _, ev in self.po.ipoll(0):
             return ev & 4 != 0  # POLLOUT
         return False
+
+    def room(self):
+        """0: a write would wait; 1: one byte fits for sure (the poll); CHUNK: the IN endpoint is idle."""
+        if not self.ready():
+            return 0
+        m = self.mem32
+        if m is not None and not (m[_EP2_IN_CTRL] & _AVAILABLE):
+            return CHUNK
+        return 1
 
     def write(self, mv):
         n = self.out.write(mv)
@@ -135,6 +156,7 @@ class Output:
         self.size = size
         self.buf = None  # made by open(), once the set-up code has given its RAM back
         self.mv = None
+        self.tmv = None  # a 64-byte scratch buffer for _compact()
         self.start = 0
         self.end = 0
         self.seq = 0
@@ -144,17 +166,43 @@ class Output:
         self.blocked = 0  # writes the port did not take whole
         self.hold = -1  # device time before which no write is tried (after a short write), or -1
         self.backoff = HOLD_MIN
+        self.one = bytearray(1)  # the byte being written
 
-    def open(self):
+    def _compact(self):
+        # Move what waits to the buffer's start through a small scratch buffer, 64 bytes at a time: a copy of
+        # the whole (up to OUT_BUF bytes) would need that much heap in one piece, which a fragmented heap may
+        # not have (a MemoryError in the writer is fatal).
+        k = self.end - self.start
+        s = self.start
+        mv = self.mv
+        tmv = self.tmv
+        i = 0
+        while i < k:
+            n = k - i if k - i < 64 else 64
+            tmv[0:n] = mv[s + i : s + i + n]
+            mv[i : i + n] = tmv[0:n]
+            i += n
+        self.start = 0
+        self.end = k
+
+    def open(self, newline=False):
         if self.buf is None:
             self.buf = bytearray(self.size)
             self.mv = memoryview(self.buf)
+            self.tmv = memoryview(bytearray(64))
+            if newline:
+                # A newline first (a board, after a reset): a line it was writing when it reset (a byte at a
+                # time) ends here, on its own, and the host refuses it; without it the new boot's hello ran
+                # into it and was refused too (emulated Pico, watchdog reset mid-line).
+                self.buf[0] = 10
+                self.end = 1
 
     def room(self):
         return self.size - self.end + self.start
 
-    def send(self, kind, fields, t=-1):
-        """Queue one message; False (and nothing sent, no seq used) when the buffer has no room for it."""
+    def send(self, kind, fields, t=-1, count=True):
+        """Queue one message; False (and nothing sent, no seq used) when the buffer has no room for it, counted
+        in ``lost`` unless ``count`` is False (a line the caller keeps and offers again)."""
         if t < 0:
             t = self.clock.ms()
         d = (t - self.last_t) & _MASK
@@ -162,36 +210,35 @@ class Output:
             d = 0
         line = protocol.msg(kind, fields, self.seq, self.wire_t + d)
         if self.port is None:
-            self.write(line)
+            self.write(line.decode())
         else:
             if self.buf is None:
                 self.open()
             n = len(line)
             if n > self.room():
-                self.lost += 1
+                if count:
+                    self.lost += 1
                 return False
-            if self.end + n > self.size:  # compact
-                k = self.end - self.start
-                self.buf[0:k] = bytes(self.mv[self.start : self.end])
-                self.start = 0
-                self.end = k
-            self.mv[self.end : self.end + n] = line.encode()
+            if self.end + n > self.size:
+                self._compact()
+            self.mv[self.end : self.end + n] = line
             self.end += n
         self.last_t = add(self.last_t, d)
         self.wire_t += d  # past 2**30 this is a long int: the writer allocates (strings) anyway
         self.seq += 1
         return True
 
-    def pump(self):
-        """Write what the port accepts now; returns the bytes still waiting.
+    def pump(self, budget=PUMP_MS):
+        """Write what the port takes now without waiting; returns the bytes still waiting.
 
-        A write the port did not take whole waited (its TX timeout, 500 ms on rp2 and esp32) for a host that is
-        not reading; on a port whose count says nothing (``exact`` False: esp32's USB stdout), a write that
-        took STALL_MS or more did. Then no write is tried for ``backoff`` ms (doubling to HOLD_MAX while it
-        goes on): a busy PC running the sim, whose writes are exact, never mistakes a slow write for a stall.
-        Ports whose poll always says writable (esp32's stdio) cost one wait per backoff, never one per message.
-        A pump starts no write after PUMP_MS, so it lasts at most PUMP_MS plus one port wait: far inside the
-        watchdog (wdt_ms >= 1000)."""
+        One byte a write, each after the port's poll said a byte is free (Port.ready()), so no write waits for
+        a host that is not reading; a pump starts no write after ``budget`` ms (the app gives it PUMP_MS, or less
+        when the next scan is due sooner). On a port whose count says nothing
+        (``exact`` False: esp32's USB stdout) and whose poll always says writable, a write that took STALL_MS
+        or more waited: then no write is tried for ``backoff`` ms (doubling to HOLD_MAX while it goes on), and
+        the rest of the line that byte belonged to is dropped (the host refuses the cut line by its check and
+        asks for a snapshot). A busy PC running the sim, whose writes are exact, never mistakes a slow write
+        for a stall."""
         port = self.port
         if port is None:
             return 0
@@ -201,36 +248,60 @@ class Output:
                 return self.end - self.start
             self.hold = -1
         exact = getattr(port, "exact", True)
+        room = getattr(port, "room", None)
+        one = self.one
+        buf = self.buf
+        start = self.start
+        end = self.end
         t0 = clock.ms()
-        while self.start < self.end and port.ready():
-            k = self.end - self.start
-            if k > WRITE_CHUNK:
-                k = WRITE_CHUNK
-            w0 = clock.ms()
-            n = port.write(self.mv[self.start : self.start + k])
-            now = clock.ms()
-            if n < k or (not exact and diff(now, w0) >= STALL_MS):
+        chunks = 1  # at most one chunk a pump: TinyUSB's buffer cannot fill from chunks faster than USB empties it
+        while start < end:
+            k = room() if room is not None else (1 if port.ready() else 0)
+            if k == 0:
+                break
+            if k > 1 and exact and chunks > 0:
+                chunks -= 1
+                if k > end - start:
+                    k = end - start
+                n = port.write(self.mv[start : start + k])
+                stalled = n < k
+            elif exact:
+                k = 1
+                one[0] = buf[start]
+                n = port.write(one)
+                stalled = n < 1
+            else:
+                k = 1
+                one[0] = buf[start]
+                w0 = clock.ms()
+                n = port.write(one)
+                stalled = diff(clock.ms(), w0) >= STALL_MS
+            if stalled:
                 self.blocked += 1
-                self.hold = add(now, self.backoff)
+                self.hold = add(clock.ms(), self.backoff)
                 self.backoff = min(2 * self.backoff, HOLD_MAX)
                 if n > 0:
-                    self.start += n
+                    start += n if n < k else k
                 if not exact:
+                    self.start = start
                     self._cut()
+                    start = self.start
                 break
             self.backoff = HOLD_MIN
-            self.start += n
-            if diff(now, t0) >= PUMP_MS:
+            start += k
+            if diff(clock.ms(), t0) >= budget:
                 break
-        if self.start == self.end:
-            self.start = self.end = 0
-        return self.end - self.start
+        if start == end:
+            start = end = 0
+        self.start = start
+        self.end = end
+        return end - start
 
     def _cut(self):
-        # After a stalled write on a port whose count says nothing, any part of that chunk may be lost: drop
-        # the rest of its line (the newline that ends it stays), or, when the chunk ended a line, send a
-        # newline first. Either way the host gets at most one broken line, which it skips (and a seq gap, at
-        # which it asks for a snapshot), never two messages run together.
+        # After a stalled write on a port whose count says nothing, that byte may be lost: drop the rest of its
+        # line (the newline that ends it stays), or, when the byte ended a line, send a newline first. Either
+        # way the host gets at most one broken line, which its check refuses (and a seq gap, at which it asks
+        # for a snapshot), never two messages run together.
         buf = self.buf
         i = self.start
         if i > 0 and buf[i - 1] == 10:

@@ -1,11 +1,28 @@
 # Wire protocol v1: newline-delimited JSON (device messages here; host commands in commands.py). Device messages
 # are the host's recording format (host/touchmove/records.py): every one has "type", then its fields, then "seq"
-# (per-boot counter, no gaps) and "t" (device milliseconds). They are formatted by hand so the key order is fixed
-# and the encoder needs no dict (MicroPython dicts do not keep insertion order). Pure Python: also runs under
-# CPython.
+# (per-boot counter, no gaps), "t" (device milliseconds) and last "ck": the CRC-32 of the line's bytes before
+# ',"ck"' as 8 hex digits, so the host refuses a line cut or run into another on the way even when the result
+# is valid JSON (host/touchmove/line_check.py). They are formatted by hand so the key order is fixed and the
+# encoder needs no dict (MicroPython dicts do not keep insertion order). Pure Python: also runs under CPython.
 import json
 
 from .squares import name
+
+
+def crc32_bits(data):
+    """zlib's CRC-32 of ``data`` bit by bit: slow, for a port built without binascii.crc32 (same figure)."""
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0xEDB88320 & -(crc & 1))
+    return crc ^ 0xFFFFFFFF
+
+
+try:
+    from binascii import crc32
+except ImportError:
+    crc32 = crc32_bits
 
 try:
     from micropython import const
@@ -24,8 +41,10 @@ def occ_hex(ranks):
 
 
 def msg(kind, fields, seq, t):
-    """One device message line. ``fields`` is the pre-encoded middle part, "" or starting with ","."""
-    return '{"type":"%s"%s,"seq":%d,"t":%d}\n' % (kind, fields, seq, t)
+    """One device message line (bytes, its check last, newline-terminated). ``fields`` is the pre-encoded
+    middle part, "" or starting with ","."""
+    body = ('{"type":"%s"%s,"seq":%d,"t":%d' % (kind, fields, seq, t)).encode()
+    return body + (',"ck":"%08x"}\n' % (crc32(body) & 0xFFFFFFFF)).encode()
 
 
 def square_fields(sq):

@@ -21,7 +21,8 @@ from typing import Any, TextIO
 
 FILES = "abcdefgh"
 NOISY_TOGGLES = 6  # raw changes of one square within the check that the debounced state did not follow
-MIN_SCAN_HZ = 100
+#: The scan rate below which the loop is called slow: 90 % of each driver's default (config.py), 100 Hz for others.
+MIN_SCAN_HZ = {"hc165": 180, "matrix": 110, "mcp23017": 180, "hall_mux": 45}
 
 
 def square_name(sq: int) -> str:
@@ -44,6 +45,7 @@ class BoardCheck:
     wiring: str = ""                   # the latest raw bytes in wiring order (hex)
     chain: str = "n/a"
     scan_hz: int = 0
+    driver: str = ""
     scan_us: int = 0
     late_ms_max: int = 0
     bus_errors: int = 0
@@ -98,6 +100,7 @@ class BoardCheck:
         self._seen(raw)
         self.chain = str(msg.get("chain", "n/a"))
         self.scan_hz = int(msg.get("scan_hz", 0))
+        self.driver = str(msg.get("driver", ""))
         self.scan_us = int(msg.get("scan_us", 0))
         self.late_ms_max = max(self.late_ms_max, int(msg.get("late_ms_max", 0)))
         self.bus_errors = int(msg.get("bus_errors", 0))
@@ -151,8 +154,9 @@ class BoardCheck:
                            + " ".join(square_name(s) for s in stuck))
         if self.bus_errors:
             out.append(f"sensor bus errors: {self.bus_errors} (I2C wiring, pull-ups, addresses).")
-        if self.scan_hz and self.scan_hz < MIN_SCAN_HZ:
-            out.append(f"slow scan loop: {self.scan_hz} Hz (wanted >= {MIN_SCAN_HZ}).")
+        least = MIN_SCAN_HZ.get(self.driver, 100)
+        if self.scan_hz and self.scan_hz < least:
+            out.append(f"slow scan loop: {self.scan_hz} Hz (wanted >= {least} for {self.driver or 'this driver'}).")
         if self.dropped:
             out.append(f"{self.dropped} events dropped by the firmware (the host did not read fast enough).")
         out.extend(f"board error: {why}" for why in self.errors[-3:])

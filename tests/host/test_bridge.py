@@ -26,6 +26,7 @@ from touchmove.bridge.mqtt_link import Outgoing
 from touchmove.bridge.serial_link import FROM_BOARD
 from touchmove.config import BridgeConfig, MqttConfig, SerialConfig
 from touchmove.export import pgn_games, recording_gaps
+from touchmove.line_check import add_check
 from touchmove.rules import Engine
 from touchmove.sim import hands
 
@@ -122,6 +123,41 @@ def test_seq_gap_and_malformed_lines_ask_for_a_snapshot(tmp_path: Path, loop: as
     assert bridge.stats["malformed"] == 2 and link.commands[0] == {"cmd": "snapshot"}
     settle(loop)
     assert [e["uci"] for e in events_queued(bridge) if e["type"] == "move"] == ["e2e4"]
+
+
+def checked_line(seq: int, t: int, kind: str, **fields: Any) -> bytes:
+    """A line as the touchmove firmware writes it: its check ("ck") last."""
+    middle = "".join(f",{json.dumps(k)}:{json.dumps(v)}" for k, v in fields.items())
+    return add_check(f'{{"type":"{kind}"{middle},"seq":{seq},"t":{t}').encode()
+
+
+def test_a_spliced_line_is_refused_counted_and_answered_with_a_snapshot(
+        tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
+    """Lines run together on the way (the port closed 10 s, TinyUSB's buffer overwritten) can make valid JSON with
+    a plausible seq: a lift of e4 here, which would have been read as the start of a move. Its check fails: it is
+    refused, counted, and the bridge asks for a snapshot; a line without a check from this board is refused too,
+    until a hello says it restarted (into older firmware)."""
+    bridge = make_bridge(tmp_path, loop)
+    link = FakeLink()
+    bridge.handle_lines(link, [checked_line(0, 5, "hello", proto=1, fw="x", board="brd", boot="b1"),
+                               checked_line(1, 6, "snapshot", occ=START)])
+    link.commands.clear()
+    bridge.boards["brd"].last_snapshot_request = 0
+    a = checked_line(2, 900, "lift", sq="d2")
+    b = checked_line(3, 1000, "place", sq="e4")
+    spliced = a[:a.index(b'"sq"')] + b[b.index(b'"sq"'):]
+    assert json.loads(spliced)["type"] == "lift" and json.loads(spliced)["sq"] == "e4"
+    bridge.handle_lines(link, [spliced])
+    assert bridge.stats["check_failed"] == 1 and bridge.stats["malformed"] == 1
+    assert link.commands == [{"cmd": "snapshot"}]
+    bridge.handle_lines(link, [line(4, 1100, "lift", sq="e2")])  # no check: cut on the way
+    assert bridge.stats["check_failed"] == 2
+    bridge.handle_lines(link, [checked_line(5, 1200, "lift", sq="e2"), checked_line(6, 1400, "place", sq="e4")])
+    settle(loop)
+    assert [e["uci"] for e in events_queued(bridge) if e["type"] == "move"] == ["e2e4"]
+    assert not any(e.get("square") == "d2" for e in events_queued(bridge))
+    bridge.handle_lines(link, [hello(0, 5, boot="b2"), line(1, 6, "snapshot", occ=START)])  # older firmware
+    assert bridge.stats["check_failed"] == 2 and bridge.stats["malformed"] == 1 + 1
 
 
 def test_a_reboot_keeps_board_time_monotonic(tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import chess
 import pytest
@@ -11,7 +12,8 @@ from hypothesis import strategies as st
 
 from touchmove import records
 from touchmove.bridge import serial_link
-from touchmove.bridge.serial_link import MAX_LINE, DecodeError, LineSplitter, decode, encode_command
+from touchmove.bridge.serial_link import MAX_LINE, CheckFailed, DecodeError, LineSplitter, decode, encode_command
+from touchmove.line_check import add_check
 
 
 def test_lines_split_across_chunks_and_crlf() -> None:
@@ -186,3 +188,66 @@ def test_the_hello_carries_the_firmware_and_a_bad_one_is_refused() -> None:
     for bad in ("x" * 65, "a\nb", 5):
         with pytest.raises(DecodeError, match="'fw'"):
             decode(_hello("e661", fw=bad))
+
+
+def _fw_line(kind: str, seq: int, t: int, **fields: Any) -> bytes:
+    """A line as the touchmove firmware writes it (its fields in order, its check last)."""
+    middle = "".join(f",{json.dumps(k)}:{json.dumps(v, separators=(',', ':'))}" for k, v in fields.items())
+    return add_check(f'{{"type":"{kind}"{middle},"seq":{seq},"t":{t}').encode()
+
+
+def test_a_spliced_line_that_is_still_valid_json_is_refused() -> None:
+    """The head of one line run into the tail of another (TinyUSB's buffer overwritten behind a parked packet
+    while the host had the port closed) can make a record no board sent: a lift of e4 here. Without the check
+    the decoder took it; with the check it is refused."""
+    a = _fw_line("lift", 5, 7000, sq="e2")
+    b = _fw_line("place", 30, 7588, sq="e4")
+    spliced = a[:a.index(b'"sq"')] + b[b.index(b'"sq"'):]
+    assert json.loads(spliced) == {**json.loads(b), "type": "lift"}  # valid JSON, a plausible record
+    assert decode(a).record == records.Lift(7000, chess.E2) and decode(a).checked
+    with pytest.raises(CheckFailed):
+        decode(spliced)
+    # the same splice of lines from firmware without the check: nothing tells it from a real record
+    old = [json.dumps({k: v for k, v in json.loads(x).items() if k != "ck"}, separators=(",", ":")).encode()
+           for x in (a, b)]
+    assert decode(old[0][:old[0].index(b'"sq"')] + old[1][old[1].index(b'"sq"'):]).record == \
+        records.Lift(7588, chess.E4)
+
+
+def test_old_firmware_without_the_check_still_works_and_a_board_with_it_must_keep_it() -> None:
+    plain = b'{"type":"lift","sq":"e2","seq":5,"t":120}'
+    assert decode(plain).record == records.Lift(120, chess.E2) and not decode(plain).checked
+    with pytest.raises(CheckFailed):  # a board whose lines carry the check: a line without it was cut
+        decode(plain, checked=True)
+    hello = b'{"type":"hello","proto":1,"fw":"0.1.0","board":"e661","boot":1,"seq":0,"t":3}'
+    assert decode(hello, checked=True).kind == "hello"  # restarted into older firmware
+    with pytest.raises(CheckFailed):  # a "ck" not where the firmware puts it (last) is no check
+        decode(b'{"type":"lift","ck":"00000000","sq":"e2","seq":5,"t":120}')
+    assert "ck" not in decode(_fw_line("lift", 5, 120, sq="e2")).fields
+
+
+@settings(deadline=None, max_examples=300)
+@given(st.sampled_from(["lift", "place", "heartbeat", "button", "pong"]), st.integers(0, 2**40),
+       st.integers(0, 2**40), st.sampled_from(["e2", "h8", "a1"]), st.data())
+def test_any_corruption_of_a_checked_line_is_refused(kind: str, seq: int, t: int, sq: str,
+                                                     data: st.DataObject) -> None:
+    """A firmware line with bytes changed, dropped or run into another line's tail, from a board whose lines
+    carried the check before (``checked``: a corruption of the key ``ck`` itself leaves no check): refused
+    with a DecodeError (most as CheckFailed), never taken as a record (CRC-32 misses one in 2**32)."""
+    fields: dict[str, Any] = {"heartbeat": {"occ": "ffff00000000ffff"}, "button": {"id": "clock_white"},
+                              "pong": {"id": 7}}.get(kind, {"sq": sq})
+    good = _fw_line(kind, seq, t, **fields)
+    assert decode(good).checked
+    how = data.draw(st.sampled_from(["flip", "drop", "splice"]))
+    i = data.draw(st.integers(0, len(good) - 1))
+    other = _fw_line("place", seq + 1, t + 1, sq="d4")
+    if how == "flip":
+        bad = good[:i] + bytes([good[i] ^ data.draw(st.integers(1, 255))]) + good[i + 1:]
+    elif how == "drop":
+        bad = good[:i] + good[i + data.draw(st.integers(1, 8)):]
+    else:
+        bad = good[:i] + other[data.draw(st.integers(1, len(other) - 1)):]
+    if bad.strip() in (good, other):  # whitespace changed, or the whole of the other line: no corruption
+        return
+    with pytest.raises(DecodeError):
+        decode(bad.rstrip(b"\r\n") or b"x", checked=True)

@@ -72,10 +72,17 @@ class Host:
         os.close(self.fd)
 
 
+#: The host takes nothing from the board for this long (emulated ms) in the middle of the first run: the longest
+#: scan gap then (the scans counted at the sensor pins) is what a host that stops reading costs the scan.
+HOLD_MS = 3000
+
+
 def run_board(flashes: FlashCache, driver: str, board_json: dict[str, Any] | None, tmp: Path,
-              changes: int) -> tuple[EmulatedPico, dict[str, Any], list[dict[str, Any]]]:
+              changes: int, hold: bool = False) -> tuple[EmulatedPico, dict[str, Any], list[dict[str, Any]]]:
     """Boot, move a magnet ``changes`` times (200 ms apart), ask for diag at the end; returns the board (still
-    running), the diag record and heap samples."""
+    running), the diag record and heap samples. ``hold``: the host reads nothing for HOLD_MS from 1 s in, and
+    the scans seen at the pins are counted while it reads (from then to the hold) and while it does not (the
+    ``scans`` events, marks "reading" and "not reading")."""
     link = tmp / f"tty-{driver}-{len(list(tmp.iterdir()))}"
     pico = EmulatedPico(flashes.board(board_json), link, driver, occ=chess.Board().occupied).start()
     pico.wait(lambda e: e.get("ev") == "usb", 300, "USB")
@@ -87,6 +94,10 @@ def run_board(flashes: FlashCache, driver: str, board_json: dict[str, Any] | Non
     for k in range(changes):
         occ ^= chess.BB_SQUARES[SQUARES[(k // 2) % len(SQUARES)]]
         tl.append({"t": 300 + 200 * k, "occ": f"{occ:016x}"})
+    if hold:
+        tl += [{"t": 1000, "scans": "reset"}, {"t": 2999, "scans": "reading"}, {"t": 3000, "scans": "reset"},
+               {"t": 3000, "hold": HOLD_MS}, {"t": 3000 + HOLD_MS, "scans": "not reading"}]
+        tl.sort(key=lambda e: e["t"])
     i = pico.play(tl)
     heap = []
     while True:
@@ -121,7 +132,8 @@ def measure_driver(flashes: FlashCache, driver: str, tmp: Path) -> dict[str, Any
     """scan_us / scan_us_max / scan_hz at the default rate, the rate reached when asked for FAST_HZ, the heap and
     the latency."""
     profile = None if driver == "hc165" else {"profile": driver}
-    pico, diag, heap = run_board(flashes, driver, profile, tmp, changes=40)
+    pico, diag, heap = run_board(flashes, driver, profile, tmp, changes=40, hold=True)
+    gaps = {e["mark"]: e for e in pico.of("scans") if e.get("mark") in ("reading", "not reading")}
     lat = latencies_ms(pico)
     pico.stop()
     hz = fast_hz(driver)
@@ -140,4 +152,9 @@ def measure_driver(flashes: FlashCache, driver: str, tmp: Path) -> dict[str, Any
         "latency_ms_median": round(statistics.median(lat), 1) if lat else None,
         "latency_ms_min": round(min(lat), 1) if lat else None, "latency_ms_max": round(max(lat), 1) if lat else None,
         "latency_n": len(lat),
+        "scan_gap_ms_reading": gaps["reading"]["max_gap_us"] / 1000 if "reading" in gaps else None,
+        "scan_gap_ms_not_reading": gaps["not reading"]["max_gap_us"] / 1000 if "not reading" in gaps else None,
+        "scans_per_s_not_reading": gaps["not reading"]["n"] * 1000 // HOLD_MS if "not reading" in gaps else None,
+        "default_hz": diag.get("scan_hz"),
+        "cpu_share": round(diag["scan_us"] * diag["scan_hz"] / 1e6, 2) if diag.get("scan_us") else None,
     }

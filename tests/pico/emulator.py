@@ -231,6 +231,12 @@ class EmulatedPico:
         i = self.send("leds")
         return self.wait(lambda e: e.get("ev") == "leds" and e.get("id") == i, timeout, "the LED frame")
 
+    def scans(self, reset: bool = False, timeout: float = 60) -> dict[str, Any]:
+        """The scans seen at the sensor pins since the last reset: ``n``, ``max_gap_us`` (the longest time
+        between two) and ``worst_at_us``; ``reset`` starts the count again."""
+        i = self.send("scans", reset=reset)
+        return self.wait(lambda e: e.get("ev") == "scans" and e.get("id") == i, timeout, "the scan count")
+
     def play(self, events: list[dict[str, Any]]) -> int:
         """Start a timeline (``{"t": ms, "occ": hex}`` / ``{"t": ms, "press": name}``, t from now)."""
         return self.send("timeline", events=events)

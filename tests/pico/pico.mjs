@@ -329,8 +329,8 @@ function run(opts) {
   };
 
   // A timeline: sensor changes and button presses at emulated times (ms after it was given), in the order of t;
-  // also marks, USB holds, sensor faults, a level on a spare pin (pin, level), a line from the host (send) and a
-  // reading of the heap (heap: a mark).
+  // also marks, USB holds, sensor faults, a level on a spare pin (pin, level), a line from the host (send), a
+  // reading of the heap (heap: a mark) and of the scans seen at the pins (scans: "reset" or "read").
   class Timeline {
     constructor(id, events) {
       this.id = id;
@@ -368,6 +368,10 @@ function run(opts) {
         emit({ ev: 'sent', id: this.id, us: Math.round(pico.micros), bytes: e.send.length });
       }
       if (e.heap !== undefined) emit({ ev: 'heap', mark: e.heap, us: Math.round(pico.micros), ...gcHeap(pico.mcu) });
+      if (e.scans !== undefined) {
+        // "reset": count scans at the pins from now; "read": the count and the longest gap since
+        emit({ ev: 'scans', mark: e.scans, us: Math.round(pico.micros), ...sensors.scans(e.scans === 'reset') });
+      }
       this.next();
     }
   }
@@ -386,6 +390,8 @@ function run(opts) {
     time: (o) => emit({ ev: 'time', us: Math.round(pico.micros), id: o.id }),
     leds: (o) => emit({ ev: 'leds', id: o.id, pixels: sensors.leds.pixels, frames: sensors.leds.frames }),
     heap: (o) => emit({ ev: 'heap', id: o.id, us: Math.round(pico.micros), ...gcHeap(pico.mcu) }),
+    // scans seen at the pins since the last reset of the count: how many, the longest gap between two
+    scans: (o) => emit({ ev: 'scans', id: o.id, us: Math.round(pico.micros), ...sensors.scans(!!o.reset) }),
     save: (o) => {
       fs.writeFileSync(o.path, pico.mcu.flash);
       emit({ ev: 'saved', id: o.id });

@@ -87,9 +87,36 @@ export function attachSensors(pico, board, driver, emit) {
   const leds = attachLeds(pico);
   const model = { hc165, matrix, mcp23017, hall_mux: hallMux, none: () => {} }[driver];
   if (!model) throw new Error(`unknown driver ${driver}`);
-  model(pico, board, faults, emit);
+  // Each model calls scan() where the firmware's scan starts reading the sensors (the first signal of a scan at
+  // the pins): the longest gap between two is how long the firmware went without scanning, seen from outside.
+  const scans = { n: 0, last: -1, maxGap: 0, worstAt: 0, long: [] };
+  const scan = () => {
+    const us = pico.micros;
+    if (scans.last >= 0 && us - scans.last > scans.maxGap) {
+      scans.maxGap = us - scans.last;
+      scans.worstAt = us;
+    }
+    // the gaps over 12 ms (first 40): [end µs, gap µs]
+    if (scans.last >= 0 && us - scans.last > 12000 && scans.long.length < 40) {
+      scans.long.push([Math.round(us), Math.round(us - scans.last)]);
+    }
+    scans.last = us;
+    scans.n++;
+  };
+  model(pico, board, faults, emit, scan);
   return {
     leds,
+    scans(reset) {
+      const out = { n: scans.n, max_gap_us: Math.round(scans.maxGap), worst_at_us: Math.round(scans.worstAt),
+                    long_gaps: scans.long };
+      if (reset) {
+        scans.long = [];
+        scans.n = 0;
+        scans.maxGap = 0;
+        scans.last = -1;
+      }
+      return out;
+    },
     fault(o) {
       if (o.kind === 'spi_stall') faults.spiStall = true;
       else if (o.kind === 'i2c_stuck') faults.i2cStuck = { addr: o.addr, untilUs: pico.micros + o.ms * 1000 };
@@ -100,7 +127,7 @@ export function attachSensors(pico, board, driver, emit) {
 }
 
 // ---- 8 x 74HC165 ----------------------------------------------------------------------------------------
-function hc165(pico, board, faults) {
+function hc165(pico, board, faults, emit, scan) {
   const gpio = pico.mcu.gpio;
   const LOAD = 17;
   const SCK = 18;
@@ -116,6 +143,7 @@ function hc165(pico, board, faults) {
     bits.push(0); // the last chip's DS is tied to GND
   };
   gpio[LOAD].addListener((state) => {
+    if (state === 0 && !loading) scan();
     loading = state === 0;
     if (loading) latch();
     gpio[MISO].setInputValue(bits[0] === 1);
@@ -133,12 +161,22 @@ function hc165(pico, board, faults) {
   const spi = pico.mcu.spi[0];
   let pending = 0;
   const done = pico.alarm(() => spi.completeTransmit(pending));
+  let wrongMode = false;
   spi.onTransmit = () => {
     if (faults.spiStall) return; // the transfer never ends: the C driver waits for it for ever
+    // SPI mode: with CPHA = 0 the MCU samples each bit on the clock's leading edge, before the rising CP edge
+    // that shifts the next one in (Q7 shows D7 right after the load). With CPHA = 1 it samples on the trailing
+    // edge, after the first rising edge has already shifted: every byte comes one bit late.
+    const late = (spi.control0 & (1 << 7)) !== 0;
+    if (late && !wrongMode) {
+      wrongMode = true;
+      emit({ ev: 'violation', part: '74HC165', why: 'SPI CPHA = 1: bits sampled after the shift' });
+    }
     let v = 0;
     for (let i = 0; i < 8; i++) {
-      v = (v << 1) | (loading ? bits[0] : bits[0]);
-      if (!loading) shift();
+      if (late && !loading) shift();
+      v = (v << 1) | bits[0];
+      if (!late && !loading) shift();
     }
     pending = v;
     const hz = spi.clockFrequency || 1e6;
@@ -147,21 +185,26 @@ function hc165(pico, board, faults) {
 }
 
 // ---- 8 x 8 reed matrix with diodes ----------------------------------------------------------------------
-function matrix(pico, board) {
+function matrix(pico, board, faults, emit, scan) {
   const gpio = pico.mcu.gpio;
   const ROWS = [0, 1, 2, 3, 4, 5, 6, 7];
   const COLS = [8, 9, 10, 11, 12, 13, 20, 21];
   const low = new Array(8).fill(false);
+  const rand = rng(8);
+  // a column no closed switch pulls low reads high only through the MCU's pull-up (the firmware's PULL_UP: the
+  // board has no resistors of its own); without it the input floats and reads anything
   const update = () => {
     for (let c = 0; c < 8; c++) {
       let pulled = false;
       for (let r = 0; r < 8; r++) if (low[r] && board.occ[8 * r + c]) pulled = true;
-      gpio[COLS[c]].setInputValue(!pulled);
+      gpio[COLS[c]].setInputValue(!pulled && (gpio[COLS[c]].pullupEnabled || rand() < 0.5));
     }
   };
   ROWS.forEach((pin, r) =>
     gpio[pin].addListener((state) => {
+      const was = low[r];
       low[r] = state === 0; // open drain: driven low, or released (an input)
+      if (r === 0 && low[r] && !was) scan();
       update();
     }),
   );
@@ -172,7 +215,7 @@ function matrix(pico, board) {
 }
 
 // ---- 5 x MCP23017 on I2C0 (SDA GP4, SCL GP5) ---------------------------------------------------------------
-function mcp23017(pico, board, faults, emit) {
+function mcp23017(pico, board, faults, emit, scan) {
   const gpio = pico.mcu.gpio;
   const SDA = 4;
   const SCL = 5;
@@ -245,6 +288,7 @@ function mcp23017(pico, board, faults, emit) {
     else i2c.completeStart();
   };
   i2c.onConnect = (addr, mode) => {
+    if (addr === 0x20 && mode !== 0) scan(); // each scan reads the first chip's GPIO registers first
     cur = chips.get(addr) ?? null;
     firstByte = mode === 0;
     later(() => i2c.completeConnect(cur !== null));
@@ -272,12 +316,18 @@ function mcp23017(pico, board, faults, emit) {
 }
 
 // ---- 64 linear hall sensors behind 4 x CD74HC4067, the SIGs on ADC0 (GP26), /E on GP6..9 -------------------
-function hallMux(pico, board) {
+function hallMux(pico, board, faults, emit, scan) {
   const gpio = pico.mcu.gpio;
   const SEL = [2, 3, 4, 5];
   const EN = [6, 7, 8, 9];
   const level = new Array(30).fill(0);
-  for (const p of [...SEL, ...EN]) gpio[p].addListener((state) => (level[p] = state === 1 ? 1 : 0));
+  for (const p of [...SEL, ...EN]) {
+    gpio[p].addListener((state) => {
+      const v = state === 1 ? 1 : 0;
+      if (p === EN[0] && v === 0 && level[p] === 1) scan(); // the first mux enabled: a scan begins
+      level[p] = v;
+    });
+  }
   const rand = rng(4067);
   const VCC = 3.3;
   const offset = Array.from({ length: 64 }, () => (rand() - 0.5) * 0.03); // sensor-to-sensor spread, +-15 mV

@@ -75,7 +75,7 @@ class EventPipeline:
         self.boards: dict[str, BoardSession] = {} if boards is None else boards
         self.stats: dict[str, int] = {"lines": 0, "records": 0, "malformed": 0, "out_of_range": 0, "gaps": 0,
                                       "events": 0, "time_jumps": 0, "identity_conflicts": 0,
-                                      "operator_records_refused": 0}
+                                      "operator_records_refused": 0, "check_failed": 0}
         #: board ids in the journal that break the id rule: never resumed nor published (see restore)
         self.refused_journal_ids: list[str] = []
         #: where a journal SQLite found damaged went (None: it was sound)

@@ -25,7 +25,15 @@ from touchmove import boards, records
 from touchmove.bridge import flicker
 from touchmove.bridge.identity import IdentityConflict
 from touchmove.bridge.port_report import PortReport
-from touchmove.bridge.serial_link import FROM_BOARD, DecodeError, Message, SerialLink, decode, find_ports
+from touchmove.bridge.serial_link import (
+    FROM_BOARD,
+    CheckFailed,
+    DecodeError,
+    Message,
+    SerialLink,
+    decode,
+    find_ports,
+)
 from touchmove.bridge.session import BoardSession
 from touchmove.config import SerialConfig
 from touchmove.log_limit import LogLimit
@@ -200,9 +208,13 @@ class BoardPorts:
         for line in lines:
             self.bridge.stats["lines"] += 1
             try:
-                msg = decode(line, accepted_by(link))
+                msg = decode(line, accepted_by(link), checked=getattr(link, "checked", False))
             except DecodeError as exc:
                 self.bridge.stats["malformed"] += 1
+                if isinstance(exc, CheckFailed):
+                    # lost or spliced on the way (valid JSON or not): refused, counted, and, like any malformed
+                    # line, answered with a snapshot request below (the changes it carried come back from it)
+                    self.bridge.stats["check_failed"] += 1
                 if link.board is None:
                     self.report.line(link.path, touchmove=False)
                 if self.bridge.admission.refused_line(link, exc):
@@ -221,6 +233,10 @@ class BoardPorts:
                 continue
             if link.board is None:
                 self.report.line(link.path, touchmove=True)
+            if msg.checked:
+                link.checked = True
+            elif msg.kind == "hello":
+                link.checked = False   # older firmware after a restart: its lines carry no check
             if msg.kind == "hello":
                 self._identify(link, msg)
             elif link.board is None:

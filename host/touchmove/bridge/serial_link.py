@@ -23,13 +23,14 @@ import select
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import chess
 
 from touchmove import board_ids, records
 from touchmove.config import UsbMatch
+from touchmove.line_check import Check, check_line
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +98,7 @@ class Message:
     seq: int | None = None
     t: int = 0
     fields: dict[str, Any] = field(default_factory=dict)
+    checked: bool = False           # the line carried a check (``ck``, :mod:`touchmove.line_check`) that held
 
 
 #: Largest message counter accepted (the firmware counts per boot from 0).
@@ -140,17 +142,34 @@ class OperatorRecordRefused(DecodeError):
     """A record only an operator may give (result, takeback, resync, setup) came from a serial port."""
 
 
-def decode(line: bytes | None, accepts: frozenset[str] = FROM_BOARD) -> Message:
+class CheckFailed(DecodeError):
+    """A line whose check (``ck``) does not hold, or a line without one from a board whose lines carry it: bytes
+    lost or lines run together on the way (the bridge counts it and asks for a snapshot)."""
+
+
+def decode(line: bytes | None, accepts: frozenset[str] = FROM_BOARD, *, checked: bool = False) -> Message:
     """Return the message on one line from a board, or raise :class:`DecodeError`; a record whose type is not
-    in ``accepts`` (what the port's kind of board may give) is :class:`OperatorRecordRefused`."""
+    in ``accepts`` (what the port's kind of board may give) is :class:`OperatorRecordRefused`, a line whose
+    check fails :class:`CheckFailed`. ``checked``: this board's lines carry a check (it sent one that held), so
+    a line without one is refused too, unless it is a ``hello`` (the board restarted into older firmware)."""
     if line is None:
         raise DecodeError(f"line longer than {MAX_LINE} bytes dropped")
+    check = check_line(line)
+    if check is Check.BAD:
+        raise CheckFailed("the line's check (ck) does not match its bytes: lost or spliced on the way")
     try:
         obj = json.loads(line)
     except (ValueError, UnicodeDecodeError) as exc:
         raise DecodeError(f"not JSON: {exc}") from None
     if not isinstance(obj, dict):
         raise DecodeError("not a JSON object")
+    if check is Check.NONE and ("ck" in obj or (checked and obj.get("type") != "hello")):
+        raise CheckFailed("a line without its check (ck) where the board's lines carry one: cut on the way")
+    msg = _decode_object(obj, accepts)
+    return replace(msg, checked=True) if check is Check.GOOD else msg
+
+
+def _decode_object(obj: dict[str, Any], accepts: frozenset[str]) -> Message:
     seq = obj.get("seq")
     try:
         if seq is not None:
@@ -162,7 +181,7 @@ def decode(line: bytes | None, accepts: frozenset[str] = FROM_BOARD) -> Message:
     if kind not in accepts and not isinstance(record, records.Other):
         raise OperatorRecordRefused(f"{kind!r} records come only from an operator (the MQTT set command), "
                                     "never from a board's port")
-    fields = {k: v for k, v in obj.items() if k not in ("t", "type", "seq")}
+    fields = {k: v for k, v in obj.items() if k not in ("t", "type", "seq", "ck")}
     if isinstance(record, records.Other):
         if kind == "hello":
             board = obj.get("board")
@@ -261,6 +280,7 @@ class SerialLink:
         self._splitter = LineSplitter()
         self._finished = False
         self._resting: asyncio.TimerHandle | None = None   # a port that took too long a turn, resting
+        self.checked = False             # the board's lines carry a check (one held): a line without is refused
         self.board: str | None = None    # set by the bridge once the board said hello
         self.held_back: str | None = None  # the id it said, served by another open port (the bridge waits)
         self.key = path                  # the device it was opened as (the owner's key)

@@ -182,7 +182,7 @@ class UART:
         return n or None
 
     def write(self, buf):
-        self.written.append(buf)
+        self.written.append(bytes(buf))  # a copy: the writer reuses its buffer
         return len(buf)
 
 

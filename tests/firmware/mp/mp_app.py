@@ -41,8 +41,19 @@ def make_app(leds=True, **over):
     return app
 
 
+def checked(line):
+    """The record on a device line, its check ("ck", the CRC-32 of the bytes before ',"ck"') verified and
+    removed."""
+    import binascii
+
+    i = line.rindex(',"ck":"')
+    obj = json.loads(line)
+    assert obj.pop("ck") == "%08x" % (binascii.crc32(line[:i].encode()) & 0xFFFFFFFF), line
+    return obj
+
+
 def msgs(app):
-    return [json.loads(x) for x in app.lines]
+    return [checked(x) for x in app.lines]
 
 
 def feed(app, data):
@@ -73,7 +84,7 @@ def test_hello_and_snapshot_at_start():
     assert out[0] == {"type": "hello", "proto": 1, "fw": "touchmove/0.1.0", "board": "abcd", "boot": 7,
                       "name": "touchmove", "mp": mp, "seq": 0, "t": 0}
     assert out[1] == {"type": "snapshot", "occ": "ffff00000000ffff", "seq": 1, "t": 0}
-    assert app_line_keys(make_app()) == ["type", "proto", "fw", "board", "boot", "name", "mp", "seq", "t"]
+    assert app_line_keys(make_app()) == ["type", "proto", "fw", "board", "boot", "name", "mp", "seq", "t", "ck"]
 
 
 def app_line_keys(app):
@@ -368,3 +379,10 @@ def test_leds_never_draw_more_than_the_profiles_budget():
         # a1 -> LED 0, b2 -> LED 14 and h8 -> LED 56 (serpentine rows)
         assert strip.shown[0] == strip.shown[14] == strip.shown[56] == (v, v, v), strip.shown
         assert sum(1 for p in strip.shown if p != (0, 0, 0)) == 3, strip.shown
+        # a board.json asking for more than USB gives (it accepts up to 5,000 mA) gets the USB limit
+        cfg = config.get(profile, {"leds": dict(cfg["leds"], budget_ma=5000, cap=255)})
+        strip = neopixel.NeoPixel(machine.Pin(22), 64)
+        leds = make_leds(cfg, strip)
+        leds.set(range(64), (255, 255, 255))
+        leds.show()
+        assert budget * 0.9 <= _frame_ma(strip.shown) <= budget, (profile, _frame_ma(strip.shown))

@@ -222,6 +222,7 @@ def test_mcp23017_a_stuck_chip_costs_a_bounded_time_and_is_reported():
     assert errs and "timed out" in errs[0], errs
     # the bus counters are in diag too (and the scan task's scan_us_max shows the cost)
     app.command(b'{"cmd":"diag"}')
+    app.flush(False)  # the writer task sends the diag's lines
     diag = json.loads(lines[-1])
     assert diag["bus_errors"] >= 200 and diag["bus_timeouts"] >= 200, diag
 

@@ -136,11 +136,12 @@ def _stall_run(port="rp2"):
 
 def test_a_host_that_stops_reading_never_stalls_scanning():
     app, cdc, max_gap, stall, board = _stall_run()
-    # scanning went on through the 10 s stall: at most one port wait, so the watchdog (fed while scans
-    # progress) is always fed in time
-    assert stall[1] - stall[0] > 1500, stall  # ~1900 scans at 200 Hz in 10 s less one port wait
-    assert cdc.blocked_ms <= TX_TIMEOUT_MS, (cdc.blocked_ms, cdc.blocks)
-    assert max_gap <= TX_TIMEOUT_MS + 5 < app.cfg["wdt_ms"], max_gap
+    # scanning went on through the 10 s stall without a single port wait: the writer hands the port one byte
+    # at a time after a poll that says it has room, so no write ever waits (before, a 32-byte chunk into a
+    # nearly full FIFO waited the TX timeout: 500 ms without a scan here, about 1 s on the emulated Pico)
+    assert stall[1] - stall[0] > 1900, stall  # ~2000 scans at 200 Hz in 10 s
+    assert cdc.blocks == 0 and cdc.blocked_ms == 0, (cdc.blocked_ms, cdc.blocks)
+    assert max_gap <= 5 + PUMP_MS, max_gap
     # the host gets whole lines, seq without gaps, and once it reads again a snapshot of the board as it is
     msgs = cdc.lines()
     assert [m["seq"] for m in msgs] == list(range(len(msgs)))
@@ -235,7 +236,8 @@ def test_uart_link_has_its_pins():
         app, _, _, _, port = assemble.build(cfg, machine)
         assert port.out.tx.id == cfg["pins"]["uart_tx"] and port.out.rx.id == cfg["pins"]["uart_rx"]
         app.start()
-        app.out.pump()
+        while app.out.pump():  # a pump writes for at most PUMP_MS
+            pass
         written = b"".join(bytes(x) for x in port.out.written)
         assert b'"type":"hello"' in written and written.endswith(b"\n")
 
