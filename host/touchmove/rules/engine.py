@@ -272,6 +272,7 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
         if bool(self._occ & bb) == occupied:
             return []  # a repeated report: nothing changed
         out: list[Event] = []
+        self._line.note_change(t, sq, occupied)
         self._occ ^= bb
         self._changed_at = t
         self._judge_at_rest = True
@@ -331,6 +332,7 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
                 self._evidence.unsure_since = self._t
             return out
         gone = self._occ & ~occ
+        self._line.note_change(t, -1, False)   # changes not seen one by one: no re-reading across them
         self._occ = occ
         self._changed_at = t
         self._judge_at_rest = True

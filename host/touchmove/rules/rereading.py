@@ -1,0 +1,122 @@
+"""Re-reading the last plies when the board contradicts them, before ``board_mismatch`` is raised.
+
+A ply is decided from what the board showed up to then; what follows may contradict it (the piece just moved
+stood aside by the hand that captures it, after a slide or a touch that the specific readings of
+:mod:`touchmove.rules.readings` do not expect). When the board rests in a state no legal move continues, the
+engine first re-reads the last plies: from the position :data:`REREAD_PLIES` plies back at most (the nearest
+first), the legal lines that lead to what the board shows (the search for lost changes,
+:func:`~touchmove.rules.recovery.explanations`) and that account for every square change seen since
+(:func:`accounts_for`). The fewest plies replaced win; there, a unique line is adopted (the replaced plies
+amended, the ones played on since made), several or none leave the mismatch to the arbiter.
+
+Pure: what the game and its change log hold (:class:`~touchmove.rules.game_line.GameLine`) in, a line out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import chess
+
+from touchmove.rules.footprints import SLIDE_OVERLAP_MS, footprint
+from touchmove.rules.game_line import KEPT_PLIES, GameLine
+from touchmove.rules.gamelog import GameRecord
+from touchmove.rules.recovery import explanations
+
+__all__ = ["PLAYED_ON", "REREAD_PLIES", "Reread", "accounts_for", "reread"]
+
+#: How many of the last plies a contradiction may replace (at most).
+REREAD_PLIES = 3
+#: How many plies a line re-read may have beyond the plies it replaces (played on since, before the board rested).
+PLAYED_ON = 2
+
+assert REREAD_PLIES < KEPT_PLIES  # the change log reaches back that far
+
+Change = tuple[int, chess.Square, bool]
+
+
+@dataclass(frozen=True)
+class Reread:
+    """A line re-read: the game's first ``keep`` plies stand, ``moves`` follow them instead of the rest."""
+
+    keep: int
+    moves: tuple[chess.Move, ...]
+
+
+def reread(game: GameRecord, line: GameLine, occ: chess.Bitboard) -> Reread | None:
+    """Return the one line that explains ``occ`` and the changes seen since the fewest last plies it replaces, or
+    None (none, or several at the fewest plies; or changes were not all seen one by one since)."""
+    plies = len(game.moves)
+    for back in range(1, min(REREAD_PLIES, plies) + 1):
+        keep = plies - back
+        since = line.reached[keep]
+        if since is None or since < line.changes_from:
+            return None     # a ply not seen made, or changes forgotten: nothing sure to re-read from
+        window = [change for change in line.changes if change[0] >= since]
+        if any(sq < 0 for _, sq, _ in window):
+            return None     # changes not seen one by one (a snapshot)
+        lines = _lines(game.board(keep), occ, back + PLAYED_ON, window, since)
+        if len(lines) == 1:
+            return Reread(keep, lines[0]) if lines[0] != tuple(game.moves[keep:]) else None
+        if lines:
+            return None
+    return None
+
+
+def _lines(start: chess.Board, occ: chess.Bitboard, longest: int, changes: Sequence[Change],
+           since: int) -> list[tuple[chess.Move, ...]]:
+    """Return the shortest legal lines from ``start`` (up to ``longest`` plies) that leave ``occ`` and account for
+    ``changes`` (:func:`accounts_for`)."""
+    shortest = 1
+    while shortest <= longest:
+        found = explanations(start, occ, max_plies=longest, min_plies=shortest)
+        if not found:
+            return []       # none, or the search gave up
+        length = len(found[0].moves) + found[0].in_progress
+        lines = [e.moves for e in found if not e.in_progress and accounts_for(start, e.moves, changes, since)]
+        if lines:
+            return list(dict.fromkeys(lines))
+        shortest = length + 1
+    return []
+
+
+def accounts_for(start: chess.Board, moves: Sequence[chess.Move], changes: Sequence[Change], since: int) -> bool:
+    """Return whether the square changes seen (``changes``, oldest first, none before ``since``) show ``moves``
+    played from ``start`` one after the other: each ply's piece (and its victim, its castling rook) lifted after
+    the ply before landed, and put down after that (after its victim left; a piece slid onto its square may be
+    sensed there :data:`~touchmove.rules.footprints.SLIDE_OVERLAP_MS` before its own square empties; a
+    promotion's new piece may come before the pawn leaves). Changes no ply needs are touches, slides, pieces
+    stood aside: the occupancy they leave is checked by the search."""
+    lifts: dict[chess.Square, list[int]] = {}
+    places: dict[chess.Square, list[int]] = {}
+    for t, sq, occupied in changes:
+        (places if occupied else lifts).setdefault(sq, []).append(t)
+    board = start.copy(stack=False)
+    cursor = since
+    for move in moves:
+        shown = footprint(board, move)
+        lifted: dict[chess.Square, int] = {}
+        for sq in chess.scan_forward(shown.must_lift):
+            at = _first(lifts.get(sq), cursor)
+            if at is None:
+                return False
+            lifted[sq] = at
+        own = lifted[move.from_square] - SLIDE_OVERLAP_MS if move.promotion is None else cursor
+        landed = cursor
+        for sq in chess.scan_forward(shown.placed):
+            at = _first(places.get(sq), max(cursor, own, lifted.get(sq, cursor)))
+            if at is None:
+                return False
+            landed = max(landed, at)
+        cursor = landed
+        board.push(move)
+    return True
+
+
+def _first(times: list[int] | None, after: int) -> int | None:
+    """Return the first of ``times`` (ascending) not before ``after``, or None."""
+    for t in times or ():
+        if t >= after:
+            return t
+    return None
