@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import chess
 
+from touchmove.broadcast.live_pgn import LiveGame
 from touchmove.records import Lift, Place, Record
 from touchmove.rules import Engine
-from touchmove.rules.events import Alert, MoveMade, Takeback
+from touchmove.rules.events import Alert, Event, MoveMade, Takeback
 from touchmove.rules.game_line import GameLine
 from touchmove.rules.gamelog import GameRecord
 from touchmove.rules.rereading import Reread, accounts_for, reread
@@ -106,11 +107,20 @@ def test_the_change_log_keeps_the_last_plies() -> None:
     assert line.changes_from <= line.reached[-4] and line.changes[0][0] >= line.changes_from  # type: ignore[operator]
 
 
-def feed(engine: Engine, records: list[Record]) -> list[object]:
-    out: list[object] = []
+def feed(engine: Engine, records: list[Record]) -> list[Event]:
+    out: list[Event] = []
     for record in records:
         out += engine.feed(record)
     return out + engine.finish()
+
+
+def broadcast_moves(events: list[Event]) -> list[str]:
+    """Return the moves of the broadcaster's live game (what the round PGN shows) after ``events``."""
+    game = LiveGame()
+    for event in events:
+        game.apply(event.to_dict())
+    assert not game.needs_resync
+    return [ply.uci for ply in game.moves]
 
 
 def test_plies_replaced_by_a_shorter_line_are_taken_back_first() -> None:
@@ -127,6 +137,7 @@ def test_plies_replaced_by_a_shorter_line_are_taken_back_first() -> None:
     told = [(type(e).__name__, getattr(e, "ply", None), getattr(e, "t", None)) for e in events
             if isinstance(e, MoveMade | Takeback)]
     assert told[-2:] == [("Takeback", 2, 3240), ("MoveAmended", 1, 3240)]
+    assert broadcast_moves(events) == ["g1h3"]
     assert not any(isinstance(e, Alert) and e.code == "board_mismatch" for e in events)
 
 
@@ -142,4 +153,5 @@ def test_a_re_read_line_is_published_as_amendments_then_moves() -> None:
     assert [m.uci() for m in engine.games[0].moves] == ["d8d2", "d1d2", "a7a6"]
     told = [(type(e).__name__, e.ply, e.uci) for e in events if isinstance(e, MoveMade)]
     assert told[-3:] == [("MoveAmended", 1, "d8d2"), ("MoveMade", 2, "d1d2"), ("MoveMade", 3, "a7a6")]
+    assert broadcast_moves(events) == ["d8d2", "d1d2", "a7a6"]
     assert not any(isinstance(e, Alert) and e.code == "board_mismatch" for e in events)
