@@ -13,8 +13,7 @@ from touchmove.rules.game_line import GameLine
 from touchmove.rules.gamelog import GameRecord
 from touchmove.rules.rereading import Reread, accounts_for, reread
 
-# 1. d3 answered by a pawn on e4 ... the d3 pawn stood on d4 a moment, then exd3: d3 exd3 and d4 exd3 e.p. leave
-# the same squares (and the same position).
+# A black pawn on e4, white to move: d3 exd3 and d4 exd3 e.p. leave the same squares (and the same position).
 START = "rnbqkbnr/pppp1ppp/8/8/4p3/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
 SQ = chess.parse_square
 
