@@ -48,21 +48,34 @@ def test_a_line_is_accounted_for_by_its_lifts_and_landings_in_order() -> None:
     board = chess.Board(START)
     seen = changes("d2-", "d3+", "d3-", "e4-", "d3+")
     d3, exd3 = chess.Move.from_uci("d2d3"), chess.Move.from_uci("e4d3")
-    assert accounts_for(board, [d3, exd3], seen, 1000)
+    now = after("d2d3", "e4d3")
+    assert accounts_for(board, [d3, exd3], seen, 1000, now)
     # the capture before the move it answers: its landing came before the victim's square was left
-    assert not accounts_for(board, [d3, exd3], changes("e4-", "d2-", "d3+"), 1000)
+    assert not accounts_for(board, [d3, exd3], changes("e4-", "d2-", "d3+"), 1000, now)
     # a ply whose piece was never lifted
-    assert not accounts_for(board, [chess.Move.from_uci("c2c3")], seen, 1000)
+    assert not accounts_for(board, [chess.Move.from_uci("c2c3")], seen, 1000, after("c2c3"))
     # a change before ``since`` does not count
-    assert not accounts_for(board, [d3, exd3], seen, 1001)
+    assert not accounts_for(board, [d3, exd3], seen, 1001, now)
+
+
+def test_each_position_of_the_line_is_shown_for_a_moment() -> None:
+    """d3 exd3, but another pawn (c2) was lifted before d3 landed and put back only after the capture: the board
+    never showed the position after d3 (a piece off then that no ply moves): not this line."""
+    board = chess.Board(START)
+    d3, exd3 = chess.Move.from_uci("d2d3"), chess.Move.from_uci("e4d3")
+    now = after("d2d3", "e4d3")
+    held = changes("c2-", "d2-", "d3+", "d3-", "e4-", "d3+", "c2+")
+    assert not accounts_for(board, [d3, exd3], held, 1000, now)
+    put_back = changes("c2-", "d2-", "c2+", "d3+", "d3-", "e4-", "d3+")
+    assert accounts_for(board, [d3, exd3], put_back, 1000, now)
 
 
 def test_a_slid_piece_sensed_on_its_square_before_it_leaves_its_own_counts() -> None:
     board = chess.Board(START)
     slid = [(1000, SQ("d3"), True), (1060, SQ("d2"), False)]
-    assert accounts_for(board, [chess.Move.from_uci("d2d3")], slid, 1000)
+    assert accounts_for(board, [chess.Move.from_uci("d2d3")], slid, 1000, after("d2d3"))
     late = [(1000, SQ("d3"), True), (1400, SQ("d2"), False)]
-    assert not accounts_for(board, [chess.Move.from_uci("d2d3")], late, 1000)
+    assert not accounts_for(board, [chess.Move.from_uci("d2d3")], late, 1000, after("d2d3"))
 
 
 def test_the_one_line_that_accounts_for_the_changes_is_adopted() -> None:

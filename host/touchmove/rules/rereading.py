@@ -6,7 +6,8 @@ stood aside by the hand that captures it, after a slide or a touch that the spec
 engine first re-reads the last plies: from the position :data:`REREAD_PLIES` plies back at most (the nearest
 first), the legal lines that lead to what the board shows (the search for lost changes,
 :func:`~touchmove.rules.recovery.explanations`) and that account for every square change seen since
-(:func:`accounts_for`). The fewest plies replaced win; there, a unique line is adopted (the replaced plies
+(:func:`accounts_for`: the pieces lifted and put down in the line's order, each of its positions shown for a
+moment). The fewest plies replaced win; there, a unique line is adopted (the replaced plies
 amended, the ones played on since made), several or none leave the mismatch to the arbiter.
 
 Pure: what the game and its change log hold (:class:`~touchmove.rules.game_line.GameLine`) in, a line out.
@@ -74,49 +75,63 @@ def _lines(start: chess.Board, occ: chess.Bitboard, longest: int, changes: Seque
         if not found:
             return []       # none, or the search gave up
         length = len(found[0].moves) + found[0].in_progress
-        lines = [e.moves for e in found if not e.in_progress and accounts_for(start, e.moves, changes, since)]
+        lines = [e.moves for e in found if not e.in_progress and accounts_for(start, e.moves, changes, since, occ)]
         if lines:
             return list(dict.fromkeys(lines))
         shortest = length + 1
     return []
 
 
-def accounts_for(start: chess.Board, moves: Sequence[chess.Move], changes: Sequence[Change], since: int) -> bool:
-    """Return whether the square changes seen (``changes``, oldest first, none before ``since``) show ``moves``
-    played from ``start`` one after the other: each ply's piece (and its victim, its castling rook) lifted after
-    the ply before landed, and put down after that (after its victim left; a piece slid onto its square may be
-    sensed there :data:`~touchmove.rules.footprints.SLIDE_OVERLAP_MS` before its own square empties; a
-    promotion's new piece may come before the pawn leaves). Changes no ply needs are touches, slides, pieces
-    stood aside: the occupancy they leave is checked by the search."""
-    lifts: dict[chess.Square, list[int]] = {}
-    places: dict[chess.Square, list[int]] = {}
-    for t, sq, occupied in changes:
-        (places if occupied else lifts).setdefault(sq, []).append(t)
+def accounts_for(start: chess.Board, moves: Sequence[chess.Move], changes: Sequence[Change], since: int,
+                 occ: chess.Bitboard) -> bool:
+    """Return whether the square changes seen (``changes``, oldest first, none before ``since``; the board shows
+    ``occ`` after them) show ``moves`` played from ``start`` one after the other: each ply's piece (and its victim,
+    its castling rook) lifted after the ply before landed, and put down after that (after its victim left; a piece
+    slid onto its square may be sensed there :data:`~touchmove.rules.footprints.SLIDE_OVERLAP_MS` before its own
+    square empties; a promotion's new piece may come before the pawn leaves); and the board showing each ply's
+    position at some moment between its landing and the next ply's first lift. Changes no ply needs are touches,
+    slides, pieces stood aside, knocked and put back."""
+    lifts: dict[chess.Square, list[tuple[int, int]]] = {}
+    places: dict[chess.Square, list[tuple[int, int]]] = {}
+    shown = []      # the occupancy after each change
+    before = occ
+    for _, sq, _ in changes:
+        before ^= chess.BB_SQUARES[sq]
+    board_occ = before
+    for index, (t, sq, occupied) in enumerate(changes):
+        (places if occupied else lifts).setdefault(sq, []).append((t, index))
+        board_occ ^= chess.BB_SQUARES[sq]
+        shown.append(board_occ)
     board = start.copy(stack=False)
     cursor = since
+    spans: list[tuple[int, int, chess.Bitboard]] = []   # each ply: its landing, the next ply's first lift, after it
     for move in moves:
-        shown = footprint(board, move)
-        lifted: dict[chess.Square, int] = {}
-        for sq in chess.scan_forward(shown.must_lift):
-            at = _first(lifts.get(sq), cursor)
-            if at is None:
+        footprint_ = footprint(board, move)
+        lifted: dict[chess.Square, tuple[int, int]] = {}
+        for sq in chess.scan_forward(footprint_.must_lift):
+            found = _first(lifts.get(sq), cursor)
+            if found is None:
                 return False
-            lifted[sq] = at
-        own = lifted[move.from_square] - SLIDE_OVERLAP_MS if move.promotion is None else cursor
-        landed = cursor
-        for sq in chess.scan_forward(shown.placed):
-            at = _first(places.get(sq), max(cursor, own, lifted.get(sq, cursor)))
-            if at is None:
+            lifted[sq] = found
+        if spans:
+            spans[-1] = (spans[-1][0], min(index for _, index in lifted.values()), spans[-1][2])
+        own = lifted[move.from_square][0] - SLIDE_OVERLAP_MS if move.promotion is None else cursor
+        landed, landing = cursor, -1
+        for sq in chess.scan_forward(footprint_.placed):
+            victim = lifted.get(sq)
+            found = _first(places.get(sq), max(cursor, own, cursor if victim is None else victim[0]))
+            if found is None:
                 return False
-            landed = max(landed, at)
+            landed, landing = max(landed, found[0]), max(landing, found[1])
         cursor = landed
         board.push(move)
-    return True
+        spans.append((landing, len(changes), board.occupied))
+    return all(any(shown[k] == after for k in range(landing, end)) for landing, end, after in spans)
 
 
-def _first(times: list[int] | None, after: int) -> int | None:
-    """Return the first of ``times`` (ascending) not before ``after``, or None."""
-    for t in times or ():
-        if t >= after:
-            return t
+def _first(times: list[tuple[int, int]] | None, after: int) -> tuple[int, int] | None:
+    """Return the first of ``times`` (time and index, ascending) not before ``after``, or None."""
+    for found in times or ():
+        if found[0] >= after:
+            return found
     return None
