@@ -278,7 +278,7 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
         if bool(self._occ & bb) == occupied:
             return []  # a repeated report: nothing changed
         out: list[Event] = []
-        self._line.note_change(t, sq, occupied)
+        self._line.changes.append((t, sq, occupied))     # (GameLine.note_change, inlined: every change passes)
         self._occ ^= bb
         self._changed_at = t
         self._judge_at_rest = True
