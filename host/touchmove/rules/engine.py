@@ -73,7 +73,6 @@ from touchmove.rules.phases import (
     CLEARED_SQUARES,
     EXCUSED,
     LOST,
-    MISMATCH,
     NEW,
     OVER,
     PLAYING,
@@ -88,7 +87,6 @@ from touchmove.rules.readings import (
     capture_on_touchdown,
     castling_completed,
     double_step_stood_aside,
-    mismatch_excused,
     pending_double_step_stood_aside,
     promotion_seen,
     pushed_capture,
@@ -259,10 +257,6 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
         elif self._judge_at_rest:
             self._judge_at_rest = False
             out += self._unexplained(self._changed_at)
-            if not out and self._sync is MISMATCH and not mismatch_excused(self):
-                # After a mismatch the board may rest in a state that the last plies re-read explain (a next move
-                # played on): re-read again.
-                out += self._reread(self._changed_at)
         if (
             self._sync is UNDISPUTED
             and self._phase is not OVER

@@ -310,8 +310,6 @@ class PlyWriting(BoardState):
         line.presses.answered = None
         line.presses.answered_press = None
         line.unseen.settled_by_time = None
-        if self._sync is MISMATCH:
-            out += self._restored(t, "plies re-read")
         return out
 
     def take_back_to(self, t: int, keep: int) -> list[Event]:
