@@ -23,14 +23,18 @@ import chess
 from touchmove.rules.footprints import SLIDE_OVERLAP_MS, footprint
 from touchmove.rules.game_line import KEPT_PLIES, GameLine
 from touchmove.rules.gamelog import GameRecord
-from touchmove.rules.recovery import explanations
+from touchmove.rules.recovery import search
 
-__all__ = ["PLAYED_ON", "REREAD_PLIES", "Reread", "accounts_for", "reread"]
+__all__ = ["PLAYED_ON", "REREAD_NODES", "REREAD_PLIES", "Reread", "accounts_for", "reread"]
 
 #: How many of the last plies a contradiction may replace (at most).
 REREAD_PLIES = 3
 #: How many plies a line re-read may have beyond the plies it replaces (played on since, before the board rested).
 PLAYED_ON = 2
+#: The most positions one re-reading's searches visit in all (the lines it looks for are a few plies of pieces seen
+#: lifted and put down; a board a knocked piece contradicts would otherwise cost the lost-changes search's whole
+#: budget at each depth, at every mismatch).
+REREAD_NODES = 1_000
 
 assert REREAD_PLIES < KEPT_PLIES  # the change log reaches back that far
 
@@ -49,6 +53,7 @@ def reread(game: GameRecord, line: GameLine, occ: chess.Bitboard) -> Reread | No
     """Return the one line that explains ``occ`` and the changes seen since the fewest last plies it replaces, or
     None (none, or several at the fewest plies; or changes were not all seen one by one since)."""
     plies = len(game.moves)
+    budget = [REREAD_NODES]
     for back in range(1, min(REREAD_PLIES, plies) + 1):
         keep = plies - back
         since = line.reached[keep]
@@ -57,7 +62,9 @@ def reread(game: GameRecord, line: GameLine, occ: chess.Bitboard) -> Reread | No
         window = [change for change in line.changes if change[0] >= since]
         if any(sq < 0 for _, sq, _ in window):
             return None     # changes not seen one by one (a snapshot)
-        lines = _lines(game.board(keep), occ, back + PLAYED_ON, window, since)
+        lines = _lines(game.board(keep), occ, back + PLAYED_ON, window, since, budget)
+        if lines is None:
+            return None     # the search's budget is spent: no line is sure to be the only one
         if len(lines) == 1:
             return Reread(keep, lines[0]) if lines[0] != tuple(game.moves[keep:]) else None
         if lines:
@@ -65,15 +72,19 @@ def reread(game: GameRecord, line: GameLine, occ: chess.Bitboard) -> Reread | No
     return None
 
 
-def _lines(start: chess.Board, occ: chess.Bitboard, longest: int, changes: Sequence[Change],
-           since: int) -> list[tuple[chess.Move, ...]]:
+def _lines(start: chess.Board, occ: chess.Bitboard, longest: int, changes: Sequence[Change], since: int,
+           budget: list[int]) -> list[tuple[chess.Move, ...]] | None:
     """Return the shortest legal lines from ``start`` (up to ``longest`` plies) that leave ``occ`` and account for
-    ``changes`` (:func:`accounts_for`)."""
+    ``changes`` (:func:`accounts_for`); None when the search spent ``budget`` (positions left, updated)."""
     shortest = 1
     while shortest <= longest:
-        found = explanations(start, occ, max_plies=longest, min_plies=shortest)
+        result = search(start, occ, max_plies=longest, max_nodes=budget[0], min_plies=shortest)
+        budget[0] -= result.nodes
+        if result.gave_up:
+            return None
+        found = result.found
         if not found:
-            return []       # none, or the search gave up
+            return []
         length = len(found[0].moves) + found[0].in_progress
         lines = [e.moves for e in found if not e.in_progress and accounts_for(start, e.moves, changes, since, occ)]
         if lines:
