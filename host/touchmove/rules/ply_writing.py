@@ -262,18 +262,17 @@ class PlyWriting(BoardState):
         return self._replace_plies(t, found.keep, found.moves)
 
     def _replace_plies(self, t: int, keep: int, moves: tuple[chess.Move, ...]) -> list[Event]:
-        """Play ``moves`` after the game's first ``keep`` plies instead of the rest: ``move_amended`` for each ply
-        that changes and the ones after it (a ``takeback`` first if the line is shorter), ``move`` for the plies
-        beyond; an amendment as moved after release that the line undoes is withdrawn."""
+        """Play ``moves`` (as many plies as the rest at least) after the game's first ``keep`` plies instead of the
+        rest: ``move_amended`` for each ply that changes and the ones after it, ``move`` for the plies beyond; an
+        amendment as moved after release that the line undoes is withdrawn."""
         game = self._games[-1]
         line = self._line
         old, clocks, reached = list(game.moves), list(game.clocks), list(line.reached)
         released, line.released_on = line.released_on, None
         changed = next((i for i, (a, b) in enumerate(zip(old[keep:], moves, strict=False)) if a != b),
                        min(len(old) - keep, len(moves)))
+        assert keep + len(moves) >= len(old)    # (a line re-read replaces every ply it does not keep)
         out: list[Event] = []
-        if keep + len(moves) < len(old):
-            out.append(Takeback(game.number, t, keep + len(moves) + 1, game.board(keep + len(moves)).fen()))
         line.truncate(keep)
         board = game.board(keep)
         before = board

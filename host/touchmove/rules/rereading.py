@@ -4,11 +4,11 @@ A ply is decided from what the board showed up to then; what follows may contrad
 stood aside by the hand that captures it, after a slide or a touch that the specific readings of
 :mod:`touchmove.rules.readings` do not expect). When the board rests in a state no legal move continues, the
 engine first re-reads the last plies: from the position :data:`REREAD_PLIES` plies back at most (the nearest
-first), the legal lines that lead to what the board shows (the search for lost changes,
-:func:`~touchmove.rules.recovery.explanations`) and that account for every square change seen since
-(:func:`accounts_for`: the pieces lifted and put down in the line's order, each of its positions shown for a
-moment). The fewest plies replaced win; there, a unique line is adopted (the replaced plies
-amended, the ones played on since made), several or none leave the mismatch to the arbiter.
+first), the legal lines at least as long as the plies they replace (each of those was seen made) that lead to
+what the board shows (the search for lost changes, :func:`~touchmove.rules.recovery.search`) and that account
+for every square change seen since (:func:`accounts_for`: the pieces lifted and put down in the line's order,
+each of its positions shown for a moment). The fewest plies replaced win; there, a unique line is adopted (the
+replaced plies amended, the ones played on since made), several or none leave the mismatch to the arbiter.
 
 Pure: what the game and its change log hold (:class:`~touchmove.rules.game_line.GameLine`) in, a line out.
 """
@@ -62,7 +62,7 @@ def reread(game: GameRecord, line: GameLine, occ: chess.Bitboard) -> Reread | No
         window = [change for change in line.changes if change[0] >= since]
         if any(sq < 0 for _, sq, _ in window):
             return None     # changes not seen one by one (a snapshot)
-        lines = _lines(game.board(keep), occ, back + PLAYED_ON, window, since, budget)
+        lines = _lines(game.board(keep), occ, back, back + PLAYED_ON, window, since, budget)
         if lines is None:
             return None     # the search's budget is spent: no line is sure to be the only one
         if len(lines) == 1:
@@ -72,11 +72,11 @@ def reread(game: GameRecord, line: GameLine, occ: chess.Bitboard) -> Reread | No
     return None
 
 
-def _lines(start: chess.Board, occ: chess.Bitboard, longest: int, changes: Sequence[Change], since: int,
-           budget: list[int]) -> list[tuple[chess.Move, ...]] | None:
-    """Return the shortest legal lines from ``start`` (up to ``longest`` plies) that leave ``occ`` and account for
-    ``changes`` (:func:`accounts_for`); None when the search spent ``budget`` (positions left, updated)."""
-    shortest = 1
+def _lines(start: chess.Board, occ: chess.Bitboard, shortest: int, longest: int, changes: Sequence[Change],
+           since: int, budget: list[int]) -> list[tuple[chess.Move, ...]] | None:
+    """Return the shortest legal lines from ``start`` (of ``shortest`` to ``longest`` plies: never fewer than the
+    plies they replace, each seen made) that leave ``occ`` and account for ``changes`` (:func:`accounts_for`); None
+    when the search spent ``budget`` (positions left, updated)."""
     while shortest <= longest:
         result = search(start, occ, max_plies=longest, max_nodes=budget[0], min_plies=shortest)
         budget[0] -= result.nodes
