@@ -6,7 +6,7 @@ from __future__ import annotations
 import chess
 
 from touchmove.broadcast.live_pgn import LiveGame
-from touchmove.records import Lift, Place, Record
+from touchmove.records import Lift, Place, Record, Snapshot
 from touchmove.rules import Engine
 from touchmove.rules.events import Alert, Event, MoveMade, Takeback
 from touchmove.rules.game_line import GameLine
@@ -165,4 +165,24 @@ def test_a_re_read_line_is_published_as_amendments_then_moves() -> None:
     told = [(type(e).__name__, e.ply, e.uci) for e in events if isinstance(e, MoveMade)]
     assert told[-3:] == [("MoveAmended", 1, "d8d2"), ("MoveMade", 2, "d1d2"), ("MoveMade", 3, "a7a6")]
     assert broadcast_moves(events) == ["d8d2", "d1d2", "a7a6"]
+    assert not any(isinstance(e, Alert) and e.code == "board_mismatch" for e in events)
+
+
+def test_a_line_may_end_with_the_next_move_in_the_hand() -> None:
+    """e5-e6, the sleeve knocks the f7 pawn onto f6 (read as f6, resting 480 ms) and puts it back; fxe6 at once,
+    the sleeve lifting f5 a moment; then the board rests 1.4 s with fxe6's pieces in the hand (f5 and e6 off). The
+    plies made (e6 fxe6) account for every change, the next one under way: fxe6 replaces f6, no mismatch
+    (carlsen-chesscom-2014#203, seed 250, in test_hand_styles' hypothesis examples)."""
+    engine = Engine(fen="r1b2nrk/1pB2pp1/2p4p/p3PPq1/P2N4/1PQ4P/1P4P1/3RR1K1 w - - 3 29")
+    steps = [("e5", False, 1000), ("e6", True, 1126), ("e6", False, 1130), ("e6", True, 1134), ("f7", False, 1176),
+             ("f6", True, 1200), ("f6", False, 1676), ("f7", True, 1738), ("f7", False, 1843), ("e6", False, 1930),
+             ("e6", True, 2068), ("f5", False, 2128), ("f5", True, 2873), ("f5", False, 2962), ("e6", False, 3098),
+             ("e6", True, 4488)]
+    records: list[Record] = [Place(t, SQ(sq)) if placed else Lift(t, SQ(sq)) for sq, placed, t in steps]
+    final = chess.Board("r1b2nrk/1pB2pp1/2p4p/p3PPq1/P2N4/1PQ4P/1P4P1/3RR1K1 w - - 3 29")
+    for uci in ["e5e6", "f7e6", "f5e6"]:
+        final.push_uci(uci)
+    events = feed(engine, [*records, Snapshot(5500, final.occupied, "heartbeat")])
+    assert [m.uci() for m in engine.games[0].moves] == ["e5e6", "f7e6", "f5e6"]
+    assert broadcast_moves(events) == ["e5e6", "f7e6", "f5e6"]
     assert not any(isinstance(e, Alert) and e.code == "board_mismatch" for e in events)

@@ -264,7 +264,8 @@ class PlyWriting(BoardState):
     def _replace_plies(self, t: int, keep: int, moves: tuple[chess.Move, ...]) -> list[Event]:
         """Play ``moves`` (as many plies as the rest at least) after the game's first ``keep`` plies instead of the
         rest: ``move_amended`` for each ply that changes and the ones after it, ``move`` for the plies beyond; an
-        amendment as moved after release that the line undoes is withdrawn."""
+        amendment as moved after release that the line undoes is withdrawn; the lifts of a move under way after the
+        line (pieces in the hand) are carried to the next ply."""
         game = self._games[-1]
         line = self._line
         old, clocks, reached = list(game.moves), list(game.clocks), list(line.reached)
@@ -300,7 +301,11 @@ class PlyWriting(BoardState):
             if any(isinstance(event, GameEnd) for event in ended):
                 break
         over = self._phase is OVER
+        seen = self._evidence
         self._start_ply(Position(board.copy(stack=False)), (Position(before), PlyEvidence()))
+        in_hand = [seen.last_lift[sq] for sq in chess.scan_forward(board.occupied & ~self._occ) if sq in seen.last_lift]
+        if in_hand:     # the line ends with the next move under way: its lifts are that move's
+            self._evidence.carry(seen, min(in_hand), self._position)
         if not over:
             self._enter(PLAYING)
         self._exchange_sq = None

@@ -7,8 +7,9 @@ engine first re-reads the last plies: from the position :data:`REREAD_PLIES` pli
 first), the legal lines at least as long as the plies they replace (each of those was seen made) that lead to
 what the board shows (the search for lost changes, :func:`~touchmove.rules.recovery.search`) and that account
 for every square change seen since (:func:`accounts_for`: the pieces lifted and put down in the line's order,
-each of its positions shown for a moment). The fewest plies replaced win; there, a unique line is adopted (the
-replaced plies amended, the ones played on since made), several or none leave the mismatch to the arbiter.
+each of its positions shown for a moment; the last may be followed by a move under way, its pieces in the hand).
+The fewest plies replaced win; there, a unique line is adopted (the replaced plies amended, the ones played on
+since made), several or none leave the mismatch to the arbiter.
 
 Pure: what the game and its change log hold (:class:`~touchmove.rules.game_line.GameLine`) in, a line out.
 """
@@ -76,7 +77,10 @@ def _lines(start: chess.Board, occ: chess.Bitboard, shortest: int, longest: int,
            since: int, budget: list[int]) -> list[tuple[chess.Move, ...]] | None:
     """Return the shortest legal lines from ``start`` (of ``shortest`` to ``longest`` plies: never fewer than the
     plies they replace, each seen made) that leave ``occ`` and account for ``changes`` (:func:`accounts_for`); None
-    when the search spent ``budget`` (positions left, updated)."""
+    when the search spent ``budget`` (positions left, updated). A line may end with a move under way (its pieces in
+    the hand, the board resting so: the next ply being made); its plies made are the line, as many as ``shortest``
+    at least."""
+    least = shortest
     while shortest <= longest:
         result = search(start, occ, max_plies=longest, max_nodes=budget[0], min_plies=shortest)
         budget[0] -= result.nodes
@@ -86,7 +90,8 @@ def _lines(start: chess.Board, occ: chess.Bitboard, shortest: int, longest: int,
         if not found:
             return []
         length = len(found[0].moves) + found[0].in_progress
-        lines = [e.moves for e in found if not e.in_progress and accounts_for(start, e.moves, changes, since, occ)]
+        lines = [e.moves for e in found if (not e.in_progress or len(e.moves) >= least)
+                 and accounts_for(start, e.moves, changes, since, occ)]
         if lines:
             return list(dict.fromkeys(lines))
         shortest = length + 1
