@@ -1,6 +1,6 @@
 """The harder hands (``touchmove.sim.hands.HARDER_HANDS``): real games played with each habit come back exactly.
 
-Each kind plays a ninth of the shared games (the nine kinds together play every game once), each game alone on a
+Each kind plays a share of the shared games (the kinds together play every game once), each game alone on a
 board with a seed of its own (the seeds ``bench/hand_styles.py`` uses, which measures every kind on every game).
 Every kind gives back every game of all 1,426 (measured with the bench), so none may lose a game here, and no
 game raises ``illegal_move`` (the hands play only legal moves). Hypothesis mixes the new habits with the old ones.
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from touchmove.rules import Engine
 from touchmove.rules.events import Alert
-from touchmove.sim.hands import HARDER_HANDS, Hands, Style, play
+from touchmove.sim.hands import HARDER_HANDS, STOOD_ASIDE_COMBINATIONS, Hands, Style, play
 
 Game = tuple[str, chess.Board, list[chess.Move]]
 
@@ -58,6 +58,8 @@ def test_the_kinds_cover_each_habit_and_the_sample_every_game() -> None:
     habits = ("idle_adjust", "sleeve", "castle_slide", "bullet_recapture", "push_aside", "stand_aside")
     for habit in habits:
         assert any(getattr(style, habit) > 0 for style in HARDER_HANDS.values()), habit
+    for how in STOOD_ASIDE_COMBINATIONS:     # issue 35's combinations, with and without clocks
+        assert {style.clock for style in HARDER_HANDS.values() if style.stand_aside_after == how} == {True, False}
     assert sum(len(games()[i::len(HARDER_HANDS)]) for i in range(len(HARDER_HANDS))) == len(games())
 
 

@@ -347,6 +347,12 @@ class BoardState:
         self._pending.clear()
 
     def _report_mismatch(self, t: int, *, force: bool) -> list[Event]:
+        """Return ``board_mismatch`` for the board at rest since ``t`` (none when excused; the engine re-reads the
+        last plies first)."""
+        return self._mismatch_alert(t, force=force)
+
+    def _mismatch_alert(self, t: int, *, force: bool) -> list[Event]:
+        """Return ``board_mismatch`` (none when the board at rest shows no mismatch and ``force`` is not set)."""
         if self._phase is OVER or (not force and mismatch_excused(self)):
             self._tell(EXCUSED)
             return []

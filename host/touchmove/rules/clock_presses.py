@@ -47,7 +47,12 @@ class ClockPresses(PlyWriting):
         # A position no legal move can continue is an illegal move completed; the game position, or a move still in
         # progress (a piece in the hand), is a press without a move.
         shown = self._occ != self._position.occ and not self._position.continuable(self._occ)
-        mismatch = self._report_mismatch(t, force=True) if shown and self._sync is UNDISPUTED else []
+        mismatch: list[Event] = []
+        if shown and self._sync is UNDISPUTED:
+            reread = self._reread(t)
+            if reread:
+                return reread + self._press(record, t)  # the press judged again on the plies re-read
+            mismatch = self._mismatch_alert(t, force=True)
         if self._line.unseen.recovered_plies:
             # The game rests on plies recovered after lost changes: the board may be right and a recovered ply
             # wrong (another piece moved, or captured) rather than this press illegal, until a resync.

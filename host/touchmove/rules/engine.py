@@ -275,6 +275,7 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
         if bool(self._occ & bb) == occupied:
             return []  # a repeated report: nothing changed
         out: list[Event] = []
+        self._line.changes.append((t, sq, occupied))     # (GameLine.note_change, inlined: every change passes)
         self._occ ^= bb
         self._changed_at = t
         self._judge_at_rest = True
@@ -334,6 +335,7 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
                 self._evidence.unsure_since = self._t
             return out
         gone = self._occ & ~occ
+        self._line.note_change(t, -1, False)   # changes not seen one by one: no re-reading across them
         self._occ = occ
         self._changed_at = t
         self._judge_at_rest = True

@@ -17,8 +17,15 @@ from touchmove.rules.outcome import Repetitions
 from touchmove.rules.ply_evidence import PlyEvidence
 
 __all__ = [
-    "Declared", "GameLine", "GameRecovery", "Presses", "Recovered", "RecoveredAlert", "SearchedAgain", "UnseenNotes",
+    "KEPT_PLIES", "Declared", "GameLine", "GameRecovery", "Presses", "Recovered", "RecoveredAlert", "SearchedAgain",
+    "UnseenNotes",
 ]
+
+
+#: How many of the last plies the square changes are kept for (a re-reading goes back at most this far).
+KEPT_PLIES = 4
+#: The change log is trimmed when a ply is made and it holds more changes than this.
+_CHANGES_TRIMMED_PAST = 96
 
 
 @dataclass(frozen=True)
@@ -142,17 +149,49 @@ class GameLine:
     #: The last ply amended as moved after release (4.7): its number and the move as released. Provisional: the
     #: board may still show that move was played (its piece stood aside by the opponent capturing it).
     released_on: tuple[int, chess.Move] | None = None
+    #: When each position of the game was reached (0: the start; then each ply's time, its piece's release), None
+    #: for a ply not seen made (recovered, resynced): a re-reading of the last plies starts no earlier than it.
+    reached: list[int | None] = field(default_factory=list)
+    #: The square changes seen since about the last :data:`KEPT_PLIES` plies (time, square, occupied; a square of
+    #: -1: changes unseen, a snapshot read as several), complete from ``changes_from`` on: what a re-reading of the
+    #: last plies must account for (:mod:`touchmove.rules.rereading`).
+    changes: list[tuple[int, chess.Square, bool]] = field(default_factory=list)
+    changes_from: int = 0
 
     def __post_init__(self) -> None:
         self.occupancies.append(self.start_occ)
+        start = None if self.record is None else self.record.t_start
+        self.reached.append(start)
+        self.changes_from = start or 0
 
-    def push(self, move: chess.Move, after: chess.Board) -> None:
-        """Append a ply that left ``after`` (its clock time unknown; its repetition counted by the caller)."""
+    def push(self, move: chess.Move, after: chess.Board, at: int | None = None) -> None:
+        """Append a ply that left ``after`` (its clock time unknown; its repetition counted by the caller); ``at``:
+        when it was made (None: not seen made)."""
         record = self.record
         assert record is not None
         record.moves.append(move)
         record.clocks.append(None)
         self.occupancies.append(after.occupied)
+        self.reached.append(at)
+        if len(self.changes) > _CHANGES_TRIMMED_PAST:
+            self._trim_changes()
+
+    def note_change(self, t: int, sq: chess.Square, occupied: bool) -> None:
+        """Note a square change seen (``sq`` -1: changes not seen one by one)."""
+        self.changes.append((t, sq, occupied))
+
+    def _trim_changes(self) -> None:
+        """Forget the changes from before the last :data:`KEPT_PLIES` plies (or the older half, if those plies were
+        not all seen made)."""
+        index = len(self.reached) - 1 - KEPT_PLIES
+        since = self.reached[index] if index >= 0 else None
+        changes = self.changes
+        if since is None:
+            since = changes[len(changes) // 2][0]
+        cut = next((i for i, change in enumerate(changes) if change[0] >= since), len(changes))
+        if cut:
+            del changes[:cut]
+            self.changes_from = since
 
     def pop(self) -> None:
         """Remove the last ply, its occupancy and its repetition (it is replaced)."""
@@ -161,6 +200,7 @@ class GameLine:
         record.moves.pop()
         record.clocks.pop()
         self.occupancies.pop()
+        self.reached.pop()
         self.repetitions.remove_last()
 
     def truncate(self, keep: int) -> None:
@@ -169,6 +209,7 @@ class GameLine:
         assert record is not None
         record.truncate(keep)
         del self.occupancies[keep + 1:]
+        del self.reached[keep + 1:]
         self.repetitions.rebuild(record.board(0), record.moves)
         for number in [n for n in self.promotions if n > keep]:
             del self.promotions[number]

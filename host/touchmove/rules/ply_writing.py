@@ -16,7 +16,9 @@ from touchmove.rules.obligations import Touches, judge, out_of_turn
 from touchmove.rules.outcome import game_over
 from touchmove.rules.phases import MISMATCH, OUT_OF_SYNC, OVER, PLAYING
 from touchmove.rules.ply_evidence import PlyEvidence
-from touchmove.rules.readings import amendment, explain_shown
+from touchmove.rules.readings import amendment, explain_shown, mismatch_excused
+from touchmove.rules.rereading import reread
+from touchmove.rules.unseen_play import Role
 
 __all__ = ["PlyWriting"]
 
@@ -51,7 +53,7 @@ class PlyWriting(BoardState):
             out += self._restored(t, "legal move")
         after = board.copy(stack=False)
         san = after.san_and_push(move)
-        self._line.push(move, after)
+        self._line.push(move, after, t)
         early = (self._has_clock and not self._line.presses.pressed and number > 1
                  and self._line.unseen.unseen_since is None)
         self._line.presses.answered = self._previous if early else None
@@ -179,10 +181,11 @@ class PlyWriting(BoardState):
         rook_part = castling and castling_squares(board, shown.move)[0] == last.from_square
         king_part = castling and last.from_square == shown.move.from_square
         out: list[Event] = []
+        made_at = self._line.reached[-1]     # (a re-reading of the last plies starts no later)
         self._line.pop()
         after = board.copy(stack=False)
         san = after.san_and_push(shown.move)
-        self._line.push(shown.move, after)
+        self._line.push(shown.move, after, made_at)
         # What was seen since the amended move was first made stays its evidence for a later re-reading.
         self._start_ply(position.after(shown.move, after), (position, previous[1].then(self._evidence)))
         self._enter(PLAYING)
@@ -228,6 +231,89 @@ class PlyWriting(BoardState):
             out.append(AmendmentWithdrawn(self.game_number, t, number, moved.move.uci(), replaced.uci(),
                                           "moved_after_release"))
         self._evidence.carry(seen, landed + 1, self._position)
+        return out
+
+    def _report_mismatch(self, t: int, *, force: bool) -> list[Event]:
+        """Re-read the last plies (:meth:`_reread`) before a mismatch; raise it only when no one line explains the
+        board."""
+        if self._phase is PLAYING and (force or not mismatch_excused(self)):
+            reread_events = self._reread(t)
+            if reread_events:
+                return reread_events
+        return super()._report_mismatch(t, force=force)
+
+    def _reread(self, t: int) -> list[Event]:
+        """The board contradicts the game: return the events of the one line of :func:`~touchmove.rules.rereading.
+        reread` that explains it (the plies it replaces amended), or none."""
+        unseen = self._unseen
+        if (self._phase is not PLAYING or unseen.role is not Role.BOARD or unseen.lost is not None
+                or unseen.hypotheses is not None or not self._games):
+            return []
+        found = reread(self._games[-1], self._line, self._occ)
+        if found is None:
+            return []
+        pieces = self.pieces_shown
+        if pieces is not None:
+            board = self._games[-1].board(found.keep)
+            for move in found.moves:
+                board.push(move)
+            if any(str(board.piece_at(sq)) != letter for sq, letter in pieces.items()):
+                return []   # a board that names its pieces shows others
+        return self._replace_plies(t, found.keep, found.moves)
+
+    def _replace_plies(self, t: int, keep: int, moves: tuple[chess.Move, ...]) -> list[Event]:
+        """Play ``moves`` (as many plies as the rest at least) after the game's first ``keep`` plies instead of the
+        rest: ``move_amended`` for each ply that changes and the ones after it, ``move`` for the plies beyond; an
+        amendment as moved after release that the line undoes is withdrawn; the lifts of a move under way after the
+        line (pieces in the hand) are carried to the next ply."""
+        game = self._games[-1]
+        line = self._line
+        old, clocks, reached = list(game.moves), list(game.clocks), list(line.reached)
+        released, line.released_on = line.released_on, None
+        changed = next((i for i, (a, b) in enumerate(zip(old[keep:], moves, strict=False)) if a != b),
+                       min(len(old) - keep, len(moves)))
+        assert keep + len(moves) >= len(old)    # (a line re-read replaces every ply it does not keep)
+        out: list[Event] = []
+        line.truncate(keep)
+        board = game.board(keep)
+        before = board
+        for index, move in enumerate(moves):
+            number = keep + index + 1
+            before = board.copy(stack=False)
+            san = board.san_and_push(move)
+            line.push(move, board, reached[number] if number < len(reached) else t)
+            if number <= len(old):
+                game.clocks[number - 1] = clocks[number - 1]
+                if index >= changed:
+                    out.append(MoveAmended(game.number, t, number, move.uci(), san, board.fen()))
+            else:
+                out.append(MoveMade(game.number, t, number, move.uci(), san, board.fen()))
+            if released is not None and released[0] == number and released[1] == move:
+                out.append(AmendmentWithdrawn(game.number, t, number, move.uci(), old[number - 1].uci(),
+                                              "moved_after_release"))
+            if move.promotion is not None:
+                line.promotions[number] = False
+                out.append(self.alert(t, "promotion_unverified", "4.4.4", number, {
+                    "sq": chess.square_name(move.to_square), "assumed": "q",
+                }))
+            ended = self._after_move(t, board.copy(stack=False), san)
+            out += ended
+            if any(isinstance(event, GameEnd) for event in ended):
+                break
+        over = self._phase is OVER
+        seen = self._evidence
+        self._start_ply(Position(board.copy(stack=False)), (Position(before), PlyEvidence()))
+        in_hand = [seen.last_lift[sq] for sq in chess.scan_forward(board.occupied & ~self._occ) if sq in seen.last_lift]
+        if in_hand:     # the line ends with the next move under way: its lifts are that move's
+            self._evidence.carry(seen, min(in_hand), self._position)
+        if not over:
+            self._enter(PLAYING)
+        self._exchange_sq = None
+        self._judge_at_rest = False
+        line.presses.pressed = False
+        line.presses.answered = None
+        line.presses.answered_press = None
+        line.unseen.settled_by_time = None
         return out
 
     def take_back_to(self, t: int, keep: int) -> list[Event]:

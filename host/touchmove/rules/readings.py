@@ -192,11 +192,14 @@ def capture_on_touchdown(view: BoardView) -> tuple[Footprint, int] | None:
     last_to = game.moves[-1].to_square
     if occ & chess.BB_SQUARES[last_to]:
         return None  # the piece still stands where it was read (the common case: checked first)
+    before_occ = previous[0].occ
     for after, moved, landed in touchdowns(view):
         if not occ & chess.BB_SQUARES[moved.to_square]:
             continue
         evidence = previous[1].then(view.evidence)
-        if not {sq for sq, at in evidence.last_place.items() if at > landed} <= {moved.to_square, last_to}:
+        # (a piece put back on its own square meanwhile is a touch or an adjustment, of either player)
+        placed = {sq for sq, at in evidence.last_place.items() if at > landed and not before_occ >> sq & 1}
+        if not placed <= {moved.to_square, last_to}:
             continue  # something else was placed since: not a piece stood aside and captured
         stood, taken_off = evidence.last_place.get(last_to), evidence.last_lift.get(last_to)
         if stood is None or taken_off is None or not stood < taken_off <= stood + STOOD_ASIDE_MS:
@@ -243,7 +246,7 @@ def pending_touchdowns(view: BoardView) -> list[tuple[Position, chess.Move, int]
         places, lifts = evidence.last_place, evidence.last_lift
         aside = [sq for sq in chess.scan_forward(chess.BB_KING_ATTACKS[square] & ~position.occ & ~occ)
                  if places.get(sq, -1) > taken and places[sq] < lifts.get(sq, -1) <= places[sq] + STOOD_ASIDE_MS]
-        placed_since = {sq for sq, at in evidence.last_place.items() if at > taken}
+        placed_since = {sq for sq, at in evidence.last_place.items() if at > taken and not position.occ >> sq & 1}
         if not aside or not placed_since <= {square, *aside}:
             continue
         for start, lifted_at in evidence.first_lift.items():

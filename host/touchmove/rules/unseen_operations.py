@@ -35,6 +35,7 @@ class UnseenOperations(PlyWriting):
         what it shows off the position lifted unseen; ``judge``: read what the board shows at once."""
         self._occ, self._chatter, self._changed_at = line._occ, line._chatter, line._changed_at
         self._t, self._received = max(self._t, line._t), line._received
+        self._line.note_change(self._t, -1, False)
         self._evidence.lifted |= self._position.occ & ~self._occ
         self._evidence.lifts_unseen = True
         self._judge_at_rest = True

@@ -66,6 +66,25 @@ class Style:
     #: one it slid across), takes it off, and his own piece lands on its square 0.4-1.2 s later; the lift comes a
     #: thinking time after the move, or 70-120 ms after it landed (:data:`STAND_ASIDE_QUICK`), before it settled.
     stand_aside: float = 0.0
+    #: How a piece is stood aside (None: as :attr:`stand_aside` says); the combinations of issue 35, each one the
+    #: board first read another way, that only the capture landing tells apart (:data:`STOOD_ASIDE_COMBINATIONS`).
+    stand_aside_after: str | None = None
+
+
+#: The combinations of a piece stood aside before its capture (:attr:`Style.stand_aside_after`):
+#: ``fast``: the piece just moved rests about 100 ms on its square (not settled), is lifted, stood about 120 ms on a
+#: neighbouring square and taken off; the capturing piece lands about 0.7 s later;
+#: ``slid``: the piece just moved slid across the square next to its own (sensed there), and is stood on it;
+#: ``touched``: between the move and the stand aside, the player who moved lifts another of his pieces and puts it
+#: back (Rd8-d2; g8 lifted and put back; the rook stood on d3, taken off; Rd1xd2);
+#: ``hesitant``: the capturing player first lifts the piece he will capture with and puts it back (Qg8-d8+; Ke7
+#: lifted and put back; the queen stood on c8, taken off; Kxd8).
+STOOD_ASIDE_COMBINATIONS = ("fast", "slid", "touched", "hesitant")
+#: ``fast``: how long (ms) the piece just moved rests before it is lifted, stands aside, and the capturing piece
+#: lands after it was taken off.
+FAST_ASIDE_REST_MS = (90, 110)
+FAST_ASIDE_STAND_MS = (110, 130)
+FAST_ASIDE_LANDING_MS = (650, 750)
 
 
 #: The reply of a bullet player comes this long (ms) after the last change of the move it answers.
@@ -92,6 +111,8 @@ HARDER_HANDS: dict[str, Style] = {
     "victim pushed aside": Style(push_aside=0.7),
     "victim stood aside": Style(stand_aside=0.8),
     "victim stood aside, no clocks": Style(stand_aside=0.8, clock=False),
+    **{f"stood aside {how}{suffix}": Style(stand_aside=0.8, stand_aside_after=how, clock=suffix == "")
+       for how in STOOD_ASIDE_COMBINATIONS for suffix in ("", ", no clocks")},
     "all at once": Style(idle_adjust=0.3, sleeve=0.15, castle_slide=0.7, bullet_recapture=0.6, bullet=0.1,
                          push_aside=0.4, overlap=0.3, adjust=0.2, jadoube=0.1),
 }
@@ -108,6 +129,9 @@ class Hands:
         self._due: Clock | None = None  # the last mover's clock press, written once time passes it
         self._last_change = t  # device time of the last lift or place
         self._last_record = t  # device time of the last record written
+        #: The move after the one being played, if known (:func:`play` tells): a piece slid across the square it
+        #: will be stood on (``stand_aside_after="slid"``) is slid so for that capture.
+        self.next_move: chess.Move | None = None
 
     # -- primitives ------------------------------------------------------------------------------------------
 
@@ -298,6 +322,8 @@ class Hands:
         if not reachable:
             return None
         crossed = [sq for sq in reachable if chess.BB_SQUARES[sq] & chess.between(last.from_square, last.to_square)]
+        if crossed and self.style.stand_aside_after == "slid":
+            return self.rng.choice(crossed)     # the square it was slid across
         return self.rng.choice(crossed if crossed and self.rng.random() < 0.6 else reachable)
 
     def capture_stood_aside(self, board: chess.Board, move: chess.Move, aside: chess.Square,
@@ -305,22 +331,31 @@ class Hands:
         """Capture the piece just moved: lift it, stand it on ``aside`` for a moment, take it off, then land the
         capturing piece on its square (see :attr:`Style.stand_aside`)."""
         rng, style = self.rng, self.style
-        if rng.random() < STAND_ASIDE_QUICK:  # before the move settled (the last mover presses meanwhile)
+        how = style.stand_aside_after
+        fast = how == "fast"
+        if fast or rng.random() < STAND_ASIDE_QUICK:  # before the move settled (the last mover presses meanwhile)
             if self._due is not None:
                 press = max(self._last_change + rng.randint(20, 150), self._last_record)
                 self._due = Clock(press, self._due.side, self._due.remaining)
-            self.t = max(self._last_change + rng.randint(*STAND_ASIDE_QUICK_MS), self._last_record)
+            rest = FAST_ASIDE_REST_MS if fast else STAND_ASIDE_QUICK_MS
+            self.t = max(self._last_change + rng.randint(*rest), self._last_record)
         else:
             if think_ms is None:
                 think_ms = rng.randint(*style.think_ms)
             self.think(board, think_ms)
         src, dst = move.from_square, move.to_square
+        if how == "touched":  # the player who moved lifts another of his pieces and puts it back
+            others = [sq for sq in chess.scan_forward(board.occupied_co[not board.turn]) if sq != dst]
+            if others:
+                self.touch_and_put_back(rng.choice(others))
+        elif how == "hesitant":  # the capturing player lifts his capturing piece and puts it back first
+            self.touch_and_put_back(src)
         self.emit(Lift(self.t, dst))
         self.t += rng.randint(30, 120)
         self.emit(Place(self.t, aside))
-        self.t += rng.randint(*STAND_ASIDE_MS)
+        self.t += rng.randint(*(FAST_ASIDE_STAND_MS if fast else STAND_ASIDE_MS))
         self.emit(Lift(self.t, aside))
-        landing = self.t + rng.randint(*STAND_ASIDE_LANDING_MS)
+        landing = self.t + rng.randint(*(FAST_ASIDE_LANDING_MS if fast else STAND_ASIDE_LANDING_MS))
         self.t += rng.randint(100, 300)
         self.lift(src)
         self.t = max(self.t, landing)
@@ -329,6 +364,34 @@ class Hands:
         if style.clock:
             self.wait(20, 150)
             self._due = Clock(self.t, board.turn, remaining_ms)
+
+    def touch_and_put_back(self, sq: chess.Square) -> None:
+        """Lift the piece on ``sq`` and put it back (a touch, or an adjustment)."""
+        self.lift(sq)
+        self.wait(100, 300)
+        self.place(sq, rest=False)
+        self.wait(200, 500)
+
+    def slid_for_stand_aside(self, board: chess.Board, move: chess.Move) -> bool:
+        """With ``stand_aside_after="slid"``: if the next move captures ``move``'s piece on its square and ``move``
+        crosses an empty square next to it, slide the piece there across every square on the way (sensed on
+        each) and return True; else write nothing and return False."""
+        after = self.next_move
+        if (self.style.stand_aside_after != "slid" or after is None or after.to_square != move.to_square
+                or board.is_capture(move) or board.is_castling(move) or move.promotion is not None):
+            return False
+        src, dst = move.from_square, move.to_square
+        path = sorted(chess.scan_forward(chess.between(src, dst)), key=lambda sq: chess.square_distance(src, sq))
+        if not path or chess.square_distance(path[-1], dst) != 1 or board.occupied & chess.BB_SQUARES[path[-1]]:
+            return False
+        self.lift(src)
+        for sq in path:
+            self.emit(Place(self.t, sq))
+            self.t += self.rng.randint(20, 60)
+            self.emit(Lift(self.t, sq))
+            self.t += self.rng.randint(5, 30)
+        self.place(dst)
+        return True
 
     # -- moves -----------------------------------------------------------------------------------------------
 
@@ -363,7 +426,9 @@ class Hands:
                 self.wait(100, 600)
                 self.place(sq, rest=False)
                 self.wait(200, 800)
-        if board.is_castling(move):
+        if self.slid_for_stand_aside(board, move):
+            pass
+        elif board.is_castling(move):
             self._castle(board, move)
         elif move.promotion is not None:
             self._promote(board, move)
@@ -541,6 +606,7 @@ def play(board: chess.Board, moves: list[chess.Move], hands: Hands,
     """
     board = board.copy()
     for i, move in enumerate(moves):
+        hands.next_move = moves[i + 1] if i + 1 < len(moves) else None
         hands.move(board, move, clocks[i] if clocks else None, thinks[i] if thinks else None)
         board.push(move)
     hands.flush()
