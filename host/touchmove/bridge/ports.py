@@ -51,6 +51,11 @@ def accepted_by(link: SerialLink) -> frozenset[str]:
 MAX_PENDING = 4000
 #: Minimum seconds between two snapshot requests to one board.
 SNAPSHOT_INTERVAL = 0.5
+#: A port whose board has not said hello is asked again at most this often (s). A board still booting reads every
+#: command queued meanwhile once it runs, and answers each with a hello and a snapshot: asked at every rescan
+#: (0.2 s) a board that took a minute to boot answered 300 of them while its first moves were played, and its
+#: output, full, dropped events for snapshots (moves then read from snapshots, wrong ones among them).
+HELLO_RETRY_S = 2.0
 
 
 class PortGate(Protocol):
@@ -134,8 +139,16 @@ class BoardPorts:
         self.pending_lines[link] = []
         log.info("port %s opened", path)
         self.report.opened(path)
-        link.send({"cmd": "hello"})
+        self._ask_hello(link)
         return link
+
+    def _ask_hello(self, link: SerialLink, *, now: float | None = None) -> None:
+        """Send ``link`` a hello command unless one went less than :data:`HELLO_RETRY_S` ago."""
+        now = time.monotonic() if now is None else now
+        if now - link.hello_asked < HELLO_RETRY_S:
+            return
+        link.hello_asked = now
+        link.send({"cmd": "hello"})
 
     async def scan_loop(self) -> None:
         cfg = self.config
@@ -153,7 +166,7 @@ class BoardPorts:
                         self.flicker_quiet(sess, time.monotonic())
                 for link in list(self.links.values()):
                     if link.board is None and link.held_back is None:
-                        link.send({"cmd": "hello"})
+                        self._ask_hello(link)
             except Exception:
                 log.exception("port scan failed")
             await asyncio.sleep(cfg.rescan_s)
@@ -262,6 +275,9 @@ class BoardPorts:
             link.held_back = board
             return
         link.held_back = None
+        # The hello of a board already bound here, same boot: the answer to a hello command asked before it said
+        # its own (it comes with a snapshot of its own): no resync asked, nothing logged.
+        repeated = sess is not None and sess.link is link and link.board == board and boot == sess.boot
         if sess is None:
             sess = self.bridge.bind_board(board, min_settle_ms=getattr(link, "min_settle_ms", 0))  # a scanning board's
         first_contact = link.board is None
@@ -290,13 +306,15 @@ class BoardPorts:
             sess.last_seq = None
             sess.device_t = None
             self.bridge.mark(sess)
-        else:
+        elif not repeated:
             log.info("board %s: back on %s (same boot)", board, link.path)
         for msg in msgs:
             if sess.last_seq is not None and msg.seq is not None and msg.seq <= sess.last_seq:
                 continue    # already journaled before a daemon restart
             self._handle_message(sess, msg)
         self._check_seq(sess, hello)
+        if repeated:
+            return
         self.bridge.board_online(sess)
         self.request_snapshot(sess, force=True)
 

@@ -283,6 +283,7 @@ class SerialLink:
         self.checked = False             # the board's lines carry a check (one held): a line without is refused
         self.board: str | None = None    # set by the bridge once the board said hello
         self.held_back: str | None = None  # the id it said, served by another open port (the bridge waits)
+        self.hello_asked = float("-inf")   # when the bridge last sent it a hello command (monotonic s)
         self.key = path                  # the device it was opened as (the owner's key)
 
     def open(self, loop: asyncio.AbstractEventLoop | None = None) -> None:

@@ -20,7 +20,8 @@ from collections.abc import Sequence
 
 class PtyBoard:
     def __init__(self, argv: Sequence[str], link_path: str, *, env: dict[str, str] | None = None,
-                 cwd: str | None = None, stderr: int | None = subprocess.DEVNULL) -> None:
+                 cwd: str | None = None, stderr: int | None = subprocess.DEVNULL,
+                 queue_before_start: bool = False) -> None:
         self.argv = list(argv)
         self.link_path = link_path
         self.env = env
@@ -33,6 +34,11 @@ class PtyBoard:
         self._threads: list[threading.Thread] = []
         self.written = 0           # bytes relayed board -> daemon
         self.commands: list[bytes] = []   # what the daemon sent, line by line (kept short)
+        # Bytes the daemon wrote while no board process ran: dropped (a board without power), or, with
+        # queue_before_start, handed to the process when it starts (a USB serial device enumerates before its
+        # program runs, and its program then reads what the host wrote meanwhile).
+        self.queue_before_start = queue_before_start
+        self._queued = bytearray()
         self._stopping = False
 
     # -- the pty ------------------------------------------------------------------------------------------
@@ -72,8 +78,14 @@ class PtyBoard:
     # -- the process --------------------------------------------------------------------------------------
     def start(self) -> None:
         """Start (or restart) the board process."""
-        self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self.stderr, env=self.env, cwd=self.cwd, bufsize=0)
+        proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=self.stderr, env=self.env, cwd=self.cwd, bufsize=0)
+        with self._lock:
+            queued, self._queued = bytes(self._queued), bytearray()
+            if queued and proc.stdin is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    proc.stdin.write(queued)
+            self.proc = proc
         thread = threading.Thread(target=self._to_daemon, args=(self.proc,), daemon=True)
         thread.start()
         self._threads.append(thread)
@@ -143,7 +155,10 @@ class PtyBoard:
             *lines, pending = pending.split(b"\n")
             if len(self.commands) < 10_000:
                 self.commands.extend(lines)
-            proc = self.proc
+            with self._lock:
+                proc = self.proc
+                if proc is None and self.queue_before_start:
+                    self._queued += data
             if proc is not None and proc.stdin is not None and proc.poll() is None:
                 with contextlib.suppress(OSError, ValueError):
                     proc.stdin.write(data)
