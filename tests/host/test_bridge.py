@@ -902,6 +902,48 @@ def test_a_damaged_journal_is_set_aside_and_a_new_one_started(
         assert oct(made.stat().st_mode & 0o777) == "0o600"
 
 
+def test_a_journal_deleted_with_its_lock_and_seq_floor_gets_both_back(
+        tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
+    """``rm j.sqlite3*`` while the bridge runs takes the ``.lock`` and ``-seqs`` files too: with the new journal
+    the bridge makes both again, so a second bridge is still refused and the seq floors of the boards survive a
+    later crash."""
+    import os
+
+    from touchmove.bridge.journal_lock import JournalLocked
+    from touchmove.bridge.seq_floor import SeqFloor
+
+    bridge = make_bridge(tmp_path, loop)
+    link = FakeLink()
+    play_e4(bridge, link, loop)
+    bridge.flush()
+    floor = bridge.seq_floor.floor("brd")
+    assert floor > 0
+    for name in os.listdir(tmp_path):
+        if name.startswith("j.sqlite3"):
+            os.unlink(tmp_path / name)
+    why = bridge.journal.file_lost()
+    assert why == "deleted or moved"
+    bridge.pipeline.journal_lost(why)
+    for side in (tmp_path / "j.sqlite3.lock", tmp_path / "j.sqlite3-seqs"):
+        assert side.exists() and oct(side.stat().st_mode & 0o777) == "0o600", side
+    cfg = BridgeConfig(MqttConfig(), SerialConfig(), settle_ms=50, journal=str(tmp_path / "j.sqlite3"))
+    with pytest.raises(JournalLocked, match=f"in use by another bridge \\(process {os.getpid()} on .*session test"):
+        Bridge(cfg, session="second").open()
+    found = SeqFloor(tmp_path / "j.sqlite3")
+    found.open()
+    assert found.floor("brd") == bridge.seq_floor.floor("brd") >= floor     # the journal_replaced alert: one more
+    found.close()
+    floor = bridge.seq_floor.floor("brd")
+    bridge.handle_lines(link, [line(4, 2000, "lift", sq="e7"), line(5, 2100, "place", sq="e5")])
+    settle(loop)
+    bridge.flush()
+    assert bridge.seq_floor.floor("brd") > floor
+    found = SeqFloor(tmp_path / "j.sqlite3")             # the new file is the one written to
+    found.open()
+    assert found.floor("brd") == bridge.seq_floor.floor("brd")
+    found.close()
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(board=st.text(min_size=0, max_size=70))
 def test_every_hello_id_either_binds_a_publishable_board_or_is_refused(
