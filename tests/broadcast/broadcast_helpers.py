@@ -66,6 +66,11 @@ def read_games(text: str, *, check: bool = True) -> list[chess.pgn.Game]:
     return games
 
 
+def plies(text: str) -> list[int]:
+    """Return each game's number of plies in a PGN text (read as :func:`read_games` reads it)."""
+    return [len(list(game.mainline_moves())) for game in read_games(text)]
+
+
 async def until(predicate: Callable[[], bool], timeout: float, what: str, tail: Callable[[], str]) -> None:
     """Return once ``predicate`` holds; fail after ``timeout`` seconds naming ``what``, with ``tail()`` (a log's
     end)."""

@@ -5,7 +5,6 @@ shows one younger than the delay."""
 from __future__ import annotations
 
 import asyncio
-import io
 import os
 import signal
 import sys
@@ -18,6 +17,7 @@ import chess
 import chess.pgn
 
 import touchmove
+from tests.broadcast.broadcast_helpers import plies
 from touchmove.sim.broadcast_boards import SimBridge
 from touchmove.sim.local_broker import LocalBroker, free_port
 
@@ -49,14 +49,6 @@ url = "{broker.url}"
 number = 1
 {boards}""", encoding="utf-8")
     return path
-
-
-def plies(text: str) -> list[int]:
-    stream, out = io.StringIO(text), []
-    while (game := chess.pgn.read_game(stream)) is not None:
-        assert not game.errors
-        out.append(len(list(game.mainline_moves())))
-    return out
 
 
 def next_move(board: chess.Board, salt: int) -> chess.Move:
