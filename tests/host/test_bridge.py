@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.e2e.helpers import game_moves, simple_timeline, unique_moves
+from tests.host.running_bridges import open_bridge
 from touchmove import records
 from touchmove.bridge import Bridge, checkpoint, journal_faults, replay_entries
 from touchmove.bridge.journal import Journal
@@ -62,21 +63,11 @@ START = "ffff00000000ffff"
 OPERA = Path(__file__).resolve().parents[2] / "host" / "touchmove" / "data" / "opera-1858.pgn"
 
 
-_RUNNING: dict[str, Bridge] = {}
-
-
 def make_bridge(tmp: Path, loop: asyncio.AbstractEventLoop, settle_ms: int = 50) -> Bridge:
     """A bridge on ``tmp``'s journal; one made before on that journal is taken as crashed (its lock released, as
     the kernel does when a process dies)."""
     cfg = BridgeConfig(MqttConfig(), SerialConfig(), settle_ms=settle_ms, journal=str(tmp / "j.sqlite3"))
-    before = _RUNNING.pop(cfg.journal, None)
-    if before is not None:
-        before.journal_lock.release()
-    bridge = Bridge(cfg, session="test")
-    bridge.open()
-    _RUNNING[cfg.journal] = bridge
-    bridge._loop = loop
-    return bridge
+    return open_bridge(cfg, loop)
 
 
 def events_queued(bridge: Bridge) -> list[dict[str, Any]]:
