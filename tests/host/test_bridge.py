@@ -935,6 +935,27 @@ def test_a_journal_deleted_with_its_lock_and_seq_floor_gets_both_back(
     found.close()
 
 
+def test_a_lock_file_taken_by_another_bridge_first_is_an_error_line_not_a_crash(
+        tmp_path: Path, loop: asyncio.AbstractEventLoop, caplog: pytest.LogCaptureFixture) -> None:
+    """The lock file deleted, and a second bridge locking a new one before the watch looks: the running bridge
+    says so in an error line naming the other, keeps its own (old) lock and goes on."""
+    from touchmove.bridge.journal_lock import JournalLock
+
+    bridge = make_bridge(tmp_path, loop)
+    (tmp_path / "j.sqlite3.lock").unlink()
+    other = JournalLock(tmp_path / "j.sqlite3")
+    other.acquire("intruder")
+    try:
+        bridge.pipeline.keep_side_files()
+    finally:
+        other.release()
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert any("another bridge locked a new one" in m and "session intruder" in m for m in errors), errors
+    assert not bridge.journal_lock.held_at_path()
+    bridge.pipeline.keep_side_files()            # the intruder gone: the path is locked again by this bridge
+    assert bridge.journal_lock.held_at_path()
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(board=st.text(min_size=0, max_size=70))
 def test_every_hello_id_either_binds_a_publishable_board_or_is_refused(

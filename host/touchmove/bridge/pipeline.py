@@ -381,6 +381,9 @@ class EventPipeline:
         except JournalLocked as exc:
             log.error("journal: its lock file %s had left its path and another bridge locked a new one: %s",
                       self.journal_lock.path, exc)
+        except OSError as exc:      # the old file stays locked: the journal's own work goes on
+            log.error("journal: its lock file %s had left its path and cannot be made again (%s)",
+                      self.journal_lock.path, exc)
         if self._seq_floor is not None and self._seq_floor.make_again():
             log.error("journal: its seq floor file %s had left its path (deleted or replaced): made again",
                       self._seq_floor.path)
