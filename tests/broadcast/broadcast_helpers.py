@@ -16,10 +16,14 @@ from typing import Any
 import chess.pgn
 import pytest
 
+import touchmove
 from tests.conftest import REQUIRE_ALL
 from tests.e2e.helpers import REPO, Broker, start_daemon, write_config, write_timeline
 from touchmove.broadcast.tournament import Tournament, parse_tournament
 from touchmove.sim.ptyboard import PtyBoard
+
+#: The code under test, for the processes too (the tree first on their PYTHONPATH).
+HOST = Path(touchmove.__file__).resolve().parents[1]
 
 #: The CPython stand-in board the halls plug (protocol v1 on stdin/stdout, playing a timeline).
 FAKE_BOARD = REPO / "tests" / "e2e" / "fake_board.py"
@@ -54,6 +58,20 @@ def chromium_path() -> str:
             pytest.fail(f"Chromium not found at {path} (TOUCHMOVE_REQUIRE_ALL=1): run `make system-deps`")
         pytest.skip(f"Chromium not found at {path}: `make system-deps` (apt-get install chromium)")
     return path
+
+
+async def start_broadcaster(cfg: Path, port: int, log: Path | None = None,
+                            env: dict[str, str] | None = None) -> asyncio.subprocess.Process:
+    """Return a ``touchmove broadcast`` process on ``cfg`` (run in its folder) serving HTTP on ``port``, no arbiter
+    token in its environment (``env``: more variables), its output to ``log`` (else dropped)."""
+    variables = {**os.environ, "TOUCHMOVE_ARBITER_TOKEN": "", "PYTHONPATH": str(HOST), **(env or {})}
+    argv = [sys.executable, "-m", "touchmove.cli", "broadcast", "--config", str(cfg), "--port", str(port)]
+    if log is None:
+        return await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.DEVNULL,
+                                                    stderr=asyncio.subprocess.DEVNULL, env=variables, cwd=cfg.parent)
+    with log.open("w") as out:
+        return await asyncio.create_subprocess_exec(*argv, stdout=out, stderr=asyncio.subprocess.STDOUT,
+                                                    env=variables, cwd=cfg.parent)
 
 
 def read_games(text: str, *, check: bool = True) -> list[chess.pgn.Game]:
