@@ -1,7 +1,8 @@
 """The journal deleted while the bridge runs (issue 35), end to end: a DGT board's emulator on a pty, the real
 bridge (``touchmove run``) and a private Mosquitto. The bridge notices within seconds (an error line and a
 ``journal_replaced`` alert), starts a new journal at the path from the lost one and the engine's state, and
-every event it publishes afterwards is in it; the game is whole in it."""
+every event it publishes afterwards is in it; the game is whole in it. The journal's ``.lock`` and ``-seqs``
+files, deleted with it, are made again."""
 
 from __future__ import annotations
 
@@ -24,12 +25,14 @@ def test_a_journal_deleted_while_the_bridge_runs_is_started_again(tmp_path: Path
         assert rig.sub is not None
         rig.wait_game(want[:8], timeout=60)
         for name in os.listdir(tmp_path):
-            if name.startswith("journal.sqlite3") and not name.endswith(".lock"):
+            if name.startswith("journal.sqlite3"):         # its .lock and -seqs too
                 os.unlink(tmp_path / name)
         gone = time.monotonic()
         rig.sub.wait_for(lambda: "journal_replaced" in rig.alerts(), 10, "the journal_replaced alert")
         noticed = time.monotonic() - gone
         assert rig.journal.exists()
+        sides = [Path(f"{rig.journal}{side}") for side in (".lock", "-seqs")]
+        assert all(p.exists() for p in sides), sides        # made again with the journal, before the alert
         rig.wait_game(want, timeout=120)
         time.sleep(1.0)
         rig.stop_daemon()

@@ -6,7 +6,6 @@ more). In process, on a :class:`~touchmove.clocks.ManualClock`; the real process
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ import chess.pgn
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.broadcast.broadcast_helpers import tournament_data
+from tests.broadcast.broadcast_helpers import plies, tournament_data
 from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.broadcaster import Broadcaster
 from touchmove.broadcast.delay_journal import DelayJournal, delay_path
@@ -54,15 +53,6 @@ class Board:
     def move(self) -> None:
         self.ply += 1
         self.send({"type": "move", "ply": self.ply, "uci": GAME[self.ply - 1]})
-
-
-def plies(text: str) -> list[int]:
-    """Each game's number of plies in a round PGN."""
-    stream, out = io.StringIO(text), []
-    while (game := chess.pgn.read_game(stream)) is not None:
-        assert not game.errors
-        out.append(len(list(game.mainline_moves())))
-    return out
 
 
 def play(hub: Broadcaster, clock: ManualClock, boards: list[Board], moves: int, every: float) -> None:

@@ -5,10 +5,7 @@ shows one younger than the delay."""
 from __future__ import annotations
 
 import asyncio
-import io
-import os
 import signal
-import sys
 import time
 from pathlib import Path
 
@@ -17,12 +14,10 @@ import aiomqtt
 import chess
 import chess.pgn
 
-import touchmove
+from tests.broadcast.broadcast_helpers import plies, start_broadcaster
 from touchmove.sim.broadcast_boards import SimBridge
 from touchmove.sim.local_broker import LocalBroker, free_port
 
-#: The code under test, for the processes too (the tree first on PYTHONPATH).
-HOST = Path(touchmove.__file__).resolve().parents[1]
 DELAY_S = 3.0
 MOVE_EVERY_S = 0.2
 PLIES = 60
@@ -51,14 +46,6 @@ number = 1
     return path
 
 
-def plies(text: str) -> list[int]:
-    stream, out = io.StringIO(text), []
-    while (game := chess.pgn.read_game(stream)) is not None:
-        assert not game.errors
-        out.append(len(list(game.mainline_moves())))
-    return out
-
-
 def next_move(board: chess.Board, salt: int) -> chess.Move:
     """A legal move chosen by ``salt`` that does not end the game (the round must last)."""
     moves = sorted(board.legal_moves, key=lambda m: m.uci())
@@ -73,11 +60,7 @@ def next_move(board: chess.Board, salt: int) -> chess.Move:
 
 
 async def start(cfg: Path, port: int, run: int) -> asyncio.subprocess.Process:
-    env = {**os.environ, "TOUCHMOVE_ARBITER_TOKEN": "", "PYTHONPATH": str(HOST)}
-    with (cfg.parent / f"broadcaster-{run}.log").open("w") as log:
-        return await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "touchmove.cli", "broadcast", "--config", str(cfg), "--port", str(port),
-            stdout=log, stderr=asyncio.subprocess.STDOUT, env=env, cwd=cfg.parent)
+    return await start_broadcaster(cfg, port, cfg.parent / f"broadcaster-{run}.log")
 
 
 def test_sigkill_during_a_delayed_round_drops_no_public_ply(broker: LocalBroker, tmp_path: Path) -> None:

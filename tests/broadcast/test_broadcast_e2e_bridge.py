@@ -8,73 +8,41 @@ from __future__ import annotations
 
 import asyncio
 import io
-import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import aiohttp
 import chess
 import chess.pgn
 
-from tests.broadcast.broadcast_helpers import tournament_data
-from tests.e2e.helpers import (
-    OPERA,
-    REPO,
-    Broker,
-    game_moves,
-    simple_timeline,
-    start_daemon,
-    write_config,
-    write_timeline,
-)
+from tests.broadcast.broadcast_helpers import Hall, read_games, until
+from tests.e2e.helpers import OPERA, game_moves, simple_timeline
 from touchmove.broadcast.service import BroadcastService
-from touchmove.broadcast.tournament import parse_tournament
-from touchmove.sim.ptyboard import PtyBoard
-
-FAKE = REPO / "tests" / "e2e" / "fake_board.py"
 
 
 def test_opera_game_from_the_bridge_to_the_round_pgn(tmp_path: Path) -> None:
-    broker = Broker(tmp_path)
-    broker.start()
-    try:
-        asyncio.run(_opera(tmp_path, broker))
-    finally:
-        broker.stop()
+    with Hall(tmp_path) as hall:
+        asyncio.run(_opera(hall))
 
 
-async def _opera(tmp_path: Path, broker: Broker) -> None:
+async def _opera(hall: Hall) -> None:
     moves = game_moves(OPERA)
-    timeline = write_timeline(tmp_path / "t.jsonl", simple_timeline(moves, think=300, hand=100))
-    data = tournament_data(2, port=broker.port, out=tmp_path / "out")
-    data["rounds"][0]["boards"][0]["board_id"] = "fake1"
-    t = parse_tournament(data)
-    board = PtyBoard([sys.executable, str(FAKE), str(timeline), "fake1", "--speed", "4"],
-                     str(tmp_path / "board1"))
-    board.plug()
-    cfg = write_config(tmp_path / "c.toml", broker_port=broker.port, ports=[str(tmp_path / "board*")],
-                       journal=tmp_path / "j.sqlite3", settle_ms=150)
-    daemon = start_daemon(cfg, tmp_path / "daemon.log")
-    try:
-        async with BroadcastService(t, port=0, svg_workers=0) as svc:
-            deadline = time.monotonic() + 20
-            while svc.hub.bridges.get("touchmove") != "online":
-                assert time.monotonic() < deadline, "the bridge did not come online"
-                await asyncio.sleep(0.05)
-            board.start()
-            deadline = time.monotonic() + 60
-            while svc.hub.by_number[1].game.results.board != "1-0":
-                assert time.monotonic() < deadline, (tmp_path / "daemon.log").read_text()[-3000:]
-                await asyncio.sleep(0.1)
-            while svc.hub.written_version != svc.hub.version:
-                await asyncio.sleep(0.05)
-            async with aiohttp.ClientSession() as http, http.get(svc.pgn_url) as resp:
-                served = await resp.text()
-    finally:
-        daemon.terminate()
-        daemon.wait(10)
-        board.stop()
+    board = hall.plug(simple_timeline(moves, think=300, hand=100))
+    hall.start_bridge("j")
+    async with BroadcastService(hall.tournament(2), port=0, svg_workers=0) as svc:
+        deadline = time.monotonic() + 20
+        while svc.hub.bridges.get("touchmove") != "online":
+            assert time.monotonic() < deadline, "the bridge did not come online"
+            await asyncio.sleep(0.05)
+        board.start()
+        deadline = time.monotonic() + 60
+        while svc.hub.by_number[1].game.results.board != "1-0":
+            assert time.monotonic() < deadline, hall.log_tail("j")
+            await asyncio.sleep(0.1)
+        while svc.hub.written_version != svc.hub.version:
+            await asyncio.sleep(0.05)
+        async with aiohttp.ClientSession() as http, http.get(svc.pgn_url) as resp:
+            served = await resp.text()
     assert served == svc.hub.pgn_path.read_text()
     game = chess.pgn.read_game(io.StringIO(served))
     assert game is not None and not game.errors
@@ -131,83 +99,47 @@ def test_results_survive_the_board_set_up_again_and_a_restart(tmp_path: Path) ->
     """Three boards through the real bridge: a mate (the board's result), a draw by the kings in the centre,
     a resignation (the arbiter's result); each board cleared and set up again, a new game started. The
     round PGN keeps every result and game, and is byte for byte the same after a broadcaster restart."""
-    broker = Broker(tmp_path)
-    broker.start()
-    try:
-        asyncio.run(_set_up_again(tmp_path, broker))
-    finally:
-        broker.stop()
+    with Hall(tmp_path) as hall:
+        asyncio.run(_set_up_again(hall))
 
 
-async def _set_up_again(tmp_path: Path, broker: Broker) -> None:
-    data = tournament_data(3, port=broker.port, out=tmp_path / "out")
-    for i in range(3):
-        data["rounds"][0]["boards"][i]["board_id"] = f"fake{i + 1}"
-    t = parse_tournament(data)
-    boards = []
-    for i, (ucis, kings) in enumerate(((SCHOLAR, False), (KINGS_GAME, True), (RESIGNED, False)), start=1):
-        timeline = write_timeline(tmp_path / f"t{i}.jsonl", _timeline(ucis, kings=kings))
-        board = PtyBoard([sys.executable, str(FAKE), str(timeline), f"fake{i}", "--speed", "4"],
-                         str(tmp_path / f"board{i}"))
-        board.plug()
-        boards.append(board)
-    cfg = write_config(tmp_path / "c.toml", broker_port=broker.port, ports=[str(tmp_path / "board*")],
-                       journal=tmp_path / "j.sqlite3", settle_ms=150)
-    daemon = start_daemon(cfg, tmp_path / "daemon.log")
-    log_tail = lambda: (tmp_path / "daemon.log").read_text()[-3000:]  # noqa: E731
-    try:
-        async with BroadcastService(t, port=0, svg_workers=0) as svc:
-            hub = svc.hub
-            await _until(lambda: hub.bridges.get("touchmove") == "online", 20, "the bridge online", log_tail)
-            for board in boards:
-                board.start()
-            held = lambda: all(v.games.held is not None and v.games.held.ply == 2  # noqa: E731
-                               for v in hub.by_number.values())
-            await _until(held, 90, "every board's next game, held", log_tail)
-            # the resigned game: the arbiter enters its result after the board was set up again
-            async with aiohttp.ClientSession() as http:
-                async with http.post(f"{svc.url}/api/boards/3/result", json={"result": "0-1"},
-                                     headers={"Authorization": "Bearer s3cret"}) as resp:
-                    assert resp.status == 200
-                await _until(lambda: hub.written_version == hub.version, 5, "the PGN written", log_tail)
-                async with http.get(svc.pgn_url) as resp:
-                    before = await resp.text()
-        games = _read_all(before)
-        assert [g.headers["Result"] for g in games] == ["1-0", "1/2-1/2", "0-1"]
-        assert [[m.uci() for m in g.mainline_moves()] for g in games] == [SCHOLAR, KINGS_GAME, RESIGNED]
-        sources = [v.game.results.source() for v in hub.by_number.values()]
-        assert sources == ["board", "kings", "arbiter"]
-        # a restart: the bridge still runs (its retained topics now show the new games)
-        async with BroadcastService(t, port=0, svg_workers=0) as svc2:
-            hub2 = svc2.hub
-            await _until(lambda: all(v.games.held is not None and v.games.held.ply == 2
-                                     and not v.games.held.needs_resync for v in hub2.by_number.values()),
-                         20, "the held games back from the retained PGNs", log_tail)
-            async with aiohttp.ClientSession() as http, http.get(svc2.pgn_url) as resp:
-                after = await resp.text()
-            assert after == before
-            # the arbiter allows the next game on board 1: it becomes round 3.1.2, game 1 stays
-            hub2.permit_game(1, "next")
-            text = hub2.round_pgn()
-            assert text.startswith(before.split("\n\n[Event")[0]) and '[Round "3.1.2"]' in text
-    finally:
-        daemon.terminate()
-        daemon.wait(10)
-        for board in boards:
-            board.stop()
-
-
-async def _until(predicate: Callable[[], bool], timeout: float, what: str, tail: Callable[[], str]) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}\n{tail()}"
-        await asyncio.sleep(0.1)
-
-
-def _read_all(text: str) -> list[chess.pgn.Game]:
-    stream = io.StringIO(text)
-    out = []
-    while (game := chess.pgn.read_game(stream)) is not None:
-        assert not game.errors
-        out.append(game)
-    return out
+async def _set_up_again(hall: Hall) -> None:
+    for ucis, kings in ((SCHOLAR, False), (KINGS_GAME, True), (RESIGNED, False)):
+        hall.plug(_timeline(ucis, kings=kings))
+    t = hall.tournament(3)
+    hall.start_bridge("j")
+    log_tail = lambda: hall.log_tail("j")  # noqa: E731
+    async with BroadcastService(t, port=0, svg_workers=0) as svc:
+        hub = svc.hub
+        await until(lambda: hub.bridges.get("touchmove") == "online", 20, "the bridge online", log_tail)
+        for board in hall.boards:
+            board.start()
+        held = lambda: all(v.games.held is not None and v.games.held.ply == 2  # noqa: E731
+                           for v in hub.by_number.values())
+        await until(held, 90, "every board's next game, held", log_tail)
+        # the resigned game: the arbiter enters its result after the board was set up again
+        async with aiohttp.ClientSession() as http:
+            async with http.post(f"{svc.url}/api/boards/3/result", json={"result": "0-1"},
+                                 headers={"Authorization": "Bearer s3cret"}) as resp:
+                assert resp.status == 200
+            await until(lambda: hub.written_version == hub.version, 5, "the PGN written", log_tail)
+            async with http.get(svc.pgn_url) as resp:
+                before = await resp.text()
+    games = read_games(before)
+    assert [g.headers["Result"] for g in games] == ["1-0", "1/2-1/2", "0-1"]
+    assert [[m.uci() for m in g.mainline_moves()] for g in games] == [SCHOLAR, KINGS_GAME, RESIGNED]
+    sources = [v.game.results.source() for v in hub.by_number.values()]
+    assert sources == ["board", "kings", "arbiter"]
+    # a restart: the bridge still runs (its retained topics now show the new games)
+    async with BroadcastService(t, port=0, svg_workers=0) as svc2:
+        hub2 = svc2.hub
+        await until(lambda: all(v.games.held is not None and v.games.held.ply == 2
+                                and not v.games.held.needs_resync for v in hub2.by_number.values()),
+                    20, "the held games back from the retained PGNs", log_tail)
+        async with aiohttp.ClientSession() as http, http.get(svc2.pgn_url) as resp:
+            after = await resp.text()
+        assert after == before
+        # the arbiter allows the next game on board 1: it becomes round 3.1.2, game 1 stays
+        hub2.permit_game(1, "next")
+        text = hub2.round_pgn()
+        assert text.startswith(before.split("\n\n[Event")[0]) and '[Round "3.1.2"]' in text

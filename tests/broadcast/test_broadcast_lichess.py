@@ -4,7 +4,6 @@ backoff with jitter, a refused token, per-game errors, a round split over severa
 from __future__ import annotations
 
 import asyncio
-import io
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -12,11 +11,10 @@ from typing import Any
 
 import aiohttp
 import aiomqtt
-import chess.pgn
 import pytest
 from aiohttp import web
 
-from tests.broadcast.broadcast_helpers import tournament_data
+from tests.broadcast.broadcast_helpers import read_games, tournament_data
 from touchmove.broadcast.broadcaster import ActionError
 from touchmove.broadcast.lichess_push import LichessPusher, PushState, TokenSource, retry_after
 from touchmove.broadcast.service import BroadcastService
@@ -199,7 +197,8 @@ def test_a_round_is_split_over_lichess_rounds(broker: LocalBroker, tmp_path: Pat
                         break
                     await asyncio.sleep(0.05)
                 last = {c["round"]: c["body"] for c in lichess.calls}
-                boards = {rid: [g.headers["Board"] for g in _games(body)] for rid, body in last.items()}
+                boards = {rid: [g.headers["Board"] for g in read_games(body, check=False)]
+                          for rid, body in last.items()}
                 assert boards == {"first123": ["1", "2", "3"], "second45": ["4", "5"]}
                 assert all(c["agent"].startswith("touchmove/") for c in lichess.calls)
                 # a further game allowed later must not take a lichess round over its limit silently
@@ -225,14 +224,6 @@ def test_a_round_is_split_over_lichess_rounds(broker: LocalBroker, tmp_path: Pat
                         assert resp.status == 200
                 assert all(p.token == "lip_new" for p in svc.pusher.pushers)
     run(go())
-
-
-def _games(text: str) -> list[chess.pgn.Game]:
-    stream = io.StringIO(text)
-    out = []
-    while (game := chess.pgn.read_game(stream)) is not None:
-        out.append(game)
-    return out
 
 
 def test_lichess_round_naming_several_rounds_spreads_the_boards(broker: LocalBroker, tmp_path: Path,
@@ -273,7 +264,8 @@ def test_lichess_round_naming_several_rounds_spreads_the_boards(broker: LocalBro
                     if set(last) == set(want) and all(b.count("1. e4") == 1 for b in last.values()):
                         break
                     await asyncio.sleep(0.05)
-                boards = {rid: [int(g.headers["Board"]) for g in _games(body)] for rid, body in last.items()}
+                boards = {rid: [int(g.headers["Board"]) for g in read_games(body, check=False)]
+                          for rid, body in last.items()}
                 assert {rid: len(b) for rid, b in boards.items()} == want
                 assert boards["openTwo2"] == list(range(101, 201)) and boards["openThree3"][-1] == 250
                 assert svc.pusher is not None

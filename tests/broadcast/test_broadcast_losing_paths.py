@@ -13,39 +13,29 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import aiomqtt
 import chess
 import pytest
 
-from tests.broadcast.broadcast_helpers import tournament_data
-from tests.broadcast.test_broadcast_mqtt import read_games, ucis, wait_for
+from tests.broadcast.broadcast_helpers import Hall, read_games, tournament_data
+from tests.broadcast.test_broadcast_mqtt import ucis, wait_for
 from tests.e2e.helpers import (
     OPERA,
-    REPO,
-    Broker,
     game_moves,
     simple_timeline,
-    start_daemon,
-    write_config,
-    write_timeline,
 )
 from touchmove.broadcast.broadcaster import Broadcaster
 from touchmove.broadcast.service import BroadcastService
 from touchmove.broadcast.tournament import Tournament, parse_tournament
 from touchmove.sim.broadcast_boards import SimBridge
 from touchmove.sim.local_broker import LocalBroker
-from touchmove.sim.ptyboard import PtyBoard
 
 SCHOLAR = ["e2e4", "e7e5", "f1c4", "b8c6", "d1h5", "g8f6", "h5f7"]
 RESIGNED = ["c2c4", "e7e5", "b1c3", "g8f6"]
-FAKE_BOARD = REPO / "tests" / "e2e" / "fake_board.py"
 
 
 @contextlib.asynccontextmanager
@@ -53,54 +43,6 @@ async def served(t: Tournament, broker: LocalBroker) -> AsyncIterator[tuple[Broa
     """The broadcaster serving ``t`` and an MQTT client for simulated bridges, both on ``broker``."""
     async with BroadcastService(t, port=0) as svc, aiomqtt.Client("127.0.0.1", broker.port) as client:
         yield svc.hub, client
-
-
-class Hall:
-    """A real Mosquitto, a stand-in board (``fake_board.py`` behind a pseudo-terminal, ``board1``) and the
-    ``touchmove run`` daemons serving it; :meth:`close` stops the daemons, then the board, then the broker."""
-
-    def __init__(self, tmp_path: Path) -> None:
-        self.tmp_path = tmp_path
-        self.broker = Broker(tmp_path)
-        self.broker.start()
-        self.port = self.broker.port
-        self.board: PtyBoard | None = None
-        self.daemons: list[subprocess.Popen[bytes]] = []
-
-    def tournament(self, rounds: int, delay_minutes: float | None = None) -> Tournament:
-        """A tournament of ``rounds`` rounds whose board 1 is the stand-in board ``fake1``; results to ``out``."""
-        data = tournament_data(rounds, port=self.port, out=self.tmp_path / "out")
-        data["rounds"][0]["boards"][0]["board_id"] = "fake1"
-        if delay_minutes is not None:
-            data["broadcast"]["delay_minutes"] = delay_minutes
-        return parse_tournament(data)
-
-    def plug(self, recs: list[dict[str, Any]]) -> PtyBoard:
-        """The stand-in board ``fake1`` playing ``recs`` at speed 4, plugged (not started)."""
-        timeline = write_timeline(self.tmp_path / "t.jsonl", recs)
-        self.board = PtyBoard([sys.executable, str(FAKE_BOARD), str(timeline), "fake1", "--speed", "4"],
-                              str(self.tmp_path / "board1"))
-        self.board.plug()
-        return self.board
-
-    def start_bridge(self, name: str) -> subprocess.Popen[bytes]:
-        """A ``touchmove run`` on the board's port with its own journal ``<name>.sqlite3`` (settle 150 ms)."""
-        cfg = write_config(self.tmp_path / f"{name}.toml", broker_port=self.port,
-                           ports=[str(self.tmp_path / "board*")], journal=self.tmp_path / f"{name}.sqlite3",
-                           settle_ms=150)
-        daemon = start_daemon(cfg, self.tmp_path / f"{name}.log")
-        self.daemons.append(daemon)
-        return daemon
-
-    def close(self) -> None:
-        try:
-            for daemon in self.daemons:
-                daemon.terminate()
-                daemon.wait(10)
-            if self.board is not None:
-                self.board.stop()
-        finally:
-            self.broker.stop()
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import time
 from collections.abc import Callable
@@ -17,7 +16,7 @@ import chess.pgn
 import pytest
 from aiohttp import web
 
-from tests.broadcast.broadcast_helpers import REQUIRE_ALL, tournament_data
+from tests.broadcast.broadcast_helpers import REQUIRE_ALL, read_games, tournament_data
 from touchmove.broadcast.service import BroadcastService
 from touchmove.broadcast.tournament import parse_tournament
 from touchmove.sim.broadcast_boards import SimBridge
@@ -31,15 +30,6 @@ async def wait_for(predicate: Callable[[], bool], timeout: float = 5.0, what: st
             raise AssertionError(f"timed out waiting for {what}")
         await asyncio.sleep(0.01)
     return time.monotonic() - start
-
-
-def read_games(text: str) -> list[chess.pgn.Game]:
-    stream = io.StringIO(text)
-    games = []
-    while (game := chess.pgn.read_game(stream)) is not None:
-        assert not game.errors, game.errors
-        games.append(game)
-    return games
 
 
 def ucis(game: chess.pgn.Game) -> list[str]:

@@ -16,13 +16,11 @@ from pathlib import Path
 import aiohttp
 import aiomqtt
 
-import touchmove
+from tests.broadcast.broadcast_helpers import HOST, start_broadcaster
 from touchmove.broadcast.arbiter_book import ARBITERS_FILE_ENV, file_entry
 from touchmove.sim.broadcast_boards import SimBridge
 from touchmove.sim.local_broker import LocalBroker, free_port
 
-#: The code under test, for the processes too (the tree first on PYTHONPATH).
-HOST = Path(touchmove.__file__).resolve().parents[1]
 SHUFFLE = ["g1f3", "g8f6", "f3g1", "f6g8"]
 
 
@@ -56,11 +54,8 @@ black = "B"
 """, encoding="utf-8")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "TOUCHMOVE_ARBITER_TOKEN": "", "PYTHONPATH": str(HOST),
-           ARBITERS_FILE_ENV: str(tokens)}
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "touchmove.cli", "broadcast", "--config", str(cfg), "--port", str(port),
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL, env=env, cwd=tmp_path)
+    env = {**os.environ, "TOUCHMOVE_ARBITER_TOKEN": "", "PYTHONPATH": str(HOST), ARBITERS_FILE_ENV: str(tokens)}
+    proc = await start_broadcaster(cfg, port, env=env)      # the revoke command below runs with the same
     plies: list[int] = []
     ended: list[float] = []
     try:

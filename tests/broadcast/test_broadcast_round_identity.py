@@ -13,8 +13,6 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,12 +22,11 @@ import aiomqtt
 import chess
 import chess.pgn
 
-from tests.broadcast.broadcast_helpers import tournament_data
-from tests.broadcast.test_broadcast_e2e_bridge import FAKE, SCHOLAR, _cleared_and_set_up, _occupancy
-from tests.e2e.helpers import Broker, simple_timeline, start_daemon, write_config, write_timeline
+from tests.broadcast.broadcast_helpers import Hall, read_games, until
+from tests.broadcast.test_broadcast_e2e_bridge import SCHOLAR, _cleared_and_set_up, _occupancy
+from tests.e2e.helpers import simple_timeline
 from touchmove.broadcast.service import BroadcastService
 from touchmove.broadcast.tournament import parse_tournament
-from touchmove.sim.ptyboard import PtyBoard
 
 UNFINISHED = ["d2d4", "d7d5", "c2c4", "e7e6"]
 NEXT_GAME = ["g1f3", "g8f6"]
@@ -49,12 +46,8 @@ def _earlier_then_next(ucis: list[str], *, set_up_again: bool) -> list[dict[str,
 
 
 def test_a_round_opened_after_another_shows_none_of_its_games(tmp_path: Path) -> None:
-    broker = Broker(tmp_path)
-    broker.start()
-    try:
-        asyncio.run(_round_identity(tmp_path, broker))
-    finally:
-        broker.stop()
+    with Hall(tmp_path) as hall:
+        asyncio.run(_round_identity(tmp_path, hall))
 
 
 async def _retained_pgns(port: int, boards: list[str], done: Callable[[dict[str, str]], bool],
@@ -72,18 +65,11 @@ async def _retained_pgns(port: int, boards: list[str], done: Callable[[dict[str,
     raise AssertionError("unreachable")
 
 
-async def _round_identity(tmp_path: Path, broker: Broker) -> None:
-    boards = []
-    for i, (ucis, again) in enumerate(((SCHOLAR, True), (UNFINISHED, False)), start=1):
-        timeline = write_timeline(tmp_path / f"t{i}.jsonl", _earlier_then_next(ucis, set_up_again=again))
-        board = PtyBoard([sys.executable, str(FAKE), str(timeline), f"fake{i}", "--speed", "4"],
-                         str(tmp_path / f"board{i}"))
-        board.plug()
-        boards.append(board)
-    cfg = write_config(tmp_path / "c.toml", broker_port=broker.port, ports=[str(tmp_path / "board*")],
-                       journal=tmp_path / "j.sqlite3", settle_ms=150)
-    daemon = start_daemon(cfg, tmp_path / "daemon.log")
-    tail = lambda: (tmp_path / "daemon.log").read_text()[-3000:]  # noqa: E731
+async def _round_identity(tmp_path: Path, hall: Hall) -> None:
+    for ucis, again in ((SCHOLAR, True), (UNFINISHED, False)):
+        hall.plug(_earlier_then_next(ucis, set_up_again=again))
+    hall.start_bridge("j")
+    tail = lambda: hall.log_tail("j")  # noqa: E731
 
     def plies(text: str) -> int:
         game = chess.pgn.read_game(io.StringIO(text))
@@ -93,49 +79,40 @@ async def _round_identity(tmp_path: Path, broker: Broker) -> None:
         return ('[Result "1-0"]' in seen.get("fake1", "") and plies(seen["fake1"]) == len(SCHOLAR)
                 and plies(seen.get("fake2", "")) == len(UNFINISHED))
 
-    try:
-        for board in boards:
-            board.start()
-        await _retained_pgns(broker.port, ["fake1", "fake2"], earlier_games_retained, 40)
-        round3 = tournament_data(2, port=broker.port, out=tmp_path / "round3")
-        other = tournament_data(2, port=broker.port, out=tmp_path / "other", round_number=1)
-        other["event"] = "Another Cup"
-        for data in (round3, other):
-            for i in range(2):
-                data["rounds"][0]["boards"][i]["board_id"] = f"fake{i + 1}"
-        async with BroadcastService(parse_tournament(round3), port=0, svg_workers=0) as svc, \
-                BroadcastService(parse_tournament(other), port=0, svg_workers=0) as svc_other:
-            for service in (svc, svc_other):
-                hub = service.hub
-                await _until(lambda h=hub: all(v.bridge_pgn and plies(v.bridge_pgn) in (4, 7)  # type: ignore[misc]
-                                               for v in h.by_number.values()),
-                             10, "the bridge's retained PGNs", tail)
-                await asyncio.sleep(0.3)  # what the retained messages start is taken in
-                await _until(lambda h=hub: h.written_version == h.version, 5, "written", tail)  # type: ignore[misc]
-                await _nothing_public(service, round_number=hub.round.number)
-                # held for the arbiter, who sees where they come from
-                state = hub.by_number[1].to_json()
-                assert state["held"]["before_round"] is True and state["held"]["result"] == "1-0"
-                assert hub.by_number[2].to_json()["held"]["ply"] == len(UNFINISHED)
-            # board 2's arbiter enters the round's result: nothing from before contradicts it
-            async with aiohttp.ClientSession() as http, http.post(
-                    f"{svc.url}/api/boards/2/result", json={"result": "0-1"},
-                    headers={"Authorization": "Bearer s3cret"}) as resp:
-                assert resp.status == 200
-            # board 1 set up again: its new game is the round's
-            hub = svc.hub
-            await _until(lambda: hub.by_number[1].game.ply == len(NEXT_GAME), 40, "the round's game", tail)
-            assert hub.by_number[1].games.held is None
-            await _until(lambda: hub.written_version == hub.version, 5, "written", tail)
-            games = _read_all(hub.pgn_path.read_text())
-            assert [[m.uci() for m in g.mainline_moves()] for g in games] == [NEXT_GAME, []]
-            assert [g.headers["Result"] for g in games] == ["*", "0-1"]
-            assert hub.public_pgn() == hub.pgn_path.read_text()
-    finally:
-        daemon.terminate()
-        daemon.wait(10)
-        for board in boards:
-            board.stop()
+    for board in hall.boards:
+        board.start()
+    await _retained_pgns(hall.port, ["fake1", "fake2"], earlier_games_retained, 40)
+    round3 = hall.tournament_data(2, out=tmp_path / "round3")
+    other = hall.tournament_data(2, out=tmp_path / "other", round_number=1)
+    other["event"] = "Another Cup"
+    async with BroadcastService(parse_tournament(round3), port=0, svg_workers=0) as svc, \
+            BroadcastService(parse_tournament(other), port=0, svg_workers=0) as svc_other:
+        for service in (svc, svc_other):
+            hub = service.hub
+            await until(lambda h=hub: all(v.bridge_pgn and plies(v.bridge_pgn) in (4, 7)  # type: ignore[misc]
+                                          for v in h.by_number.values()),
+                        10, "the bridge's retained PGNs", tail)
+            await asyncio.sleep(0.3)  # what the retained messages start is taken in
+            await until(lambda h=hub: h.written_version == h.version, 5, "written", tail)  # type: ignore[misc]
+            await _nothing_public(service, round_number=hub.round.number)
+            # held for the arbiter, who sees where they come from
+            state = hub.by_number[1].to_json()
+            assert state["held"]["before_round"] is True and state["held"]["result"] == "1-0"
+            assert hub.by_number[2].to_json()["held"]["ply"] == len(UNFINISHED)
+        # board 2's arbiter enters the round's result: nothing from before contradicts it
+        async with aiohttp.ClientSession() as http, http.post(
+                f"{svc.url}/api/boards/2/result", json={"result": "0-1"},
+                headers={"Authorization": "Bearer s3cret"}) as resp:
+            assert resp.status == 200
+        # board 1 set up again: its new game is the round's
+        hub = svc.hub
+        await until(lambda: hub.by_number[1].game.ply == len(NEXT_GAME), 40, "the round's game", tail)
+        assert hub.by_number[1].games.held is None
+        await until(lambda: hub.written_version == hub.version, 5, "written", tail)
+        games = read_games(hub.pgn_path.read_text())
+        assert [[m.uci() for m in g.mainline_moves()] for g in games] == [NEXT_GAME, []]
+        assert [g.headers["Result"] for g in games] == ["*", "0-1"]
+        assert hub.public_pgn() == hub.pgn_path.read_text()
     csv_rows = (tmp_path / "round3" / "round-3-results.csv").read_text().splitlines()[1:]
     assert [row.split(",")[-3] for row in csv_rows] == ["*", "0-1"]
 
@@ -151,7 +128,7 @@ async def _nothing_public(svc: BroadcastService, round_number: int) -> None:
                 return await resp.text()
 
         served = await get(f"/round/{round_number}.pgn")
-        games = _read_all(served)
+        games = read_games(served)
         assert [list(g.mainline_moves()) for g in games] == [[], []], served
         assert [g.headers["Result"] for g in games] == ["*", "*"]
         assert served == hub.pgn_path.read_text() == hub.public_pgn()
@@ -170,19 +147,3 @@ async def _nothing_public(svc: BroadcastService, round_number: int) -> None:
     hub.save_state()
     assert [row.split(",")[-3] for row in
             (out / f"round-{round_number}-results.csv").read_text().splitlines()[1:]] == ["*", "*"]
-
-
-async def _until(predicate: Callable[[], bool], timeout: float, what: str, tail: Callable[[], str]) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}\n{tail()}"
-        await asyncio.sleep(0.1)
-
-
-def _read_all(text: str) -> list[chess.pgn.Game]:
-    stream = io.StringIO(text)
-    out = []
-    while (game := chess.pgn.read_game(stream)) is not None:
-        assert not game.errors
-        out.append(game)
-    return out

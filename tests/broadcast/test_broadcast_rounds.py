@@ -19,7 +19,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.broadcast.broadcast_helpers import tournament_data
+from tests.broadcast.broadcast_helpers import read_games, tournament_data
 from touchmove.broadcast import bridge_topics
 from touchmove.broadcast.bridge_ingest import KINGS_STEADY_S
 from touchmove.broadcast.bridge_topics import BridgeMessage
@@ -560,7 +560,7 @@ def test_a_round_opened_here_for_the_first_time_starts_clean(tmp_path: Path) -> 
     hub.handle(BridgeMessage("touchmove", "b03", "pgn", '[Result "*"]\n\n*\n', retained=True))
     feed(hub, "b03", events(["e2e4"], game=2, start=False))
     assert hub.by_number[3].game.ply == 1 and hub.by_number[3].games.held is None
-    games = _games(hub.round_pgn())
+    games = read_games(hub.round_pgn())
     assert [len(list(g.mainline_moves())) for g in games] == [0, 0, 1] and empty.count("[Event") == 3
     assert [g.headers["Result"] for g in games] == ["*", "*", "*"]
     held = [hub.by_number[n].to_json()["held"] for n in (1, 2)]
@@ -577,7 +577,7 @@ def test_a_round_opened_here_for_the_first_time_starts_clean(tmp_path: Path) -> 
     # the arbiter takes board 2's game in: it is the round's game (whatever the permission asked)
     again.permit_game(2, "next")
     assert again.by_number[2].game.ply == 4 and len(again.by_number[2].games.entries) == 1
-    assert [len(list(g.mainline_moves())) for g in _games(again.round_pgn())] == [1, 4, 1]
+    assert [len(list(g.mainline_moves())) for g in read_games(again.round_pgn())] == [1, 4, 1]
 
 
 def test_a_round_switched_to_live_does_not_take_the_last_games(tmp_path: Path) -> None:
@@ -586,16 +586,7 @@ def test_a_round_switched_to_live_does_not_take_the_last_games(tmp_path: Path) -
     hub.switch_round(4)
     hub.handle(BridgeMessage("touchmove", "b01", "pgn", "1. e4 e5 2. Bc4 Nc6 3. Qh5 Nf6 4. Qxf7# 1-0\n",
                              retained=True))
-    assert [len(list(g.mainline_moves())) for g in _games(hub.round_pgn())] == [0, 0]
-
-
-def _games(text: str) -> list[chess.pgn.Game]:
-    stream = io.StringIO(text)
-    out = []
-    while (game := chess.pgn.read_game(stream)) is not None:
-        assert not game.errors
-        out.append(game)
-    return out
+    assert [len(list(g.mainline_moves())) for g in read_games(hub.round_pgn())] == [0, 0]
 
 
 def test_a_bridge_numbering_afresh_after_a_game_from_before_the_round(tmp_path: Path) -> None:

@@ -4,7 +4,6 @@ pairing the next round from it. Installed by ``make system-deps`` (pgn-extract) 
 
 from __future__ import annotations
 
-import io
 import re
 import shutil
 import subprocess
@@ -13,6 +12,7 @@ from pathlib import Path
 import chess.pgn
 import pytest
 
+from tests.broadcast.broadcast_helpers import read_games
 from tests.conftest import REQUIRE_ALL
 
 COMMENT = re.compile(r"\{[^}]*\}")
@@ -30,14 +30,6 @@ def pgn_extract() -> str:
     return found
 
 
-def _games(text: str) -> list[chess.pgn.Game]:
-    stream = io.StringIO(text)
-    out = []
-    while (game := chess.pgn.read_game(stream)) is not None:
-        out.append(game)
-    return out
-
-
 def _tokens(game: chess.pgn.Game) -> list[str]:
     """The movetext's SAN tokens and the result, as written (comments and move numbers left out)."""
     text = str(game).split("\n\n", 1)[-1] if game.headers else str(game)
@@ -48,12 +40,12 @@ def check_with_pgn_extract(path: Path) -> None:
     """pgn-extract reads the PGN file with no error; the SAN it regenerates is ours token for token, and
     every game's Result tag is its movetext's result (and a mate on the board the winner's)."""
     text = path.read_text(encoding="utf-8")
-    ours = _games(text)
+    ours = read_games(text, check=False)
     out = path.with_name(path.name + ".pgn-extract")
     run = subprocess.run([pgn_extract(), "-s", "-Wsan", "-o", str(out), str(path)], capture_output=True,
                          text=True, timeout=60)
     assert run.returncode == 0 and not run.stderr.strip(), f"pgn-extract on {path}: {run.stderr[-2000:]}"
-    theirs = _games(out.read_text(encoding="utf-8"))
+    theirs = read_games(out.read_text(encoding="utf-8"), check=False)
     out.unlink()
     assert len(theirs) == len(ours), f"pgn-extract read {len(theirs)} of the {len(ours)} games of {path}"
     for mine, read in zip(ours, theirs, strict=True):

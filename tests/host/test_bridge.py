@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.e2e.helpers import game_moves, simple_timeline, unique_moves
+from tests.host.running_bridges import open_bridge
 from touchmove import records
 from touchmove.bridge import Bridge, checkpoint, journal_faults, replay_entries
 from touchmove.bridge.journal import Journal
@@ -62,21 +63,11 @@ START = "ffff00000000ffff"
 OPERA = Path(__file__).resolve().parents[2] / "host" / "touchmove" / "data" / "opera-1858.pgn"
 
 
-_RUNNING: dict[str, Bridge] = {}
-
-
 def make_bridge(tmp: Path, loop: asyncio.AbstractEventLoop, settle_ms: int = 50) -> Bridge:
     """A bridge on ``tmp``'s journal; one made before on that journal is taken as crashed (its lock released, as
     the kernel does when a process dies)."""
     cfg = BridgeConfig(MqttConfig(), SerialConfig(), settle_ms=settle_ms, journal=str(tmp / "j.sqlite3"))
-    before = _RUNNING.pop(cfg.journal, None)
-    if before is not None:
-        before.journal_lock.release()
-    bridge = Bridge(cfg, session="test")
-    bridge.open()
-    _RUNNING[cfg.journal] = bridge
-    bridge._loop = loop
-    return bridge
+    return open_bridge(cfg, loop)
 
 
 def events_queued(bridge: Bridge) -> list[dict[str, Any]]:
@@ -900,6 +891,69 @@ def test_a_damaged_journal_is_set_aside_and_a_new_one_started(
     assert min(e["seq"] for e in events_queued(again)) > top      # seqs go on past those published before
     for made in (path, tmp_path / "j.sqlite3-seqs"):
         assert oct(made.stat().st_mode & 0o777) == "0o600"
+
+
+def test_a_journal_deleted_with_its_lock_and_seq_floor_gets_both_back(
+        tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
+    """``rm j.sqlite3*`` while the bridge runs takes the ``.lock`` and ``-seqs`` files too: with the new journal
+    the bridge makes both again, so a second bridge is still refused and the seq floors of the boards survive a
+    later crash."""
+    import os
+
+    from touchmove.bridge.journal_lock import JournalLocked
+    from touchmove.bridge.seq_floor import SeqFloor
+
+    bridge = make_bridge(tmp_path, loop)
+    link = FakeLink()
+    play_e4(bridge, link, loop)
+    bridge.flush()
+    floor = bridge.seq_floor.floor("brd")
+    assert floor > 0
+    for name in os.listdir(tmp_path):
+        if name.startswith("j.sqlite3"):
+            os.unlink(tmp_path / name)
+    why = bridge.journal.file_lost()
+    assert why == "deleted or moved"
+    bridge.pipeline.journal_lost(why)
+    for side in (tmp_path / "j.sqlite3.lock", tmp_path / "j.sqlite3-seqs"):
+        assert side.exists() and oct(side.stat().st_mode & 0o777) == "0o600", side
+    cfg = BridgeConfig(MqttConfig(), SerialConfig(), settle_ms=50, journal=str(tmp_path / "j.sqlite3"))
+    with pytest.raises(JournalLocked, match=f"in use by another bridge \\(process {os.getpid()} on .*session test"):
+        Bridge(cfg, session="second").open()
+    found = SeqFloor(tmp_path / "j.sqlite3")
+    found.open()
+    assert found.floor("brd") == bridge.seq_floor.floor("brd") >= floor     # the journal_replaced alert: one more
+    found.close()
+    floor = bridge.seq_floor.floor("brd")
+    bridge.handle_lines(link, [line(4, 2000, "lift", sq="e7"), line(5, 2100, "place", sq="e5")])
+    settle(loop)
+    bridge.flush()
+    assert bridge.seq_floor.floor("brd") > floor
+    found = SeqFloor(tmp_path / "j.sqlite3")             # the new file is the one written to
+    found.open()
+    assert found.floor("brd") == bridge.seq_floor.floor("brd")
+    found.close()
+
+
+def test_a_lock_file_taken_by_another_bridge_first_is_an_error_line_not_a_crash(
+        tmp_path: Path, loop: asyncio.AbstractEventLoop, caplog: pytest.LogCaptureFixture) -> None:
+    """The lock file deleted, and a second bridge locking a new one before the watch looks: the running bridge
+    says so in an error line naming the other, keeps its own (old) lock and goes on."""
+    from touchmove.bridge.journal_lock import JournalLock
+
+    bridge = make_bridge(tmp_path, loop)
+    (tmp_path / "j.sqlite3.lock").unlink()
+    other = JournalLock(tmp_path / "j.sqlite3")
+    other.acquire("intruder")
+    try:
+        bridge.pipeline.keep_side_files()
+    finally:
+        other.release()
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert any("another bridge locked a new one" in m and "session intruder" in m for m in errors), errors
+    assert not bridge.journal_lock.held_at_path()
+    bridge.pipeline.keep_side_files()            # the intruder gone: the path is locked again by this bridge
+    assert bridge.journal_lock.held_at_path()
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

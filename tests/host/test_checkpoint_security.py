@@ -24,6 +24,7 @@ import chess.pgn
 import pytest
 
 from tests.e2e.helpers import OPERA, REPO, game_moves, simple_timeline
+from tests.host.running_bridges import open_bridge
 from touchmove.bridge import Bridge, checkpoint, replay_entries
 from touchmove.bridge.journal import Journal
 from touchmove.config import BridgeConfig, MqttConfig, SerialConfig
@@ -59,21 +60,11 @@ class Payload:
         return (exec, (f"open({str(self.marker)!r}, 'w').write('pwned')",))
 
 
-_RUNNING: dict[str, Bridge] = {}
-
-
 def new_bridge(journal: Path, loop: asyncio.AbstractEventLoop, key: Path | None = None) -> Bridge:
     """A bridge on ``journal``; one made before on it is taken as gone (its journal lock released)."""
     cfg = BridgeConfig(MqttConfig(), SerialConfig(), settle_ms=SETTLE_MS, journal=str(journal),
                        checkpoint_key=str(key) if key else None)
-    before = _RUNNING.pop(cfg.journal, None)
-    if before is not None:
-        before.journal_lock.release()
-    bridge = Bridge(cfg, session="test")
-    bridge.open()
-    _RUNNING[cfg.journal] = bridge
-    bridge._loop = loop
-    return bridge
+    return open_bridge(cfg, loop)
 
 
 def play_opera(journal: Path, loop: asyncio.AbstractEventLoop) -> Any:

@@ -19,6 +19,7 @@ from typing import Any
 from touchmove.boards import translator_for
 from touchmove.boards.link import RawFile, is_hidraw
 from touchmove.bridge.port_refusals import diagnose
+from touchmove.bridge.serial_link import write_all
 
 #: What the bridge's translators say about a board in their hello, named for the operator.
 _FIELDS = (("serial", "serial number"), ("version", "version"), ("battery", "battery"))
@@ -61,7 +62,7 @@ def ask(path: str, protocol: str, timeout: float) -> Answer:
     fd = int(port.fd)
     heard = 0
     try:
-        _write(fd, tr.start(_now()))
+        write_all(fd, tr.start(_now()))
         deadline = time.monotonic() + timeout
         poller = select.poll()
         poller.register(fd, select.POLLIN)
@@ -123,15 +124,3 @@ def _restore(before: tuple[int, list[Any]] | None) -> None:
 
 def _now() -> int:
     return int(time.monotonic() * 1000)
-
-
-def _write(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    deadline = time.monotonic() + 1.0
-    while view:
-        try:
-            view = view[os.write(fd, view):]
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                raise OSError("the board does not read what is sent to it") from None
-            time.sleep(0.01)

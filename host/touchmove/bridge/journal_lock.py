@@ -3,7 +3,8 @@
 Two bridges on one journal would both answer every command (a takeback done twice) and publish over each other.
 The lock is ``flock`` on a file beside the journal (released by the kernel when the process dies, so a ``kill -9``
 never leaves a stale lock); the file says who holds it (host, process id, session, since when), which a second
-bridge names in its one-line refusal.
+bridge names in its one-line refusal. A lock file deleted (or replaced) under a running bridge is made again
+(:meth:`JournalLock.take_again`): a second bridge would otherwise lock a new file at the path and run beside it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 import socket
 from pathlib import Path
 
+from touchmove.bridge.journal import file_identity
 from touchmove.wire import iso_now
 
 
@@ -28,6 +30,7 @@ class JournalLock:
     def __init__(self, journal: str | Path) -> None:
         self.path = Path(f"{journal}.lock")
         self._fd: int | None = None
+        self._session = ""
 
     def acquire(self, session: str) -> None:
         """Take the lock for this process, or raise :class:`JournalLocked` naming the holder."""
@@ -46,7 +49,30 @@ class JournalLock:
         with contextlib.suppress(OSError):      # who holds it is a courtesy: a full disk must not stop the start
             os.ftruncate(fd, 0)
             os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
-        self._fd = fd
+        self._fd, self._session = fd, session
+
+    def held_at_path(self) -> bool:
+        """Return whether the file at the lock's path is the one this process holds locked."""
+        if self._fd is None:
+            return False
+        held = os.fstat(self._fd)
+        return file_identity(self.path) == (held.st_dev, held.st_ino)
+
+    def take_again(self) -> bool:
+        """Lock a new file at the path when the one there is not the one held (deleted with the journal, or
+        replaced), then let the old one go; return whether it was done (False: the lock is not held, or is the
+        file at the path). Raise :class:`JournalLocked` when another bridge locked the new file first (the old
+        one is still held)."""
+        if self._fd is None or self.held_at_path():
+            return False
+        old, self._fd = self._fd, None
+        try:
+            self.acquire(self._session)
+        except BaseException:
+            self._fd = old
+            raise
+        os.close(old)
+        return True
 
     @staticmethod
     def _holder(fd: int) -> str:

@@ -31,7 +31,7 @@ from touchmove import board_ids, records
 from touchmove.bridge import checkpoint
 from touchmove.bridge.journal import Journal, is_malformed, open_checked, set_aside
 from touchmove.bridge.journal_faults import JournalFaults
-from touchmove.bridge.journal_lock import JournalLock
+from touchmove.bridge.journal_lock import JournalLock, JournalLocked
 from touchmove.bridge.journal_watch import JOURNAL_WATCH_S, reopen
 from touchmove.bridge.leds import show_on_board
 from touchmove.bridge.mqtt_link import dumps
@@ -365,8 +365,28 @@ class EventPipeline:
                 why = self._journal.file_lost()
                 if why is not None:
                     self.journal_lost(why)
+                else:
+                    self.keep_side_files()
             except Exception:
                 log.exception("journal: the watch on its file failed")
+
+    def keep_side_files(self) -> None:
+        """Make the journal's ``.lock`` and ``-seqs`` files again when they left their paths (deleted with the
+        journal, say): the lock keeps a second bridge off this journal, the seq floors keep a crash from
+        reusing seqs (:mod:`touchmove.bridge.journal_lock`, :mod:`touchmove.bridge.seq_floor`)."""
+        try:
+            if self.journal_lock.take_again():
+                log.error("journal: its lock file %s had left its path (deleted or replaced): a new one is locked",
+                          self.journal_lock.path)
+        except JournalLocked as exc:
+            log.error("journal: its lock file %s had left its path and another bridge locked a new one: %s",
+                      self.journal_lock.path, exc)
+        except OSError as exc:      # the old file stays locked: the journal's own work goes on
+            log.error("journal: its lock file %s had left its path and cannot be made again (%s)",
+                      self.journal_lock.path, exc)
+        if self._seq_floor is not None and self._seq_floor.make_again():
+            log.error("journal: its seq floor file %s had left its path (deleted or replaced): made again",
+                      self._seq_floor.path)
 
     def journal_lost(self, why: str) -> None:
         """The journal's file was deleted, moved or replaced (``why``): start a new one from the lost one and the
@@ -374,6 +394,7 @@ class EventPipeline:
         path = self.journal.path
         journal, kept, copied = reopen(self.journal, why)
         self._journal = journal
+        self.keep_side_files()
         self.journal_faults.journal = journal
         journal.checkpoint_in_background()
         held = "a copy of the lost one" if copied else "empty (the lost one could not be copied)"

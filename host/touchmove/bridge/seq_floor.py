@@ -10,7 +10,9 @@ by seq never drops them.
 The file ``<journal>-seqs`` (mode 0600) has fixed slots of :data:`SLOT` bytes, ``<board id padded> <seq>\\n``,
 allocated in advance (:data:`PREALLOCATED` slots, more added a block at a time while the disk takes them), and
 rewritten in place: a rewrite needs no new block, so it succeeds on a full filesystem. It is synced
-(``fdatasync``) only when the event offered is not yet in the journal.
+(``fdatasync``) only when the event offered is not yet in the journal. A file deleted (or replaced) under a running
+bridge is made again with every board's floor (:meth:`SeqFloor.make_again`): a crash would otherwise start from a
+missing file and reuse seqs.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import contextlib
 import logging
 import os
 from pathlib import Path
+
+from touchmove.bridge.journal import file_identity
 
 log = logging.getLogger("touchmove.bridge")
 
@@ -84,20 +88,51 @@ class SeqFloor:
         if self._fd is None or len(board.encode()) > SLOT - 23:
             return False
         try:
-            index = self._slots.get(board)
-            if index is None:
-                index = len(self._slots)
-                if index >= self._capacity:
-                    self._grow()
-            line = f"{board} {seq}".encode().ljust(SLOT - 1) + b"\n"
-            os.pwrite(self._fd, line, index * SLOT)
+            self._write(board, seq)
             if durable:
                 os.fdatasync(self._fd)
         except OSError as exc:
             log.error("seq floor %s: cannot record seq %d of board %s (%s)", self.path, seq, board, exc)
             return False
-        self._slots[board] = index
         self.seqs[board] = seq
+        return True
+
+    def _write(self, board: str, seq: int) -> None:
+        """Write ``board``'s slot (a new one when it has none); raise OSError."""
+        assert self._fd is not None
+        index = self._slots.get(board)
+        if index is None:
+            index = len(self._slots)
+            if index >= self._capacity:
+                self._grow()
+        line = f"{board} {seq}".encode().ljust(SLOT - 1) + b"\n"
+        os.pwrite(self._fd, line, index * SLOT)
+        self._slots[board] = index
+
+    def make_again(self) -> bool:
+        """When the file at the path is not the one open (deleted with the journal, or replaced): open the file
+        there (made when missing; its floors kept when higher), write every board's floor into it, sync it and
+        close the old one. Return whether it was done; on an error the old file stays in use (logged)."""
+        if self._fd is None:
+            return False
+        held = os.fstat(self._fd)
+        if file_identity(self.path) == (held.st_dev, held.st_ino):
+            return False
+        old = (self._fd, self._slots, self._capacity)
+        self._fd, self._slots, self._capacity = None, {}, 0
+        try:
+            self._open()
+            for board, seq in sorted(self.seqs.items()):
+                self._write(board, seq)
+            assert self._fd is not None
+            os.fsync(self._fd)
+        except OSError as exc:
+            log.error("seq floor %s cannot be made again (%s): the deleted one is still written", self.path, exc)
+            if self._fd is not None:
+                os.close(self._fd)
+            self._fd, self._slots, self._capacity = old
+            return False
+        os.close(old[0])
         return True
 
     def close(self) -> None:

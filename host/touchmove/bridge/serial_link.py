@@ -410,17 +410,7 @@ class SerialLink:
         if os.name != "posix" or not isinstance(fd, int):
             ser.write(data)
             return
-        view = memoryview(data)
-        deadline = time.monotonic() + 1.0
-        poller = select.poll()
-        poller.register(fd, select.POLLOUT)
-        while view:
-            try:
-                view = view[os.write(fd, view):]
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise TimeoutError("the board does not read its commands") from None
-                poller.poll(50)
+        write_all(fd, data)
 
     def close(self) -> None:
         self._stop.set()
@@ -435,6 +425,22 @@ class SerialLink:
     def join(self, timeout: float = 2.0) -> None:
         if self._thread is not None:
             self._thread.join(timeout)
+
+
+def write_all(fd: int, data: bytes, within: float = 1.0) -> None:
+    """Write all of ``data`` to the non-blocking ``fd``, waiting while it is full; raise :class:`TimeoutError` when
+    the other end has not taken it all within ``within`` seconds (a board that does not read)."""
+    view = memoryview(data)
+    deadline = time.monotonic() + within
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    while view:
+        try:
+            view = view[os.write(fd, view):]
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise TimeoutError("the board does not read what is sent to it") from None
+            poller.poll(50)
 
 
 def find_ports(patterns: Iterable[str], usb: Iterable[UsbMatch]) -> list[str]:

@@ -37,6 +37,15 @@ CONSOLE_MEANINGS = {
                    "the game went on from the board's position; check the board if it happens again",
     "journal_replaced": "the bridge's journal file was deleted, moved or replaced while it ran: a new journal was "
                         "started at its path (detail.copied: a copy of the lost one); see detail.message",
+    "board_serial_changed": "a board bound to a USB serial number said hello on a port with another serial "
+                            "number (detail.expected, detail.found): the game goes on; check which board is on "
+                            "the port",
+    "engine_rebuilt": "the board's rules engine failed on an input (detail.error, detail.input): it was rebuilt "
+                      "(detail.rebuilt_from: its checkpoint and the journal, or nothing: then the board needs a "
+                      "resync); that input's own events were not published",
+    "events_not_journaled": "after a crash while the journal could not write, events detail.first_seq to "
+                            "detail.last_seq were published but never journaled: their plies come again as "
+                            "recovered moves",
     "board_error": "the board's firmware reports a fault (detail.why: a board.json it refused and will not scan "
                    "until fixed, sensor bus errors, commands it could not answer, a fatal error): see detail.message",
 }
