@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import chess
 
 from touchmove.rules.footprints import Footprint, Position
-from touchmove.rules.identity import only_lifted, under_way
+from touchmove.rules.identity import made_with_hands, only_lifted, under_way
 from touchmove.rules.phases import CLEARED, LOST, OVER, PLAYING
 from touchmove.rules.ply_evidence import PlyEvidence
 from touchmove.rules.readings import (
@@ -232,9 +232,10 @@ def pieces_moved_on(view: BoardView) -> Decision | None:
     no row above reads it: the plies played are searched, those that leave every piece where it shows them
     recovered."""
     pieces = view.pieces_shown
-    if pieces is None or view.sync is LOST or under_way(view.position.board, pieces) \
-            or only_lifted(view.position.board, pieces):
-        return None         # (pieces only lifted, of either side: hands, never plies)
+    board = view.position.board
+    if pieces is None or view.sync is LOST or under_way(board, pieces) or only_lifted(board, pieces) \
+            or made_with_hands(board, pieces):
+        return None         # (pieces only lifted, of either side, or one ply made with a piece in a hand: hands)
     return SearchLost(quiet=True)
 
 

@@ -199,6 +199,57 @@ def only_lifted(board: chess.Board, pieces: dict[chess.Square, str]) -> bool:
                for sq, letter in pieces.items())
 
 
+def made_with_hands(board: chess.Board, pieces: dict[chess.Square, str]) -> bool:
+    """Return whether the board's ``pieces`` are ``board`` with one piece of the side to move in the hand and one
+    piece more lifted or knocked onto an empty square next to its own, or the position after one legal move of the
+    side to move with one piece lifted or knocked so: a sleeve knocking a piece off (docs/hands.md), an
+    adjustment, never a second ply; the plies played are then not searched (the board is read as a board without
+    names would be). Two pieces off besides the move are plies mixed in a scan (searched)."""
+    if _with_hands(board, pieces, board.turn):
+        return True
+    for move in board.generate_legal_moves():
+        landing = move.to_square
+        if board.is_castling(move):
+            landing = chess.square(6 if chess.square_file(move.to_square) > chess.square_file(move.from_square)
+                                   else 2, chess.square_rank(move.from_square))
+        letter = pieces.get(landing)
+        if letter is None:
+            continue
+        moved = chess.Piece(move.promotion, board.turn) if move.promotion else board.piece_at(move.from_square)
+        if moved is None or moved.symbol() != letter:
+            continue
+        after = board.copy(stack=False)
+        after.push(move)
+        if _with_hands(after, pieces, None) and not _shows(board, move, pieces):
+            return True     # (a move shown made with nothing in a hand is a ply the engine did not read)
+    return False
+
+
+def _with_hands(board: chess.BaseBoard, pieces: dict[chess.Square, str], mover: chess.Color | None) -> bool:
+    """Return whether ``pieces`` are ``board``'s with one piece of ``mover`` (if given) lifted, and one piece
+    more lifted or moved onto an empty neighbour square of its own (a knocked piece fallen there)."""
+    strays = [(sq, letter) for sq, letter in pieces.items()
+              if board.piece_at(sq) is None or board.piece_at(sq).symbol() != letter]  # type: ignore[union-attr]
+    if len(strays) > 1:
+        return False
+    home: chess.Square | None = None
+    if strays:
+        sq, letter = strays[0]
+        if board.piece_at(sq) is not None:
+            return False
+        homes = [h for h in chess.SquareSet(chess.BB_KING_ATTACKS[sq]) if h not in pieces
+                 and board.piece_at(h) is not None and board.piece_at(h).symbol() == letter]  # type: ignore[union-attr]
+        if not homes:
+            return False
+        home = homes[0]
+    missing = [sq for sq in chess.SquareSet(board.occupied) if sq not in pieces and sq != home]
+    if mover is not None:
+        own = [sq for sq in missing if board.color_at(sq) == mover]
+        if own:
+            missing.remove(own[0])
+    return len(missing) + len(strays) <= 1
+
+
 def under_way(board: chess.Board, pieces: dict[chess.Square, str]) -> bool:
     """Return whether the board's ``pieces`` (its whole placement) can be ``board`` with one move of the side to
     move under way: its own pieces lifted (two for castling) or put down anywhere (a sliding piece shows on the
