@@ -1,4 +1,5 @@
-"""Firmware scan benchmark (prints figures; not a test): run with `make bench-firmware`.
+"""Firmware scan benchmark (prints figures; not a test): run with `make bench-firmware` (`--pico`: only the
+emulated Pico's figures).
 
 Under MicroPython's unix port, from the deployed .mpy form:
 - scan cost: microseconds per 64-square scan (the scan step: driver read, active_low, debounce, event queue)
@@ -114,6 +115,9 @@ def build_mpy(out: Path, march: str | None) -> dict[str, int]:
 
 
 def main() -> int:
+    if sys.argv[1:] == ["--pico"]:  # only the emulated Pico's figures
+        emulated_pico()
+        return 0
     mp = _tool("micropython")
     with tempfile.TemporaryDirectory() as tmp:
         t = Path(tmp)
@@ -171,13 +175,14 @@ def emulated_pico() -> None:
             rows[d] = measure_driver(flashes, d, Path(tmp))
             print(d, json.dumps(rows[d]), flush=True)
     for d, f in rows.items():
+        path = f"32-byte chunks while USB IN endpoint {f['usb_in_ep']} is idle" if f["usb_in_ep"] else "a byte a poll"
         print(f"{d:9s} scan {f['scan_us']} us (longest {f['scan_us_max']} us) at {f['scan_hz']} Hz; "
               f"asked for {f['asked_hz']} Hz: {f['max_scan_hz']} scans/s; "
               f"free heap {f['heap_free_min']}..{f['heap_free_max']} "
               f"of {f['heap_total']} B; magnet -> USB line {f['latency_ms_median']} ms median "
               f"({f['latency_ms_min']}..{f['latency_ms_max']}, n={f['latency_n']}); CPU {f['cpu_share']}; "
               f"longest scan gap {f['scan_gap_ms_reading']} ms with the host reading, "
-              f"{f['scan_gap_ms_not_reading']} ms with it not reading for 3 s")
+              f"{f['scan_gap_ms_not_reading']} ms with it not reading for 3 s; write path: {path}")
 
 
 if __name__ == "__main__":

@@ -58,6 +58,8 @@ class App:
         self.failed_commands = 0  # commands lost to an exception (reader_task), since boot ...
         self.failed_oom = 0  # ... of which to a MemoryError
         self.failed_told = 0  # the count last reported to the host
+        self.answered = 0  # the last answer() queued: 2 hello + snapshot, 1 snapshot
+        self.coalesced = 0  # hello/snapshot commands whose answer was already waiting unsent (answer())
         # scan statistics for diag (small ints, updated by the scan task without allocating)
         self.win_t0 = 0  # a window of _WINDOW scans gives the rate and the mean scan time
         self.win_n = 0
@@ -74,6 +76,23 @@ class App:
 
     def send_snapshot(self, kind="snapshot", t=-1):
         return self.out.send(kind, protocol.occ_fields(self.scanner.occupancy()), t)
+
+    def answer(self, hello):
+        """The answer to a ``hello`` (hello + snapshot) or a ``snapshot`` command, unless the same answer is the
+        last thing queued and not a byte of it is written yet: a backlog of the same command (a host that asked
+        again and again while the board could not answer, as a bridge did while an emulated Pico booted slowly:
+        ~300 hellos) gets one answer, not one each crowding its events out of the output. Events since would
+        have been queued after that answer, so it still gives the board as it stands."""
+        out = self.out
+        n = 2 if hello else 1
+        if self.answered == n and out.unsent_since_mark(n):
+            self.coalesced += 1
+            return
+        out.mark()
+        if hello:
+            self.send_hello()
+        self.send_snapshot()
+        self.answered = n
 
     def flush(self, pump=True):
         """Move queued events into the output as far as it has room, then (``pump``) write what the port accepts
@@ -104,11 +123,13 @@ class App:
             self.scanner.heartbeat_due = False
             if out.room() >= _ROOM:  # a host that is not reading needs no heartbeat
                 self.send_snapshot("heartbeat", self.scanner.heartbeat_t)
-            e = getattr(self.driver, "errors", 0)
-            if e != self.errors_told and out.room() >= _ROOM:  # at most once a heartbeat
-                self.errors_told = e
-                out.error("sensor bus: %d errors since boot (%d timed out), last good readings kept" % (
-                    e, getattr(self.driver, "timeouts", 0)))
+            drv = self.driver
+            e = getattr(drv, "errors", 0)
+            held = getattr(drv, "scl_low", 0)
+            if e + held != self.errors_told and out.room() >= _ROOM:  # at most once a heartbeat
+                self.errors_told = e + held
+                out.error("sensor bus: %d errors since boot (%d timed out)%s, last good readings kept" % (
+                    e, getattr(drv, "timeouts", 0), ", SCL held low in %d scans" % held if held else ""))
             f = self.failed_commands
             if f != self.failed_told and out.room() >= _ROOM:
                 self.failed_told = f

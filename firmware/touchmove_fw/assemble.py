@@ -25,7 +25,7 @@ def build(cfg, machine=None):
 
     from .app import App, make_leds
     from .clock import Clock, ScaledClock, SteppedClock
-    from .link import Port
+    from .link import Port, usb_in_endpoint
 
     sim = cfg["driver"] == "sim"
     start = cfg.get("clock_start", 0)
@@ -82,9 +82,14 @@ def build(cfg, machine=None):
     stream = asyncio.StreamReader(in_stream)
     # the esp32 port's USB stdout write returns the full length whatever USB took (link.Port.exact)
     exact = cfg["link"] == "uart" or cfg.get("port") != "esp32"
-    # rp2 over USB: the writer reads the CDC's IN endpoint state to write a chunk when that cannot wait
-    mem32 = getattr(machine, "mem32", None) if not sim and cfg["link"] == "usb" and cfg.get("port") == "rp2" else None
-    port = inp = Port(out_stream, in_stream, exact, mem32)
+    # rp2 over USB: the writer reads the CDC's IN endpoint state to write a chunk when that cannot wait; the
+    # endpoint is the one the image's own USB descriptor gives its CDC data interface
+    mem32 = None
+    in_ep = 0
+    if not sim and cfg["link"] == "usb" and cfg.get("port") == "rp2":
+        mem32 = getattr(machine, "mem32", None)
+        in_ep = usb_in_endpoint(machine)
+    port = inp = Port(out_stream, in_stream, exact, mem32, in_ep)
 
     if sim:
         board_id = cfg.get("board_id") or _hex(b"touchmove-sim")

@@ -101,10 +101,9 @@ def handle(app, line):
     try:
         cmd, obj = parse_command(line)
         if cmd == "hello":
-            app.send_hello()
-            app.send_snapshot()
+            app.answer(True)
         elif cmd == "snapshot":
-            app.send_snapshot()
+            app.answer(False)
         elif cmd == "ping":
             out.send("pong", protocol.pong_fields(obj.get("id", 0)))
         elif cmd == "leds":

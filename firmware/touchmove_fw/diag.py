@@ -2,7 +2,7 @@
 #
 #   {"type":"diag","part":"scan","driver":"hc165","raw":"<16 hex>","now":"<16 hex>","occ":"<16 hex>",
 #    "chain":"ok","scan_hz":200,"scan_us":85,"scan_us_max":130,"late_ms_max":2,"dropped":0,"lost":0,
-#    "bus_errors":0,...}               (an I2C board adds "bus_timeouts")
+#    "bus_errors":0,"usb_in_ep":2,...}  (an I2C board adds "bus_timeouts", "bus_scl_low")
 #   {"type":"diag","part":"adc","from":0,"v":[16 readings]}     x 4, analog (hall_mux) boards only
 #
 # raw: the sensor bytes as read, in wiring order (byte k = input 8k..8k+7), before active_low;
@@ -39,8 +39,10 @@ def diag_lines(app):
     fields += ',"scan_hz":%d,"scan_us":%d,"scan_us_max":%d,"late_ms_max":%d' % (
         app.scan_hz, app.scan_us, app.scan_us_max, app.late_max)
     fields += ',"dropped":%d,"lost":%d,"bus_errors":%d' % (app.q.dropped, app.out.lost, getattr(drv, "errors", 0))
+    # the USB IN endpoint the output's chunk path watches (rp2; read from the image's descriptor), 0 without one
+    fields += ',"usb_in_ep":%d' % getattr(app.out.port, "in_ep", 0)
     if hasattr(drv, "timeouts"):  # an I2C board: transfers that timed out (a chip holding the bus)
-        fields += ',"bus_timeouts":%d' % drv.timeouts
+        fields += ',"bus_timeouts":%d,"bus_scl_low":%d' % (drv.timeouts, getattr(drv, "scl_low", 0))
     yield "diag", fields
     app.scan_us_max = app.late_max = 0  # the maxima are since the last diag
     last = getattr(drv, "last", None)

@@ -77,9 +77,38 @@ class LineAssembler:
         return bytes(self.buf[: self.line_len])
 
 
-_EP2_IN_CTRL = const(0x50100090)  # RP2040 USB DPRAM: EP2_IN_BUFFER_CONTROL (MicroPython's CDC data IN is 0x82)
+_IN_CTRL0 = const(0x50100080)  # RP2040 USB DPRAM: EP0_IN_BUFFER_CONTROL; endpoint n's IN is 8 x n further on
 _AVAILABLE = const(0x400)  # ... its buffer 0 is armed: a packet waits for the host to take it
 CHUNK = const(32)  # bytes a write may take at once while that endpoint is idle
+
+
+def cdc_in_endpoint(desc_cfg):
+    """The number of the bulk IN endpoint of the CDC data interface (class 0x0A) in a USB configuration
+    descriptor (bytes), or 0 when it has none. The stock rp2 image's built-in descriptor
+    (machine.USBDevice.BUILTIN_DEFAULT.desc_cfg) gives 2 (endpoint 0x82) on MicroPython 1.28."""
+    i = 0
+    n = len(desc_cfg)
+    data = False
+    while i + 2 <= n:
+        size = desc_cfg[i]
+        if size < 2 or i + size > n:
+            break
+        kind = desc_cfg[i + 1]
+        if kind == 4 and size >= 9:  # an interface: is it CDC data?
+            data = desc_cfg[i + 5] == 0x0A
+        elif kind == 5 and size >= 7 and data and desc_cfg[i + 2] & 0x80 and desc_cfg[i + 3] & 3 == 2:
+            return desc_cfg[i + 2] & 0x0F  # an endpoint of it: bulk, IN
+        i += size
+    return 0
+
+
+def usb_in_endpoint(machine):
+    """The rp2 USB CDC's IN endpoint number, read from the image's own descriptor, or 0 where the image does not
+    say (no machine.USBDevice: MicroPython before 1.23)."""
+    try:
+        return cdc_in_endpoint(machine.USBDevice.BUILTIN_DEFAULT.desc_cfg)
+    except AttributeError:
+        return 0
 
 
 class Port:
@@ -87,13 +116,16 @@ class Port:
     the same UART). ready(): a write would not wait; write(mv): the bytes the stream took; waiting(): a byte
     can be read without waiting; read_byte(): it (0..255), or -1 at the end of the stream."""
 
-    def __init__(self, out, inp, exact=True, mem32=None):
+    def __init__(self, out, inp, exact=True, mem32=None, in_ep=0):
         import select
 
-        # rp2 over USB: machine.mem32, to see whether the CDC's IN endpoint holds a packet the host has not
-        # taken. While it does not, TinyUSB's 256-byte buffer has at least 64 bytes free (arming a packet takes
-        # up to 64 bytes out of it, and a completed one is re-armed at once), so a write of CHUNK bytes cannot wait.
-        self.mem32 = mem32
+        # rp2 over USB: machine.mem32 and the CDC's IN endpoint number (usb_in_endpoint), to read its buffer
+        # control word and see whether that endpoint holds a packet the host has not taken. While it does not, TinyUSB's
+        # 256-byte buffer has at least 64 bytes free (arming a packet takes up to 64 bytes out of it, and a
+        # completed one is re-armed at once), so a write of CHUNK bytes cannot wait. Without both: a byte a poll.
+        self.in_ep = in_ep if mem32 is not None else 0  # 0: no chunk path
+        self.mem32 = mem32 if in_ep else None
+        self.in_ctrl = _IN_CTRL0 + 8 * in_ep
         self.out = out
         self.inp = inp
         # exact: write() returns what the port took. Not on ESP32_GENERIC_S3, whose stdout write returns the
@@ -120,7 +152,7 @@ class Port:
         if not self.ready():
             return 0
         m = self.mem32
-        if m is not None and not (m[_EP2_IN_CTRL] & _AVAILABLE):
+        if m is not None and not (m[self.in_ctrl] & _AVAILABLE):
             return CHUNK
         return 1
 
@@ -167,6 +199,17 @@ class Output:
         self.hold = -1  # device time before which no write is tried (after a short write), or -1
         self.backoff = HOLD_MIN
         self.one = bytearray(1)  # the byte being written
+        self.mark_at = -1  # buffer offset of the first message queued since mark(), while none of it is written
+        self.mark_seq = 0  # the seq that message got
+
+    def mark(self):
+        """Remember where the next message goes (unsent_since_mark)."""
+        self.mark_at = self.end if self.port is not None else -1
+        self.mark_seq = self.seq
+
+    def unsent_since_mark(self, n):
+        """True when exactly ``n`` messages were queued since mark() and not a byte of them is written yet."""
+        return self.mark_at >= self.start and self.seq == self.mark_seq + n
 
     def _compact(self):
         # Move what waits to the buffer's start through a small scratch buffer, 64 bytes at a time: a copy of
@@ -184,6 +227,8 @@ class Output:
             i += n
         self.start = 0
         self.end = k
+        if self.mark_at >= 0:
+            self.mark_at -= s
 
     def open(self, newline=False):
         if self.buf is None:
@@ -291,6 +336,8 @@ class Output:
             start += k
             if diff(clock.ms(), t0) >= budget:
                 break
+        if self.mark_at >= 0 and (start > self.mark_at or start == end):
+            self.mark_at = -1  # the marked messages are (being) written
         if start == end:
             start = end = 0
         self.start = start

@@ -7,7 +7,7 @@ from touchmove_fw import commands, protocol
 from touchmove_fw.clock import MASK, add, diff
 from touchmove_fw.debounce import Debouncer
 from touchmove_fw.evqueue import EventQueue
-from touchmove_fw.link import LINE, NONE, TOO_LONG, LineAssembler
+from touchmove_fw.link import LINE, NONE, TOO_LONG, LineAssembler, cdc_in_endpoint
 from touchmove_fw.maps import build_map, led_map
 from touchmove_fw.squares import START_OCC, index, name
 
@@ -232,6 +232,38 @@ def test_parse_commands():
                 b'{"cmd":"leds","clear":1}', b'{"cmd":"leds","squares":[],"color":[1,2]}',
                 b"\xff\xfe", b'{"cmd":"leds","squares":[' + b'"a1",' * 70 + b'"a1"]}'):
         assert _cmd_error(bad), bad
+
+
+#: A CDC ACM configuration descriptor laid out as TinyUSB's TUD_CDC_DESCRIPTOR makes it (USB CDC 1.2): the
+#: configuration, an interface association, the control interface (class 2) with its functional descriptors and
+#: an interrupt IN endpoint (0x81), the data interface (class 0x0A) with bulk OUT 0x02 and bulk IN 0x82.
+CDC_CFG = bytes([
+    9, 2, 75, 0, 2, 1, 0, 0x80, 125,
+    8, 11, 0, 2, 2, 2, 0, 0,
+    9, 4, 0, 0, 1, 2, 2, 0, 4,
+    5, 0x24, 0, 0x20, 1,
+    5, 0x24, 1, 0, 1,
+    4, 0x24, 2, 6,
+    5, 0x24, 6, 0, 1,
+    7, 5, 0x81, 3, 8, 0, 16,
+    9, 4, 1, 0, 2, 0x0A, 0, 0, 0,
+    7, 5, 0x02, 2, 64, 0, 0,
+    7, 5, 0x82, 2, 64, 0, 0,
+])
+
+
+def test_cdc_in_endpoint_is_read_from_the_descriptor():
+    """The output's chunk path watches the CDC data interface's bulk IN endpoint: taken from the descriptor, not
+    the control interface's interrupt IN (0x81) before it; 0 (no chunk path) when there is none or the bytes end."""
+    assert len(CDC_CFG) == 75
+    assert cdc_in_endpoint(CDC_CFG) == 2
+    moved = bytearray(CDC_CFG)
+    moved[-5] = 0x83  # the data IN on endpoint 3
+    assert cdc_in_endpoint(moved) == 3
+    assert cdc_in_endpoint(CDC_CFG[:-7]) == 0  # the data interface has no IN endpoint
+    assert cdc_in_endpoint(CDC_CFG[:-3]) == 0  # cut inside the last endpoint
+    assert cdc_in_endpoint(CDC_CFG[:55]) == 0  # only the control interface
+    assert cdc_in_endpoint(b"") == 0 and cdc_in_endpoint(bytes([0, 0, 0])) == 0
 
 
 def test_line_assembler():

@@ -114,8 +114,11 @@ def run_board(flashes: FlashCache, driver: str, board_json: dict[str, Any] | Non
 
 
 def latencies_ms(pico: EmulatedPico) -> list[float]:
-    """Emulated ms from each square change at the pins to the end of the USB line that reports it."""
-    changes = pico.of("change")
+    """Emulated ms from each square change at the pins to the end of the USB line that reports it, for the
+    changes made while the host reads (none from the start of a USB hold to 1 s after its end: those wait for
+    the host, or are dropped for a snapshot)."""
+    holds = [(h["until_us"] - HOLD_MS * 1000, h["until_us"] + 1_000_000) for h in pico.of("usb_hold")]
+    changes = [c for c in pico.of("change") if not any(a <= c["us"] <= b for a, b in holds)]
     lines = [(e["us"], json.loads(e["text"])) for e in pico.of("line") if e["text"].startswith("{")]
     out = []
     for ch in changes:
@@ -156,5 +159,6 @@ def measure_driver(flashes: FlashCache, driver: str, tmp: Path) -> dict[str, Any
         "scan_gap_ms_not_reading": gaps["not reading"]["max_gap_us"] / 1000 if "not reading" in gaps else None,
         "scans_per_s_not_reading": gaps["not reading"]["n"] * 1000 // HOLD_MS if "not reading" in gaps else None,
         "default_hz": diag.get("scan_hz"),
+        "usb_in_ep": diag.get("usb_in_ep", 0),  # the write path: 0 a byte a poll, else chunks while it is idle
         "cpu_share": round(diag["scan_us"] * diag["scan_hz"] / 1e6, 2) if diag.get("scan_us") else None,
     }

@@ -309,7 +309,10 @@ function run(opts) {
     pico.holdIn = holdIn;
     pico.onSerialData = onSerialData;
     pico.onConnected = () => {
-      emit({ ev: 'usb', connected: true, us: Math.round(pico.micros) });
+      // the CDC endpoints the host found in the image's configuration descriptor (the data interface's bulk IN
+      // and OUT endpoint numbers), as a PC's driver does
+      emit({ ev: 'usb', connected: true, in_ep: pico.cdc.inEndpoint, out_ep: pico.cdc.outEndpoint,
+             us: Math.round(pico.micros) });
       if (!hostOpen) pico.cdc.cdcSetControlLineState(0);
     };
     sensors = attachSensors(pico, board, opts.driver || 'none', emit);

@@ -70,7 +70,7 @@ function gauss(rand) {
 export function attachSensors(pico, board, driver, emit) {
   const mcu = pico.mcu;
   const gpio = mcu.gpio;
-  const faults = { spiStall: false, i2cStuck: null };
+  const faults = { spiStall: false, i2cHold: null };
   board.listeners = [];
 
   // ---- buttons (to GND, the firmware enables pull-ups: the harness drives the idle level) ----
@@ -119,7 +119,7 @@ export function attachSensors(pico, board, driver, emit) {
     },
     fault(o) {
       if (o.kind === 'spi_stall') faults.spiStall = true;
-      else if (o.kind === 'i2c_stuck') faults.i2cStuck = { addr: o.addr, untilUs: pico.micros + o.ms * 1000 };
+      else if (o.kind === 'i2c_stuck' && faults.i2cHold) faults.i2cHold(o); // {addr, ms, line: 'scl' | 'sda'}
       else throw new Error(`unknown fault ${o.kind}`);
       emit({ ev: 'fault', kind: o.kind, us: Math.round(pico.micros) });
     },
@@ -262,15 +262,28 @@ function mcp23017(pico, board, faults, emit, scan) {
   };
   let cur = null;
   let firstByte = false;
-  const stuck = () => {
-    const f = faults.i2cStuck;
-    if (f && pico.micros >= f.untilUs) {
-      faults.i2cStuck = null;
+  // A stuck bus: a device holds a line low for the fault's time. SCL held low (a slave stretching the clock for
+  // ever, or a short): the controller waits for SCL to rise before it can go on, so whatever step of a transfer
+  // is under way (a START, a byte) completes only once the line is let go; the driver's timeout ends the
+  // transfer meanwhile. SDA held low (line "sda": a slave stuck mid-byte): the master cannot make its START and
+  // loses arbitration (ARB_LOST).
+  let holding = null; // 'scl' | 'sda' | null
+  let waiting = []; // the steps the controller waits to finish until SCL rises
+  faults.i2cHold = (o) => {
+    const line = o.line ?? 'scl';
+    if (line !== 'scl' && line !== 'sda') throw new Error(`no I2C line ${line}`);
+    holding = line;
+    gpio[line === 'scl' ? SCL : SDA].setInputValue(false);
+    const release = pico.alarm(() => {
+      holding = null;
+      gpio[SCL].setInputValue(true);
       gpio[SDA].setInputValue(true);
-      emit({ ev: 'fault_end', kind: 'i2c_stuck', us: Math.round(pico.micros) });
-    }
-    if (faults.i2cStuck) gpio[SDA].setInputValue(false); // the device holds SDA low
-    return faults.i2cStuck !== null;
+      emit({ ev: 'fault_end', kind: 'i2c_stuck', line, us: Math.round(pico.micros) });
+      const steps = waiting;
+      waiting = [];
+      for (const f of steps) f();
+    });
+    release.schedule(o.ms * 1e6);
   };
   // one byte on the bus: 9 SCL periods
   const byteNanos = () => {
@@ -278,13 +291,12 @@ function mcp23017(pico, board, faults, emit, scan) {
     return (9 * cycles * 1e9) / 125e6;
   };
   const later = (fn) => {
-    const a = pico.alarm(fn);
+    const a = pico.alarm(() => (holding === 'scl' ? waiting.push(fn) : fn()));
     a.schedule(byteNanos());
   };
   i2c.onStart = () => {
-    // SDA held low: the master cannot make its START and loses arbitration (ARB_LOST); no STOP follows, so the
-    // driver waits for one until its timeout
-    if (stuck()) later(() => i2c.arbitrationLost());
+    if (holding === 'scl') waiting.push(() => i2c.completeStart());
+    else if (holding === 'sda') later(() => i2c.arbitrationLost()); // no STOP follows: the driver's timeout
     else i2c.completeStart();
   };
   i2c.onConnect = (addr, mode) => {
@@ -311,8 +323,8 @@ function mcp23017(pico, board, faults, emit, scan) {
     advance(cur);
     later(() => i2c.completeRead(v));
   };
-  i2c.onStop = () => i2c.completeStop();
-  // the firmware's bus recovery drives SCL as a GPIO: nothing to model beyond the levels read
+  i2c.onStop = () => (holding === 'scl' ? waiting.push(() => i2c.completeStop()) : i2c.completeStop());
+  // the firmware's bus recovery drives SCL as a GPIO and reads both lines: nothing to model beyond the levels
 }
 
 // ---- 64 linear hall sensors behind 4 x CD74HC4067, the SIGs on ADC0 (GP26), /E on GP6..9 -------------------

@@ -92,6 +92,17 @@ def save_figures(name: str, data: dict[str, Any]) -> None:
     (REPO / "artifacts" / name).write_text(json.dumps(data, indent=2) + "\n")
 
 
+def config_scan_us(driver: str) -> int:
+    """The firmware's own figure of what one scan costs on the driver (config.SCAN_US, µs)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fw_config", REPO / "firmware" / "touchmove_fw" / "config.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return int(mod.SCAN_US[driver])
+
+
 def test_host_stops_reading_for_10_s(rig: BridgeRig, flashes: FlashCache) -> None:
     """The bridge keeps the port open but reads nothing (SIGSTOP) and its USB stack takes nothing from the IN
     endpoint for 10 s of device time, while a piece is straightened 100 times (more changes than the firmware's
@@ -224,22 +235,81 @@ def test_watchdog_resets_a_hung_board_and_the_game_goes_on(rig: BridgeRig, flash
 
 
 def test_stuck_i2c_device_stall_is_bounded_and_reported(rig: BridgeRig, flashes: FlashCache) -> None:
-    """The MCP23017 at 0x22 holds SDA low for 3 s of device time mid-game: every scan's transfer to it times out,
-    the other chips keep their readings, the stall of a scan stays bounded (heartbeats keep coming), the board
-    reports the bus errors, and once the chip lets go the game goes on."""
+    """The MCP23017 at 0x22 holds SCL low for 3 s of device time mid-game (a slave stretching the clock for ever:
+    no transfer on the bus can finish, nine SCL pulses cannot free it). The scan goes on at its rate (the longest
+    gap between scans seen at the pins stays under MAX_SCAN_GAP_MS), the chips keep their last readings, the
+    board reports the clock held low, and once the chip lets go the bus is recovered and the game goes on.
+    (With the model of a device holding SDA instead, the report of SCL held low never comes.)"""
     pico = boot(rig, flashes, {"profile": "mcp23017"}, driver="mcp23017")
-    middle = [{"t": 0, "fault": {"kind": "i2c_stuck", "addr": 0x22, "ms": 3000}}]
+    # the scans while SCL is held touch no pin of the bus (the firmware reads SCL's level and leaves the bus
+    # alone): the firmware's own diag, asked for near the end of the hold, gives how late a scan ran and how long
+    # one took since boot; the scans at the pins are counted from the release on (the recovery, the set-up)
+    middle = [{"t": 0, "fault": {"kind": "i2c_stuck", "addr": 0x22, "ms": 3000}},
+              {"t": 2800, "send": '{"cmd":"diag"}\n'}, {"t": 2950, "scans": "reset"}, {"t": 4000, "scans": "read"}]
     pico.play(two_halves(4500, middle))
     rig.wait_moves(BOARD_ID, WANT, 900)
     assert rig.assert_exact(BOARD_ID, WANT) == ALL
     recs = device_lines_intact(pico)
     fault = pico.of("fault")[0]
+    end = pico.of("fault_end")[0]
+    assert end["line"] == "scl" and end["us"] - fault["us"] >= 3_000_000
+    diag = next(r for r in recs if r["type"] == "diag" and fault["us"] < r["us"] < end["us"])
+    # 2.8 s held at 200 Hz: every scan found SCL low and waited for no timeout
+    assert diag["bus_scl_low"] >= 500 and diag["bus_timeouts"] <= 1, diag
+    assert diag["usb_in_ep"] == pico.of("usb")[-1]["in_ep"] == 2, diag
+    # (the scan under way when the chip took hold of SCL may have waited one transfer's timeout, 1 ms)
+    assert diag["late_ms_max"] <= MAX_SCAN_GAP_MS and diag["scan_us_max"] <= config_scan_us("mcp23017") + 1000, diag
+    gaps = next(e for e in pico.of("scans") if e.get("mark") == "read")
+    assert gaps["max_gap_us"] <= MAX_SCAN_GAP_MS * 1000, f"a scan waited {gaps['max_gap_us'] / 1000:.1f} ms: {gaps}"
+    assert gaps["n"] >= 150, gaps  # 1.05 s at 200 Hz, the first 50 ms held
     beats = [r for r in recs if r["type"] == "heartbeat" and r["us"] > fault["us"] - 2_000_000]
-    gaps = [b["t"] - a["t"] for a, b in itertools.pairwise(beats)]
-    assert gaps and max(gaps) <= 1500, f"heartbeats {gaps} ms apart: a scan stalled"
-    errors = [r for r in recs if r["type"] == "error" and r["us"] > fault["us"]]
-    assert errors and "sensor bus" in errors[0]["why"], "the bus errors were not reported"
+    deltas = [b["t"] - a["t"] for a, b in itertools.pairwise(beats)]
+    assert deltas and max(deltas) <= 1500, f"heartbeats {deltas} ms apart: a scan stalled"
+    errors = [r["why"] for r in recs if r["type"] == "error" and fault["us"] < r["us"] < end["us"] + 1_500_000]
+    assert errors and all("sensor bus" in w for w in errors), errors
+    assert any("SCL held low in" in w for w in errors), f"the held clock was not reported: {errors}"
     assert not pico.of("reset")
+    save_figures("pico_i2c_scl_held.json", {"held_ms": 3000, "diag": diag, "after_release": gaps, "errors": errors})
+
+
+def test_wrong_spi_mode_reads_a_wrong_board(flashes: FlashCache, tmp_path: Any) -> None:
+    """The 74HC165 chain read with CPHA = 1 (a boot.py makes the driver's SPI at phase 1): every bit is sampled
+    after the rising clock edge has shifted the chain, so the scan reads the board one input late. The model
+    flags the mode, and the board's snapshot of the starting position is not the position on it (the pieces
+    seen one square over at the ends of each block of ranks). With the 74HC165 model that ignored the SPI mode,
+    the snapshot was right and this failed: a CPHA bug in the driver would have passed every game."""
+    from tests.pico.bench_pico import Host
+
+    pico = EmulatedPico(flashes.board(None, boot=HERE / "boot_spi_mode1.py"), tmp_path / "ttyPICO0", "hc165",
+                        occ=chess.Board().occupied).start()
+    try:
+        pico.wait(lambda e: e.get("ev") == "usb", 120, "USB")
+        host = Host(tmp_path / "ttyPICO0")
+        host.send({"cmd": "hello"})
+        assert host.wait("hello", 300)["board"] == BOARD_ID
+        snap = host.wait("snapshot", 300)
+        host.close()
+    finally:
+        pico.stop()
+    violations = pico.of("violation")
+    assert violations and violations[0]["part"] == "74HC165" and "CPHA" in violations[0]["why"], violations
+    read = int(snap["occ"], 16)
+    assert read != chess.Board().occupied, "the scan read the board right through a wrong SPI mode"
+    assert read == read_one_bit_late(chess.Board().occupied), f"{read:016x}"
+
+
+def read_one_bit_late(occ: int) -> int:
+    """The occupancy an 8 x 74HC165 chain reads when each bit is sampled one clock late (the square map is the
+    identity): the chain shifts chip 0's D7..D0, then chip 1's, ... so input 8k+b (b > 0) reads input 8k+b-1,
+    input 8k (D0) reads the next chip's D7 (8k+15), and the last chip's D0 reads its serial input, tied to GND: a
+    closed switch, an occupied square."""
+    out = 0
+    for i in range(64):
+        k, b = divmod(i, 8)
+        src = i - 1 if b else 8 * k + 15
+        if src >= 64 or (occ >> src) & 1:
+            out |= 1 << i
+    return out
 
 
 def test_device_time_across_the_2_to_30_wrap(rig: BridgeRig, flashes: FlashCache) -> None:

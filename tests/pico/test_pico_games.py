@@ -75,6 +75,10 @@ def assert_diag_whole(pico: EmulatedPico, driver: str) -> None:
     # ("lost" counts since boot the replies that found the output full, as under the bridge's hello flood at
     # boot; a diag's own lines wait for room and are never among them)
     assert scan["part"] == "scan" and scan["driver"] == driver, scan
+    # the output's chunk path watches the endpoint the host found in the image's USB descriptor (0x82 on the
+    # stock 1.28 image), read by the firmware from that same descriptor
+    usb = pico.of("usb")[-1]
+    assert usb["in_ep"] == 2 and scan["usb_in_ep"] == usb["in_ep"], (usb, scan)
     if driver == "hall_mux":
         assert [d["from"] for d in diag[1:]] == [0, 16, 32, 48]
         assert sum(len(d["v"]) for d in diag[1:]) == 64

@@ -14,6 +14,14 @@
 # at 400 kHz: 8 x a register read; at lower speeds 4 x a read, rounded up to whole ms), so all five chips
 # stuck cost about 5 ms a scan; such failures are counted as ``timeouts`` (diag, the host's error record).
 #
+# A transfer that times out means SCL did not rise: a slave (or a short) holds the clock, and no other chip on
+# the bus can be read either. The scan skips the chips after it (each would wait its own timeout), so a held
+# bus costs one timeout a scan. Before each scan the driver reads SCL's level (a Pin read, the I2C peripheral
+# keeps the pin): low while no transfer is under way means the clock is held, and the scan skips the bus
+# altogether (``scl_low`` counts those scans). Nine SCL pulses cannot free such a bus, so none are tried then;
+# once SCL is high again the bus is recovered and the chips set up again (a slave that held the clock may
+# have been reset meanwhile).
+#
 # I2C errors never stop the scan: a chip that does not answer keeps its last good reading (so no square
 # flips because of a glitch), ``errors`` counts them (diag, and an error record to the host), and after
 # RECOVER_AFTER failed scans in a row the bus is recovered (``recover``: nine SCL pulses free a slave stuck
@@ -38,12 +46,15 @@ _ETIMEDOUT = const(110)  # MicroPython's errno for a transfer that timed out
 
 
 class MCP23017:
-    def __init__(self, i2c, addrs=(0x20, 0x21, 0x22, 0x23, 0x24), recover=None):
+    def __init__(self, i2c, addrs=(0x20, 0x21, 0x22, 0x23, 0x24), recover=None, scl=None):
         if len(addrs) * INPUTS < 64:
             raise ValueError("64 squares need 5 MCP23017 (14 inputs each)")
         self.i2c = i2c
         self.addrs = tuple(addrs)
         self.recover = recover  # function() -> a new I2C object, or None
+        self.scl = scl  # Pin reading the bus clock's level (not reconfigured: the I2C peripheral keeps it), or None
+        self.held = False  # the last scan found SCL held low
+        self.scl_low = 0  # scans skipped since boot because SCL was held low
         self.two = bytearray(2)
         self.good = bytearray(2 * len(self.addrs))  # last good GPIOA/GPIOB per chip
         for i in range(len(self.good)):
@@ -69,12 +80,25 @@ class MCP23017:
         return ok
 
     def read(self, buf):
+        scl = self.scl
+        if scl is not None and not scl():
+            # SCL low with no transfer under way: the clock is held, no transfer could finish (each would wait
+            # its timeout). Skip the bus this scan, keep the last good readings.
+            self.scl_low += 1
+            self.held = True
+            self._pack(buf)
+            return
+        if self.held:  # the clock is free again: a fresh I2C peripheral (it may be stuck mid-transfer), set-up
+            self.held = False
+            self._recover()
         two = self.two
         good = self.good
         i2c = self.i2c
-        failed = False
+        failed = timed_out = False
         i = 0
         for a in self.addrs:
+            if timed_out:
+                break  # a transfer timed out: the bus is held, the next chips keep their last good readings
             try:
                 i2c.readfrom_mem_into(a, _GPIOA, two)
                 good[i] = two[0] & 0x7F
@@ -83,9 +107,23 @@ class MCP23017:
                 self.errors += 1
                 if exc.args and exc.args[0] == _ETIMEDOUT:
                     self.timeouts += 1
+                    timed_out = True
                 failed = True
             i += 2
-        # pack 14 bits a chip into the 64-bit wiring order
+        self._pack(buf)
+        if failed:
+            self.failing += 1
+            if self.failing >= RECOVER_AFTER:
+                self.failing = 0
+                self._recover()
+        else:
+            self.failing = 0
+            if self.needs_setup:  # the bus answers again: set up the chips that missed it
+                self.needs_setup = not self.setup()
+
+    def _pack(self, buf):
+        # 14 bits a chip into the 64-bit wiring order
+        good = self.good
         acc = 0
         nbits = 0
         k = 0
@@ -99,20 +137,16 @@ class MCP23017:
                 acc >>= 8
                 nbits -= 8
                 k += 1
-        if failed:
-            self.failing += 1
-            if self.failing >= RECOVER_AFTER and self.recover is not None:
-                self.failing = 0
-                self.recoveries += 1
-                try:
-                    self.i2c = self.recover()
-                except OSError:
-                    self.errors += 1
-                self.needs_setup = True
-        else:
-            self.failing = 0
-            if self.needs_setup:  # the bus answers again: set up the chips that missed it
-                self.needs_setup = not self.setup()
+
+    def _recover(self):
+        if self.recover is None:
+            return
+        self.recoveries += 1
+        try:
+            self.i2c = self.recover()
+        except OSError:
+            self.errors += 1
+        self.needs_setup = True
 
 
 def i2c_timeout_us(freq):
@@ -151,4 +185,5 @@ def from_config(cfg, machine, clock):
     i2c_id = cfg.get("i2c_id", 0)
     i2c = machine.I2C(i2c_id, sda=machine.Pin(p["sda"]), scl=machine.Pin(p["scl"]), freq=freq, timeout=timeout)
     return MCP23017(i2c, cfg.get("i2c_addrs", (0x20, 0x21, 0x22, 0x23, 0x24)),
-                    bus_recovery(machine, i2c_id, p["sda"], p["scl"], freq, timeout))
+                    bus_recovery(machine, i2c_id, p["sda"], p["scl"], freq, timeout),
+                    machine.Pin(p["scl"]))  # no mode given: the pin stays the I2C peripheral's

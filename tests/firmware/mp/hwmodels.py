@@ -98,12 +98,16 @@ class MCP23017Model:
     ``gp7_inputs_at_read`` counts reads while GPA7 or GPB7 is an input (output-only pins since the 2022
     datasheet: an input there can corrupt SDA)."""
 
+    #: The bus's SCL pin (the pico profile's GP5): the pull-ups hold it high unless a test pulls it low
+    SCL = 5
+
     def __init__(self, addr):
+        machine.set_input(self.SCL, 1)
         self.regs = bytearray(0x16)
         self.regs[0] = self.regs[1] = 0xFF  # IODIR: inputs at power-on
         self.closed = 0
         self.fail = 0
-        self.stuck = False  # holds SCL low: every transfer waits the I2C timeout (fakes/machine.I2C)
+        self.stuck = False  # stretches SCL once addressed: that transfer waits the I2C timeout (fakes/machine.I2C)
         self.gp7_inputs_at_read = 0
         machine.I2C_DEVICES[addr] = self
 

@@ -227,6 +227,88 @@ def test_mcp23017_a_stuck_chip_costs_a_bounded_time_and_is_reported():
     assert diag["bus_errors"] >= 200 and diag["bus_timeouts"] >= 200, diag
 
 
+def test_mcp23017_scl_held_low_skips_the_bus_and_recovers_when_it_is_free():
+    """A slave holding SCL low (read on the clock pin between transfers): no transfer is tried (each would wait
+    its timeout) and no nine-pulse recovery either (it cannot free a held clock); the scans go on with the last
+    good readings, the host is told. Once SCL is high again the bus is recovered and the chips set up again."""
+    import time
+
+    from touchmove_fw import assemble
+
+    cfg = config.get("mcp23017", {"leds": None, "buttons": ()})
+    assert cfg["pins"]["scl"] == MCP23017Model.SCL
+    models = [MCP23017Model(a) for a in cfg["i2c_addrs"]]
+    app = assemble.build(cfg, machine)[0]
+    drv = app.driver
+    lines = []
+    app.out.port = None
+    app.out.write = lines.append
+    app.start()
+    start = bytes((0xFF, 0xFF, 0, 0, 0, 0, 0xFF, 0xFF))
+    _mcp_set(models, start)
+    t = 0
+    for _ in range(10):
+        t += 5
+        app.scanner.scan(t)
+        app.flush()
+    for m in models:
+        m.stuck = True  # were a transfer tried, it would wait the 1 ms timeout
+    machine.set_input(MCP23017Model.SCL, 0)
+    before = len(lines)
+    times = []
+    for _ in range(250):  # a bit more than one heartbeat
+        t += 5
+        u0 = time.ticks_us()
+        app.scanner.scan(t)
+        times.append(time.ticks_diff(time.ticks_us(), u0))
+        app.flush()
+    times.sort()
+    assert times[125] < 1000, times[125]  # no timeout waited
+    assert drv.timeouts == 0 and drv.recoveries == 0 and drv.scl_low == 250, (drv.timeouts, drv.recoveries)
+    out = [json.loads(x) for x in lines[before:]]
+    assert not [m for m in out if m["type"] in ("lift", "place")], out
+    errs = [m["why"] for m in out if m["type"] == "error"]
+    assert errs and "SCL held low in" in errs[0], errs
+    before = len(lines)
+    # the slave lets go, after a power cycle of the chips: a recovery, the set-up again, fresh readings
+    machine.set_input(MCP23017Model.SCL, 1)
+    for m in models:
+        m.stuck = False
+        m.regs[0] = m.regs[1] = m.regs[0x0C] = m.regs[0x0D] = 0xFF
+    models[4].closed = 0  # rank 8 lifted
+    for _ in range(10):
+        t += 5
+        app.scanner.scan(t)
+        app.flush()
+    assert drv.recoveries == 1 and all(m.regs[0x0C] == 0x7F for m in models)
+    out = [json.loads(x) for x in lines[before:]]
+    assert [m["sq"] for m in out if m["type"] == "lift"][:1] == ["a8"], out
+    app.command(b'{"cmd":"diag"}')
+    app.flush(False)
+    diag = json.loads(lines[-1])
+    assert diag["bus_scl_low"] == 250 and diag["bus_timeouts"] == 0 and diag["usb_in_ep"] == 0, diag
+
+
+def test_mcp23017_a_timeout_skips_the_rest_of_the_bus():
+    """A transfer that times out (SCL held mid-transfer): the chips after it are not tried in that scan."""
+    cfg = config.get("mcp23017", {})
+    models = [MCP23017Model(a) for a in cfg["i2c_addrs"]]
+    drv = mcp23017.from_config(cfg, machine, None)
+    buf = bytearray(8)
+    drv.read(buf)
+    models[1].stuck = True
+    calls = []
+    real = drv.i2c.readfrom_mem_into
+
+    def counted(addr, reg, into):
+        calls.append(addr)
+        return real(addr, reg, into)
+
+    drv.i2c.readfrom_mem_into = counted
+    drv.read(buf)
+    assert calls == [0x20, 0x21] and drv.timeouts == 1 and drv.errors == 1, calls
+
+
 def test_i2c_timeout_follows_the_bus_speed():
     """At 100 kHz a register read takes ~480 us: the timeout grows to 4 x that (2000 us) unless set."""
     cfg = config.get("mcp23017", {"i2c_freq": 100_000})

@@ -376,3 +376,63 @@ def test_a_backlog_of_commands_is_carried_out_between_scans():
     assert len(at) == 12, at
     assert all(at[i + 1] > at[i] for i in range(len(at) - 1)), at  # MicroPython has no itertools.pairwise
     assert len([x for x in lines if '"snapshot"' in x]) == 13  # the one at start and the 12 answers
+
+
+def test_a_backlog_of_hellos_gets_one_answer():
+    """300 hello commands while the host takes nothing (a bridge asking again every rescan while an emulated Pico
+    booted slowly under load: ~300 hellos): one hello + snapshot waits in the output, not one per command (before:
+    each was answered, the output filled after a few and the rest were lost, and the events behind them waited).
+    Once that answer is out a hello is answered again; an event queued between two hellos makes the second
+    one answered too (its snapshot is newer than the first's); snapshot commands coalesce the same way."""
+    clock = SteppedClock()
+    cfg = config.get("sim", {"timeline": None})
+    board = ScriptedBoard(clock, [(200, 28, 1)])  # a piece comes down on e4 at 200 ms
+    cdc = FakeCDC(clock)
+    app = App(cfg, board, clock, None, "ab", 1, None, None, cdc)
+    app.out.open()
+
+    def scan_until(end):
+        t = clock.ms()
+        while t < end:
+            t += 5
+            clock.now = t
+            app.scanner.scan(t)
+            app.flush(False)
+
+    scan_until(100)  # the starting position, debounced, out to the host
+    while app.q.n or app.out.end > app.out.start:
+        app.flush()
+        cdc.host_read()
+    cdc.host_read()
+    cdc.host = bytearray()
+    base = app.out.seq
+    cdc.reading = False
+    cdc.fifo = bytearray(cdc.size)  # TinyUSB's buffer full: nothing is written
+    for _ in range(300):
+        app.command(b'{"cmd":"hello"}')
+        app.flush()
+    assert app.out.seq == base + 2 and app.out.lost == 0 and app.coalesced == 299, (app.out.seq, app.out.lost)
+    for _ in range(5):
+        app.command(b'{"cmd":"snapshot"}')  # after a hello's answer: one snapshot, then coalesced
+        app.flush()
+    assert app.out.seq == base + 3 and app.coalesced == 303, (app.out.seq, app.coalesced)
+    scan_until(260)  # e4's place is queued: the next hello is answered anew, the one after it is not
+    app.command(b'{"cmd":"hello"}')
+    app.command(b'{"cmd":"hello"}')
+    app.flush()
+    assert app.out.seq == base + 6 and app.coalesced == 304, (app.out.seq, app.coalesced)
+    # the host reads again: all of it arrives, in order; then a hello is answered again
+    cdc.fifo = bytearray()
+    cdc.reading = True
+    while app.out.pump():
+        cdc.host_read()
+    cdc.host_read()
+    app.command(b'{"cmd":"hello"}')
+    app.flush()
+    while app.out.pump():
+        cdc.host_read()
+    cdc.host_read()
+    kinds = [(m["type"], m.get("sq")) for m in cdc.lines()]
+    assert kinds == [("hello", None), ("snapshot", None), ("snapshot", None), ("place", "e4"), ("hello", None),
+                     ("snapshot", None), ("hello", None), ("snapshot", None)], kinds
+    assert [m["seq"] for m in cdc.lines()] == list(range(base, base + 8))
