@@ -9,7 +9,7 @@ PORT ?= /dev/ttyACM0
 PICO_JS := tests/pico/node_modules/.package-lock.json
 LICHESS_JS := tests/livechess/lichess/node_modules/.package-lock.json
 
-.PHONY: pico-deps livechess-deps install broker-deps system-deps test lint typecheck pytest demo broadcast-demo cluster-demo bench bench-broadcast bench-bridge bench-console bench-cluster flash mpy hardware-deps hardware-check hardware-draw bench-firmware clean
+.PHONY: pico-deps livechess-deps install broker-deps system-deps test test-quick lint typecheck pytest pytest-main pytest-pico demo broadcast-demo cluster-demo bench bench-broadcast bench-bridge bench-console bench-cluster flash mpy hardware-deps hardware-check hardware-draw bench-firmware clean
 
 install: $(STAMP) pico-deps livechess-deps
 
@@ -60,10 +60,30 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
+# The tests run in two lanes at once (issue 40). Most tests wait on wall time (games played in real time through
+# pseudo-terminals, brokers and bridges), so the main lane runs them on PYTEST_WORKERS pytest-xdist workers with
+# work stealing, more workers than cores. The emulated Pico (tests/pico: node and rp2040js, each emulated board
+# busy on a core for minutes) is a lane of its own on PICO_WORKERS workers beside the main lane. Each lane's output
+# is printed when it ends (--output-sync); `make pytest` fails if either lane fails. The lanes' targets install
+# nothing themselves (`make pytest` has done it).
+PYTEST_WORKERS ?= 4
+PICO_WORKERS ?= 2
+XDIST := -n $(PYTEST_WORKERS) --dist worksteal
+
 pytest: install system-deps pico-deps livechess-deps
-	$(BIN)/pytest -q
+	@$(MAKE) --no-print-directory -k -j2 --output-sync=target pytest-pico pytest-main
+
+pytest-main:
+	$(BIN)/pytest -q $(XDIST) --ignore=tests/pico --durations=10
+
+pytest-pico:
+	$(BIN)/pytest -q -p no:cacheprovider -n $(PICO_WORKERS) --dist worksteal tests/pico --durations=5
 
 test: lint typecheck pytest hardware-check
+
+# The inner loop: ruff, mypy and the tests without the emulated Pico and without tests/e2e (under 3 minutes).
+test-quick: lint typecheck install system-deps livechess-deps
+	$(BIN)/pytest -q $(XDIST) --ignore=tests/pico --ignore=tests/e2e
 
 demo: install broker-deps
 	$(BIN)/touchmove demo
