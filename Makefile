@@ -9,7 +9,7 @@ PORT ?= /dev/ttyACM0
 PICO_JS := tests/pico/node_modules/.package-lock.json
 LICHESS_JS := tests/livechess/lichess/node_modules/.package-lock.json
 
-.PHONY: pico-deps livechess-deps install broker-deps system-deps test lint typecheck pytest demo broadcast-demo cluster-demo bench bench-broadcast bench-bridge bench-console bench-cluster flash mpy hardware-deps hardware-check hardware-draw bench-firmware clean
+.PHONY: pico-deps livechess-deps install broker-deps system-deps test test-quick lint typecheck pytest pytest-main pytest-pico pytest-quick lane-lint lane-typecheck lane-schematics demo broadcast-demo cluster-demo bench bench-broadcast bench-bridge bench-console bench-cluster flash mpy hardware-deps hardware-check hardware-draw bench-firmware clean
 
 install: $(STAMP) pico-deps livechess-deps
 
@@ -54,16 +54,54 @@ system-deps: broker-deps
 	@command -v pgn-extract >/dev/null 2>&1 || test -x /usr/games/pgn-extract || \
 	  ( echo "installing pgn-extract"; $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q pgn-extract )
 
+RUFF := $(BIN)/ruff check host tests bench firmware
+SCHEMATICS_CHECK := $(BIN)/python hardware/schematics/check.py
+
 lint: install
-	$(BIN)/ruff check host tests bench firmware
+	$(RUFF)
 
 typecheck: install
 	$(BIN)/mypy
 
-pytest: install system-deps pico-deps livechess-deps
-	$(BIN)/pytest -q
+# The tests run in two lanes at once (issue 40). Most tests wait on wall time (games played in real time through
+# pseudo-terminals, brokers and bridges), so the main lane runs them on PYTEST_WORKERS pytest-xdist workers with
+# work stealing, more workers than cores. The emulated Pico (tests/pico: node and rp2040js, each emulated board
+# busy on a core for minutes) is a lane of its own on PICO_WORKERS workers beside the main lane. Each lane's output
+# is printed when it ends (--output-sync); `make pytest` fails if either lane fails. `make test` runs ruff, mypy
+# and the schematics' check beside the two lanes, and fails if any of them fails. The lanes' targets install
+# nothing themselves (`make pytest` and `make test` have done it).
+PYTEST_WORKERS ?= 4
+PICO_WORKERS ?= 2
+XDIST := -n $(PYTEST_WORKERS) --dist worksteal
 
-test: lint typecheck pytest hardware-check
+pytest: install system-deps pico-deps livechess-deps
+	@$(MAKE) --no-print-directory -k -j2 --output-sync=target pytest-pico pytest-main
+
+pytest-main:
+	$(BIN)/pytest -q $(XDIST) --ignore=tests/pico --durations=10
+
+pytest-pico:
+	$(BIN)/pytest -q -p no:cacheprovider -n $(PICO_WORKERS) --dist worksteal tests/pico --durations=5
+
+test: install system-deps pico-deps livechess-deps hardware-deps
+	@$(MAKE) --no-print-directory -k -j5 --output-sync=target lane-lint lane-typecheck lane-schematics pytest-pico \
+	  pytest-main
+
+lane-lint:
+	$(RUFF)
+
+lane-typecheck:
+	$(BIN)/mypy
+
+lane-schematics:
+	$(SCHEMATICS_CHECK)
+
+# The inner loop: ruff, mypy and the tests without the emulated Pico and without tests/e2e, at once.
+test-quick: install system-deps livechess-deps
+	@$(MAKE) --no-print-directory -k -j3 --output-sync=target lane-lint lane-typecheck pytest-quick
+
+pytest-quick:
+	$(BIN)/pytest -q $(XDIST) --ignore=tests/pico --ignore=tests/e2e
 
 demo: install broker-deps
 	$(BIN)/touchmove demo
@@ -122,7 +160,7 @@ hardware-deps:
 	  ( echo "installing kicad-footprints"; $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q kicad-footprints )
 
 hardware-check: install hardware-deps
-	$(BIN)/python hardware/schematics/check.py
+	$(SCHEMATICS_CHECK)
 
 hardware-draw: install hardware-deps
 	$(BIN)/python hardware/schematics/check.py --write

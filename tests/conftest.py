@@ -4,12 +4,20 @@
   the user's own ``~/.local/state/touchmove/checkpoint.key``.
 - A private Mosquitto for each test that asks for one. The end-to-end tests (tests/e2e) replace it with their
   own broker, which they stop and restart on one port to make outages.
+- SIGINT as Ctrl-C in the test processes even where the suite was started with it ignored (a background job of
+  a non-interactive shell, ``make test &``, ignores SIGINT, and every child inherits that): the tests that stop
+  a ``touchmove`` process or the lichess stand-in with SIGINT saw it ignored (``replay`` exited 0 at EOF, the
+  stand-in never stopped).
+- A failure's report whose text cannot be written as UTF-8 (a lone surrogate, from bytes decoded with
+  ``surrogateescape``) is made writable: pytest-xdist's workers send reports through execnet, which refuses such
+  text, and the worker's INTERNALERROR ended the whole run (issue 40: 80 broadcast tests never ran).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import signal
+from collections.abc import Generator, Iterator
 
 import pytest
 
@@ -17,6 +25,13 @@ from touchmove.bridge.checkpoint import KEY_ENV
 from touchmove.sim.local_broker import LocalBroker
 
 REQUIRE_ALL = os.environ.get("TOUCHMOVE_REQUIRE_ALL") == "1"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # each pytest process (the xdist workers too): the children a test starts inherit an ignored SIGINT, not a
+    # handler, so Python's own is put back where the process began with SIGINT ignored
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -40,3 +55,23 @@ def broker() -> Iterator[LocalBroker]:
         pytest.skip("mosquitto is not installed: `make system-deps` (apt-get install mosquitto)")
     with LocalBroker() as running:
         yield running
+
+
+def utf8_writable(text: str) -> str:
+    """Return ``text`` with each lone surrogate written as its escape (``\\udcff``); other text unchanged."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, None, None]:
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
+    if report.longrepr is not None:
+        text = str(report.longrepr)
+        if utf8_writable(text) != text:
+            report.longrepr = utf8_writable(text)
+    report.sections = [(title, utf8_writable(content)) for title, content in report.sections]

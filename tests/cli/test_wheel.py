@@ -4,6 +4,7 @@ MicroPython absent, said on screen), then under the real MicroPython once the ``
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -18,9 +19,14 @@ from touchmove.sim.local_broker import LocalBroker
 pytestmark = pytest.mark.slow
 
 
+# The environment without PYTHONPATH: a tree on it (a worktree's host/ with its touchmove.egg-info) would be the
+# touchmove the fresh venv's pip finds already installed and the one its ``touchmove`` imports.
+OWN_PATH_ONLY = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
 def pip(*args: str) -> None:
     subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check", "-q", *args], check=True,
-                   timeout=600)
+                   timeout=600, env=OWN_PATH_ONLY)
 
 
 SCHOLARS_MATE = '[Event "Scholar"]\n[Result "1-0"]\n\n1. e4 e5 2. Bc4 Nc6 3. Qh5 Nf6 4. Qxf7# 1-0\n'
@@ -58,7 +64,7 @@ def test_the_wheel_installs_and_plays_the_demo(tmp_path: Path, broker: LocalBrok
     assert not (venv / "bin" / "micropython").exists()
 
     version = subprocess.run([str(venv / "bin" / "touchmove"), "--version"], capture_output=True, text=True,
-                             check=True, cwd=tmp_path)
+                             check=True, cwd=tmp_path, env=OWN_PATH_ONLY)
     assert version.stdout.startswith("touchmove ")
 
     plain = demo(venv, broker, tmp_path)

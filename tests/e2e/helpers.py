@@ -21,6 +21,8 @@ import chess.pgn
 import paho.mqtt.client as mqtt
 import pytest
 
+from touchmove.sim.local_broker import listens
+
 REPO = Path(__file__).resolve().parents[2]
 OPERA = REPO / "host" / "touchmove" / "data" / "opera-1858.pgn"
 
@@ -56,13 +58,15 @@ class Broker:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        self.proc = subprocess.Popen([self.binary, "-c", str(self.conf)], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
+        """Start Mosquitto (again) on the port and wait until it listens there; an error if it cannot."""
+        proc = self.proc = subprocess.Popen([self.binary, "-c", str(self.conf)], stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return
+            if proc.poll() is not None:   # the port taken meanwhile (parallel tests choose free ports too)
+                raise RuntimeError(f"mosquitto exited at start (status {proc.returncode}) on port {self.port}")
+            if listens(proc.pid, self.port):   # this Mosquitto, not another process's listener on the port
+                return
             time.sleep(0.05)
         raise RuntimeError("mosquitto did not start")
 

@@ -46,11 +46,13 @@ def missing() -> str | None:
 def build_mpy(dest: Path, board: str = "pico") -> Path:
     """The firmware's .mpy files (and main.py) as ``make mpy BOARD=pico`` makes them, copied to ``dest``.
 
-    make builds into a folder of this process's own under build/ (several test runs may build at once)."""
+    make builds into a folder of this process's own under build/ (several test runs may build at once), and
+    installs nothing (``-o install``): the tests run after ``make install``, and an install from inside a test
+    would race the other worker's (pip and npm ci rewriting the venv and node_modules under running tests)."""
     own = f"build/mpy-{board}-test{os.getpid()}"
     try:
-        subprocess.run(["make", "-s", "mpy", f"BOARD={board}", f"MPY_DIR={own}"], cwd=REPO, check=True,
-                       capture_output=True, timeout=300)
+        subprocess.run(["make", "-s", "-o", "install", "mpy", f"BOARD={board}", f"MPY_DIR={own}"], cwd=REPO,
+                       check=True, capture_output=True, timeout=300)
         shutil.copytree(REPO / own, dest, dirs_exist_ok=True)
     finally:
         shutil.rmtree(REPO / own, ignore_errors=True)

@@ -74,8 +74,13 @@ def make_app(out: Path) -> web.Application:
     return app
 
 
+#: How long Ctrl-C waits for a push being received (aiohttp's default, 60 s, held the stand-in that long after a
+#: client stopped mid-push).
+SHUTDOWN_WAIT_S = 1.0
+
+
 async def serve(host: str, port: int, out: Path) -> None:
-    runner = web.AppRunner(make_app(out))
+    runner = web.AppRunner(make_app(out), shutdown_timeout=SHUTDOWN_WAIT_S)
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
     print(f"lichess stand-in on http://{host}:{port} (lichess_url), writing pushed rounds to {out}/", flush=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import socket
 import subprocess
@@ -20,12 +22,40 @@ def free_port() -> int:
         return port
 
 
+def listens(pid: int, port: int) -> bool:
+    """Return whether process ``pid`` has a TCP socket listening on ``port`` (IPv4), read from ``/proc``; where
+    there is no ``/proc`` (not Linux), whether anything accepts a connection on 127.0.0.1:``port``."""
+    if not os.path.exists("/proc/net/tcp"):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return True
+        except OSError:
+            return False
+    inodes = set()
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):  # closed while read
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if link.startswith("socket:["):
+                    inodes.add(link[len("socket:["):-1])
+        with open("/proc/net/tcp", encoding="ascii") as table:
+            rows = [line.split() for line in table.readlines()[1:]]
+    except OSError:
+        return False   # the process is gone
+    # columns: sl, local address (hex ip:port), remote address, state (0A: LISTEN), ..., inode (the tenth)
+    return any(row[3] == "0A" and int(row[1].split(":")[1], 16) == port and row[9] in inodes for row in rows)
+
+
 def mosquitto_binary() -> str | None:
     for name in MOSQUITTO_PATHS:
         found = shutil.which(name)
         if found:
             return found
     return None
+
+
+class PortTaken(RuntimeError):
+    """Another process listens on the port Mosquitto was to listen on."""
 
 
 class LocalBroker:
@@ -47,11 +77,24 @@ class LocalBroker:
         return f"mqtt://{self.host}:{self.port}"
 
     def start(self, timeout: float = 5.0) -> LocalBroker:
+        """Start Mosquitto and wait until it listens; return self. A port this broker chose that another
+        process took before Mosquitto could listen on it (parallel tests pick free ports too) is chosen again,
+        up to three times; a port given is kept."""
+        if self.port:
+            return self._start(timeout)
+        for attempt in range(3):
+            self.port = free_port()
+            try:
+                return self._start(timeout)
+            except PortTaken:
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _start(self, timeout: float) -> LocalBroker:
         binary = mosquitto_binary()
         if binary is None:
             raise RuntimeError("mosquitto is not installed (apt-get install mosquitto)")
-        if not self.port:
-            self.port = free_port()
         self._dir = tempfile.TemporaryDirectory(prefix="touchmove-mosquitto-")
         conf = Path(self._dir.name) / "mosquitto.conf"
         conf.write_text(
@@ -65,12 +108,13 @@ class LocalBroker:
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
                 err = self._proc.stderr.read().decode(errors="replace") if self._proc.stderr else ""
+                self.stop()
+                if "Address already in use" in err:
+                    raise PortTaken(f"port {self.port} is taken: {err.strip()}")
                 raise RuntimeError(f"mosquitto exited at start: {err.strip()}")
-            try:
-                with socket.create_connection((self.host, self.port), timeout=0.2):
-                    return self
-            except OSError:
-                time.sleep(0.02)
+            if listens(self._proc.pid, self.port):
+                return self
+            time.sleep(0.02)
         self.stop()
         raise RuntimeError(f"mosquitto did not listen on port {self.port} within {timeout} s")
 

@@ -214,8 +214,10 @@ def test_mcp23017_a_stuck_chip_costs_a_bounded_time_and_is_reported():
         times.append(time.ticks_diff(time.ticks_us(), u0))
         app.flush()
     times.sort()
-    # one stuck chip: one 1 ms timeout a scan (before: rp2's default 50 ms); the worst allows for a busy PC
-    assert 1000 <= times[125] < 3000 and times[-1] < 40000, (times[125], times[-5:])
+    # one stuck chip: one 1 ms timeout a scan (before: rp2's default 50 ms, in every scan). Nine scans in ten under
+    # 40 ms, not the worst: on a PC shared with parallel tests a few scans are preempted for tens of ms (at load 12:
+    # 5 of 250 took 24-63 ms, the median 1.2 ms)
+    assert 1000 <= times[125] < 3000 and times[225] < 40000, (times[125], times[225], times[-5:])
     assert drv.timeouts >= 200 and drv.errors >= drv.timeouts, (drv.timeouts, drv.errors)
     out = [json.loads(x) for x in lines]
     errs = [m["why"] for m in out if m["type"] == "error"]
