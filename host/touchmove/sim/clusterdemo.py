@@ -338,6 +338,9 @@ async def cluster_round(args: argparse.Namespace, workdir: Path, cluster: NatsCl
                 print(f"  board {b.number}: its bridge's journal holds {n} plies "
                       f"({'a delivery problem' if n == len(b.moves) else 'the engine did not see them all'})",
                       flush=True)
+    journaled = sum(journal_plies(hall.config.parent / "journal.sqlite3", b.board_id)
+                    for hall in halls for b in hall.boards)
+    print(f"plies published by the bridges (journaled events) {journaled}", flush=True)
     print(f"plies played {played}, in the round PGN {matched}, plies lost: {lost}, duplicates: {extra}, "
           f"node down for {down_for:.1f} s", flush=True)
     return 1 if problems else 0
