@@ -27,6 +27,7 @@ import asyncio
 import json
 import multiprocessing as mp
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -81,6 +82,7 @@ class CpuMeter:
         return out
 
 
+BOARD_PLY = re.compile(rb'"board":(\d+),.*?"ply":(\d+)')
 KILL_KINDS = ("bridge-node", "stream-leader", "meta-leader", "broadcaster-node")
 
 
@@ -177,10 +179,18 @@ def run_one(kind: str, args: argparse.Namespace, workdir: Path) -> dict[str, Any
         time.sleep(5.0)
         for key in meter.start:        # CPU from the start of play
             meter.start[key] = cpu_seconds(key[1])
+        seen_out, observer_stop = ctx.Queue(), ctx.Event()
+        observer = ctx.Process(target=observe, args=(http_port, args.viewers, observer_stop, seen_out))
+        observer.start()
+        assert observer.pid is not None
+        meter.watch("measuring (PGN poller, consoles)", observer.pid)
         ready.set()
         start = time.monotonic()
-        seen, console = asyncio.run(poll_and_fault(args, seconds, kills, http_port, start, cluster, bases[0],
-                                                   meter, result))
+        asyncio.run(fault_and_sample(args, seconds, kills, start, cluster, bases[0], meter, result))
+        observer_stop.set()
+        seen, console, final = seen_out.get(timeout=120)
+        observer.join(10)
+        result["final_plies"] = final
         places: dict[str, float] = out.get(timeout=seconds + 120)
     finally:
         for p in procs:
@@ -233,16 +243,16 @@ def run_one(kind: str, args: argparse.Namespace, workdir: Path) -> dict[str, Any
     return result
 
 
-async def poll_and_fault(args: argparse.Namespace, seconds: float, kills: list[str], http_port: int, start: float,
-                         cluster: NatsCluster | None, victim_base: str, meter: CpuMeter, result: dict[str, Any]
-                         ) -> tuple[dict[tuple[int, int], float], list[dict[tuple[int, int], float]]]:
+def observe(http_port: int, viewers: int, stop: Any, out: Any) -> None:
+    """In a process of its own (the measuring must not starve the kills' timing): poll the round PGN and read
+    ``viewers`` consoles' event streams until ``stop`` is set; put (PGN first seen, each console's first seen,
+    the final plies per board) in ``out``."""
     seen: dict[tuple[int, int], float] = {}
-    console: list[dict[tuple[int, int], float]] = [{} for _ in range(args.viewers)]
-    stop = asyncio.Event()
+    console: list[dict[tuple[int, int], float]] = [{} for _ in range(viewers)]
+    final: dict[int, int] = {}
 
     async def poll() -> None:
         counter = PlyCounter()
-        known: dict[int, int] = {}
         last = ""
         async with aiohttp.ClientSession() as http:
             while not stop.is_set():
@@ -256,11 +266,10 @@ async def poll_and_fault(args: argparse.Namespace, seconds: float, kills: list[s
                 if text != last:
                     last = text
                     for board, plies in counter.update(text).items():
-                        for ply in range(known.get(board, 0) + 1, plies + 1):
+                        for ply in range(final.get(board, 0) + 1, plies + 1):
                             seen.setdefault((board, ply), now)
-                        known[board] = plies
-                await asyncio.sleep(0.05)
-        result["final_plies"] = dict(known)
+                        final[board] = plies
+                await asyncio.sleep(0.1)
 
     async def view(mine: dict[tuple[int, int], float]) -> None:
         """One console: the event stream without pictures; the time each (board, ply) first shows."""
@@ -271,16 +280,31 @@ async def poll_and_fault(args: argparse.Namespace, seconds: float, kills: list[s
                         http.get(f"http://127.0.0.1:{http_port}/api/stream?svg=0") as resp:
                     kind = ""
                     async for raw in resp.content:
-                        line = raw.decode().rstrip("\n")
-                        if line.startswith("event: "):
-                            kind = line[7:]
-                        elif line.startswith("data: ") and kind == "board":
-                            data = json.loads(line[6:])
-                            ply = data.get("ply")
-                            if isinstance(ply, int) and ply > 0:
-                                mine.setdefault((int(data["board"]), ply), time.monotonic())
-            except (aiohttp.ClientError, ValueError):
+                        if raw.startswith(b"event: "):
+                            kind = raw[7:].decode().strip()
+                        elif raw.startswith(b"data: ") and kind == "board":
+                            board, ply = BOARD_PLY.search(raw).groups()  # type: ignore[union-attr]
+                            if int(ply) > 0:
+                                mine.setdefault((int(board), int(ply)), time.monotonic())
+            except (aiohttp.ClientError, ValueError, AttributeError):
                 await asyncio.sleep(0.5)
+
+    async def main() -> None:
+        tasks = [asyncio.create_task(poll()), *(asyncio.create_task(view(mine)) for mine in console)]
+        while not stop.is_set():
+            await asyncio.sleep(0.2)
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    asyncio.run(main())
+    out.put((seen, console, final))
+
+
+async def fault_and_sample(args: argparse.Namespace, seconds: float, kills: list[str], start: float,
+                           cluster: NatsCluster | None, victim_base: str, meter: CpuMeter,
+                           result: dict[str, Any]) -> None:
+    stop = asyncio.Event()
 
     async def victim_of(kind: str) -> int | None:
         assert cluster is not None
@@ -332,19 +356,18 @@ async def poll_and_fault(args: argparse.Namespace, seconds: float, kills: list[s
             loads.append(os.getloadavg()[0])
             await asyncio.sleep(0.5)
 
-    tasks = [asyncio.create_task(poll()), asyncio.create_task(fault()), asyncio.create_task(sampler()),
-             *(asyncio.create_task(view(mine)) for mine in console)]
+    tasks = [asyncio.create_task(fault()), asyncio.create_task(sampler())]
     await asyncio.sleep(seconds + 4)
     result["elapsed"] = time.monotonic() - start
     meter.sample()
     await asyncio.sleep(args.drain)     # what is late still arrives (or is lost)
-    while not tasks[1].done() and time.monotonic() - start < seconds + 300:
+    while not tasks[0].done() and time.monotonic() - start < seconds + 300:
         await asyncio.sleep(1.0)        # a killed node is still coming back: wait for it (and the moves)
     stop.set()
     for t in tasks:
         t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-    return seen, console
+
 
 
 def fmt(values: list[float]) -> str:

@@ -117,3 +117,29 @@ def test_a_state_ahead_of_its_event_waits_for_the_event(tmp_path: Path, monkeypa
         await asyncio.sleep(0.4)                                        # ply 4's event never comes
         assert read == [3] and [m.uci for m in view.game.moves] == UCIS[:4]
     asyncio.run(play())
+
+
+def test_a_broadcaster_behind_waits_for_its_queue_before_giving_up(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Messages received and still queued (the broadcaster is behind) may hold the missing event: the wait goes on
+    while there are any (before, a broadcaster 2 s behind gave up every gap and read PGNs, falling further behind)."""
+    monkeypatch.setattr(bridge_ingest, "GAP_WAIT_S", 0.2)
+
+    async def play() -> None:
+        hub = hub_on_qos0(tmp_path)
+        queued = [5]
+        hub.ingest.backlog = lambda: queued[0]
+        events = sequenced(UCIS)
+        for n in (0, 1, 2, 4):
+            hub.handle(BridgeMessage("touchmove", "b01", "events", events[n]))
+        view = hub.by_number[1]
+        await asyncio.sleep(0.6)
+        assert view.waiting and hub.ingest.gaps_given_up == 0       # still queued: still waiting
+        hub.handle(BridgeMessage("touchmove", "b01", "events", events[3]))
+        assert not view.waiting and view.game.ply == 4
+        hub.handle(BridgeMessage("touchmove", "b01", "events", events[5]))
+        hub.handle(BridgeMessage("touchmove", "b01", "events", {**events[5], "seq": 8}))   # seq 7 missing
+        queued[0] = 0
+        await asyncio.sleep(0.6)
+        assert not view.waiting and hub.ingest.gaps_given_up == 1   # the queue empty: given up
+    asyncio.run(play())

@@ -46,6 +46,9 @@ KINGS_STEADY_S = 1.2
 #: the missing ones: a bridge sends again what a dead node took within a second or two of noticing. After that the
 #: held events are applied in seq order anyway (the missing plies then come from the bridge's retained PGN).
 GAP_WAIT_S = 2.0
+#: ... unless messages received are still queued, not yet handed over (a broadcaster behind: the missing event may
+#: be among them): then it waits for the queue to empty, up to this long.
+GAP_WAIT_MAX_S = 30.0
 
 
 class IngestTarget(Protocol):
@@ -91,6 +94,8 @@ class BridgeIngest:
         #: Events held for a missing predecessor, and held events given up waiting for (applied with a gap).
         self.held_events = 0
         self.gaps_given_up = 0
+        #: How many received messages are queued, not yet handed over (the MQTT link's; 0 without one).
+        self.backlog: Callable[[], int] = lambda: 0
 
     def handle(self, msg: BridgeMessage, broker: int = 0) -> None:
         """Apply one decoded bridge message."""
@@ -245,10 +250,12 @@ class BridgeIngest:
         if since is None or not view.waiting:
             return
         waited = self.target.clock.monotonic() - since
-        if waited >= GAP_WAIT_S * 0.99:
-            self.release_held(view)
-        else:
+        if waited < GAP_WAIT_S * 0.99:
             asyncio.get_running_loop().call_later(GAP_WAIT_S - waited, self._release_if_waited, view)
+        elif waited < GAP_WAIT_MAX_S and self.backlog() > 0:
+            asyncio.get_running_loop().call_later(0.25, self._release_if_waited, view)   # the event may be queued
+        else:
+            self.release_held(view)
 
     def release_held(self, view: BoardView) -> None:
         """Apply a board's held events in seq order, the missing ones given up (the retained PGN fills the game)."""
@@ -414,7 +421,12 @@ class BridgeIngest:
             return
         view.catch_up_due = True
 
+        due = self.target.clock.monotonic() + GAP_WAIT_S
+
         def later() -> None:
+            if self.backlog() > 0 and self.target.clock.monotonic() < due - GAP_WAIT_S + GAP_WAIT_MAX_S:
+                loop.call_later(0.25, later)       # the events may be queued
+                return
             view.catch_up_due = False
             if self._behind(view) and view.bridge_pgn:
                 self._catch_up(view)

@@ -100,6 +100,13 @@ class MqttLink:
         #: per broker: the node its main connection is on (a standby connection avoids it)
         self._on_node: dict[int, Endpoint] = {}
         self._standby_on: dict[int, Endpoint] = {}
+        #: every connection serving now (main and standby)
+        self._live: set[aiomqtt.Client] = set()
+
+    def backlog(self) -> int:
+        """Return how many messages the connections have received and not yet handed over."""
+        queues = (getattr(client, "_queue", None) for client in self._live)
+        return sum(q.qsize() for q in queues if isinstance(q, asyncio.Queue))
 
     async def wait_ready(self, timeout: float = 10.0) -> None:
         """Wait until every broker is connected and subscribed."""
@@ -177,6 +184,7 @@ class MqttLink:
                 topics = [topic for topic in topics if topic.endswith("/events")]
             await subscribe_all(client, topics, 0 if standby else cfg.subscribe_qos)
             nodes.connected()
+            self._live.add(client)
             if standby:
                 self._standby_on[index] = node
                 log.info("events' standby subscribed on %s", node.url)
@@ -186,18 +194,25 @@ class MqttLink:
                 self.ready[index].set()
                 log.info("subscribed to %s on %s", ", ".join(cfg.bases), node.url)
                 self._backoff[index] = BACKOFF_START
-            async for message in client.messages:
-                payload = message.payload
-                if isinstance(payload, str):
-                    raw = payload.encode()
-                elif isinstance(payload, bytes | bytearray):
-                    raw = bytes(payload)
-                else:
-                    raw = b"" if payload is None else str(payload).encode()
-                msg = bridge_topics.parse(message.topic.value, raw, cfg.bases, bool(message.retain))
-                if msg is None:
-                    continue
-                try:
-                    self.hub.handle(msg, index)
-                except Exception:  # one bad message must not stop the stream
-                    log.exception("message on %s could not be handled", message.topic.value)
+            try:
+                await self._hand_over(index, cfg, client)
+            finally:
+                self._live.discard(client)
+
+    async def _hand_over(self, index: int, cfg: BrokerConfig, client: aiomqtt.Client) -> None:
+        """Decode every message ``client`` receives and hand it to the hub until the connection fails."""
+        async for message in client.messages:
+            payload = message.payload
+            if isinstance(payload, str):
+                raw = payload.encode()
+            elif isinstance(payload, bytes | bytearray):
+                raw = bytes(payload)
+            else:
+                raw = b"" if payload is None else str(payload).encode()
+            msg = bridge_topics.parse(message.topic.value, raw, cfg.bases, bool(message.retain))
+            if msg is None:
+                continue
+            try:
+                self.hub.handle(msg, index)
+            except Exception:  # one bad message must not stop the stream
+                log.exception("message on %s could not be handled", message.topic.value)

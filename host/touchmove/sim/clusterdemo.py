@@ -127,8 +127,9 @@ def rotated(urls: list[str], start: int) -> list[str]:
     return urls[start:] + urls[:start]
 
 
-def connected_node(cluster: NatsCluster, client_id: str) -> int | None:
-    """The index of the node holding the MQTT connection ``client_id`` (a prefix; from the nodes' /connz)."""
+def connected_node(cluster: NatsCluster, client_id: str, excluding: str = "standby") -> int | None:
+    """The index of the node holding the MQTT connection ``client_id`` (a prefix; from the nodes' /connz), not
+    counting connections whose id contains ``excluding`` (the broadcaster's events' standby)."""
     for i, node in enumerate(cluster.nodes):
         if node.pid is None:
             continue
@@ -137,7 +138,8 @@ def connected_node(cluster: NatsCluster, client_id: str) -> int | None:
                 data = json.load(r)
         except OSError:
             continue
-        if any(str(c.get("mqtt_client", "")).startswith(client_id) for c in data.get("connections") or []):
+        if any(str(c.get("mqtt_client", "")).startswith(client_id) and excluding not in str(c.get("mqtt_client"))
+               for c in data.get("connections") or []):
             return i
     return None
 
