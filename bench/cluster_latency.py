@@ -237,7 +237,10 @@ def run_one(kind: str, args: argparse.Namespace, workdir: Path) -> dict[str, Any
     final = result.pop("final_plies", {})
     duplicated = sum(max(0, plies - placed_plies.get(board, 0)) for board, plies in final.items())
     elapsed = result.pop("elapsed")
-    cpu = {name: 100 * s / elapsed for name, s in meter.per_name().items()}
+    cpu = {name: 100 * s / elapsed for name, s in result.pop("cpu_play").items()}
+    # what each process costs per move, the late ones' work included: independent of how starved it was
+    result["ms_per_move"] = {name: 1000 * s / max(1, len(places)) for name, s in result.pop("cpu_all").items()}
+    result["moves_per_s"] = len(places) / seconds
     result.update(moves=len(places), lost=lost, duplicated=duplicated, lat=lat, console=console_lat, cpu=cpu,
                   viewers_seen=[len(v) for v in console])
     return result
@@ -360,9 +363,12 @@ async def fault_and_sample(args: argparse.Namespace, seconds: float, kills: list
     await asyncio.sleep(seconds + 4)
     result["elapsed"] = time.monotonic() - start
     meter.sample()
+    result["cpu_play"] = meter.per_name()
     await asyncio.sleep(args.drain)     # what is late still arrives (or is lost)
     while not tasks[0].done() and time.monotonic() - start < seconds + 300:
         await asyncio.sleep(1.0)        # a killed node is still coming back: wait for it (and the moves)
+    meter.sample()
+    result["cpu_all"] = meter.per_name()   # the whole work of the run, what was late included
     stop.set()
     for t in tasks:
         t.cancel()
@@ -427,6 +433,10 @@ def main() -> None:
         print(f"  load average (1 min) during the run: median {statistics.median(loads):.1f}, max {max(loads):.1f}")
         print("  CPU (% of one core): " + ", ".join(f"{k} {v:.0f}%" for k, v in sorted(r["cpu"].items())),
               flush=True)
+        rate = r["moves_per_s"] * 2000 / args.boards
+        print(f"  CPU ms per move placed (whole run, the late moves' work included), and the cores each would need "
+              f"at 2,000 boards' pace ({rate:.0f} moves/s): " + ", ".join(
+                  f"{k} {v:.2f} ms = {v * rate / 1000:.2f}" for k, v in sorted(r["ms_per_move"].items())), flush=True)
     load = os.getloadavg()
     print(f"\nload average after {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}")
 
