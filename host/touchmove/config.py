@@ -14,6 +14,8 @@ Example (every key is optional; these are the defaults unless noted)::
     keepalive = 15                     # seconds; a silent broker is given up after 1.5x this
     protocol = 4                       # 4 = MQTT 3.1.1, 5 = MQTT 5
     queue_size = 10000                 # events queued in memory (the rest wait in the journal)
+    events_qos = 1                     # 0 on a NATS cluster: events on connections of their own, never waiting
+                                       # for JetStream (bench/README.md "Events at QoS 0")
 
     [serial]
     ports = ["/dev/touchmove/*"]       # paths or glob patterns (the names deploy/udev/99-touchmove.rules gives)
@@ -98,6 +100,9 @@ class MqttConfig:
     cert_file: str | None = None
     key_file: str | None = None
     keepalive: int = 15
+    #: QoS of the events: 1 (acknowledged by the broker), or 0 on connections of their own to two nodes at once,
+    #: re-sent from the last seconds when the node taking them goes (:mod:`touchmove.bridge.event_paths`)
+    events_qos: int = 1
 
     @property
     def url(self) -> str:
@@ -161,7 +166,7 @@ def _mqtt_kwargs(mqtt_t: dict[str, Any]) -> dict[str, Any]:
     _check(mqtt_t, "mqtt", {"url": str, "urls": list, "base_topic": str, "username": str, "password": str,
                             "password_env": str, "password_file": str, "ca_file": str, "cert_file": str,
                             "key_file": str, "keepalive": int, "protocol": int, "queue_size": int,
-                            "client_id": str})
+                            "client_id": str, "events_qos": int})
     if "url" in mqtt_t and "urls" in mqtt_t:
         raise ConfigError("[mqtt] give url or urls, not both")
     urls = mqtt_t.get("urls", [mqtt_t.get("url", "mqtt://127.0.0.1:1883")])
@@ -171,7 +176,7 @@ def _mqtt_kwargs(mqtt_t: dict[str, Any]) -> dict[str, Any]:
     fallbacks = [parse_broker_url(u) for u in urls[1:]]
     kw["fallbacks"] = tuple(Endpoint(f["host"], f["port"], f["tls"]) for f in fallbacks)
     for key in ("username", "password", "ca_file", "cert_file", "key_file", "keepalive", "base_topic",
-                "protocol", "queue_size", "client_id"):
+                "protocol", "queue_size", "client_id", "events_qos"):
         if key in mqtt_t:
             kw[key] = mqtt_t[key]
     if sum(k in mqtt_t for k in ("password", "password_env", "password_file")) > 1:
@@ -191,6 +196,8 @@ def _mqtt_kwargs(mqtt_t: dict[str, Any]) -> dict[str, Any]:
         kw["fallbacks"] = tuple(Endpoint(f.host, f.port, True) for f in kw["fallbacks"])
     if not 2 <= kw.get("keepalive", 15) <= 600:
         raise ConfigError("[mqtt] keepalive must be between 2 and 600 seconds")
+    if kw.get("events_qos", 1) not in (0, 1):
+        raise ConfigError("[mqtt] events_qos must be 0 or 1")
     return kw
 
 

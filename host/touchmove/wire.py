@@ -9,7 +9,9 @@ Topic tree (``<base>`` is a bridge's base topic, default ``touchmove``; docs/mqt
     <base>/bridge/response/<cmd>        out       Response
     <base>/boards/<id>/availability     retained  Availability
     <base>/boards/<id>/state            retained  BoardState
-    <base>/boards/<id>/events           QoS 1     EventEnvelope and the engine event's own fields
+    <base>/boards/<id>/events           QoS 1     EventEnvelope and the engine event's own fields (QoS 0 on
+                                                  connections of their own with ``[mqtt] events_qos = 0``;
+                                                  consumers take each ``seq`` once, in order)
     <base>/boards/<id>/pgn              retained  the current game's PGN (text; the bridge reads it back once
                                                   after a crash while its journal could not write)
     <base>/boards/<id>/set              in        BoardCommand

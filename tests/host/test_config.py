@@ -77,3 +77,12 @@ def test_unreadable_and_malformed(tmp_path: Path) -> None:
 def test_broker_url_defaults() -> None:
     assert parse_broker_url("localhost") == {"host": "localhost", "port": 1883, "tls": False}
     assert parse_broker_url("mqtts://h")["port"] == 8883
+
+
+def test_events_qos_is_0_or_1() -> None:
+    assert from_dict({}).mqtt.events_qos == 1
+    assert from_dict({"mqtt": {"events_qos": 0}}).mqtt.events_qos == 0
+    with pytest.raises(ConfigError, match=r"\[mqtt\] events_qos must be 0 or 1"):
+        from_dict({"mqtt": {"events_qos": 2}})
+    with pytest.raises(ConfigError, match="events_qos must be a number"):
+        from_dict({"mqtt": {"events_qos": True}})

@@ -44,6 +44,7 @@ from typing import Any
 import aiomqtt
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
+from touchmove.bridge.event_paths import EventPaths
 from touchmove.broker_connection import (
     FAILOVER_REPLY_TIMEOUT_S,
     REPLY_TIMEOUT_S,
@@ -160,16 +161,26 @@ class MqttLink:
         #: while JetStream elects a leader; they would wait the whole REPLY_TIMEOUT_S)
         self.recovering = False
         self._read_back: ReadBack | None = None
+        #: ``events_qos = 0``: the events' own QoS 0 connections (a primary and a standby), else None
+        self.event_paths: EventPaths | None = None
+        if config.events_qos == 0:
+            self.event_paths = EventPaths(
+                config.endpoints, lambda node, ident: self._client_for(node, ident, will=False),
+                self.client_id, self._on_acked)
 
     # -- publishing (from the event loop) -----------------------------------------------------------------
     def room(self) -> int:
         """How many more events the queue takes now."""
-        return max(0, self.config.queue_size - len(self._events))
+        return max(0, self.config.queue_size - len(self._events) - len(self.event_paths or ()))
 
     def offer_event(self, topic: str, payload: bytes, tag: Any) -> bool:
-        """Queue an event (QoS 1); return False, queuing nothing, when the queue is full."""
-        if len(self._events) >= self.config.queue_size:
+        """Queue an event (QoS 1, or QoS 0 on the events' own paths); return False, queuing nothing, when the queue
+        is full."""
+        if self.room() <= 0:
             return False
+        if self.event_paths is not None:
+            self.event_paths.offer(topic, payload, tag)
+            return True
         self._events.append(Outgoing(topic, payload, 1, False, tag))
         self._wake.set()
         return True
@@ -189,7 +200,7 @@ class MqttLink:
         return set(self._retained)
 
     def pending(self) -> int:
-        return len(self._events) + len(self._replies) + len(self._dirty)
+        return len(self._events) + len(self.event_paths or ()) + len(self._replies) + len(self._dirty)
 
     def read_back(self, topics: str, wanted: set[str], on_read: Callable[[dict[str, bytes]], None]) -> None:
         """Read the retained payloads of the ``wanted`` topics (under the filter ``topics``) at the next connection,
@@ -214,7 +225,16 @@ class MqttLink:
         return client
 
     async def run(self) -> None:
-        """Connect, serve, and reconnect (to the next node at once, then with backoff) until cancelled."""
+        """Connect, serve, and reconnect (to the next node at once, then with backoff) until cancelled; with
+        ``events_qos = 0`` the events' paths besides."""
+        if self.event_paths is None:
+            await self._run_main()
+            return
+        async with asyncio.TaskGroup() as group:
+            group.create_task(self.event_paths.run())
+            group.create_task(self._run_main())
+
+    async def _run_main(self) -> None:
         while True:
             node = self.nodes.current
             self.attempts += 1

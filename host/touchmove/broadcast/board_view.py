@@ -95,6 +95,12 @@ class BoardView:
     broker: int = 0
     base: str | None = None
     sessions_seq: dict[str, int] = field(default_factory=dict)
+    #: Events that came before one of their seq's predecessors, (session, seq) -> event, held until it comes
+    #: (:meth:`~.bridge_ingest.BridgeIngest.handle`), and since when (the broadcaster's clock).
+    waiting: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    waiting_since: float | None = None
+    #: A catch-up from the bridge's PGN is scheduled (the state said it is ahead; its events may still come).
+    catch_up_due: bool = False
     bridge_pgn: str | None = None
     last_event_ts: str | None = None
     state_game: int | None = None

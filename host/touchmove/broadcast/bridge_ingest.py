@@ -42,6 +42,13 @@ REJECTIONS = ("result_rejected", "resync_rejected")
 #: reading of one scan (a piece set down off-centre, a sensor misread) is none. The vendor boards' adapter waits
 #: as long (touchmove.boards.adapter.RESULT_STEADY_MS).
 KINGS_STEADY_S = 1.2
+#: How long an event that came before one of its predecessors (a seq missing in between) is held, waiting for
+#: the missing ones: a bridge sends again what a dead node took within a second or two of noticing. After that the
+#: held events are applied in seq order anyway (the missing plies then come from the bridge's retained PGN).
+GAP_WAIT_S = 2.0
+#: ... unless messages received are still queued, not yet handed over (a broadcaster behind: the missing event may
+#: be among them): then it waits for the queue to empty, up to this long.
+GAP_WAIT_MAX_S = 30.0
 
 
 class IngestTarget(Protocol):
@@ -81,6 +88,14 @@ class BridgeIngest:
         self._unknown: OrderedDict[str, None] = OrderedDict()
         #: Called with a board's view when its bridge says it is online (it was not, or not known to be).
         self.online_listeners: list[Callable[[BoardView], None]] = []
+        #: The brokers (indexes) whose events may come out of order or be missed (QoS 0, a standby connection):
+        #: an event whose seq's predecessor has not come is held (up to GAP_WAIT_S) until it does.
+        self.hold_gaps: frozenset[int] = frozenset()
+        #: Events held for a missing predecessor, and held events given up waiting for (applied with a gap).
+        self.held_events = 0
+        self.gaps_given_up = 0
+        #: How many received messages are queued, not yet handed over (the MQTT link's; 0 without one).
+        self.backlog: Callable[[], int] = lambda: 0
 
     def handle(self, msg: BridgeMessage, broker: int = 0) -> None:
         """Apply one decoded bridge message."""
@@ -102,9 +117,9 @@ class BridgeIngest:
             return
         view.broker, view.base = broker, msg.base
         if msg.kind == "events" and isinstance(msg.payload, dict):
-            self._event(view, msg.payload)
+            self._event(view, msg.payload, broker in self.hold_gaps)
         elif msg.kind == "state" and isinstance(msg.payload, dict):
-            self._state(view, msg.payload)
+            self._state(view, msg.payload, broker in self.hold_gaps)
         elif msg.kind == "availability":
             online = msg.payload == "online" if msg.payload is not None else None
             if online != view.online:
@@ -121,8 +136,10 @@ class BridgeIngest:
             if (live.needs_resync or (live.number is None and not live.moves)
                     or (view.state_game is not None and live.number is not None and view.state_game > live.number)):
                 self.resync(view)
-            elif msg.retained or self._behind(view):
+            elif msg.retained:
                 self._catch_up(view)
+            elif self._behind(view):
+                self._catch_up_unless_events(view, broker in self.hold_gaps)
 
     def restore_console(self) -> None:
         """The round's events and acknowledgements kept by an earlier run (or before a round switch): the
@@ -188,13 +205,74 @@ class BridgeIngest:
         if view.rejected <= REJECTS_LOGGED or view.rejected % REJECTS_LOG_EVERY == 0:
             log.warning("board %s: event not used (%s; %s so far)", view.pairing.board_id, why, view.rejected)
 
-    def _event(self, view: BoardView, event: dict[str, Any]) -> None:
+    def _event(self, view: BoardView, event: dict[str, Any], hold_gaps: bool = False) -> None:
+        """Take one event: drop it when seen already (by seq), hold it (``hold_gaps``) while one before it is
+        missing, else apply it and then the held ones that follow it."""
         session, seq = event.get("session"), event.get("seq")
-        if isinstance(session, str) and isinstance(seq, int):
-            last = view.sessions_seq.get(session)
-            if last is not None and seq <= last:
-                return  # already seen (QoS 1 redelivery)
-            view.sessions_seq[session] = seq
+        if not (isinstance(session, str) and isinstance(seq, int)):
+            self._apply_event(view, event)
+            return
+        last = view.sessions_seq.get(session)
+        if last is not None and seq <= last:
+            return  # already seen (QoS 1 redelivery, a bridge sending again, a second connection)
+        if hold_gaps and last is not None and seq > last + 1:
+            self._hold(view, session, seq, event)
+            return
+        view.sessions_seq[session] = seq
+        self._apply_event(view, event)
+        while view.waiting:
+            following = view.waiting.pop((session, view.sessions_seq[session] + 1), None)
+            if following is None:
+                break
+            view.sessions_seq[session] += 1
+            self._apply_event(view, following)
+        if not view.waiting:
+            view.waiting_since = None
+
+    def _hold(self, view: BoardView, session: str, seq: int, event: dict[str, Any]) -> None:
+        """Keep an event until its predecessors come, or GAP_WAIT_S (then :meth:`release_held`)."""
+        if (session, seq) in view.waiting:
+            return
+        view.waiting[(session, seq)] = event
+        self.held_events += 1
+        if view.waiting_since is not None:
+            return
+        view.waiting_since = self.target.clock.monotonic()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:        # no event loop (a direct call): nothing would wake the held event
+            self.release_held(view)
+            return
+        loop.call_later(GAP_WAIT_S, self._release_if_waited, view)
+
+    def _release_if_waited(self, view: BoardView) -> None:
+        since = view.waiting_since
+        if since is None or not view.waiting:
+            return
+        waited = self.target.clock.monotonic() - since
+        if waited < GAP_WAIT_S * 0.99:
+            asyncio.get_running_loop().call_later(GAP_WAIT_S - waited, self._release_if_waited, view)
+        elif waited < GAP_WAIT_MAX_S and self.backlog() > 0:
+            asyncio.get_running_loop().call_later(0.25, self._release_if_waited, view)   # the event may be queued
+        else:
+            self.release_held(view)
+
+    def release_held(self, view: BoardView) -> None:
+        """Apply a board's held events in seq order, the missing ones given up (the retained PGN fills the game)."""
+        if view.waiting:
+            self.gaps_given_up += 1
+            log.warning("board %s: events before seq %s did not come within %.0f s: applied without them",
+                        view.pairing.board_id, min(seq for _, seq in view.waiting), GAP_WAIT_S)
+        for key in sorted(view.waiting, key=lambda k: k[1]):
+            event = view.waiting.pop(key)
+            last = view.sessions_seq.get(key[0])
+            if last is not None and key[1] <= last:
+                continue
+            view.sessions_seq[key[0]] = key[1]
+            self._apply_event(view, event)
+        view.waiting_since = None
+
+    def _apply_event(self, view: BoardView, event: dict[str, Any]) -> None:
         why = bridge_topics.check_event(event)
         if why is not None:
             if not why.startswith("unknown event type"):
@@ -327,7 +405,34 @@ class BridgeIngest:
         self.target.changed(view)
         return True
 
-    def _state(self, view: BoardView, payload: dict[str, Any]) -> None:
+    def _catch_up_unless_events(self, view: BoardView, events_apart: bool) -> None:
+        """The bridge's state or PGN says it is ahead: catch up from the PGN, at once, or (``events_apart``: the
+        events come on connections of their own and may come a moment after the state) after GAP_WAIT_S if the
+        events have not caught up by then (a PGN read per move would cost more than the move)."""
+        if not events_apart:
+            self._catch_up(view)
+            return
+        if view.catch_up_due:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._catch_up(view)
+            return
+        view.catch_up_due = True
+
+        due = self.target.clock.monotonic() + GAP_WAIT_S
+
+        def later() -> None:
+            if self.backlog() > 0 and self.target.clock.monotonic() < due - GAP_WAIT_S + GAP_WAIT_MAX_S:
+                loop.call_later(0.25, later)       # the events may be queued
+                return
+            view.catch_up_due = False
+            if self._behind(view) and view.bridge_pgn:
+                self._catch_up(view)
+        loop.call_later(GAP_WAIT_S, later)
+
+    def _state(self, view: BoardView, payload: dict[str, Any], events_apart: bool = False) -> None:
         state = bridge_topics.board_state(payload)
         changed = False
         if state.game is not None:
@@ -335,7 +440,7 @@ class BridgeIngest:
             view.games.note_state(state.game)
         view.state_ply = state.ply
         if self._behind(view) and view.bridge_pgn:
-            self._catch_up(view)  # the PGN may have come first
+            self._catch_up_unless_events(view, events_apart)  # the PGN may have come first
         if state.in_sync is not None and state.in_sync != view.in_sync:
             view.in_sync, changed = state.in_sync, True
             self.target.console.on_sync(view.pairing.board, state.in_sync, now_iso())

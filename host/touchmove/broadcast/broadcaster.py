@@ -60,6 +60,9 @@ class Broadcaster:
         self.storage = RoundStorage(tournament, out, clock, self.streams)
         self.outputs = PublicOutputs(self.storage, write_interval)
         self.ingest = BridgeIngest(self.storage)
+        # events at QoS 0, or over two connections, may come out of order: a later one waits for those before it
+        self.ingest.hold_gaps = frozenset(i for i, b in enumerate(tournament.brokers)
+                                          if b.subscribe_qos == 0 or b.events_standby)
         self.actions = ArbiterActions(self.storage, self.ingest.resync, publish)
         self.meanings = alert_meanings()
         self._round_listeners: list[Callable[[int], None]] = []

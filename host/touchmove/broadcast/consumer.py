@@ -97,6 +97,16 @@ class MqttLink:
         self._tag = uuid.uuid4().hex[:8]
         #: per broker: the pause after its nodes all failed to answer, doubled each round up to BACKOFF_MAX
         self._backoff: dict[int, float] = {}
+        #: per broker: the node its main connection is on (a standby connection avoids it)
+        self._on_node: dict[int, Endpoint] = {}
+        self._standby_on: dict[int, Endpoint] = {}
+        #: every connection serving now (main and standby)
+        self._live: set[aiomqtt.Client] = set()
+
+    def backlog(self) -> int:
+        """Return how many messages the connections have received and not yet handed over."""
+        queues = (getattr(client, "_queue", None) for client in self._live)
+        return sum(q.qsize() for q in queues if isinstance(q, asyncio.Queue))
 
     async def wait_ready(self, timeout: float = 10.0) -> None:
         """Wait until every broker is connected and subscribed."""
@@ -118,12 +128,35 @@ class MqttLink:
         async with asyncio.TaskGroup() as tg:
             for i, cfg in enumerate(self.brokers):
                 tg.create_task(self._serve(i, cfg))
+                if cfg.events_standby and len(cfg.endpoints) > 1:
+                    tg.create_task(self._standby(i, cfg))
+
+    async def _standby(self, index: int, cfg: BrokerConfig) -> None:
+        """Keep a second connection of broker ``index``, to a node the main one is not on, subscribed to the events
+        only (QoS 0), until cancelled: when the main connection's node dies the events still come this way."""
+        nodes = Endpoints(cfg.endpoints, start=1)
+        attempt = 0
+        while True:
+            if nodes.current == self._on_node.get(index):
+                nodes.failed()
+            node = nodes.current
+            attempt += 1
+            try:
+                await one_attempt(self._read(index, cfg, node, nodes, attempt, standby=True))
+            except aiomqtt.MqttError as exc:
+                log.warning("broker %s (events' standby): %s", node.url, exc)
+            finally:
+                self._standby_on.pop(index, None)
+            if nodes.failed():
+                await asyncio.sleep(BACKOFF_START)
 
     async def _serve(self, index: int, cfg: BrokerConfig) -> None:
         nodes = Endpoints(cfg.endpoints)
         self._backoff[index] = BACKOFF_START
         attempt = 0
         while True:
+            if nodes.current == self._standby_on.get(index) and len(cfg.endpoints) > 2:
+                nodes.failed()      # the events' standby is there: another node, so one death loses neither
             node = nodes.current
             attempt += 1     # a new client id each time: NATS holds a CONNECT of a dead node's id for 11 s
             try:
@@ -132,6 +165,7 @@ class MqttLink:
                 log.warning("broker %s: %s", node.url, exc)
             finally:
                 self._clients.pop(index, None)
+                self._on_node.pop(index, None)
                 self.ready[index].clear()
             if nodes.failed():      # every node tried: back off
                 backoff = self._backoff[index]
@@ -139,31 +173,46 @@ class MqttLink:
                 await asyncio.sleep(backoff)
                 self._backoff[index] = min(backoff * 2, BACKOFF_MAX)
 
-    async def _read(self, index: int, cfg: BrokerConfig, node: Endpoint, nodes: Endpoints, attempt: int) -> None:
-        """Connect to ``node`` of broker ``index``, subscribe, and hand every message to the broadcaster until the
-        connection fails (raised) or the task is cancelled."""
-        async with make_client(cfg, f"{self.client_prefix}-{self._tag}-{index}-{attempt}", node,
-                               connect_timeout(nodes.rounds_failed)) as client:
-            await subscribe_all(client, [topic for base in cfg.bases
-                                         for topic in bridge_topics.subscriptions(base, cfg.share_group)],
-                                cfg.subscribe_qos)
-            self._clients[index] = client
-            self.ready[index].set()
-            log.info("subscribed to %s on %s", ", ".join(cfg.bases), node.url)
+    async def _read(self, index: int, cfg: BrokerConfig, node: Endpoint, nodes: Endpoints, attempt: int,
+                    *, standby: bool = False) -> None:
+        """Connect to ``node`` of broker ``index``, subscribe (``standby``: to the events only), and hand every
+        message to the broadcaster until the connection fails (raised) or the task is cancelled."""
+        name = f"{self.client_prefix}-{self._tag}-{index}-{'standby-' if standby else ''}{attempt}"
+        async with make_client(cfg, name, node, connect_timeout(nodes.rounds_failed)) as client:
+            topics = [topic for base in cfg.bases for topic in bridge_topics.subscriptions(base, cfg.share_group)]
+            if standby:
+                topics = [topic for topic in topics if topic.endswith("/events")]
+            await subscribe_all(client, topics, 0 if standby else cfg.subscribe_qos)
             nodes.connected()
-            self._backoff[index] = BACKOFF_START
-            async for message in client.messages:
-                payload = message.payload
-                if isinstance(payload, str):
-                    raw = payload.encode()
-                elif isinstance(payload, bytes | bytearray):
-                    raw = bytes(payload)
-                else:
-                    raw = b"" if payload is None else str(payload).encode()
-                msg = bridge_topics.parse(message.topic.value, raw, cfg.bases, bool(message.retain))
-                if msg is None:
-                    continue
-                try:
-                    self.hub.handle(msg, index)
-                except Exception:  # one bad message must not stop the stream
-                    log.exception("message on %s could not be handled", message.topic.value)
+            self._live.add(client)
+            if standby:
+                self._standby_on[index] = node
+                log.info("events' standby subscribed on %s", node.url)
+            else:
+                self._clients[index] = client
+                self._on_node[index] = node
+                self.ready[index].set()
+                log.info("subscribed to %s on %s", ", ".join(cfg.bases), node.url)
+                self._backoff[index] = BACKOFF_START
+            try:
+                await self._hand_over(index, cfg, client)
+            finally:
+                self._live.discard(client)
+
+    async def _hand_over(self, index: int, cfg: BrokerConfig, client: aiomqtt.Client) -> None:
+        """Decode every message ``client`` receives and hand it to the hub until the connection fails."""
+        async for message in client.messages:
+            payload = message.payload
+            if isinstance(payload, str):
+                raw = payload.encode()
+            elif isinstance(payload, bytes | bytearray):
+                raw = bytes(payload)
+            else:
+                raw = b"" if payload is None else str(payload).encode()
+            msg = bridge_topics.parse(message.topic.value, raw, cfg.bases, bool(message.retain))
+            if msg is None:
+                continue
+            try:
+                self.hub.handle(msg, index)
+            except Exception:  # one bad message must not stop the stream
+                log.exception("message on %s could not be handled", message.topic.value)

@@ -52,6 +52,7 @@ class BroadcastService:
         self.hub = Broadcaster(tournament, clock=clock)  # reads nothing yet: start() opens the round
         self.hub.storage.take_retained = take_retained
         self.link = MqttLink(self.hub, tournament.brokers)
+        self.hub.ingest.backlog = self.link.backlog
         self.hub.publish = self.link.publish
         self.pusher: LichessPush | None = None
         self._lichess_tokens: TokenSource | None = None

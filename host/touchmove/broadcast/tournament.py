@@ -71,7 +71,8 @@ BROADCAST_KEYS = frozenset({"output_dir", "host", "port", "token", "lichess_roun
                             "delay_minutes", "private_console"})
 #: (``urls``, ``password_file``, ``cert_file``, ``key_file``: the cluster work's broker lists and secrets)
 BROKER_KEYS = {"url", "bases", "base", "username", "password", "password_env", "tls", "ca_file", "share_group",
-               "urls", "password_file", "cert_file", "key_file", "subscribe_qos"}
+               "urls", "password_file", "cert_file", "key_file", "subscribe_qos",
+               "events_standby"}
 ROUND_KEYS = frozenset({"number", "date", "start", "delay_minutes", "boards", "lichess_round", "lichess", "byes"})
 BYE_KEYS = frozenset({"player", "type"})
 #: TRF bye codes: half-point, full-point, pairing-allocated, zero-point.
@@ -190,6 +191,9 @@ class BrokerConfig:
     #: QoS of the broadcaster's subscriptions: 0 on a NATS cluster (plain subscriptions that survive a node's
     #: death; a QoS 1 one is a JetStream consumer there), 1 elsewhere. Gaps are filled from the retained PGN.
     subscribe_qos: int = 1
+    #: a second connection, to another node of the cluster, subscribed to the events only: a node's death loses
+    #: no event on the way to the broadcaster (each comes twice, the second dropped by ``seq``)
+    events_standby: bool = False
 
     @property
     def endpoints(self) -> tuple[Endpoint, ...]:
@@ -641,10 +645,16 @@ def _cluster_and_secrets(cfg: BrokerConfig, raw: dict[str, Any]) -> BrokerConfig
         qos = raw.get("subscribe_qos", 1)
         if qos not in (0, 1) or isinstance(qos, bool):
             raise TournamentError("brokers.subscribe_qos must be 0 or 1")
+        standby = raw.get("events_standby", False)
+        if not isinstance(standby, bool):
+            raise TournamentError("brokers.events_standby must be true or false")
+        if standby and len(nodes) < 2:
+            raise TournamentError("brokers.events_standby needs the urls of two nodes or more")
         return dataclasses.replace(
             cfg, host=first.host, port=first.port, password=password, tls=context_tls or first.tls,
             fallbacks=tuple(dataclasses.replace(n, tls=n.tls or context_tls) for n in nodes[1:]),
-            cert_file=raw.get("cert_file"), key_file=raw.get("key_file"), subscribe_qos=qos)
+            cert_file=raw.get("cert_file"), key_file=raw.get("key_file"), subscribe_qos=qos,
+            events_standby=standby)
     except BrokerSettingError as exc:
         raise TournamentError(f"[[brokers]] {exc}") from exc
 

@@ -56,8 +56,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kill-after", type=float, default=8.0,
                         help="seconds after the boards start when a node is killed (default 8)")
     parser.add_argument("--down", type=float, default=6.0, help="seconds before it is restarted (default 6)")
-    parser.add_argument("--kill-node-of", choices=["bridge", "broadcaster"], default="bridge",
-                        help="kill the node of the first hall's bridge (default) or of the broadcaster")
+    parser.add_argument("--kill-node-of", choices=["bridge", "broadcaster", "stream-leader", "meta-leader"],
+                        default="bridge", help="kill the node of the first hall's bridge (default), of the "
+                        "broadcaster, the leader of the QoS 1 stream ($MQTT_msgs) or JetStream's meta leader")
+    parser.add_argument("--events-qos", type=int, choices=[0, 1], default=0,
+                        help="the bridges' events_qos (default 0: QoS 0 on connections of their own, and the "
+                        "broadcaster with an events' standby connection)")
     parser.add_argument("--seed", type=int, default=13, help="random seed of the games")
     parser.add_argument("--workdir", type=Path, help="keep configurations, logs and journals here")
     parser.set_defaults(handler=run)
@@ -112,9 +116,10 @@ def board_timeline(moves: list[chess.Move], seed: int, settle_ms: int) -> list[r
     return out
 
 
-def bridge_toml(hall: Hall, urls: list[str], ports_glob: str, journal: Path, settle_ms: int) -> str:
+def bridge_toml(hall: Hall, urls: list[str], ports_glob: str, journal: Path, settle_ms: int,
+                events_qos: int = 1) -> str:
     return (f"[mqtt]\nurls = {json.dumps(urls)}\nbase_topic = \"{hall.name}\"\nclient_id = \"bridge-{hall.name}\"\n"
-            f"keepalive = 5\n\n[serial]\nports = [\"{ports_glob}\"]\nrescan_s = 0.5\n\n"
+            f"keepalive = 5\nevents_qos = {events_qos}\n\n[serial]\nports = [\"{ports_glob}\"]\nrescan_s = 0.5\n\n"
             f"[engine]\nsettle_ms = {settle_ms}\n\n[journal]\npath = \"{journal}\"\n")
 
 
@@ -122,8 +127,9 @@ def rotated(urls: list[str], start: int) -> list[str]:
     return urls[start:] + urls[:start]
 
 
-def connected_node(cluster: NatsCluster, client_id: str) -> int | None:
-    """The index of the node holding the MQTT connection ``client_id`` (a prefix; from the nodes' /connz)."""
+def connected_node(cluster: NatsCluster, client_id: str, excluding: str = "standby") -> int | None:
+    """The index of the node holding the MQTT connection ``client_id`` (a prefix; from the nodes' /connz), not
+    counting connections whose id contains ``excluding`` (the broadcaster's events' standby)."""
     for i, node in enumerate(cluster.nodes):
         if node.pid is None:
             continue
@@ -132,7 +138,8 @@ def connected_node(cluster: NatsCluster, client_id: str) -> int | None:
                 data = json.load(r)
         except OSError:
             continue
-        if any(str(c.get("mqtt_client", "")).startswith(client_id) for c in data.get("connections") or []):
+        if any(str(c.get("mqtt_client", "")).startswith(client_id) and excluding not in str(c.get("mqtt_client"))
+               for c in data.get("connections") or []):
             return i
     return None
 
@@ -207,7 +214,7 @@ async def cluster_round(args: argparse.Namespace, workdir: Path, cluster: NatsCl
         hall_dir.mkdir(parents=True, exist_ok=True)
         hall = Hall(name, h % len(urls), hall_dir / "bridge.toml", hall_dir / "bridge.log")
         hall.config.write_text(bridge_toml(hall, rotated(urls, hall.node), str(hall_dir / "board*"),
-                                           hall_dir / "journal.sqlite3", settle), encoding="utf-8")
+                                           hall_dir / "journal.sqlite3", settle, args.events_qos), encoding="utf-8")
         for k in range(args.boards):
             number += 1
             moves = random_game(rng, args.plies)
@@ -233,7 +240,8 @@ async def cluster_round(args: argparse.Namespace, workdir: Path, cluster: NatsCl
     tournament = parse_tournament({
         "event": "touchmove cluster demo", "site": "Loopback", "round": 1,
         "broadcast": {"output_dir": str(workdir / "broadcast"), "token": "demo"},
-        "brokers": [{"urls": rotated(urls, broadcaster_node), "bases": bases, "subscribe_qos": 0}],
+        "brokers": [{"urls": rotated(urls, broadcaster_node), "bases": bases, "subscribe_qos": 0,
+                     "events_standby": args.events_qos == 0}],
         "rounds": [{"number": 1, "boards": pairings}],
     })
     print(f"NATS cluster: {', '.join(urls)} (nodes n1-n3, data in {cluster.workdir})", flush=True)
@@ -263,8 +271,15 @@ async def cluster_round(args: argparse.Namespace, workdir: Path, cluster: NatsCl
             started = time.monotonic()
             await asyncio.sleep(args.kill_after)
             client, whose = ((f"bridge-{halls[0].name}", f"bridge {halls[0].name}")
-                             if args.kill_node_of == "bridge" else ("touchmove-broadcast-", "the broadcaster"))
-            victim = await asyncio.to_thread(connected_node, cluster, client)
+                             if args.kill_node_of != "broadcaster" else ("touchmove-broadcast-", "the broadcaster"))
+            if args.kill_node_of == "stream-leader":
+                victim = (await asyncio.to_thread(cluster.stream_leaders)).get("$MQTT_msgs")
+                whose = "the QoS 1 stream's leader"
+            elif args.kill_node_of == "meta-leader":
+                victim = await asyncio.to_thread(cluster.meta_leader)
+                whose = "JetStream's meta leader"
+            else:
+                victim = await asyncio.to_thread(connected_node, cluster, client)
             if victim is None:
                 raise RuntimeError(f"{whose} is connected to no node")
             pid = cluster.kill(victim)
@@ -325,6 +340,9 @@ async def cluster_round(args: argparse.Namespace, workdir: Path, cluster: NatsCl
                 print(f"  board {b.number}: its bridge's journal holds {n} plies "
                       f"({'a delivery problem' if n == len(b.moves) else 'the engine did not see them all'})",
                       flush=True)
+    journaled = sum(journal_plies(hall.config.parent / "journal.sqlite3", b.board_id)
+                    for hall in halls for b in hall.boards)
+    print(f"plies published by the bridges (journaled events) {journaled}", flush=True)
     print(f"plies played {played}, in the round PGN {matched}, plies lost: {lost}, duplicates: {extra}, "
           f"node down for {down_for:.1f} s", flush=True)
     return 1 if problems else 0
