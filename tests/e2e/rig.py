@@ -58,13 +58,18 @@ class Rig:
                     TOUCHMOVE_SIM_EXIT="0", TOUCHMOVE_BOARD=BOARD_ID)
 
     def start(self) -> Subscriber:
+        sub = self.start_host()
+        self.board.plug()
+        self.board.start()
+        return sub
+
+    def start_host(self) -> Subscriber:
+        """Start the broker, the subscriber and the bridge (no board yet); return the subscriber."""
         self.broker.start()
         self.sub = Subscriber(self.broker.port)
         self.start_daemon()
         self.sub.wait_for(lambda: self.sub is not None and self.sub.last("touchmove/bridge/state") is not None,
                           15, "the bridge online")
-        self.board.plug()
-        self.board.start()
         return self.sub
 
     def start_daemon(self) -> None:

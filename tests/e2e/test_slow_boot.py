@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from tests.e2e.helpers import OPERA, Subscriber, game_moves, simple_timeline
+from tests.e2e.helpers import OPERA, game_moves, simple_timeline
 from tests.e2e.rig import Rig
 
 BOOT_S = 6.0      # the port is there this long before the firmware runs
@@ -28,11 +28,7 @@ def test_a_board_booting_slowly_is_asked_hello_rarely_and_plays_the_whole_game(t
     rig = Rig(tmp_path, simple_timeline(moves, think=700, hand=150), speed=5)
     rig.board.queue_before_start = True     # what the host writes meanwhile waits for the program, as on USB
     try:
-        rig.broker.start()
-        rig.sub = Subscriber(rig.broker.port)
-        rig.start_daemon()
-        rig.sub.wait_for(lambda: rig.sub is not None and rig.sub.last("touchmove/bridge/state") is not None,
-                         15, "the bridge online")
+        rig.start_host()
         rig.board.plug()
         time.sleep(BOOT_S)
         asked = commands(rig, "hello")
