@@ -28,6 +28,8 @@ base_topic = "touchmove"            # topics are <base_topic>/boards/<board id>/
 # keepalive = 15                    # seconds; a silent broker node is left after about 1.5x this
 # protocol = 5                      # 4 = MQTT 3.1.1 (default), 5 = MQTT 5
 # queue_size = 10000                # events held in memory while the broker is away (the rest wait in the journal)
+# events_qos = 0                    # on a NATS cluster: events at QoS 0 on connections of their own, never
+#                                   # waiting for a JetStream election (docs/deployment.md); default 1
 
 [serial]
 ports = ["/dev/touchmove/*"]                     # paths or globs: the names deploy/udev/99-touchmove.rules gives

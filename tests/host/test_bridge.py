@@ -1090,3 +1090,20 @@ def test_a_crash_while_full_at_a_transposition_recovers_the_game_in_the_order_pu
         contents.setdefault(event["seq"], set()).add(json.dumps({k: v for k, v in event.items()
                                                                  if k not in ("session", "ts")}, sort_keys=True))
     assert all(len(bodies) == 1 for bodies in contents.values())       # no seq carries two contents
+
+
+def test_the_export_replays_with_the_settle_time_the_bridge_ran_with_before_any_checkpoint(
+        tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
+    # A bridge set to settle in 50 ms publishes 1.e4 150 ms after the pawn is put down (before any checkpoint is
+    # written): the export, replaying the journal, must use 50 ms too. With the default 200 ms it left the game's
+    # last move out (the emulated Pico's shared games: the export one ply short of the journal's events).
+    bridge = make_bridge(tmp_path, loop, settle_ms=50)
+    play_e4(bridge, FakeLink(), loop)
+    assert moves_queued(bridge) == ["e2e4"]
+    bridge.flush()
+    assert bridge.journal.checkpoint("brd") is None
+    assert [m.uci() for m in pgn_games(bridge.journal, "brd")[-1].mainline_moves()] == ["e2e4"]
+    again = make_bridge(tmp_path, loop, settle_ms=80)   # restarted with another settle time: the export follows
+    again.restore()
+    again.flush()
+    assert again.journal.settle_ms("brd") == 80

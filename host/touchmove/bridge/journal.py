@@ -58,7 +58,7 @@ CREATE TABLE IF NOT EXISTS boards (
 CREATE TABLE IF NOT EXISTS entries (
     id      INTEGER PRIMARY KEY AUTOINCREMENT,
     board   TEXT NOT NULL,
-    kind    TEXT NOT NULL,          -- 'record', 'advance' or 'meta'
+    kind    TEXT NOT NULL,          -- 'record', 'advance', 'meta', 'gap' or 'settle' (the engine's settle ms)
     t       INTEGER NOT NULL,       -- the board's monotonic time
     body    TEXT,                   -- the record as a JSON line, or meta as JSON
     source  TEXT NOT NULL,          -- 'serial', 'operator', 'timer' or 'broker'
@@ -472,6 +472,16 @@ class Journal:
         row = self.db.execute("SELECT board, boot, last_seq, t_offset, last_t, published, port FROM boards "
                               "WHERE board = ?", (board,)).fetchone()
         return BoardRow(*row) if row else None
+
+    def settle_ms(self, board: str) -> int | None:
+        """Return the settle time the bridge last ran ``board``'s engine with (its last ``settle`` entry), or None
+        (a journal written before those entries)."""
+        row = self.db.execute("SELECT body FROM entries WHERE board = ? AND kind = 'settle' ORDER BY id DESC LIMIT 1",
+                              (board,)).fetchone()
+        try:
+            return int(row[0]) if row else None
+        except (TypeError, ValueError):
+            return None
 
     def entries(self, board: str, after: int = 0) -> Iterator[Entry]:
         """Yield a board's written entries with id > ``after``, in order."""

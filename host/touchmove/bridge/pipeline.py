@@ -199,6 +199,7 @@ class EventPipeline:
                                 event_seq=journaled, queued_seq=row.published, published=row.published,
                                 published_saved=row.published, headers=headers)
             self.boards[row.board] = sess
+            self._journal_settle(sess)
             log.info("board %s resumed: %d events, %d published", row.board, journaled, row.published)
             offered = self.seq_floor.floor(row.board)
             if offered > journaled:
@@ -235,7 +236,14 @@ class EventPipeline:
         if sess is None:
             sess = self.boards[board] = self.new_session(board, min_settle_ms)
             self.journal.ensure_board(board)
+            self._journal_settle(sess)
         return sess
+
+    def _journal_settle(self, sess: BoardSession) -> None:
+        """Journal the settle time ``sess``'s engine runs with when the journal does not say it already: an export
+        replays the entries with it (a checkpoint says it too, but the first is written after many events)."""
+        if self.journal.settle_ms(sess.board) != sess.engine.settle_ms:
+            self.journal.add_entry(sess.board, "settle", sess.last_t, str(sess.engine.settle_ms), "bridge", iso_now())
 
     # -- the engine ---------------------------------------------------------------------------------------
     def feed(self, sess: BoardSession, record: records.Record, source: str) -> None:

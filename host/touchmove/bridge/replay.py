@@ -23,12 +23,16 @@ def replay_entries(journal: Journal, board: str, settle_ms: int | None, *, use_c
                    key: checkpoint.CheckpointKey | None = None) -> tuple[Engine, int, dict[str, str]]:
     """Rebuild a board's engine from its journal; return it, the number of events it has given, and PGN headers.
 
-    ``settle_ms`` None takes the settle time the bridge ran with (the checkpoint's column, else the default).
+    ``settle_ms`` None takes the settle time the bridge ran with (its last ``settle`` entry, else the checkpoint's
+    column, else the default).
     The latest checkpoint is used when ``key`` verifies it (see :mod:`touchmove.bridge.checkpoint`), this code wrote
     it and its settle time is the one wanted; else it is ignored with one log line and every entry replayed.
     """
     cp = journal.checkpoint(board) if use_checkpoint else None
-    if settle_ms is None:
+    recorded = journal.settle_ms(board) if settle_ms is None else None
+    if settle_ms is None and recorded is not None and 0 <= recorded <= MAX_SETTLE_MS:
+        settle_ms = recorded
+    elif settle_ms is None:
         settle_ms = DEFAULT_SETTLE_MS
         if cp is not None and cp.settle_ms is not None:
             if 0 <= cp.settle_ms <= MAX_SETTLE_MS:
