@@ -17,6 +17,7 @@ import pytest
 from aiohttp import web
 
 from tests.broadcast.broadcast_helpers import REQUIRE_ALL, read_games, tournament_data
+from touchmove.broadcast import service
 from touchmove.broadcast.service import BroadcastService
 from touchmove.broadcast.tournament import parse_tournament
 from touchmove.sim.broadcast_boards import SimBridge
@@ -260,3 +261,37 @@ async def _assign(broker: LocalBroker, tmp_path: Path) -> None:
     assert [g["topic"] for g in got] == ["touchmove/boards/b01/set", "touchmove/boards/b02/set"]
     assert got[1]["command"] == "assign" and got[1]["round"] == "3" and got[1]["board"] == "2"
     assert got[1]["white"] == "White, Player 2" and got[1]["black"] == "Black, Player 2"
+
+
+def test_an_assignment_the_bridge_did_not_answer_is_sent_again_until_it_does(broker: LocalBroker,
+                                                                            tmp_path: Path) -> None:
+    # A bridge says its board is online before its command subscription is made: the first assign reaches no one
+    # (the club guide's export once lacked the names). The broadcaster sends it again until the bridge answers.
+    asyncio.run(_assign_again(broker, tmp_path))
+
+
+async def _assign_again(broker: LocalBroker, tmp_path: Path) -> None:
+    data = tournament_data(1, port=broker.port, out=tmp_path)
+    data["broadcast"]["assign"] = True
+    t = parse_tournament(data)
+    got: list[dict[str, Any]] = []
+    async with aiomqtt.Client("127.0.0.1", broker.port) as bridge:
+        await bridge.publish("touchmove/boards/b01/availability", b"online", qos=1, retain=True)
+        async with BroadcastService(t, port=0) as svc:
+            await wait_for(lambda: svc.hub.by_number[1].online is True, 10, "the board online")
+            await bridge.subscribe("touchmove/boards/+/set", qos=1)     # late: the first assigns are lost
+
+            async def answered_on_the_second() -> None:
+                async for message in bridge.messages:
+                    command = json.loads(bytes(message.payload))
+                    got.append(command)
+                    if len(got) == 2:
+                        await bridge.publish("touchmove/boards/b01/response", json.dumps(
+                            {"status": "ok", "command": "assign", "transaction": command["transaction"]}), qos=1)
+                        return
+
+            await asyncio.wait_for(answered_on_the_second(), 20)
+            await asyncio.sleep(2 * service.ASSIGN_AGAIN_S)
+            assert (3, 1) in svc._assigned
+        await bridge.publish("touchmove/boards/b01/availability", b"", qos=1, retain=True)
+    assert len(got) == 2 and all(c["command"] == "assign" and c["white"] == "White, Player 1" for c in got)

@@ -88,6 +88,8 @@ class BridgeIngest:
         self._unknown: OrderedDict[str, None] = OrderedDict()
         #: Called with a board's view when its bridge says it is online (it was not, or not known to be).
         self.online_listeners: list[Callable[[BoardView], None]] = []
+        #: Called with a board's view and the payload of each response its bridge gives to a command.
+        self.response_listeners: list[Callable[[BoardView, dict[str, Any]], None]] = []
         #: The brokers (indexes) whose events may come out of order or be missed (QoS 0, a standby connection):
         #: an event whose seq's predecessor has not come is held (up to GAP_WAIT_S) until it does.
         self.hold_gaps: frozenset[int] = frozenset()
@@ -130,6 +132,8 @@ class BridgeIngest:
                         listener(view)
         elif msg.kind == "response" and isinstance(msg.payload, dict):
             target.notify("response", {"board": view.pairing.board, **msg.payload})
+            for answer in self.response_listeners:
+                answer(view, msg.payload)
         elif msg.kind == "pgn" and isinstance(msg.payload, str):
             view.bridge_pgn = msg.payload or None
             live = view.games.live()

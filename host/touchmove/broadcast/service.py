@@ -10,9 +10,11 @@ import multiprocessing
 import os
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from aiohttp import web
 
+from touchmove.broadcast.board_view import BoardView
 from touchmove.broadcast.broadcaster import ActionError, Broadcaster
 from touchmove.broadcast.consumer import MqttLink, check_brokers
 from touchmove.broadcast.lichess_push import LichessPush, TokenSource
@@ -32,6 +34,10 @@ def check_output_dir(path: Path) -> None:
         raise TournamentError(f"output_dir {path} is not writable: {exc.strerror or exc}") from None
 
 log = logging.getLogger(__name__)
+
+#: An assignment the bridge has not answered is sent again this often (s), up to ASSIGN_TRIES times.
+ASSIGN_AGAIN_S = 3.0
+ASSIGN_TRIES = 20
 
 
 class BroadcastService:
@@ -71,6 +77,7 @@ class BroadcastService:
         self._runner: web.AppRunner | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._assigned: set[tuple[int, int]] = set()      # (round, board) whose names the bridge took
+        self._assigning: set[tuple[int, int]] = set()     # (round, board) being sent until the bridge answers
 
     @property
     def url(self) -> str:
@@ -132,6 +139,7 @@ class BroadcastService:
             # a board whose bridge starts after the broadcaster (or comes back) gets its names then
             self.hub.ingest.online_listeners.append(lambda view: self._tasks.append(
                 asyncio.create_task(self._assign_one(view.pairing.board), name="assign")))
+            self.hub.ingest.response_listeners.append(self._assign_answered)
         if wait_mqtt:
             await self.link.wait_ready(wait_mqtt)
         log.info("broadcast of round %s: %s (PGN %s)", self.hub.round.number, self.url, self.pgn_url)
@@ -149,18 +157,33 @@ class BroadcastService:
             await self._assign_one(number, quiet=True)
 
     async def _assign_one(self, number: int, *, quiet: bool = False) -> None:
-        """Send board ``number``'s names to its bridge, unless this round's were taken already."""
+        """Send board ``number``'s names to its bridge until the bridge answers that it took them (this round's),
+        again every :data:`ASSIGN_AGAIN_S` while the board is online: a command published while the bridge's
+        command subscription is still being made (its board already online) reaches no one."""
         key = (self.hub.round.number, number)
-        if key in self._assigned:
+        if key in self._assigning:
             return
+        self._assigning.add(key)
         try:
-            online = self.hub.by_number[number].online    # a command to a board no bridge serves is lost
-            await self.hub.assign(number)
-            if online:
-                self._assigned.add(key)
-        except ActionError as exc:
-            # a board not online yet is assigned when its bridge says it is (online_listeners)
-            (log.info if quiet else log.warning)("assign board %s: %s", number, exc)
+            for _ in range(ASSIGN_TRIES):
+                if key in self._assigned or key[0] != self.hub.round.number:
+                    return
+                try:
+                    await self.hub.assign(number)
+                except ActionError as exc:
+                    (log.info if quiet else log.warning)("assign board %s: %s", number, exc)
+                    return
+                if not self.hub.by_number[number].online:
+                    return       # a board not online yet is assigned again when its bridge says it is
+                await asyncio.sleep(ASSIGN_AGAIN_S)
+            log.warning("assign board %s: its bridge did not answer %d assignments", number, ASSIGN_TRIES)
+        finally:
+            self._assigning.discard(key)
+
+    def _assign_answered(self, view: BoardView, payload: dict[str, Any]) -> None:
+        """Note a bridge's answer to ``assign``: the names of this round's board are taken."""
+        if payload.get("command") == "assign" and payload.get("status") == "ok":
+            self._assigned.add((self.hub.round.number, view.pairing.board))
 
     async def stop(self) -> None:
         for task in self._tasks:
