@@ -15,6 +15,7 @@ except ImportError:  # CPython
 
 
 REPEAT_MS = const(10000)
+DRAIN_MS = const(2000)  # at the end of the stream, the longest wait for the queued output to be written
 
 
 def serve(cfg, why, port, board_id, boot, clock, until=None):
@@ -52,7 +53,11 @@ def serve(cfg, why, port, board_id, boot, clock, until=None):
             _command(out, la.line(), why, hello)
         elif r == TOO_LONG:
             out.error("line too long")
-    out.pump()
+    # The stream ended (the unix port's stdin; a board's never does): what is still queued goes out whole, for
+    # up to DRAIN_MS, not a pump's budget (under load one pump wrote half a line and the process exited).
+    t_end = clock.ms()
+    while out.pump() and diff(clock.ms(), t_end) < DRAIN_MS:
+        clock.pause(1)
     return out
 
 

@@ -257,22 +257,25 @@ def main(argv: list[str] | None = None) -> int:
                         help="the link lost at START for LENGTH ms of device time (START:LENGTH), the board "
                              "switched off meanwhile with START:LENGTH:power; repeatable")
     parser.add_argument("--t0", type=float, help="time.monotonic() of the timeline's 0 (default: now)")
+    parser.add_argument("--wait-host", action="store_true",
+                        help="the timeline's 0 when the host first writes to the board (a round starts once the "
+                             "board is connected), not at power-on")
     args = parser.parse_args(argv)
     events = timeline.read(args.timeline)
     emulator = DgtEmulator(start_pieces(chess.Board(args.start)), events, args.serial, args.rotated, args.seed,
                            serial_size=args.serial_size, drops=tuple(args.drop),
                            clock_swapped=args.clock_swapped)
-    return serve(emulator, args.speed, args.t0)
+    return serve(emulator, args.speed, args.t0, wait_host=args.wait_host)
 
 
-def serve(emulator: Any, speed: float, t0: float | None = None) -> int:
+def serve(emulator: Any, speed: float, t0: float | None = None, *, wait_host: bool = False) -> int:
     """Run an emulator on stdin/stdout in real time (device ms = host ms x ``speed``, from ``t0``, a
-    ``time.monotonic()`` reading, or now) until stdin closes."""
-    begin = time.monotonic() if t0 is None else t0
+    ``time.monotonic()`` reading, or now; with ``wait_host`` from the host's first bytes) until stdin closes."""
+    begin: float | None = None if wait_host else time.monotonic() if t0 is None else t0
     stdin, stdout = sys.stdin.fileno(), sys.stdout.fileno()
 
     def now() -> float:
-        return (time.monotonic() - begin) * 1000 * speed
+        return 0.0 if begin is None else (time.monotonic() - begin) * 1000 * speed
 
     while True:
         out = emulator.advance(now())
@@ -285,6 +288,8 @@ def serve(emulator: Any, speed: float, t0: float | None = None) -> int:
             data = os.read(stdin, 4096)
             if not data:
                 return 0
+            if begin is None:
+                begin = time.monotonic()
             reply = emulator.feed(data) if hasattr(emulator, "feed") else \
                 b"".join(emulator.command(b) for b in data)
             if reply:
