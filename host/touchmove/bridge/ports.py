@@ -142,9 +142,9 @@ class BoardPorts:
         self._ask_hello(link)
         return link
 
-    def _ask_hello(self, link: SerialLink, *, now: float | None = None) -> None:
+    def _ask_hello(self, link: SerialLink) -> None:
         """Send ``link`` a hello command unless one went less than :data:`HELLO_RETRY_S` ago."""
-        now = time.monotonic() if now is None else now
+        now = time.monotonic()
         if now - link.hello_asked < HELLO_RETRY_S:
             return
         link.hello_asked = now
