@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import getpass
 import json
 import os
@@ -14,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import chess
 import chess.pgn
@@ -259,3 +260,30 @@ def exported_moves(journal: Path, board: str, out: Path) -> list[str]:
     with open(pgn) as fh:
         game = chess.pgn.read_game(fh)
     return [m.uci() for m in game.mainline_moves()] if game is not None else []
+
+
+class OffersEvents(Protocol):
+    """The bridge's MQTT link as a pacer uses it."""
+
+    def offer_event(self, topic: str, payload: bytes, seq: int) -> bool: ...
+
+
+@dataclass
+class EventPacer:
+    """Offers numbered events (``{"seq": n}``, n from 1) on one topic every ``every_s`` seconds and notes when each
+    was sent, so a test can count what arrived against what was sent."""
+
+    link: OffersEvents
+    topic: str
+    every_s: float
+    sent: dict[int, float] = field(default_factory=dict)
+    seq: int = 0
+
+    async def publish_for(self, seconds: float) -> None:
+        """Offer events for ``seconds``; each must be taken by the link."""
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.seq += 1
+            self.sent[self.seq] = time.monotonic()
+            assert self.link.offer_event(self.topic, json.dumps({"seq": self.seq}).encode(), self.seq)
+            await asyncio.sleep(self.every_s)

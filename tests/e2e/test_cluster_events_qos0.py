@@ -8,15 +8,13 @@ and the longest wait of one sent after the kill."""
 from __future__ import annotations
 
 import asyncio
-import json
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
-from tests.e2e.helpers import require_binary
+from tests.e2e.helpers import EventPacer
 from touchmove.bridge.mqtt_link import MqttLink
 from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.consumer import MqttLink as ConsumerLink
@@ -45,13 +43,6 @@ class Hub:
             self.copies[seq] = self.copies.get(seq, 0) + 1
 
 
-@pytest.fixture
-def cluster() -> Iterator[NatsCluster]:
-    require_binary("nats-server", "/usr/sbin/nats-server")
-    with NatsCluster(3) as running:
-        yield running
-
-
 @pytest.mark.parametrize("victim", ["the bridge's node, leading $MQTT_msgs", "the reader's node"])
 def test_no_event_waits_for_an_election(cluster: NatsCluster, victim: str) -> None:
     bridge_first = cluster.stream_leaders()["$MQTT_msgs"]
@@ -75,16 +66,8 @@ def test_no_event_waits_for_an_election(cluster: NatsCluster, victim: str) -> No
                                                  fallbacks=reader_urls[1:], bases=(BASE,), subscribe_qos=0,
                                                  events_standby=True)])
         tasks = [asyncio.create_task(link.run()), asyncio.create_task(reader.run())]
-        seq = 0
-
-        async def publish_for(seconds: float) -> None:
-            nonlocal seq
-            end = time.monotonic() + seconds
-            while time.monotonic() < end:
-                seq += 1
-                sent[seq] = time.monotonic()
-                assert link.offer_event(f"{BASE}/boards/b1/events", json.dumps({"seq": seq}).encode(), seq)
-                await asyncio.sleep(EVERY_S)
+        pacer = EventPacer(link, f"{BASE}/boards/b1/events", EVERY_S, sent)
+        publish_for = pacer.publish_for
 
         try:
             await reader.wait_ready(60)
@@ -98,7 +81,7 @@ def test_no_event_waits_for_an_election(cluster: NatsCluster, victim: str) -> No
             kill = node_of[primary.port] if victim.startswith("the bridge") else node_of[reader._on_node[0].port]
             facts.update(kill=kill, leaders=cluster.stream_leaders(), meta=cluster.meta_leader(),
                          standby=node_of[reader._standby_on[0].port], reader=node_of[reader._on_node[0].port])
-            before = seq
+            before = pacer.seq
             await asyncio.to_thread(cluster.kill, kill)
             facts["killed"] = time.monotonic()
             facts["before"] = before

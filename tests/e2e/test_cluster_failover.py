@@ -22,13 +22,12 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
-from tests.e2e.helpers import require_binary
+from tests.e2e.helpers import EventPacer
 from touchmove import wire
 from touchmove.bridge.mqtt_link import MqttLink
 from touchmove.broadcast.bridge_topics import BridgeMessage
@@ -96,13 +95,6 @@ class Hub:
                 self.warmed.add(seq)
             else:
                 self.arrived.setdefault(seq, time.monotonic())
-
-
-@pytest.fixture
-def cluster() -> Iterator[NatsCluster]:
-    require_binary("nats-server", "/usr/sbin/nats-server")
-    with NatsCluster(3) as running:
-        yield running
 
 
 def _choose(cluster: NatsCluster, victim: str) -> tuple[int, int]:
@@ -189,19 +181,11 @@ def test_publishing_and_reading_resume_after_a_node_dies(cluster: NatsCluster, v
                     link.offer_event(f"{BASE}/boards/b1/events", json.dumps({"seq": warm}).encode(), warm)
                     await asyncio.sleep(0.2)
             facts["warm_ups"] = -warm
-            seq = 0
-
-            async def publish_for(seconds: float) -> None:
-                nonlocal seq
-                end = time.monotonic() + seconds
-                while time.monotonic() < end:
-                    seq += 1
-                    sent[seq] = time.monotonic()
-                    assert link.offer_event(f"{BASE}/boards/b1/events", json.dumps({"seq": seq}).encode(), seq)
-                    await asyncio.sleep(EVERY_S)
+            pacer = EventPacer(link, f"{BASE}/boards/b1/events", EVERY_S, sent)
+            publish_for = pacer.publish_for
 
             await publish_for(1.0)
-            facts["before"] = seq
+            facts["before"] = pacer.seq
             await asyncio.to_thread(cluster.kill, kill)
             facts["killed"] = time.monotonic()
 
@@ -216,13 +200,13 @@ def test_publishing_and_reading_resume_after_a_node_dies(cluster: NatsCluster, v
             await asyncio.gather(publish_for(bound + 2.0), command_until_received())
             facts["published_s"] = round(time.monotonic() - facts["killed"], 2)
             async with asyncio.timeout(bound + 10):     # what was sent is acknowledged and, unless the reader was
-                while len(acked) < seq or any(       # away, arrives (or the test fails below)
+                while len(acked) < pacer.seq or any(       # away, arrives (or the test fails below)
                         s not in hub.arrived and not hub.missed_while_away(sent[s]) for s in sent):
                     await asyncio.sleep(0.1)
             facts["failovers"] = link.failovers
             # the killed node comes back with its data and serves: the reader moves there and reads
             facts["rejoined_s"] = await asyncio.to_thread(cluster.restart, kill, REJOIN_BOUND_S)
-            facts["before_restart"] = seq
+            facts["before_restart"] = pacer.seq
             await publish_for(1.0)
             async with asyncio.timeout(10):
                 while any(s not in hub.arrived and not hub.missed_while_away(sent[s]) for s in sent):
