@@ -19,7 +19,7 @@ from aiohttp import web
 from tests.broadcast.broadcast_helpers import REQUIRE_ALL, read_games, tournament_data
 from touchmove.broadcast import service
 from touchmove.broadcast.service import BroadcastService
-from touchmove.broadcast.tournament import parse_tournament
+from touchmove.broadcast.tournament import Tournament, parse_tournament
 from touchmove.sim.broadcast_boards import SimBridge
 from touchmove.sim.local_broker import LocalBroker
 
@@ -238,14 +238,19 @@ async def _two_brokers(tmp_path: Path, one: LocalBroker, two: LocalBroker) -> No
             await wait_for(lambda: svc.hub.by_number[1].game.ply == 2, 5, "the move after the restart")
 
 
+def _assigning(boards: int, broker: LocalBroker, tmp_path: Path) -> Tournament:
+    """Return a tournament of ``boards`` boards on ``broker`` whose broadcaster assigns the pairings."""
+    data = tournament_data(boards, port=broker.port, out=tmp_path)
+    data["broadcast"]["assign"] = True
+    return parse_tournament(data)
+
+
 def test_pairings_are_assigned_to_the_bridges(broker: LocalBroker, tmp_path: Path) -> None:
     asyncio.run(_assign(broker, tmp_path))
 
 
 async def _assign(broker: LocalBroker, tmp_path: Path) -> None:
-    data = tournament_data(2, port=broker.port, out=tmp_path)
-    data["broadcast"]["assign"] = True
-    t = parse_tournament(data)
+    t = _assigning(2, broker, tmp_path)
     got: list[dict[str, Any]] = []
     async with aiomqtt.Client("127.0.0.1", broker.port) as client:
         await client.subscribe("touchmove/boards/+/set", qos=1)
@@ -271,9 +276,7 @@ def test_an_assignment_the_bridge_did_not_answer_is_sent_again_until_it_does(bro
 
 
 async def _assign_again(broker: LocalBroker, tmp_path: Path) -> None:
-    data = tournament_data(1, port=broker.port, out=tmp_path)
-    data["broadcast"]["assign"] = True
-    t = parse_tournament(data)
+    t = _assigning(1, broker, tmp_path)
     got: list[dict[str, Any]] = []
     async with aiomqtt.Client("127.0.0.1", broker.port) as bridge:
         await bridge.publish("touchmove/boards/b01/availability", b"online", qos=1, retain=True)

@@ -186,12 +186,27 @@ def test_mcp23017_error_reaches_the_host():
     assert not [m for m in out if m["type"] in ("lift", "place")]  # the glitch flipped no square
 
 
+def _timed_scans(app, t, count):
+    """Run ``count`` scans 5 ms apart from board time ``t``, writing out after each; return the last time and the
+    scans' durations in µs, sorted."""
+    import time
+
+    times = []
+    for _ in range(count):
+        t += 5
+        u0 = time.ticks_us()
+        app.scanner.scan(t)
+        times.append(time.ticks_diff(time.ticks_us(), u0))
+        app.flush()
+    times.sort()
+    return t, times
+
+
 def test_mcp23017_a_stuck_chip_costs_a_bounded_time_and_is_reported():
     """A chip holding SCL low makes every transfer wait the I2C timeout: rp2's default 50 ms would stall a scan
     50 ms a chip (250 ms with all five). The driver passes i2c_timeout_us (1000 us: 8 x a 2-byte register
     read at 400 kHz), so one stuck chip costs about 1 ms a scan; the failures are counted as timeouts and
     reach the host in the bus error record."""
-    import time
 
     from touchmove_fw import assemble
 
@@ -205,15 +220,7 @@ def test_mcp23017_a_stuck_chip_costs_a_bounded_time_and_is_reported():
     app.out.write = lines.append
     app.start()
     models[3].stuck = True
-    times = []
-    t = 0
-    for _ in range(250):  # a bit more than one heartbeat
-        t += 5
-        u0 = time.ticks_us()
-        app.scanner.scan(t)
-        times.append(time.ticks_diff(time.ticks_us(), u0))
-        app.flush()
-    times.sort()
+    _, times = _timed_scans(app, 0, 250)  # a bit more than one heartbeat
     # one stuck chip: one 1 ms timeout a scan (before: rp2's default 50 ms, in every scan). Nine scans in ten under
     # 40 ms, not the worst: on a PC shared with parallel tests a few scans are preempted for tens of ms (at load 12:
     # 5 of 250 took 24-63 ms, the median 1.2 ms)
@@ -233,7 +240,6 @@ def test_mcp23017_scl_held_low_skips_the_bus_and_recovers_when_it_is_free():
     """A slave holding SCL low (read on the clock pin between transfers): no transfer is tried (each would wait
     its timeout) and no nine-pulse recovery either (it cannot free a held clock); the scans go on with the last
     good readings, the host is told. Once SCL is high again the bus is recovered and the chips set up again."""
-    import time
 
     from touchmove_fw import assemble
 
@@ -257,14 +263,7 @@ def test_mcp23017_scl_held_low_skips_the_bus_and_recovers_when_it_is_free():
         m.stuck = True  # were a transfer tried, it would wait the 1 ms timeout
     machine.set_input(MCP23017Model.SCL, 0)
     before = len(lines)
-    times = []
-    for _ in range(250):  # a bit more than one heartbeat
-        t += 5
-        u0 = time.ticks_us()
-        app.scanner.scan(t)
-        times.append(time.ticks_diff(time.ticks_us(), u0))
-        app.flush()
-    times.sort()
+    t, times = _timed_scans(app, t, 250)  # a bit more than one heartbeat
     assert times[125] < 1000, times[125]  # no timeout waited
     assert drv.timeouts == 0 and drv.recoveries == 0 and drv.scl_low == 250, (drv.timeouts, drv.recoveries)
     out = [json.loads(x) for x in lines[before:]]
