@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 from typing import Protocol
@@ -83,6 +84,27 @@ class ManualClock:
     def step_wall(self, seconds: float) -> None:
         """Step the wall clock alone (either way), as an NTP or RTC correction does."""
         self.now_wall += seconds
+
+
+class LoopClock:
+    """One event loop's clock as the monotonic clock (``loop.time()``), the system's as the wall clock.
+
+    asyncio's loops read ``time.monotonic`` themselves, so in a daemon this is the system's monotonic clock; on a
+    loop whose time is virtual (the tests' loops, which jump to the next timer when nothing else is ready) the
+    readings and the timers the loop runs agree, and an in-process test of minutes of board time takes
+    milliseconds."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+
+    def monotonic(self) -> float:
+        return self.loop.time()
+
+    def wall(self) -> float:
+        return time.time()
+
+    def boot_id(self) -> str:
+        return ""
 
 
 SYSTEM_CLOCK = SystemClock()

@@ -6,17 +6,19 @@ from __future__ import annotations
 import asyncio
 
 from touchmove.bridge import Bridge
+from touchmove.clocks import LoopClock
 from touchmove.config import BridgeConfig
 
 _RUNNING: dict[str, Bridge] = {}
 
 
 def open_bridge(cfg: BridgeConfig, loop: asyncio.AbstractEventLoop) -> Bridge:
-    """Return a bridge on ``cfg``, opened and running on ``loop`` (the one before it on that journal let go)."""
+    """Return a bridge on ``cfg``, opened and running on ``loop`` and reading its time (the one before it on that
+    journal let go)."""
     before = _RUNNING.pop(cfg.journal, None)
     if before is not None:
         before.journal_lock.release()
-    bridge = Bridge(cfg, session="test")
+    bridge = Bridge(cfg, session="test", clock=LoopClock(loop))
     bridge.open()
     _RUNNING[cfg.journal] = bridge
     bridge._loop = loop

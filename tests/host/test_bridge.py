@@ -8,7 +8,6 @@ import asyncio
 import json
 import random
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any
 
@@ -646,10 +645,10 @@ def test_a_real_board_read_late_then_quickly_keeps_its_settle_time(
     bridge = make_bridge(tmp_path, loop, settle_ms=200)
     link = FakeLink()
     bridge.handle_lines(link, [hello(0, 5), line(1, 6, "snapshot", occ=START)])
-    start, seq = time.monotonic(), 2
+    start, seq = loop.time(), 2          # the host's time is the loop's (virtual: see conftest.loop)
 
     def host_ms() -> int:
-        return int((time.monotonic() - start) * 1000)
+        return int((loop.time() - start) * 1000)
 
     while host_ms() < 6500:                   # heartbeats about every 100 host ms, device time running 2x
         bridge.handle_lines(link, [line(seq, 1000 + 2 * host_ms(), "heartbeat", occ=START)])

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from touchmove.board_protocols import PROTOCOL_NAMES
+from touchmove.clocks import SYSTEM_CLOCK, Clock
 
 if TYPE_CHECKING:
     from touchmove.boards.base import Translator
@@ -109,11 +110,11 @@ def find_board_ports(cfg: SerialConfig) -> list[str]:
 
 
 def open_link(path: str, cfg: SerialConfig, on_lines: Callable[[SerialLink, list[bytes | None]], None],
-              on_closed: Callable[[SerialLink, str], None]) -> SerialLink | None:
+              on_closed: Callable[[SerialLink, str], None], clock: Clock = SYSTEM_CLOCK) -> SerialLink | None:
     """Return a link translating ``path``'s protocol when ``[serial] boards`` designates it, else None."""
     entry = board_port_of(path, cfg)
     if entry is None:
         return None
     from touchmove.boards.link import BoardLink
 
-    return BoardLink(path, translator_for(entry.protocol, path, entry.rate), on_lines, on_closed)
+    return BoardLink(path, translator_for(entry.protocol, path, entry.rate), on_lines, on_closed, clock)

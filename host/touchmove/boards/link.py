@@ -13,12 +13,12 @@ import asyncio
 import contextlib
 import logging
 import os
-import time
 from collections.abc import Callable
 from typing import Any
 
 from touchmove.boards.base import Translator, encode_lines
 from touchmove.bridge.serial_link import FROM_BOARD_ADAPTER, SerialLink
+from touchmove.clocks import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger("touchmove.boards")
 
@@ -54,16 +54,17 @@ class BoardLink(SerialLink):
 
     def __init__(self, path: str, translator: Translator,
                  on_lines: Callable[[SerialLink, list[bytes | None]], None],
-                 on_closed: Callable[[SerialLink, str], None]) -> None:
+                 on_closed: Callable[[SerialLink, str], None], clock: Clock = SYSTEM_CLOCK) -> None:
         super().__init__(path, translator.baudrate, on_lines, on_closed)
         self.translator = translator
+        self.clock = clock
         #: the shortest settle time the board's reports allow (the bridge's engine for it uses at least this)
         self.min_settle_ms = translator.min_settle_ms
         self._timer: asyncio.TimerHandle | None = None
 
     def now(self) -> int:
         """Return the host time stamp (ms, times the simulation rate) for what arrives now."""
-        return int(time.monotonic() * 1000 * self.translator.rate)
+        return int(self.clock.monotonic() * 1000 * self.translator.rate)
 
     def open(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
         if loop is None or os.name != "posix":

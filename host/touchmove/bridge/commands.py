@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -16,6 +15,7 @@ import chess
 from touchmove import board_ids, records, wire
 from touchmove.bridge.serial_link import leds_command
 from touchmove.bridge.session import BoardSession
+from touchmove.clocks import Clock
 from touchmove.mqtt_schema import (
     BOARD_COMMANDS,
     BRIDGE_REQUESTS,
@@ -50,6 +50,8 @@ class CommandTarget(Protocol):
     def journal(self) -> EntrySink: ...
     @property
     def mqtt(self) -> Replies: ...
+    @property
+    def clock(self) -> Clock: ...
 
     def board_now(self, sess: BoardSession) -> int: ...
     def feed(self, sess: BoardSession, record: records.Record, source: str) -> None: ...
@@ -145,7 +147,7 @@ class BridgeCommands:
         seq = sess.event_seq
         log.info("operator command %s on board %s (transaction %r)", command, board, transaction)
         if record is not None:
-            sess.arrival_t, sess.arrival_host = t, time.monotonic()
+            sess.arrival_t, sess.arrival_host = t, self.bridge.clock.monotonic()
             self.bridge.feed(sess, record, "operator")
         self.bridge.schedule_flush()
         # A resync or result the engine could not apply is answered with its reason (the event is published as well).

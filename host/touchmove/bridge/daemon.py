@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -44,6 +43,7 @@ from touchmove.bridge.publisher import Publisher, plies_in_pgn
 from touchmove.bridge.seq_floor import SeqFloor
 from touchmove.bridge.serial_link import SerialLink
 from touchmove.bridge.session import BoardSession
+from touchmove.clocks import SYSTEM_CLOCK, Clock
 from touchmove.config import BridgeConfig
 
 __all__ = ["CHECKPOINT_EVERY", "MAX_BACKLOG", "Bridge"]
@@ -54,8 +54,10 @@ log = logging.getLogger("touchmove.bridge")
 class Bridge:
     """The daemon. ``await bridge.run()`` serves until cancelled or :meth:`stop`."""
 
-    def __init__(self, config: BridgeConfig, *, session: str | None = None) -> None:
+    def __init__(self, config: BridgeConfig, *, session: str | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
         self.config = config
+        #: the one clock of the pipeline, the ports, the sessions and the vendor links (tests: a loop's virtual time)
+        self.clock = clock
         self.session = session or uuid.uuid4().hex[:12]
         self.base = config.mqtt.base_topic
         self.boards: dict[str, BoardSession] = {}
@@ -63,7 +65,7 @@ class Bridge:
                              on_connected=self._on_mqtt_connected)
         self.publisher = Publisher(self.mqtt, self.base, self.session, settle_ms=config.settle_ms,
                                    boards=self.boards, problems=self.problems)
-        self.pipeline = EventPipeline(config, self.session, self.publisher, self.boards)
+        self.pipeline = EventPipeline(config, self.session, self.publisher, self.boards, clock=clock)
         self.stats = self.pipeline.stats
         self.ports = BoardPorts(self, config.serial)
         self.admission = Admission(self, config.board_serials)
@@ -148,10 +150,9 @@ class Bridge:
         """Return the session of a board that said hello (made, and journaled, when the bridge did not know it)."""
         return self.pipeline.bind(board, min_settle_ms)
 
-    @staticmethod
-    def board_now(sess: BoardSession) -> int:
+    def board_now(self, sess: BoardSession) -> int:
         """Estimate the board's current device time."""
-        return sess.now()
+        return sess.now(self.clock.monotonic())
 
     def feed(self, sess: BoardSession, record: records.Record, source: str) -> None:
         """Journal one record for a board and run it through its engine."""
@@ -239,7 +240,7 @@ class Bridge:
                 continue
             log.info("board %s: the %d plies it had published read back from the broker", board, len(plies))
             t = self.board_now(sess)
-            sess.arrival_t, sess.arrival_host = t, time.monotonic()
+            sess.arrival_t, sess.arrival_host = t, self.clock.monotonic()
             self.feed(sess, records.Published(t, plies), "broker")
         self.schedule_flush()
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -38,6 +37,7 @@ from touchmove.bridge.mqtt_link import dumps
 from touchmove.bridge.replay import replay_entries
 from touchmove.bridge.seq_floor import SeqFloor
 from touchmove.bridge.session import BoardSession
+from touchmove.clocks import SYSTEM_CLOCK, Clock
 from touchmove.config import BridgeConfig
 from touchmove.rules import Engine, Event
 from touchmove.wire import iso_now
@@ -68,8 +68,9 @@ class EventPipeline:
     """Records to each board's engine, everything to the journal, events on to an :class:`EventOutlet`."""
 
     def __init__(self, config: BridgeConfig, session: str, outlet: EventOutlet,
-                 boards: dict[str, BoardSession] | None = None) -> None:
+                 boards: dict[str, BoardSession] | None = None, *, clock: Clock = SYSTEM_CLOCK) -> None:
         self.config = config
+        self.clock = clock
         self.session = session
         self.outlet = outlet
         self.boards: dict[str, BoardSession] = {} if boards is None else boards
@@ -178,7 +179,7 @@ class EventPipeline:
             self._restore()
 
     def _restore(self) -> None:
-        now = time.monotonic()
+        now = self.clock.monotonic()
         for row in self.journal.boards():
             if not board_ids.is_board_id(row.board):
                 # A journal written before the id rule may hold an id that cannot be published (a topic level
@@ -268,8 +269,9 @@ class EventPipeline:
         deadline = sess.engine.next_deadline()
         if deadline is None:
             return
-        base_host = sess.arrival_host or time.monotonic()
-        delay = (deadline - sess.arrival_t) / 1000 / sess.rate - (time.monotonic() - base_host)
+        now = self.clock.monotonic()
+        base_host = sess.arrival_host or now
+        delay = (deadline - sess.arrival_t) / 1000 / sess.rate - (now - base_host)
         sess.timer = self.event_loop().call_later(max(0.0, delay), self._on_deadline, sess, deadline)
 
     def _on_deadline(self, sess: BoardSession, deadline: int) -> None:

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import time
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Protocol
@@ -35,6 +34,7 @@ from touchmove.bridge.serial_link import (
     find_ports,
 )
 from touchmove.bridge.session import BoardSession
+from touchmove.clocks import Clock
 from touchmove.config import SerialConfig
 from touchmove.log_limit import LogLimit
 from touchmove.wire import iso_now
@@ -79,6 +79,9 @@ class PortsHost(Protocol):
     def stats(self) -> dict[str, int]: ...
     @property
     def admission(self) -> PortGate: ...
+
+    @property
+    def clock(self) -> Clock: ...
 
     def event_loop(self) -> asyncio.AbstractEventLoop: ...
     def bind_board(self, board: str, min_settle_ms: int = 0) -> BoardSession: ...
@@ -126,7 +129,7 @@ class BoardPorts:
         if real in self.links:
             return None
         link = boards.open_link(path, self.config, self._lines_from_thread,
-                                self._closed_from_thread) or SerialLink(
+                                self._closed_from_thread, self.bridge.clock) or SerialLink(
             path, self.config.baudrate, self._lines_from_thread, self._closed_from_thread)
         try:
             link.open(self.bridge.event_loop())
@@ -144,7 +147,7 @@ class BoardPorts:
 
     def _ask_hello(self, link: SerialLink) -> None:
         """Send ``link`` a hello command unless one went less than :data:`HELLO_RETRY_S` ago."""
-        now = time.monotonic()
+        now = self.bridge.clock.monotonic()
         if now - link.hello_asked < HELLO_RETRY_S:
             return
         link.hello_asked = now
@@ -163,7 +166,7 @@ class BoardPorts:
                 self.bad_input_log.flush()
                 for sess in list(self.bridge.boards.values()):
                     if sess.flicker.flickering:
-                        self.flicker_quiet(sess, time.monotonic())
+                        self.flicker_quiet(sess, self.bridge.clock.monotonic())
                 for link in list(self.links.values()):
                     if link.board is None and link.held_back is None:
                         self._ask_hello(link)
@@ -299,7 +302,7 @@ class BoardPorts:
             if sess.boot is None and sess.last_t == 0:
                 sess.t_offset = 0          # first contact: board time is device time
             else:
-                elapsed = int((time.monotonic() - sess.arrival_host) * 1000) if sess.arrival_host else 0
+                elapsed = int((self.bridge.clock.monotonic() - sess.arrival_host) * 1000) if sess.arrival_host else 0
                 sess.t_offset = sess.last_t + max(0, elapsed) - first_t
             log.info("board %s: boot %s on %s", board, boot, link.path)
             sess.boot = boot
@@ -342,14 +345,14 @@ class BoardPorts:
     def flicker_quiet(self, sess: BoardSession, now: float) -> None:
         """End the flickers of ``sess``'s board that are quiet at host time ``now`` (s): each square's last state
         goes on to the journal and the engine as one record."""
-        for sq, ended, record in sess.flicker.quiet(now * 1000, max(sess.now(), sess.last_t)):
+        for sq, ended, record in sess.flicker.quiet(now * 1000, max(sess.now(now), sess.last_t)):
             log.warning("board %s: square %s quiet again after %.1f s of flicker (%d changes coalesced)", sess.board,
                         chess.square_name(sq), (ended.last_at - ended.since) / 1000, ended.held)
             if record is not None:
                 self.bridge.feed(sess, record, "serial")
 
     def request_snapshot(self, sess: BoardSession, *, force: bool = False) -> None:
-        now = time.monotonic()
+        now = self.bridge.clock.monotonic()
         if sess.link is None or (not force and now - sess.last_snapshot_request < SNAPSHOT_INTERVAL):
             return
         sess.last_snapshot_request = now
@@ -367,7 +370,7 @@ class BoardPorts:
                     port = sess.link.path if sess.link is not None else "(port closed)"
                     self.bridge.admission.board_error(port, sess, msg.fields.get("why"))
             return
-        now = time.monotonic()
+        now = self.bridge.clock.monotonic()
         board_t, jumped, changed = sess.board_time(msg.t, now)
         if jumped:
             self.bridge.stats["time_jumps"] += 1

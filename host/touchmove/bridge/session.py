@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -62,11 +61,11 @@ class BoardSession:
         write): the broker's retained PGN then has plies the journal lacks."""
         return self.lost_upto >= self.lost_from
 
-    def now(self) -> int:
-        """Estimate the board's current device time."""
+    def now(self, host_now: float) -> int:
+        """Estimate the board's current device time when the host's monotonic clock reads ``host_now``."""
         if not self.arrival_host:
             return self.last_t
-        est = self.arrival_t + int((time.monotonic() - self.arrival_host) * 1000 * self.rate)
+        est = self.arrival_t + int((host_now - self.arrival_host) * 1000 * self.rate)
         return max(est, self.last_t)
 
     def board_time(self, device_t: int, now: float) -> tuple[int, bool, bool]:
@@ -90,7 +89,7 @@ class BoardSession:
                 jump = f"jumped {device_t - last} ms ahead in {expected / 1000:.1f} s"
         self.device_t = device_t
         if jump is not None:
-            estimate = self.now()
+            estimate = self.now(now)
             log.warning("board %s: device time %s within boot %s; board time goes on from %d (the host's "
                         "estimate)", self.board, jump, self.boot, estimate)
             self.t_offset = estimate - device_t
