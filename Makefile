@@ -96,12 +96,13 @@ lane-typecheck:
 lane-schematics:
 	$(SCHEMATICS_CHECK)
 
-# The inner loop: ruff, mypy and the tests without the emulated Pico and without tests/e2e, at once.
+# The inner loop: ruff, mypy and the tests without the emulated Pico and without the end-to-end ones (tests/e2e
+# and the modules tests/conftest.py marks e2e: games through real processes), at once.
 test-quick: install system-deps livechess-deps
 	@$(MAKE) --no-print-directory -k -j3 --output-sync=target lane-lint lane-typecheck pytest-quick
 
 pytest-quick:
-	$(BIN)/pytest -q $(XDIST) --ignore=tests/pico --ignore=tests/e2e
+	$(BIN)/pytest -q $(XDIST) --ignore=tests/pico --ignore=tests/e2e -m "not e2e"
 
 demo: install broker-deps
 	$(BIN)/touchmove demo

@@ -26,6 +26,28 @@ from touchmove.sim.local_broker import LocalBroker
 
 REQUIRE_ALL = os.environ.get("TOUCHMOVE_REQUIRE_ALL") == "1"
 
+#: Modules outside tests/e2e whose tests are end to end too: games played in real time through real processes
+#: (``touchmove run``, ``touchmove broadcast``, emulated boards on pseudo-terminals, a wheel installed, lichess's
+#: client, Chromium). Marked ``e2e`` with tests/e2e, so ``make test-quick`` (``-m "not e2e"``) leaves them to
+#: ``make test``.
+E2E_MODULES = frozenset({
+    "tests/boards/test_e2e_boards.py", "tests/boards/test_flood_e2e.py", "tests/boards/test_dgt_dump_glitch_e2e.py",
+    "tests/boards/test_board_claims_e2e.py", "tests/boards/test_journal_lost_e2e.py",
+    "tests/cli/test_club_guide.py", "tests/cli/test_wheel.py", "tests/cli/test_demo_pgn.py",
+    "tests/livechess/test_lichess_client.py",
+    "tests/broadcast/test_broadcast_delay_process.py", "tests/broadcast/test_broadcast_revocation_process.py",
+    "tests/broadcast/test_broadcast_e2e_bridge.py", "tests/broadcast/test_broadcast_losing_paths.py",
+    "tests/broadcast/test_broadcast_round_identity.py", "tests/broadcast/test_broadcast_dashboard.py",
+})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = config.rootpath
+    for item in items:
+        where = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
+        if where.startswith("tests/e2e/") or where in E2E_MODULES:
+            item.add_marker(pytest.mark.e2e)
+
 
 def pytest_configure(config: pytest.Config) -> None:
     # each pytest process (the xdist workers too): the children a test starts inherit an ignored SIGINT, not a
