@@ -16,7 +16,7 @@ restarted ``--down-for`` seconds later and given ``--between`` seconds before th
 node, the ``$MQTT_msgs`` leader, JetStream's meta leader, the broadcaster's node. Moves placed from a kill until
 the node serves again are reported per kill; every placed move must reach the PGN once (lost, duplicated).
 ``--events-qos 0`` (the default on NATS): the bridges publish events at QoS 0 on connections of their own and
-the broadcaster keeps an events' standby connection (bench/README.md, *Events at QoS 0*). CPU per process in %
+the broadcaster keeps an events' standby connection (docs/changelog.md, *Events at QoS 0*). CPU per process in %
 of one core.
 """
 

@@ -14,7 +14,7 @@ Figures are medians of several runs of CPU time (the machine is shared); every g
 
     python bench/replay_throughput.py [--games N] [--runs R]
 
-For an instruction count a loaded machine cannot disturb (bench/README.md), ``--feed engine`` makes the
+For an instruction count a loaded machine cannot disturb (docs/changelog.md), ``--feed engine`` makes the
 recordings of ``--games N`` (square changes only) and feeds them once to the engine, ``--feed none`` makes them
 only; the engine's instructions are the difference of the two runs under
 ``valgrind --tool=cachegrind --cache-sim=no``.
