@@ -290,7 +290,7 @@ def main() -> int:
         print(f"{r['boards']:>6} {r['served']:>6} {r['moves']:>6} {r['lost']:>4} {r['p50']:>8.1f} {r['p99']:>8.1f} "
               f"{r['max']:>8.1f} {r['p99'] - args.settle_ms:>10.1f} {100 * r['cpu_s'] / r['seconds']:>9.0f}%",
               flush=True)
-        row = f"{r['boards']:,} boards"
+        row = f"{r['boards']:,} board{'s' if r['boards'] != 1 else ''}"
         fig.add("served", r["served"], group=row)
         fig.add("moves", r["moves"], group=row)
         fig.add("lost", r["lost"], group=row)

@@ -335,7 +335,7 @@ def main() -> None:
         print(f"{r['boards']:>6} {r['clients']:>7} {r['moves']:>6} {r['rate']:>7.1f} {r['feeds']:>6} "
               f"{r['missing']:>7} {r['p50']:>7.1f} {r['p99']:>7.1f} {r['max']:>7.1f} {r['ref50']:>7.1f} "
               f"{r['ref99']:>7.1f} {r['cpu_ms']:>6.2f}ms", flush=True)
-        row = f"{r['boards']:,} boards, {r['clients']} clients"
+        row = f"{r['boards']:,} board{'s' if r['boards'] != 1 else ''}, {r['clients']} clients"
         fig.add("moves", r["moves"], group=row)
         fig.add("feeds", r["feeds"], group=row)
         fig.add("missing", r["missing"], group=row)

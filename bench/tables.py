@@ -73,6 +73,8 @@ def loads(doc: Doc) -> str:
     start, end = doc["load"].get("start"), doc["load"].get("end")
     if not start:
         return "load not recorded"
+    if doc.get("source", MEASURED) != MEASURED:  # the diary gave a range over the run, not its two ends
+        return f"load average {start[0]:g}" + (f"–{end[0]:g}" if end and end[0] != start[0] else "")
     return f"load average {start[0]:g} at the start, {end[0]:g} at the end" if end else f"load average {start[0]:g}"
 
 
@@ -83,10 +85,10 @@ def provenance(doc: Doc) -> str:
     if machine.get("python"):
         where += f", Python {machine['python']}"
     when = doc["date"].replace("T", " ").replace("Z", " UTC")  # a transcribed date may have no time
-    line = f"`{doc['command']}`, {when}, at `{doc['commit']}`, {loads(doc)}, {where}."
     if doc.get("source", MEASURED) != MEASURED:
-        line = f"**Not measured by the script:** {doc['source']}; the next run of the bench replaces it. " + line
-    return line
+        return (f"**Not measured by the script:** {doc['source']}; the next run of the bench replaces it. "
+                f"`{doc['command']}`, {when}, {loads(doc)}, {where}.")
+    return f"`{doc['command']}`, {when}, at `{doc['commit']}`, {loads(doc)}, {where}."
 
 
 def bench_block(doc: Doc) -> str:
