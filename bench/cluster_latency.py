@@ -441,7 +441,8 @@ def main() -> None:
         print(f"  CPU ms per move placed (whole run, the late moves' work included), and the cores each would need "
               f"at 2,000 boards' pace ({rate:.0f} moves/s): " + ", ".join(
                   f"{k} {v:.2f} ms = {v * rate / 1000:.2f}" for k, v in sorted(r["ms_per_move"].items())), flush=True)
-        add_latencies(fig, label, r["lat"], moves=r["moves"], lost=r["lost"], duplicated=r["duplicated"])
+        add_latencies(fig, label, r["lat"], boards=args.boards, moves=r["moves"], lost=r["lost"],
+                      duplicated=r["duplicated"])
         for w in r["windows"]:
             add_latencies(fig, f"{label}, placed while {w['kind']} (n{w['node']}, led {w['led']}) was down "
                           f"{w['back'] - w['killed']:.1f} s", w["lat"])
@@ -455,6 +456,8 @@ def main() -> None:
 
 def add_latencies(fig: Run, row: str, values: list[float], **counts: int) -> None:
     """Add a row's counts and its p50 / p99 / max (nothing measured: the counts alone)."""
+    if "boards" in counts:
+        fig.add("boards", counts.pop("boards"), group=row)
     fig.add("moves", counts.pop("moves", len(values)), group=row)
     for name, value in counts.items():
         fig.add(name, value, group=row)
