@@ -448,7 +448,7 @@ def main() -> None:
                           f"{w['back'] - w['killed']:.1f} s", w["lat"])
         add_latencies(fig, f"{label}, place → console stream ({args.viewers} viewers)", r["console"])
         for name, ms in sorted(r["ms_per_move"].items()):
-            fig.add(name, round(ms, 2), "ms", group=f"{label}, CPU a move placed")
+            fig.add("CPU a move placed", round(ms, 2), "ms", group=f"{label}: {name}")
     load = os.getloadavg()
     print(f"\nload average after {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}")
     fig.write()
