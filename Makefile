@@ -9,7 +9,7 @@ PORT ?= /dev/ttyACM0
 PICO_JS := tests/pico/node_modules/.package-lock.json
 LICHESS_JS := tests/livechess/lichess/node_modules/.package-lock.json
 
-.PHONY: pico-deps livechess-deps install broker-deps system-deps test test-quick lint typecheck pytest pytest-main pytest-pico pytest-quick lane-lint lane-typecheck lane-schematics demo broadcast-demo cluster-demo bench bench-broadcast bench-bridge bench-console bench-cluster flash mpy hardware-deps hardware-check hardware-draw bench-firmware clean
+.PHONY: pico-deps livechess-deps install broker-deps system-deps test test-quick lint typecheck pytest pytest-main pytest-pico pytest-quick lane-lint lane-typecheck lane-schematics demo broadcast-demo cluster-demo bench bench-broadcast bench-bridge bench-console bench-cluster bench-tables flash mpy hardware-deps hardware-check hardware-draw bench-firmware clean
 
 install: $(STAMP) pico-deps livechess-deps
 
@@ -121,6 +121,11 @@ bench-cluster: install broker-deps
 
 bench: install
 	$(BIN)/python bench/replay_throughput.py
+
+# Every bench writes its figures to bench/figures/<bench>.json; this makes the tables of bench/README.md and the
+# README from them (the standard library only: no install). `python bench/tables.py --check` only compares.
+bench-tables:
+	$(PYTHON) bench/tables.py
 
 bench-broadcast: install broker-deps
 	$(BIN)/python bench/broadcast_latency.py

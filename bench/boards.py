@@ -42,6 +42,7 @@ from pathlib import Path
 
 import chess
 import chess.pgn
+from figures import Run
 
 from touchmove.records import Lift, Place, Snapshot
 from touchmove.rules import Engine
@@ -179,6 +180,7 @@ def games_given_back(limit: int, protocols: list[str], styles: list[str], drops:
               + f"   every position shown: {shown}, given back {shown_back}"
               + f"   alerts in exact: {alerted_exact} ({named})"
               + f"   ({time.monotonic() - t0:.0f} s)", flush=True)
+        GIVEN_BACK.append((f"{protocol}, {style_name}", counts, shown))
 
 
 def latency(protocol: str, plies: int, tmp: Path) -> list[float]:
@@ -261,10 +263,13 @@ def main() -> None:
               "both": ["default hands", "fast replies"], "all": list(STYLES), "none": []}[args.hands]
     if not GAMES.is_dir():
         raise SystemExit(f"the shared games are not at {GAMES}")
+    fig = Run("boards")
     games_given_back(args.games, protocols, styles, list(DROPS) if args.drops else None)
     if args.skip_latency:
+        write_figures(fig, args.games, [])
         return
     print(f"part 2: placement -> MQTT move, real bridge and Mosquitto, {args.latency_plies} plies at real speed")
+    latencies: list[tuple[str, list[float]]] = []
     for protocol in PROTOCOLS:
         with tempfile.TemporaryDirectory() as tmp:
             delays = latency(protocol, args.latency_plies, Path(tmp))
@@ -275,6 +280,25 @@ def main() -> None:
         p90 = delays[int(0.9 * (len(delays) - 1))]
         print(f"{protocol:10} median {statistics.median(delays):6.0f} ms   p90 {p90:6.0f} ms   "
               f"max {max(delays):6.0f} ms   ({len(delays)} plies)", flush=True)
+        latencies.append((protocol, delays))
+    write_figures(fig, args.games, latencies)
+
+
+#: part 1's rows as printed: (board and hands, counts by how a game ends, games whose positions were all shown)
+GIVEN_BACK: list[tuple[str, dict[str, int], int]] = []
+
+
+def write_figures(fig: Run, games: int, latencies: list[tuple[str, list[float]]]) -> None:
+    """Write part 1's counts and part 2's latencies (bench/figures/boards.json)."""
+    for row, counts, shown in GIVEN_BACK:
+        for column in COLUMNS:
+            fig.add(column, counts[column], group=row)
+        fig.add("every position shown", shown, group=row)
+    for protocol, delays in latencies:
+        fig.add("placement → MQTT move, median", round(statistics.median(delays)), "ms", group=f"{protocol}, part 2")
+        fig.add("p90", round(delays[int(0.9 * (len(delays) - 1))]), "ms", group=f"{protocol}, part 2")
+    fig.note(f"part 1: {games} shared games per board type and hands (simulated clock)")
+    fig.write()
 
 
 if __name__ == "__main__":

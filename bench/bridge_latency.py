@@ -42,6 +42,7 @@ from typing import Any
 import chess
 import chess.pgn
 import paho.mqtt.client as mqtt
+from figures import Run
 
 from touchmove.sim.flood import KINDS
 from touchmove.sim.ptyboard import PtyBoard
@@ -273,6 +274,9 @@ def main() -> int:
     if set(floods) - set(KINDS):
         parser.error(f"--flood: unknown kind(s) {', '.join(sorted(set(floods) - set(KINDS)))}")
     raise_fd_limit()
+    fig = Run("bridge_latency" + ("_flood" if floods else ""))
+    if floods:
+        fig.note(f"beside {len(floods)} flooding board(s) ({', '.join(floods)}, {args.flood_rate:g}/s each)")
     print(f"settle time {args.settle_ms} ms; latency = last place written -> move received by a subscriber"
           + (f"; beside {len(floods)} flooding board(s) ({', '.join(floods)}, {args.flood_rate:g}/s each)"
              if floods else ""))
@@ -286,6 +290,18 @@ def main() -> int:
         print(f"{r['boards']:>6} {r['served']:>6} {r['moves']:>6} {r['lost']:>4} {r['p50']:>8.1f} {r['p99']:>8.1f} "
               f"{r['max']:>8.1f} {r['p99'] - args.settle_ms:>10.1f} {100 * r['cpu_s'] / r['seconds']:>9.0f}%",
               flush=True)
+        row = f"{r['boards']:,} board{'s' if r['boards'] != 1 else ''}"
+        fig.add("served", r["served"], group=row)
+        fig.add("moves", r["moves"], group=row)
+        fig.add("lost", r["lost"], group=row)
+        fig.add("p50", round(r["p50"], 1), "ms", group=row)
+        fig.add("p99", round(r["p99"], 1), "ms", group=row)
+        fig.add("max", round(r["max"], 1), "ms", group=row)
+        fig.add("p99 − settle", round(r["p99"] - args.settle_ms, 1), "ms", group=row)
+        fig.add("daemon CPU", round(100 * r["cpu_s"] / r["seconds"]), "% of a core", group=row)
+    fig.note(f"{args.seconds:g} s of play a row; latency: last place written → move received, the {args.settle_ms} ms "
+             "settle time included")
+    fig.write()
     return 0
 
 

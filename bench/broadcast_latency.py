@@ -30,6 +30,7 @@ from pathlib import Path
 
 import aiohttp
 import aiomqtt
+from figures import Run
 
 from touchmove.sim.broadcast_boards import SimBoard, SimRound, round_toml
 from touchmove.sim.local_broker import LocalBroker, free_port
@@ -88,6 +89,7 @@ def process_cpu(pid: int) -> float:
 
 
 async def run(args: argparse.Namespace) -> None:
+    fig = Run("broadcast_latency")
     rng = random.Random(args.seed)
     with LocalBroker() as broker, tempfile.TemporaryDirectory(prefix="touchmove-bench-") as tmp:
         config = Path(tmp) / "tournament.toml"
@@ -232,6 +234,19 @@ async def run(args: argparse.Namespace) -> None:
     if moves and cpu_used == cpu_used:
         print(f"broadcaster process CPU while playing: {cpu_used:.1f} s, {cpu_used * 1000 / len(moves):.2f} ms per "
               "move (the picture workers not included)")
+    fig.add("boards", args.boards, group="moves")
+    fig.add("moves", len(moves), group="moves")
+    fig.add("moves a second", round(rate, 1), group="moves")
+    for label, values in (("move event → round PGN served", pgn_lat), ("move event → console board update", sse_lat),
+                          ("move event → console picture", svg_lat),
+                          ("reference: move event → a plain MQTT subscriber", mqtt_lat)):
+        fig.add("p50", round(pct(values, 50), 1), "ms", group=label)
+        fig.add("p99", round(pct(values, 99), 1), "ms", group=label)
+        fig.add("max", round(max(values, default=float("nan")), 1), "ms", group=label)
+        fig.add("seen", f"{len(values)}/{len(moves)}", group=label)
+    if moves and cpu_used == cpu_used:
+        fig.add("broadcaster CPU a move", round(cpu_used * 1000 / len(moves), 2), "ms", group="moves")
+    fig.write()
     if os.environ.get("BENCH_DEBUG"):
         t0 = min(published.values())
         worst = sorted(((pgn_seen[k] - published[k]) * 1000, published[k] - t0, k) for k in moves if k in pgn_seen)

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import chess
+from figures import Run
 
 from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.broadcaster import Broadcaster
@@ -70,13 +71,20 @@ def main() -> None:
     parser.add_argument("--opening", type=int, default=40, help="plies played on every board first")
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
+    fig = Run("broadcast_round_pgn")
     medians = []
     for i in range(args.runs):
         times = run(args.boards, args.moves, args.opening, seed=i)
         medians.append(statistics.median(times) * 1000)
-        print(f"run {i + 1}: per move (handle + round PGN) median {medians[-1]:.3f} ms, "
-              f"p99 {sorted(times)[int(len(times) * 0.99)] * 1000:.3f} ms")
+        p99 = sorted(times)[int(len(times) * 0.99)] * 1000
+        print(f"run {i + 1}: per move (handle + round PGN) median {medians[-1]:.3f} ms, p99 {p99:.3f} ms")
+        fig.add("median", round(medians[-1], 3), "ms", group=f"run {i + 1}")
+        fig.add("p99", round(p99, 3), "ms", group=f"run {i + 1}")
     print(f"{args.boards} boards: median of the runs' medians {statistics.median(medians):.3f} ms per move")
+    fig.add("median", round(statistics.median(medians), 3), "ms", group=f"median of {args.runs} runs")
+    fig.note(f"{args.boards} boards of {args.opening} plies, {args.moves} moves a run: a move and its clock event "
+             "handled, then the round PGN rendered")
+    fig.write()
 
 
 if __name__ == "__main__":

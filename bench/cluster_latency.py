@@ -16,7 +16,7 @@ restarted ``--down-for`` seconds later and given ``--between`` seconds before th
 node, the ``$MQTT_msgs`` leader, JetStream's meta leader, the broadcaster's node. Moves placed from a kill until
 the node serves again are reported per kill; every placed move must reach the PGN once (lost, duplicated).
 ``--events-qos 0`` (the default on NATS): the bridges publish events at QoS 0 on connections of their own and
-the broadcaster keeps an events' standby connection (bench/README.md, *Events at QoS 0*). CPU per process in %
+the broadcaster keeps an events' standby connection (docs/changelog.md, *Events at QoS 0*). CPU per process in %
 of one core.
 """
 
@@ -42,6 +42,7 @@ from typing import Any
 import aiohttp
 from bridge_latency import raise_fd_limit, simulate
 from broadcast_latency import PlyCounter, pct
+from figures import Run
 
 from touchmove.sim.clusterdemo import connected_node, rotated
 from touchmove.sim.local_broker import free_port
@@ -403,6 +404,9 @@ def main() -> None:
     args = parser.parse_args()
     if any(k not in KILL_KINDS for k in args.kills.split(",") if k):
         parser.error(f"--kills: each one of {', '.join(KILL_KINDS)}")
+    fig = Run("cluster_latency" if args.broker == "nats" else f"cluster_latency_{args.broker}")
+    fig.note(f"{args.boards} boards on {args.bridges} bridges, {args.viewers} consoles, events QoS {args.events_qos} "
+             f"on NATS; latency: last place written → a round PGN with that ply ({args.settle_ms} ms settle included)")
     load = os.getloadavg()
     print(f"{args.boards} boards on {args.bridges} bridges, {args.viewers} console viewers, events QoS "
           f"{args.events_qos} on NATS; load average before {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on "
@@ -437,8 +441,30 @@ def main() -> None:
         print(f"  CPU ms per move placed (whole run, the late moves' work included), and the cores each would need "
               f"at 2,000 boards' pace ({rate:.0f} moves/s): " + ", ".join(
                   f"{k} {v:.2f} ms = {v * rate / 1000:.2f}" for k, v in sorted(r["ms_per_move"].items())), flush=True)
+        add_latencies(fig, label, r["lat"], boards=args.boards, moves=r["moves"], lost=r["lost"],
+                      duplicated=r["duplicated"])
+        for w in r["windows"]:
+            add_latencies(fig, f"{label}, placed while {w['kind']} (n{w['node']}, led {w['led']}) was down "
+                          f"{w['back'] - w['killed']:.1f} s", w["lat"])
+        add_latencies(fig, f"{label}, place → console stream ({args.viewers} viewers)", r["console"])
+        for name, ms in sorted(r["ms_per_move"].items()):
+            fig.add("CPU a move placed", round(ms, 2), "ms", group=f"{label}: {name}")
     load = os.getloadavg()
     print(f"\nload average after {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}")
+    fig.write()
+
+
+def add_latencies(fig: Run, row: str, values: list[float], **counts: int) -> None:
+    """Add a row's counts and its p50 / p99 / max (nothing measured: the counts alone)."""
+    if "boards" in counts:
+        fig.add("boards", counts.pop("boards"), group=row)
+    fig.add("moves", counts.pop("moves", len(values)), group=row)
+    for name, value in counts.items():
+        fig.add(name, value, group=row)
+    if values:
+        fig.add("p50", round(statistics.median(values)), "ms", group=row)
+        fig.add("p99", round(pct(values, 99)), "ms", group=row)
+        fig.add("max", round(max(values)), "ms", group=row)
 
 
 if __name__ == "__main__":

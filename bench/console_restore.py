@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import chess
+from figures import Run
 
 from touchmove.broadcast.broadcaster import Broadcaster
 from touchmove.broadcast.tournament import parse_tournament
@@ -62,6 +63,7 @@ def main() -> None:
     parser.add_argument("--plies", type=int, default=100, help="plies of each board's game")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
+    fig = Run("console_restore")
     with tempfile.TemporaryDirectory(prefix="touchmove-bench-") as tmp:
         out = Path(tmp)
         pairings = [{"board": n, "board_id": f"board-{n:03d}", "white": {"name": f"White {n}"},
@@ -79,8 +81,13 @@ def main() -> None:
         kept = sum(len(g.events) for games in hub.console.events.boards.values() for g in games.values())
         print(f"{len(lines)} events ({path.stat().st_size / 1e6:.1f} MB) of {args.boards} boards read back in "
               f"{took:.2f} s: {kept} kept for timelines, {len(hub.alerts)} alerts")
+        fig.add("boards", args.boards)
+        fig.add("events", len(lines))
+        fig.add("file", round(path.stat().st_size / 1e6, 1), "MB")
+        fig.add("read back", round(took, 2), "s")
     load = os.getloadavg()
     print(f"load average: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores")
+    fig.write()
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from figures import Run
+
 from tests.e2e.crash_while_full import CrashRun, can_mount, crash_while_full
 
 
@@ -38,6 +40,7 @@ def main() -> int:
         if why is not None:
             print(f"crash_while_full: {kind}: {why}", file=sys.stderr)
             return 2
+    fig = Run("crash_while_full")
     runs: list[CrashRun] = []
     for kind in args.fs:
         for index in range(args.runs):
@@ -58,6 +61,16 @@ def main() -> int:
           f"median {statistics.median(lost_at_crash)}, max {max(lost_at_crash)}; seqs reused "
           f"{sum(r.reused_seqs for r in runs)}; restarts refused {sum(not r.restarted for r in runs)}; runs with plies "
           f"recovered in another order (a transposition): {sum(r.reordered > 0 for r in runs)}")
+    for i, kind in enumerate(args.fs):
+        mine = runs[i * args.runs:(i + 1) * args.runs]
+        fig.add("runs", len(mine), group=kind)
+        fig.add("lost nothing", sum(r.lost_nothing() for r in mine), group=kind)
+        fig.add("plies not journaled at the crash, max", max(r.plies_at_crash - r.journaled_at_crash for r in mine),
+                group=kind)
+        fig.add("seqs reused", sum(r.reused_seqs for r in mine), group=kind)
+        fig.add("restarts refused", sum(not r.restarted for r in mine), group=kind)
+        fig.add("runs with plies in another order", sum(r.reordered > 0 for r in mine), group=kind)
+    fig.write()
     return 0 if whole == len(runs) else 1
 
 

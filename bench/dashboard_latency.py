@@ -31,6 +31,7 @@ from typing import Any
 import aiohttp
 import aiomqtt
 import chess
+from figures import Run
 
 from touchmove.sim.broadcast_boards import SimBoard, SimBridge, SimRound, round_toml
 from touchmove.sim.local_broker import LocalBroker, free_port
@@ -134,6 +135,7 @@ def latencies(published: dict[tuple[int, int], float], shown: list[list[float]]
 async def run(args: argparse.Namespace) -> None:
     from playwright.async_api import async_playwright
 
+    fig = Run("dashboard_latency")
     rng = random.Random(args.seed)
     with LocalBroker() as broker, tempfile.TemporaryDirectory(prefix="touchmove-bench-") as tmp:
         config = Path(tmp) / "tournament.toml"
@@ -219,6 +221,18 @@ async def run(args: argparse.Namespace) -> None:
           f"p99 {pct(in_page, 99):.0f} ms")
     print(f"dashboard move->page p50 {pct(lat, 50):.0f} ms p99 {pct(lat, 99):.0f} ms "
           f"max {max(lat, default=float('nan')):.0f} ms ({args.boards} boards, {rate:.0f} moves/s)")
+    fig.add("boards", args.boards)
+    fig.add("moves a second", round(rate, 1))
+    fig.add("move → on screen, p50", round(pct(lat, 50)), "ms")
+    fig.add("move → on screen, p99", round(pct(lat, 99)), "ms")
+    fig.add("move → on screen, max", round(max(lat, default=float("nan"))), "ms")
+    fig.add("moves not shown", missing)
+    fig.add("in the page, p99", round(pct(in_page, 99)), "ms")
+    if cpu0 is not None and cpu1 is not None:
+        fig.add("broadcaster CPU", round(100 * (cpu1 - cpu0) / args.seconds), "% of a core")
+    fig.add("reference subscriber, p50", round(pct(ref, 50)), "ms")
+    fig.add("reference subscriber, p99", round(pct(ref, 99)), "ms")
+    fig.write()
 
 
 def main() -> None:

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import chess
+from figures import Run
 
 from touchmove.broadcast.delay_journal import DelayJournal
 from touchmove.broadcast.live_pgn import GameSnapshot, PlyRecord
@@ -54,6 +55,7 @@ def main() -> None:
     parser.add_argument("--plies", type=int, default=120)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
+    fig = Run("delay_journal")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "round-1-delay.jsonl"
         clock = ManualClock()
@@ -70,6 +72,13 @@ def main() -> None:
         kept = sum(len(entries[-1][1][0].moves) for entries in lines.values())
         print(f"{args.boards} boards, {changes} changes ({kept} plies), {size / 1e6:.2f} MB: "
               f"read back in {read_s:.2f} s, rewritten in {rewrite_s:.2f} s")
+    fig.add("boards", args.boards)
+    fig.add("changes", changes)
+    fig.add("plies kept", kept)
+    fig.add("journal", round(size / 1e6, 2), "MB")
+    fig.add("read back", round(read_s, 2), "s")
+    fig.add("rewritten", round(rewrite_s, 2), "s")
+    fig.write()
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from figures import Run
+
 ROOT = Path(__file__).resolve().parents[1]
 FIRMWARE = ROOT / "firmware"
 sys.path.insert(0, str(ROOT / "tests"))
@@ -118,6 +120,7 @@ def main() -> int:
     if sys.argv[1:] == ["--pico"]:  # only the emulated Pico's figures
         emulated_pico()
         return 0
+    fig = Run("firmware_unix")
     mp = _tool("micropython")
     with tempfile.TemporaryDirectory() as tmp:
         t = Path(tmp)
@@ -154,6 +157,13 @@ def main() -> int:
           f"all 64 changing {med['all']:.2f} us; allocation {figures['alloc_bytes_per_scan']:.1f} B/scan")
     print(f"10-minute game in a 64 KB heap: start-up {mem['setup_alloc']} B, peak allocated {mem['peak_alloc']} B,"
           f" live after GC {mem['peak_live']} B; .mpy (armv6m) {sum(sizes.values())} B")
+    for name, key in (("scan, idle", "idle"), ("scan, one change", "one"), ("scan, all 64 changing", "all")):
+        fig.add(name, round(med[key], 2), "µs", group="MicroPython's unix port")
+    fig.add("allocation a scan", round(figures["alloc_bytes_per_scan"], 1), "B", group="MicroPython's unix port")
+    for name, key in (("start-up", "setup_alloc"), ("peak allocated", "peak_alloc"), ("live after GC", "peak_live")):
+        fig.add(name, mem[key], "B", group="10-minute game, 64 KB heap")
+    fig.add(".mpy (armv6m)", sum(sizes.values()), "B", group="the firmware")
+    fig.write()
     emulated_pico()
     return 0
 
@@ -167,6 +177,7 @@ def emulated_pico() -> None:
     if why is not None:
         print(f"\nemulated Pico: not measured ({why})")
         return
+    fig = Run("firmware_pico")
     print("\nemulated Raspberry Pi Pico (MicroPython 1.28.0 in rp2040js 1.4.1; emulated time at 125 MHz):")
     rows = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -183,6 +194,17 @@ def emulated_pico() -> None:
               f"({f['latency_ms_min']}..{f['latency_ms_max']}, n={f['latency_n']}); CPU {f['cpu_share']}; "
               f"longest scan gap {f['scan_gap_ms_reading']} ms with the host reading, "
               f"{f['scan_gap_ms_not_reading']} ms with it not reading for 3 s; write path: {path}")
+        fig.add("scan (mean of 256)", f["scan_us"], "µs", group=d)
+        fig.add("longest scan", f["scan_us_max"], "µs", group=d)
+        fig.add("rate", f["scan_hz"], "Hz", group=d)
+        fig.add("CPU", f["cpu_share"], group=d)
+        fig.add("longest scan gap, host reading", f["scan_gap_ms_reading"], "ms", group=d)
+        fig.add("longest scan gap, host not reading", f["scan_gap_ms_not_reading"], "ms", group=d)
+        fig.add("free heap", f"{f['heap_free_min']:,}-{f['heap_free_max']:,}", "B", group=d)
+        fig.add("magnet → USB line, median", f["latency_ms_median"], "ms", group=d)
+    fig.note("emulated time at 125 MHz (MicroPython 1.28.0 in rp2040js 1.4.1): the load changes the wall time, not "
+             "the figures")
+    fig.write()
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import chess
+from figures import Run
 
 from touchmove.rules import Engine
 from touchmove.rules.events import Alert
@@ -67,6 +68,7 @@ def main() -> int:
     if not GAMES_DIR.is_dir():
         print(f"no games at {GAMES_DIR}: clone the project beside ../shared", file=sys.stderr)
         return 2
+    fig = Run("hand_styles")
     games = shared_games()[:args.games][::args.every]
     print(f"{len(games)} games ({sum(b.chess960 for _, b, _ in games)} Chess960)")
     lost_any = False
@@ -87,6 +89,11 @@ def main() -> int:
               f"  board_mismatch in {mismatched:>3}  illegal_move in {illegal:>3}  ({time.monotonic() - start:.0f} s)"
               f"{'  ' + shown if shown else ''}",
               flush=True)
+        fig.add("games", len(games), group=name)
+        fig.add("exact", len(games) - len(lost), group=name)
+        fig.add("`board_mismatch` in", mismatched, group=name)
+        fig.add("`illegal_move` in", illegal, group=name)
+    fig.write()
     return 1 if lost_any else 0
 
 

@@ -38,6 +38,7 @@ from typing import Any
 import aiohttp
 import aiomqtt
 import chess
+from figures import Run
 
 from touchmove import wire
 from touchmove.sim.broadcast_boards import SimBoard, SimBridge
@@ -319,6 +320,9 @@ def main() -> None:
     parser.add_argument("--settle-ms", type=int, default=200, help="the bridge's settle time (placement)")
     args = parser.parse_args()
     logging.getLogger("mqtt").setLevel(logging.ERROR)  # aiomqtt's "pending publish calls" notes
+    fig = Run(f"livechess_latency_{args.start}")
+    fig.note(f"from the {'placement of a piece (the real bridge)' if args.start == 'placement' else 'move event'} "
+             f"to a client reading its feed; {args.seconds:g} s a row")
     print(f"{'boards':>6} {'clients':>7} {'moves':>6} {'moves/s':>7} {'feeds':>6} {'missing':>7} "
           f"{'p50 ms':>7} {'p99 ms':>7} {'max ms':>7} {'ref p50':>7} {'ref p99':>7} {'CPU/move':>8}", flush=True)
     for boards in (int(b) for b in args.boards.split(",")):
@@ -331,6 +335,17 @@ def main() -> None:
         print(f"{r['boards']:>6} {r['clients']:>7} {r['moves']:>6} {r['rate']:>7.1f} {r['feeds']:>6} "
               f"{r['missing']:>7} {r['p50']:>7.1f} {r['p99']:>7.1f} {r['max']:>7.1f} {r['ref50']:>7.1f} "
               f"{r['ref99']:>7.1f} {r['cpu_ms']:>6.2f}ms", flush=True)
+        row = f"{r['boards']:,} board{'s' if r['boards'] != 1 else ''}, {r['clients']} clients"
+        fig.add("moves", r["moves"], group=row)
+        fig.add("feeds", r["feeds"], group=row)
+        fig.add("missing", r["missing"], group=row)
+        fig.add("p50", round(r["p50"], 1), "ms", group=row)
+        fig.add("p99", round(r["p99"], 1), "ms", group=row)
+        fig.add("max", round(r["max"], 1), "ms", group=row)
+        if args.start == "event":
+            fig.add("reference p50 / p99", f"{r['ref50']:.1f} / {r['ref99']:.1f}", "ms", group=row)
+        fig.add("server CPU a move", round(r["cpu_ms"], 2), "ms", group=row)
+    fig.write()
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from figures import Run
+
 from touchmove.rules import Alert, Engine
 from touchmove.rules.recovery import search
 from touchmove.sim.hands import Style, playable_moves, read_games
@@ -41,7 +43,8 @@ GAMES_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "ga
 
 
 def run(limit: int | None, seed: int, only: set[int] | None = None, show: bool = False,
-        window_ms: tuple[int, int] = WINDOW_MS, style: Style | None = None) -> int:
+        window_ms: tuple[int, int] = WINDOW_MS, style: Style | None = None, fig: Run | None = None) -> int:
+    fig = fig or Run("lost_data")
     rows: Counter[tuple[str, bool]] = Counter()
     searches: dict[tuple[int, str], list[float]] = {}
     cpu: dict[int, list[float]] = {}
@@ -112,6 +115,15 @@ def run(limit: int | None, seed: int, only: set[int] | None = None, show: bool =
                   f"({100 * rows[(kind, True)] / total:5.1f} %)")
     print(f"  all                    {played:>5} games, {exact_all:>5} back exactly "
           f"({100 * exact_all / max(played, 1):5.1f} %)")
+    for kind in WINDOW_KINDS:
+        if rows[(kind, True)] + rows[(kind, False)]:
+            fig.add("games", rows[(kind, True)] + rows[(kind, False)], group=kind)
+            fig.add("back exactly", rows[(kind, True)], group=kind)
+    fig.add("games", played, group="all")
+    fig.add("back exactly", exact_all, group="all")
+    fig.add("`illegal_move` alerts", illegal, group="all")
+    fig.add("`changes_lost` alerts", lost_alerts, group="all")
+    fig.add("engine time per game, median", round(statistics.median(times) * 1000, 1), "ms", group="all")
     print(f"  illegal_move alerts: {illegal}; changes_lost alerts: {lost_alerts}")
     print(f"  engine time per game: median {statistics.median(times) * 1000:.1f} ms, max {max(times) * 1000:.1f} ms")
     print(f"  recovery search alone, by plies really lost (wall clock; the bar: one explanation within {BAR_MS:g} ms)")
@@ -135,6 +147,15 @@ def run(limit: int | None, seed: int, only: set[int] | None = None, show: bool =
               f"{tally['one']:>4}, {tally['one exact']:>4} exact; gave up {tally['gave up']:>3}; "
               f"{quantile(every, 0.5):6.1f} / {quantile(every, 0.99):6.1f} / {every[-1]:6.1f} ms "
               f"({quantile(used, 0.5):.1f} / {quantile(used, 0.99):.1f} / {used[-1]:.1f})")
+        row = f"{plies} plies really lost"
+        fig.add("windows", tally["windows"], group=row)
+        fig.add("back exactly", tally["exact"], group=row)
+        fig.add("one explanation", tally["one"], group=row)
+        fig.add("one explanation, back exactly", tally["one exact"], group=row)
+        fig.add("search gave up", tally["gave up"], group=row)
+        fig.add("search p50 (CPU)", round(quantile(used, 0.5), 1), "ms", group=row)
+        fig.add("search p99 (CPU)", round(quantile(used, 0.99), 1), "ms", group=row)
+    fig.write()
     return 0
 
 
@@ -148,7 +169,7 @@ def quantile(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
-def sweep(limit: int | None, seed: int) -> int:
+def sweep(limit: int | None, seed: int, fig: Run | None = None) -> int:
     """Lose exactly 1 to 8 real plies of each game at a random point (no hands: the snapshot at rest) and time the
     search alone: the figures of the recovery bar for every window length."""
     rng = random.Random(seed)
@@ -184,6 +205,7 @@ def sweep(limit: int | None, seed: int) -> int:
                 break
         if limit is not None and count >= limit:
             break
+    fig = fig or Run("lost_data_plies")
     print(f"{count} games, 1 to 8 real plies lost at a random point each (the search alone, wall clock)")
     for plies, kinds in sorted(rows.items()):
         every = [ms for values in kinds.values() for ms in values]
@@ -197,6 +219,14 @@ def sweep(limit: int | None, seed: int) -> int:
             line += (f"; one explanation within {BAR_MS:g} ms: {sum(ms <= BAR_MS for ms in one)}/{len(one)} "
                      f"(max {max(one):.1f} ms)")
         print(line)
+        row = f"{plies} plies lost"
+        fig.add("windows", len(every), group=row)
+        fig.add("median", round(statistics.median(every), 1), "ms", group=row)
+        fig.add("p99", round(quantile(every, 0.99), 1), "ms", group=row)
+        fig.add("max", round(max(every), 1), "ms", group=row)
+        fig.add("one explanation", len(one), group=row)
+        fig.add(f"one explanation within {BAR_MS:g} ms", sum(ms <= BAR_MS for ms in one), group=row)
+    fig.write()
     return 0
 
 
@@ -216,13 +246,15 @@ def main() -> int:
         print("--window: give MIN <= MAX, in ms, at most 60000", file=sys.stderr)
         return 2
     style = Style(think_ms=BLITZ_THINK_MS) if args.blitz else None
+    name = "lost_data" + ("_plies" if args.plies else "_blitz" if args.blitz else "")
+    fig = Run(name)
     if args.plies:
-        return sweep(args.games, args.seed)
+        return sweep(args.games, args.seed, fig)
     if not GAMES_DIR.is_dir():
         print(f"no games at {GAMES_DIR}: clone the project beside ../shared", file=sys.stderr)
         return 2
     return run(args.games, args.seed, set(args.only) if args.only else None, args.show,
-               (window[0], window[1]), style)
+               (window[0], window[1]), style, fig)
 
 
 if __name__ == "__main__":

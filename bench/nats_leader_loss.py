@@ -19,6 +19,7 @@ import time
 import uuid
 
 import paho.mqtt.client as mqtt
+from figures import Run
 from paho.mqtt.enums import CallbackAPIVersion
 
 from touchmove.sim.natscluster import NatsCluster
@@ -98,12 +99,18 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     modes = ["kill", "term", "ldm"] if args.mode == "all" else [args.mode]
+    fig = Run("nats_leader_loss")
     print(f"load average {os.getloadavg()[0]:.1f}")
     for mode in modes:
         for run in range(args.runs):
             longest, elected, lost = one_run(mode)
             print(f"{mode:4} run {run + 1}: longest PUBACK wait {longest:5.2f} s, new $MQTT_msgs leader after "
                   f"{elected:5.2f} s, {lost} without PUBACK", flush=True)
+            row = f"{mode}, run {run + 1}"
+            fig.add("longest PUBACK wait", round(longest, 2), "s", group=row)
+            fig.add("new `$MQTT_msgs` leader after", round(elected, 2), "s", group=row)
+            fig.add("without PUBACK", lost, group=row)
+    fig.write()
 
 
 if __name__ == "__main__":

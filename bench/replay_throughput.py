@@ -14,7 +14,7 @@ Figures are medians of several runs of CPU time (the machine is shared); every g
 
     python bench/replay_throughput.py [--games N] [--runs R]
 
-For an instruction count a loaded machine cannot disturb (bench/README.md), ``--feed engine`` makes the
+For an instruction count a loaded machine cannot disturb (docs/changelog.md), ``--feed engine`` makes the
 recordings of ``--games N`` (square changes only) and feeds them once to the engine, ``--feed none`` makes them
 only; the engine's instructions are the difference of the two runs under
 ``valgrind --tool=cachegrind --cache-sim=no``.
@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 import chess
+from figures import Run
 
 from touchmove import records
 from touchmove.replay import replay
@@ -106,6 +107,7 @@ def main() -> int:
             run_engine(games)
         print(f"{len(games)} games, {sum(len(r) for _, _, r in games)} records, fed to: {args.feed}")
         return 0
+    fig = Run("replay_throughput")
     print("making recordings (not timed)...", flush=True)
     games, paced = recordings(args.games)
     beating = [(b, m, with_heartbeats(r, b.occupied)) for b, m, r in games]
@@ -125,6 +127,14 @@ def main() -> int:
               "  (JSON lines read)")
         print(f"  jsonl   {count / jsonl_s:>9,.0f} records/s  {jsonl_s / count * 1e6:6.1f} µs/record"
               "  (JSON lines read, every event written as a JSON line)")
+        fig.add("games", len(data), group=label)
+        fig.add("records", count, group=label)
+        fig.add("engine", round(count / engine_s), "records/s", group=label)
+        fig.add("engine per record", round(engine_s / count * 1e6, 1), "µs", group=label)
+        fig.add("`replay --pgn`", round(count / replay_s), "records/s", group=label)
+        fig.add("`replay --jsonl`", round(count / jsonl_s), "records/s", group=label)
+    fig.note(f"CPU time on one core, median of {args.runs} runs; every game came back exactly")
+    fig.write()
     return 0
 
 

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import chess
+from figures import Run
 
 from touchmove import records
 from touchmove.bridge import CHECKPOINT_EVERY, Bridge, checkpoint
@@ -123,6 +124,7 @@ def main() -> int:
     parser.add_argument("--boards", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
+    fig = Run("restart_time")
     pool = games()
     rng = random.Random(9)
     work = Path(tempfile.mkdtemp(prefix="touchmove-restart-"))
@@ -160,6 +162,12 @@ def main() -> int:
                             "write_s": round(written, 1), "restart_s_checkpoints": round(with_cp, 2),
                             "restart_s_full_replay": round(without_cp, 2)})
             print(json.dumps(figures[-1]), flush=True)
+            row = f"{rounds} round{'s' if rounds > 1 else ''} of {args.boards} boards"
+            fig.add("games", games_played, group=row)
+            fig.add("journal entries", entries, group=row)
+            fig.add("journal", figures[-1]["journal_mb"], "MB", group=row)
+            fig.add("restart, checkpoints", figures[-1]["restart_s_checkpoints"], "s", group=row)
+            fig.add("restart, whole journal", figures[-1]["restart_s_full_replay"], "s", group=row)
         first, last = figures[0], figures[-1]
         print(f"restart after {last['rounds']} round(s) of {last['boards']} boards: {last['restart_s_checkpoints']} s "
               f"from checkpoints (after 1 round: {first['restart_s_checkpoints']} s), "
@@ -167,6 +175,7 @@ def main() -> int:
               f"{first['restart_s_full_replay']} s)")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    fig.write()
     return 0
 
 
