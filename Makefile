@@ -62,6 +62,7 @@ lint: install
 
 typecheck: install
 	$(BIN)/mypy
+	$(BIN)/mypy --strict bench/figures.py bench/tables.py bench/changelog.py
 
 # The tests run in two lanes at once (issue 40). Most tests wait on wall time (games played in real time through
 # pseudo-terminals, brokers and bridges), so the main lane runs them on PYTEST_WORKERS pytest-xdist workers with
@@ -92,6 +93,7 @@ lane-lint:
 
 lane-typecheck:
 	$(BIN)/mypy
+	$(BIN)/mypy --strict bench/figures.py bench/tables.py bench/changelog.py
 
 lane-schematics:
 	$(SCHEMATICS_CHECK)
