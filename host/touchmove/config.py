@@ -15,7 +15,7 @@ Example (every key is optional; these are the defaults unless noted)::
     protocol = 4                       # 4 = MQTT 3.1.1, 5 = MQTT 5
     queue_size = 10000                 # events queued in memory (the rest wait in the journal)
     events_qos = 1                     # 0 on a NATS cluster: events on connections of their own, never waiting
-                                       # for JetStream (bench/README.md "Events at QoS 0")
+                                       # for JetStream (docs/changelog.md "Events at QoS 0")
 
     [serial]
     ports = ["/dev/touchmove/*"]       # paths or glob patterns (the names deploy/udev/99-touchmove.rules gives)

@@ -52,7 +52,7 @@ EVERY_S = 0.05
 #: which waits for JetStream's meta leader (any node may be that one: its election, and a refused attempt holds
 #: the connection 4 s, and a consumer may first be placed on the dead node); measured 5.3 s and 14.8 s, and
 #: 23.5 s and 23.8 s in 2 of 6 runs on 2026-12-04 (three 4-s refusals in a row), 41.3 s with one core held by a
-#: busy loop: a bound on NATS's elections, which this test checks end (the figures are in bench/README.md)
+#: busy loop: a bound on NATS's elections, which this test checks end (the figures are in docs/changelog.md)
 COMMAND_BOUND_S = 60.0
 #: an event sent this close after a span in which the reader was not subscribed may be lost to it (QoS 0)
 AWAY_MARGIN_S = 1.0
