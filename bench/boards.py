@@ -39,12 +39,14 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import chess
 import chess.pgn
 
 from touchmove.records import Lift, Place, Snapshot
 from touchmove.rules import Engine
+from touchmove.rules.events import Alert, Event, MoveMade, Takeback
 from touchmove.sim import hands, harness, timeline
 from touchmove.sim.demo import DEFAULT_PGN, read_game
 from touchmove.sim.dgt import Drop
@@ -78,11 +80,19 @@ def load(limit: int) -> list[tuple[chess.Board, list[chess.Move]]]:
     return out[:limit]
 
 
-def replay(start: chess.Board, records: list[object], settle_ms: int = 200) -> tuple[list[str], list[str]]:
-    """Return the moves the engine publishes (amendments and takebacks applied) and its alert codes."""
+def engine_events(start: chess.Board, records: Sequence[object], settle_ms: int = 200) -> list[Event]:
+    """Return what the engine says reading ``records`` from ``start`` with the settle time ``settle_ms``."""
     fen = None if start.fen() == chess.STARTING_FEN else start.fen()
     eng = Engine(fen=fen, chess960=start.chess960, settle_ms=settle_ms)
-    events = [e for r in records for e in eng.feed(r)] + eng.finish()  # type: ignore[arg-type]
+    return [e for r in records for e in eng.feed(r)] + eng.finish()  # type: ignore[arg-type]
+
+
+def replay(start: chess.Board, records: Sequence[object], settle_ms: int = 200,
+           events: list[Event] | None = None) -> tuple[list[str], list[str]]:
+    """Return the moves the engine publishes (amendments and takebacks applied) and its alert codes (from
+    ``events`` when the engine's events are given)."""
+    if events is None:
+        events = engine_events(start, records, settle_ms)
     moves: list[str] = []
     alerts = []
     for e in events:
@@ -114,6 +124,12 @@ COLUMNS = ("exact", "recovered", "changes_lost", "board_mismatch", "illegal_move
 def every_position_shown(start: chess.Board, moves: list[chess.Move], records: Sequence[object]) -> bool:
     """Return whether the board's reports showed the pieces of every position of the game, in order (then its
     moves are plain to read; else some ply was never shown whole: two plies in one scan, or changes lost)."""
+    return first_unshown(start, moves, records) is None
+
+
+def first_unshown(start: chess.Board, moves: list[chess.Move], records: Sequence[object]) -> int | None:
+    """Return the index in ``moves`` of the first ply whose position the board's reports never showed (after
+    the positions before it, in order), or None when they showed every one."""
     state = {sq: p.symbol() for sq, p in start.piece_map().items()}
     shown: list[frozenset[tuple[int, str]]] = []
     for record in records:
@@ -129,14 +145,55 @@ def every_position_shown(start: chess.Board, moves: list[chess.Move], records: S
         if not shown or shown[-1] != now:
             shown.append(now)
     board, at = start.copy(stack=False), 0
-    for move in moves:
+    for i, move in enumerate(moves):
         board.push(move)
         want = frozenset((sq, p.symbol()) for sq, p in board.piece_map().items())
         while at < len(shown) and shown[at] != want:
             at += 1
         if at == len(shown):
-            return False
-    return True
+            return i
+    return None
+
+
+def first_miss(start: chess.Board, moves: list[chess.Move], events: Sequence[Event]) -> tuple[int, str] | None:
+    """Return the first thing the engine said that was not the game as played, and its ply: a move published
+    that is not the game's (or amended to one that is not), a takeback of plies played, or plies recovered after
+    lost changes (``changes_lost``: published right, but not read as made). None: nothing of the kind."""
+    want = [m.uci() for m in moves]
+    sans, board = [], start.copy(stack=False)
+    for move in moves:
+        sans.append(board.san(move))
+        board.push(move)
+
+    def played(ply: int) -> str:
+        return sans[ply - 1] if 0 < ply <= len(sans) else "nothing"
+
+    published: list[str] = []
+    for e in events:
+        if isinstance(e, MoveMade):
+            del published[e.ply - 1:]
+            published.append(e.uci)
+            if published != want[:len(published)]:
+                return e.ply, f"{e.type} {e.san} for {played(e.ply)}"
+        elif isinstance(e, Takeback):
+            if e.ply <= len(published):
+                return e.ply, f"takeback to before {played(e.ply)}"
+        elif isinstance(e, Alert) and e.code == "changes_lost":
+            plies = e.detail.get("plies", [])
+            return e.ply, "changes_lost, plies recovered: " + " ".join(str(p) for p in plies)
+    return None
+
+
+def miss_class(miss: tuple[int, str] | None, unshown: int | None) -> str:
+    """Return the class of a game not given back exactly: ``unrevealable`` when the board's reports never showed
+    the position of the ply first missed, or of the one before or after it (two plies in one scan, a ply never
+    reported whole); ``engine`` when they showed every position up to the ply after it (the engine misread
+    evidence it had); ``exact`` when nothing was missed."""
+    if miss is None:
+        return "exact"
+    if unshown is not None and unshown + 1 <= miss[0] + 1:
+        return "unrevealable"
+    return "engine"
 
 
 def drop_of(events: Sequence[object], i: int, length: int, power: bool) -> Drop:
@@ -145,40 +202,114 @@ def drop_of(events: Sequence[object], i: int, length: int, power: bool) -> Drop:
     return Drop(random.Random(100 + i).randint(end // 4, end // 2), length, power)
 
 
-def games_given_back(limit: int, protocols: list[str], styles: list[str], drops: list[str] | None = None) -> None:
+def play_game(protocol: str, style_name: str, drop: tuple[int, bool] | None, i: int, start: chess.Board,
+              moves: list[chess.Move]) -> dict[str, Any]:
+    """Play game ``i`` through the board's emulator and translator and the engine; return what became of it (the
+    per-game line :func:`games_given_back` keeps): its outcome and alerts, whether every position was shown, and
+    for a game not exact the first miss, its class (:func:`miss_class`) and the habits of the plies about it."""
+    style = STYLES.get(style_name, STYLES["default hands"])
+    habits: list[list[str]] = []
+    timeline_events = piece_timeline(start, moves, random.Random(i), style, habits=habits)
+    options: dict[str, Any] = {"drops": (drop_of(timeline_events, i, *drop),)} if drop else {}
+    run = harness.run(protocol, start, timeline_events, seed=i, **options)
+    assert run.translator is not None
+    events = engine_events(start, run.records, max(200, run.translator.min_settle_ms))
+    got, alerts = replay(start, run.records, events=events)
+    kind = outcome(got, [m.uci() for m in moves], alerts)
+    unshown = first_unshown(start, moves, run.records)
+    line: dict[str, Any] = {"board": protocol, "hands": style_name, "game": i, "outcome": kind, "alerts": alerts,
+                            "shown": unshown is None}
+    if kind != "exact":
+        miss = first_miss(start, moves, events)
+        near = [] if miss is None else [miss[0] - 1, miss[0]] + ([] if unshown is None else [unshown, unshown + 1])
+        line.update(miss=miss, unshown=None if unshown is None else unshown + 1, cls=miss_class(miss, unshown),
+                    habits={str(n + 1): habits[n] for n in sorted(set(near)) if 0 <= n < len(habits) and habits[n]})
+    return line
+
+
+def case_name(protocol: str, style_name: str) -> str:
+    return f"{protocol}, {style_name}"
+
+
+def games_given_back(limit: int, protocols: list[str], styles: list[str], drops: list[str] | None = None,
+                     per_game: Path | None = None) -> None:
+    """Play the cases and print, per board and hands: exact, recovered, wrong then an alert (by the alert it ends
+    on), wrong without an alert, the exact games with an alert, and the games whose every position was shown.
+    With ``per_game``, each game's line is appended to that file as it is played, and games found there already
+    are not played again (a long run done in parts)."""
     games = load(limit)
+    done: dict[tuple[str, str, int], dict[str, Any]] = {}
+    if per_game is not None and per_game.exists():
+        for text in per_game.read_text().splitlines():
+            kept = json.loads(text)
+            done[kept["board"], kept["hands"], kept["game"]] = kept
     print(f"part 1: {len(games)} shared games per board type and hands (simulated clock); 'alerts in exact': the "
           "exact games with an alert, and the alerts they had by code")
-    print(f"{'board':10} {'hands':22} " + " ".join(f"{c:>14}" for c in COLUMNS))
-    cases = [(protocol, name, None) for protocol in protocols for name in styles]
+    print(f"{'board':10} {'hands':22} " + " ".join(f"{c:>14}" for c in SUMMARY) + "   wrong then alert, by the alert")
+    cases: list[tuple[str, str, tuple[int, bool] | None]] = [
+        (protocol, name, None) for protocol in protocols for name in styles]
     cases += [("dgt", name, DROPS[name]) for name in drops or []]
     for protocol, style_name, drop in cases:
-        style = STYLES.get(style_name, STYLES["default hands"])
-        counts = dict.fromkeys(COLUMNS, 0)
-        shown = shown_back = 0
-        alerted_exact = 0
-        exact_alerts: dict[str, int] = {}
         t0 = time.monotonic()
+        lines = []
         for i, (start, moves) in enumerate(games):
-            events = piece_timeline(start, moves, random.Random(i), style)
-            options = {"drops": (drop_of(events, i, *drop),)} if drop else {}
-            run = harness.run(protocol, start, events, seed=i, **options)
-            assert run.translator is not None
-            got, alerts = replay(start, run.records, max(200, run.translator.min_settle_ms))
-            kind = outcome(got, [m.uci() for m in moves], alerts)
-            counts[kind if kind in counts else "other alert"] += 1
-            if kind == "exact" and alerts:
-                alerted_exact += 1
-                for code in alerts:
-                    exact_alerts[code] = exact_alerts.get(code, 0) + 1
-            if every_position_shown(start, moves, run.records):
-                shown += 1
-                shown_back += kind in ("exact", "recovered")
-        named = ", ".join(f"{code} {n}" for code, n in sorted(exact_alerts.items())) or "none"
-        print(f"{protocol:10} {style_name:22} " + " ".join(f"{counts[c]:>14}" for c in COLUMNS)
-              + f"   every position shown: {shown}, given back {shown_back}"
-              + f"   alerts in exact: {alerted_exact} ({named})"
-              + f"   ({time.monotonic() - t0:.0f} s)", flush=True)
+            line = done.get((protocol, style_name, i))
+            if line is None:
+                line = play_game(protocol, style_name, drop, i, start, moves)
+                if per_game is not None:
+                    with per_game.open("a") as f:
+                        f.write(json.dumps(line) + "\n")
+            lines.append(line)
+        print(summary_row(protocol, style_name, lines) + f"   ({time.monotonic() - t0:.0f} s)", flush=True)
+
+
+#: The columns of the summary: games given back exactly, recovered, wrong then an alert, wrong with none, the
+#: exact games that had an alert.
+SUMMARY = ("exact", "recovered", "wrong, alert", "wrong, no alert", "alerts in exact")
+
+
+def summary_row(protocol: str, style_name: str, lines: list[dict[str, Any]]) -> str:
+    """Return the summary of one case's games (their per-game lines)."""
+    counts = dict.fromkeys(COLUMNS, 0)
+    exact_alerts: dict[str, int] = {}
+    alerted_exact = shown = shown_back = 0
+    for line in lines:
+        kind = line["outcome"]
+        counts[kind if kind in counts else "other alert"] += 1
+        if kind == "exact" and line["alerts"]:
+            alerted_exact += 1
+            for code in line["alerts"]:
+                exact_alerts[code] = exact_alerts.get(code, 0) + 1
+        if line["shown"]:
+            shown += 1
+            shown_back += kind in ("exact", "recovered")
+    wrong_alert = sum(counts[c] for c in COLUMNS if c not in ("exact", "recovered", "wrong"))
+    figures = (counts["exact"], counts["recovered"], wrong_alert, counts["wrong"], alerted_exact)
+    by_alert = ", ".join(f"{c} {counts[c]}" for c in COLUMNS[2:-1] if counts[c]) or "none"
+    named = ", ".join(f"{code} {n}" for code, n in sorted(exact_alerts.items())) or "none"
+    return (f"{protocol:10} {style_name:22} " + " ".join(f"{n:>14}" for n in figures) + f"   ({by_alert})"
+            + f"   every position shown: {shown}, given back {shown_back}   alerts in exact: {named}")
+
+
+def class_table(per_game: Path) -> str:
+    """Return the Markdown table of the games not given back exactly in a per-game file: the first miss, its
+    class, the ply whose position the board never showed, and the hands' habits about those plies."""
+    rows = ["| board, hands | game | outcome | first miss (ply: what) | class | first ply not shown | habits (ply: "
+            "habits) |", "|---|---|---|---|---|---|---|"]
+    counts: dict[tuple[str, str], int] = {}
+    for text in per_game.read_text().splitlines():
+        line = json.loads(text)
+        if line["outcome"] == "exact":
+            continue
+        miss = line.get("miss")
+        habits = "; ".join(f"{ply}: {', '.join(names)}" for ply, names in line.get("habits", {}).items()) or "-"
+        rows.append(f"| {case_name(line['board'], line['hands'])} | {line['game']} | {line['outcome']} | "
+                    f"{'-' if miss is None else f'{miss[0]}: {miss[1]}'} | {line['cls']} | "
+                    f"{line.get('unshown') or '-'} | {habits} |")
+        key = (case_name(line["board"], line["hands"]), line["cls"])
+        counts[key] = counts.get(key, 0) + 1
+    totals = "; ".join(f"{case}: {cls} {n}" for (case, cls), n in sorted(counts.items()))
+    return "\n".join(rows) + f"\n\nNot exact, by class: {totals or 'none'}\n"
 
 
 def latency(protocol: str, plies: int, tmp: Path) -> list[float]:
@@ -252,7 +383,16 @@ def main() -> None:
     parser.add_argument("--drops", action="store_true",
                         help="also the DGT link lost mid-game: 3 s and 20 s, with and without a power cycle")
     parser.add_argument("--skip-latency", action="store_true")
+    parser.add_argument("--per-game", type=Path,
+                        help="a file of one JSON line per game played (appended as games end; games found in it are "
+                             "not played again)")
+    parser.add_argument("--table", type=Path,
+                        help="print the Markdown table of the games not given back exactly in this per-game file, "
+                             "and nothing else")
     args = parser.parse_args()
+    if args.table is not None:
+        print(class_table(args.table), end="")
+        return
     protocols = [p.strip() for p in args.boards.split(",") if p.strip()]
     unknown = [p for p in protocols if p not in PROTOCOLS]
     if unknown or not protocols:
@@ -261,7 +401,7 @@ def main() -> None:
               "both": ["default hands", "fast replies"], "all": list(STYLES), "none": []}[args.hands]
     if not GAMES.is_dir():
         raise SystemExit(f"the shared games are not at {GAMES}")
-    games_given_back(args.games, protocols, styles, list(DROPS) if args.drops else None)
+    games_given_back(args.games, protocols, styles, list(DROPS) if args.drops else None, args.per_game)
     if args.skip_latency:
         return
     print(f"part 2: placement -> MQTT move, real bridge and Mosquitto, {args.latency_plies} plies at real speed")
