@@ -312,6 +312,7 @@ def recover(at_download: list[int], host_last: list[int], events: list[tuple[str
             changes.append((a, b))
     state = list(at_download)
     best, best_k = sum(x != y for x, y in zip(state, host_last, strict=True)), 0
+    best_state = list(state)
     for k, change in enumerate(changes, start=1):
         if isinstance(change, list):
             state = list(change)
@@ -319,7 +320,15 @@ def recover(at_download: list[int], host_last: list[int], events: list[tuple[str
             state[change[0]] = change[1]
         off = sum(x != y for x, y in zip(state, host_last, strict=True))
         if off <= best:
-            best, best_k = off, k
+            best, best_k, best_state = off, k, list(state)
+    # The change that led there wrote a square the host has otherwise: the host saw an earlier value the memory
+    # overwrote (consecutive changes of one square are one entry: a pawn landing on f5 and then taken there,
+    # p then P), never this one: it is replayed too.
+    while best_k > 0:
+        last = changes[best_k - 1]
+        if isinstance(last, list) or best_state[last[0]] == host_last[last[0]]:
+            break
+        best_k -= 1
     return changes[best_k:]
 
 
