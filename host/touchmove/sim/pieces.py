@@ -106,9 +106,12 @@ def piece_timeline(start: chess.Board, moves: list[chess.Move], rng: random.Rand
 
 def _pushed_aside_to(recs: list[Record], move: chess.Move) -> chess.Square | None:
     """Return the square a victim pushed aside is put on (:meth:`touchmove.sim.hands.Hands.push_aside`): the
-    move's first placement off its own two squares."""
+    move's first placement off its own two squares once the capturing piece is lifted (a piece adjusted before
+    is put back on its own square)."""
+    lifted = False
     for rec in recs:
-        if isinstance(rec, Place) and rec.sq not in (move.from_square, move.to_square):
+        lifted = lifted or (isinstance(rec, Lift) and rec.sq == move.from_square)
+        if lifted and isinstance(rec, Place) and rec.sq not in (move.from_square, move.to_square):
             return rec.sq
     return None
 
