@@ -124,12 +124,12 @@ COLUMNS = ("exact", "recovered", "changes_lost", "board_mismatch", "illegal_move
 def every_position_shown(start: chess.Board, moves: list[chess.Move], records: Sequence[object]) -> bool:
     """Return whether the board's reports showed the pieces of every position of the game, in order (then its
     moves are plain to read; else some ply was never shown whole: two plies in one scan, or changes lost)."""
-    return first_unshown(start, moves, records) is None
+    return not unshown_plies(start, moves, records)
 
 
-def first_unshown(start: chess.Board, moves: list[chess.Move], records: Sequence[object]) -> int | None:
-    """Return the index in ``moves`` of the first ply whose position the board's reports never showed (after
-    the positions before it, in order), or None when they showed every one."""
+def unshown_plies(start: chess.Board, moves: list[chess.Move], records: Sequence[object]) -> list[int]:
+    """Return the indices in ``moves`` of the plies whose position the board's reports never showed (after the
+    positions shown before it, in order)."""
     state = {sq: p.symbol() for sq, p in start.piece_map().items()}
     shown: list[frozenset[tuple[int, str]]] = []
     for record in records:
@@ -144,21 +144,23 @@ def first_unshown(start: chess.Board, moves: list[chess.Move], records: Sequence
         now = frozenset(state.items())
         if not shown or shown[-1] != now:
             shown.append(now)
-    board, at = start.copy(stack=False), 0
+    board, at, out = start.copy(stack=False), 0, []
     for i, move in enumerate(moves):
         board.push(move)
         want = frozenset((sq, p.symbol()) for sq, p in board.piece_map().items())
-        while at < len(shown) and shown[at] != want:
-            at += 1
-        if at == len(shown):
-            return i
-    return None
+        found = next((k for k in range(at, len(shown)) if shown[k] == want), None)
+        if found is None:
+            out.append(i)
+        else:
+            at = found
+    return out
 
 
 def first_miss(start: chess.Board, moves: list[chess.Move], events: Sequence[Event]) -> tuple[int, str] | None:
     """Return the first thing the engine said that was not the game as played, and its ply: a move published
     that is not the game's (or amended to one that is not), a takeback of plies played, or plies recovered after
-    lost changes (``changes_lost``: published right, but not read as made). None: nothing of the kind."""
+    lost changes (``changes_lost``: published right, but not read as made), or the plies never published (the
+    game stopped). None: nothing of the kind."""
     want = [m.uci() for m in moves]
     sans, board = [], start.copy(stack=False)
     for move in moves:
@@ -181,19 +183,20 @@ def first_miss(start: chess.Board, moves: list[chess.Move], events: Sequence[Eve
         elif isinstance(e, Alert) and e.code == "changes_lost":
             plies = e.detail.get("plies", [])
             return e.ply, "changes_lost, plies recovered: " + " ".join(str(p) for p in plies)
+    if len(published) < len(want):
+        return len(published) + 1, f"nothing published from {played(len(published) + 1)} on"
     return None
 
 
-def miss_class(miss: tuple[int, str] | None, unshown: int | None) -> str:
+def miss_class(miss: tuple[int, str] | None, unshown: list[int]) -> str:
     """Return the class of a game not given back exactly: ``unrevealable`` when the board's reports never showed
     the position of the ply first missed, or of the one before or after it (two plies in one scan, a ply never
-    reported whole); ``engine`` when they showed every position up to the ply after it (the engine misread
-    evidence it had); ``exact`` when nothing was missed."""
+    reported whole); ``engine`` when they showed those positions (the engine misread evidence it had);
+    ``exact`` when nothing was missed. ``unshown`` holds the indices of the plies never shown
+    (:func:`unshown_plies`)."""
     if miss is None:
         return "exact"
-    if unshown is not None and unshown + 1 <= miss[0] + 1:
-        return "unrevealable"
-    return "engine"
+    return "unrevealable" if {miss[0] - 2, miss[0] - 1, miss[0]} & set(unshown) else "engine"
 
 
 def drop_of(events: Sequence[object], i: int, length: int, power: bool) -> Drop:
@@ -216,14 +219,16 @@ def play_game(protocol: str, style_name: str, drop: tuple[int, bool] | None, i: 
     events = engine_events(start, run.records, max(200, run.translator.min_settle_ms))
     got, alerts = replay(start, run.records, events=events)
     kind = outcome(got, [m.uci() for m in moves], alerts)
-    unshown = first_unshown(start, moves, run.records)
+    unshown = unshown_plies(start, moves, run.records)
     line: dict[str, Any] = {"board": protocol, "hands": style_name, "game": i, "outcome": kind, "alerts": alerts,
-                            "shown": unshown is None}
+                            "shown": not unshown}
     if kind != "exact":
         miss = first_miss(start, moves, events)
-        near = [] if miss is None else [miss[0] - 1, miss[0]] + ([] if unshown is None else [unshown, unshown + 1])
-        line.update(miss=miss, unshown=None if unshown is None else unshown + 1, cls=miss_class(miss, unshown),
-                    habits={str(n + 1): habits[n] for n in sorted(set(near)) if 0 <= n < len(habits) and habits[n]})
+        # the plies about the miss (indices): the one missed, the one before and after it
+        near = [] if miss is None else [n for n in (miss[0] - 2, miss[0] - 1, miss[0]) if 0 <= n < len(moves)]
+        hidden = [n for n in near if n in unshown]
+        line.update(miss=miss, unshown=[n + 1 for n in hidden], cls=miss_class(miss, unshown),
+                    habits={str(n + 1): habits[n] for n in near if habits[n]})
     return line
 
 
@@ -293,9 +298,10 @@ def summary_row(protocol: str, style_name: str, lines: list[dict[str, Any]]) -> 
 
 def class_table(per_game: Path) -> str:
     """Return the Markdown table of the games not given back exactly in a per-game file: the first miss, its
-    class, the ply whose position the board never showed, and the hands' habits about those plies."""
-    rows = ["| board, hands | game | outcome | first miss (ply: what) | class | first ply not shown | habits (ply: "
-            "habits) |", "|---|---|---|---|---|---|---|"]
+    class, the plies about it (the one missed, the one before and after) whose positions the board never showed,
+    and the hands' habits on those three plies."""
+    rows = ["| board, hands | game | outcome | first miss (ply: what) | class | plies about it not shown | habits "
+            "(ply: habits) |", "|---|---|---|---|---|---|---|"]
     counts: dict[tuple[str, str], int] = {}
     for text in per_game.read_text().splitlines():
         line = json.loads(text)
@@ -305,7 +311,7 @@ def class_table(per_game: Path) -> str:
         habits = "; ".join(f"{ply}: {', '.join(names)}" for ply, names in line.get("habits", {}).items()) or "-"
         rows.append(f"| {case_name(line['board'], line['hands'])} | {line['game']} | {line['outcome']} | "
                     f"{'-' if miss is None else f'{miss[0]}: {miss[1]}'} | {line['cls']} | "
-                    f"{line.get('unshown') or '-'} | {habits} |")
+                    f"{', '.join(str(n) for n in line.get('unshown') or []) or '-'} | {habits} |")
         key = (case_name(line["board"], line["hands"]), line["cls"])
         counts[key] = counts.get(key, 0) + 1
     totals = "; ".join(f"{case}: {cls} {n}" for (case, cls), n in sorted(counts.items()))
