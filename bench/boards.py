@@ -6,10 +6,15 @@ run`` without the pty), once with the default hands and once with fast replies (
 the move it answers, within one DGT scan). The engine's settle time is the bridge's for that board: 300 ms for
 DGT boards, 200 for the others. A game is *exact* when the engine's moves are the game's, *recovered* when
 they are but some came from the lost-changes search (a ``changes_lost`` alert: the scans mixed plies and the
-pieces shown told which); else it ends on ``changes_lost`` (the only alert), ``board_mismatch``,
-``illegal_move`` or another alert, or is *wrong* without an alert (the figure that must stay 0). The last
-figures count the games whose every position the board's reports showed, in order (no ply hidden in a scan with
-the next), and how many of them came back: all must.
+pieces shown told which); else it is wrong and ends on ``changes_lost`` (the only alert), ``board_mismatch``,
+``illegal_move`` or another alert, or is *wrong* without an alert (the figure that must stay 0); the exact
+games with an alert are counted too. The last figures count the games whose every position the board's
+reports showed, in order (no ply hidden in a scan with the next), and how many of them came back: all must.
+With ``--per-game FILE`` each game's line is kept (a run stopped is resumed): for a game not exact, its first
+miss (the first move published that is not the game's, a takeback of plies played, plies recovered after
+``changes_lost``, or the plies never published), its class (*unrevealable*: the reports never showed the
+position of the ply missed, of the one before or of the one after; *engine*: they did) and the hand model's
+habits on those plies; ``--table FILE`` prints them as a Markdown table.
 
 Part 2, per board type: the emulator on a pty at real speed, the real bridge (``touchmove run``) and a private
 Mosquitto; the time from a piece's placement on the emulated board to the ``move`` event on MQTT (median, p90,
@@ -17,7 +22,8 @@ max over the plies of the first moves of the Opera Game).
 
     .venv/bin/python bench/boards.py [--games N] [--boards dgt,chesslink,chessnut]
                                      [--hands default|fast|harder|both|all|none] [--drops]
-                                     [--latency-plies N] [--skip-latency]
+                                     [--latency-plies N] [--skip-latency] [--per-game FILE]
+    .venv/bin/python bench/boards.py --table FILE
 
 The harder hands are touchmove's own boards' harder hands all at once (``HARDER_HANDS["all at once"]``: adjustments
 out of turn, knocked pieces put back, slides, bullet replies, pushed-aside captures). ``--drops`` adds the DGT link
