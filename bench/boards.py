@@ -6,10 +6,15 @@ run`` without the pty), once with the default hands and once with fast replies (
 the move it answers, within one DGT scan). The engine's settle time is the bridge's for that board: 300 ms for
 DGT boards, 200 for the others. A game is *exact* when the engine's moves are the game's, *recovered* when
 they are but some came from the lost-changes search (a ``changes_lost`` alert: the scans mixed plies and the
-pieces shown told which); else it ends on ``changes_lost`` (the only alert), ``board_mismatch``,
-``illegal_move`` or another alert, or is *wrong* without an alert (the figure that must stay 0). The last
-figures count the games whose every position the board's reports showed, in order (no ply hidden in a scan with
-the next), and how many of them came back: all must.
+pieces shown told which); else it is wrong and ends on ``changes_lost`` (the only alert), ``board_mismatch``,
+``illegal_move`` or another alert, or is *wrong* without an alert (the figure that must stay 0); the exact
+games with an alert are counted too. The last figures count the games whose every position the board's
+reports showed, in order (no ply hidden in a scan with the next), and how many of them came back: all must.
+With ``--per-game FILE`` each game's line is kept (a run stopped is resumed): for a game not exact, its first
+miss (the first move published that is not the game's, a takeback of plies played, plies recovered after
+``changes_lost``, or the plies never published), its class (*unrevealable*: the reports never showed the
+position of the ply missed, of the one before or of the one after; *engine*: they did) and the hand model's
+habits on those plies; ``--table FILE`` prints them as a Markdown table.
 
 Part 2, per board type: the emulator on a pty at real speed, the real bridge (``touchmove run``) and a private
 Mosquitto; the time from a piece's placement on the emulated board to the ``move`` event on MQTT (median, p90,
@@ -17,7 +22,8 @@ max over the plies of the first moves of the Opera Game).
 
     .venv/bin/python bench/boards.py [--games N] [--boards dgt,chesslink,chessnut]
                                      [--hands default|fast|harder|both|all|none] [--drops]
-                                     [--latency-plies N] [--skip-latency]
+                                     [--latency-plies N] [--skip-latency] [--per-game FILE]
+    .venv/bin/python bench/boards.py --table FILE
 
 The harder hands are touchmove's own boards' harder hands all at once (``HARDER_HANDS["all at once"]``: adjustments
 out of turn, knocked pieces put back, slides, bullet replies, pushed-aside captures). ``--drops`` adds the DGT link
@@ -39,6 +45,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import chess
 import chess.pgn
@@ -46,6 +53,7 @@ from figures import Run
 
 from touchmove.records import Lift, Place, Snapshot
 from touchmove.rules import Engine
+from touchmove.rules.events import Alert, Event, MoveMade, Takeback
 from touchmove.sim import hands, harness, timeline
 from touchmove.sim.demo import DEFAULT_PGN, read_game
 from touchmove.sim.dgt import Drop
@@ -79,11 +87,19 @@ def load(limit: int) -> list[tuple[chess.Board, list[chess.Move]]]:
     return out[:limit]
 
 
-def replay(start: chess.Board, records: list[object], settle_ms: int = 200) -> tuple[list[str], list[str]]:
-    """Return the moves the engine publishes (amendments and takebacks applied) and its alert codes."""
+def engine_events(start: chess.Board, records: Sequence[object], settle_ms: int = 200) -> list[Event]:
+    """Return what the engine says reading ``records`` from ``start`` with the settle time ``settle_ms``."""
     fen = None if start.fen() == chess.STARTING_FEN else start.fen()
     eng = Engine(fen=fen, chess960=start.chess960, settle_ms=settle_ms)
-    events = [e for r in records for e in eng.feed(r)] + eng.finish()  # type: ignore[arg-type]
+    return [e for r in records for e in eng.feed(r)] + eng.finish()  # type: ignore[arg-type]
+
+
+def replay(start: chess.Board, records: Sequence[object], settle_ms: int = 200,
+           events: list[Event] | None = None) -> tuple[list[str], list[str]]:
+    """Return the moves the engine publishes (amendments and takebacks applied) and its alert codes (from
+    ``events`` when the engine's events are given)."""
+    if events is None:
+        events = engine_events(start, records, settle_ms)
     moves: list[str] = []
     alerts = []
     for e in events:
@@ -115,6 +131,12 @@ COLUMNS = ("exact", "recovered", "changes_lost", "board_mismatch", "illegal_move
 def every_position_shown(start: chess.Board, moves: list[chess.Move], records: Sequence[object]) -> bool:
     """Return whether the board's reports showed the pieces of every position of the game, in order (then its
     moves are plain to read; else some ply was never shown whole: two plies in one scan, or changes lost)."""
+    return not unshown_plies(start, moves, records)
+
+
+def unshown_plies(start: chess.Board, moves: list[chess.Move], records: Sequence[object]) -> list[int]:
+    """Return the indices in ``moves`` of the plies whose position the board's reports never showed (after the
+    positions shown before it, in order)."""
     state = {sq: p.symbol() for sq, p in start.piece_map().items()}
     shown: list[frozenset[tuple[int, str]]] = []
     for record in records:
@@ -129,15 +151,59 @@ def every_position_shown(start: chess.Board, moves: list[chess.Move], records: S
         now = frozenset(state.items())
         if not shown or shown[-1] != now:
             shown.append(now)
-    board, at = start.copy(stack=False), 0
-    for move in moves:
+    board, at, out = start.copy(stack=False), 0, []
+    for i, move in enumerate(moves):
         board.push(move)
         want = frozenset((sq, p.symbol()) for sq, p in board.piece_map().items())
-        while at < len(shown) and shown[at] != want:
-            at += 1
-        if at == len(shown):
-            return False
-    return True
+        found = next((k for k in range(at, len(shown)) if shown[k] == want), None)
+        if found is None:
+            out.append(i)
+        else:
+            at = found
+    return out
+
+
+def first_miss(start: chess.Board, moves: list[chess.Move], events: Sequence[Event]) -> tuple[int, str] | None:
+    """Return the first thing the engine said that was not the game as played, and its ply: a move published
+    that is not the game's (or amended to one that is not), a takeback of plies played, or plies recovered after
+    lost changes (``changes_lost``: published right, but not read as made), or the plies never published (the
+    game stopped). None: nothing of the kind."""
+    want = [m.uci() for m in moves]
+    sans, board = [], start.copy(stack=False)
+    for move in moves:
+        sans.append(board.san(move))
+        board.push(move)
+
+    def played(ply: int) -> str:
+        return sans[ply - 1] if 0 < ply <= len(sans) else "nothing"
+
+    published: list[str] = []
+    for e in events:
+        if isinstance(e, MoveMade):
+            del published[e.ply - 1:]
+            published.append(e.uci)
+            if published != want[:len(published)]:
+                return e.ply, f"{e.type} {e.san} for {played(e.ply)}"
+        elif isinstance(e, Takeback):
+            if e.ply <= len(published):
+                return e.ply, f"takeback to before {played(e.ply)}"
+        elif isinstance(e, Alert) and e.code == "changes_lost":
+            plies = e.detail.get("plies", [])
+            return e.ply, "changes_lost, plies recovered: " + " ".join(str(p) for p in plies)
+    if len(published) < len(want):
+        return len(published) + 1, f"nothing published from {played(len(published) + 1)} on"
+    return None
+
+
+def miss_class(miss: tuple[int, str] | None, unshown: list[int]) -> str:
+    """Return the class of a game not given back exactly: ``unrevealable`` when the board's reports never showed
+    the position of the ply first missed, or of the one before or after it (two plies in one scan, a ply never
+    reported whole); ``engine`` when they showed those positions (the engine misread evidence it had);
+    ``exact`` when nothing was missed. ``unshown`` holds the indices of the plies never shown
+    (:func:`unshown_plies`)."""
+    if miss is None:
+        return "exact"
+    return "unrevealable" if {miss[0] - 2, miss[0] - 1, miss[0]} & set(unshown) else "engine"
 
 
 def drop_of(events: Sequence[object], i: int, length: int, power: bool) -> Drop:
@@ -146,41 +212,127 @@ def drop_of(events: Sequence[object], i: int, length: int, power: bool) -> Drop:
     return Drop(random.Random(100 + i).randint(end // 4, end // 2), length, power)
 
 
-def games_given_back(limit: int, protocols: list[str], styles: list[str], drops: list[str] | None = None) -> None:
+def play_game(protocol: str, style_name: str, drop: tuple[int, bool] | None, i: int, start: chess.Board,
+              moves: list[chess.Move]) -> dict[str, Any]:
+    """Play game ``i`` through the board's emulator and translator and the engine; return what became of it (the
+    per-game line :func:`games_given_back` keeps): its outcome and alerts, whether every position was shown, and
+    for a game not exact the first miss, its class (:func:`miss_class`) and the habits of the plies about it."""
+    style = STYLES.get(style_name, STYLES["default hands"])
+    habits: list[list[str]] = []
+    timeline_events = piece_timeline(start, moves, random.Random(i), style, habits=habits)
+    options: dict[str, Any] = {"drops": (drop_of(timeline_events, i, *drop),)} if drop else {}
+    run = harness.run(protocol, start, timeline_events, seed=i, **options)
+    assert run.translator is not None
+    events = engine_events(start, run.records, max(200, run.translator.min_settle_ms))
+    got, alerts = replay(start, run.records, events=events)
+    kind = outcome(got, [m.uci() for m in moves], alerts)
+    unshown = unshown_plies(start, moves, run.records)
+    line: dict[str, Any] = {"board": protocol, "hands": style_name, "game": i, "outcome": kind, "alerts": alerts,
+                            "shown": not unshown}
+    if kind != "exact":
+        miss = first_miss(start, moves, events)
+        # the plies about the miss (indices): the one missed, the one before and after it
+        near = [] if miss is None else [n for n in (miss[0] - 2, miss[0] - 1, miss[0]) if 0 <= n < len(moves)]
+        hidden = [n for n in near if n in unshown]
+        line.update(miss=miss, unshown=[n + 1 for n in hidden], cls=miss_class(miss, unshown),
+                    habits={str(n + 1): habits[n] for n in near if habits[n]})
+    return line
+
+
+def case_name(protocol: str, style_name: str) -> str:
+    return f"{protocol}, {style_name}"
+
+
+def games_given_back(limit: int, protocols: list[str], styles: list[str], drops: list[str] | None = None,
+                     per_game: Path | None = None) -> None:
+    """Play the cases and print, per board and hands: exact, recovered, wrong then an alert (by the alert it ends
+    on), wrong without an alert, the exact games with an alert, and the games whose every position was shown.
+    With ``per_game``, each game's line is appended to that file as it is played, and games found there already
+    are not played again (a long run done in parts)."""
     games = load(limit)
+    done: dict[tuple[str, str, int], dict[str, Any]] = {}
+    if per_game is not None and per_game.exists():
+        for text in per_game.read_text().splitlines():
+            kept = json.loads(text)
+            done[kept["board"], kept["hands"], kept["game"]] = kept
     print(f"part 1: {len(games)} shared games per board type and hands (simulated clock); 'alerts in exact': the "
           "exact games with an alert, and the alerts they had by code")
-    print(f"{'board':10} {'hands':22} " + " ".join(f"{c:>14}" for c in COLUMNS))
-    cases = [(protocol, name, None) for protocol in protocols for name in styles]
+    print(f"{'board':10} {'hands':22} " + " ".join(f"{c:>14}" for c in SUMMARY) + "   wrong then alert, by the alert")
+    cases: list[tuple[str, str, tuple[int, bool] | None]] = [
+        (protocol, name, None) for protocol in protocols for name in styles]
     cases += [("dgt", name, DROPS[name]) for name in drops or []]
     for protocol, style_name, drop in cases:
-        style = STYLES.get(style_name, STYLES["default hands"])
-        counts = dict.fromkeys(COLUMNS, 0)
-        shown = shown_back = 0
-        alerted_exact = 0
-        exact_alerts: dict[str, int] = {}
         t0 = time.monotonic()
+        lines = []
         for i, (start, moves) in enumerate(games):
-            events = piece_timeline(start, moves, random.Random(i), style)
-            options = {"drops": (drop_of(events, i, *drop),)} if drop else {}
-            run = harness.run(protocol, start, events, seed=i, **options)
-            assert run.translator is not None
-            got, alerts = replay(start, run.records, max(200, run.translator.min_settle_ms))
-            kind = outcome(got, [m.uci() for m in moves], alerts)
-            counts[kind if kind in counts else "other alert"] += 1
-            if kind == "exact" and alerts:
-                alerted_exact += 1
-                for code in alerts:
-                    exact_alerts[code] = exact_alerts.get(code, 0) + 1
-            if every_position_shown(start, moves, run.records):
-                shown += 1
-                shown_back += kind in ("exact", "recovered")
-        named = ", ".join(f"{code} {n}" for code, n in sorted(exact_alerts.items())) or "none"
-        print(f"{protocol:10} {style_name:22} " + " ".join(f"{counts[c]:>14}" for c in COLUMNS)
-              + f"   every position shown: {shown}, given back {shown_back}"
-              + f"   alerts in exact: {alerted_exact} ({named})"
-              + f"   ({time.monotonic() - t0:.0f} s)", flush=True)
-        GIVEN_BACK.append((f"{protocol}, {style_name}", counts, shown))
+            line = done.get((protocol, style_name, i))
+            if line is None:
+                line = play_game(protocol, style_name, drop, i, start, moves)
+                if per_game is not None:
+                    with per_game.open("a") as f:
+                        f.write(json.dumps(line) + "\n")
+            lines.append(line)
+        print(summary_row(protocol, style_name, lines) + f"   ({time.monotonic() - t0:.0f} s)", flush=True)
+        counts, *_, shown, _ = tally(lines)
+        GIVEN_BACK.append((case_name(protocol, style_name), counts, shown))
+
+
+#: The columns of the summary: games given back exactly, recovered, wrong then an alert, wrong with none, the
+#: exact games that had an alert.
+SUMMARY = ("exact", "recovered", "wrong, alert", "wrong, no alert", "alerts in exact")
+
+
+def tally(lines: list[dict[str, Any]]) -> tuple[dict[str, int], dict[str, int], int, int, int]:
+    """Return of one case's games (their per-game lines): the games by outcome (:data:`COLUMNS`), the alerts of
+    the exact games by code, how many exact games had one, the games whose every position was shown, and how
+    many of those were given back."""
+    counts = dict.fromkeys(COLUMNS, 0)
+    exact_alerts: dict[str, int] = {}
+    alerted_exact = shown = shown_back = 0
+    for line in lines:
+        kind = line["outcome"]
+        counts[kind if kind in counts else "other alert"] += 1
+        if kind == "exact" and line["alerts"]:
+            alerted_exact += 1
+            for code in line["alerts"]:
+                exact_alerts[code] = exact_alerts.get(code, 0) + 1
+        if line["shown"]:
+            shown += 1
+            shown_back += kind in ("exact", "recovered")
+    return counts, exact_alerts, alerted_exact, shown, shown_back
+
+
+def summary_row(protocol: str, style_name: str, lines: list[dict[str, Any]]) -> str:
+    """Return the summary of one case's games (their per-game lines)."""
+    counts, exact_alerts, alerted_exact, shown, shown_back = tally(lines)
+    wrong_alert = sum(counts[c] for c in COLUMNS if c not in ("exact", "recovered", "wrong"))
+    figures = (counts["exact"], counts["recovered"], wrong_alert, counts["wrong"], alerted_exact)
+    by_alert = ", ".join(f"{c} {counts[c]}" for c in COLUMNS[2:-1] if counts[c]) or "none"
+    named = ", ".join(f"{code} {n}" for code, n in sorted(exact_alerts.items())) or "none"
+    return (f"{protocol:10} {style_name:22} " + " ".join(f"{n:>14}" for n in figures) + f"   ({by_alert})"
+            + f"   every position shown: {shown}, given back {shown_back}   alerts in exact: {named}")
+
+
+def class_table(per_game: Path) -> str:
+    """Return the Markdown table of the games not given back exactly in a per-game file: the first miss, its
+    class, the plies about it (the one missed, the one before and after) whose positions the board never showed,
+    and the hands' habits on those three plies."""
+    rows = ["| board, hands | game | outcome | first miss (ply: what) | class | plies about it not shown | habits "
+            "(ply: habits) |", "|---|---|---|---|---|---|---|"]
+    counts: dict[tuple[str, str], int] = {}
+    for text in per_game.read_text().splitlines():
+        line = json.loads(text)
+        if line["outcome"] == "exact":
+            continue
+        miss = line.get("miss")
+        habits = "; ".join(f"{ply}: {', '.join(names)}" for ply, names in line.get("habits", {}).items()) or "-"
+        rows.append(f"| {case_name(line['board'], line['hands'])} | {line['game']} | {line['outcome']} | "
+                    f"{'-' if miss is None else f'{miss[0]}: {miss[1]}'} | {line['cls']} | "
+                    f"{', '.join(str(n) for n in line.get('unshown') or []) or '-'} | {habits} |")
+        key = (case_name(line["board"], line["hands"]), line["cls"])
+        counts[key] = counts.get(key, 0) + 1
+    totals = "; ".join(f"{case}: {cls} {n}" for (case, cls), n in sorted(counts.items()))
+    return "\n".join(rows) + f"\n\nNot exact, by class: {totals or 'none'}\n"
 
 
 def latency(protocol: str, plies: int, tmp: Path) -> list[float]:
@@ -254,7 +406,16 @@ def main() -> None:
     parser.add_argument("--drops", action="store_true",
                         help="also the DGT link lost mid-game: 3 s and 20 s, with and without a power cycle")
     parser.add_argument("--skip-latency", action="store_true")
+    parser.add_argument("--per-game", type=Path,
+                        help="a file of one JSON line per game played (appended as games end; games found in it are "
+                             "not played again)")
+    parser.add_argument("--table", type=Path,
+                        help="print the Markdown table of the games not given back exactly in this per-game file, "
+                             "and nothing else")
     args = parser.parse_args()
+    if args.table is not None:
+        print(class_table(args.table), end="")
+        return
     protocols = [p.strip() for p in args.boards.split(",") if p.strip()]
     unknown = [p for p in protocols if p not in PROTOCOLS]
     if unknown or not protocols:
@@ -264,7 +425,7 @@ def main() -> None:
     if not GAMES.is_dir():
         raise SystemExit(f"the shared games are not at {GAMES}")
     fig = Run("boards")
-    games_given_back(args.games, protocols, styles, list(DROPS) if args.drops else None)
+    games_given_back(args.games, protocols, styles, list(DROPS) if args.drops else None, args.per_game)
     if args.skip_latency:
         write_figures(fig, args.games, [])
         return

@@ -6,6 +6,7 @@ time."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 import chess
 import pytest
@@ -60,3 +61,52 @@ def test_the_silence_watch_runs_on_the_boards_time() -> None:
     assert not [line for line in lines if line.get("alert") == "board_silent"]
     lines, _ = tr.tick(SILENT_MS + 20)
     assert [line["detail"]["silent_ms"] for line in lines if line.get("alert") == "board_silent"] == [SILENT_MS + 10]
+
+
+#: A board dump's header as the DGT board sends it (its size, 67, in two 7-bit bytes).
+DUMP_HEADER = dgt.header(dgt.MSG_BOARD_DUMP, 67)
+
+
+def misreading_dumps(which: set[int]) -> Callable[[bytes], bytes]:
+    """Return a corruption of the board's bytes (harness.run's ``corrupt``) that misreads one empty square as a
+    white queen in the board dumps numbered ``which`` (1 = the first dump the board sends)."""
+    seen = 0
+
+    def corrupt(data: bytes) -> bytes:
+        nonlocal seen
+        out = bytearray(data)
+        at = out.find(DUMP_HEADER)
+        while at >= 0 and at + 67 <= len(out):
+            seen += 1
+            if seen in which:
+                field_no = next(f for f in range(64) if out[at + 3 + f] == 0)
+                out[at + 3 + field_no] = dgt.CONTENT_CODES["Q"]
+            at = out.find(DUMP_HEADER, at + 67)
+        return bytes(out)
+
+    return corrupt
+
+
+def test_one_misread_board_dump_is_asked_again_and_no_lost_link() -> None:
+    """A check's dump misreading one square once (the board's scan for that dump read it wrong) is counted and
+    the dump asked for again: the next agrees, the link is not taken for lost (no error line, no relink)."""
+    start, moves = long_game()
+    events = piece_timeline(start, moves, random.Random(4))
+    run = harness.run("dgt", start, events, seed=4, corrupt=misreading_dumps({20}))
+    tr = run.translator
+    assert isinstance(tr, dgt.DgtTranslator)
+    assert [line for line in run.lines if line.get("type") == "error"] == []
+    assert (tr.links_lost, tr.bad_dumps) == (0, 1)
+    assert published(engine_events(start, run.records, dgt.MIN_SETTLE_MS)) == [m.uci() for m in moves]
+
+
+def test_dumps_that_differ_twice_in_a_row_are_a_lost_link() -> None:
+    """The dump asked for again differs as well: the link was lost (the board set up again, its memory read)."""
+    start, moves = long_game()
+    events = piece_timeline(start, moves, random.Random(4))
+    run = harness.run("dgt", start, events, seed=4, corrupt=misreading_dumps({20, 21}))
+    tr = run.translator
+    assert isinstance(tr, dgt.DgtTranslator)
+    errors = [line["why"] for line in run.lines if line.get("type") == "error"]
+    assert len(errors) == 1 and "differs from its updates 2 times" in errors[0], errors
+    assert (tr.links_lost, tr.bad_dumps) == (1, 1)

@@ -603,6 +603,26 @@ def test_a_piece_knocked_off_during_a_move_is_a_hand_not_plies_to_search() -> No
     assert not made_with_hands(knight, in_hand)
 
 
+def test_a_move_made_with_a_piece_lifted_away_from_its_landing_is_the_next_move_begun_not_a_hand() -> None:
+    """DGT fast replies, game 26 of the bench: Kf6-f7 shown made in the scan that shows White's queen lifted from
+    c6 (his next move, Qd7, begun faster than the scan). A sleeve knocks a piece next to where the hand lands;
+    the queen is not next to f7, so this is no hand: the plies are read (Kf7, then Qd7), never a takeback, never
+    a board_mismatch. Before, the move with the queen off read as a hand, and when the queen landed on d7, next to
+    its square, as a knocked queen: nothing read, then a board_mismatch."""
+    start = chess.Board("8/p3b2p/2Q2k2/4p3/4Ppp1/8/PP3PPP/5K2 b - - 1 34")
+    after_kf7 = start.copy()
+    after_kf7.push_san("Kf7")
+    shown = {sq: p.symbol() for sq, p in after_kf7.piece_map().items() if sq != chess.C6}
+    assert not made_with_hands(start, shown)
+    knocked = {sq: p.symbol() for sq, p in after_kf7.piece_map().items() if sq != chess.E7}
+    assert made_with_hands(start, knocked)      # the bishop next to f7 knocked off: a hand
+    events = play([lift(1000, "c6"), lift(1011, "f6"), place(1011, "f7", "k"), Clock(1900, chess.BLACK),
+                   place(2400, "d7", "Q"), Clock(3000, chess.WHITE), lift(4000, "h7"), place(4200, "h5", "p"),
+                   Clock(5000, chess.BLACK)], start)
+    assert moves_of(events) == ["Kf7", "Qd7", "h5"]
+    assert "board_mismatch" not in codes(events) and not [e for e in events if e.type == "takeback"]
+
+
 def test_a_pawn_resting_on_the_last_rank_before_its_exchange_raises_nothing() -> None:
     """Issue 42's false ``promotion_unverified`` (with ``board_mismatch``) in exact games: the pawn rests about
     0.4 s on the last rank before it is exchanged. Not reproduced: with the pawn resting 0.1 to 0.9 s and the new

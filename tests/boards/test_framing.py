@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from touchmove.boards import chesslink, chessnut, dgt
 from touchmove.boards.base import ProtocolError
 from touchmove.sim import harness
+from touchmove.sim.dgt import field_of
 from touchmove.sim.pieces import start_pieces
 
 START = start_pieces(chess.Board())
@@ -203,3 +204,20 @@ def test_dgt_recovery_reads_a_power_up_as_the_board_found_then() -> None:
     same = [("tag", dgt.EE_DOWNLOADED, 0), ("field", 52, 0), ("field", 36, 1), ("tag", dgt.EE_POWERUP, 0),
             ("field", 12, 7), ("field", 36, 1), ("field", 60, 5), ("field", 12, 0), ("field", 26, 7)]
     assert dgt.recover(start, seen, same) == [(12, 0), (26, 7)]
+
+
+def test_dgt_recovery_replays_a_change_that_overwrote_the_value_the_host_saw() -> None:
+    """Consecutive changes of one square are one entry in the board's memory (drop 20 s, game 23 of the bench):
+    ...exf5 seen by the host (a black pawn landing on f5), then, the link lost, exf5 (White's pawn taking on f5)
+    and ...Re8. The memory holds f5 once, with White's pawn (p, then empty, then P), and the host's f5 differs
+    from it: that entry is replayed too (before, the changes after it were, the capture on f5 lost: a wrong
+    line of recovered plies)."""
+    f5, e6, e4, a8, e8 = (field_of(sq, False) for sq in (chess.F5, chess.E6, chess.E4, chess.A8, chess.E8))
+    pawn, black_pawn, black_rook = dgt.CONTENT_CODES["P"], dgt.CONTENT_CODES["p"], dgt.CONTENT_CODES["r"]
+    start = [0] * 64
+    start[f5], start[e6], start[e4], start[a8] = pawn, black_pawn, pawn, black_rook
+    events = [("tag", dgt.EE_DOWNLOADED, 0), ("field", f5, 0), ("field", e6, 0), ("field", f5, pawn),
+              ("field", e4, 0), ("field", a8, 0), ("field", e8, black_rook)]
+    seen = list(start)
+    seen[f5], seen[e6] = black_pawn, 0          # ...exf5 as the host saw it
+    assert dgt.recover(start, seen, events) == [(f5, pawn), (e4, 0), (a8, 0), (e8, black_rook)]

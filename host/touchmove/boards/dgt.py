@@ -83,6 +83,10 @@ SETUP = bytes((SEND_VERSION, SEND_EE_MOVES, SEND_BRD, SEND_CLK, SEND_UPDATE_NICE
 #: behind a USB serial adapter, the port kept open): what was held is dropped, the board is set up again and
 #: its move memory read (the changes come back from there, in their order).
 CHECK_EVERY_MS = 1000
+#: A check's dump that differs from the board with its updates may be one scan misread (a square read wrong once):
+#: it is counted (:attr:`DgtTranslator.bad_dumps`) and the dump asked for again, the updates still held; only this
+#: many in a row mean the link was lost.
+BAD_DUMPS_LOST = 2
 CHECK_DUE_MS = 1000
 CHECK_DUE_WALL_MS = 1000
 CHECK = bytes((SEND_BRD, SEND_UPDATE_NICE))
@@ -308,6 +312,7 @@ def recover(at_download: list[int], host_last: list[int], events: list[tuple[str
             changes.append((a, b))
     state = list(at_download)
     best, best_k = sum(x != y for x, y in zip(state, host_last, strict=True)), 0
+    best_state = list(state)
     for k, change in enumerate(changes, start=1):
         if isinstance(change, list):
             state = list(change)
@@ -315,7 +320,15 @@ def recover(at_download: list[int], host_last: list[int], events: list[tuple[str
             state[change[0]] = change[1]
         off = sum(x != y for x, y in zip(state, host_last, strict=True))
         if off <= best:
-            best, best_k = off, k
+            best, best_k, best_state = off, k, list(state)
+    # The change that led there wrote a square the host has otherwise: the host saw an earlier value the memory
+    # overwrote (consecutive changes of one square are one entry: a pawn landing on f5 and then taken there,
+    # p then P), never this one: it is replayed too.
+    while best_k > 0:
+        last = changes[best_k - 1]
+        if isinstance(last, list) or best_state[last[0]] == host_last[last[0]]:
+            break
+        best_k -= 1
     return changes[best_k:]
 
 
@@ -360,6 +373,8 @@ class DgtTranslator(Translator):
         self.relinking = False               # the link was lost: set up again when the board answers
         self.ee_due: int | None = None       # set up again: dumps before its move memory are not the board's
         self.links_lost = 0
+        self.bad_dumps = 0                   # check dumps that differed from the board (each asked for again)
+        self.bad_in_a_row = 0                # ... since the last dump that agreed
 
     def start(self, now: int) -> bytes:
         self.last_rx = now                   # the watch starts now
@@ -386,6 +401,7 @@ class DgtTranslator(Translator):
     def _link_lost(self, now: int, why: str) -> list[dict[str, Any]]:
         """Note the link lost (``why``); return the error line that says so."""
         self.check_due = None
+        self.bad_in_a_row = 0
         self.held.clear()
         self.raw = list(self.told)
         if self.relinking:
@@ -472,8 +488,18 @@ class DgtTranslator(Translator):
         the dump is also a snapshot the bridge asked for, handled as such); else the link was lost."""
         self.check_due = None
         if codes != self.raw:
-            lines = self._link_lost(now, "the board's dump differs from its updates")
+            self.bad_in_a_row += 1
+            if self.bad_in_a_row < BAD_DUMPS_LOST:
+                # one dump may misread a square: counted, asked for again (updates still held, no snapshot)
+                self.bad_dumps += 1
+                log.info("%s on %s: the board's dump differs from its updates; asked for again", self.board,
+                         self.port)
+                self.check_due = self._due(now, CHECK_DUE_MS, CHECK_DUE_WALL_MS)
+                self.outbox.append(SEND_BRD)
+                return []
+            lines = self._link_lost(now, f"the board's dump differs from its updates {BAD_DUMPS_LOST} times")
             return lines + self.heard(now)      # it answers: set up again now
+        self.bad_in_a_row = 0
         out: list[dict[str, Any]] = []
         for field_no, code, t in self.held:
             out += self._tell(field_no, code, t)

@@ -202,9 +202,11 @@ def only_lifted(board: chess.Board, pieces: dict[chess.Square, str]) -> bool:
 def made_with_hands(board: chess.Board, pieces: dict[chess.Square, str]) -> bool:
     """Return whether the board's ``pieces`` are ``board`` with one piece of the side to move in the hand and one
     piece more lifted or knocked onto an empty square next to its own, or the position after one legal move of the
-    side to move with one piece lifted or knocked so: a sleeve knocking a piece off (docs/hands.md), an
-    adjustment, never a second ply; the plies played are then not searched (the board is read as a board without
-    names would be). Two pieces off besides the move are plies mixed in a scan (searched)."""
+    side to move with one piece next to the move's landing square lifted or knocked so: a sleeve knocking a piece
+    off (docs/hands.md), never a second ply; the plies played are then not searched (the board is read as a board
+    without names would be). Two pieces off besides the move are plies mixed in a scan (searched); so is a move
+    made with a piece lifted away from its landing square (the next move begun: the hand that made the move
+    cannot have knocked it)."""
     if _with_hands(board, pieces, board.turn):
         return True
     for move in board.generate_legal_moves():
@@ -220,14 +222,16 @@ def made_with_hands(board: chess.Board, pieces: dict[chess.Square, str]) -> bool
             continue
         after = board.copy(stack=False)
         after.push(move)
-        if _with_hands(after, pieces, None) and not _shows(board, move, pieces):
+        if _with_hands(after, pieces, None, near=landing) and not _shows(board, move, pieces):
             return True     # (a move shown made with nothing in a hand is a ply the engine did not read)
     return False
 
 
-def _with_hands(board: chess.BaseBoard, pieces: dict[chess.Square, str], mover: chess.Color | None) -> bool:
+def _with_hands(board: chess.BaseBoard, pieces: dict[chess.Square, str], mover: chess.Color | None,
+                near: chess.Square | None = None) -> bool:
     """Return whether ``pieces`` are ``board``'s with one piece of ``mover`` (if given) lifted, and one piece
-    more lifted or moved onto an empty neighbour square of its own (a knocked piece fallen there)."""
+    more lifted or moved onto an empty neighbour square of its own (a knocked piece fallen there); with ``near``,
+    that piece's own square is next to ``near`` (where the hand was)."""
     strays = [(sq, letter) for sq, letter in pieces.items()
               if board.piece_at(sq) is None or board.piece_at(sq).symbol() != letter]  # type: ignore[union-attr]
     if len(strays) > 1:
@@ -247,6 +251,9 @@ def _with_hands(board: chess.BaseBoard, pieces: dict[chess.Square, str], mover: 
         own = [sq for sq in missing if board.color_at(sq) == mover]
         if own:
             missing.remove(own[0])
+    if near is not None and any(not chess.BB_KING_ATTACKS[near] & chess.BB_SQUARES[sq]
+                                for sq in missing + ([] if home is None else [home])):
+        return False
     return len(missing) + len(strays) <= 1
 
 

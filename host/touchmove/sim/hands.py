@@ -118,6 +118,17 @@ HARDER_HANDS: dict[str, Style] = {
 }
 
 
+#: The four manners of promotion :meth:`Hands._promote` plays (4.6), by name.
+PROMOTION_MANNERS = ("promotion: pawn exchanged on the last rank", "promotion: pawn off, then the new piece",
+                     "promotion: new piece first, then the pawn off", "promotion: pawn left on the last rank")
+#: The habits :attr:`Hands.habits` names.
+HABITS = frozenset({
+    "slid across squares", "sleeve knock", "knocked onto a square", "slid onto its square", "victim pushed aside",
+    "victim stood aside", "j'adoube before the move", "adjusted after the move", "bullet recapture",
+    "bullet reply", "adjustment out of turn", "castling slid", "castling slid, rook first",
+    "castling with two hands", "castling rook first", "en passant", *PROMOTION_MANNERS})
+
+
 class Hands:
     """Writes records for moves played on a board, keeping the device time."""
 
@@ -132,6 +143,9 @@ class Hands:
         #: The move after the one being played, if known (:func:`play` tells): a piece slid across the square it
         #: will be stood on (``stand_aside_after="slid"``) is slid so for that capture.
         self.next_move: chess.Move | None = None
+        #: The habits the last :meth:`move` was played with, by name (``bullet reply``, ``sleeve knock`` ...): what
+        #: the benchmark names for a ply a board misread (:data:`HABITS`). Noting them draws nothing from the rng.
+        self.habits: list[str] = []
 
     # -- primitives ------------------------------------------------------------------------------------------
 
@@ -153,6 +167,11 @@ class Hands:
             self._last_record = self._due.t
             self.t = max(self.t, self._due.t)
             self._due = None
+
+    def habit(self, name: str) -> None:
+        """Note that the move being played uses the habit ``name`` (one of :data:`HABITS`)."""
+        assert name in HABITS, name
+        self.habits.append(name)
 
     def chance(self, p: float) -> bool:
         """Return True with probability ``p`` (no draw when ``p`` is 0: the other styles' timelines stay)."""
@@ -195,6 +214,7 @@ class Hands:
             self.wait(300, 1500)
         between = chess.SquareSet(chess.between(src, dst))
         if between and self.rng.random() < self.style.slide:
+            self.habit("slid across squares")
             dwell_hi = max(30, self.style.settle_ms // 2)
             for sq in between:
                 if not board.piece_at(sq) and self.rng.random() < 0.7:
@@ -224,12 +244,14 @@ class Hands:
         near = chess.BB_KING_ATTACKS[dst] & occ & ~chess.BB_SQUARES[src]
         if not near:
             return None
+        self.habit("sleeve knock")
         sq = self.rng.choice(list(chess.scan_forward(near)))
         free = chess.BB_KING_ATTACKS[sq] & ~occ & ~chess.BB_SQUARES[src]
         fell: chess.Square | None = None
         self.emit(Lift(self.t, sq))
         if free and self.rng.random() < 0.4:
             fell = self.rng.choice(list(chess.scan_forward(free)))
+            self.habit("knocked onto a square")
             self.t += self.rng.randint(2, 30)
             self.emit(Place(self.t, fell))
         self.wait(20, 150)
@@ -247,6 +269,7 @@ class Hands:
 
     def slide_onto(self, src: chess.Square, dst: chess.Square) -> None:
         """Slide a piece from ``src`` onto ``dst``: sensed on ``dst`` before ``src`` empties (the sensors overlap)."""
+        self.habit("slid onto its square")
         self.emit(Place(self.t, dst))
         self.t += self.rng.randint(5, 120)
         self.emit(Lift(self.t, src))
@@ -286,6 +309,7 @@ class Hands:
         free = chess.BB_KING_ATTACKS[dst] & ~board.occupied & ~chess.BB_SQUARES[src]
         if not free:
             return False
+        self.habit("victim pushed aside")
         aside = self.rng.choice(list(chess.scan_forward(free)))
         self.lift(src)
         if self.rng.random() < self.style.hesitate:
@@ -332,6 +356,7 @@ class Hands:
         capturing piece on its square (see :attr:`Style.stand_aside`)."""
         rng, style = self.rng, self.style
         how = style.stand_aside_after
+        self.habit("victim stood aside")
         fast = how == "fast"
         if fast or rng.random() < STAND_ASIDE_QUICK:  # before the move settled (the last mover presses meanwhile)
             if self._due is not None:
@@ -404,6 +429,7 @@ class Hands:
         """
         rng = self.rng
         style = self.style
+        self.habits = []
         aside = self.stand_aside_square(board, move) if self.chance(style.stand_aside) else None
         if aside is not None:
             self.capture_stood_aside(board, move, aside, think_ms, remaining_ms)
@@ -421,6 +447,7 @@ class Hands:
             others = [sq for sq in chess.SquareSet(board.occupied_co[board.turn])
                       if sq != move.from_square and not board.is_castling(move)]
             if others:
+                self.habit("j'adoube before the move")
                 sq = rng.choice(others)
                 self.lift(sq)
                 self.wait(100, 600)
@@ -455,6 +482,7 @@ class Hands:
             self.lift(move.from_square)
             self.carry(board, move.from_square, move.to_square, knock=self.chance(style.sleeve))
         if rng.random() < style.adjust and not board.is_castling(move):
+            self.habit("adjusted after the move")
             self.lift(move.to_square)
             self.wait(20, 200)
             self.place(move.to_square, rest=False)
@@ -471,6 +499,7 @@ class Hands:
         recapture = board.is_capture(move) and move.to_square == last.to_square
         if not self.chance(self.style.bullet_recapture if recapture else self.style.bullet):
             return False
+        self.habit("bullet recapture" if recapture else "bullet reply")
         if self._due is not None:  # the last mover presses as the reply begins
             press = max(self._last_change + self.rng.randint(20, 150), self._last_record)
             self._due = Clock(press, self._due.side, self._due.remaining)
@@ -481,6 +510,7 @@ class Hands:
         """Let ``think_ms`` pass; meanwhile the player not to move may straighten one of his own pieces."""
         end = self.t + think_ms
         if think_ms >= 1200 and self.chance(self.style.idle_adjust):
+            self.habit("adjustment out of turn")
             sq = self.rng.choice(list(chess.scan_forward(board.occupied_co[not board.turn])))
             self.t += self.rng.randint(200, think_ms - 1000)
             self.lift(sq)
@@ -502,6 +532,7 @@ class Hands:
                 self.place(rook_to)
             return
         if self.chance(self.style.castle_slide):
+            self.habit("castling slid" if how < 0.8 else "castling slid, rook first")
             self._castle_sliding(board, king, rook, king_to, rook_to, how)
         elif how < 0.6:  # king first, as 4.4.1 asks
             self.lift(king)
@@ -509,11 +540,13 @@ class Hands:
             self.lift(rook)
             self.place(rook_to)
         elif how < 0.8:  # two hands at once (7.5.4, but the board cannot see hands)
+            self.habit("castling with two hands")
             self.lift(king)
             self.lift(rook)
             self.place(king_to, rest=False)
             self.place(rook_to)
         else:  # rook first (4.4.2): recorded as castling with an alert
+            self.habit("castling rook first")
             self.lift(rook)
             self.place(rook_to, rest=False)
             self.lift(king)
@@ -534,6 +567,7 @@ class Hands:
     def _en_passant(self, board: chess.Board, move: chess.Move) -> None:
         victim = move.to_square + (-8 if board.turn == chess.WHITE else 8)
         how = self.rng.randrange(3)
+        self.habit("en passant")
         if how == 0:  # victim first
             self.lift(victim)
             self.lift(move.from_square)
@@ -553,6 +587,7 @@ class Hands:
         if board.piece_at(dst):  # capturing promotion: the victim goes first
             self.lift(dst)
         manner = self.rng.randrange(4)
+        self.habit(PROMOTION_MANNERS[manner])
         if manner == 0:  # pawn to the last rank, then exchanged (4.6)
             self.lift(src)
             self.place(dst)

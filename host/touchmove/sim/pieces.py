@@ -4,7 +4,8 @@
 the piece the move leaves on that square for its last placement there in the move (the promoted piece on a
 promotion; a piece slid onto its square before its own square is sensed empty), else the piece
 lifted from that square and not put down (a bounce, a piece put back), else the piece lifted last (a piece
-slid over squares, a victim pushed aside, a neighbour knocked by a sleeve). At the end of each move the board is
+slid over squares, a neighbour knocked by a sleeve); a victim pushed aside is the victim, also when it is
+sensed on its new square before its own empties. At the end of each move the board is
 checked against the position: the names can then only differ from the game where the hand model's habits put a
 piece on a square the move does not use.
 """
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 
 import chess
 
-from touchmove.records import Clock, Lift, Place
+from touchmove.records import Clock, Lift, Place, Record
 from touchmove.sim import hands
 
 
@@ -47,8 +48,10 @@ def start_pieces(board: chess.Board) -> list[str | None]:
 
 
 def piece_timeline(start: chess.Board, moves: list[chess.Move], rng: random.Random,
-                   style: hands.Style | None = None, t: int = 1500) -> list[Event]:
-    """Return the timed changes (with pieces) and clock presses of ``moves`` played from ``start`` by hands."""
+                   style: hands.Style | None = None, t: int = 1500,
+                   habits: list[list[str]] | None = None) -> list[Event]:
+    """Return the timed changes (with pieces) and clock presses of ``moves`` played from ``start`` by hands;
+    ``habits``, if given, gets the habits each ply was played with (:attr:`touchmove.sim.hands.Hands.habits`)."""
     style = style or hands.Style(promote_record=False)
     player = hands.Hands(rng, style, t=t)
     board = start.copy()
@@ -58,22 +61,32 @@ def piece_timeline(start: chess.Board, moves: list[chess.Move], rng: random.Rand
     for move in moves:
         before = len(player.records)
         player.move(board, move)
+        if habits is not None:
+            habits.append(list(player.habits))
         after_board = board.copy()
         after_board.push(move)
         after = start_pieces(after_board)
         recs = player.records[before:]
         last_place = {r.sq: i for i, r in enumerate(recs) if isinstance(r, Place)}
+        aside = _pushed_aside_to(recs, move) if "victim pushed aside" in player.habits else None
+        pushed_from: chess.Square | None = None     # the victim's square, while it is sensed on both
         for i, rec in enumerate(recs):
             if isinstance(rec, Clock):
                 events.append(ClockPress(rec.t, rec.side, rec.remaining))
             elif isinstance(rec, Lift):
                 piece = squares[rec.sq]
-                if piece is not None:
+                if piece is not None and rec.sq != pushed_from:
                     in_hand.append((piece, rec.sq))
+                pushed_from = None if rec.sq == pushed_from else pushed_from
                 squares[rec.sq] = None
                 events.append(Change(rec.t, rec.sq, None))
             elif isinstance(rec, Place):
-                piece = _placed(rec.sq, i == last_place[rec.sq], after, in_hand, move)
+                if rec.sq == aside and squares[move.to_square] is not None:
+                    # the victim pushed onto its neighbour square, sensed there before its own square empties
+                    piece = squares[move.to_square]
+                    pushed_from, aside = move.to_square, None
+                else:
+                    piece = _placed(rec.sq, i == last_place[rec.sq], after, in_hand, move)
                 squares[rec.sq] = piece
                 events.append(Change(rec.t, rec.sq, piece))
         board = after_board
@@ -89,6 +102,18 @@ def piece_timeline(start: chess.Board, moves: list[chess.Move], rng: random.Rand
             events.append(ClockPress(rec.t, rec.side, rec.remaining))
     events.sort(key=lambda e: e.t)
     return events
+
+
+def _pushed_aside_to(recs: list[Record], move: chess.Move) -> chess.Square | None:
+    """Return the square a victim pushed aside is put on (:meth:`touchmove.sim.hands.Hands.push_aside`): the
+    move's first placement off its own two squares once the capturing piece is lifted (a piece adjusted before
+    is put back on its own square)."""
+    lifted = False
+    for rec in recs:
+        lifted = lifted or (isinstance(rec, Lift) and rec.sq == move.from_square)
+        if lifted and isinstance(rec, Place) and rec.sq not in (move.from_square, move.to_square):
+            return rec.sq
+    return None
 
 
 def _placed(sq: chess.Square, final: bool, after: list[str | None], in_hand: list[tuple[str, chess.Square]],
