@@ -17,7 +17,6 @@ The package's modules:
 | :mod:`~touchmove.bridge.identity` | board identity conflicts (an id change on a port, two ports with one id) |
 | :mod:`~touchmove.bridge.commands` | the MQTT commands (board ``set``, bridge requests) |
 | :mod:`~touchmove.bridge.command` | the ``touchmove run`` command line |
-| :mod:`~touchmove.bridge.serial_link` | a serial port's link and the line decoder |
 | :mod:`~touchmove.bridge.journal` | the journal (SQLite): records, events, checkpoints |
 | :mod:`~touchmove.bridge.checkpoint` | engine checkpoints, signed with the installation's key |
 | :mod:`~touchmove.bridge.mqtt_link` | the MQTT link: a bounded outgoing queue, fail-over between brokers |

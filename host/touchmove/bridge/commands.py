@@ -14,7 +14,6 @@ from typing import Any, Protocol
 import chess
 
 from touchmove import board_ids, records, wire
-from touchmove.bridge.serial_link import leds_command
 from touchmove.bridge.session import BoardSession
 from touchmove.mqtt_schema import (
     BOARD_COMMANDS,
@@ -23,6 +22,7 @@ from touchmove.mqtt_schema import (
     transaction_of,
     validate,
 )
+from touchmove.serial.commands import leds_command
 from touchmove.wire import iso_now
 
 log = logging.getLogger("touchmove.bridge")

@@ -42,9 +42,9 @@ from touchmove.bridge.pipeline import CHECKPOINT_EVERY, MAX_BACKLOG, EventPipeli
 from touchmove.bridge.ports import BoardPorts
 from touchmove.bridge.publisher import Publisher, plies_in_pgn
 from touchmove.bridge.seq_floor import SeqFloor
-from touchmove.bridge.serial_link import SerialLink
 from touchmove.bridge.session import BoardSession
 from touchmove.config import BridgeConfig
+from touchmove.serial.link import SerialLink
 
 __all__ = ["CHECKPOINT_EVERY", "MAX_BACKLOG", "Bridge"]
 
