@@ -39,7 +39,7 @@ import aiohttp
 import aiomqtt
 import chess
 
-from touchmove import wire
+from touchmove.mqtt import wire
 from touchmove.sim.broadcast_boards import SimBoard, SimBridge
 from touchmove.sim.local_broker import LocalBroker, free_port
 

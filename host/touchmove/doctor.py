@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING
 
 import aiomqtt
 
-from touchmove import wire
-from touchmove.brokers import BrokerSettingError, Endpoint, tls_context
 from touchmove.config import SerialConfig
+from touchmove.mqtt import wire
+from touchmove.mqtt.brokers import BrokerSettingError, Endpoint, tls_context
 
 if TYPE_CHECKING:
     from touchmove.broadcast.tournament import Tournament

@@ -21,8 +21,8 @@ from touchmove.bridge.mqtt_link import MqttLink
 from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.consumer import MqttLink as ConsumerLink
 from touchmove.broadcast.tournament import BrokerConfig
-from touchmove.brokers import parse_urls
 from touchmove.config import MqttConfig
+from touchmove.mqtt.brokers import parse_urls
 from touchmove.sim.natscluster import NatsCluster
 
 BASE = "hall-q"

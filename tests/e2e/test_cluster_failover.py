@@ -29,14 +29,14 @@ from typing import Any
 import pytest
 
 from tests.e2e.helpers import require_binary
-from touchmove import wire
 from touchmove.bridge.mqtt_link import MqttLink
 from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.broadcaster import ActionError
 from touchmove.broadcast.consumer import MqttLink as ConsumerLink
 from touchmove.broadcast.tournament import BrokerConfig
-from touchmove.brokers import parse_urls
 from touchmove.config import MqttConfig
+from touchmove.mqtt import wire
+from touchmove.mqtt.brokers import parse_urls
 from touchmove.sim.natscluster import NatsCluster
 
 BASE = "hall-f"

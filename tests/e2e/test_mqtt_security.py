@@ -28,8 +28,8 @@ from tests.e2e.helpers import (
     write_timeline,
 )
 from touchmove.bridge.mqtt_link import MqttLink
-from touchmove.brokerauth import AuthError, generate
 from touchmove.config import from_dict
+from touchmove.mqtt.auth import AuthError, generate
 from touchmove.sim.natscluster import NatsCluster
 from touchmove.sim.ptyboard import PtyBoard
 

@@ -17,8 +17,8 @@ from touchmove.bridge.mqtt_link import MqttLink
 from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.consumer import MqttLink as ConsumerLink
 from touchmove.broadcast.tournament import BrokerConfig
-from touchmove.broker_connection import CONNECT_TIMEOUT_S, connect_timeout
 from touchmove.config import MqttConfig
+from touchmove.mqtt.connection import CONNECT_TIMEOUT_S, connect_timeout
 
 #: how long the proxy holds each connection's CONNACK: more than the first wait, less than the second
 HOLD_S = 3.0

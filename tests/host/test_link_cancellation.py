@@ -17,9 +17,9 @@ import pytest
 from touchmove.bridge import mqtt_link
 from touchmove.bridge.mqtt_link import MqttLink
 from touchmove.broadcast import consumer
-from touchmove.broker_connection import AIOMQTT_LOGGER, one_attempt, tame_late_acknowledgements
-from touchmove.brokers import parse_urls
 from touchmove.config import MqttConfig
+from touchmove.mqtt.brokers import parse_urls
+from touchmove.mqtt.connection import AIOMQTT_LOGGER, one_attempt, tame_late_acknowledgements
 
 
 class SwallowingClient:

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from touchmove.bridge.ports import MAX_PENDING, SNAPSHOT_INTERVAL, BoardPorts
     from touchmove.bridge.replay import replay_entries
     from touchmove.bridge.session import MAX_FORWARD_JUMP_MS, BoardSession
-    from touchmove.wire import iso_now
+    from touchmove.mqtt.wire import iso_now
 
 #: Where each name of the package lives.
 _HOMES = {
@@ -58,7 +58,7 @@ __all__ = ["CHECKPOINT_EVERY", "JOURNAL_RETRY_S", "MAX_BACKLOG", "MAX_FORWARD_JU
 
 def __getattr__(name: str) -> Any:
     if name == "iso_now":
-        return importlib.import_module("touchmove.wire").iso_now
+        return importlib.import_module("touchmove.mqtt.wire").iso_now
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from touchmove import board_ids
+from touchmove.mqtt.wire import iso_now
 from touchmove.serial.lines import BoardIdRefused, DecodeError, OperatorRecordRefused
 from touchmove.serial.link import SerialLink
-from touchmove.wire import iso_now
 
 if TYPE_CHECKING:
     from touchmove.bridge.session import BoardSession

@@ -32,7 +32,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from touchmove import records, wire
+from touchmove import records
 from touchmove.bridge.admission import Admission
 from touchmove.bridge.commands import BridgeCommands
 from touchmove.bridge.journal import Journal
@@ -44,6 +44,7 @@ from touchmove.bridge.publisher import Publisher, plies_in_pgn
 from touchmove.bridge.seq_floor import SeqFloor
 from touchmove.bridge.session import BoardSession
 from touchmove.config import BridgeConfig
+from touchmove.mqtt import wire
 from touchmove.serial.link import SerialLink
 
 __all__ = ["CHECKPOINT_EVERY", "MAX_BACKLOG", "Bridge"]

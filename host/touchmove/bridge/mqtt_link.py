@@ -18,7 +18,7 @@ one is tried at once; events not acknowledged are sent again there (consumers dr
 Publishing starts as soon as the node sends its CONNACK. Commands come in on a second connection to the same
 node: on NATS a QoS 1 subscription is a JetStream consumer, which a cluster electing leaders refuses after
 holding the connection for up to 4 s, and the events' connection must not wait for that. A fail-over so holds
-the events back for about a second (see :mod:`touchmove.broker_connection`).
+the events back for about a second (see :mod:`touchmove.mqtt.connection`).
 Each connection attempt has a client id of its own (the process's id and the attempt's number): a NATS node
 holds a CONNECT for 11 s when the id's session belonged to a node that died, a new id is answered at once.
 A stale connection left on a cut-off node then ends with the last will (``offline``) instead of a takeover,
@@ -45,7 +45,9 @@ import aiomqtt
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from touchmove.bridge.event_paths import EventPaths
-from touchmove.broker_connection import (
+from touchmove.config import MqttConfig
+from touchmove.mqtt.brokers import Endpoint, Endpoints, refused_subscription, tls_context
+from touchmove.mqtt.connection import (
     FAILOVER_REPLY_TIMEOUT_S,
     REPLY_TIMEOUT_S,
     connect_timeout,
@@ -53,9 +55,7 @@ from touchmove.broker_connection import (
     socket_options,
     subscribe_all,
 )
-from touchmove.brokers import Endpoint, Endpoints, refused_subscription, tls_context
-from touchmove.config import MqttConfig
-from touchmove.wire import bridge_topic, command_filters
+from touchmove.mqtt.wire import bridge_topic, command_filters
 
 log = logging.getLogger(__name__)
 

@@ -39,8 +39,8 @@ from touchmove.bridge.replay import replay_entries
 from touchmove.bridge.seq_floor import SeqFloor
 from touchmove.bridge.session import BoardSession
 from touchmove.config import BridgeConfig
+from touchmove.mqtt.wire import iso_now
 from touchmove.rules import Engine, Event
-from touchmove.wire import iso_now
 
 log = logging.getLogger("touchmove.bridge")
 

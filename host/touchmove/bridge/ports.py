@@ -28,10 +28,10 @@ from touchmove.bridge.port_report import PortReport
 from touchmove.bridge.session import BoardSession
 from touchmove.config import SerialConfig
 from touchmove.log_limit import LogLimit
+from touchmove.mqtt.wire import iso_now
 from touchmove.serial.discovery import find_ports
 from touchmove.serial.lines import FROM_BOARD, CheckFailed, DecodeError, Message, decode
 from touchmove.serial.link import SerialLink
-from touchmove.wire import iso_now
 
 log = logging.getLogger("touchmove.bridge")
 

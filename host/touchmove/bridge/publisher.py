@@ -1,4 +1,4 @@
-"""The bridge's publisher: what the bridge says over MQTT, on which topic (:mod:`touchmove.wire`).
+"""The bridge's publisher: what the bridge says over MQTT, on which topic (:mod:`touchmove.mqtt.wire`).
 
 Per board: ``events`` (offered in order by the event pipeline, acknowledged back to it), and the retained
 ``state``, ``pgn`` and ``availability``; for the bridge: the retained ``bridge/info`` and ``bridge/state`` (its
@@ -14,10 +14,11 @@ from typing import Any
 
 import chess.pgn
 
-from touchmove import __version__, records, wire
+from touchmove import __version__, records
 from touchmove.bridge.mqtt_link import OFFLINE, ONLINE, MqttLink, dumps
 from touchmove.bridge.session import BoardSession
-from touchmove.wire import iso_now
+from touchmove.mqtt import wire
+from touchmove.mqtt.wire import iso_now
 
 #: The longest retained PGN read back (:func:`plies_in_pgn`): a game of the most plies a record takes, with headers.
 MAX_PGN_BYTES = 64 * 1024

@@ -1,6 +1,6 @@
 """The bridge's MQTT messages as the broadcaster reads them: decoded payloads, events checked, commands.
 
-The topics and payload types are :mod:`touchmove.wire`'s (the one contract of the bridge, the broadcaster,
+The topics and payload types are :mod:`touchmove.mqtt.wire`'s (the one contract of the bridge, the broadcaster,
 the broker's rules and the tests); this module decodes what arrives on them.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import chess
 
-from touchmove import wire
+from touchmove.mqtt import wire
 
 BOARD_KINDS = wire.BOARD_LEAVES
 BRIDGE_KINDS = wire.BRIDGE_LEAVES
@@ -31,7 +31,7 @@ class BridgeMessage:
 
 def subscriptions(base: str, share_group: str | None = None) -> list[str]:
     """The topic filters a broadcaster subscribes to for one bridge base topic (see
-    :func:`touchmove.wire.broadcaster_filters`: with ``share_group`` the events are a shared subscription)."""
+    :func:`touchmove.mqtt.wire.broadcaster_filters`: with ``share_group`` the events are a shared subscription)."""
     return wire.broadcaster_filters(base, share_group)
 
 

@@ -22,7 +22,8 @@ from touchmove.broadcast import bridge_topics
 from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.broadcaster import ActionError
 from touchmove.broadcast.tournament import BrokerConfig, TournamentError
-from touchmove.broker_connection import (
+from touchmove.mqtt.brokers import BrokerSettingError, Endpoint, Endpoints, tls_context
+from touchmove.mqtt.connection import (
     CONNECT_TIMEOUT_S,
     REPLY_TIMEOUT_S,
     connect_timeout,
@@ -30,7 +31,6 @@ from touchmove.broker_connection import (
     socket_options,
     subscribe_all,
 )
-from touchmove.brokers import BrokerSettingError, Endpoint, Endpoints, tls_context
 
 log = logging.getLogger(__name__)
 
