@@ -19,7 +19,7 @@ The package's modules:
 | :mod:`~touchmove.bridge.command` | the ``touchmove run`` command line |
 | :mod:`~touchmove.bridge.journal` | the journal (SQLite): records, events, checkpoints |
 | :mod:`~touchmove.bridge.checkpoint` | engine checkpoints, signed with the installation's key |
-| :mod:`~touchmove.bridge.mqtt_link` | the MQTT link: a bounded outgoing queue, fail-over between brokers |
+| :mod:`~touchmove.bridge.mqtt_link` | :class:`BridgeLink`: a bounded outgoing queue and the commands, on MqttLinks |
 
 The names below are imported when first used: ``touchmove export`` reads the journal and its checkpoints
 without loading the daemon and its MQTT client.

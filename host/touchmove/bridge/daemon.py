@@ -37,7 +37,7 @@ from touchmove.bridge.admission import Admission
 from touchmove.bridge.commands import BridgeCommands
 from touchmove.bridge.journal import Journal
 from touchmove.bridge.journal_lock import JournalLock
-from touchmove.bridge.mqtt_link import MqttLink
+from touchmove.bridge.mqtt_link import BridgeLink
 from touchmove.bridge.pipeline import CHECKPOINT_EVERY, MAX_BACKLOG, EventPipeline
 from touchmove.bridge.ports import BoardPorts
 from touchmove.bridge.publisher import Publisher, plies_in_pgn
@@ -60,7 +60,7 @@ class Bridge:
         self.session = session or uuid.uuid4().hex[:12]
         self.base = config.mqtt.base_topic
         self.boards: dict[str, BoardSession] = {}
-        self.mqtt = MqttLink(config.mqtt, on_command=self.on_command, on_acked=self._on_acked,
+        self.mqtt = BridgeLink(config.mqtt, on_command=self.on_command, on_acked=self._on_acked,
                              on_connected=self._on_mqtt_connected)
         self.publisher = Publisher(self.mqtt, self.base, self.session, settle_ms=config.settle_ms,
                                    boards=self.boards, problems=self.problems)

@@ -2,7 +2,7 @@
 
 Per board: ``events`` (offered in order by the event pipeline, acknowledged back to it), and the retained
 ``state``, ``pgn`` and ``availability``; for the bridge: the retained ``bridge/info`` and ``bridge/state`` (its
-problems). Retained payloads are built when the link sends them (:meth:`MqttLink.retain` takes a callable), so a
+problems). Retained payloads are built when the link sends them (:meth:`BridgeLink.retain` takes a callable), so a
 board whose state changes ten times between two sends is serialised once.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 import chess.pgn
 
 from touchmove import __version__, records
-from touchmove.bridge.mqtt_link import OFFLINE, ONLINE, MqttLink, dumps
+from touchmove.bridge.mqtt_link import OFFLINE, ONLINE, BridgeLink, dumps
 from touchmove.bridge.session import BoardSession
 from touchmove.mqtt import wire
 from touchmove.mqtt.wire import iso_now
@@ -43,7 +43,7 @@ def plies_in_pgn(payload: bytes) -> tuple[str, ...] | None:
 class Publisher:
     """Topics and retained state of one bridge, on its MQTT link; the event pipeline's outlet."""
 
-    def __init__(self, mqtt: MqttLink, base: str, session: str, *, settle_ms: int,
+    def __init__(self, mqtt: BridgeLink, base: str, session: str, *, settle_ms: int,
                  boards: Mapping[str, BoardSession], problems: Callable[[], list[dict[str, Any]]]) -> None:
         self.mqtt = mqtt
         self.base = base
