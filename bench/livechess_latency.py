@@ -40,7 +40,7 @@ import aiomqtt
 import chess
 from figures import Run
 
-from touchmove import wire
+from touchmove.mqtt import wire
 from touchmove.sim.broadcast_boards import SimBoard, SimBridge
 from touchmove.sim.local_broker import LocalBroker, free_port
 

@@ -2,7 +2,7 @@
 # are the host's recording format (host/touchmove/records.py): every one has "type", then its fields, then "seq"
 # (per-boot counter, no gaps), "t" (device milliseconds) and last "ck": the CRC-32 of the line's bytes before
 # ',"ck"' as 8 hex digits, so the host refuses a line cut or run into another on the way even when the result
-# is valid JSON (host/touchmove/line_check.py). They are formatted by hand so the key order is fixed and the
+# is valid JSON (host/touchmove/serial/line_check.py). They are formatted by hand so the key order is fixed and the
 # encoder needs no dict (MicroPython dicts do not keep insertion order). Pure Python: also runs under CPython.
 import json
 

@@ -53,7 +53,7 @@ from typing import Any
 
 from touchmove import board_ids
 from touchmove.board_protocols import PROTOCOL_NAMES
-from touchmove.brokers import PASSWORD_ENV, USERNAME_ENV, BrokerSettingError, Endpoint, parse_url, read_secret
+from touchmove.mqtt.brokers import PASSWORD_ENV, USERNAME_ENV, BrokerSettingError, Endpoint, parse_url, read_secret
 
 DEFAULT_BASE_TOPIC = "touchmove"
 

@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING
 
 import aiomqtt
 
-from touchmove import wire
-from touchmove.brokers import BrokerSettingError, Endpoint, tls_context
 from touchmove.config import SerialConfig
+from touchmove.mqtt import wire
+from touchmove.mqtt.brokers import BrokerSettingError, Endpoint, tls_context
 
 if TYPE_CHECKING:
     from touchmove.broadcast.tournament import Tournament
@@ -216,7 +216,7 @@ def check_serial(report: Report, cfg: SerialConfig, timeout: float) -> None:
     from touchmove import boards
     from touchmove.boards.probe import ask
     from touchmove.bridge.port_report import describe_entry, describe_watch, probe
-    from touchmove.bridge.serial_link import find_ports
+    from touchmove.serial.discovery import find_ports
 
     if not cfg.ports and not cfg.usb and not cfg.boards:
         report.fail("serial: no [serial] ports, usb or boards: the bridge would watch nothing",

@@ -11,9 +11,9 @@ import chess
 
 from touchmove.boards.adapter import ANSWER_GAP_MS, PieceAdapter, report_order
 from touchmove.boards.base import encode_lines
-from touchmove.bridge.serial_link import FROM_BOARD_ADAPTER, decode
 from touchmove.records import Record
 from touchmove.rules import Engine, Event
+from touchmove.serial.lines import FROM_BOARD_ADAPTER, decode
 from touchmove.sim.pieces import start_pieces
 
 SETTLE_MS = 200

@@ -20,13 +20,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.broadcast.broadcast_helpers import read_games, tournament_data
-from touchmove.broadcast import bridge_topics
 from touchmove.broadcast.bridge_ingest import KINGS_STEADY_S
 from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.broadcaster import UNKNOWN_BOARDS_KEPT, ActionError, Broadcaster
 from touchmove.broadcast.server import make_app
 from touchmove.broadcast.tournament import TournamentError, parse_tournament
 from touchmove.clocks import ManualClock
+from touchmove.mqtt.events import EVENT_TYPES
 
 SCHOLAR = ["e2e4", "e7e5", "f1c4", "b8c6", "d1h5", "g8f6", "h5f7"]  # mate: the board says 1-0
 
@@ -275,7 +275,7 @@ JSONISH = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | 
                        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
                                                                                     max_size=3), max_leaves=6)
 FIELDS = st.fixed_dictionaries({}, optional={
-    "type": st.sampled_from([*sorted(bridge_topics.EVENT_TYPES), "odd"]) | JSONISH,
+    "type": st.sampled_from([*sorted(EVENT_TYPES), "odd"]) | JSONISH,
     "game": st.integers(-1, 3) | JSONISH, "ply": st.integers(-1, 12) | JSONISH,
     "uci": st.sampled_from(["e2e4", "e7e5", "g1f3", "zz", "e7e8q"]) | JSONISH,
     "remaining": JSONISH, "result": st.sampled_from(["1-0", "*", "x"]) | JSONISH, "code": JSONISH,

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from tests.broadcast.broadcast_helpers import make_tournament
 from touchmove import records
-from touchmove.broadcast.bridge_topics import BridgeMessage, check_event
+from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.broadcaster import Broadcaster
+from touchmove.mqtt.events import check_event
 from touchmove.replay import replay
 from touchmove.rules import Engine
 from touchmove.sim import demo

@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 
 from tests.e2e.helpers import EventPacer
-from touchmove.bridge.mqtt_link import MqttLink
+from touchmove.bridge.mqtt_link import BridgeLink
 from touchmove.broadcast.bridge_topics import BridgeMessage
-from touchmove.broadcast.consumer import MqttLink as ConsumerLink
+from touchmove.broadcast.consumer import BridgeFeeds as ConsumerLink
 from touchmove.broadcast.tournament import BrokerConfig
-from touchmove.brokers import parse_urls
 from touchmove.config import MqttConfig
+from touchmove.mqtt.brokers import parse_urls
 from touchmove.sim.natscluster import NatsCluster
 
 BASE = "hall-q"
@@ -60,7 +60,7 @@ def test_no_event_waits_for_an_election(cluster: NatsCluster, victim: str) -> No
         pass
 
     async def main() -> None:
-        link = MqttLink(config, on_command=on_command, on_acked=written.add)
+        link = BridgeLink(config, on_command=on_command, on_acked=written.add)
         assert link.event_paths is not None
         reader = ConsumerLink(hub, [BrokerConfig(host=reader_urls[0].host, port=reader_urls[0].port,  # type: ignore[arg-type]
                                                  fallbacks=reader_urls[1:], bases=(BASE,), subscribe_qos=0,
@@ -72,15 +72,15 @@ def test_no_event_waits_for_an_election(cluster: NatsCluster, victim: str) -> No
         try:
             await reader.wait_ready(60)
             async with asyncio.timeout(60):     # both paths of each side connected, and events through both
-                while (len(link.event_paths._paths) < 2 or 0 not in reader._standby_on
+                while (len(link.event_paths._paths) < 2 or 0 not in reader.standby_on
                        or not hub.arrived or max(hub.copies.values()) < 2):
                     await publish_for(0.2)
             primary = link.event_paths.primary
             assert primary is not None
             node_of = {n.mqtt_port: i for i, n in enumerate(cluster.nodes)}
-            kill = node_of[primary.port] if victim.startswith("the bridge") else node_of[reader._on_node[0].port]
+            kill = node_of[primary.port] if victim.startswith("the bridge") else node_of[reader.links[0].endpoint.port]
             facts.update(kill=kill, leaders=cluster.stream_leaders(), meta=cluster.meta_leader(),
-                         standby=node_of[reader._standby_on[0].port], reader=node_of[reader._on_node[0].port])
+                         standby=node_of[reader.standby_on[0].port], reader=node_of[reader.links[0].endpoint.port])
             before = pacer.seq
             await asyncio.to_thread(cluster.kill, kill)
             facts["killed"] = time.monotonic()

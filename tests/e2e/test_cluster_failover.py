@@ -28,14 +28,14 @@ from typing import Any
 import pytest
 
 from tests.e2e.helpers import EventPacer
-from touchmove import wire
-from touchmove.bridge.mqtt_link import MqttLink
+from touchmove.bridge.mqtt_link import BridgeLink
 from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.broadcaster import ActionError
-from touchmove.broadcast.consumer import MqttLink as ConsumerLink
+from touchmove.broadcast.consumer import BridgeFeeds as ConsumerLink
 from touchmove.broadcast.tournament import BrokerConfig
-from touchmove.brokers import parse_urls
 from touchmove.config import MqttConfig
+from touchmove.mqtt import wire
+from touchmove.mqtt.brokers import parse_urls
 from touchmove.sim.natscluster import NatsCluster
 
 BASE = "hall-f"
@@ -160,7 +160,7 @@ def test_publishing_and_reading_resume_after_a_node_dies(cluster: NatsCluster, v
         commands.append((topic, time.monotonic()))
 
     async def main() -> None:
-        link = MqttLink(config, on_command=on_command, on_acked=lambda s: acked.append(s) if s > 0 else None)
+        link = BridgeLink(config, on_command=on_command, on_acked=lambda s: acked.append(s) if s > 0 else None)
         reader = ConsumerLink(hub, [BrokerConfig(host=reader_urls[0].host, port=reader_urls[0].port,  # type: ignore[arg-type]
                                                  fallbacks=reader_urls[1:], bases=(BASE,), subscribe_qos=0)])
         tasks = [asyncio.create_task(link.run()), asyncio.create_task(reader.run())]

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from tests.e2e.helpers import REPO, Broker, free_port, start_daemon
-from touchmove.brokerauth import generate
+from touchmove.mqtt.auth import generate
 from touchmove.sim.ptyboard import PtyBoard
 
 

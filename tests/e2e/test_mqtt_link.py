@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from tests.e2e.helpers import REPO, Broker, Subscriber, require_binary
-from touchmove.bridge.mqtt_link import MqttLink
+from touchmove.bridge.mqtt_link import BridgeLink
 from touchmove.config import MqttConfig
 
 
@@ -23,7 +23,7 @@ def test_bounded_queue_acks_and_retained_republish(broker: Broker) -> None:
     acked: list[int] = []
 
     async def main() -> None:
-        link = MqttLink(MqttConfig(port=broker.port, queue_size=5), on_command=_nothing, on_acked=acked.append,
+        link = BridgeLink(MqttConfig(port=broker.port, queue_size=5), on_command=_nothing, on_acked=acked.append,
                         backoff_max=0.5)
         accepted = [link.offer_event("touchmove/boards/b/events", b'{"seq":%d}' % i, i) for i in range(8)]
         assert accepted == [True] * 5 + [False] * 3 and link.room() == 0

@@ -27,9 +27,9 @@ from tests.e2e.helpers import (
     start_daemon,
     write_timeline,
 )
-from touchmove.bridge.mqtt_link import MqttLink
-from touchmove.brokerauth import AuthError, generate
+from touchmove.bridge.mqtt_link import BridgeLink
 from touchmove.config import from_dict
+from touchmove.mqtt.auth import AuthError, generate
 from touchmove.sim.natscluster import NatsCluster
 from touchmove.sim.ptyboard import PtyBoard
 
@@ -41,11 +41,11 @@ async def _nothing(topic: str, raw: bytes, retained: bool) -> None:
 
 
 def _connects(cfg_dict: dict, seconds: float = 6.0) -> bool:
-    """Whether an MqttLink with this configuration gets an event acknowledged within ``seconds``."""
+    """Whether a BridgeLink with this configuration gets an event acknowledged within ``seconds``."""
     acked: list[int] = []
 
     async def main() -> None:
-        link = MqttLink(from_dict(cfg_dict).mqtt, on_command=_nothing, on_acked=acked.append, backoff_max=0.5)
+        link = BridgeLink(from_dict(cfg_dict).mqtt, on_command=_nothing, on_acked=acked.append, backoff_max=0.5)
         link.offer_event("touchmove/boards/x/events", b"{}", 1)
         task = asyncio.create_task(link.run())
         deadline = time.monotonic() + seconds
@@ -200,7 +200,7 @@ async def _read_back(broker: EventBroker) -> None:
 
     async def read(hall: str, wanted: set[str], then: bytes | None = None) -> list[dict[str, bytes]]:
         found: list[dict[str, bytes]] = []
-        link = MqttLink(from_dict({"mqtt": {"url": f"mqtt://127.0.0.1:{broker.port}", "base_topic": "hall-a",
+        link = BridgeLink(from_dict({"mqtt": {"url": f"mqtt://127.0.0.1:{broker.port}", "base_topic": "hall-a",
                                             "username": "hall-a", "password": broker.passwords["hall-a"]}}).mqtt,
                         on_command=_nothing, backoff_max=0.5)
         link.read_back(f"{hall}/boards/+/pgn", wanted, found.append)

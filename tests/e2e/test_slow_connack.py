@@ -13,12 +13,12 @@ import contextlib
 import time
 
 from tests.e2e.helpers import Broker
-from touchmove.bridge.mqtt_link import MqttLink
+from touchmove.bridge.mqtt_link import BridgeLink
 from touchmove.broadcast.bridge_topics import BridgeMessage
-from touchmove.broadcast.consumer import MqttLink as ConsumerLink
+from touchmove.broadcast.consumer import BridgeFeeds as ConsumerLink
 from touchmove.broadcast.tournament import BrokerConfig
-from touchmove.broker_connection import CONNECT_TIMEOUT_S, connect_timeout
 from touchmove.config import MqttConfig
+from touchmove.mqtt.connection import CONNECT_TIMEOUT_S, connect_timeout
 
 #: how long the proxy holds each connection's CONNACK: more than the first wait, less than the second
 HOLD_S = 3.0
@@ -75,7 +75,7 @@ def test_slow_connacks_on_every_node_still_connect(broker: Broker) -> None:
     async def main() -> float:
         proxy = await slow_proxy(broker.port)
         port = proxy.sockets[0].getsockname()[1]
-        link = MqttLink(MqttConfig(port=port, base_topic=BASE), on_command=_nothing, on_acked=acked.append,
+        link = BridgeLink(MqttConfig(port=port, base_topic=BASE), on_command=_nothing, on_acked=acked.append,
                         backoff_max=0.5)
         reader = ConsumerLink(hub, [BrokerConfig(port=port, bases=(BASE,), subscribe_qos=0)])
         start = time.monotonic()

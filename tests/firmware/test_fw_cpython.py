@@ -13,7 +13,7 @@ from touchmove_fw.debounce import Debouncer
 from touchmove_fw.link import LINE, TOO_LONG, LineAssembler
 
 from touchmove import records
-from touchmove.line_check import Check, check_line
+from touchmove.serial.line_check import Check, check_line
 
 
 class SteppedClock:
@@ -134,7 +134,7 @@ def test_leds_for_all_64_squares_fit_one_command_line() -> None:
     """The host sends many squares as a mask; the firmware reads it back to the same squares, in 256 bytes."""
     from touchmove_fw import commands
 
-    from touchmove.bridge.serial_link import encode_command, leds_command
+    from touchmove.serial.commands import encode_command, leds_command
 
     names = [f + r for r in "12345678" for f in "abcdefgh"]
     cmd = leds_command(names, [255, 255, 255])

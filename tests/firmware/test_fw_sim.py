@@ -266,7 +266,7 @@ def test_main_on_a_board_with_a_bad_board_json_stays_up_and_says_why(
     """main.py as a board runs it (the fake machine, board.json in the current folder): no reset, no boot
     loop, no defaults; the host gets hello and the reason, at start and at its hello, and a pong; every line
     is a message the host's decoder accepts (hello's new name, mp and reset fields too)."""
-    from touchmove.bridge.serial_link import decode
+    from touchmove.serial.lines import decode
 
     from .conftest import FAKES
 

@@ -23,16 +23,16 @@ from touchmove import records
 from touchmove.bridge import Bridge, checkpoint, journal_faults, replay_entries
 from touchmove.bridge.journal import Journal
 from touchmove.bridge.mqtt_link import Outgoing
-from touchmove.bridge.serial_link import FROM_BOARD
 from touchmove.config import BridgeConfig, MqttConfig, SerialConfig
 from touchmove.export import pgn_games, recording_gaps
-from touchmove.line_check import add_check
 from touchmove.rules import Engine
+from touchmove.serial.line_check import add_check
+from touchmove.serial.lines import FROM_BOARD
 from touchmove.sim import hands
 
 
 class FakeLink:
-    accepts = FROM_BOARD      # a touchmove board's port (serial_link.SerialLink)
+    accepts = FROM_BOARD      # a touchmove board's port (touchmove.serial.link.SerialLink)
 
     def __init__(self, path: str = "/dev/fake0") -> None:
         self.path = path

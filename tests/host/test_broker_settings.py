@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from touchmove.brokers import BrokerSettingError, Endpoint, Endpoints, parse_urls, read_secret
 from touchmove.config import ConfigError, from_dict
+from touchmove.mqtt.brokers import BrokerSettingError, Endpoint, Endpoints, parse_urls, read_secret
 
 ROUNDS = [{"number": 1, "boards": [{"board_id": "b1", "white": "A", "black": "B"}]}]
 

@@ -26,7 +26,6 @@ from touchmove.boards.link import BoardLink
 from touchmove.bridge.daemon import Bridge
 from touchmove.bridge.journal_lock import JournalLock
 from touchmove.bridge.seq_floor import SeqFloor
-from touchmove.bridge.serial_link import SerialLink
 from touchmove.broadcast.arbiter_book import ArbiterBook, ArbiterConfigError
 from touchmove.broadcast.audit import AuditLog
 from touchmove.broadcast.broadcaster import Broadcaster
@@ -34,6 +33,7 @@ from touchmove.broadcast.event_archive import EventArchive
 from touchmove.broadcast.lichess_push import TokenSource
 from touchmove.broadcast.service import BroadcastService
 from touchmove.broadcast.tournament import LICHESS_TOKEN_ENV, Tournament, TournamentError, parse_tournament
+from touchmove.serial.link import SerialLink
 from touchmove.sim.local_broker import LocalBroker
 from touchmove.sim.natscluster import NatsCluster
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from touchmove.brokerauth import generate, mosquitto_conf
 from touchmove.config import load
+from touchmove.mqtt.auth import generate, mosquitto_conf
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 

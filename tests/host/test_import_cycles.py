@@ -12,6 +12,13 @@ imports only for the subcommand that runs (lazy, and still no cycle unless one o
 Importing a module also runs its parent packages' ``__init__``; that implicit step is not an edge: only what a
 module's own statements name is. (Counted, it would tie every module outside a package that imports one of its
 modules to whatever the package re-exports: ``touchmove.bridge`` loads any of its modules' names on first use.)
+
+The same graph, read by **package**, has no cycle either: its subpackages (``touchmove.bridge``,
+``touchmove.boards``, ``touchmove.serial`` ...) are the nodes, and ``bridge -> boards`` is an edge when a module of
+``bridge`` imports one of ``boards``. Two packages importing each other's modules are one package in two folders,
+even when no two modules import each other (``bridge/ports.py`` imported ``boards``, ``boards/link.py`` imported
+``bridge/serial_link.py``: no module cycle, a package cycle). The package's top-level modules (``cli``,
+``config`` ...) belong to no subpackage and are not nodes.
 """
 
 from __future__ import annotations
@@ -209,6 +216,49 @@ def describe_cycle(cycle: list[Edge]) -> str:
     return " -> ".join(f"{e.source} (line {e.line})" for e in cycle) + f" -> {cycle[0].source}"
 
 
+def subpackage_of(module: str, modules: dict[str, Path]) -> str | None:
+    """Return the subpackage of the root package ``module`` is in (``a.b`` for ``a.b.c`` and for ``a.b``
+    itself), or None for the root and its top-level modules."""
+    parts = module.split(".")
+    if len(parts) < 2:
+        return None
+    package = ".".join(parts[:2])
+    return package if modules[package].name == "__init__.py" else None
+
+
+def package_graph(graph: dict[str, list[Edge]], modules: dict[str, Path]) -> tuple[dict[str, list[Edge]],
+                                                                                    dict[tuple[str, str], Edge]]:
+    """Return the graph of subpackages (an edge ``a -> b`` when a module of ``a`` imports one of ``b``; its line
+    that of the first such import) and, for each edge, that import between modules (to name it in a failure)."""
+    packages: dict[str, list[Edge]] = {}
+    found_by: dict[tuple[str, str], Edge] = {}
+    for module, edges in graph.items():
+        source = subpackage_of(module, modules)
+        if source is None:
+            continue
+        packages.setdefault(source, [])
+        for edge in edges:
+            target = subpackage_of(edge.target, modules)
+            if target is None or target == source or (source, target) in found_by:
+                continue
+            packages.setdefault(target, [])
+            packages[source].append(Edge(source, target, edge.line))
+            found_by[source, target] = edge
+    return packages, found_by
+
+
+def package_cycles(graph: dict[str, list[Edge]], modules: dict[str, Path]) -> list[str]:
+    """Return each cycle of the subpackages' graph, said with the module imports that make it."""
+    packages, found_by = package_graph(graph, modules)
+    said: list[str] = []
+    for members in strongly_connected(packages):
+        cycle = shortest_cycle(packages, members)
+        steps = ", ".join(f"{found_by[e.source, e.target].source} imports {found_by[e.source, e.target].target} "
+                          f"(line {e.line})" for e in cycle)
+        said.append(" -> ".join(e.source for e in cycle) + f" -> {cycle[0].source}: {steps}")
+    return said
+
+
 def test_the_graph_sees_imports_inside_functions_and_not_type_checking_ones(tmp_path: Path) -> None:
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("")
@@ -228,6 +278,32 @@ def test_the_graph_sees_imports_inside_functions_and_not_type_checking_ones(tmp_
     assert describe_cycle(shortest_cycle(graph, cycle)) == "pkg.high (line 1) -> pkg.low (line 7) -> pkg.high"
 
 
+def test_a_package_cycle_is_seen_where_no_module_cycle_is(tmp_path: Path) -> None:
+    """The old layout in small: a module of ``a`` imports one of ``b``, another of ``b`` one of ``a``."""
+    for folder in ("pkg", "pkg/a", "pkg/b", "pkg/c"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "a" / "ports.py").write_text("from pkg.b import link\n")
+    (tmp_path / "pkg" / "a" / "serial_link.py").write_text("")
+    (tmp_path / "pkg" / "b" / "link.py").write_text("\nfrom pkg.a.serial_link import SerialLink\n")
+    (tmp_path / "pkg" / "c" / "user.py").write_text("from pkg.a import ports\nfrom pkg.b import link\n")
+    (tmp_path / "pkg" / "top.py").write_text("from pkg.c import user\n")   # a top-level module: no node
+    modules = package_modules(tmp_path / "pkg", "pkg")
+    graph = {name: module_imports(name, path, modules) for name, path in modules.items()}
+    assert not strongly_connected(graph), "no module imports one that imports it back"
+    packages, _ = package_graph(graph, modules)
+    assert {p: sorted(e.target for e in edges) for p, edges in packages.items()} == {
+        "pkg.a": ["pkg.b"], "pkg.b": ["pkg.a"], "pkg.c": ["pkg.a", "pkg.b"]}
+    assert package_cycles(graph, modules) == [
+        "pkg.a -> pkg.b -> pkg.a: pkg.a.ports imports pkg.b.link (line 1), "
+        "pkg.b.link imports pkg.a.serial_link (line 2)"]
+    (tmp_path / "pkg" / "b" / "link.py").write_text("\nfrom pkg.c import user\n")   # b -> c -> a -> b
+    graph = {name: module_imports(name, path, modules) for name, path in modules.items()}
+    assert package_cycles(graph, modules) == [
+        "pkg.a -> pkg.b -> pkg.c -> pkg.a: pkg.a.ports imports pkg.b.link (line 1), "
+        "pkg.b.link imports pkg.c.user (line 2), pkg.c.user imports pkg.a.ports (line 1)"]
+
+
 def test_the_command_line_loads_its_subcommands_lazily_and_none_imports_it_back() -> None:
     graph = import_graph()
     own = {e.target for e in graph["touchmove.cli"] if e.line}      # its import statements (line 0: the table)
@@ -240,3 +316,8 @@ def test_no_import_cycles() -> None:
     cycles = [f"{describe_cycle(shortest_cycle(graph, members))}\n  (the modules tied together: {', '.join(members)})"
               for members in strongly_connected(graph)]
     assert not cycles, "import cycles in the package:\n" + "\n".join(cycles)
+
+
+def test_no_package_cycles() -> None:
+    cycles = package_cycles(import_graph(), package_modules())
+    assert not cycles, "import cycles between the package's subpackages:\n" + "\n".join(cycles)

@@ -15,11 +15,11 @@ import aiomqtt
 import pytest
 
 from touchmove.bridge import mqtt_link
-from touchmove.bridge.mqtt_link import MqttLink
+from touchmove.bridge.mqtt_link import BridgeLink
 from touchmove.broadcast import consumer
-from touchmove.broker_connection import AIOMQTT_LOGGER, one_attempt, tame_late_acknowledgements
-from touchmove.brokers import parse_urls
+from touchmove.broadcast.tournament import BrokerConfig
 from touchmove.config import MqttConfig
+from touchmove.mqtt.connection import AIOMQTT_LOGGER, one_attempt, tame_late_acknowledgements
 
 
 class SwallowingClient:
@@ -63,18 +63,16 @@ def stops(run: Any) -> bool:
 
 def test_the_bridges_link_stops_when_cancelled_during_a_failing_connect(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(mqtt_link.aiomqtt, "Client", SwallowingClient)
-    link = MqttLink(MqttConfig(port=1), on_command=_nothing, backoff_max=0.01)
+    link = BridgeLink(MqttConfig(port=1), on_command=_nothing, backoff_max=0.01)
     assert stops(link.run()), "the link went on reconnecting after it was cancelled"
 
 
 def test_the_broadcasters_link_stops_when_cancelled_during_a_failing_connect(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(consumer, "make_client", lambda *a, **k: SwallowingClient())
+    monkeypatch.setattr(mqtt_link.aiomqtt, "Client", SwallowingClient)
     monkeypatch.setattr(consumer, "BACKOFF_START", 0.01)
-    link = consumer.MqttLink.__new__(consumer.MqttLink)      # its connections only, no broadcaster behind them
-    link._clients, link.ready = {}, [asyncio.Event()]
-    cfg = type("Cfg", (), {"endpoints": parse_urls(["mqtt://127.0.0.1:1"])})()
-    assert stops(link._serve(0, cfg)), "the link went on reconnecting after it was cancelled"
+    feeds = consumer.BridgeFeeds(hub=None, brokers=[BrokerConfig(port=1)])  # type: ignore[arg-type]
+    assert stops(feeds.run()), "the link went on reconnecting after it was cancelled"
 
 
 def test_an_attempt_returns_and_raises_what_it_does_and_a_cancellation_wins_over_its_error() -> None:

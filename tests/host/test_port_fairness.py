@@ -1,4 +1,4 @@
-"""A board flooding its port costs its own port's share (touchmove.bridge.serial_link): its lines are read a turn
+"""A board flooding its port costs its own port's share (touchmove.serial.link): its lines are read a turn
 at a time and a port with a backlog rests after a dear turn, so a quiet board's line beside it is handled at
 once; a board with no backlog is never held back."""
 
@@ -9,7 +9,7 @@ import os
 import time
 import tty
 
-from touchmove.bridge.serial_link import SerialLink
+from touchmove.serial.link import SerialLink
 
 
 def _pty() -> tuple[int, str]:

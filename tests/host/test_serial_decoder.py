@@ -11,9 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from touchmove import records
-from touchmove.bridge import serial_link
-from touchmove.bridge.serial_link import MAX_LINE, CheckFailed, DecodeError, LineSplitter, decode, encode_command
-from touchmove.line_check import add_check
+from touchmove.serial import lines
+from touchmove.serial.commands import encode_command
+from touchmove.serial.line_check import add_check
+from touchmove.serial.lines import MAX_LINE, CheckFailed, DecodeError, LineSplitter, decode
 
 
 def test_lines_split_across_chunks_and_crlf() -> None:
@@ -116,7 +117,7 @@ def test_out_of_range_numbers_are_decode_errors_saying_so(field: str, value: int
 
 
 @settings(max_examples=300, deadline=None)
-@given(t=st.integers(0, records.MAX_T), seq=st.integers(0, serial_link.MAX_SEQ),
+@given(t=st.integers(0, records.MAX_T), seq=st.integers(0, lines.MAX_SEQ),
        remaining=st.integers(0, records.MAX_REMAINING_MS))
 def test_numbers_in_range_are_kept_exactly(t: int, seq: int, remaining: int) -> None:
     msg = decode(json.dumps({"type": "button", "id": "clock_black", "t": t, "seq": seq}).encode())
@@ -145,7 +146,7 @@ def _hello(board: object, **extra: object) -> bytes:
 @pytest.mark.parametrize("board", ["bad\tid", "nul\0", "del\x7f", "a/b", "#", "a+b", "", " x", "-x", "x" * 65,
                                    "é", "\ud800", "a b", 7, None])
 def test_a_hello_whose_id_breaks_the_rule_is_refused_naming_it(board: object) -> None:
-    with pytest.raises(serial_link.BoardIdRefused) as caught:
+    with pytest.raises(lines.BoardIdRefused) as caught:
         decode(_hello(board))
     assert caught.value.claimed == board
     assert str(caught.value).isascii() and str(caught.value).isprintable()
@@ -158,7 +159,7 @@ def test_every_board_id_a_hello_gets_past_is_one_topic_level_of_plain_ascii(boar
 
     try:
         msg = decode(_hello(board))
-    except serial_link.BoardIdRefused as exc:
+    except lines.BoardIdRefused as exc:
         assert exc.claimed == board and PATTERN.fullmatch(board) is None
         return
     assert msg.fields["board"] == board and PATTERN.fullmatch(board) is not None
@@ -170,7 +171,7 @@ def test_every_board_id_a_hello_gets_past_is_one_topic_level_of_plain_ascii(boar
     {"type": "result", "result": "1-0", "reason": "resignation"}, {"type": "takeback", "ply": 1},
     {"type": "resync", "fen": chess.STARTING_FEN}, {"type": "setup", "fen": chess.STARTING_FEN}])
 def test_operator_records_from_a_port_are_refused(obj: dict[str, object]) -> None:
-    with pytest.raises(serial_link.OperatorRecordRefused, match="only from an operator"):
+    with pytest.raises(lines.OperatorRecordRefused, match="only from an operator"):
         decode(json.dumps({"seq": 3, "t": 10, **obj}).encode())
 
 

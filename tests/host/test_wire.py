@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from touchmove import wire
-from touchmove.brokerauth import event_rules
+from touchmove.mqtt import wire
+from touchmove.mqtt.auth import event_rules
 
 LEVEL = st.text(st.characters(blacklist_characters="/+#\x00", blacklist_categories=("Cs",)), min_size=1,
                 max_size=12)

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from touchmove.bridge.serial_link import write_all
+from touchmove.serial.link import write_all
 
 
 def test_everything_reaches_a_slow_reader() -> None:

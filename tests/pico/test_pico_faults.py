@@ -18,7 +18,7 @@ import pytest
 from tests.e2e.helpers import OPERA, game_moves, start_daemon
 from tests.pico.emulator import BOARD_ID, HERE, REPO, EmulatedPico, FlashCache
 from tests.pico.rig import BridgeRig, board_timeline
-from touchmove.line_check import Check, check_line
+from touchmove.serial.line_check import Check, check_line
 
 MOVES = game_moves(OPERA)[:12]
 WANT = [m.uci() for m in MOVES]

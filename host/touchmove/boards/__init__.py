@@ -19,8 +19,8 @@ from touchmove.clocks import SYSTEM_CLOCK, Clock
 
 if TYPE_CHECKING:
     from touchmove.boards.base import Translator
-    from touchmove.bridge.serial_link import SerialLink
     from touchmove.config import BoardPort, SerialConfig
+    from touchmove.serial.link import SerialLink
 
 __all__ = ["CHESSNUT_VID", "HIDRAW_SYS", "PROTOCOL_NAMES", "board_port_of", "find_board_ports", "open_link",
            "translator_for", "usb_ids_of"]

@@ -35,7 +35,7 @@ board as reported (``actual``) and the board as the records have told it (``show
 - a start position set up rotated (White on the 8th rank side) is detected and turned; the change of
   orientation is an alert line (``board_rotated``).
 
-Records are dicts for the wire protocol v1 (:mod:`touchmove.bridge.serial_link` decodes them), host-stamped in ms.
+Records are dicts for the wire protocol v1 (:mod:`touchmove.serial.lines` decodes them), host-stamped in ms.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A port that speaks a board vendor's protocol, seen by the bridge as one of touchmove's own boards.
 
-:class:`BoardLink` is a :class:`touchmove.bridge.serial_link.SerialLink` whose bytes go through a translator
+:class:`BoardLink` is a :class:`touchmove.serial.link.SerialLink` whose bytes go through a translator
 (:mod:`touchmove.boards.base`): the board's frames come out as wire protocol v1 lines, the bridge's commands go
 in as the board's bytes, and a timer polls the board and releases what the adapter holds back. A serial port
 (DGT, ChessLink) is opened with pyserial and the protocol's settings; a Linux ``/dev/hidraw*`` node (Chessnut)
@@ -17,8 +17,9 @@ from collections.abc import Callable
 from typing import Any
 
 from touchmove.boards.base import Translator, encode_lines
-from touchmove.bridge.serial_link import FROM_BOARD_ADAPTER, SerialLink
 from touchmove.clocks import SYSTEM_CLOCK, Clock
+from touchmove.serial.lines import FROM_BOARD_ADAPTER
+from touchmove.serial.link import SerialLink
 
 log = logging.getLogger("touchmove.boards")
 

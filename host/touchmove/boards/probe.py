@@ -18,8 +18,8 @@ from typing import Any
 
 from touchmove.boards import translator_for
 from touchmove.boards.link import RawFile, is_hidraw
-from touchmove.bridge.port_refusals import diagnose
-from touchmove.bridge.serial_link import write_all
+from touchmove.serial.link import write_all
+from touchmove.serial.refusals import diagnose
 
 #: What the bridge's translators say about a board in their hello, named for the operator.
 _FIELDS = (("serial", "serial number"), ("version", "version"), ("battery", "battery"))

@@ -17,10 +17,9 @@ The package's modules:
 | :mod:`~touchmove.bridge.identity` | board identity conflicts (an id change on a port, two ports with one id) |
 | :mod:`~touchmove.bridge.commands` | the MQTT commands (board ``set``, bridge requests) |
 | :mod:`~touchmove.bridge.command` | the ``touchmove run`` command line |
-| :mod:`~touchmove.bridge.serial_link` | a serial port's link and the line decoder |
 | :mod:`~touchmove.bridge.journal` | the journal (SQLite): records, events, checkpoints |
 | :mod:`~touchmove.bridge.checkpoint` | engine checkpoints, signed with the installation's key |
-| :mod:`~touchmove.bridge.mqtt_link` | the MQTT link: a bounded outgoing queue, fail-over between brokers |
+| :mod:`~touchmove.bridge.mqtt_link` | :class:`BridgeLink`: a bounded outgoing queue and the commands, on MqttLinks |
 
 The names below are imported when first used: ``touchmove export`` reads the journal and its checkpoints
 without loading the daemon and its MQTT client.
@@ -39,7 +38,7 @@ if TYPE_CHECKING:
     from touchmove.bridge.ports import MAX_PENDING, SNAPSHOT_INTERVAL, BoardPorts
     from touchmove.bridge.replay import replay_entries
     from touchmove.bridge.session import MAX_FORWARD_JUMP_MS, BoardSession
-    from touchmove.wire import iso_now
+    from touchmove.mqtt.wire import iso_now
 
 #: Where each name of the package lives.
 _HOMES = {
@@ -59,7 +58,7 @@ __all__ = ["CHECKPOINT_EVERY", "JOURNAL_RETRY_S", "MAX_BACKLOG", "MAX_FORWARD_JU
 
 def __getattr__(name: str) -> Any:
     if name == "iso_now":
-        return importlib.import_module("touchmove.wire").iso_now
+        return importlib.import_module("touchmove.mqtt.wire").iso_now
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""What a board's port may bring in, beyond the line format (:mod:`touchmove.bridge.serial_link`):
+"""What a board's port may bring in, beyond the line format (:mod:`touchmove.serial.lines`):
 
 * a board id that breaks the rule of :mod:`touchmove.board_ids` is refused: the port stays open but bound to no
   board, its lines are not used, and ``<base>/bridge/state`` carries a ``board_id_refused`` problem naming the
@@ -30,8 +30,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from touchmove import board_ids
-from touchmove.bridge.serial_link import BoardIdRefused, DecodeError, OperatorRecordRefused, SerialLink
-from touchmove.wire import iso_now
+from touchmove.mqtt.wire import iso_now
+from touchmove.serial.lines import BoardIdRefused, DecodeError, OperatorRecordRefused
+from touchmove.serial.link import SerialLink
 
 if TYPE_CHECKING:
     from touchmove.bridge.session import BoardSession

@@ -14,9 +14,9 @@ from touchmove import __version__
 from touchmove.bridge import checkpoint
 from touchmove.bridge.daemon import Bridge
 from touchmove.bridge.journal_lock import JournalLocked
-from touchmove.broker_connection import tame_late_acknowledgements
 from touchmove.config import BridgeConfig, ConfigError, load
 from touchmove.errors import EXIT_USAGE, CommandError
+from touchmove.mqtt.connection import tame_late_acknowledgements
 from touchmove.stop_signals import StopSignals
 
 log = logging.getLogger("touchmove.bridge")

@@ -1,6 +1,6 @@
 """Commands over MQTT: ``<base>/boards/<id>/set`` (board commands: new game, setup, promote, takeback, resync,
 result, assign) and ``<base>/bridge/request/<cmd>`` (health_check, boards, snapshot, leds). Each is validated
-against :mod:`touchmove.mqtt_schema` and answered on the matching ``response`` topic, with the request's
+against :mod:`touchmove.mqtt.schema` and answered on the matching ``response`` topic, with the request's
 ``transaction``; a board command becomes a journaled record fed to the board's engine."""
 
 from __future__ import annotations
@@ -12,18 +12,19 @@ from typing import Any, Protocol
 
 import chess
 
-from touchmove import board_ids, records, wire
-from touchmove.bridge.serial_link import leds_command
+from touchmove import board_ids, records
 from touchmove.bridge.session import BoardSession
 from touchmove.clocks import Clock
-from touchmove.mqtt_schema import (
+from touchmove.mqtt import wire
+from touchmove.mqtt.schema import (
     BOARD_COMMANDS,
     BRIDGE_REQUESTS,
     decode_payload,
     transaction_of,
     validate,
 )
-from touchmove.wire import iso_now
+from touchmove.mqtt.wire import iso_now
+from touchmove.serial.commands import leds_command
 
 log = logging.getLogger("touchmove.bridge")
 

@@ -31,20 +31,21 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from touchmove import records, wire
+from touchmove import records
 from touchmove.bridge.admission import Admission
 from touchmove.bridge.commands import BridgeCommands
 from touchmove.bridge.journal import Journal
 from touchmove.bridge.journal_lock import JournalLock
-from touchmove.bridge.mqtt_link import MqttLink
+from touchmove.bridge.mqtt_link import BridgeLink
 from touchmove.bridge.pipeline import CHECKPOINT_EVERY, MAX_BACKLOG, EventPipeline
 from touchmove.bridge.ports import BoardPorts
 from touchmove.bridge.publisher import Publisher, plies_in_pgn
 from touchmove.bridge.seq_floor import SeqFloor
-from touchmove.bridge.serial_link import SerialLink
 from touchmove.bridge.session import BoardSession
 from touchmove.clocks import SYSTEM_CLOCK, Clock
 from touchmove.config import BridgeConfig
+from touchmove.mqtt import wire
+from touchmove.serial.link import SerialLink
 
 __all__ = ["CHECKPOINT_EVERY", "MAX_BACKLOG", "Bridge"]
 
@@ -61,7 +62,7 @@ class Bridge:
         self.session = session or uuid.uuid4().hex[:12]
         self.base = config.mqtt.base_topic
         self.boards: dict[str, BoardSession] = {}
-        self.mqtt = MqttLink(config.mqtt, on_command=self.on_command, on_acked=self._on_acked,
+        self.mqtt = BridgeLink(config.mqtt, on_command=self.on_command, on_acked=self._on_acked,
                              on_connected=self._on_mqtt_connected)
         self.publisher = Publisher(self.mqtt, self.base, self.session, settle_ms=config.settle_ms,
                                    boards=self.boards, problems=self.problems)

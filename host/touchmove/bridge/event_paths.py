@@ -27,8 +27,8 @@ from typing import Any
 
 import aiomqtt
 
-from touchmove.broker_connection import REPLY_TIMEOUT_S
-from touchmove.brokers import Endpoint
+from touchmove.mqtt.brokers import Endpoint
+from touchmove.mqtt.connection import REPLY_TIMEOUT_S
 
 log = logging.getLogger(__name__)
 

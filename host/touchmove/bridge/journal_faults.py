@@ -17,7 +17,7 @@ from typing import Any
 
 from touchmove.bridge.journal import Journal
 from touchmove.bridge.session import BoardSession
-from touchmove.wire import iso_now
+from touchmove.mqtt.wire import iso_now
 
 log = logging.getLogger("touchmove.bridge")
 

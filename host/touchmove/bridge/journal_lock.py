@@ -17,7 +17,7 @@ import socket
 from pathlib import Path
 
 from touchmove.bridge.journal import file_identity
-from touchmove.wire import iso_now
+from touchmove.mqtt.wire import iso_now
 
 
 class JournalLocked(RuntimeError):

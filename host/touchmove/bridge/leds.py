@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from touchmove.bridge.serial_link import SerialLink, leds_command
+from touchmove.serial.commands import leds_command
+from touchmove.serial.link import SerialLink
 
 LED_LAST_MOVE = [0, 48, 0]
 LED_CORRECT = [64, 0, 0]

@@ -1,11 +1,11 @@
-"""The MQTT side: a connection that survives broker outages, with a bounded outgoing queue.
+"""The bridge's MQTT side: its connections (:class:`touchmove.mqtt.link.MqttLink`), with a bounded outgoing queue.
 
 Three kinds of outgoing message, sent in this order of priority:
 
 * events (QoS 1, not retained), in order per board, acknowledged back to the bridge once the broker has them
   (``on_acked(tag)``) so the journal can mark them published. The queue is bounded (``queue_size``); when it
-  is full :meth:`MqttLink.offer_event` refuses and the bridge leaves the event in the journal, to be offered
-  again when :meth:`MqttLink.room` says there is space;
+  is full :meth:`BridgeLink.offer_event` refuses and the bridge leaves the event in the journal, to be offered
+  again when :meth:`BridgeLink.room` says there is space;
 * replies to commands (a small bounded queue, oldest dropped);
 * retained topics (``bridge/state``, ``boards/<id>/state`` ...), coalesced: only the latest payload of each
   topic is kept, and after every (re)connect all of them are published again.
@@ -18,13 +18,12 @@ one is tried at once; events not acknowledged are sent again there (consumers dr
 Publishing starts as soon as the node sends its CONNACK. Commands come in on a second connection to the same
 node: on NATS a QoS 1 subscription is a JetStream consumer, which a cluster electing leaders refuses after
 holding the connection for up to 4 s, and the events' connection must not wait for that. A fail-over so holds
-the events back for about a second (see :mod:`touchmove.broker_connection`).
-Each connection attempt has a client id of its own (the process's id and the attempt's number): a NATS node
-holds a CONNECT for 11 s when the id's session belonged to a node that died, a new id is answered at once.
-A stale connection left on a cut-off node then ends with the last will (``offline``) instead of a takeover,
-so ``bridge/state`` is published again two keepalives after each connect.
+the events back for about a second (see :mod:`touchmove.mqtt.connection`).
+Each connection attempt has a client id of its own (:mod:`touchmove.mqtt.link`). A stale connection left on a
+cut-off node then ends with the last will (``offline``) instead of a takeover, so ``bridge/state`` is published
+again two keepalives after each connect.
 
-After a restart the bridge may ask to read retained topics back (:meth:`MqttLink.read_back`: its own, as it left
+After a restart the bridge may ask to read retained topics back (:meth:`BridgeLink.read_back`: its own, as it left
 them before it was killed): that is done once, on the first connection that gets through it, before anything is
 published there, and takes at most :data:`READ_BACK_S`. While no broker answers nothing waits for it.
 """
@@ -45,17 +44,11 @@ import aiomqtt
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from touchmove.bridge.event_paths import EventPaths
-from touchmove.broker_connection import (
-    FAILOVER_REPLY_TIMEOUT_S,
-    REPLY_TIMEOUT_S,
-    connect_timeout,
-    one_attempt,
-    socket_options,
-    subscribe_all,
-)
-from touchmove.brokers import Endpoint, Endpoints, refused_subscription, tls_context
 from touchmove.config import MqttConfig
-from touchmove.wire import bridge_topic, command_filters
+from touchmove.mqtt.brokers import Endpoint, Endpoints, refused_subscription
+from touchmove.mqtt.connection import FAILOVER_REPLY_TIMEOUT_S, REPLY_TIMEOUT_S
+from touchmove.mqtt.link import Backoff, ClientSettings, MqttLink, Subscriptions, hand_over
+from touchmove.mqtt.wire import bridge_topic, command_filters
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +59,7 @@ RETRY_FIRST_S = 0.25
 #: the longest pause between attempts of the commands' connection to the node the events' connection is on
 COMMANDS_RETRY_MAX_S = 1.0
 
-#: The longest a read-back of retained topics (:meth:`MqttLink.read_back`) holds a connection's publishing.
+#: The longest a read-back of retained topics (:meth:`BridgeLink.read_back`) holds a connection's publishing.
 READ_BACK_S = 2.0
 
 ONLINE = b'{"state":"online"}'
@@ -122,8 +115,9 @@ def broker_problem(errors: Sequence[BaseException]) -> str:
         return f"is unreachable (no answer: {text}) -> check the network and the firewall to the broker"
     return text
 
-class MqttLink:
-    """Owns the broker connection. Run :meth:`run` as a task; publish from the same event loop."""
+class BridgeLink:
+    """The bridge's side of the broker: its queues, and the connections that send them and bring commands in.
+    Run :meth:`run` as a task; publish from the same event loop."""
 
     def __init__(self, config: MqttConfig, *,
                  on_command: Callable[[str, bytes, bool], Awaitable[None]],
@@ -141,21 +135,18 @@ class MqttLink:
         self._dirty: dict[str, None] = {}          # ordered set of retained topics to (re)send
         self._wake = asyncio.Event()
         self._window = window
-        self._backoff_max = backoff_max
-        self.connected = False
-        self.connects = 0
-        self.attempts = 0
-        #: whether the commands' connection has its subscriptions now
-        self.commands_subscribed = False
         self.client_id = client_id(config)
-        self._client: aiomqtt.Client | None = None
-        self.nodes = Endpoints(config.endpoints)
-        #: the node connected to (None while connecting), and how many times the link moved to another node
-        self.endpoint: Endpoint | None = None
-        self.failovers = 0
-        self._last_node: Endpoint | None = None
+        #: the events' connection (the publishing, the last will); commands come in on a connection of their own
+        #: to the same node (:meth:`_commands_link`)
+        self.link = MqttLink(
+            Endpoints(config.endpoints),
+            ClientSettings(config.username, config.password, config.ca_file, config.cert_file, config.key_file,
+                           config.protocol, config.keepalive, max_inflight=window),
+            self._session, client_id=self.client_id, log=log,
+            will=aiomqtt.Will(bridge_topic(self.base, "state"), OFFLINE, qos=1, retain=True),
+            backoff=Backoff(RETRY_FIRST_S, backoff_max), say_problem=broker_problem, on_lost=self._lost)
+        self._commands: MqttLink | None = None
         self._announced = False          # bridge/state online sent since the events' connection came up
-        self._delay = RETRY_FIRST_S      # the pause before the next round of the nodes, doubled each round
         #: a connection was lost and no publish has been acknowledged since: a node that does not answer
         #: within FAILOVER_REPLY_TIMEOUT_S then is left for the next (NATS drops the QoS 1 publishes it takes
         #: while JetStream elects a leader; they would wait the whole REPLY_TIMEOUT_S)
@@ -165,8 +156,40 @@ class MqttLink:
         self.event_paths: EventPaths | None = None
         if config.events_qos == 0:
             self.event_paths = EventPaths(
-                config.endpoints, lambda node, ident: self._client_for(node, ident, will=False),
+                config.endpoints, lambda node, ident: self.link.new_client(node, ident, will=False),
                 self.client_id, self._on_acked)
+
+    # -- the events' connection, as the rest of the bridge sees it -----------------------------------------
+    @property
+    def connected(self) -> bool:
+        return self.link.connected
+
+    @property
+    def connects(self) -> int:
+        return self.link.connects
+
+    @property
+    def attempts(self) -> int:
+        return self.link.attempts
+
+    @property
+    def nodes(self) -> Endpoints:
+        return self.link.nodes
+
+    @property
+    def endpoint(self) -> Endpoint | None:
+        """The node connected to (None while connecting)."""
+        return self.link.endpoint
+
+    @property
+    def failovers(self) -> int:
+        """How many times the link moved to another node."""
+        return self.link.failovers
+
+    @property
+    def commands_subscribed(self) -> bool:
+        """Whether the commands' connection has its subscriptions now."""
+        return self._commands is not None and self._commands.connected
 
     # -- publishing (from the event loop) -----------------------------------------------------------------
     def room(self) -> int:
@@ -210,77 +233,36 @@ class MqttLink:
         self._read_back = ReadBack(topics, frozenset(wanted), on_read)
 
     # -- connection ---------------------------------------------------------------------------------------
-    def _client_for(self, node: Endpoint, identifier: str, *, will: bool = True) -> aiomqtt.Client:
-        cfg = self.config
-        context = tls_context(cfg.ca_file, cfg.cert_file, cfg.key_file) if node.tls else None
-        client = aiomqtt.Client(
-            node.host, node.port, username=cfg.username, password=cfg.password, identifier=identifier,
-            protocol=aiomqtt.ProtocolVersion.V5 if cfg.protocol == 5 else aiomqtt.ProtocolVersion.V311,
-            will=aiomqtt.Will(bridge_topic(self.base, "state"), OFFLINE, qos=1, retain=True) if will else None,
-            tls_context=context, keepalive=cfg.keepalive, timeout=connect_timeout(self.nodes.rounds_failed),
-            max_inflight_messages=self._window, socket_options=socket_options(),
-        )
-        # a window of QoS 1 publishes in flight is the normal case here, not a sign of trouble
-        client.pending_calls_threshold = 4 * self._window
-        return client
-
     async def run(self) -> None:
         """Connect, serve, and reconnect (to the next node at once, then with backoff) until cancelled; with
         ``events_qos = 0`` the events' paths besides."""
         if self.event_paths is None:
-            await self._run_main()
+            await self.link.run()
             return
         async with asyncio.TaskGroup() as group:
             group.create_task(self.event_paths.run())
-            group.create_task(self._run_main())
+            group.create_task(self.link.run())
 
-    async def _run_main(self) -> None:
-        while True:
-            node = self.nodes.current
-            self.attempts += 1
-            try:
-                await one_attempt(self._session(node, self.attempts))
-            except* (aiomqtt.MqttError, OSError) as group_exc:
-                log.warning("broker %s: %s", node.url, broker_problem(group_exc.exceptions))
-            except* Exception:
-                log.exception("MQTT link to %s failed", node.url)
-            finally:
-                self._client = None
-                self.endpoint = None
-                self.connected = False
-                self.recovering = True
-            if self.nodes.failed():
-                log.info("no broker answered; next try in %.0f s", self._delay)
-                await asyncio.sleep(self._delay)
-                self._delay = min(self._backoff_max, self._delay * 2)
-            else:
-                log.info("trying the next broker node, %s", self.nodes.current.url)
+    def _lost(self) -> None:
+        self.recovering = True
 
-    async def _session(self, node: Endpoint, attempt: int) -> None:
-        """Connect to ``node`` and publish, receive commands and restate ``bridge/state`` until the connection
+    async def _session(self, client: aiomqtt.Client, node: Endpoint) -> None:
+        """Publish, receive commands and restate ``bridge/state`` on the events' connection to ``node`` until it
         fails (raised) or the task is cancelled."""
-        async with self._client_for(node, f"{self.client_id}-{attempt}") as client:
-            self._client = client
-            self.endpoint = node
-            self.connected = True
-            self.connects += 1
-            self.nodes.connected()
-            if self._last_node is not None and self._last_node != node:
-                self.failovers += 1
-            self._last_node = node
-            self._delay = RETRY_FIRST_S
-            log.info("connected to %s", node.url)
-            for topic in list(self._retained):
-                self._dirty[topic] = None
-            read_back = self._read_back
-            if read_back is not None:
-                found = await self._read_retained(client, read_back)
-                self._read_back = None
-                read_back.on_read(found)
-            async with asyncio.TaskGroup() as group:
-                group.create_task(self._send_loop(client))
-                group.create_task(self._commands(node, attempt))
-                group.create_task(self._state_again(2 * self.config.keepalive))
+        log.info("connected to %s", node.url)
+        for topic in list(self._retained):
+            self._dirty[topic] = None
+        read_back = self._read_back
+        if read_back is not None:
+            found = await self._read_retained(client, read_back)
+            self._read_back = None
+            read_back.on_read(found)
+        self._announced = False
+        self._commands = self._commands_link(node)
+        async with asyncio.TaskGroup() as group:
+            group.create_task(self._send_loop(client))
+            group.create_task(self._commands.run())
+            group.create_task(self._state_again(2 * self.config.keepalive))
 
     async def _read_retained(self, client: aiomqtt.Client, read_back: ReadBack) -> dict[str, bytes]:
         """Return the retained payloads of ``read_back.wanted`` that ``client`` receives within :data:`READ_BACK_S`
@@ -315,51 +297,31 @@ class MqttLink:
             self._dirty[topic] = None
             self._wake.set()
 
-    async def _commands(self, node: Endpoint, attempt: int) -> None:
-        """Receive commands on a connection of their own to ``node`` until cancelled. On NATS a QoS 1 subscription
-        is a JetStream consumer, and while a leader is elected its creation holds every later packet of its
-        connection for up to 4 s: the events' connection never waits for it."""
-        tries, delay = 0, RETRY_FIRST_S
-        self._announced = False
-        while True:
-            tries += 1
-            try:
-                await one_attempt(self._command_session(node, f"{self.client_id}-{attempt}-commands-{tries}"))
-            except aiomqtt.MqttError as exc:
-                log.warning("commands from %s: %s", node.url, exc)
-            finally:
-                if self.commands_subscribed:
-                    delay = RETRY_FIRST_S     # it was subscribed: a broken connection, tried again soon
-                self.commands_subscribed = False
-            await asyncio.sleep(delay)     # the node answers the events' connection: try again soon
-            delay = min(COMMANDS_RETRY_MAX_S, delay * 2)
+    def _commands_link(self, node: Endpoint) -> MqttLink:
+        """Return the commands' connection to ``node``, the node the events' connection is on. On NATS a QoS 1
+        subscription is a JetStream consumer, and while a leader is elected its creation holds every later packet
+        of its connection for up to 4 s: the events' connection never waits for it. A broken one is tried again
+        soon, on the same node (it answers the events' connection)."""
+        return MqttLink(Endpoints([node]), self.link.settings, self._command_session,
+                        client_id=f"{self.client_id}-{self.link.attempts}-commands", log=log,
+                        label="the commands' connection to",
+                        subscriptions=Subscriptions(command_filters(self.base), 1, self._options()),
+                        backoff=Backoff(RETRY_FIRST_S, COMMANDS_RETRY_MAX_S))
 
-    async def _command_session(self, node: Endpoint, identifier: str) -> None:
-        """Subscribe to the commands on a connection of its own to ``node`` and hand each to ``on_command`` until
-        the connection fails (raised) or the task is cancelled."""
-        async with self._client_for(node, identifier, will=False) as client:
-            await subscribe_all(client, command_filters(self.base), 1, options=self._options())
-            self.commands_subscribed = True
-            if not self._announced:
-                # online (and the bridge's own state) once commands are heard, as before the split
-                self._announced = True
-                self.retain(bridge_topic(self.base, "state"), ONLINE)
-                self._on_connected()
-            await self._receive_loop(client)
+    async def _command_session(self, client: aiomqtt.Client, node: Endpoint) -> None:
+        """Hand each command the commands' connection receives to ``on_command`` until the connection fails
+        (raised) or the task is cancelled."""
+        if not self._announced:
+            # online (and the bridge's own state) once commands are heard, as before the split
+            self._announced = True
+            self.retain(bridge_topic(self.base, "state"), ONLINE)
+            self._on_connected()
+        await hand_over(client, self._on_command, log)
 
     def _options(self) -> SubscribeOptions | None:
         """MQTT 5: commands keep their retain flag when delivered live (retain as published), so a retained command
         is seen as one and ignored; MQTT 3.1.1 clears the flag on live delivery (docs/mqtt.md)."""
         return SubscribeOptions(qos=1, retainAsPublished=True) if self.config.protocol == 5 else None
-
-    async def _receive_loop(self, client: aiomqtt.Client) -> None:
-        async for message in client.messages:
-            payload = message.payload
-            raw = payload if isinstance(payload, (bytes, bytearray)) else str(payload or "").encode()
-            try:
-                await self._on_command(str(message.topic), bytes(raw), bool(message.retain))
-            except Exception:
-                log.exception("command on %s failed", message.topic)
 
     def _take_one(self) -> Outgoing | None:
         """The next message to send: events first, then replies, then retained topics (built now)."""
@@ -440,7 +402,7 @@ class MqttLink:
 
     async def close(self, final: list[tuple[str, bytes]] | None = None) -> None:
         """Publish ``final`` retained messages (e.g. offline states) if connected, then disconnect."""
-        client = self._client
+        client = self.link.client
         if client is None:
             return
         with contextlib.suppress(Exception):

@@ -39,8 +39,8 @@ from touchmove.bridge.seq_floor import SeqFloor
 from touchmove.bridge.session import BoardSession
 from touchmove.clocks import SYSTEM_CLOCK, Clock
 from touchmove.config import BridgeConfig
+from touchmove.mqtt.wire import iso_now
 from touchmove.rules import Engine, Event
-from touchmove.wire import iso_now
 
 log = logging.getLogger("touchmove.bridge")
 

@@ -3,7 +3,7 @@ and the fix), ports that stay silent, boards bound; and ``touchmove doctor --por
 devices with their USB ids and whether a board answers on each.
 
 :class:`PortReport` is told by :mod:`touchmove.bridge.ports` what happens and logs each news once (at INFO or
-WARNING, so the default log level shows it); :mod:`touchmove.bridge.port_refusals` says why a port is refused.
+WARNING, so the default log level shows it); :mod:`touchmove.serial.refusals` says why a port is refused.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 # why a port is refused, with the fix (re-exported: the refusals are said here and by doctor)
-from touchmove.bridge.port_refusals import diagnose as diagnose
-from touchmove.bridge.port_refusals import lock_holder as lock_holder
-from touchmove.bridge.port_refusals import modem_manager_running as modem_manager_running
+from touchmove.serial.refusals import diagnose as diagnose
+from touchmove.serial.refusals import lock_holder as lock_holder
+from touchmove.serial.refusals import modem_manager_running as modem_manager_running
 
 if TYPE_CHECKING:
     from touchmove.config import BoardPort, SerialConfig, UsbMatch

@@ -24,20 +24,14 @@ from touchmove import boards, records
 from touchmove.bridge import flicker
 from touchmove.bridge.identity import IdentityConflict
 from touchmove.bridge.port_report import PortReport
-from touchmove.bridge.serial_link import (
-    FROM_BOARD,
-    CheckFailed,
-    DecodeError,
-    Message,
-    SerialLink,
-    decode,
-    find_ports,
-)
 from touchmove.bridge.session import BoardSession
 from touchmove.clocks import Clock
 from touchmove.config import SerialConfig
 from touchmove.log_limit import LogLimit
-from touchmove.wire import iso_now
+from touchmove.mqtt.wire import iso_now
+from touchmove.serial.discovery import find_ports
+from touchmove.serial.lines import FROM_BOARD, CheckFailed, DecodeError, Message, decode
+from touchmove.serial.link import SerialLink
 
 log = logging.getLogger("touchmove.bridge")
 

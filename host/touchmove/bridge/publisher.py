@@ -1,8 +1,8 @@
-"""The bridge's publisher: what the bridge says over MQTT, on which topic (:mod:`touchmove.wire`).
+"""The bridge's publisher: what the bridge says over MQTT, on which topic (:mod:`touchmove.mqtt.wire`).
 
 Per board: ``events`` (offered in order by the event pipeline, acknowledged back to it), and the retained
 ``state``, ``pgn`` and ``availability``; for the bridge: the retained ``bridge/info`` and ``bridge/state`` (its
-problems). Retained payloads are built when the link sends them (:meth:`MqttLink.retain` takes a callable), so a
+problems). Retained payloads are built when the link sends them (:meth:`BridgeLink.retain` takes a callable), so a
 board whose state changes ten times between two sends is serialised once.
 """
 
@@ -14,10 +14,11 @@ from typing import Any
 
 import chess.pgn
 
-from touchmove import __version__, records, wire
-from touchmove.bridge.mqtt_link import OFFLINE, ONLINE, MqttLink, dumps
+from touchmove import __version__, records
+from touchmove.bridge.mqtt_link import OFFLINE, ONLINE, BridgeLink, dumps
 from touchmove.bridge.session import BoardSession
-from touchmove.wire import iso_now
+from touchmove.mqtt import wire
+from touchmove.mqtt.wire import iso_now
 
 #: The longest retained PGN read back (:func:`plies_in_pgn`): a game of the most plies a record takes, with headers.
 MAX_PGN_BYTES = 64 * 1024
@@ -42,7 +43,7 @@ def plies_in_pgn(payload: bytes) -> tuple[str, ...] | None:
 class Publisher:
     """Topics and retained state of one bridge, on its MQTT link; the event pipeline's outlet."""
 
-    def __init__(self, mqtt: MqttLink, base: str, session: str, *, settle_ms: int,
+    def __init__(self, mqtt: BridgeLink, base: str, session: str, *, settle_ms: int,
                  boards: Mapping[str, BoardSession], problems: Callable[[], list[dict[str, Any]]]) -> None:
         self.mqtt = mqtt
         self.base = base

@@ -18,8 +18,8 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from touchmove.bridge.flicker import SquareFlicker
-from touchmove.bridge.serial_link import SerialLink
 from touchmove.rules import Engine
+from touchmove.serial.link import SerialLink
 
 log = logging.getLogger("touchmove.bridge")
 

@@ -22,8 +22,8 @@ from touchmove.broadcast.arbiter_book import (
     revocations_path,
 )
 from touchmove.errors import EXIT_USAGE, CommandError
+from touchmove.mqtt.wire import iso_now
 from touchmove.private_files import append_private
-from touchmove.wire import iso_now
 
 TOKEN_BYTES = 18          # 24 URL-safe characters
 

@@ -26,6 +26,7 @@ from touchmove.broadcast.results import kings_result
 from touchmove.broadcast.round_storage import now_iso
 from touchmove.broadcast.tournament import Round
 from touchmove.clocks import Clock
+from touchmove.mqtt.events import check_event
 
 log = logging.getLogger(__name__)
 
@@ -277,7 +278,7 @@ class BridgeIngest:
         view.waiting_since = None
 
     def _apply_event(self, view: BoardView, event: dict[str, Any]) -> None:
-        why = bridge_topics.check_event(event)
+        why = check_event(event)
         if why is not None:
             if not why.startswith("unknown event type"):
                 self._reject(view, why)

@@ -1,7 +1,8 @@
-"""The bridge's MQTT messages as the broadcaster reads them: decoded payloads, events checked, commands.
+"""The bridge's MQTT messages as the broadcaster reads them: decoded payloads, commands.
 
-The topics and payload types are :mod:`touchmove.wire`'s (the one contract of the bridge, the broadcaster,
-the broker's rules and the tests); this module decodes what arrives on them.
+The topics and payload types are :mod:`touchmove.mqtt.wire`'s (the one contract of the bridge, the broadcaster,
+the broker's rules and the tests); this module decodes what arrives on them. Events are checked against the
+engine's own event types by :func:`touchmove.mqtt.events.check_event`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 import chess
 
-from touchmove import wire
+from touchmove.mqtt import wire
 
 BOARD_KINDS = wire.BOARD_LEAVES
 BRIDGE_KINDS = wire.BRIDGE_LEAVES
@@ -31,7 +32,7 @@ class BridgeMessage:
 
 def subscriptions(base: str, share_group: str | None = None) -> list[str]:
     """The topic filters a broadcaster subscribes to for one bridge base topic (see
-    :func:`touchmove.wire.broadcaster_filters`: with ``share_group`` the events are a shared subscription)."""
+    :func:`touchmove.mqtt.wire.broadcaster_filters`: with ``share_group`` the events are a shared subscription)."""
     return wire.broadcaster_filters(base, share_group)
 
 
@@ -137,75 +138,3 @@ def board_state(payload: dict[str, Any]) -> BoardState:
         in_sync=in_sync if isinstance(in_sync, bool) else None,
         occupancy=occupancy_mask(payload.get("occupancy")),
     )
-
-
-#: The engine's event types the broadcaster reads (``game_resumed``: a ``game_end`` withdrawn, play went on).
-EVENT_TYPES = frozenset({"game_start", "touch", "move", "move_amended", "amendment_withdrawn", "clock", "takeback",
-                         "alert", "game_end", "game_resumed", "result_rejected", "resync_rejected"})
-#: No game is longer than this many plies (the 75-move rule ends any game far below it).
-MAX_PLY = 10_000
-MAX_GAME = 10**9
-MAX_CLOCK_MS = 10**9
-RESULT_VALUES = frozenset({"1-0", "0-1", "1/2-1/2", "*"})
-_UCI = frozenset("abcdefgh12345678qrbn")
-
-
-def _int_in(value: Any, low: int, high: int) -> bool:
-    """Whether ``value`` is an int (a bool is not) in ``low..high``."""
-    return type(value) is int and low <= value <= high
-
-
-def check_event(event: dict[str, Any]) -> str | None:
-    """Why a board's event cannot be used (its type, a field's type or range), or None when it can.
-
-    Unknown event types are not errors (a newer bridge may send more): they are reported as such and
-    skipped by the caller. The check against the game (a ply no further than one past it) is the game's.
-    """
-    kind = event.get("type")
-    if not isinstance(kind, str):
-        return "no type"
-    if kind not in EVENT_TYPES:
-        return f"unknown event type {kind[:40]!r}"
-    if "game" in event and event["game"] is not None and not _int_in(event["game"], 0, MAX_GAME):
-        return f"{kind}: game must be an integer 0..{MAX_GAME}"
-    if "t" in event and event["t"] is not None and type(event["t"]) is not int:
-        return f"{kind}: t must be an integer"
-    ply = event.get("ply")
-    if (kind in ("move", "move_amended", "amendment_withdrawn", "clock", "takeback")
-            and not _int_in(ply, 1, MAX_PLY)):
-        return f"{kind}: ply must be an integer 1..{MAX_PLY}"
-    if kind in ("alert", "touch", "game_resumed", "result_rejected", "resync_rejected") and ply is not None \
-            and not _int_in(ply, 0, MAX_PLY):
-        return f"{kind}: ply must be an integer 0..{MAX_PLY}"
-    if kind in ("move", "move_amended"):
-        uci = event.get("uci")
-        if not isinstance(uci, str) or not 4 <= len(uci) <= 5 or not set(uci) <= _UCI:
-            return f"{kind}: uci must be a move in UCI notation"
-        if "clock_ms" in event and event["clock_ms"] is not None \
-                and not _int_in(event["clock_ms"], 0, MAX_CLOCK_MS):
-            return f"{kind}: clock_ms must be an integer 0..{MAX_CLOCK_MS}"
-    elif kind == "clock":   # a board without a clock display presses with "remaining": null (time unknown)
-        if event.get("remaining") is not None and not _int_in(event["remaining"], -MAX_CLOCK_MS, MAX_CLOCK_MS):
-            return "clock: remaining must be an integer (milliseconds) or null"
-    elif kind == "game_start":
-        if event.get("fen") is not None and not isinstance(event.get("fen"), str):
-            return "game_start: fen must be a string"
-        if event.get("chess960") is not None and not isinstance(event.get("chess960"), bool):
-            return "game_start: chess960 must be true or false"
-    elif kind == "game_end":
-        if not isinstance(event.get("result"), str) or event["result"] not in RESULT_VALUES:
-            return "game_end: result must be 1-0, 0-1, 1/2-1/2 or *"
-        if event.get("reason") is not None and not isinstance(event.get("reason"), str):
-            return "game_end: reason must be a string"
-    elif kind == "alert":
-        code = event.get("code")
-        if not isinstance(code, str) or not code or len(code) > 100:
-            return "alert: code must be a non-empty string"
-        if event.get("article") is not None and not isinstance(event.get("article"), str):
-            return "alert: article must be a string"
-        if event.get("detail") is not None and not isinstance(event.get("detail"), dict):
-            return "alert: detail must be an object"
-    elif kind in ("result_rejected", "resync_rejected") and event.get("reason") is not None \
-            and not isinstance(event.get("reason"), str):
-        return f"{kind}: reason must be a string"
-    return None

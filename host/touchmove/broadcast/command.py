@@ -12,7 +12,7 @@ from pathlib import Path
 from touchmove.broadcast.arbiter_book import accounts_summary, book_for
 from touchmove.broadcast.service import BroadcastService
 from touchmove.broadcast.tournament import TournamentError, load_tournament
-from touchmove.broker_connection import tame_late_acknowledgements
+from touchmove.mqtt.connection import tame_late_acknowledgements
 from touchmove.stop_signals import StopSignals
 
 

@@ -1,15 +1,17 @@
 """MQTT side of the broadcaster: subscribe to the bridges' topics on one or more brokers (aiomqtt 2.x).
 
-One connection per broker; each connection subscribes to every bridge base topic configured for it and
-hands decoded messages to the :class:`~touchmove.broadcast.broadcaster.Broadcaster`. A lost connection is
-noticed at once (a reset) or within about 2 s (TCP timeouts) and the next node of the broker is tried at once,
-then every node again with backoff; retained topics bring the state back on reconnect. Arbiter commands go
-out on the same connection as the board's messages came in.
+One connection per broker (a :class:`touchmove.mqtt.link.MqttLink`); each connection subscribes to every bridge
+base topic configured for it and hands decoded messages to the
+:class:`~touchmove.broadcast.broadcaster.Broadcaster`. A lost connection is noticed at once (a reset) or within
+about 2 s (TCP timeouts) and the next node of the broker is tried at once, then every node again with backoff;
+retained topics bring the state back on reconnect. Arbiter commands go out on the same connection as the
+board's messages came in.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import uuid
@@ -22,15 +24,9 @@ from touchmove.broadcast import bridge_topics
 from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.broadcaster import ActionError
 from touchmove.broadcast.tournament import BrokerConfig, TournamentError
-from touchmove.broker_connection import (
-    CONNECT_TIMEOUT_S,
-    REPLY_TIMEOUT_S,
-    connect_timeout,
-    one_attempt,
-    socket_options,
-    subscribe_all,
-)
-from touchmove.brokers import BrokerSettingError, Endpoint, Endpoints, tls_context
+from touchmove.mqtt.brokers import BrokerSettingError, Endpoint, Endpoints, tls_context
+from touchmove.mqtt.connection import REPLY_TIMEOUT_S
+from touchmove.mqtt.link import Backoff, ClientSettings, MqttLink, Subscriptions, hand_over
 
 log = logging.getLogger(__name__)
 
@@ -38,17 +34,10 @@ BACKOFF_START = 0.5
 BACKOFF_MAX = 10.0
 
 
-def make_client(cfg: BrokerConfig, identifier: str, node: Endpoint | None = None,
-                timeout: float = CONNECT_TIMEOUT_S) -> aiomqtt.Client:
-    """An aiomqtt client for one broker (``node``: one of its cluster nodes) with auth and TLS; ``timeout``: how
-    long its CONNACK may take."""
-    node = node or cfg.endpoints[0]
-    context = tls_context(cfg.ca_file, cfg.cert_file, cfg.key_file) if node.tls else None
-    return aiomqtt.Client(
-        node.host, node.port, username=cfg.username, password=cfg.password, identifier=identifier,
-        tls_context=context, keepalive=15, max_queued_outgoing_messages=10_000, timeout=timeout,
-        socket_options=socket_options(),
-    )
+def client_settings(cfg: BrokerConfig) -> ClientSettings:
+    """The settings of the broadcaster's clients of one broker: its credentials and TLS files."""
+    return ClientSettings(cfg.username, cfg.password, cfg.ca_file, cfg.cert_file, cfg.key_file,
+                          max_queued=10_000)
 
 
 def check_brokers(brokers: Sequence[BrokerConfig]) -> None:
@@ -84,24 +73,31 @@ class MessageSink(Protocol):
     def handle(self, msg: BridgeMessage, broker: int = 0) -> None: ...
 
 
-class MqttLink:
-    """The broadcaster's connections to the brokers (also the LiveChess-compatible server's)."""
+class BridgeFeeds:
+    """The broadcaster's connections to the brokers (also the LiveChess-compatible server's): per broker a main
+    connection (:class:`~touchmove.mqtt.link.MqttLink`) and, with ``events_standby``, a standby one."""
 
     def __init__(self, hub: MessageSink, brokers: Sequence[BrokerConfig], client_prefix: str = "touchmove-broadcast"
                  ) -> None:
         self.hub = hub
         self.client_prefix = client_prefix
         self.brokers = list(brokers)
-        self._clients: dict[int, aiomqtt.Client] = {}
         self.ready = [asyncio.Event() for _ in self.brokers]
         self._tag = uuid.uuid4().hex[:8]
-        #: per broker: the pause after its nodes all failed to answer, doubled each round up to BACKOFF_MAX
-        self._backoff: dict[int, float] = {}
-        #: per broker: the node its main connection is on (a standby connection avoids it)
-        self._on_node: dict[int, Endpoint] = {}
-        self._standby_on: dict[int, Endpoint] = {}
         #: every connection serving now (main and standby)
         self._live: set[aiomqtt.Client] = set()
+        #: per broker: its main connection, and its events' standby (with ``events_standby`` and two nodes or more)
+        self.links: list[MqttLink] = []
+        self.standbys: dict[int, MqttLink] = {}
+        for index, cfg in enumerate(self.brokers):
+            self.links.append(self._main(index, cfg))
+            if cfg.events_standby and len(cfg.endpoints) > 1:
+                self.standbys[index] = self._standby(index, cfg)
+
+    @property
+    def standby_on(self) -> dict[int, Endpoint]:
+        """The node each broker's events' standby is subscribed on now."""
+        return {i: link.endpoint for i, link in self.standbys.items() if link.endpoint is not None}
 
     def backlog(self) -> int:
         """Return how many messages the connections have received and not yet handed over."""
@@ -115,7 +111,7 @@ class MqttLink:
                 await event.wait()
 
     async def publish(self, broker: int, topic: str, payload: bytes) -> None:
-        client = self._clients.get(broker)
+        client = self.links[broker].client if broker < len(self.links) else None
         if client is None:
             raise ActionError("the broker is not connected: try again shortly")
         try:
@@ -126,93 +122,59 @@ class MqttLink:
     async def run(self) -> None:
         """Serve every broker until cancelled."""
         async with asyncio.TaskGroup() as tg:
-            for i, cfg in enumerate(self.brokers):
-                tg.create_task(self._serve(i, cfg))
-                if cfg.events_standby and len(cfg.endpoints) > 1:
-                    tg.create_task(self._standby(i, cfg))
+            for index, link in enumerate(self.links):
+                tg.create_task(link.run())
+                if index in self.standbys:
+                    tg.create_task(self.standbys[index].run())
 
-    async def _standby(self, index: int, cfg: BrokerConfig) -> None:
-        """Keep a second connection of broker ``index``, to a node the main one is not on, subscribed to the events
-        only (QoS 0), until cancelled: when the main connection's node dies the events still come this way."""
-        nodes = Endpoints(cfg.endpoints, start=1)
-        attempt = 0
-        while True:
-            if nodes.current == self._on_node.get(index):
-                nodes.failed()
-            node = nodes.current
-            attempt += 1
-            try:
-                await one_attempt(self._read(index, cfg, node, nodes, attempt, standby=True))
-            except aiomqtt.MqttError as exc:
-                log.warning("broker %s (events' standby): %s", node.url, exc)
-            finally:
-                self._standby_on.pop(index, None)
-            if nodes.failed():
-                await asyncio.sleep(BACKOFF_START)
+    def _topics(self, cfg: BrokerConfig) -> list[str]:
+        return [topic for base in cfg.bases for topic in bridge_topics.subscriptions(base, cfg.share_group)]
 
-    async def _serve(self, index: int, cfg: BrokerConfig) -> None:
-        nodes = Endpoints(cfg.endpoints)
-        self._backoff[index] = BACKOFF_START
-        attempt = 0
-        while True:
-            if nodes.current == self._standby_on.get(index) and len(cfg.endpoints) > 2:
-                nodes.failed()      # the events' standby is there: another node, so one death loses neither
-            node = nodes.current
-            attempt += 1     # a new client id each time: NATS holds a CONNECT of a dead node's id for 11 s
-            try:
-                await one_attempt(self._read(index, cfg, node, nodes, attempt))
-            except aiomqtt.MqttError as exc:
-                log.warning("broker %s: %s", node.url, exc)
-            finally:
-                self._clients.pop(index, None)
-                self._on_node.pop(index, None)
-                self.ready[index].clear()
-            if nodes.failed():      # every node tried: back off
-                backoff = self._backoff[index]
-                log.info("no node of broker #%d answered; retrying in %.1f s", index + 1, backoff)
-                await asyncio.sleep(backoff)
-                self._backoff[index] = min(backoff * 2, BACKOFF_MAX)
+    def _main(self, index: int, cfg: BrokerConfig) -> MqttLink:
+        """Broker ``index``'s main connection: every topic of its bridges; it keeps off the node the events'
+        standby is on when the broker has another (with two nodes, one death loses neither)."""
+        def avoid() -> Endpoint | None:
+            standby = self.standbys.get(index)
+            return standby.endpoint if standby is not None and len(cfg.endpoints) > 2 else None
 
-    async def _read(self, index: int, cfg: BrokerConfig, node: Endpoint, nodes: Endpoints, attempt: int,
-                    *, standby: bool = False) -> None:
-        """Connect to ``node`` of broker ``index``, subscribe (``standby``: to the events only), and hand every
-        message to the broadcaster until the connection fails (raised) or the task is cancelled."""
-        name = f"{self.client_prefix}-{self._tag}-{index}-{'standby-' if standby else ''}{attempt}"
-        async with make_client(cfg, name, node, connect_timeout(nodes.rounds_failed)) as client:
-            topics = [topic for base in cfg.bases for topic in bridge_topics.subscriptions(base, cfg.share_group)]
-            if standby:
-                topics = [topic for topic in topics if topic.endswith("/events")]
-            await subscribe_all(client, topics, 0 if standby else cfg.subscribe_qos)
-            nodes.connected()
-            self._live.add(client)
-            if standby:
-                self._standby_on[index] = node
-                log.info("events' standby subscribed on %s", node.url)
-            else:
-                self._clients[index] = client
-                self._on_node[index] = node
-                self.ready[index].set()
-                log.info("subscribed to %s on %s", ", ".join(cfg.bases), node.url)
-                self._backoff[index] = BACKOFF_START
-            try:
-                await self._hand_over(index, cfg, client)
-            finally:
-                self._live.discard(client)
+        return MqttLink(Endpoints(cfg.endpoints), client_settings(cfg), functools.partial(self._serve, index, cfg),
+                        client_id=f"{self.client_prefix}-{self._tag}-{index}", log=log, label="broker",
+                        subscriptions=Subscriptions(self._topics(cfg), cfg.subscribe_qos),
+                        backoff=Backoff(BACKOFF_START, BACKOFF_MAX), avoid=avoid)
+
+    def _standby(self, index: int, cfg: BrokerConfig) -> MqttLink:
+        """Broker ``index``'s events' standby: a second connection, to a node the main one is not on, subscribed
+        to the events only (QoS 0): when the main connection's node dies the events still come this way."""
+        return MqttLink(Endpoints(cfg.endpoints, start=1), client_settings(cfg),
+                        functools.partial(self._serve_standby, index, cfg),
+                        client_id=f"{self.client_prefix}-{self._tag}-{index}-standby", log=log,
+                        label="events' standby on broker",
+                        subscriptions=Subscriptions([t for t in self._topics(cfg) if t.endswith("/events")], 0),
+                        backoff=Backoff(BACKOFF_START, BACKOFF_START), avoid=lambda: self.links[index].endpoint)
+
+    async def _serve(self, index: int, cfg: BrokerConfig, client: aiomqtt.Client, node: Endpoint) -> None:
+        """Broker ``index``'s main connection, subscribed: ready, and every message to the hub until the
+        connection fails (raised) or the task is cancelled."""
+        self.ready[index].set()
+        log.info("subscribed to %s on %s", ", ".join(cfg.bases), node.url)
+        try:
+            await self._hand_over(index, cfg, client)
+        finally:
+            self.ready[index].clear()
+
+    async def _serve_standby(self, index: int, cfg: BrokerConfig, client: aiomqtt.Client, node: Endpoint) -> None:
+        log.info("events' standby subscribed on %s", node.url)
+        await self._hand_over(index, cfg, client)
 
     async def _hand_over(self, index: int, cfg: BrokerConfig, client: aiomqtt.Client) -> None:
         """Decode every message ``client`` receives and hand it to the hub until the connection fails."""
-        async for message in client.messages:
-            payload = message.payload
-            if isinstance(payload, str):
-                raw = payload.encode()
-            elif isinstance(payload, bytes | bytearray):
-                raw = bytes(payload)
-            else:
-                raw = b"" if payload is None else str(payload).encode()
-            msg = bridge_topics.parse(message.topic.value, raw, cfg.bases, bool(message.retain))
-            if msg is None:
-                continue
-            try:
+        def handle(topic: str, raw: bytes, retained: bool) -> None:
+            msg = bridge_topics.parse(topic, raw, cfg.bases, retained)
+            if msg is not None:
                 self.hub.handle(msg, index)
-            except Exception:  # one bad message must not stop the stream
-                log.exception("message on %s could not be handled", message.topic.value)
+
+        self._live.add(client)
+        try:
+            await hand_over(client, handle, log)
+        finally:
+            self._live.discard(client)

@@ -16,7 +16,7 @@ from aiohttp import web
 
 from touchmove.broadcast.board_view import BoardView
 from touchmove.broadcast.broadcaster import ActionError, Broadcaster
-from touchmove.broadcast.consumer import MqttLink, check_brokers
+from touchmove.broadcast.consumer import BridgeFeeds, check_brokers
 from touchmove.broadcast.lichess_push import LichessPush, TokenSource
 from touchmove.broadcast.server import make_app
 from touchmove.broadcast.tournament import LICHESS_TOKEN_ENV, Tournament, TournamentError
@@ -57,7 +57,7 @@ class BroadcastService:
         self.token = token if token is not None else s.token
         self.hub = Broadcaster(tournament, clock=clock)  # reads nothing yet: start() opens the round
         self.hub.storage.take_retained = take_retained
-        self.link = MqttLink(self.hub, tournament.brokers)
+        self.link = BridgeFeeds(self.hub, tournament.brokers)
         self.hub.ingest.backlog = self.link.backlog
         self.hub.publish = self.link.publish
         self.pusher: LichessPush | None = None

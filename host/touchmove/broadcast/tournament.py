@@ -51,7 +51,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from touchmove.broadcast.results import FORFEIT_SPELLINGS, normalize_result
-from touchmove.brokers import PASSWORD_ENV, BrokerSettingError, Endpoint, parse_urls, read_secret
+from touchmove.mqtt.brokers import PASSWORD_ENV, BrokerSettingError, Endpoint, parse_urls, read_secret
 
 TOKEN_ENV = "TOUCHMOVE_ARBITER_TOKEN"
 LICHESS_TOKEN_ENV = "LICHESS_TOKEN"

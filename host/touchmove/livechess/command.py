@@ -9,9 +9,9 @@ import sys
 
 from touchmove import board_ids
 from touchmove.broadcast.tournament import BrokerConfig, TournamentError
-from touchmove.broker_connection import tame_late_acknowledgements
 from touchmove.config import ConfigError, LiveChessConfig, MqttConfig, load
 from touchmove.livechess.server import DEFAULT_HOST, DEFAULT_PORT, LiveChessServer
+from touchmove.mqtt.connection import tame_late_acknowledgements
 from touchmove.stop_signals import StopSignals
 
 

@@ -22,6 +22,7 @@ import chess.pgn
 from touchmove.broadcast import bridge_topics
 from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.live_pgn import LiveGame, _epoch_ms
+from touchmove.mqtt.events import check_event
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +184,7 @@ class EBoards:
             if seq <= board.seen_seq.get(session, 0):
                 return      # a QoS 1 redelivery
             board.seen_seq[session] = seq
-        if bridge_topics.check_event(event) is not None:
+        if check_event(event) is not None:
             return
         kind = event["type"]
         if kind == "alert":

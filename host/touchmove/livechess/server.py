@@ -36,7 +36,7 @@ from aiohttp import WSMsgType, web
 from touchmove.broadcast import bridge_topics
 from touchmove.broadcast.bridge_topics import BridgeMessage
 from touchmove.broadcast.broadcaster import ActionError
-from touchmove.broadcast.consumer import MqttLink
+from touchmove.broadcast.consumer import BridgeFeeds
 from touchmove.broadcast.tournament import BrokerConfig
 from touchmove.livechess.eboards import EBoard, EBoards, Feeds
 
@@ -112,7 +112,7 @@ class LiveChessServer:
         self.brokers = list(brokers)
         self.host, self.port = host, port
         self.eboards = EBoards(self._changed, boards)
-        self.mqtt = MqttLink(self, self.brokers, client_prefix="touchmove-livechess")
+        self.mqtt = BridgeFeeds(self, self.brokers, client_prefix="touchmove-livechess")
         self.clients: set[Client] = set()
         self._numbers = itertools.count(1)
         self._transactions = itertools.count(1)

@@ -24,9 +24,9 @@ import aiomqtt
 import chess
 import chess.pgn
 
-from touchmove import wire
 from touchmove.broadcast.bridge_ingest import KINGS_STEADY_S
 from touchmove.broadcast.results import CENTRE, result_from_king_squares
+from touchmove.mqtt import wire
 
 
 def iso_now() -> str:
@@ -48,7 +48,7 @@ class SimBridge:
         return int((time.monotonic() - self._t0) * 1000)
 
     async def publish(self, topic: str, payload: Any, *, retain: bool = False) -> None:
-        """Publish ``payload`` (text, or an object sent as JSON) on a full topic (see :mod:`touchmove.wire`)."""
+        """Publish ``payload`` (text, or an object sent as JSON) on a full topic (see :mod:`touchmove.mqtt.wire`)."""
         data = payload if isinstance(payload, str) else json.dumps(payload, separators=(",", ":"))
         await self.client.publish(topic, data.encode(), qos=1, retain=retain)
 

@@ -35,9 +35,10 @@ import aiomqtt
 import chess
 import chess.pgn
 
-from touchmove import records, wire
+from touchmove import records
 from touchmove.broadcast.service import BroadcastService
 from touchmove.broadcast.tournament import parse_tournament
+from touchmove.mqtt import wire
 from touchmove.sim import hands
 from touchmove.sim.demo import firmware_command, write_timeline
 from touchmove.sim.natscluster import NatsCluster, nats_binary

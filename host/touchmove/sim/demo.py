@@ -33,10 +33,11 @@ import aiomqtt
 import chess
 import chess.pgn
 
-from touchmove import records, wire
+from touchmove import records
 from touchmove.bridge import Bridge
 from touchmove.config import BridgeConfig, MqttConfig, SerialConfig, parse_broker_url
 from touchmove.errors import EXIT_USAGE, CommandError
+from touchmove.mqtt import wire
 from touchmove.sim.ptyboard import PtyBoard
 from touchmove.sim.vendor_demo import BOARDS, vendor_board
 

@@ -16,7 +16,7 @@ import chess
 from touchmove import records
 from touchmove.boards import translator_for
 from touchmove.boards.base import Translator, encode_lines
-from touchmove.bridge.serial_link import FROM_BOARD_ADAPTER, DecodeError, decode
+from touchmove.serial.lines import FROM_BOARD_ADAPTER, DecodeError, decode
 from touchmove.sim import hands
 from touchmove.sim.pieces import ClockPress, Event, piece_timeline, start_pieces
 

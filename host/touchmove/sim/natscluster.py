@@ -30,7 +30,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from touchmove.wire import probe_topic
+from touchmove.mqtt.wire import probe_topic
 
 #: How long a node may take to serve MQTT after it starts: its JetStream meta group must elect a leader first,
 #: which on a loaded 2-core machine once took over a minute.

@@ -173,7 +173,7 @@ def test_diag_on_a_hall_board_sends_adc_values():
     assert [m["part"] for m in d] == ["scan", "adc", "adc", "adc", "adc"]
     assert d[0]["chain"] == "n/a"
     assert [v for m in d[1:] for v in m["v"]] == [30000 + j for j in range(64)]
-    assert all(len(x) < 512 for x in lines)  # the host takes lines up to 512 bytes (serial_link.MAX_LINE)
+    assert all(len(x) < 512 for x in lines)  # the host takes lines up to 512 bytes (touchmove.serial.lines.MAX_LINE)
 
 
 _DIR = "/tmp/touchmove_fw_boardjson"

@@ -18,7 +18,7 @@ Topic tree (``<base>`` is a bridge's base topic, default ``touchmove``; docs/mqt
     <base>/boards/<id>/response         out       Response
 
 Only this module spells topics: everything else calls the builders below. Validation of incoming commands
-is :mod:`touchmove.mqtt_schema`'s (re-exported here); :func:`problem_in_state` checks a published state.
+is :mod:`touchmove.mqtt.schema`'s (re-exported here); :func:`problem_in_state` checks a published state.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple, NotRequired, TypedDict
 
-from touchmove.mqtt_schema import (
+from touchmove.mqtt.schema import (
     AVAILABILITY,
     BOARD_COMMANDS,
     BRIDGE_REQUESTS,

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import aiomqtt
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
-from touchmove.brokers import refused_subscription
+from touchmove.mqtt.brokers import refused_subscription
 
 log = logging.getLogger(__name__)
 

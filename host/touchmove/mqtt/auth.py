@@ -35,7 +35,7 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from touchmove import wire
+from touchmove.mqtt import wire
 
 #: A user name is also a bridge's base topic: one topic level, and a NATS subject token.
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
