@@ -294,9 +294,7 @@ def main() -> int:
         fig.add("served", r["served"], group=row)
         fig.add("moves", r["moves"], group=row)
         fig.add("lost", r["lost"], group=row)
-        fig.add("p50", round(r["p50"], 1), "ms", group=row)
-        fig.add("p99", round(r["p99"], 1), "ms", group=row)
-        fig.add("max", round(r["max"], 1), "ms", group=row)
+        fig.add_latency(r, row)
         fig.add("p99 − settle", round(r["p99"] - args.settle_ms, 1), "ms", group=row)
         fig.add("daemon CPU", round(100 * r["cpu_s"] / r["seconds"]), "% of a core", group=row)
     fig.note(f"{args.seconds:g} s of play a row; latency: last place written → move received, the {args.settle_ms} ms "

@@ -113,6 +113,11 @@ class Run:
             value = "n/a"
         self.figures.append(Figure(name, value, unit, group))
 
+    def add_latency(self, stats: dict[str, Any], group: str) -> None:
+        """Add a latency's ``p50``, ``p99`` and ``max`` (ms, to 0.1) from a bench's result row."""
+        for name in ("p50", "p99", "max"):
+            self.add(name, round(stats[name], 1), "ms", group=group)
+
     def note(self, text: str) -> None:
         """Keep a remark the bench printed beside its figures (a goal not met, a case not measured)."""
         self.notes.append(text)

@@ -339,9 +339,7 @@ def main() -> None:
         fig.add("moves", r["moves"], group=row)
         fig.add("feeds", r["feeds"], group=row)
         fig.add("missing", r["missing"], group=row)
-        fig.add("p50", round(r["p50"], 1), "ms", group=row)
-        fig.add("p99", round(r["p99"], 1), "ms", group=row)
-        fig.add("max", round(r["max"], 1), "ms", group=row)
+        fig.add_latency(r, row)
         if args.start == "event":
             fig.add("reference p50 / p99", f"{r['ref50']:.1f} / {r['ref99']:.1f}", "ms", group=row)
         fig.add("server CPU a move", round(r["cpu_ms"], 2), "ms", group=row)

@@ -18,7 +18,7 @@ from typing import Any
 
 from touchmove.boards import translator_for
 from touchmove.boards.link import RawFile, is_hidraw
-from touchmove.serial.link import write_all
+from touchmove.serial.link import read_ready, write_all
 from touchmove.serial.refusals import diagnose
 
 #: What the bridge's translators say about a board in their hello, named for the operator.
@@ -67,11 +67,8 @@ def ask(path: str, protocol: str, timeout: float) -> Answer:
         poller = select.poll()
         poller.register(fd, select.POLLIN)
         while time.monotonic() < deadline:
-            if not poller.poll(100):
-                continue
-            try:
-                data = os.read(fd, 4096)
-            except BlockingIOError:
+            data = read_ready(poller, fd, 100)
+            if data is None:
                 continue
             if not data:
                 break

@@ -162,12 +162,8 @@ class SerialLink:
         poller = select.poll()
         poller.register(fd, select.POLLIN | select.POLLPRI)
         while not self._stop.is_set():
-            events = poller.poll(500)
-            if not events:
-                continue
-            try:
-                data = os.read(fd, 4096)
-            except BlockingIOError:
+            data = read_ready(poller, fd, 500)
+            if data is None:
                 continue
             if not data:
                 raise OSError("device disconnected (end of file)")
@@ -227,6 +223,17 @@ class SerialLink:
     def join(self, timeout: float = 2.0) -> None:
         if self._thread is not None:
             self._thread.join(timeout)
+
+
+def read_ready(poller: select.poll, fd: int, timeout_ms: int) -> bytes | None:
+    """Return what ``fd`` (registered with ``poller``) has within ``timeout_ms``: None when nothing came (or the
+    read would block after all), ``b""`` at the end of the file (the device is gone)."""
+    if not poller.poll(timeout_ms):
+        return None
+    try:
+        return os.read(fd, 4096)
+    except BlockingIOError:
+        return None
 
 
 def write_all(fd: int, data: bytes, within: float = 1.0) -> None:
