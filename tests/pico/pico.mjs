@@ -68,6 +68,22 @@ class Pico {
       this.onConnected?.();
     };
     this.cdc.onSerialData = (buf) => this.onSerialData?.(buf);
+    // A USB host sends an OUT packet only when it has data. rp2040js's CDC answers every OUT buffer the device
+    // arms at once, with a zero-length packet when it has nothing to send: TinyUSB re-arms it and gets the next
+    // one 10 µs later, about 20,000 USB interrupts a second that no real host causes, and the core never sleeps
+    // (every WFE of MicroPython's idle loop finds the event an interrupt's return left). So an armed OUT buffer
+    // waits here until the host has bytes for it (sendOut).
+    const usb0 = mcu.usbCtrl;
+    const cdcRead = usb0.onEndpointRead;
+    this.outArmed = -1; // the size of the OUT buffer the device armed while the host had nothing, or -1
+    this.cdcRead = cdcRead;
+    usb0.onEndpointRead = (endpoint, size) => {
+      if (endpoint === this.cdc.outEndpoint && this.cdc.txFIFO.empty) {
+        this.outArmed = size;
+        return;
+      }
+      cdcRead(endpoint, size);
+    };
     this.inHeld = null; // DPRAM offset of an IN buffer the host has not taken yet
     this.holdIn = () => false;
     const usb = mcu.usbCtrl;
@@ -82,6 +98,14 @@ class Pico {
       dpramUpdated(offset, value);
     };
     this.dead = false;
+  }
+
+  // The host's bytes queued in the CDC's FIFO go out in the OUT buffer the device armed (if it is waiting).
+  sendOut() {
+    if (this.outArmed < 0 || this.cdc.txFIFO.empty || this.dead) return;
+    const size = this.outArmed;
+    this.outArmed = -1;
+    this.cdcRead(this.cdc.outEndpoint, size);
   }
 
   releaseIn() {
@@ -159,6 +183,7 @@ async function install(opts) {
     for (let i = 0; i < HOST_CHUNK && sendQueue.length && !pico.cdc.txFIFO.full; i++) {
       pico.cdc.sendSerialByte(sendQueue.shift());
     }
+    pico.sendOut();
     pump.schedule(1e6);
   });
   const connected = new Promise((resolve) => {
@@ -321,6 +346,7 @@ function run(opts) {
         for (let i = 0; i < HOST_CHUNK && toDevice.length && !pico.cdc.txFIFO.full; i++) {
           pico.cdc.sendSerialByte(toDevice.shift());
         }
+        pico.sendOut();
       }
       if (!holdIn()) pico.releaseIn();
       pump.schedule(1e6);
