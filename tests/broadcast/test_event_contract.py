@@ -85,6 +85,10 @@ def test_a_field_may_be_absent_or_null_unless_needed() -> None:
     ({"type": "game_end", "game": 1, "result": "2-0"}, "game_end: result must be 1-0, 0-1, 1/2-1/2 or *"),
     ({"type": "clock", "ply": 3, "remaining": "3 min"}, "clock: remaining must be an integer"),
     ({"type": "move", "ply": 3, "uci": "e2e4", "clock_ms": -1}, "move: clock_ms must be an integer 0..1000000000"),
+    # keyed on by the readers whatever the type declares (an alert seen is (game, ply, code, seq)): hypothesis
+    # found a result_rejected with "ply": [] that passed and crashed the console's alert set
+    ({"type": "result_rejected", "ply": []}, "result_rejected: ply must be an integer"),
+    ({"type": "resync_rejected", "game": "1"}, "resync_rejected: game must be an integer"),
 ])
 def test_a_field_of_the_wrong_type_or_out_of_range_is_refused(event: dict[str, Any], said: str) -> None:
     assert contract.check_event(event) == said

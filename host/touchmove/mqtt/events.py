@@ -82,6 +82,9 @@ NEEDED: dict[str, frozenset[str]] = {
     "amendment_withdrawn": frozenset({"ply"}), "clock": frozenset({"ply"}), "takeback": frozenset({"ply"}),
     "game_end": frozenset({"result"}), "alert": frozenset({"code"}),
 }
+#: Fields every event may carry, whatever its type declares: readers key events on them (an alert seen is
+#: ``(game, ply, code, seq)``), so a ``ply`` that is a list on an event whose class has no ``ply`` is refused too.
+COMMON: dict[str, tuple[type, ...]] = {"game": (int,), "ply": (int,)}
 #: Fields a bridge adds to an engine event of these types (a board's clock reading with a move).
 ADDED: dict[str, dict[str, tuple[type, ...]]] = {"move": {"clock_ms": (int,)}, "move_amended": {"clock_ms": (int,)}}
 
@@ -123,7 +126,7 @@ def check_event(event: dict[str, Any]) -> str | None:
     if fields is None:
         return f"unknown event type {kind[:40]!r}"
     needed = NEEDED.get(kind, frozenset())
-    for name, allowed in (*fields.items(), *ADDED.get(kind, {}).items()):
+    for name, allowed in {**COMMON, **fields, **ADDED.get(kind, {})}.items():
         value = event.get(name)
         if value is None:
             if name in needed:
