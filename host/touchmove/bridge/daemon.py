@@ -1,7 +1,9 @@
 """The bridge daemon: serial boards in, rules engine per board, journal, MQTT out.
 
 One :class:`BoardSession` per board id (from the board's ``hello``), each with its own rules engine. The parts,
-wired here by a thin :class:`Bridge`:
+built here by :class:`Bridge`, which hands each the collaborators it needs (never itself: no part reaches another
+back through the bridge, and the bridge forwards no calls; callers name the part, ``bridge.ports.handle_lines``,
+``bridge.pipeline.journal``):
 
 * :class:`~touchmove.bridge.ports.BoardPorts`: serial ports found and opened, lines decoded, boards bound;
 * :class:`~touchmove.bridge.pipeline.EventPipeline`: records to the engines, timers, the journal, checkpoints,
