@@ -9,7 +9,7 @@ each record and each settle-time ``advance`` journaled with the events it gave, 
 game end and every CHECKPOINT_EVERY entries (bridge/daemon.py; the key is one made for the run). Then a fresh bridge
 restores every board from it, the way a restart does (each checkpoint's signature verified before it is
 unpickled), and the restored engines are checked against the ones that wrote the journal. Restart time is wall
-time for ``Bridge.restore`` (the machine is shared: compare the two figures, not absolute values).
+time for ``bridge.pipeline.restore()`` (the machine is shared: compare the two figures, not absolute values).
 """
 
 from __future__ import annotations
@@ -110,11 +110,11 @@ def restore_time(path: Path, key: Path) -> tuple[float, Bridge]:
         bridge = Bridge(BridgeConfig(settle_ms=SETTLE_MS, journal=str(path), checkpoint_key=str(key)),
                         session="bench")
         bridge.open()
-        bridge._loop = asyncio.get_running_loop()
+        bridge.pipeline.loop = asyncio.get_running_loop()
         start = time.perf_counter()
-        bridge.restore()
+        bridge.pipeline.restore()
         elapsed = time.perf_counter() - start
-        bridge.journal_lock.release()      # the next restore of this journal is another bridge's
+        bridge.pipeline.journal_lock.release()      # the next restore of this journal is another bridge's
         return elapsed, bridge
     return asyncio.run(run())
 

@@ -17,9 +17,9 @@ def open_bridge(cfg: BridgeConfig, loop: asyncio.AbstractEventLoop) -> Bridge:
     journal let go)."""
     before = _RUNNING.pop(cfg.journal, None)
     if before is not None:
-        before.journal_lock.release()
+        before.pipeline.journal_lock.release()
     bridge = Bridge(cfg, session="test", clock=LoopClock(loop))
     bridge.open()
     _RUNNING[cfg.journal] = bridge
-    bridge._loop = loop
+    bridge.pipeline.loop = loop
     return bridge

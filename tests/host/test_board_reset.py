@@ -24,12 +24,12 @@ def resets(events: list[dict[str, object]]) -> list[object]:
 def test_a_watchdog_or_fatal_reset_is_an_alert_once_a_boot(tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
     bridge = make_bridge(tmp_path, loop)
     link = FakeLink()
-    bridge.handle_lines(link, [hello(0, 5, "b1", "power"), line(1, 6, "snapshot", occ=START),
+    bridge.ports.handle_lines(link, [hello(0, 5, "b1", "power"), line(1, 6, "snapshot", occ=START),
                                line(2, 1000, "lift", sq="e2"), line(3, 1100, "place", sq="e4")])
     settle(loop)
     assert resets(events_queued(bridge)) == []
     # the watchdog resets the board: its new boot says so
-    bridge.handle_lines(link, [hello(0, 40, "b2", "watchdog"), line(1, 41, "snapshot", occ="ffff00001000efff")])
+    bridge.ports.handle_lines(link, [hello(0, 40, "b2", "watchdog"), line(1, 41, "snapshot", occ="ffff00001000efff")])
     settle(loop)
     got = resets(events_queued(bridge))
     assert len(got) == 1, got
@@ -39,22 +39,22 @@ def test_a_watchdog_or_fatal_reset_is_an_alert_once_a_boot(tmp_path: Path, loop:
     assert "watchdog" in detail["message"]
     alert = next(e for e in events_queued(bridge) if e["type"] == "alert" and e["code"] == "board_reset")
     assert alert["origin"] == "bridge" and alert["board"] == "brd"
-    bridge.journal.commit()
+    bridge.pipeline.journal.commit()
     with sqlite3.connect(tmp_path / "j.sqlite3") as db:
         codes = [json.loads(p).get("code") for (p,) in db.execute("SELECT payload FROM events WHERE board = 'brd'")]
     assert codes.count("board_reset") == 1, "the alert is not journaled"
     # the same boot says hello again (the host asked, or the port was opened again): no second alert
-    bridge.handle_lines(link, [hello(2, 300, "b2", "watchdog")])
+    bridge.ports.handle_lines(link, [hello(2, 300, "b2", "watchdog")])
     settle(loop)
     assert len(resets(events_queued(bridge))) == 1
     # the game goes on
-    bridge.handle_lines(link, [line(3, 1400, "lift", sq="e7"), line(4, 1500, "place", sq="e5")])
+    bridge.ports.handle_lines(link, [line(3, 1400, "lift", sq="e7"), line(4, 1500, "place", sq="e5")])
     settle(loop)
     assert moves_queued(bridge) == ["e2e4", "e7e5"]
     # a fatal error: another alert; the reset button (hard) and a cause no firmware sends: none
-    bridge.handle_lines(link, [hello(0, 50, "b3", "fatal")])
-    bridge.handle_lines(link, [hello(0, 60, "b4", "hard")])
-    bridge.handle_lines(link, [hello(0, 70, "b5", "\u0000watchdog")])
+    bridge.ports.handle_lines(link, [hello(0, 50, "b3", "fatal")])
+    bridge.ports.handle_lines(link, [hello(0, 60, "b4", "hard")])
+    bridge.ports.handle_lines(link, [hello(0, 70, "b5", "\u0000watchdog")])
     settle(loop)
     assert [d["cause"] for d in resets(events_queued(bridge)) if isinstance(d, dict)] == ["watchdog", "fatal"]
 
@@ -71,7 +71,7 @@ def test_a_firmware_error_record_is_an_alert_once_per_kind_and_boot(tmp_path: Pa
     bridge = make_bridge(tmp_path, loop)
     link = FakeLink()
     refused = "firmware not started: board.json: 'rate' must be 10-2000, got 5"
-    bridge.handle_lines(link, [hello(0, 5, "b1", "power"), line(1, 6, "error", why=refused),
+    bridge.ports.handle_lines(link, [hello(0, 5, "b1", "power"), line(1, 6, "error", why=refused),
                                line(2, 10_006, "error", why=refused), line(3, 20_006, "error", why=refused)])
     settle(loop)
     got = board_errors(events_queued(bridge))
@@ -80,7 +80,7 @@ def test_a_firmware_error_record_is_an_alert_once_per_kind_and_boot(tmp_path: Pa
     assert "board.json" in str(got[0]["message"]) and "fix" in str(got[0]["message"])
     # fixed and restarted: a normal boot with sensor bus errors counting up, then commands not answered
     bus = "sensor bus: {} errors since boot ({} timed out), last good readings kept"
-    bridge.handle_lines(link, [hello(0, 5, "b2", "power"), line(1, 6, "snapshot", occ=START),
+    bridge.ports.handle_lines(link, [hello(0, 5, "b2", "power"), line(1, 6, "snapshot", occ=START),
                                line(2, 1000, "error", why=bus.format(3, 1)),
                                line(3, 2000, "error", why=bus.format(9, 4)),
                                line(4, 3000, "error", why="commands: 2 since boot got no answer (2 out of memory)"),
@@ -90,6 +90,6 @@ def test_a_firmware_error_record_is_an_alert_once_per_kind_and_boot(tmp_path: Pa
     assert whys == [refused, bus.format(3, 1), "commands: 2 since boot got no answer (2 out of memory)"]
     assert moves_queued(bridge) == ["e2e4"], "the game goes on"
     # the same kind in a later boot is told again
-    bridge.handle_lines(link, [hello(0, 5, "b3", "power"), line(1, 6, "error", why=bus.format(1, 0))])
+    bridge.ports.handle_lines(link, [hello(0, 5, "b3", "power"), line(1, 6, "error", why=bus.format(1, 0))])
     settle(loop)
     assert len(board_errors(events_queued(bridge))) == 4

@@ -78,7 +78,7 @@ def settle(loop: asyncio.AbstractEventLoop, seconds: float = 0.15) -> None:
 
 
 def play_e4(bridge: Bridge, link: FakeLink, loop: asyncio.AbstractEventLoop) -> None:
-    bridge.handle_lines(link, [hello(0, 5), line(1, 6, "snapshot", occ=START), line(2, 1000, "lift", sq="e2"),
+    bridge.ports.handle_lines(link, [hello(0, 5), line(1, 6, "snapshot", occ=START), line(2, 1000, "lift", sq="e2"),
                                line(3, 1100, "place", sq="e4")])
     settle(loop)
 
@@ -92,7 +92,7 @@ def test_lines_become_journaled_events_and_leds(tmp_path: Path, loop: asyncio.Ab
     move = events_queued(bridge)[-1]
     assert move["uci"] == "e2e4" and move["seq"] == 3 and move["session"] == "test" and move["board"] == "brd"
     assert move["ts"].endswith("Z")
-    assert bridge.journal.event_count("brd") == 3
+    assert bridge.pipeline.journal.event_count("brd") == 3
     assert {"cmd": "snapshot"} in link.commands
     assert {"cmd": "leds", "squares": ["e2", "e4"], "color": [0, 48, 0]} in link.commands
     state = json.loads(bridge.mqtt._retained["touchmove/boards/brd/state"]())  # type: ignore[operator]
@@ -102,15 +102,15 @@ def test_lines_become_journaled_events_and_leds(tmp_path: Path, loop: asyncio.Ab
 def test_seq_gap_and_malformed_lines_ask_for_a_snapshot(tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
     bridge = make_bridge(tmp_path, loop)
     link = FakeLink()
-    bridge.handle_lines(link, [hello(0, 5), line(1, 6, "snapshot", occ=START)])
+    bridge.ports.handle_lines(link, [hello(0, 5), line(1, 6, "snapshot", occ=START)])
     link.commands.clear()
     bridge.boards["brd"].last_snapshot_request = 0
-    bridge.handle_lines(link, [line(5, 900, "lift", sq="e2")])
-    assert bridge.stats["gaps"] == 1 and link.commands == [{"cmd": "snapshot"}]
+    bridge.ports.handle_lines(link, [line(5, 900, "lift", sq="e2")])
+    assert bridge.pipeline.stats["gaps"] == 1 and link.commands == [{"cmd": "snapshot"}]
     link.commands.clear()
     bridge.boards["brd"].last_snapshot_request = 0
-    bridge.handle_lines(link, [b"{garbage", None, line(6, 1000, "place", sq="e4")])
-    assert bridge.stats["malformed"] == 2 and link.commands[0] == {"cmd": "snapshot"}
+    bridge.ports.handle_lines(link, [b"{garbage", None, line(6, 1000, "place", sq="e4")])
+    assert bridge.pipeline.stats["malformed"] == 2 and link.commands[0] == {"cmd": "snapshot"}
     settle(loop)
     assert [e["uci"] for e in events_queued(bridge) if e["type"] == "move"] == ["e2e4"]
 
@@ -129,7 +129,7 @@ def test_a_spliced_line_is_refused_counted_and_answered_with_a_snapshot(
     until a hello says it restarted (into older firmware)."""
     bridge = make_bridge(tmp_path, loop)
     link = FakeLink()
-    bridge.handle_lines(link, [checked_line(0, 5, "hello", proto=1, fw="x", board="brd", boot="b1"),
+    bridge.ports.handle_lines(link, [checked_line(0, 5, "hello", proto=1, fw="x", board="brd", boot="b1"),
                                checked_line(1, 6, "snapshot", occ=START)])
     link.commands.clear()
     bridge.boards["brd"].last_snapshot_request = 0
@@ -137,17 +137,17 @@ def test_a_spliced_line_is_refused_counted_and_answered_with_a_snapshot(
     b = checked_line(3, 1000, "place", sq="e4")
     spliced = a[:a.index(b'"sq"')] + b[b.index(b'"sq"'):]
     assert json.loads(spliced)["type"] == "lift" and json.loads(spliced)["sq"] == "e4"
-    bridge.handle_lines(link, [spliced])
-    assert bridge.stats["check_failed"] == 1 and bridge.stats["malformed"] == 1
+    bridge.ports.handle_lines(link, [spliced])
+    assert bridge.pipeline.stats["check_failed"] == 1 and bridge.pipeline.stats["malformed"] == 1
     assert link.commands == [{"cmd": "snapshot"}]
-    bridge.handle_lines(link, [line(4, 1100, "lift", sq="e2")])  # no check: cut on the way
-    assert bridge.stats["check_failed"] == 2
-    bridge.handle_lines(link, [checked_line(5, 1200, "lift", sq="e2"), checked_line(6, 1400, "place", sq="e4")])
+    bridge.ports.handle_lines(link, [line(4, 1100, "lift", sq="e2")])  # no check: cut on the way
+    assert bridge.pipeline.stats["check_failed"] == 2
+    bridge.ports.handle_lines(link, [checked_line(5, 1200, "lift", sq="e2"), checked_line(6, 1400, "place", sq="e4")])
     settle(loop)
     assert [e["uci"] for e in events_queued(bridge) if e["type"] == "move"] == ["e2e4"]
     assert not any(e.get("square") == "d2" for e in events_queued(bridge))
-    bridge.handle_lines(link, [hello(0, 5, boot="b2"), line(1, 6, "snapshot", occ=START)])  # older firmware
-    assert bridge.stats["check_failed"] == 2 and bridge.stats["malformed"] == 1 + 1
+    bridge.ports.handle_lines(link, [hello(0, 5, boot="b2"), line(1, 6, "snapshot", occ=START)])  # older firmware
+    assert bridge.pipeline.stats["check_failed"] == 2 and bridge.pipeline.stats["malformed"] == 1 + 1
 
 
 def test_a_reboot_keeps_board_time_monotonic(tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
@@ -155,10 +155,10 @@ def test_a_reboot_keeps_board_time_monotonic(tmp_path: Path, loop: asyncio.Abstr
     link = FakeLink()
     play_e4(bridge, link, loop)
     before = bridge.boards["brd"].last_t
-    bridge.handle_lines(link, [hello(0, 3, boot="b2"), line(1, 4, "snapshot", occ="ffff00001000efff"),
+    bridge.ports.handle_lines(link, [hello(0, 3, boot="b2"), line(1, 4, "snapshot", occ="ffff00001000efff"),
                                line(2, 500, "lift", sq="e7"), line(3, 600, "place", sq="e5")])
     settle(loop)
-    times = [e.t for e in bridge.journal.entries("brd")]
+    times = [e.t for e in bridge.pipeline.journal.entries("brd")]
     assert times == sorted(times) and times[-1] > before
     assert [e["uci"] for e in events_queued(bridge) if e["type"] == "move"] == ["e2e4", "e7e5"]
 
@@ -168,24 +168,24 @@ def test_resume_after_a_crash_publishes_only_what_was_not_acknowledged(
     bridge = make_bridge(tmp_path, loop)
     link = FakeLink()
     play_e4(bridge, link, loop)
-    bridge.handle_lines(link, [line(4, 2000, "lift", sq="e7"), line(5, 2100, "place", sq="e5")])
+    bridge.ports.handle_lines(link, [line(4, 2000, "lift", sq="e7"), line(5, 2100, "place", sq="e5")])
     settle(loop)
-    bridge._on_acked(("brd", 3))
-    bridge.flush()
+    bridge.pipeline.acked("brd", 3)
+    bridge.pipeline.flush()
     state = bridge.boards["brd"].engine.state()
     # kill -9: nothing else happens; a new daemon starts on the same journal
     again = make_bridge(tmp_path, loop)
-    again.restore()
-    again.flush()
+    again.pipeline.restore()
+    again.pipeline.flush()
     assert again.boards["brd"].engine.state() == state
     assert [e["seq"] for e in events_queued(again)] == [4, 5]
     # the board comes back (same boot) and goes on: seq continues, no duplicate
     link2 = FakeLink("/dev/fake1")
-    again.handle_lines(link2, [hello(6, 2500), line(7, 3000, "lift", sq="g1"), line(8, 3100, "place", sq="f3")])
+    again.ports.handle_lines(link2, [hello(6, 2500), line(7, 3000, "lift", sq="g1"), line(8, 3100, "place", sq="f3")])
     settle(loop)
     moves = [e["uci"] for e in events_queued(again) if e["type"] == "move"]
     assert moves == ["e7e5", "g1f3"]
-    assert again.stats["gaps"] == 0
+    assert again.pipeline.stats["gaps"] == 0
 
 
 def test_lines_buffered_before_hello_are_kept(tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
@@ -194,10 +194,10 @@ def test_lines_buffered_before_hello_are_kept(tmp_path: Path, loop: asyncio.Abst
     play_e4(bridge, link, loop)
     # the daemon restarts; the port holds lines the board wrote meanwhile, then the hello reply
     again = make_bridge(tmp_path, loop)
-    again.restore()
+    again.pipeline.restore()
     link2 = FakeLink("/dev/fake1")
-    again.pending_lines[link2] = []
-    again.handle_lines(link2, [line(3, 1100, "place", sq="e4"), line(4, 2000, "lift", sq="e7"),
+    again.ports.pending_lines[link2] = []
+    again.ports.handle_lines(link2, [line(3, 1100, "place", sq="e4"), line(4, 2000, "lift", sq="e7"),
                                line(5, 2100, "place", sq="e5"), hello(6, 2500)])
     settle(loop)
     moves = [e["uci"] for e in events_queued(again) if e["type"] == "move"]
@@ -222,13 +222,13 @@ def test_valid_board_commands(tmp_path: Path, loop: asyncio.AbstractEventLoop) -
                                      b'"transaction":"t1"}')
     assert r == {"topic": "touchmove/boards/brd/response", "status": "ok", "command": "assign",
                  "transaction": "t1"}
-    assert '[White "Morphy"]' in bridge.pgn_text(bridge.boards["brd"])
+    assert '[White "Morphy"]' in bridge.publisher.pgn_text(bridge.boards["brd"])
     assert command(bridge, loop, topic, b'{"command":"takeback","ply":1}')["status"] == "ok"
     settle(loop)
     assert any(e["type"] == "takeback" for e in events_queued(bridge))
     fen = "8/8/8/8/8/8/4K3/6k1 w - - 0 1"
     assert command(bridge, loop, topic, json.dumps({"command": "setup", "fen": fen}).encode())["status"] == "ok"
-    sources = [e.source for e in bridge.journal.entries("brd")]
+    sources = [e.source for e in bridge.pipeline.journal.entries("brd")]
     assert sources.count("operator") == 3     # takeback, setup and the assign metadata
 
 
@@ -246,7 +246,7 @@ def test_resync_command(tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None
     assert r["status"] == "error" and "'moves'" in r["error"]
     r = command(bridge, loop, topic, b'{"command":"resync"}')
     assert r["status"] == "error" and "either" in r["error"]
-    journaled = [e.body or "" for e in bridge.journal.entries("brd") if e.source == "operator"]
+    journaled = [e.body or "" for e in bridge.pipeline.journal.entries("brd") if e.source == "operator"]
     assert sum('"type":"resync"' in line for line in journaled) == 2
 
 
@@ -266,23 +266,25 @@ def test_result_command(tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None
     ends = [e for e in events_queued(bridge) if e["type"] == "game_end"]
     assert [(e["result"], e["reason"], e["by"]) for e in ends] == [("1-0", "resignation", "arbiter")]
     sess = bridge.boards["brd"]
-    assert bridge.state_payload(sess)["game_over"] is True
-    assert '[Result "1-0"]' in bridge.pgn_text(sess) and '[Termination "resignation"]' in bridge.pgn_text(sess)
-    journaled = [e.body or "" for e in bridge.journal.entries("brd") if e.source == "operator"]
+    assert bridge.publisher.state_payload(sess)["game_over"] is True
+    assert ('[Result "1-0"]' in bridge.publisher.pgn_text(sess)
+            and '[Termination "resignation"]' in bridge.publisher.pgn_text(sess))
+    journaled = [e.body or "" for e in bridge.pipeline.journal.entries("brd") if e.source == "operator"]
     assert sum('"type":"result"' in line for line in journaled) == 1
     # The board saw no mate: a second declaration (an arbiter's correction) replaces the first.
     r = command(bridge, loop, topic, b'{"command":"result","result":"0-1","reason":"time"}')
     assert r["status"] == "ok"
-    assert '[Result "0-1"]' in bridge.pgn_text(sess)
+    assert '[Result "0-1"]' in bridge.publisher.pgn_text(sess)
     # Play goes on on the board: the declared result is withdrawn, in the events and the PGN.
-    t = bridge.board_now(sess) + 1000
-    bridge.handle_lines(link, [line(4, t, "lift", sq="e7"), line(5, t + 100, "place", sq="e5"),
+    t = sess.now(bridge.clock.monotonic()) + 1000
+    bridge.ports.handle_lines(link, [line(4, t, "lift", sq="e7"), line(5, t + 100, "place", sq="e5"),
                                      line(6, t + 2000, "heartbeat", occ=records.format_occupancy(
                                          sess.engine.state().occupancy & ~chess.BB_E7 | chess.BB_E5))])
     settle(loop, 0.5)
     kinds = [e["type"] for e in events_queued(bridge)]
     assert kinds[-2:] == ["game_resumed", "move"], kinds
-    assert '[Result "*"]' in bridge.pgn_text(sess) and bridge.state_payload(sess)["game_over"] is False
+    assert ('[Result "*"]' in bridge.publisher.pgn_text(sess)
+            and bridge.publisher.state_payload(sess)["game_over"] is False)
 
 
 def test_bridge_requests(tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
@@ -328,7 +330,7 @@ def test_every_command_topic_fuzzed(tmp_path: Path, loop: asyncio.AbstractEventL
     @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
     @given(topics, raw_payloads, st.booleans())
     def check(topic: str, payload: bytes, retained: bool) -> None:
-        entries = len(list(bridge.journal.entries("brd")))
+        entries = len(list(bridge.pipeline.journal.entries("brd")))
         state = bridge.boards["brd"].engine.state()
         headers = dict(bridge.boards["brd"].headers)
         reply = command(bridge, loop, topic, payload, retained)
@@ -336,7 +338,7 @@ def test_every_command_topic_fuzzed(tmp_path: Path, loop: asyncio.AbstractEventL
         assert reply["topic"].endswith("/response") or "/response/" in reply["topic"]
         if reply["status"] == "error":
             assert isinstance(reply["error"], str) and reply["error"]
-            assert len(list(bridge.journal.entries("brd"))) == entries
+            assert len(list(bridge.pipeline.journal.entries("brd"))) == entries
             assert bridge.boards["brd"].engine.state() == state
             assert bridge.boards["brd"].headers == headers
         if retained:
@@ -367,23 +369,25 @@ def test_an_out_of_range_line_is_an_error_and_changes_nothing(
     link = FakeLink()
     play_e4(bridge, link, loop)
     sess = bridge.boards["brd"]
-    before = (sess.engine.state(), sess.last_seq, sess.last_t, sess.t_offset, len(list(bridge.journal.entries("brd"))))
+    before = (sess.engine.state(), sess.last_seq, sess.last_t, sess.t_offset,
+              len(list(bridge.pipeline.journal.entries("brd"))))
     bad = [line(4, 10**20, "lift", sq="e7"), line(10**20, 1200, "lift", sq="e7"),
            line(4, 1200, "clock", side="white", remaining=10**20), line(4, 2**63, "snapshot", occ=START),
            line(4, 1200, "snapshot", occ="-1")]
     caplog.clear()
     link.commands.clear()
     sess.last_snapshot_request = 0
-    bridge.handle_lines(link, bad[:4])
+    bridge.ports.handle_lines(link, bad[:4])
     assert link.commands == []                       # not even a snapshot request
-    bridge.handle_lines(link, bad[4:])               # a malformed occupancy: a snapshot request, as before
+    bridge.ports.handle_lines(link, bad[4:])               # a malformed occupancy: a snapshot request, as before
     assert link.commands == [{"cmd": "snapshot"}]
     settle(loop)
     errors = [r for r in caplog.records if r.levelname == "ERROR" and "out-of-range" in r.getMessage()]
-    assert len(errors) == 4 and bridge.stats["out_of_range"] == 4 and bridge.stats["malformed"] == 5
-    after = (sess.engine.state(), sess.last_seq, sess.last_t, sess.t_offset, len(list(bridge.journal.entries("brd"))))
+    assert len(errors) == 4 and bridge.pipeline.stats["out_of_range"] == 4 and bridge.pipeline.stats["malformed"] == 5
+    after = (sess.engine.state(), sess.last_seq, sess.last_t, sess.t_offset,
+             len(list(bridge.pipeline.journal.entries("brd"))))
     assert after == before
-    bridge.handle_lines(link, [line(4, 2000, "lift", sq="e7"), line(5, 2100, "place", sq="e5")])
+    bridge.ports.handle_lines(link, [line(4, 2000, "lift", sq="e7"), line(5, 2100, "place", sq="e5")])
     settle(loop)
     assert moves_queued(bridge) == ["e2e4", "e7e5"]
     assert journal_moves(tmp_path / "j.sqlite3") == ["e2e4", "e7e5"]
@@ -396,17 +400,17 @@ def test_time_running_backwards_within_a_boot_is_logged_and_absorbed(
     play_e4(bridge, link, loop)
     caplog.clear()
     # the same boot goes on with a clock 900 ms behind, then 2**39 ms ahead: both are jumps
-    bridge.handle_lines(link, [line(4, 200, "lift", sq="e7"), line(5, 300, "place", sq="e5")])
+    bridge.ports.handle_lines(link, [line(4, 200, "lift", sq="e7"), line(5, 300, "place", sq="e5")])
     settle(loop)
-    bridge.handle_lines(link, [line(6, 2**39, "lift", sq="g1"), line(7, 2**39 + 100, "place", sq="f3")])
+    bridge.ports.handle_lines(link, [line(6, 2**39, "lift", sq="g1"), line(7, 2**39 + 100, "place", sq="f3")])
     settle(loop)
-    bridge.handle_lines(link, [line(8, 2**39 + 900, "lift", sq="b8"), line(9, 2**39 + 1000, "place", sq="c6")])
+    bridge.ports.handle_lines(link, [line(8, 2**39 + 900, "lift", sq="b8"), line(9, 2**39 + 1000, "place", sq="c6")])
     settle(loop)
     assert moves_queued(bridge) == ["e2e4", "e7e5", "g1f3", "b8c6"]
-    assert bridge.stats["time_jumps"] == 2
+    assert bridge.pipeline.stats["time_jumps"] == 2
     assert sum("ran backwards" in r.getMessage() for r in caplog.records) == 1
     assert sum("ahead" in r.getMessage() for r in caplog.records) == 1
-    times = [e.t for e in bridge.journal.entries("brd")]
+    times = [e.t for e in bridge.pipeline.journal.entries("brd")]
     assert times == sorted(times) and times[-1] < 10**6        # monotonic, and no jump into the far future
     assert len(set(times[-4:])) == 4                           # the records after the jumps keep their spacing
 
@@ -431,33 +435,33 @@ def test_a_journal_write_error_holds_events_reports_and_recovers(
         tmp_path: Path, loop: asyncio.AbstractEventLoop, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(journal_faults, "JOURNAL_RETRY_S", 0.1)
     bridge = make_bridge(tmp_path, loop)
-    flaky = FlakyDb(bridge.journal.db)
-    bridge.journal.db = flaky  # type: ignore[assignment]
+    flaky = FlakyDb(bridge.pipeline.journal.db)
+    bridge.pipeline.journal.db = flaky  # type: ignore[assignment]
     link = FakeLink()
     play_e4(bridge, link, loop)
     flaky.fail = sqlite3.OperationalError("disk I/O error")
-    bridge.handle_lines(link, [line(4, 2000, "lift", sq="e7"), line(5, 2100, "place", sq="e5")])
+    bridge.ports.handle_lines(link, [line(4, 2000, "lift", sq="e7"), line(5, 2100, "place", sq="e5")])
     settle(loop)
     assert moves_queued(bridge) == ["e2e4", "e7e5"]               # published from memory meanwhile
     assert journal_moves(tmp_path / "j.sqlite3") == ["e2e4"]
-    assert not bridge.journal.db.in_transaction                   # rolled back, not stuck in a transaction
+    assert not bridge.pipeline.journal.db.in_transaction                   # rolled back, not stuck in a transaction
     health = command(bridge, loop, "touchmove/bridge/request/health_check", b"")["data"]
     assert health["healthy"] is False and health["journal"]["error"] == "disk I/O error"
     assert health["journal"]["held_writes"] > 0
     assert bridge_state(bridge)["problems"][0]["code"] == "journal_write_failed"
     assert bridge_state(bridge)["problems"][0]["reason"] == "disk I/O error"
     settle(loop, 0.3)                                             # retries fail too
-    assert bridge.journal.fault is not None and bridge.journal.fault.failures >= 2
+    assert bridge.pipeline.journal.fault is not None and bridge.pipeline.journal.fault.failures >= 2
     flaky.fail = None
-    bridge.handle_lines(link, [line(6, 3000, "lift", sq="g1"), line(7, 3100, "place", sq="f3")])
+    bridge.ports.handle_lines(link, [line(6, 3000, "lift", sq="g1"), line(7, 3100, "place", sq="f3")])
     settle(loop, 0.3)
     assert journal_moves(tmp_path / "j.sqlite3") == ["e2e4", "e7e5", "g1f3"]
-    assert bridge.journal.fault is None and bridge.journal.held == 0
+    assert bridge.pipeline.journal.fault is None and bridge.pipeline.journal.held == 0
     assert bridge_state(bridge) == {"state": "online"}
     assert command(bridge, loop, "touchmove/bridge/request/health_check", b"")["data"]["healthy"] is True
     state = bridge.boards["brd"].engine.state()
     again = make_bridge(tmp_path, loop)
-    again.restore()
+    again.pipeline.restore()
     assert again.boards["brd"].engine.state() == state
 
 
@@ -467,7 +471,7 @@ def test_a_full_disk_is_a_fault_until_space_comes_back(
     bridge = make_bridge(tmp_path, loop)
     link = FakeLink()
     play_e4(bridge, link, loop)
-    db = bridge.journal.db
+    db = bridge.pipeline.journal.db
     pages = db.execute("PRAGMA page_count").fetchone()[0]
     db.execute(f"PRAGMA max_page_count = {pages}")                # the file cannot grow: SQLITE_FULL
     shuffle = [("e7", "e5"), ("g1", "f3"), ("g8", "f6"), ("f3", "g1"), ("f6", "g8")] + [
@@ -476,15 +480,15 @@ def test_a_full_disk_is_a_fault_until_space_comes_back(
     for a, b in shuffle:
         lines += [line(seq, t, "lift", sq=a), line(seq + 1, t + 100, "place", sq=b)]
         seq, t = seq + 2, t + 1000
-    bridge.handle_lines(link, lines)                              # each lift settles the move before it
+    bridge.ports.handle_lines(link, lines)                              # each lift settles the move before it
     settle(loop, 0.2)
-    fault = bridge.journal.fault
+    fault = bridge.pipeline.journal.fault
     assert fault is not None and "full" in fault.reason
     published = moves_queued(bridge)                              # up to the fivefold repetition (9.6.1)
     assert len(published) >= 15 and len(journal_moves(tmp_path / "j.sqlite3")) < len(published)
     db.execute("PRAGMA max_page_count = 1000000")                 # space again
     settle(loop, 0.3)
-    assert bridge.journal.fault is None
+    assert bridge.pipeline.journal.fault is None
     assert journal_moves(tmp_path / "j.sqlite3") == moves_queued(bridge)
 
 
@@ -493,33 +497,34 @@ def test_over_the_bound_records_are_given_up_for_a_checkpoint_and_nothing_else_i
     monkeypatch.setattr(journal_faults, "JOURNAL_RETRY_S", 0.1)
     monkeypatch.setattr(journal_faults, "MAX_HELD_WRITES", 12)
     bridge = make_bridge(tmp_path, loop)
-    flaky = FlakyDb(bridge.journal.db)
-    bridge.journal.db = flaky  # type: ignore[assignment]
+    flaky = FlakyDb(bridge.pipeline.journal.db)
+    bridge.pipeline.journal.db = flaky  # type: ignore[assignment]
     link = FakeLink()
     play_e4(bridge, link, loop)
     flaky.fail = sqlite3.OperationalError("database or disk is full")
     seq, t = 4, 2000
     for a, b in [("e7", "e5"), ("g1", "f3"), ("b8", "c6"), ("f1", "b5")]:
-        bridge.handle_lines(link, [line(seq, t, "lift", sq=a), line(seq + 1, t + 100, "place", sq=b)])
+        bridge.ports.handle_lines(link, [line(seq, t, "lift", sq=a), line(seq + 1, t + 100, "place", sq=b)])
         seq, t = seq + 2, t + 1000
         settle(loop, 0.1)
-        bridge._on_acked(("brd", bridge.boards["brd"].event_seq))    # the broker took them
-    assert bridge.journal_loss["records_not_journaled"] > 0
-    assert bridge.journal.held <= 12 + 8
+        bridge.pipeline.acked("brd", bridge.boards["brd"].event_seq)    # the broker took them
+    assert bridge.pipeline.journal_faults.loss["records_not_journaled"] > 0
+    assert bridge.pipeline.journal.held <= 12 + 8
     problems = {p["code"]: p for p in bridge_state(bridge)["problems"]}
-    assert problems["journal_incomplete"]["records_not_journaled"] == bridge.journal_loss["records_not_journaled"]
+    assert (problems["journal_incomplete"]["records_not_journaled"]
+            == bridge.pipeline.journal_faults.loss["records_not_journaled"])
     flaky.fail = None
     settle(loop, 0.3)
-    assert bridge.journal.fault is None
+    assert bridge.pipeline.journal.fault is None
     want = ["e2e4", "e7e5", "g1f3", "b8c6", "f1b5"]
     assert moves_queued(bridge) == want
     state = bridge.boards["brd"].engine.state()
     again = make_bridge(tmp_path, loop)
-    again.restore()                                    # from the checkpoint: the records are not needed
+    again.pipeline.restore()                                    # from the checkpoint: the records are not needed
     assert again.boards["brd"].engine.state() == state
     assert [m.uci() for m in again.boards["brd"].engine.games[-1].moves] == want
-    assert recording_gaps(again.journal, "brd") == bridge.journal_loss["records_not_journaled"]
-    assert [m.uci() for m in pgn_games(again.journal, "brd")[-1].mainline_moves()] == want
+    assert recording_gaps(again.pipeline.journal, "brd") == bridge.pipeline.journal_faults.loss["records_not_journaled"]
+    assert [m.uci() for m in pgn_games(again.pipeline.journal, "brd")[-1].mainline_moves()] == want
 
 
 def test_a_hello_with_another_id_keeps_the_port_and_alerts_once(
@@ -528,8 +533,8 @@ def test_a_hello_with_another_id_keeps_the_port_and_alerts_once(
     link = FakeLink()
     play_e4(bridge, link, loop)
     for seq in (4, 5):
-        bridge.handle_lines(link, [hello(seq, 1500, board="intruder")])
-    bridge.handle_lines(link, [line(6, 2000, "lift", sq="e7"), line(7, 2100, "place", sq="e5")])
+        bridge.ports.handle_lines(link, [hello(seq, 1500, board="intruder")])
+    bridge.ports.handle_lines(link, [line(6, 2000, "lift", sq="e7"), line(7, 2100, "place", sq="e5")])
     settle(loop)
     alerts = [e for e in events_queued(bridge) if e["type"] == "alert" and e["code"] == "board_identity"]
     assert len(alerts) == 1 and alerts[0]["board"] == "brd" and alerts[0]["origin"] == "bridge"
@@ -537,7 +542,7 @@ def test_a_hello_with_another_id_keeps_the_port_and_alerts_once(
     assert link.board == "brd" and "intruder" not in bridge.boards and not link.closed
     assert moves_queued(bridge) == ["e2e4", "e7e5"]
     assert bridge_state(bridge)["problems"][0]["code"] == "board_identity"
-    bridge.handle_closed(link, "unplugged")              # the operator replugs: the conflict is gone
+    bridge.ports.handle_closed(link, "unplugged")              # the operator replugs: the conflict is gone
     assert bridge_state(bridge) == {"state": "online"}
 
 
@@ -545,11 +550,11 @@ def test_two_ports_with_one_id_do_not_flap_and_the_second_takes_over_when_the_fi
         tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
     bridge = make_bridge(tmp_path, loop)
     first, second = FakeLink("/dev/fake0"), FakeLink("/dev/fake1")
-    bridge.pending_lines[second] = []
+    bridge.ports.pending_lines[second] = []
     play_e4(bridge, first, loop)
     after_e4 = "ffff00001000efff"
     for seq in range(0, 6, 2):     # the board on the second port answers every hello with a snapshot
-        bridge.handle_lines(second, [hello(seq, 10 + seq, boot="b2"),
+        bridge.ports.handle_lines(second, [hello(seq, 10 + seq, boot="b2"),
                                      line(seq + 1, 11 + seq, "snapshot", occ=after_e4)])
     settle(loop)
     alerts = [e for e in events_queued(bridge) if e["type"] == "alert" and e["code"] == "board_identity"]
@@ -557,9 +562,9 @@ def test_two_ports_with_one_id_do_not_flap_and_the_second_takes_over_when_the_fi
     assert bridge.boards["brd"].link is first and not first.closed and second.held_back == "brd"
     assert second.board is None and moves_queued(bridge) == ["e2e4"]
     # the first port goes away (the board really moved): the held-back port is asked for a hello and takes over
-    bridge.handle_closed(first, "unplugged")  # type: ignore[arg-type]
+    bridge.ports.handle_closed(first, "unplugged")  # type: ignore[arg-type]
     assert {"cmd": "hello"} in second.commands
-    bridge.handle_lines(second, [hello(6, 3000, boot="b2"), line(7, 3500, "lift", sq="e7"),
+    bridge.ports.handle_lines(second, [hello(6, 3000, boot="b2"), line(7, 3500, "lift", sq="e7"),
                                  line(8, 3600, "place", sq="e5")])
     settle(loop)
     assert bridge.boards["brd"].link is second and moves_queued(bridge) == ["e2e4", "e7e5"]
@@ -570,12 +575,12 @@ def test_a_restart_replays_only_what_follows_the_checkpoint(
     bridge = make_bridge(tmp_path, loop)
     link = FakeLink()
     play_e4(bridge, link, loop)
-    bridge.handle_lines(link, [line(4, 2000, "lift", sq="e7"), line(5, 2100, "place", sq="e5")])
+    bridge.ports.handle_lines(link, [line(4, 2000, "lift", sq="e7"), line(5, 2100, "place", sq="e5")])
     settle(loop)
-    bridge.checkpoint(bridge.boards["brd"])
-    bridge.handle_lines(link, [line(6, 3000, "lift", sq="g1"), line(7, 3100, "place", sq="f3")])
+    bridge.pipeline.checkpoint(bridge.boards["brd"])
+    bridge.ports.handle_lines(link, [line(6, 3000, "lift", sq="g1"), line(7, 3100, "place", sq="f3")])
     settle(loop)
-    bridge.flush()
+    bridge.pipeline.flush()
     state = bridge.boards["brd"].engine.state()
     replayed: list[Any] = []
     original = Journal.entries
@@ -587,14 +592,14 @@ def test_a_restart_replays_only_what_follows_the_checkpoint(
 
     monkeypatch.setattr(Journal, "entries", counting)
     again = make_bridge(tmp_path, loop)
-    again.restore()
+    again.pipeline.restore()
     assert again.boards["brd"].engine.state() == state
     kinds = [e.kind for e in replayed]
     assert kinds.count("record") == 2 and set(kinds) == {"record", "advance"}    # g1 lifted, f3 placed, timers
-    assert len(kinds) < len(list(original(again.journal, "brd"))) / 2
+    assert len(kinds) < len(list(original(again.pipeline.journal, "brd"))) / 2
     assert again.boards["brd"].event_seq == bridge.boards["brd"].event_seq
     monkeypatch.setattr(Journal, "entries", original)
-    full, produced, _ = replay_entries(again.journal, "brd", 50, use_checkpoint=False)
+    full, produced, _ = replay_entries(again.pipeline.journal, "brd", 50, use_checkpoint=False)
     assert full.state() == state and produced == bridge.boards["brd"].event_seq
 
 
@@ -628,11 +633,11 @@ def test_lines_arriving_after_a_settle_timer_keep_their_spacing(
     play_e4(bridge, link, loop)                     # e4 placed at 1100; the settle timer advanced past 1150
     assert bridge.boards["brd"].last_t >= 1150
     # stamped 1120 and 1300 but delivered only now (a busy host): the second stays 180 ms after the first
-    bridge.handle_lines(link, [line(4, 1120, "lift", sq="e7"), line(5, 1300, "place", sq="e5")])
+    bridge.ports.handle_lines(link, [line(4, 1120, "lift", sq="e7"), line(5, 1300, "place", sq="e5")])
     settle(loop)
-    recs = [e for e in bridge.journal.entries("brd") if e.kind == "record"]
+    recs = [e for e in bridge.pipeline.journal.entries("brd") if e.kind == "record"]
     assert recs[-1].t - recs[-2].t == 180
-    assert moves_queued(bridge) == ["e2e4", "e7e5"] and bridge.stats["time_jumps"] == 0
+    assert moves_queued(bridge) == ["e2e4", "e7e5"] and bridge.pipeline.stats["time_jumps"] == 0
 
 
 def test_a_real_board_read_late_then_quickly_keeps_its_settle_time(
@@ -644,20 +649,20 @@ def test_a_real_board_read_late_then_quickly_keeps_its_settle_time(
     the board's hello (a simulation says ``rate``), never from arrival times."""
     bridge = make_bridge(tmp_path, loop, settle_ms=200)
     link = FakeLink()
-    bridge.handle_lines(link, [hello(0, 5), line(1, 6, "snapshot", occ=START)])
+    bridge.ports.handle_lines(link, [hello(0, 5), line(1, 6, "snapshot", occ=START)])
     start, seq = loop.time(), 2          # the host's time is the loop's (virtual: see conftest.loop)
 
     def host_ms() -> int:
         return int((loop.time() - start) * 1000)
 
     while host_ms() < 6500:                   # heartbeats about every 100 host ms, device time running 2x
-        bridge.handle_lines(link, [line(seq, 1000 + 2 * host_ms(), "heartbeat", occ=START)])
+        bridge.ports.handle_lines(link, [line(seq, 1000 + 2 * host_ms(), "heartbeat", occ=START)])
         seq += 1
         settle(loop, 0.1)
     assert bridge.boards["brd"].rate == 1.0
     base = 1000 + 2 * host_ms() - host_ms()   # caught up: device ms = host ms from here on
     for kind, sq, rest in [("lift", "g1", 0.05), ("place", "f3", 0.15), ("lift", "f3", 0.1), ("place", "h3", 0.5)]:
-        bridge.handle_lines(link, [line(seq, base + host_ms(), kind, sq=sq)])
+        bridge.ports.handle_lines(link, [line(seq, base + host_ms(), kind, sq=sq)])
         seq += 1
         settle(loop, rest)
     assert moves_queued(bridge) == ["g1h3"]
@@ -667,12 +672,12 @@ def test_a_real_board_read_late_then_quickly_keeps_its_settle_time(
 def test_a_simulation_says_its_clock_rate_in_its_hello(tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
     bridge = make_bridge(tmp_path, loop)
     link = FakeLink()
-    bridge.handle_lines(link, [line(0, 5, "hello", proto=1, fw="x", board="brd", boot="b1", rate=20),
+    bridge.ports.handle_lines(link, [line(0, 5, "hello", proto=1, fw="x", board="brd", boot="b1", rate=20),
                                line(1, 6, "snapshot", occ=START)])
     assert bridge.boards["brd"].rate == 20.0
-    bridge.handle_lines(link, [line(2, 10, "hello", proto=1, fw="x", board="brd", boot="b1", rate=5000)])
-    assert bridge.boards["brd"].rate == 20.0 and bridge.stats["out_of_range"] == 1     # an implausible rate
-    bridge.handle_lines(link, [hello(3, 20)])             # a hello without a rate: a real board's clock
+    bridge.ports.handle_lines(link, [line(2, 10, "hello", proto=1, fw="x", board="brd", boot="b1", rate=5000)])
+    assert bridge.boards["brd"].rate == 20.0 and bridge.pipeline.stats["out_of_range"] == 1     # an implausible rate
+    bridge.ports.handle_lines(link, [hello(3, 20)])             # a hello without a rate: a real board's clock
     assert bridge.boards["brd"].rate == 1.0
 
 
@@ -681,16 +686,16 @@ def test_a_refused_board_id_is_a_problem_until_its_port_closes_and_binds_nothing
         tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
     bridge = make_bridge(tmp_path, loop)
     bad = FakeLink("/dev/fake9")
-    bridge.pending_lines[bad] = []
+    bridge.ports.pending_lines[bad] = []
     for seq in (0, 2):
-        bridge.handle_lines(bad, [hello(seq, 5, board="hall\tA"), line(seq + 1, 6, "snapshot", occ=START)])
+        bridge.ports.handle_lines(bad, [hello(seq, 5, board="hall\tA"), line(seq + 1, 6, "snapshot", occ=START)])
     play_e4(bridge, FakeLink(), loop)
     assert sorted(bridge.boards) == ["brd"] and bad.board is None
     problems = bridge_state(bridge)["problems"]
     assert [p["code"] for p in problems] == ["board_id_refused"] and bridge.admission.problems()[0]["count"] == 2
     assert "'hall\\tA'" in problems[0]["message"] and problems[0]["port"] == "/dev/fake9"
     assert moves_queued(bridge) == ["e2e4"]
-    bridge.handle_closed(bad, "unplugged")  # type: ignore[arg-type]
+    bridge.ports.handle_closed(bad, "unplugged")  # type: ignore[arg-type]
     assert bridge_state(bridge) == {"state": "online"}
 
 
@@ -699,14 +704,14 @@ def test_operator_records_from_a_port_change_nothing_and_are_reported(
     bridge = make_bridge(tmp_path, loop)
     link = FakeLink()
     play_e4(bridge, link, loop)
-    bridge.handle_lines(link, [line(4, 1500, "result", result="0-1", reason="resignation"),
+    bridge.ports.handle_lines(link, [line(4, 1500, "result", result="0-1", reason="resignation"),
                                line(5, 1600, "takeback", ply=1), line(6, 1700, "setup", fen=chess.STARTING_FEN)])
     settle(loop)
     assert moves_queued(bridge) == ["e2e4"]
     assert not any(e["type"] in ("game_end", "takeback", "game_start") for e in events_queued(bridge)
                    if e["seq"] > 2)
-    assert bridge.stats["operator_records_refused"] == 3
-    assert [e.source for e in bridge.journal.entries("brd")].count("operator") == 0
+    assert bridge.pipeline.stats["operator_records_refused"] == 3
+    assert [e.source for e in bridge.pipeline.journal.entries("brd")].count("operator") == 0
     assert [p["code"] for p in bridge_state(bridge)["problems"]] == ["operator_record_refused"]
 
 
@@ -716,22 +721,22 @@ def test_a_board_on_a_port_with_another_usb_serial_number_is_an_alert(
                        board_serials={"brd": "SN-1"})
     bridge = Bridge(cfg, session="test")
     bridge.open()
-    bridge._loop = loop
+    bridge.pipeline.loop = loop
     serials = {"/dev/fake0": "SN-1", "/dev/fake1": "SN-2"}
     bridge.admission.serial_of = serials.get
     play_e4(bridge, FakeLink("/dev/fake0"), loop)
     assert "problems" not in bridge_state(bridge)
     assert bridge.boards["brd"].firmware == "x"
-    bridge.handle_closed(bridge.boards["brd"].link, "unplugged")  # type: ignore[arg-type]
+    bridge.ports.handle_closed(bridge.boards["brd"].link, "unplugged")  # type: ignore[arg-type]
     other = FakeLink("/dev/fake1")
-    bridge.handle_lines(other, [hello(0, 5, boot="b2")])
+    bridge.ports.handle_lines(other, [hello(0, 5, boot="b2")])
     settle(loop)
     alerts = [e for e in events_queued(bridge) if e["type"] == "alert" and e["code"] == "board_serial_changed"]
     assert len(alerts) == 1 and alerts[0]["detail"]["found"] == "SN-2" and alerts[0]["detail"]["expected"] == "SN-1"
     assert [p["code"] for p in bridge_state(bridge)["problems"]] == ["board_serial_changed"]
     back = FakeLink("/dev/fake0")
-    bridge.handle_closed(other, "unplugged")  # type: ignore[arg-type]
-    bridge.handle_lines(back, [hello(0, 5, boot="b3")])
+    bridge.ports.handle_closed(other, "unplugged")  # type: ignore[arg-type]
+    bridge.ports.handle_lines(back, [hello(0, 5, boot="b3")])
     assert bridge_state(bridge) == {"state": "online"}
 
 
@@ -739,12 +744,12 @@ def test_a_journal_holding_an_id_that_breaks_the_rule_resumes_the_others_only(
         tmp_path: Path, loop: asyncio.AbstractEventLoop) -> None:
     bridge = make_bridge(tmp_path, loop)
     play_e4(bridge, FakeLink(), loop)
-    bridge.journal.close()
+    bridge.pipeline.journal.close()
     with sqlite3.connect(tmp_path / "j.sqlite3") as db:      # written by a bridge before the id rule
         db.execute("INSERT INTO boards(board) VALUES ('bad\tid')")
         db.execute("INSERT INTO events(board, seq, game, type, payload) VALUES ('bad\tid', 1, 1, 'touch', '{}')")
     again = make_bridge(tmp_path, loop)
-    again.restore()
+    again.pipeline.restore()
     assert sorted(again.boards) == ["brd"]
     assert not any("\t" in topic for topic in again.mqtt._retained)
     assert [p["code"] for p in bridge_state(again)["problems"]] == ["journal_board_refused"]
@@ -775,11 +780,11 @@ def test_a_chess960_setup_accepted_live_is_replayed_the_same(
     r = command(bridge, loop, "touchmove/boards/brd/set",
                 json.dumps({"command": "setup", "fen": fen, "chess960": True}).encode())
     assert r["status"] == "ok"
-    bridge.flush()
-    engine, _, _ = replay_entries(bridge.journal, "brd", 50, use_checkpoint=False)
-    assert [e.body for e in bridge.journal.entries("brd") if e.source == "operator"] == [
+    bridge.pipeline.flush()
+    engine, _, _ = replay_entries(bridge.pipeline.journal, "brd", 50, use_checkpoint=False)
+    assert [e.body for e in bridge.pipeline.journal.entries("brd") if e.source == "operator"] == [
         records.to_line(records.Setup(json.loads(e.body)["t"], fen, True))
-        for e in bridge.journal.entries("brd") if e.source == "operator"]
+        for e in bridge.pipeline.journal.entries("brd") if e.source == "operator"]
     assert engine.state().game == bridge.boards["brd"].engine.state().game
 
 
@@ -794,10 +799,10 @@ def test_a_second_bridge_on_one_journal_refuses_naming_the_first(
     with pytest.raises(JournalLocked, match=f"in use by another bridge \\(process {os.getpid()} on .*session test"):
         Bridge(cfg, session="second").open()
     assert oct((tmp_path / "j.sqlite3.lock").stat().st_mode & 0o777) == "0o600"
-    first.journal_lock.release()
+    first.pipeline.journal_lock.release()
     third = Bridge(cfg, session="third")
     third.open()
-    third.journal_lock.release()
+    third.pipeline.journal_lock.release()
 
 
 def test_making_a_bridge_opens_nothing_open_does_and_close_lets_go(tmp_path: Path) -> None:
@@ -806,13 +811,13 @@ def test_making_a_bridge_opens_nothing_open_does_and_close_lets_go(tmp_path: Pat
     assert sorted(p.name for p in tmp_path.iterdir()) == []           # no journal, no lock, no seq floor yet
     bridge.open()
     assert {"j.sqlite3", "j.sqlite3.lock", "j.sqlite3-seqs"} <= {p.name for p in tmp_path.iterdir()}
-    assert bridge.journal.boards() == []
+    assert bridge.pipeline.journal.boards() == []
     bridge.close()
     bridge.close()                                 # once is enough: a second close does nothing
 
     async def in_context() -> list[str]:
         async with Bridge(cfg, session="again") as again:      # the lock was released: another bridge opens it
-            return [row.board for row in again.journal.boards()]
+            return [row.board for row in again.pipeline.journal.boards()]
 
     assert asyncio.run(in_context()) == []
     third = Bridge(cfg, session="third")           # and the context let it go
@@ -833,22 +838,22 @@ def test_a_crash_while_the_journal_cannot_write_never_reuses_a_published_seq(
         tmp_path: Path, loop: asyncio.AbstractEventLoop, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(journal_faults, "JOURNAL_RETRY_S", 0.1)
     bridge = make_bridge(tmp_path, loop)
-    flaky = FlakyDb(bridge.journal.db)
-    bridge.journal.db = flaky  # type: ignore[assignment]
+    flaky = FlakyDb(bridge.pipeline.journal.db)
+    bridge.pipeline.journal.db = flaky  # type: ignore[assignment]
     link = FakeLink()
     play_e4(bridge, link, loop)
-    journaled = bridge.journal.event_count("brd")
+    journaled = bridge.pipeline.journal.event_count("brd")
     flaky.fail = sqlite3.OperationalError("database or disk is full")
-    bridge.handle_lines(link, [line(4, 2000, "lift", sq="e7"), line(5, 2100, "place", sq="e5")])
+    bridge.ports.handle_lines(link, [line(4, 2000, "lift", sq="e7"), line(5, 2100, "place", sq="e5")])
     settle(loop)
     published = events_queued(bridge)
     top = max(e["seq"] for e in published)
     assert moves_queued(bridge) == ["e2e4", "e7e5"] and top > journaled
-    assert bridge.seq_floor.floor("brd") >= top            # recorded before it was offered
+    assert bridge.pipeline.seq_floor.floor("brd") >= top            # recorded before it was offered
     # kill -9: nothing more is written; the restart resumes from the journal (e2e4) and goes on past ``top``
     again = make_bridge(tmp_path, loop)
-    again.restore()
-    again.flush()
+    again.pipeline.restore()
+    again.pipeline.flush()
     sess = again.boards["brd"]
     assert sess.engine.state().ply == 1 and sess.event_seq == top + 1
     after = events_queued(again)
@@ -858,7 +863,7 @@ def test_a_crash_while_the_journal_cannot_write_never_reuses_a_published_seq(
     assert all(e["seq"] <= journaled or e["seq"] > top for e in after)
     # the board's snapshot shows e7-e5 made: recovered, with seqs never used before
     link2 = FakeLink()
-    again.handle_lines(link2, [hello(6, 2500), line(7, 2600, "snapshot", occ="ffef00101000efff")])
+    again.ports.handle_lines(link2, [hello(6, 2500), line(7, 2600, "snapshot", occ="ffef00101000efff")])
     settle(loop, 0.3)
     later = [e for e in events_queued(again) if e["seq"] > top]
     assert [e["uci"] for e in later if e["type"] == "move"] == ["e7e5"]
@@ -872,19 +877,19 @@ def test_a_damaged_journal_is_set_aside_and_a_new_one_started(
     link = FakeLink()
     play_e4(bridge, link, loop)
     top = bridge.boards["brd"].event_seq
-    bridge.flush()
-    bridge.journal.close()
+    bridge.pipeline.flush()
+    bridge.pipeline.journal.close()
     path = tmp_path / "j.sqlite3"
     data = bytearray(path.read_bytes())
     data[100:len(data)] = b"\xa5" * (len(data) - 100)              # pages overwritten: "malformed"
     path.write_bytes(bytes(data))
     again = make_bridge(tmp_path, loop)
-    again.restore()
+    again.pipeline.restore()
     aside = list(tmp_path.glob("j.sqlite3.malformed-*Z"))
-    assert len(aside) == 1 and again.journal_set_aside == aside[0]
+    assert len(aside) == 1 and again.pipeline.journal_set_aside == aside[0]
     problem = bridge_state(again)["problems"][-1]
     assert problem["code"] == "journal_set_aside" and problem["file"] == str(aside[0])
-    again.handle_lines(FakeLink(), [hello(0, 5, boot="b9"), line(1, 6, "snapshot", occ=START),
+    again.ports.handle_lines(FakeLink(), [hello(0, 5, boot="b9"), line(1, 6, "snapshot", occ=START),
                                     line(2, 1000, "lift", sq="e2"), line(3, 1100, "place", sq="e4")])
     settle(loop)
     assert min(e["seq"] for e in events_queued(again)) > top      # seqs go on past those published before
@@ -905,13 +910,13 @@ def test_a_journal_deleted_with_its_lock_and_seq_floor_gets_both_back(
     bridge = make_bridge(tmp_path, loop)
     link = FakeLink()
     play_e4(bridge, link, loop)
-    bridge.flush()
-    floor = bridge.seq_floor.floor("brd")
+    bridge.pipeline.flush()
+    floor = bridge.pipeline.seq_floor.floor("brd")
     assert floor > 0
     for name in os.listdir(tmp_path):
         if name.startswith("j.sqlite3"):
             os.unlink(tmp_path / name)
-    why = bridge.journal.file_lost()
+    why = bridge.pipeline.journal.file_lost()
     assert why == "deleted or moved"
     bridge.pipeline.journal_lost(why)
     for side in (tmp_path / "j.sqlite3.lock", tmp_path / "j.sqlite3-seqs"):
@@ -921,16 +926,17 @@ def test_a_journal_deleted_with_its_lock_and_seq_floor_gets_both_back(
         Bridge(cfg, session="second").open()
     found = SeqFloor(tmp_path / "j.sqlite3")
     found.open()
-    assert found.floor("brd") == bridge.seq_floor.floor("brd") >= floor     # the journal_replaced alert: one more
+    # the journal_replaced alert: one more
+    assert found.floor("brd") == bridge.pipeline.seq_floor.floor("brd") >= floor
     found.close()
-    floor = bridge.seq_floor.floor("brd")
-    bridge.handle_lines(link, [line(4, 2000, "lift", sq="e7"), line(5, 2100, "place", sq="e5")])
+    floor = bridge.pipeline.seq_floor.floor("brd")
+    bridge.ports.handle_lines(link, [line(4, 2000, "lift", sq="e7"), line(5, 2100, "place", sq="e5")])
     settle(loop)
-    bridge.flush()
-    assert bridge.seq_floor.floor("brd") > floor
+    bridge.pipeline.flush()
+    assert bridge.pipeline.seq_floor.floor("brd") > floor
     found = SeqFloor(tmp_path / "j.sqlite3")             # the new file is the one written to
     found.open()
-    assert found.floor("brd") == bridge.seq_floor.floor("brd")
+    assert found.floor("brd") == bridge.pipeline.seq_floor.floor("brd")
     found.close()
 
 
@@ -950,9 +956,9 @@ def test_a_lock_file_taken_by_another_bridge_first_is_an_error_line_not_a_crash(
         other.release()
     errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
     assert any("another bridge locked a new one" in m and "session intruder" in m for m in errors), errors
-    assert not bridge.journal_lock.held_at_path()
+    assert not bridge.pipeline.journal_lock.held_at_path()
     bridge.pipeline.keep_side_files()            # the intruder gone: the path is locked again by this bridge
-    assert bridge.journal_lock.held_at_path()
+    assert bridge.pipeline.journal_lock.held_at_path()
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -966,9 +972,9 @@ def test_every_hello_id_either_binds_a_publishable_board_or_is_refused(
     try:
         bridge = make_bridge(tmp_path_factory.mktemp("ids"), lp)
         link = FakeLink()
-        bridge.pending_lines[link] = []
+        bridge.ports.pending_lines[link] = []
         raw = json.dumps({"seq": 0, "t": 5, "type": "hello", "proto": 1, "board": board, "boot": "b"}).encode()
-        bridge.handle_lines(link, [raw, line(1, 6, "snapshot", occ=START)])
+        bridge.ports.handle_lines(link, [raw, line(1, 6, "snapshot", occ=START)])
         if is_board_id(board):
             assert list(bridge.boards) == [board] and link.board == board
         else:
@@ -977,8 +983,8 @@ def test_every_hello_id_either_binds_a_publishable_board_or_is_refused(
         for topic in bridge.mqtt._retained:
             level = topic.split("/")
             assert all(part.isascii() and part.isprintable() and not set(part) & set("#+\0") for part in level)
-        bridge.flush()
-        assert [row.board for row in bridge.journal.boards()] == ([board] if is_board_id(board) else [])
+        bridge.pipeline.flush()
+        assert [row.board for row in bridge.pipeline.journal.boards()] == ([board] if is_board_id(board) else [])
     finally:
         lp.close()
 
@@ -1018,8 +1024,8 @@ def test_a_crash_while_full_at_a_transposition_recovers_the_game_in_the_order_pu
     want = [m.uci() for m in game_moves(OPERA)]
     assert len(plies) == len(want) == 33
     bridge = make_bridge(tmp_path, loop)
-    flaky = FlakyDb(bridge.journal.db)
-    bridge.journal.db = flaky  # type: ignore[assignment]
+    flaky = FlakyDb(bridge.pipeline.journal.db)
+    bridge.pipeline.journal.db = flaky  # type: ignore[assignment]
     link = FakeLink()
     seq = 0
 
@@ -1027,10 +1033,10 @@ def test_a_crash_while_full_at_a_transposition_recovers_the_game_in_the_order_pu
         nonlocal seq
         for rec in recs:
             seq += 1
-            target.handle_lines(port, [line(seq, rec.pop("t"), rec.pop("type"), **rec)])
+            target.ports.handle_lines(port, [line(seq, rec.pop("t"), rec.pop("type"), **rec)])
         settle(loop, 0.12)                                       # the ply settles (50 ms)
 
-    bridge.handle_lines(link, [hello(0, 5), line(1, 6, "snapshot", occ=START)])
+    bridge.ports.handle_lines(link, [hello(0, 5), line(1, 6, "snapshot", occ=START)])
     seq = 1
     for ply in plies[:14]:
         send(bridge, link, [dict(r) for r in ply])
@@ -1040,15 +1046,15 @@ def test_a_crash_while_full_at_a_transposition_recovers_the_game_in_the_order_pu
     first = events_queued(bridge)
     assert unique_moves(first) == want[:17]
     assert len(journal_moves(tmp_path / "j.sqlite3")) < 17
-    retained = bridge.pgn_text(bridge.boards["brd"]).encode()       # the broker's retained PGN at the crash
+    retained = bridge.publisher.pgn_text(bridge.boards["brd"]).encode()       # the broker's retained PGN at the crash
     # kill -9; space comes back; the board's lines written meanwhile are lost (a seq gap), it says hello again
     again = make_bridge(tmp_path, loop)
-    again.restore()
+    again.pipeline.restore()
     again.read_back_published()
     topic = "touchmove/boards/brd/pgn"
     pending = again.mqtt._read_back
     assert pending is not None and pending.wanted == {topic} and pending.topics == "touchmove/boards/+/pgn"
-    again.flush()
+    again.pipeline.flush()
     if read_back == "before":
         again.published_read({topic: retained}, {topic: "brd"})
     position = chess.Board()
@@ -1056,7 +1062,7 @@ def test_a_crash_while_full_at_a_transposition_recovers_the_game_in_the_order_pu
         position.push_uci(uci)
     seq += 25
     t = plies[17][0]["t"] - 1000
-    again.handle_lines(FakeLink(), [hello(seq, t - 100), line(seq + 1, t, "snapshot",
+    again.ports.handle_lines(FakeLink(), [hello(seq, t - 100), line(seq + 1, t, "snapshot",
                                                               occ=f"{int(position.occupied):016x}")])
     seq += 1
     settle(loop, 0.3)
@@ -1070,10 +1076,11 @@ def test_a_crash_while_full_at_a_transposition_recovers_the_game_in_the_order_pu
     after = events_queued(again)
     assert any(e["type"] == "game_end" and e["result"] == "1-0" for e in after)
     transposed = [*want[:14], "c1g5", "c7c6", "b1c3", *want[17:]]       # Bg5 c6 Nc3 for Nc3 c6 Bg5
-    again.flush()
+    again.pipeline.flush()
     with sqlite3.connect(tmp_path / "j.sqlite3") as db:
         journaled = [json.loads(p) for (p,) in db.execute("SELECT payload FROM events WHERE board = 'brd'")]
-    exported = [m.uci() for m in pgn_games(again.journal, "brd", key=again.pipeline.checkpoint_key)[0].mainline_moves()]
+    exported = [m.uci() for m in
+                pgn_games(again.pipeline.journal, "brd", key=again.pipeline.checkpoint_key)[0].mainline_moves()]
     lost = [e for e in after if e["type"] == "alert" and e["code"] == "changes_lost"]
     if read_back is None:
         assert unique_moves(first + after) == unique_moves(journaled) == exported == transposed
@@ -1099,10 +1106,10 @@ def test_the_export_replays_with_the_settle_time_the_bridge_ran_with_before_any_
     bridge = make_bridge(tmp_path, loop, settle_ms=50)
     play_e4(bridge, FakeLink(), loop)
     assert moves_queued(bridge) == ["e2e4"]
-    bridge.flush()
-    assert bridge.journal.checkpoint("brd") is None
-    assert [m.uci() for m in pgn_games(bridge.journal, "brd")[-1].mainline_moves()] == ["e2e4"]
+    bridge.pipeline.flush()
+    assert bridge.pipeline.journal.checkpoint("brd") is None
+    assert [m.uci() for m in pgn_games(bridge.pipeline.journal, "brd")[-1].mainline_moves()] == ["e2e4"]
     again = make_bridge(tmp_path, loop, settle_ms=80)   # restarted with another settle time: the export follows
-    again.restore()
-    again.flush()
-    assert again.journal.settle_ms("brd") == 80
+    again.pipeline.restore()
+    again.pipeline.flush()
+    assert again.pipeline.journal.settle_ms("brd") == 80

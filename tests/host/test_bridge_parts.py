@@ -1,5 +1,6 @@
 """The bridge's parts and their imports: no part imports the daemon back (no import cycle inside the bridge
-package, TYPE_CHECKING imports included), and the journal and its checkpoints are read without the daemon."""
+package, TYPE_CHECKING imports included), and the journal and its checkpoints are read without the daemon; the
+daemon wires the parts (each handed its collaborators, never the bridge) and forwards no calls to them."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ import ast
 import subprocess
 import sys
 from pathlib import Path
+
+from touchmove.bridge import Bridge
+from touchmove.config import BridgeConfig, MqttConfig, SerialConfig
 
 BRIDGE = Path(__file__).resolve().parents[2] / "host" / "touchmove" / "bridge"
 
@@ -51,3 +55,53 @@ def test_the_journal_and_checkpoints_load_without_the_daemon_or_mqtt() -> None:
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "[]"
+
+
+#: The parts the daemon builds (attributes of a Bridge).
+PARTS = ("mqtt", "publisher", "pipeline", "admission", "ports", "commands")
+#: The daemon's own methods that hand a call on whole: its opening and closing (the pipeline's journal) and the MQTT
+#: link's command callback (the commands).
+OWN_CALLS = {"open", "close", "on_command"}
+
+
+def forwards(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """Return the part a method of the daemon forwards to (its body, docstring aside, one statement that calls or
+    returns an attribute of one of :data:`PARTS`), or None."""
+    body = [stmt for stmt in node.body
+            if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Expr | ast.Return) or body[0].value is None:
+        return None
+    value = body[0].value
+    if isinstance(value, ast.Await):
+        value = value.value
+    if isinstance(value, ast.Call):
+        value = value.func
+    while isinstance(value, ast.Attribute) and isinstance(value.value, ast.Attribute):
+        value = value.value
+    if (isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == "self"
+            and value.attr in PARTS):
+        return value.attr
+    return None
+
+
+def test_the_daemon_wires_its_parts_and_forwards_nothing() -> None:
+    tree = ast.parse((BRIDGE / "daemon.py").read_text())
+    bridge = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Bridge")
+    found = {n.name: part for n in bridge.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+             if (part := forwards(n)) is not None}
+    assert set(found) <= OWN_CALLS, f"one-line forwards to the parts: {sorted(set(found) - OWN_CALLS)}"
+
+
+def test_no_part_is_handed_the_bridge(tmp_path: Path) -> None:
+    cfg = BridgeConfig(MqttConfig(), SerialConfig(), journal=str(tmp_path / "j.sqlite3"))
+    bridge = Bridge(cfg, session="parts")
+    for name in PARTS:
+        part = getattr(bridge, name)
+        held = [attr for attr, value in vars(part).items() if value is bridge]
+        assert held == [], f"bridge.{name} holds the bridge as {held}: it reaches the other parts back through it"
+    # each part gets its collaborators themselves
+    assert bridge.ports.pipeline is bridge.pipeline and bridge.ports.publisher is bridge.publisher
+    assert bridge.ports.gate is bridge.admission and bridge.ports.clock is bridge.clock
+    assert bridge.commands.pipeline is bridge.pipeline and bridge.commands.ports is bridge.ports
+    assert bridge.commands.publisher is bridge.publisher and bridge.commands.replies is bridge.mqtt
+    assert bridge.admission.alerts is bridge.pipeline and bridge.admission.state is bridge.publisher

@@ -74,14 +74,14 @@ def play_opera(journal: Path, loop: asyncio.AbstractEventLoop) -> Any:
     lines = [json.dumps({"seq": 0, "t": 5, "type": "hello", "proto": 1, "fw": "x", "board": "brd", "boot": "b1"}),
              json.dumps({"seq": 1, "t": 6, "type": "snapshot", "occ": "ffff00000000ffff"})]
     lines += [json.dumps({"seq": i + 2, **rec}) for i, rec in enumerate(simple_timeline(MOVES, think=700, hand=150))]
-    bridge.handle_lines(link, [line.encode() for line in lines])  # type: ignore[arg-type]
+    bridge.ports.handle_lines(link, [line.encode() for line in lines])  # type: ignore[arg-type]
     loop.run_until_complete(asyncio.sleep(0.4))
     sess = bridge.boards["brd"]
     assert [m.uci() for m in sess.engine.games[-1].moves] == WANT and sess.engine.state().game_over
-    bridge.checkpoint(sess)
-    bridge.flush()
+    bridge.pipeline.checkpoint(sess)
+    bridge.pipeline.flush()
     state = sess.engine.state()
-    bridge.journal.close()
+    bridge.pipeline.journal.close()
     cp = Journal.open(journal).checkpoint("brd")
     assert cp is not None and cp.mac and cp.settle_ms == SETTLE_MS      # signed, settle time in a plain column
     return state
@@ -123,13 +123,13 @@ def test_a_malicious_checkpoint_is_never_unpickled_and_the_game_comes_back_by_re
 
     with caplog.at_level(logging.INFO):
         again = new_bridge(journal, loop)
-        again.restore()
+        again.pipeline.restore()
     assert not marker.exists()
     assert again.boards["brd"].engine.state() == state
     assert [m.uci() for m in again.boards["brd"].engine.games[-1].moves] == WANT
     ignored = [r.getMessage() for r in caplog.records if "checkpoint ignored" in r.getMessage()]
     assert len(ignored) == 1 and "replaying the whole journal" in ignored[0]
-    again.journal.close()
+    again.pipeline.journal.close()
 
     plant(journal, evil, mac)                # (the restart above wrote nothing; plant again all the same)
     moves, stderr = export(journal, tmp_path)
@@ -149,11 +149,11 @@ def test_a_journal_copied_to_another_machine_restores_and_exports_by_replay(
     other_key = tmp_path / "elsewhere" / "state" / "checkpoint.key"
     with caplog.at_level(logging.INFO):
         there = new_bridge(copy, loop, key=other_key)
-        there.restore()
+        there.pipeline.restore()
     assert other_key.exists()
     assert there.boards["brd"].engine.state() == state        # replayed with the settle time of the column
     assert any("signature does not match" in r.getMessage() for r in caplog.records)
-    there.journal.close()
+    there.pipeline.journal.close()
     # export there (its own key), and by someone with no key at all: the same game, the bridge's settle time
     for env_key in (other_key, tmp_path / "nokey" / "checkpoint.key"):
         moves, _ = export(copy, copy.parent, env=dict(os.environ, TOUCHMOVE_CHECKPOINT_KEY=str(env_key)))
@@ -165,7 +165,7 @@ def test_a_journal_copied_to_another_machine_restores_and_exports_by_replay(
     home = new_bridge(journal, loop)
     with caplog.at_level(logging.INFO):
         caplog.clear()
-        home.restore()
+        home.pipeline.restore()
     assert home.boards["brd"].engine.state() == state
     assert not [r for r in caplog.records if "checkpoint" in r.getMessage()]
 
@@ -244,9 +244,9 @@ def test_an_old_journal_gets_the_new_columns_and_its_unsigned_checkpoint_is_repl
         db.execute("ALTER TABLE checkpoints DROP COLUMN mac")
         db.execute("ALTER TABLE checkpoints DROP COLUMN settle_ms")
     again = new_bridge(journal, loop)
-    again.restore()
+    again.pipeline.restore()
     assert again.boards["brd"].engine.state() == state
-    again.checkpoint(again.boards["brd"])
-    again.flush()
-    cp = again.journal.checkpoint("brd")
+    again.pipeline.checkpoint(again.boards["brd"])
+    again.pipeline.flush()
+    cp = again.pipeline.journal.checkpoint("brd")
     assert cp is not None and cp.mac and cp.settle_ms == SETTLE_MS

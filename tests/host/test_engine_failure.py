@@ -32,7 +32,7 @@ def test_an_engine_failure_rebuilds_the_board_from_its_journal(
         return out
 
     monkeypatch.setattr(Engine, "feed", feed_then_fail)
-    bridge.handle_lines(link, [line(4, 3000, "lift", sq="e7")])
+    bridge.ports.handle_lines(link, [line(4, 3000, "lift", sq="e7")])
     settle(loop)
     sess = bridge.boards["brd"]
     assert failures and sess.engine is not broken
@@ -42,10 +42,10 @@ def test_an_engine_failure_rebuilds_the_board_from_its_journal(
     assert alert["origin"] == "bridge" and alert["detail"]["rebuilt_from"] == "checkpoint and journal"
     assert "bug in the engine" in alert["detail"]["error"] and '"e7"' in alert["detail"]["input"]
     # the rebuilt engine holds the lift (replayed from the journal) and the game goes on from it
-    bridge.handle_lines(link, [line(5, 3100, "place", sq="e5")])
+    bridge.ports.handle_lines(link, [line(5, 3100, "place", sq="e5")])
     settle(loop)
     events = events_queued(bridge)
     assert [e["uci"] for e in events if e["type"] == "move"] == ["e2e4", "e7e5"]
     seqs = [e["seq"] for e in events]
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
-    assert sess.engine.state().ply == 2 and bridge.journal.event_count("brd") == seqs[-1]
+    assert sess.engine.state().ply == 2 and bridge.pipeline.journal.event_count("brd") == seqs[-1]

@@ -45,7 +45,7 @@ class Rig:
             self.seq += 1
             self.t += 300
             out.append(line(self.seq, self.t, kind, sq=sq))
-        self.bridge.handle_lines(self.link, out)  # type: ignore[arg-type]
+        self.bridge.ports.handle_lines(self.link, out)  # type: ignore[arg-type]
 
 
 @contextlib.asynccontextmanager
@@ -61,7 +61,7 @@ async def rig(tmp: Path, broker: LocalBroker) -> AsyncIterator[Rig]:
     r = Rig(bridge, link, server, http, seq=1, t=10)
     try:
         await server.mqtt.wait_ready()
-        bridge.handle_lines(link, [hello(0, 5), line(1, 10, "snapshot", occ=START)])  # type: ignore[arg-type]
+        bridge.ports.handle_lines(link, [hello(0, 5), line(1, 10, "snapshot", occ=START)])  # type: ignore[arg-type]
         await until(lambda: "brd" in server.eboards.boards and server.eboards.boards["brd"].online)
         yield r
     finally:

@@ -82,21 +82,27 @@ class PortProblem:
                 "count": self.count}
 
 
-class AdmissionHost(Protocol):
-    """What the checks need of the bridge: its counters, its alerts, and ``bridge/state`` published again."""
+class Alerts(Protocol):
+    """What the checks need of the event pipeline: its counters, and the alerts the bridge raises itself."""
 
     @property
     def stats(self) -> dict[str, int]: ...
 
     def emit_bridge_alert(self, sess: BoardSession, code: str, detail: dict[str, Any]) -> None: ...
+
+
+class BridgeState(Protocol):
+    """What the checks need of the publisher: ``bridge/state`` (its problems) published again."""
+
     def publish_bridge_state(self) -> None: ...
 
 
 class Admission:
     """The checks of this module for one bridge; ``problems()`` feeds ``bridge/state``."""
 
-    def __init__(self, bridge: AdmissionHost, board_serials: Mapping[str, str]) -> None:
-        self.bridge = bridge
+    def __init__(self, board_serials: Mapping[str, str], *, alerts: Alerts, state: BridgeState) -> None:
+        self.alerts = alerts
+        self.state = state
         #: the USB serial number each board must be on (``[boards]`` in the configuration)
         self.board_serials = board_serials
         self.port_problems: dict[tuple[str, str], PortProblem] = {}
@@ -118,7 +124,7 @@ class Admission:
                       "and plug it in again; its lines are not used meanwhile.")
         elif isinstance(exc, OperatorRecordRefused):
             code = "operator_record_refused"
-            self.bridge.stats["operator_records_refused"] += 1
+            self.alerts.stats["operator_records_refused"] += 1
             detail = (f"port {link.path} ({link.board or 'no board yet'}) sent {exc}; check what is plugged into "
                       "that board's USB line.")
         else:
@@ -130,7 +136,7 @@ class Admission:
             return True
         self.port_problems[key] = PortProblem(code, link.path, detail, iso_now())
         log.error("%s", detail)
-        self.bridge.publish_bridge_state()
+        self.state.publish_bridge_state()
         return True
 
     def port_closed(self, link: SerialLink) -> None:
@@ -139,7 +145,7 @@ class Admission:
         for key in gone:
             del self.port_problems[key]
         if gone:
-            self.bridge.publish_bridge_state()
+            self.state.publish_bridge_state()
 
     def board_error(self, port: str, sess: BoardSession, why: object) -> None:
         """A ``board_error`` alert for an ``error`` record the firmware sent (once per kind and boot)."""
@@ -149,7 +155,7 @@ class Admission:
             return
         self.errors_told[sess.board].add(kind)
         message = f"board {sess.board} on {port} reports: {text[:300]}. {ERROR_ADVICE}"
-        self.bridge.emit_bridge_alert(sess, "board_error", {"why": text[:300], "boot": sess.boot or "",
+        self.alerts.emit_bridge_alert(sess, "board_error", {"why": text[:300], "boot": sess.boot or "",
                                                             "port": port, "message": message})
 
     def check_reset(self, link: SerialLink, sess: BoardSession, fields: dict[str, Any]) -> None:
@@ -166,7 +172,7 @@ class Admission:
         message = (f"board {sess.board} restarted on {link.path}: {meaning}. The game goes on from the board's "
                    "position; check the board (and tell its maintainer) if it happens again.")
         log.warning("%s", message)
-        self.bridge.emit_bridge_alert(sess, "board_reset", {"cause": cause, "boot": boot, "port": link.path,
+        self.alerts.emit_bridge_alert(sess, "board_reset", {"cause": cause, "boot": boot, "port": link.path,
                                                             "message": message})
 
     def said_hello(self, link: SerialLink, sess: BoardSession, fields: dict[str, Any]) -> None:
@@ -182,7 +188,7 @@ class Admission:
         found = self.serial_of(link.key)
         if found == wanted:
             if self.serial_problems.pop(sess.board, None) is not None:
-                self.bridge.publish_bridge_state()
+                self.state.publish_bridge_state()
             return
         detail = {"code": "board_serial_changed", "board": sess.board, "port": link.path, "expected": wanted,
                   "found": found, "since": iso_now(),
@@ -193,5 +199,5 @@ class Admission:
             return
         self.serial_problems[sess.board] = detail
         log.error("%s", detail["message"])
-        self.bridge.emit_bridge_alert(sess, "board_serial_changed", detail)
-        self.bridge.publish_bridge_state()
+        self.alerts.emit_bridge_alert(sess, "board_serial_changed", detail)
+        self.state.publish_bridge_state()

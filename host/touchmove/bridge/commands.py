@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import chess
@@ -37,41 +37,54 @@ class EntrySink(Protocol):
     def add_entry(self, board: str, kind: str, t: int, body: str | None, source: str, ts: str) -> int: ...
 
 
-class CommandTarget(Protocol):
-    """What the commands need of the bridge (and no more): its base topic and session, its boards, a record
-    sink into a board's engine, the journal's entries, replies, and the board's retained state and snapshot."""
+class CommandPipeline(Protocol):
+    """What the commands need of the event pipeline: its boards, a record sink into a board's engine, the
+    journal's entries, the flush, and the journal's health."""
+
+    @property
+    def boards(self) -> Mapping[str, BoardSession]: ...
+    @property
+    def journal(self) -> EntrySink: ...
+
+    def feed(self, sess: BoardSession, record: records.Record, source: str) -> None: ...
+    def schedule_flush(self) -> None: ...
+    def journal_status(self) -> dict[str, Any]: ...
+
+
+class CommandPublisher(Protocol):
+    """What the commands need of the publisher: the base topic and session, a board's topics, and a board's
+    retained state published again."""
 
     @property
     def base(self) -> str: ...
     @property
     def session(self) -> str: ...
-    @property
-    def boards(self) -> Mapping[str, BoardSession]: ...
-    @property
-    def journal(self) -> EntrySink: ...
-    @property
-    def mqtt(self) -> Replies: ...
-    @property
-    def clock(self) -> Clock: ...
 
-    def board_now(self, sess: BoardSession) -> int: ...
-    def feed(self, sess: BoardSession, record: records.Record, source: str) -> None: ...
-    def schedule_flush(self) -> None: ...
-    def publish_board_retained(self, sess: BoardSession) -> None: ...
-    def request_snapshot(self, sess: BoardSession, *, force: bool = False) -> None: ...
     def topic(self, board: str, leaf: str) -> str: ...
-    def journal_status(self) -> dict[str, Any]: ...
-    def problems(self) -> list[dict[str, Any]]: ...
+    def publish_board_retained(self, sess: BoardSession) -> None: ...
+
+
+class SnapshotAsker(Protocol):
+    """What the commands need of the ports: a board asked for its occupancy."""
+
+    def request_snapshot(self, sess: BoardSession, *, force: bool = False) -> None: ...
 
 
 class BridgeCommands:
     """Answers the MQTT commands of one bridge."""
 
-    def __init__(self, bridge: CommandTarget) -> None:
-        self.bridge = bridge
+    def __init__(self, *, pipeline: CommandPipeline, publisher: CommandPublisher, ports: SnapshotAsker,
+                 replies: Replies, clock: Clock, problems: Callable[[], list[dict[str, Any]]]) -> None:
+        self.pipeline = pipeline
+        self.publisher = publisher
+        self.ports = ports
+        self.replies = replies
+        self.clock = clock
+        #: what the operator should know about now (the bridge's problems, for ``health_check``)
+        self.problems = problems
 
     async def on_command(self, topic: str, raw: bytes, retained: bool) -> None:
-        command = wire.command_of(topic, self.bridge.base)
+        command = wire.command_of(topic, self.publisher.base)
         if command is None:
             return
         kind, name = command
@@ -92,10 +105,10 @@ class BridgeCommands:
             log.warning("%s: %s", topic, error)
         if transaction is not None:
             payload["transaction"] = transaction
-        self.bridge.mqtt.reply(topic, payload)
+        self.replies.reply(topic, payload)
 
     def _board_command(self, board: str, raw: bytes, retained: bool) -> None:
-        reply_topic = self.bridge.topic(board, "response")
+        reply_topic = self.publisher.topic(board, "response")
         payload, problem = decode_payload(raw)
         transaction = transaction_of(payload)
         command = payload.get("command") if isinstance(payload, dict) else None
@@ -109,10 +122,10 @@ class BridgeCommands:
         problem = validate(payload, BOARD_COMMANDS[command], envelope=("transaction", "command"))
         if problem:
             return self._reply(reply_topic, transaction, problem, command=command)
-        sess = self.bridge.boards.get(board)
+        sess = self.pipeline.boards.get(board)
         if sess is None:
             return self._reply(reply_topic, transaction, f"unknown board {board!r}", command=command)
-        t = self.bridge.board_now(sess)
+        t = sess.now(self.clock.monotonic())
         record: records.Record | None = None
         if command == "new_game":
             record = records.Setup(t, chess.STARTING_FEN)
@@ -143,14 +156,14 @@ class BridgeCommands:
                      "site": "Site"}
             headers = {names[k]: str(v) for k, v in payload.items() if k in names}
             sess.headers.update(headers)
-            self.bridge.journal.add_entry(board, "meta", sess.last_t, json.dumps(headers), "operator", iso_now())
-            self.bridge.publish_board_retained(sess)
+            self.pipeline.journal.add_entry(board, "meta", sess.last_t, json.dumps(headers), "operator", iso_now())
+            self.publisher.publish_board_retained(sess)
         seq = sess.event_seq
         log.info("operator command %s on board %s (transaction %r)", command, board, transaction)
         if record is not None:
-            sess.arrival_t, sess.arrival_host = t, self.bridge.clock.monotonic()
-            self.bridge.feed(sess, record, "operator")
-        self.bridge.schedule_flush()
+            sess.arrival_t, sess.arrival_host = t, self.clock.monotonic()
+            self.pipeline.feed(sess, record, "operator")
+        self.pipeline.schedule_flush()
         # A resync or result the engine could not apply is answered with its reason (the event is published as well).
         rejected = [line for event_seq, line in sess.backlog if event_seq > seq
                     and (b'"resync_rejected"' in line or b'"result_rejected"' in line)]
@@ -159,7 +172,7 @@ class BridgeCommands:
         self._reply(reply_topic, transaction, command=command)
 
     def _bridge_request(self, cmd: str, raw: bytes, retained: bool) -> None:
-        reply_topic = wire.response_topic(self.bridge.base, cmd)
+        reply_topic = wire.response_topic(self.publisher.base, cmd)
         payload, problem = decode_payload(raw)
         transaction = transaction_of(payload)
         if retained:
@@ -174,24 +187,24 @@ class BridgeCommands:
         if problem:
             return self._reply(reply_topic, transaction, problem)
         if cmd == "health_check":
-            online = sum(1 for s in self.bridge.boards.values() if s.link is not None)
-            problems = self.bridge.problems()
+            online = sum(1 for s in self.pipeline.boards.values() if s.link is not None)
+            problems = self.problems()
             return self._reply(reply_topic, transaction, data={
-                "healthy": not problems, "session": self.bridge.session, "boards_online": online,
-                "problems": problems, "journal": self.bridge.journal_status(), "time": iso_now()})
+                "healthy": not problems, "session": self.publisher.session, "boards_online": online,
+                "problems": problems, "journal": self.pipeline.journal_status(), "time": iso_now()})
         if cmd == "boards":
             data = []
-            for sess in self.bridge.boards.values():
+            for sess in self.pipeline.boards.values():
                 st = sess.engine.state()
                 data.append({"board": sess.board, "online": sess.link is not None,
                              "port": sess.link.path if sess.link else None, "game": st.game, "ply": st.ply,
                              "firmware": sess.firmware})
             return self._reply(reply_topic, transaction, data={"boards": data})
-        target = self.bridge.boards.get(payload["board"])
+        target = self.pipeline.boards.get(payload["board"])
         if target is None or target.link is None:
             return self._reply(reply_topic, transaction, f"board {payload['board']!r} is not online")
         if cmd == "snapshot":
-            self.bridge.request_snapshot(target, force=True)
+            self.ports.request_snapshot(target, force=True)
         elif cmd == "leds":
             if payload.get("clear"):
                 target.link.send({"cmd": "leds", "clear": True})

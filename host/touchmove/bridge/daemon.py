@@ -1,7 +1,9 @@
 """The bridge daemon: serial boards in, rules engine per board, journal, MQTT out.
 
 One :class:`BoardSession` per board id (from the board's ``hello``), each with its own rules engine. The parts,
-wired here by a thin :class:`Bridge`:
+built here by :class:`Bridge`, which hands each the collaborators it needs (never itself: no part reaches another
+back through the bridge, and the bridge forwards no calls; callers name the part, ``bridge.ports.handle_lines``,
+``bridge.pipeline.journal``):
 
 * :class:`~touchmove.bridge.ports.BoardPorts`: serial ports found and opened, lines decoded, boards bound;
 * :class:`~touchmove.bridge.pipeline.EventPipeline`: records to the engines, timers, the journal, checkpoints,
@@ -27,25 +29,20 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Mapping
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from touchmove import records
 from touchmove.bridge.admission import Admission
 from touchmove.bridge.commands import BridgeCommands
-from touchmove.bridge.journal import Journal
-from touchmove.bridge.journal_lock import JournalLock
 from touchmove.bridge.mqtt_link import BridgeLink
 from touchmove.bridge.pipeline import CHECKPOINT_EVERY, MAX_BACKLOG, EventPipeline
 from touchmove.bridge.ports import BoardPorts
 from touchmove.bridge.publisher import Publisher, plies_in_pgn
-from touchmove.bridge.seq_floor import SeqFloor
 from touchmove.bridge.session import BoardSession
 from touchmove.clocks import SYSTEM_CLOCK, Clock
 from touchmove.config import BridgeConfig
 from touchmove.mqtt import wire
-from touchmove.serial.link import SerialLink
 
 __all__ = ["CHECKPOINT_EVERY", "MAX_BACKLOG", "Bridge"]
 
@@ -62,15 +59,17 @@ class Bridge:
         self.session = session or uuid.uuid4().hex[:12]
         self.base = config.mqtt.base_topic
         self.boards: dict[str, BoardSession] = {}
-        self.mqtt = BridgeLink(config.mqtt, on_command=self.on_command, on_acked=self._on_acked,
-                             on_connected=self._on_mqtt_connected)
+        self.mqtt = BridgeLink(config.mqtt, on_command=self.on_command,
+                               on_acked=lambda tag: self.pipeline.acked(*tag),
+                               on_connected=lambda: self.publisher.connected())
         self.publisher = Publisher(self.mqtt, self.base, self.session, settle_ms=config.settle_ms,
                                    boards=self.boards, problems=self.problems)
         self.pipeline = EventPipeline(config, self.session, self.publisher, self.boards, clock=clock)
-        self.stats = self.pipeline.stats
-        self.ports = BoardPorts(self, config.serial)
-        self.admission = Admission(self, config.board_serials)
-        self.commands = BridgeCommands(self)
+        self.admission = Admission(config.board_serials, alerts=self.pipeline, state=self.publisher)
+        self.ports = BoardPorts(config.serial, pipeline=self.pipeline, publisher=self.publisher,
+                                gate=self.admission, clock=clock)
+        self.commands = BridgeCommands(pipeline=self.pipeline, publisher=self.publisher, ports=self.ports,
+                                       replies=self.mqtt, clock=clock, problems=self.problems)
         self._stopped = asyncio.Event()
 
     # -- opening and closing ------------------------------------------------------------------------------
@@ -91,126 +90,7 @@ class Bridge:
                         tb: TracebackType | None) -> None:
         self.close()
 
-    # -- the parts' state, as the bridge's ----------------------------------------------------------------
-    @property
-    def _loop(self) -> asyncio.AbstractEventLoop | None:
-        return self.pipeline.loop
-
-    @_loop.setter
-    def _loop(self, loop: asyncio.AbstractEventLoop | None) -> None:
-        self.pipeline.loop = loop
-
-    @property
-    def journal(self) -> Journal:
-        return self.pipeline.journal
-
-    @property
-    def journal_lock(self) -> JournalLock:
-        return self.pipeline.journal_lock
-
-    @property
-    def seq_floor(self) -> SeqFloor:
-        return self.pipeline.seq_floor
-
-    @property
-    def journal_set_aside(self) -> Path | None:
-        return self.pipeline.journal_set_aside
-
-    @property
-    def journal_loss(self) -> dict[str, int]:
-        """What the journal's bound made the bridge give up (records, events; see journal_faults)."""
-        return self.pipeline.journal_faults.loss
-
-    # -- the serial side (touchmove.bridge.ports) ---------------------------------------------------------
-    @property
-    def pending_lines(self) -> dict[SerialLink, list[bytes | None]]:
-        """Lines of ports whose board has not said hello yet."""
-        return self.ports.pending_lines
-
-    def handle_lines(self, link: SerialLink, lines: list[bytes | None]) -> None:
-        """Process lines from one port (event loop)."""
-        self.ports.handle_lines(link, lines)
-
-    def handle_closed(self, link: SerialLink, reason: str) -> None:
-        """A port closed (unplugged, an error, shutdown)."""
-        self.ports.handle_closed(link, reason)
-
-    def request_snapshot(self, sess: BoardSession, *, force: bool = False) -> None:
-        """Ask a board for its occupancy (at most every SNAPSHOT_INTERVAL unless ``force``)."""
-        self.ports.request_snapshot(sess, force=force)
-
-    # -- the event pipeline (touchmove.bridge.pipeline) ---------------------------------------------------
-    def restore(self) -> None:
-        """Rebuild every board known to the journal and queue the events not yet published."""
-        self.pipeline.restore()
-
-    def event_loop(self) -> asyncio.AbstractEventLoop:
-        return self.pipeline.event_loop()
-
-    def bind_board(self, board: str, min_settle_ms: int = 0) -> BoardSession:
-        """Return the session of a board that said hello (made, and journaled, when the bridge did not know it)."""
-        return self.pipeline.bind(board, min_settle_ms)
-
-    def board_now(self, sess: BoardSession) -> int:
-        """Estimate the board's current device time."""
-        return sess.now(self.clock.monotonic())
-
-    def feed(self, sess: BoardSession, record: records.Record, source: str) -> None:
-        """Journal one record for a board and run it through its engine."""
-        self.pipeline.feed(sess, record, source)
-
-    def emit_bridge_alert(self, sess: BoardSession, code: str, detail: dict[str, Any]) -> None:
-        """Publish (and journal) an alert the bridge raises itself, in the board's event stream."""
-        self.pipeline.emit_bridge_alert(sess, code, detail)
-
-    def checkpoint(self, sess: BoardSession) -> None:
-        """Journal the board's engine as it is now: a restart replays only what comes after."""
-        self.pipeline.checkpoint(sess)
-
-    def mark(self, sess: BoardSession) -> None:
-        """Note that a board has something to save or to publish at the next flush."""
-        self.pipeline.mark(sess)
-
-    def schedule_flush(self) -> None:
-        self.pipeline.schedule_flush()
-
-    def flush(self) -> None:
-        """Commit the journal, then hand newly journaled events to MQTT (never the other way round)."""
-        self.pipeline.flush()
-
-    def journal_status(self) -> dict[str, Any]:
-        """Return the journal's health: whether it writes, why not, and what is held or was given up."""
-        return self.pipeline.journal_status()
-
-    def _on_acked(self, tag: Any) -> None:
-        board, seq = tag
-        self.pipeline.acked(board, seq)
-
-    # -- publishing (touchmove.bridge.publisher) ----------------------------------------------------------
-    def topic(self, board: str, leaf: str) -> str:
-        return self.publisher.topic(board, leaf)
-
-    def state_payload(self, sess: BoardSession) -> dict[str, Any]:
-        return self.publisher.state_payload(sess)
-
-    def pgn_text(self, sess: BoardSession, game_index: int = -1) -> str:
-        return self.publisher.pgn_text(sess, game_index)
-
-    def publish_board_retained(self, sess: BoardSession) -> None:
-        self.publisher.publish_board_retained(sess)
-
-    def board_online(self, sess: BoardSession) -> None:
-        self.publisher.board_online(sess)
-
-    def board_offline(self, board: str) -> None:
-        self.publisher.board_offline(board)
-
-    def publish_bridge_state(self) -> None:
-        self.publisher.publish_bridge_state()
-
-    def _on_mqtt_connected(self) -> None:
-        self.publisher.connected()
-
+    # -- the MQTT commands (touchmove.bridge.commands) ---------------------------------------------------
     async def on_command(self, topic: str, raw: bytes, retained: bool) -> None:
         """An MQTT command (a board's ``set`` or a bridge request): see :class:`BridgeCommands`."""
         await self.commands.on_command(topic, raw, retained)
@@ -220,7 +100,7 @@ class Bridge:
         """Have the MQTT link read back, once connected and before it publishes, the retained PGN of every board
         whose events were published but never journaled: the plies as consumers got them, which the engine takes
         as the order of the plies it recovers from the board (:meth:`published_read`)."""
-        boards = {self.topic(board, "pgn"): board for board, sess in self.boards.items()
+        boards = {self.publisher.topic(board, "pgn"): board for board, sess in self.boards.items()
                   if sess.published_unjournaled}
         if boards:
             self.mqtt.read_back(wire.published_filter(self.base), set(boards),
@@ -240,10 +120,10 @@ class Bridge:
                 log.warning("board %s: its retained PGN read back is no game; not used", board)
                 continue
             log.info("board %s: the %d plies it had published read back from the broker", board, len(plies))
-            t = self.board_now(sess)
+            t = sess.now(self.clock.monotonic())
             sess.arrival_t, sess.arrival_host = t, self.clock.monotonic()
-            self.feed(sess, records.Published(t, plies), "broker")
-        self.schedule_flush()
+            self.pipeline.feed(sess, records.Published(t, plies), "broker")
+        self.pipeline.schedule_flush()
 
     def problems(self) -> list[dict[str, Any]]:
         """Return what the operator should know about now (empty when all is well)."""
@@ -255,11 +135,11 @@ class Bridge:
     async def run(self) -> None:
         self.pipeline.loop = asyncio.get_running_loop()
         self.open()
-        self.restore()
+        self.pipeline.restore()
         self.read_back_published()
-        self.journal.checkpoint_in_background()
+        self.pipeline.journal.checkpoint_in_background()
         self.publisher.publish_info()
-        self.flush()
+        self.pipeline.flush()
         tasks = [asyncio.create_task(self.mqtt.run(), name="mqtt"),
                  asyncio.create_task(self.ports.scan_loop(), name="scan"),
                  asyncio.create_task(self.pipeline.watch_journal(), name="journal watch")]
@@ -279,7 +159,7 @@ class Bridge:
         await self.ports.close_all()
         self.pipeline.checkpoint_all()       # the next start replays nothing
         self.pipeline.journal_faults.stop()
-        self.flush()
+        self.pipeline.flush()
         # Give the queue a moment to drain, then say goodbye.
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(2):
@@ -291,5 +171,5 @@ class Bridge:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        self.flush()
+        self.pipeline.flush()
         self.close()

@@ -62,38 +62,44 @@ class PortGate(Protocol):
     def board_error(self, port: str, sess: BoardSession, why: object) -> None: ...
 
 
-class PortsHost(Protocol):
-    """What the ports need of the bridge (and no more): its event loop, its boards and counters, a session for
-    a board that says hello (made and journaled when new), a record sink into a board's engine, the board's
-    availability, the admission checks, and the bridge's alerts and state."""
+class PortsPipeline(Protocol):
+    """What the ports need of the event pipeline (:mod:`touchmove.bridge.pipeline`), and no more: its boards and
+    counters, its event loop, a session for a board that says hello (made and journaled when new), a record sink
+    into a board's engine, a board marked for the next flush, the flush, and the alerts the bridge raises itself."""
 
     @property
     def boards(self) -> Mapping[str, BoardSession]: ...
     @property
     def stats(self) -> dict[str, int]: ...
-    @property
-    def admission(self) -> PortGate: ...
-
-    @property
-    def clock(self) -> Clock: ...
 
     def event_loop(self) -> asyncio.AbstractEventLoop: ...
-    def bind_board(self, board: str, min_settle_ms: int = 0) -> BoardSession: ...
+    def bind(self, board: str, min_settle_ms: int = 0) -> BoardSession: ...
     def feed(self, sess: BoardSession, record: records.Record, source: str) -> None: ...
     def mark(self, sess: BoardSession) -> None: ...
     def schedule_flush(self) -> None: ...
+    def emit_bridge_alert(self, sess: BoardSession, code: str, detail: dict[str, Any]) -> None: ...
+
+
+class Availability(Protocol):
+    """What the ports tell the publisher (:mod:`touchmove.bridge.publisher`): a board online or offline, and the
+    bridge's state (its problems) changed."""
+
     def board_online(self, sess: BoardSession) -> None: ...
     def board_offline(self, board: str) -> None: ...
-    def emit_bridge_alert(self, sess: BoardSession, code: str, detail: dict[str, Any]) -> None: ...
     def publish_bridge_state(self) -> None: ...
 
 
 class BoardPorts:
     """The serial ports of one bridge and the boards bound to them."""
 
-    def __init__(self, bridge: PortsHost, config: SerialConfig) -> None:
-        self.bridge = bridge
+    def __init__(self, config: SerialConfig, *, pipeline: PortsPipeline, publisher: Availability, gate: PortGate,
+                 clock: Clock) -> None:
         self.config = config
+        self.pipeline = pipeline
+        self.publisher = publisher
+        #: what the bridge refuses from ports (:class:`~touchmove.bridge.admission.Admission`)
+        self.gate = gate
+        self.clock = clock
         self.links: dict[str, SerialLink] = {}          # by real path
         self.link_paths: dict[str, SerialLink] = {}     # by the name it was found as
         self.pending_lines: dict[SerialLink, list[bytes | None]] = {}
@@ -107,14 +113,14 @@ class BoardPorts:
             self.handle_lines(link, lines)
             return
         with contextlib.suppress(RuntimeError):   # loop closed during shutdown
-            self.bridge.event_loop().call_soon_threadsafe(self.handle_lines, link, lines)
+            self.pipeline.event_loop().call_soon_threadsafe(self.handle_lines, link, lines)
 
     def _closed_from_thread(self, link: SerialLink, reason: str) -> None:
         if not link.threaded:
-            self.bridge.event_loop().call_soon(self.handle_closed, link, reason)
+            self.pipeline.event_loop().call_soon(self.handle_closed, link, reason)
             return
         with contextlib.suppress(RuntimeError):
-            self.bridge.event_loop().call_soon_threadsafe(self.handle_closed, link, reason)
+            self.pipeline.event_loop().call_soon_threadsafe(self.handle_closed, link, reason)
 
     def open_port(self, path: str) -> SerialLink | None:
         if path in self.link_paths:
@@ -123,10 +129,10 @@ class BoardPorts:
         if real in self.links:
             return None
         link = boards.open_link(path, self.config, self._lines_from_thread,
-                                self._closed_from_thread, self.bridge.clock) or SerialLink(
+                                self._closed_from_thread, self.clock) or SerialLink(
             path, self.config.baudrate, self._lines_from_thread, self._closed_from_thread)
         try:
-            link.open(self.bridge.event_loop())
+            link.open(self.pipeline.event_loop())
         except Exception as exc:
             self.report.refused_port(path, exc)
             return None
@@ -141,7 +147,7 @@ class BoardPorts:
 
     def _ask_hello(self, link: SerialLink) -> None:
         """Send ``link`` a hello command unless one went less than :data:`HELLO_RETRY_S` ago."""
-        now = self.bridge.clock.monotonic()
+        now = self.clock.monotonic()
         if now - link.hello_asked < HELLO_RETRY_S:
             return
         link.hello_asked = now
@@ -158,9 +164,9 @@ class BoardPorts:
                     self.open_port(path)
                 self.report.check_silent()
                 self.bad_input_log.flush()
-                for sess in list(self.bridge.boards.values()):
+                for sess in list(self.pipeline.boards.values()):
                     if sess.flicker.flickering:
-                        self.flicker_quiet(sess, self.bridge.clock.monotonic())
+                        self.flicker_quiet(sess, self.clock.monotonic())
                 for link in list(self.links.values()):
                     if link.board is None and link.held_back is None:
                         self._ask_hello(link)
@@ -176,14 +182,14 @@ class BoardPorts:
         self.pending_lines.pop(link, None)
         log.info("port %s closed (%s)", link.path, reason)
         self.report.closed(link.path)
-        self.bridge.admission.port_closed(link)
+        self.gate.port_closed(link)
         if any(key[0] == link.path for key in self.identity_conflicts):
             self.identity_conflicts = {k: v for k, v in self.identity_conflicts.items() if k[0] != link.path}
-            self.bridge.publish_bridge_state()
-        sess = self.bridge.boards.get(link.board) if link.board else None
+            self.publisher.publish_bridge_state()
+        sess = self.pipeline.boards.get(link.board) if link.board else None
         if sess is not None and sess.link is link:
             sess.link = None
-            self.bridge.board_offline(sess.board)
+            self.publisher.board_offline(sess.board)
             for other in [*self.pending_lines]:      # a port held back for this id takes over now
                 if other.held_back == sess.board:
                     log.info("board %s: port %s, held back, is asked to say hello again", sess.board, other.path)
@@ -202,7 +208,7 @@ class BoardPorts:
         key = (link.path, claimed)
         if key in self.identity_conflicts:
             return
-        self.bridge.stats["identity_conflicts"] += 1
+        self.pipeline.stats["identity_conflicts"] += 1
         if link.board is not None:
             conflict = IdentityConflict(link.path, claimed, bound=link.board, held_by=None, since=iso_now())
         else:
@@ -210,36 +216,36 @@ class BoardPorts:
             conflict = IdentityConflict(link.path, claimed, bound=None, held_by=holder, since=iso_now())
         self.identity_conflicts[key] = conflict
         log.error("board identity: %s", conflict.message())
-        self.bridge.emit_bridge_alert(sess, "board_identity", conflict.as_dict())
-        self.bridge.publish_bridge_state()
+        self.pipeline.emit_bridge_alert(sess, "board_identity", conflict.as_dict())
+        self.publisher.publish_bridge_state()
 
     def handle_lines(self, link: SerialLink, lines: list[bytes | None]) -> None:
         """Process lines from one port (event loop)."""
         for line in lines:
-            self.bridge.stats["lines"] += 1
+            self.pipeline.stats["lines"] += 1
             try:
                 msg = decode(line, accepted_by(link), checked=getattr(link, "checked", False))
             except DecodeError as exc:
-                self.bridge.stats["malformed"] += 1
+                self.pipeline.stats["malformed"] += 1
                 if isinstance(exc, CheckFailed):
                     # lost or spliced on the way (valid JSON or not): refused, counted, and, like any malformed
                     # line, answered with a snapshot request below (the changes it carried come back from it)
-                    self.bridge.stats["check_failed"] += 1
+                    self.pipeline.stats["check_failed"] += 1
                 if link.board is None:
                     self.report.line(link.path, touchmove=False)
-                if self.bridge.admission.refused_line(link, exc):
+                if self.gate.refused_line(link, exc):
                     continue
                 if exc.out_of_range:
                     # Well-formed but implausible: skipped and nothing else (the seq it used, if any, shows up
                     # as a gap at the next line, which asks for a snapshot).
-                    self.bridge.stats["out_of_range"] += 1
+                    self.pipeline.stats["out_of_range"] += 1
                     self.bad_input_log.log(logging.ERROR, link.path, "%s: line with an out-of-range number skipped "
                                            "(%s): %.120r", link.board or link.path, exc, line)
                     continue
                 self.bad_input_log.log(logging.WARNING, link.path, "%s: malformed line skipped (%s): %.80r",
                                        link.board or link.path, exc, line)
                 if link.board is not None:
-                    self.request_snapshot(self.bridge.boards[link.board])
+                    self.request_snapshot(self.pipeline.boards[link.board])
                 continue
             if link.board is None:
                 self.report.line(link.path, touchmove=True)
@@ -254,17 +260,17 @@ class BoardPorts:
                 if pending is not None and len(pending) < MAX_PENDING:
                     pending.append(line)
             else:
-                self._handle_message(self.bridge.boards[link.board], msg)
-        self.bridge.schedule_flush()
+                self._handle_message(self.pipeline.boards[link.board], msg)
+        self.pipeline.schedule_flush()
 
     def _identify(self, link: SerialLink, hello: Message) -> None:
         board = str(hello.fields["board"])
         boot = str(hello.fields.get("boot", ""))
         if link.board is not None and board != link.board:
             # The port's board now says another id: the port keeps its first one (the game goes on there).
-            self._identity_conflict(link, board, self.bridge.boards[link.board])
+            self._identity_conflict(link, board, self.pipeline.boards[link.board])
             board = link.board
-        sess = self.bridge.boards.get(board)
+        sess = self.pipeline.boards.get(board)
         if sess is not None and sess.link is not None and sess.link is not link:
             # Another port that is still open serves this id: hold this one back (its lines wait) until that
             # one closes, instead of moving the board back and forth between the two.
@@ -276,14 +282,14 @@ class BoardPorts:
         # its own (it comes with a snapshot of its own): no resync asked, nothing logged.
         repeated = sess is not None and sess.link is link and link.board == board and boot == sess.boot
         if sess is None:
-            sess = self.bridge.bind_board(board, min_settle_ms=getattr(link, "min_settle_ms", 0))  # a scanning board's
+            sess = self.pipeline.bind(board, min_settle_ms=getattr(link, "min_settle_ms", 0))  # a scanning board's
         first_contact = link.board is None
         if first_contact:
             self.report.bound(link.path, board)
         link.board = board
         sess.link = link
         sess.rate = float(hello.fields.get("rate", 1.0))   # 1 unless a simulation says it runs faster
-        self.bridge.admission.said_hello(link, sess, hello.fields)
+        self.gate.said_hello(link, sess, hello.fields)
         pending = self.pending_lines.pop(link, []) if first_contact else []
         self.pending_lines.pop(link, None)
         # The lines buffered before the hello came from the same boot as this hello (a reboot says hello).
@@ -296,13 +302,13 @@ class BoardPorts:
             if sess.boot is None and sess.last_t == 0:
                 sess.t_offset = 0          # first contact: board time is device time
             else:
-                elapsed = int((self.bridge.clock.monotonic() - sess.arrival_host) * 1000) if sess.arrival_host else 0
+                elapsed = int((self.clock.monotonic() - sess.arrival_host) * 1000) if sess.arrival_host else 0
                 sess.t_offset = sess.last_t + max(0, elapsed) - first_t
             log.info("board %s: boot %s on %s", board, boot, link.path)
             sess.boot = boot
             sess.last_seq = None
             sess.device_t = None
-            self.bridge.mark(sess)
+            self.pipeline.mark(sess)
         elif not repeated:
             log.info("board %s: back on %s (same boot)", board, link.path)
         for msg in msgs:
@@ -312,19 +318,19 @@ class BoardPorts:
         self._check_seq(sess, hello)
         if repeated:
             return
-        self.bridge.board_online(sess)
+        self.publisher.board_online(sess)
         self.request_snapshot(sess, force=True)
 
     def _check_seq(self, sess: BoardSession, msg: Message) -> None:
         if msg.seq is None:
             return
         if sess.last_seq is not None and msg.seq != sess.last_seq + 1 and msg.seq > sess.last_seq:
-            self.bridge.stats["gaps"] += 1
+            self.pipeline.stats["gaps"] += 1
             log.warning("board %s: seq gap (%d after %d); requesting a snapshot", sess.board, msg.seq,
                         sess.last_seq)
             self.request_snapshot(sess)
         sess.last_seq = msg.seq
-        self.bridge.mark(sess)
+        self.pipeline.mark(sess)
 
     def _flicker_started(self, sess: BoardSession, sq: int) -> None:
         """A square of ``sess``'s board flickers: one ``square_flicker`` alert naming it, and an error line."""
@@ -334,7 +340,7 @@ class BoardPorts:
                    f"{flicker.FLICKER_CHANGES} times in {flicker.FLICKER_WINDOW_MS} ms): its changes are coalesced "
                    "until it is quiet; check the square's sensor or the piece on it")
         log.error("%s", message)
-        self.bridge.emit_bridge_alert(sess, "square_flicker", {"square": name, "port": port, "message": message})
+        self.pipeline.emit_bridge_alert(sess, "square_flicker", {"square": name, "port": port, "message": message})
 
     def flicker_quiet(self, sess: BoardSession, now: float) -> None:
         """End the flickers of ``sess``'s board that are quiet at host time ``now`` (s): each square's last state
@@ -343,10 +349,10 @@ class BoardPorts:
             log.warning("board %s: square %s quiet again after %.1f s of flicker (%d changes coalesced)", sess.board,
                         chess.square_name(sq), (ended.last_at - ended.since) / 1000, ended.held)
             if record is not None:
-                self.bridge.feed(sess, record, "serial")
+                self.pipeline.feed(sess, record, "serial")
 
     def request_snapshot(self, sess: BoardSession, *, force: bool = False) -> None:
-        now = self.bridge.clock.monotonic()
+        now = self.clock.monotonic()
         if sess.link is None or (not force and now - sess.last_snapshot_request < SNAPSHOT_INTERVAL):
             return
         sess.last_snapshot_request = now
@@ -359,17 +365,17 @@ class BoardPorts:
                 self.bad_input_log.log(logging.WARNING, sess.link.path if sess.link is not None else sess.board,
                                        "board %s reports an error: %s", sess.board, msg.fields.get("why"))
                 if isinstance(msg.fields.get("alert"), str):      # a vendor board's adapter (touchmove.boards)
-                    self.bridge.emit_bridge_alert(sess, msg.fields["alert"], dict(msg.fields.get("detail") or {}))
+                    self.pipeline.emit_bridge_alert(sess, msg.fields["alert"], dict(msg.fields.get("detail") or {}))
                 else:
                     port = sess.link.path if sess.link is not None else "(port closed)"
-                    self.bridge.admission.board_error(port, sess, msg.fields.get("why"))
+                    self.gate.board_error(port, sess, msg.fields.get("why"))
             return
-        now = self.bridge.clock.monotonic()
+        now = self.clock.monotonic()
         board_t, jumped, changed = sess.board_time(msg.t, now)
         if jumped:
-            self.bridge.stats["time_jumps"] += 1
+            self.pipeline.stats["time_jumps"] += 1
         if changed:
-            self.bridge.mark(sess)
+            self.pipeline.mark(sess)
         sess.arrival_t = board_t
         sess.arrival_host = now
         record = msg.record
@@ -384,4 +390,4 @@ class BoardPorts:
         if (isinstance(record, records.Snapshot) and record.type == "heartbeat"
                 and sess.engine.next_deadline() is None and sess.engine.state().occupancy == record.occ):
             return   # a heartbeat that tells the engine nothing new: not fed, not journaled (a small journal)
-        self.bridge.feed(sess, replace(record, t=board_t), "serial")
+        self.pipeline.feed(sess, replace(record, t=board_t), "serial")

@@ -387,7 +387,7 @@ async def _play(args: argparse.Namespace, game: chess.pgn.Game, workdir: Path) -
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await watcher
             sess = bridge.boards.get(board_id)
-            pgn = bridge.pgn_text(sess) if sess else ""
+            pgn = bridge.publisher.pgn_text(sess) if sess else ""
             bridge.stop()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(bridge_task, 10)
