@@ -263,6 +263,16 @@ class BridgeLink:
             group.create_task(self._send_loop(client))
             group.create_task(self._commands.run())
             group.create_task(self._state_again(2 * self.config.keepalive))
+            group.create_task(self._until_dropped(client))
+
+    @staticmethod
+    async def _until_dropped(client: aiomqtt.Client) -> None:
+        """Raise :class:`aiomqtt.MqttError` as soon as ``client``'s connection drops. aiomqtt ends a dropped
+        client's message iteration at once but leaves its pending publishes to their own timeouts, and events are
+        confirmed in order: one in flight when a node died held the queue for ``REPLY_TIMEOUT_S`` (10 s)."""
+        async for _ in client.messages:
+            pass     # nothing is subscribed on this connection (a read-back's late retained message, dropped)
+        raise aiomqtt.MqttError("the connection ended")
 
     async def _read_retained(self, client: aiomqtt.Client, read_back: ReadBack) -> dict[str, bytes]:
         """Return the retained payloads of ``read_back.wanted`` that ``client`` receives within :data:`READ_BACK_S`
