@@ -14,7 +14,7 @@ import pytest
 from tests.boards.test_boards_through_engine import engine_events, published
 from tests.host.games import require_games
 from touchmove.boards import dgt
-from touchmove.boards.base import SILENT_MS
+from touchmove.boards.base import SILENT_HOST_MIN_MS, SILENT_MS
 from touchmove.sim import harness
 from touchmove.sim.dgt import Drop
 from touchmove.sim.pieces import piece_timeline
@@ -53,14 +53,29 @@ def test_a_board_switched_off_and_on_is_never_left_idle() -> None:
 
 
 def test_the_silence_watch_runs_on_the_boards_time() -> None:
-    """At rate 5 (board ms = host ms x 5) a board that says nothing is reported after 6 s of board time."""
-    tr = dgt.DgtTranslator("sim", rate=5)
+    """At rate 3 (board ms = host ms x 3) a board that says nothing is reported after 6 s of board time."""
+    tr = dgt.DgtTranslator("sim", rate=3)
     tr.start(0)
     tr.feed(dgt.message(dgt.MSG_SERIALNR, b"12345"), 10)
     lines, _ = tr.tick(SILENT_MS - 100)
     assert not [line for line in lines if line.get("alert") == "board_silent"]
     lines, _ = tr.tick(SILENT_MS + 20)
     assert [line["detail"]["silent_ms"] for line in lines if line.get("alert") == "board_silent"] == [SILENT_MS + 10]
+
+
+def test_a_fast_simulation_is_not_judged_silent_by_a_busy_host() -> None:
+    """At rate 8 six seconds of board time are 0.75 s of the host's: a loaded machine that runs the bridge's timer
+    (or the simulated board) that late is not a board gone silent. The watch waits at least SILENT_HOST_MIN_MS of
+    host time (a fresh-clone CI run on a loaded machine: a false ``board_silent`` in a game at rate 8)."""
+    rate = 8
+    tr = dgt.DgtTranslator("sim", rate=rate)
+    tr.start(0)
+    tr.feed(dgt.message(dgt.MSG_SERIALNR, b"12345"), 10)
+    lines, _ = tr.tick(10 + SILENT_MS + 800)      # 0.85 s of the host's time
+    assert not [line for line in lines if line.get("alert") == "board_silent"]
+    lines, _ = tr.tick(10 + SILENT_HOST_MIN_MS * rate)
+    assert [line["detail"]["silent_ms"] for line in lines if line.get("alert") == "board_silent"] == [
+        SILENT_HOST_MIN_MS * rate]
 
 
 #: A board dump's header as the DGT board sends it (its size, 67, in two 7-bit bytes).

@@ -28,6 +28,10 @@ HOST_BOOT = f"host-{os.getpid()}-{int(time.time())}"
 #: A board silent this long (ms of board time: host ms times the rate) while polled is reported
 #: (``board_silent``, with its last position).
 SILENT_MS = 6000
+#: ... and at least this long in host ms: under a simulation ``rate`` of 8, 6 s of board time are 0.75 s of the
+#: host's, which a loaded machine spends between two runs of the timer (or of the simulated board). No real
+#: board's link is judged silent on a second of the host's time.
+SILENT_HOST_MIN_MS = 2000
 #: How often an idle board is polled (ms of board time).
 POLL_MS = 2000
 #: Longest board id said in a hello.
@@ -106,7 +110,7 @@ class Translator(ABC):
         if self.last_rx is not None and now - max(self.last_rx, self.last_poll) >= POLL_MS:
             self.last_poll = now
             out = self.poll()
-        if self.last_rx is not None and now - self.last_rx >= SILENT_MS and not self.silent:
+        if self.last_rx is not None and now - self.last_rx >= self.silent_after() and not self.silent:
             self.silent = True
             lines.append(alert_line("board_silent", max(now, self.adapter.last_t),
                                     message=f"the board on {self.port} stopped answering",
@@ -114,6 +118,10 @@ class Translator(ABC):
                                     silent_ms=int(now - self.last_rx)))
             log.warning("%s on %s stopped answering", self.board or self.name, self.port)
         return lines, out
+
+    def silent_after(self) -> float:
+        """Return how long (ms of board time) a board may say nothing before it is reported silent."""
+        return max(SILENT_MS, SILENT_HOST_MIN_MS * self.rate)
 
     # -- shared parts ----------------------------------------------------------------------------------------
     def heard(self, now: int) -> list[dict[str, Any]]:
