@@ -5,7 +5,8 @@ next packet of its connection: when the node leading that stream dies, every bri
 election of another (4-10 s measured). A QoS 0 publish that is not retained is plain NATS: no stream, no leader.
 
 So the events go out at QoS 0 on a connection that carries nothing else, to one node (the *primary*), while a
-second connection to another node stands by, connected. When the primary's connection ends (its node died, or
+second connection to another node stands by, connected (each path a :class:`~touchmove.mqtt.link.MqttLink` kept
+away from the other's node). When the primary's connection ends (its node died, or
 stopped answering), the standby becomes the primary at once (no CONNECT to wait for: a CONNECT reads the
 sessions' stream, which may be electing too) and the events of the last :data:`RESEND_S` seconds are sent
 again on it: those the dead node took but had not passed on. Consumers drop what they already have by ``seq``
@@ -27,15 +28,16 @@ from typing import Any
 
 import aiomqtt
 
-from touchmove.mqtt.brokers import Endpoint
+from touchmove.mqtt.brokers import Endpoint, Endpoints
 from touchmove.mqtt.connection import REPLY_TIMEOUT_S
+from touchmove.mqtt.link import Backoff, ClientSettings, MqttLink
 
 log = logging.getLogger(__name__)
 
 #: Events written this long before the primary's connection ended are sent again on the next one: longer than a
 #: dead peer takes to be noticed (TCP user timeout 2 s, keepalive probes 1 s + 2 x 1 s).
 RESEND_S = 6.0
-#: Pause before connecting a path again after its connection failed (doubled up to RETRY_MAX_S).
+#: Pause before connecting a path again after every node failed it (doubled up to RETRY_MAX_S).
 RETRY_FIRST_S = 0.25
 RETRY_MAX_S = 5.0
 
@@ -54,11 +56,9 @@ class Event:
 class EventPaths:
     """Publish events at QoS 0 on a primary connection, with a connected standby to another node."""
 
-    def __init__(self, nodes: tuple[Endpoint, ...], client_for: Callable[[Endpoint, str], aiomqtt.Client],
-                 client_id: str, on_sent: Callable[[Any], None]) -> None:
+    def __init__(self, nodes: tuple[Endpoint, ...], settings: ClientSettings, client_id: str,
+                 on_sent: Callable[[Any], None]) -> None:
         self.nodes = nodes
-        self._client_for = client_for
-        self._client_id = client_id
         self._on_sent = on_sent
         self._queue: deque[Event] = deque()
         #: (when written, the event) for the last RESEND_S seconds, oldest first
@@ -69,6 +69,8 @@ class EventPaths:
         #: how many times the primary changed, and how many events were sent again after that
         self.switches = 0
         self.resent = 0
+        #: the paths' connections (two where there are two nodes or more), each a :class:`MqttLink`
+        self.links = [self._path_link(slot, settings, client_id) for slot in range(min(2, len(nodes)))]
 
     def __len__(self) -> int:
         return len(self._queue)
@@ -85,44 +87,36 @@ class EventPaths:
     async def run(self) -> None:
         """Keep the paths connected and send the events until cancelled."""
         async with asyncio.TaskGroup() as group:
-            for slot in range(min(2, len(self.nodes))):
-                group.create_task(self._keep(slot))
+            for link in self.links:
+                group.create_task(link.run())
             group.create_task(self._send())
 
-    def _next_node(self, start: int) -> int:
-        """The index of the first node from ``start`` on that no path uses (``start`` itself when all are)."""
-        used = {node for node, _ in self._paths}
-        for k in range(len(self.nodes)):
-            i = (start + k) % len(self.nodes)
-            if self.nodes[i] not in used:
-                return i
-        return start % len(self.nodes)
+    def _path_link(self, slot: int, settings: ClientSettings, client_id: str) -> MqttLink:
+        """Return path ``slot``'s connection: from node ``slot`` on, kept away from the node the other path is on."""
 
-    async def _keep(self, slot: int) -> None:
-        """Keep one path connected (to a node no other path uses) for as long as the task runs."""
-        start, attempt, delay = slot, 0, RETRY_FIRST_S
-        while True:
-            index = self._next_node(start)
-            node = self.nodes[index]
-            attempt += 1
-            try:
-                async with self._client_for(node, f"{self._client_id}-events-{slot}-{attempt}") as client:
-                    entry = (node, client)
-                    self._paths.append(entry)
-                    delay = RETRY_FIRST_S
-                    log.info("events' path %d connected to %s%s", slot, node.host,
-                             f":{node.port}" + (" (primary)" if self._paths[0] is entry else " (standby)"))
-                    self._wake.set()
-                    try:
-                        async for _ in client.messages:     # nothing is subscribed: this ends when it breaks
-                            pass
-                    finally:
-                        self._drop(entry)
-            except aiomqtt.MqttError as exc:
-                log.warning("events' path to %s:%s: %s", node.host, node.port, exc)
-            start = index + 1
-            await asyncio.sleep(delay)
-            delay = min(RETRY_MAX_S, delay * 2)
+        def the_other_node() -> Endpoint | None:     # asked while this path is not connected
+            return next((node for node, _ in self._paths), None)
+
+        async def serve(client: aiomqtt.Client, node: Endpoint) -> None:
+            await self._serve(slot, client, node)
+
+        return MqttLink(Endpoints(self.nodes, start=slot), settings, serve, client_id=f"{client_id}-events-{slot}",
+                        log=log, label=f"events' path {slot} to", avoid=the_other_node,
+                        backoff=Backoff(RETRY_FIRST_S, RETRY_MAX_S))
+
+    async def _serve(self, slot: int, client: aiomqtt.Client, node: Endpoint) -> None:
+        """Use a connected path (the primary when no other is) until its connection ends (raised)."""
+        entry = (node, client)
+        self._paths.append(entry)
+        log.info("events' path %d connected to %s%s", slot, node.url,
+                 " (primary)" if self._paths[0] is entry else " (standby)")
+        self._wake.set()
+        try:
+            async for _ in client.messages:     # nothing is subscribed: this ends (raised) when the connection does
+                pass
+        finally:
+            self._drop(entry)
+        raise aiomqtt.MqttError("the connection ended")
 
     def _drop(self, entry: tuple[Endpoint, aiomqtt.Client]) -> None:
         """A path's connection ended: when it was the primary, the standby takes over and gets the recent events."""

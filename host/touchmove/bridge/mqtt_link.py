@@ -155,9 +155,7 @@ class BridgeLink:
         #: ``events_qos = 0``: the events' own QoS 0 connections (a primary and a standby), else None
         self.event_paths: EventPaths | None = None
         if config.events_qos == 0:
-            self.event_paths = EventPaths(
-                config.endpoints, lambda node, ident: self.link.new_client(node, ident, will=False),
-                self.client_id, self._on_acked)
+            self.event_paths = EventPaths(config.endpoints, self.link.settings, self.client_id, self._on_acked)
 
     # -- the events' connection, as the rest of the bridge sees it -----------------------------------------
     @property
