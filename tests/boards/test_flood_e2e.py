@@ -31,6 +31,11 @@ FLOOD_S = 20
 #: Messages a second per flooding board.
 RATE = 100
 MAX_LOG_GROWTH = 2_000_000
+#: The game beside the floods runs at twice the board's speed, not 4: a DGT board's changes are stamped with the
+#: host's time when they are read, times the rate, so a bridge loop busy with the floods for 80 ms between two
+#: scans was 320 ms of board time at rate 4, longer than the 300 ms settle: a piece slid over d3 looked put down
+#: there (1 of 6 fresh-clone CI runs: d3 Bd7 d4 Bg4 recovered for d4 Bg4). At rate 1 that takes a 300 ms stall.
+PLAYER_RATE = 2
 
 
 def test_floods_declare_nothing_at_the_arbiters_strength_and_spare_the_board_beside(tmp_path: Path) -> None:
@@ -43,13 +48,13 @@ def test_floods_declare_nothing_at_the_arbiters_strength_and_spare_the_board_bes
         f'  {{ port = "{tmp_path}/dgt*", protocol = "dgt", rate = 1 }},\n'
         f'  {{ port = "{tmp_path}/cl*", protocol = "chesslink", rate = 1 }},\n'
         f'  {{ port = "{tmp_path}/cn*", protocol = "chessnut", rate = 1 }},\n'
-        f'  {{ port = "{tmp_path}/play*", protocol = "dgt", rate = 4 }},\n]\n\n'
+        f'  {{ port = "{tmp_path}/play*", protocol = "dgt", rate = {PLAYER_RATE} }},\n]\n\n'
         f'[journal]\npath = "{journal}"\n')
     events = piece_timeline(chess.Board(), OPERA, random.Random(7))
     path = timeline.write(tmp_path / "opera.jsonl", events)
     # The game starts once the bridge talks to the board (under load, binding it took 2 s, 8 s of the game at
     # rate 4: the first dump showed 1.e4 played, and a game not seen from its start is not published).
-    player = PtyBoard(emulator_argv("dgt", path, 4, chess.Board(), ("--wait-host",)), str(tmp_path / "play0"))
+    player = PtyBoard(emulator_argv("dgt", path, PLAYER_RATE, chess.Board(), ("--wait-host",)), str(tmp_path / "play0"))
     floods = [PtyBoard([sys.executable, "-m", "touchmove.sim.flood", kind, "--rate", str(RATE), "--seconds",
                         str(FLOOD_S), "--serial", board_id.removeprefix("dgt-"), "--seed", str(i)],
                        str(tmp_path / port)) for i, (kind, port, _, board_id) in enumerate(FLOODS)]
