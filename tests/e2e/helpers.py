@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import getpass
 import json
 import os
@@ -287,3 +288,41 @@ class EventPacer:
             self.sent[self.seq] = time.monotonic()
             assert self.link.offer_event(self.topic, json.dumps({"seq": self.seq}).encode(), self.seq)
             await asyncio.sleep(self.every_s)
+
+
+@dataclass
+class CuttingProxy:
+    """Forwards to a broker; can hold the broker's answers back (``hold``) and cut every connection."""
+
+    broker_port: int
+    hold: bool = False
+    held: int = 0
+    clients: list[asyncio.StreamWriter] = field(default_factory=list)
+    server: asyncio.Server | None = None
+
+    async def start(self) -> int:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return int(self.server.sockets[0].getsockname()[1])
+
+    async def _serve(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        broker_r, broker_w = await asyncio.open_connection("127.0.0.1", self.broker_port)
+        self.clients.append(client_w)
+        await asyncio.gather(self._pipe(client_r, broker_w, answers=False),
+                             self._pipe(broker_r, client_w, answers=True))
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, answers: bool) -> None:
+        with contextlib.suppress(OSError, asyncio.CancelledError):
+            while data := await reader.read(65536):
+                if answers and self.hold:
+                    self.held += len(data)
+                    continue
+                writer.write(data)
+                await writer.drain()
+        writer.close()
+
+    def cut(self) -> None:
+        """Reset every connection to the clients and take no more (a node that died)."""
+        assert self.server is not None
+        self.server.close()
+        for writer in self.clients:
+            writer.transport.abort()

@@ -3,19 +3,24 @@
 aiomqtt ends a client's pending publishes only when their own timeout runs out: a disconnection fails its
 ``disconnected`` future, not them. The bridge confirms events in order, so one event in flight when a broker
 node died held the whole queue for :data:`~touchmove.mqtt.connection.REPLY_TIMEOUT_S` (a fresh-clone CI run on
-a NATS cluster: events flowed again 10.01 s after a follower was killed; the bound is 2 s). Here a real Mosquitto
-sits behind a proxy that can hold the broker's answers back and cut every connection through it.
+a NATS cluster: events flowed again 10.01 s after a follower was killed; the bound is 2 s); an arbiter's command
+sent by the broadcaster as its connection dropped was refused only after those 10 s. Here a real Mosquitto sits
+behind a proxy that can hold the broker's answers back and cut every connection through it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-from dataclasses import dataclass, field
 
-from tests.e2e.helpers import Broker
+import pytest
+
+from tests.e2e.helpers import Broker, CuttingProxy
 from touchmove.bridge.mqtt_link import BridgeLink
+from touchmove.broadcast.bridge_topics import BridgeMessage
+from touchmove.broadcast.broadcaster import ActionError
+from touchmove.broadcast.consumer import BridgeFeeds
+from touchmove.broadcast.tournament import BrokerConfig
 from touchmove.config import MqttConfig
 from touchmove.mqtt.brokers import Endpoint
 from touchmove.mqtt.connection import REPLY_TIMEOUT_S
@@ -23,44 +28,6 @@ from touchmove.mqtt.connection import REPLY_TIMEOUT_S
 BASE = "hall-drop"
 #: the bound on noticing a dropped connection and having the event acknowledged by the next node
 BOUND_S = 2.0
-
-
-@dataclass
-class CuttingProxy:
-    """Forwards to a broker; can hold the broker's answers back (``hold``) and cut every connection."""
-
-    broker_port: int
-    hold: bool = False
-    held: int = 0
-    clients: list[asyncio.StreamWriter] = field(default_factory=list)
-    server: asyncio.Server | None = None
-
-    async def start(self) -> int:
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        return int(self.server.sockets[0].getsockname()[1])
-
-    async def _serve(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
-        broker_r, broker_w = await asyncio.open_connection("127.0.0.1", self.broker_port)
-        self.clients.append(client_w)
-        await asyncio.gather(self._pipe(client_r, broker_w, answers=False),
-                             self._pipe(broker_r, client_w, answers=True))
-
-    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, answers: bool) -> None:
-        with contextlib.suppress(OSError, asyncio.CancelledError):
-            while data := await reader.read(65536):
-                if answers and self.hold:
-                    self.held += len(data)
-                    continue
-                writer.write(data)
-                await writer.drain()
-        writer.close()
-
-    def cut(self) -> None:
-        """Reset every connection to the clients and take no more (a node that died)."""
-        assert self.server is not None
-        self.server.close()
-        for writer in self.clients:
-            writer.transport.abort()
 
 
 async def _nothing(topic: str, raw: bytes, retained: bool) -> None:
@@ -106,3 +73,38 @@ def test_a_publish_in_flight_does_not_hold_a_dropped_connection(broker: Broker) 
     assert port == broker.port
     assert took < BOUND_S, f"the event was acknowledged {took:.2f} s after its connection dropped"
     assert acked == [1, 2]
+
+
+class Hub:
+    def handle(self, msg: BridgeMessage, broker: int = 0) -> None:
+        return None
+
+
+def test_an_arbiters_command_on_a_dropped_connection_is_refused_at_once(broker: Broker) -> None:
+    async def main() -> tuple[float, str]:
+        proxy = CuttingProxy(broker.port)
+        port = await proxy.start()
+        feeds = BridgeFeeds(Hub(), [BrokerConfig(port=port, bases=(BASE,))])    # type: ignore[arg-type]
+        task = asyncio.create_task(feeds.run())
+        try:
+            await feeds.wait_ready(20)
+            proxy.hold = True            # the command's PUBACK never reaches the broadcaster
+            command = asyncio.create_task(feeds.publish(0, f"{BASE}/boards/b1/set", b'{"command":"new_game"}'))
+            async with asyncio.timeout(5):
+                while not proxy.held:
+                    await asyncio.sleep(0.01)
+            await asyncio.sleep(0.2)
+            assert not command.done()
+            proxy.cut()
+            cut = time.monotonic()
+            with pytest.raises(ActionError) as refused:
+                async with asyncio.timeout(REPLY_TIMEOUT_S + 5):
+                    await command
+            return time.monotonic() - cut, str(refused.value)
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    took, said = asyncio.run(main())
+    assert took < BOUND_S, f"the command was refused {took:.2f} s after its connection dropped ({said})"
+    assert "dropped" in said and "try again" in said, said

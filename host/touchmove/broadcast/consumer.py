@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 
 BACKOFF_START = 0.5
 BACKOFF_MAX = 10.0
+#: How often a command waiting for the broker's confirmation checks that its connection is still there (s).
+DROP_CHECK_S = 0.1
 
 
 def client_settings(cfg: BrokerConfig) -> ClientSettings:
@@ -111,13 +113,26 @@ class BridgeFeeds:
                 await event.wait()
 
     async def publish(self, broker: int, topic: str, payload: bytes) -> None:
-        client = self.links[broker].client if broker < len(self.links) else None
-        if client is None:
+        """Publish an arbiter's command (QoS 1) on broker ``broker``'s connection; return once the broker has it.
+        Raise :class:`ActionError` when it cannot be sent, when the broker does not confirm it within
+        ``REPLY_TIMEOUT_S``, or at once when the connection drops meanwhile (aiomqtt would leave the publish waiting
+        for its whole timeout)."""
+        link = self.links[broker] if broker < len(self.links) else None
+        client = link.client if link is not None else None
+        if link is None or client is None:
             raise ActionError("the broker is not connected: try again shortly")
+        sending = asyncio.ensure_future(client.publish(topic, payload, qos=1, retain=False, timeout=REPLY_TIMEOUT_S))
         try:
-            await client.publish(topic, payload, qos=1, retain=False, timeout=REPLY_TIMEOUT_S)
+            while not (await asyncio.wait([sending], timeout=DROP_CHECK_S))[0]:
+                if link.client is not client:
+                    sending.cancel()
+                    raise ActionError("the connection to the broker dropped before the broker confirmed the command: "
+                                      "see whether it took effect, else try again")
+            sending.result()
         except aiomqtt.MqttError as exc:
             raise ActionError(f"publish failed: {exc}") from exc
+        finally:
+            sending.cancel()
 
     async def run(self) -> None:
         """Serve every broker until cancelled."""
