@@ -53,13 +53,13 @@ def run(boards: int, moves: int, opening: int, seed: int) -> list[float]:
         for _ in range(opening):
             for board_id in games:
                 move(board_id)
-        hub.round_pgn()
+        hub.outputs.round_pgn()
         ids = list(games)
         times = []
         for _ in range(moves):
             start = time.perf_counter()
             move(rng.choice(ids))
-            hub.round_pgn()
+            hub.outputs.round_pgn()
             times.append(time.perf_counter() - start)
         return times
 

@@ -78,9 +78,9 @@ def main() -> None:
         start = time.perf_counter()
         hub = Broadcaster(tournament, output_dir=out).open()
         took = time.perf_counter() - start
-        kept = sum(len(g.events) for games in hub.console.events.boards.values() for g in games.values())
+        kept = sum(len(g.events) for games in hub.storage.console.events.boards.values() for g in games.values())
         print(f"{len(lines)} events ({path.stat().st_size / 1e6:.1f} MB) of {args.boards} boards read back in "
-              f"{took:.2f} s: {kept} kept for timelines, {len(hub.alerts)} alerts")
+              f"{took:.2f} s: {kept} kept for timelines, {len(hub.storage.alerts)} alerts")
         fig.add("boards", args.boards)
         fig.add("events", len(lines))
         fig.add("file", round(path.stat().st_size / 1e6, 1), "MB")

@@ -72,7 +72,7 @@ async def _broadcast(tmp_path: Path, rig: BoardRig, want: list[str]) -> str:
     async with BroadcastService(parse_tournament(data), port=0, svg_workers=0) as svc:
         hub = svc.hub
         deadline = time.monotonic() + 20
-        while hub.bridges.get("touchmove") != "online":
+        while hub.ingest.bridges.get("touchmove") != "online":
             assert time.monotonic() < deadline, "the bridge did not come online"
             await asyncio.sleep(0.05)
         rig.board.start()
@@ -82,12 +82,12 @@ async def _broadcast(tmp_path: Path, rig: BoardRig, want: list[str]) -> str:
             await asyncio.sleep(0.2)
         await asyncio.sleep(1.5)     # a claim would come RESULT_STEADY_MS after the misreading: none comes
         deadline = time.monotonic() + 10
-        while hub.by_number[1].game.ply != len(want):
-            assert time.monotonic() < deadline, f"the broadcaster kept {hub.by_number[1].game.ply} plies " \
-                                                f"({hub.by_number[1].game.results})"
+        while hub.storage.by_number[1].game.ply != len(want):
+            assert time.monotonic() < deadline, f"the broadcaster kept {hub.storage.by_number[1].game.ply} plies " \
+                                                f"({hub.storage.by_number[1].game.results})"
             await asyncio.sleep(0.2)
-        while hub.written_version != hub.version:
+        while hub.outputs.written_version != hub.storage.version:
             await asyncio.sleep(0.05)
-        assert hub.by_number[1].game.results.effective() == "*"
-        assert not hub.by_number[1].game.frozen_by_declaration
-        return hub.pgn_path.read_text()
+        assert hub.storage.by_number[1].game.results.effective() == "*"
+        assert not hub.storage.by_number[1].game.frozen_by_declaration
+        return hub.outputs.pgn_path.read_text()

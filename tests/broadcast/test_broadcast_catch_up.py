@@ -18,19 +18,19 @@ def test_retained_pgn_extending_the_game_is_taken(tmp_path: Path) -> None:
     hub = Broadcaster(make_tournament(1), output_dir=tmp_path).open()
     for e in moves_events(["e2e4", "e7e5", "g1f3", "b8c6"]):
         hub.handle(BridgeMessage("touchmove", "b01", "events", e))
-    view = hub.by_number[1]
+    view = hub.storage.by_number[1]
     hub.handle(BridgeMessage("touchmove", "b01", "pgn", PGN_8, retained=False))   # live: no parse, no change
     assert view.game.ply == 4
     hub.handle(BridgeMessage("touchmove", "b01", "pgn", PGN_8, retained=True))    # on subscribing again
     assert [m.san for m in view.game.moves][-4:] == ["Bb5", "a6", "Ba4", "Nf6"]
-    assert "4. Ba4 Nf6" in hub.round_pgn()
+    assert "4. Ba4 Nf6" in hub.outputs.round_pgn()
 
 
 def test_retained_pgn_behind_or_elsewhere_changes_nothing(tmp_path: Path) -> None:
     hub = Broadcaster(make_tournament(1), output_dir=tmp_path).open()
     for e in moves_events(["e2e4", "e7e5", "g1f3", "b8c6"]):
         hub.handle(BridgeMessage("touchmove", "b01", "events", e))
-    view = hub.by_number[1]
+    view = hub.storage.by_number[1]
     hub.handle(BridgeMessage("touchmove", "b01", "pgn", PGN_3, retained=True))    # older than the events
     assert view.game.ply == 4
     hub.handle(BridgeMessage("touchmove", "b01", "pgn", '[Result "*"]\n\n1. d4 d5 2. c4 e6 3. Nc3 *\n',
@@ -47,7 +47,7 @@ def test_a_resync_one_ply_short_catches_up_from_the_next_pgn(tmp_path: Path) -> 
     events = moves_events(ucis)
     for e in events[:5]:                                                           # plies 1-4
         hub.handle(BridgeMessage("touchmove", "b01", "events", e))
-    view = hub.by_number[1]
+    view = hub.storage.by_number[1]
     five = '[Result "*"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bb5 *\n'
     six = '[Result "*"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 *\n'
     hub.handle(BridgeMessage("touchmove", "b01", "pgn", five))                      # ply 5's event is lost
@@ -60,4 +60,4 @@ def test_a_resync_one_ply_short_catches_up_from_the_next_pgn(tmp_path: Path) -> 
     hub.handle(BridgeMessage("touchmove", "b01", "pgn", '[Result "*"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 4. Ba4 *\n'))
     assert view.game.ply == 6                                                       # live PGNs alone: not parsed
     hub.handle(BridgeMessage("touchmove", "b01", "state", {"game": 1, "ply": 7, "in_sync": True}))
-    assert view.game.ply == 7 and "4. Ba4" in hub.round_pgn()
+    assert view.game.ply == 7 and "4. Ba4" in hub.outputs.round_pgn()

@@ -246,7 +246,7 @@ async def _console(broker: LocalBroker, tmp_path: Path, executable: str) -> None
             await page.locator("#queue li", has_text="Board 7 · illegal_move").locator("button.ack").click()
             await expect(page.locator("#auth-state")).to_have_text("token refused")
             await expect(page.locator("#messages li").first).to_contain_text("unknown or revoked")
-            assert not next(a for a in svc.hub.alerts if a.board == 7).acked
+            assert not next(a for a in svc.hub.storage.alerts if a.board == 7).acked
             # the revoked deputy's console no longer shows the log; the viewer never got an entry
             await expect(page.locator("#audit-count")).to_have_text("(arbiters only)")
             assert await page.locator("#audit li").count() == 0
@@ -270,7 +270,7 @@ async def _console(broker: LocalBroker, tmp_path: Path, executable: str) -> None
             await chief.click("#round-form button")
             await expect(page).to_have_title(re.compile(r"Test Open · round 4 · arbiter$"))
             await expect(page.locator("#round-info")).to_contain_text("round 4")
-            assert svc.hub.round.number == 4
+            assert svc.hub.storage.round.number == 4
             await expect(chief.locator("#audit li").first).to_contain_text("Anna Chief: round")
             assert await page.locator("#audit li").count() == 0 and await viewer.locator("#audit li").count() == 0
             assert [e for e in errors if "status of 401" not in e] == []  # the refused tokens only

@@ -69,15 +69,15 @@ def test_a_wall_clock_step_changes_nothing_public(tmp_path: Path) -> None:
     b1.start()
     play(hub, clock, [b1], 4, 60.0)       # 4 plies, one a minute
     clock.advance(DELAY - 4 * 60 + 90)     # the first 2 plies are 15 minutes old: public
-    assert plies(hub.public_pgn()) == [2, 0]
-    before = hub.public_pgn()
+    assert plies(hub.outputs.public_pgn()) == [2, 0]
+    before = hub.outputs.public_pgn()
     clock.step_wall(16 * 60)               # NTP steps the hall PC 16 minutes forward
-    assert hub.public_pgn() == before      # the live moves are not shown
+    assert hub.outputs.public_pgn() == before      # the live moves are not shown
     clock.step_wall(-3600 - 16 * 60)       # then an hour back
-    assert hub.public_pgn() == before      # nothing public is taken back
-    assert hub.write_now().read_text() == before
+    assert hub.outputs.public_pgn() == before      # nothing public is taken back
+    assert hub.outputs.write_now().read_text() == before
     clock.advance(2 * 60)                  # time passing still brings the rest when due
-    assert plies(hub.public_pgn()) == [4, 0]
+    assert plies(hub.outputs.public_pgn()) == [4, 0]
 
 
 def test_a_restart_without_saving_serves_what_was_public_never_less_never_more(tmp_path: Path) -> None:
@@ -88,20 +88,20 @@ def test_a_restart_without_saving_serves_what_was_public_never_less_never_more(t
     boards = [Board(hub, "b01"), Board(hub, "b02")]
     for b in boards:
         b.start()
-    hub.save_state()                        # the state as saved at the game start (no move in it)
+    hub.storage.save_state()                        # the state as saved at the game start (no move in it)
     play(hub, clock, boards, 20, 60.0)      # 20 plies a board, one a minute
-    public = hub.public_pgn()
+    public = hub.outputs.public_pgn()
     assert plies(public) == [6, 6]
-    due = hub.delay_line.next_due(clock.monotonic())
+    due = hub.storage.delay_line.next_due(clock.monotonic())
     assert due is not None
     clock.advance(5.0)                      # the broadcaster is killed and restarted 5 s later
     restarted = Broadcaster(t, output_dir=tmp_path, clock=clock).open()
-    assert restarted.public_pgn() == public  # exactly what was public: never less, never more
-    assert restarted.delay_line.next_due(clock.monotonic()) == due  # the rest at its own time, not later
+    assert restarted.outputs.public_pgn() == public  # exactly what was public: never less, never more
+    assert restarted.storage.delay_line.next_due(clock.monotonic()) == due  # the rest at its own time, not later
     clock.advance(due - clock.monotonic())
-    assert plies(restarted.public_pgn()) == [7, 7]
+    assert plies(restarted.outputs.public_pgn()) == [7, 7]
     clock.advance(DELAY)
-    assert plies(restarted.public_pgn()) == [20, 20]  # every ply the journal kept, before any resync
+    assert plies(restarted.outputs.public_pgn()) == [20, 20]  # every ply the journal kept, before any resync
 
 
 def test_the_delay_line_survives_a_reboot_through_the_wall_clock(tmp_path: Path) -> None:
@@ -114,16 +114,16 @@ def test_the_delay_line_survives_a_reboot_through_the_wall_clock(tmp_path: Path)
     b1.start()
     play(hub, clock, [b1], 10, 60.0)
     clock.advance(DELAY - 10 * 60 + 4 * 60 + 30)  # plies 1-5 (played at minutes 0 to 4) are public
-    public = hub.public_pgn()
+    public = hub.outputs.public_pgn()
     assert plies(public) == [5]
     after_boot = ManualClock(wall=clock.wall() + 120, monotonic=12.0, boot="another boot")
     rebooted = Broadcaster(t, output_dir=tmp_path, clock=after_boot).open()
-    assert plies(rebooted.public_pgn()) == [7]  # two minutes later, two more plies are due
+    assert plies(rebooted.outputs.public_pgn()) == [7]  # two minutes later, two more plies are due
     after_boot.advance(3 * 60)
-    assert plies(rebooted.public_pgn()) == [10]
+    assert plies(rebooted.outputs.public_pgn()) == [10]
     # an hour's step back of the wall clock during the reboot takes nothing public back
     again = ManualClock(wall=after_boot.wall() - 3600, monotonic=5.0, boot="a third boot")
-    assert plies(Broadcaster(t, output_dir=tmp_path, clock=again).open().public_pgn()) == [10]
+    assert plies(Broadcaster(t, output_dir=tmp_path, clock=again).open().outputs.public_pgn()) == [10]
 
 
 def test_the_journal_is_rewritten_small_and_a_torn_line_is_ignored(tmp_path: Path) -> None:
@@ -143,7 +143,7 @@ def test_the_journal_is_rewritten_small_and_a_torn_line_is_ignored(tmp_path: Pat
         fh.write('{"t": 1, "b": 1, "g": [{"n"')  # a power cut in the middle of a line
     clock.advance(DELAY)
     restarted = Broadcaster(t, output_dir=tmp_path, clock=clock).open()
-    assert plies(restarted.public_pgn()) == [20]
+    assert plies(restarted.outputs.public_pgn()) == [20]
     # the file starts again with what the delay still needs: the public view only
     assert [json.loads(line).get("t") is not None for line in path.read_text().splitlines()] == \
         [False, True, False]  # the clocks, the change shown, when it was shown
@@ -206,16 +206,16 @@ def test_a_journal_left_by_a_delay_turned_off_is_not_taken_later(tmp_path: Path)
     b1 = Board(hub, "b01")
     b1.start()
     play(hub, clock, [b1], 2, 60.0)
-    hub.save_state()
+    hub.storage.save_state()
     live = parse_tournament(tournament_data(1, out=tmp_path))  # the delay taken out of the file
     hub = Broadcaster(live, output_dir=tmp_path, clock=clock).open()
     b1.hub = hub
     play(hub, clock, [b1], 4, 60.0)
-    hub.save_state()
+    hub.storage.save_state()
     assert not delay_path(tmp_path, 3).exists()
     again = Broadcaster(delayed(tmp_path, boards=1), output_dir=tmp_path, clock=clock).open()  # and put back
     clock.advance(DELAY)
-    assert plies(again.public_pgn()) == [6]  # not the 2 plies of the old journal
+    assert plies(again.outputs.public_pgn()) == [6]  # not the 2 plies of the old journal
 
 
 def two_delayed_rounds(tmp_path: Path) -> Tournament:
@@ -241,15 +241,15 @@ async def _left_early(tmp_path: Path) -> None:
     b1.start()
     play(hub, clock, [b1], 6, 60.0)          # plies at minutes 0 to 5
     clock.advance(DELAY - 6 * 60 + 60 + 30)  # plies 1 and 2 are public
-    assert plies(hub.public_pgn(3)) == [2]
+    assert plies(hub.outputs.public_pgn(3)) == [2]
     hub.switch_round(4)
-    writer = asyncio.create_task(hub.run_writer())
+    writer = asyncio.create_task(hub.outputs.run_writer())
     await asyncio.sleep(0.05)
-    assert plies(hub.public_pgn(3)) == [2] and plies(hub.all_rounds_pgn())[0] == 2
+    assert plies(hub.outputs.public_pgn(3)) == [2] and plies(hub.outputs.all_rounds_pgn())[0] == 2
     assert plies((tmp_path / "round-3.pgn").read_text()) == [2]
     assert [len(g.moves) for g in hub.storage.past_games(3)[1]] == [6]  # the arbiter's: not delayed
     restarted = Broadcaster(t, output_dir=tmp_path, clock=clock).open()
-    assert restarted.round.number == 4 and plies(restarted.public_pgn(3)) == [2]
+    assert restarted.storage.round.number == 4 and plies(restarted.outputs.public_pgn(3)) == [2]
     clock.advance(2 * 60)                    # two more plies fall due: the writer writes round 3's file again
     hub.storage.dirty.set()
     for _ in range(100):
@@ -258,7 +258,7 @@ async def _left_early(tmp_path: Path) -> None:
         await asyncio.sleep(0.01)
     assert plies((tmp_path / "round-3.pgn").read_text()) == [4]
     clock.advance(DELAY)
-    assert plies(restarted.public_pgn(3)) == [6] and plies(hub.public_pgn(3)) == [6]
+    assert plies(restarted.outputs.public_pgn(3)) == [6] and plies(hub.outputs.public_pgn(3)) == [6]
     hub.storage.dirty.set()
     for _ in range(100):
         if plies((tmp_path / "round-3.pgn").read_text()) == [6]:
@@ -280,8 +280,8 @@ def test_the_journal_of_a_round_all_public_is_kept_small(tmp_path: Path) -> None
     hub.switch_round(4)
     clock.advance(DELAY)
     restarted = Broadcaster(t, output_dir=tmp_path, clock=clock).open()
-    assert plies(restarted.public_pgn(3)) == [12]
+    assert plies(restarted.outputs.public_pgn(3)) == [12]
     changes = [line for line in delay_path(tmp_path, 3).read_text().splitlines() if '"t"' in line]
     assert len(changes) == 1  # the board's last change only (it had 13)
     restarted.switch_round(3)  # and back: what was public is public
-    assert plies(restarted.public_pgn(3)) == [12]
+    assert plies(restarted.outputs.public_pgn(3)) == [12]

@@ -31,19 +31,19 @@ async def _opera(hall: Hall) -> None:
     hall.start_bridge("j")
     async with BroadcastService(hall.tournament(2), port=0, svg_workers=0) as svc:
         deadline = time.monotonic() + 20
-        while svc.hub.bridges.get("touchmove") != "online":
+        while svc.hub.ingest.bridges.get("touchmove") != "online":
             assert time.monotonic() < deadline, "the bridge did not come online"
             await asyncio.sleep(0.05)
         board.start()
         deadline = time.monotonic() + 60
-        while svc.hub.by_number[1].game.results.board != "1-0":
+        while svc.hub.storage.by_number[1].game.results.board != "1-0":
             assert time.monotonic() < deadline, hall.log_tail("j")
             await asyncio.sleep(0.1)
-        while svc.hub.written_version != svc.hub.version:
+        while svc.hub.outputs.written_version != svc.hub.storage.version:
             await asyncio.sleep(0.05)
         async with aiohttp.ClientSession() as http, http.get(svc.pgn_url) as resp:
             served = await resp.text()
-    assert served == svc.hub.pgn_path.read_text()
+    assert served == svc.hub.outputs.pgn_path.read_text()
     game = chess.pgn.read_game(io.StringIO(served))
     assert game is not None and not game.errors
     assert list(game.mainline_moves()) == moves
@@ -111,35 +111,35 @@ async def _set_up_again(hall: Hall) -> None:
     log_tail = lambda: hall.log_tail("j")  # noqa: E731
     async with BroadcastService(t, port=0, svg_workers=0) as svc:
         hub = svc.hub
-        await until(lambda: hub.bridges.get("touchmove") == "online", 20, "the bridge online", log_tail)
+        await until(lambda: hub.ingest.bridges.get("touchmove") == "online", 20, "the bridge online", log_tail)
         for board in hall.boards:
             board.start()
         held = lambda: all(v.games.held is not None and v.games.held.ply == 2  # noqa: E731
-                           for v in hub.by_number.values())
+                           for v in hub.storage.by_number.values())
         await until(held, 90, "every board's next game, held", log_tail)
         # the resigned game: the arbiter enters its result after the board was set up again
         async with aiohttp.ClientSession() as http:
             async with http.post(f"{svc.url}/api/boards/3/result", json={"result": "0-1"},
                                  headers={"Authorization": "Bearer s3cret"}) as resp:
                 assert resp.status == 200
-            await until(lambda: hub.written_version == hub.version, 5, "the PGN written", log_tail)
+            await until(lambda: hub.outputs.written_version == hub.storage.version, 5, "the PGN written", log_tail)
             async with http.get(svc.pgn_url) as resp:
                 before = await resp.text()
     games = read_games(before)
     assert [g.headers["Result"] for g in games] == ["1-0", "1/2-1/2", "0-1"]
     assert [[m.uci() for m in g.mainline_moves()] for g in games] == [SCHOLAR, KINGS_GAME, RESIGNED]
-    sources = [v.game.results.source() for v in hub.by_number.values()]
+    sources = [v.game.results.source() for v in hub.storage.by_number.values()]
     assert sources == ["board", "kings", "arbiter"]
     # a restart: the bridge still runs (its retained topics now show the new games)
     async with BroadcastService(t, port=0, svg_workers=0) as svc2:
         hub2 = svc2.hub
         await until(lambda: all(v.games.held is not None and v.games.held.ply == 2
-                                and not v.games.held.needs_resync for v in hub2.by_number.values()),
+                                and not v.games.held.needs_resync for v in hub2.storage.by_number.values()),
                     20, "the held games back from the retained PGNs", log_tail)
         async with aiohttp.ClientSession() as http, http.get(svc2.pgn_url) as resp:
             after = await resp.text()
         assert after == before
         # the arbiter allows the next game on board 1: it becomes round 3.1.2, game 1 stays
-        hub2.permit_game(1, "next")
-        text = hub2.round_pgn()
+        hub2.actions.permit_game(1, "next")
+        text = hub2.outputs.round_pgn()
         assert text.startswith(before.split("\n\n[Event")[0]) and '[Round "3.1.2"]' in text

@@ -168,7 +168,7 @@ async def _private(tmp_path: Path) -> None:
     data["broadcast"]["delay_minutes"] = 15
     clock = ManualClock(wall=1_000_000.0)
     hub = Broadcaster(parse_tournament(data), clock=clock).open()
-    assert hub.console_private
+    assert hub.outputs.console_private
     for seq, event in enumerate([{"type": "game_start", "game": 1},
                                  {"type": "move", "game": 1, "ply": 1, "uci": "f2f3", "san": "f3"},
                                  {"type": "move", "game": 1, "ply": 2, "uci": "e7e5", "san": "e5"},
@@ -178,7 +178,7 @@ async def _private(tmp_path: Path) -> None:
                                  {"type": "game_start", "game": 2}], 1):
         hub.handle(BridgeMessage("touchmove", "b01", "events",
                                  {**event, "board": "b01", "seq": seq, "session": "s1", "t": seq * 1000}))
-    assert hub.by_number[1].games.held is not None  # game 2 started after the mate: held
+    assert hub.storage.by_number[1].games.held is not None  # game 2 started after the mate: held
     auth = {"Authorization": "Bearer s3cret"}
     async with TestClient(TestServer(make_app(hub, "s3cret"))) as client:
         async with client.get("/status.json") as resp:
@@ -211,9 +211,9 @@ async def _private(tmp_path: Path) -> None:
 def test_private_console_can_be_set_either_way(tmp_path: Path) -> None:
     data = tournament_data(1, out=tmp_path)
     data["broadcast"]["private_console"] = True
-    assert Broadcaster(parse_tournament(data)).open().console_private
+    assert Broadcaster(parse_tournament(data)).open().outputs.console_private
     data["broadcast"].update(private_console=False, delay_minutes=15)
-    assert not Broadcaster(parse_tournament(data)).open().console_private
+    assert not Broadcaster(parse_tournament(data)).open().outputs.console_private
     data["broadcast"]["private_console"] = "yes"
     with pytest.raises(TournamentError, match="private_console must be true or false"):
         parse_tournament(data)

@@ -162,16 +162,16 @@ async def run_round(number: int, toml: Path, sim: SimRound, broker: LocalBroker,
         hub = svc.hub
         for board, n in sim.boards:
             played[n] = await play(board, n, rng)
-        await wait_for(lambda: all(hub.by_number[n].game.ply == len(played[n][0]) for n in played),
+        await wait_for(lambda: all(hub.storage.by_number[n].game.ply == len(played[n][0]) for n in played),
                        timeout=20, what=f"round {number}'s moves")
         for n, (_, _, entered) in played.items():
             if entered is not None:
                 async with http.post(f"{svc.url}/api/boards/{n}/result", json={"result": entered},
                                      headers=TOKEN) as resp:
                     assert resp.status == 200, await resp.text()
-        await wait_for(lambda: all(hub.by_number[n].game.results.effective() == played[n][1] for n in played),
+        await wait_for(lambda: all(hub.storage.by_number[n].game.results.effective() == played[n][1] for n in played),
                        timeout=20, what=f"round {number}'s results")
-        await wait_for(lambda: hub.written_version == hub.version, what="written")
+        await wait_for(lambda: hub.outputs.written_version == hub.storage.version, what="written")
         for i in range(1, BOARDS + 1):  # the live JSON (served while the round is the current one)
             async with http.get(f"{svc.url}/live/round-{number}/game-{i}.json") as resp:
                 doc = json.loads(await resp.text())
@@ -179,7 +179,7 @@ async def run_round(number: int, toml: Path, sim: SimRound, broker: LocalBroker,
             assert sans(doc) == played[i][0]
         async with http.get(f"{svc.url}/live/round-{number}/index.json") as resp:
             assert index_problems(json.loads(await resp.text())) == []
-        hub.save_state()
+        hub.storage.save_state()
     return played
 
 

@@ -51,9 +51,9 @@ def test_a_later_event_waits_for_the_one_before_it(tmp_path: Path, monkeypatch: 
         for n in (0, 1, 2, 4, 5, 3, 4, 1):     # seq 1-3, then 5 and 6 before 4, then repeats
             hub.handle(BridgeMessage("touchmove", "b01", "events", events[n]))
             if n == 5:
-                assert hub.by_number[1].game.ply == 2      # plies 3 and 4 wait for ply 3's event
+                assert hub.storage.by_number[1].game.ply == 2      # plies 3 and 4 wait for ply 3's event
         assert seen == [1, 2, 3, 4, 5, 6]
-        assert [m.uci for m in hub.by_number[1].game.moves] == UCIS[:5]
+        assert [m.uci for m in hub.storage.by_number[1].game.moves] == UCIS[:5]
         assert hub.ingest.held_events == 2 and hub.ingest.gaps_given_up == 0
     asyncio.run(play())
 
@@ -66,7 +66,7 @@ def test_a_gap_that_never_fills_is_given_up_after_the_wait(tmp_path: Path, monke
         events = sequenced(UCIS)
         for n in (0, 1, 2, 4):                 # seq 4 (ply 3) never comes
             hub.handle(BridgeMessage("touchmove", "b01", "events", events[n]))
-        view = hub.by_number[1]
+        view = hub.storage.by_number[1]
         assert view.game.ply == 2 and view.waiting
         await asyncio.sleep(0.5)
         assert not view.waiting and hub.ingest.gaps_given_up == 1
@@ -80,7 +80,7 @@ def test_qos1_without_standby_applies_at_once(tmp_path: Path) -> None:
     events = sequenced(UCIS)
     for n in (0, 1, 2, 4):
         hub.handle(BridgeMessage("touchmove", "b01", "events", events[n]))
-    assert hub.by_number[1].sessions_seq["s1"] == 5 and not hub.by_number[1].waiting
+    assert hub.storage.by_number[1].sessions_seq["s1"] == 5 and not hub.storage.by_number[1].waiting
 
 
 def test_events_standby_needs_two_nodes() -> None:
@@ -105,7 +105,7 @@ def test_a_state_ahead_of_its_event_waits_for_the_event(tmp_path: Path, monkeypa
         events = sequenced(UCIS)
         for e in events[:3]:                                            # plies 1-2
             hub.handle(BridgeMessage("touchmove", "b01", "events", e))
-        view = hub.by_number[1]
+        view = hub.storage.by_number[1]
         hub.handle(BridgeMessage("touchmove", "b01", "state", {"game": 1, "ply": 3, "in_sync": True}))
         hub.handle(BridgeMessage("touchmove", "b01", "pgn", '[Result "*"]\n\n1. e4 e5 2. Nf3 *\n'))
         assert view.game.ply == 2 and read == []                      # not at once
@@ -132,7 +132,7 @@ def test_a_broadcaster_behind_waits_for_its_queue_before_giving_up(tmp_path: Pat
         events = sequenced(UCIS)
         for n in (0, 1, 2, 4):
             hub.handle(BridgeMessage("touchmove", "b01", "events", events[n]))
-        view = hub.by_number[1]
+        view = hub.storage.by_number[1]
         await asyncio.sleep(0.6)
         assert view.waiting and hub.ingest.gaps_given_up == 0       # still queued: still waiting
         hub.handle(BridgeMessage("touchmove", "b01", "events", events[3]))

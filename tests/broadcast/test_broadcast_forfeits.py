@@ -40,7 +40,7 @@ async def _forfeits(broker: LocalBroker, tmp_path: Path) -> None:
         async with BroadcastService(t, port=0, svg_workers=0) as svc, aiohttp.ClientSession() as http:
             for uci in ["e2e4", "e7e5"]:
                 await board.move(uci, remaining_ms=170_000)
-            await wait_for(lambda: svc.hub.by_number[1].game.ply == 2, what="board 1's moves")
+            await wait_for(lambda: svc.hub.storage.by_number[1].game.ply == 2, what="board 1's moves")
             answers = []
             for n, result in ((1, "1/2-1/2"), (2, "1-0f"), (3, "0-1f"), (4, "0-0f")):
                 async with http.post(f"{svc.url}/api/boards/{n}/result", json={"result": result},
@@ -69,7 +69,7 @@ async def _forfeits(broker: LocalBroker, tmp_path: Path) -> None:
     assert state["boards"]["2"]["entries"][0]["results"]["arbiter_reason"] == "forfeit"
     # a restart keeps them; the arbiter then says board 3 was played after all (0-1): a played result
     async with BroadcastService(t, port=0, svg_workers=0) as svc2, aiohttp.ClientSession() as http:
-        assert svc2.hub.by_number[2].to_json()["forfeit"] is True
+        assert svc2.hub.storage.by_number[2].to_json()["forfeit"] is True
         async with http.get(f"{svc2.url}/results.trf") as resp:
             assert _codes(await resp.text()) == codes
         async with http.post(f"{svc2.url}/api/boards/3/result", json={"result": "0-1"}, headers=TOKEN) as resp:

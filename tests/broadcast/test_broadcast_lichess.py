@@ -203,11 +203,11 @@ def test_a_round_is_split_over_lichess_rounds(broker: LocalBroker, tmp_path: Pat
                 assert all(c["agent"].startswith("touchmove/") for c in lichess.calls)
                 # a further game allowed later must not take a lichess round over its limit silently
                 with pytest.raises(ActionError, match="lichess round first123 would get 4 games"):
-                    svc.hub.permit_game(2, "next")
-                assert svc.hub.by_number[2].games.allow is None
-                svc.hub.permit_game(5, "next")  # second45: 3 games, within the limit
+                    svc.hub.actions.permit_game(2, "next")
+                assert svc.hub.storage.by_number[2].games.allow is None
+                svc.hub.actions.permit_game(5, "next")  # second45: 3 games, within the limit
                 with pytest.raises(ActionError, match="second45 would get 4 games"):
-                    svc.hub.permit_game(4, "next")
+                    svc.hub.actions.permit_game(4, "next")
                 async with aiohttp.ClientSession() as http, http.get(f"{svc.url}/status.json") as resp:
                     push = (await resp.json())["push"]
                 assert [(p["round_id"], p["boards"]) for p in push["targets"]] == \

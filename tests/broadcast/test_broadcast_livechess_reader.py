@@ -45,9 +45,9 @@ async def _live_json(broker: LocalBroker, tmp_path: Path) -> None:
                 await mated.move(uci, remaining_ms=180_000 - 2_000 * i)
             await mated.end("0-1", "checkmate")
             hub = svc.hub
-            await wait_for(lambda: hub.by_number[1].game.ply == len(LIVE)
-                           and hub.by_number[2].game.results.effective() == "0-1", what="the games")
-            await wait_for(lambda: hub.written_version == hub.version, what="written")
+            await wait_for(lambda: hub.storage.by_number[1].game.ply == len(LIVE)
+                           and hub.storage.by_number[2].game.results.effective() == "0-1", what="the games")
+            await wait_for(lambda: hub.outputs.written_version == hub.storage.version, what="written")
 
             async def get(path: str) -> Any:
                 async with http.get(f"{svc.url}/live/{path}") as resp:

@@ -65,14 +65,14 @@ async def _delayed_end(broker: LocalBroker, tmp_path: Path) -> None:
     data["broadcast"]["delay_minutes"] = 0.02  # 1.2 s
     pushed: list[str] = []
     async with served(parse_tournament(data), broker) as (hub, client):
-        hub.on_pgn(pushed.append)  # what the lichess push is handed
+        hub.outputs.on_pgn(pushed.append)  # what the lichess push is handed
         board = SimBridge(client).board("b01")
         await board.start()
         for uci in SCHOLAR:
             await board.move(uci, remaining_ms=170_000)
         await board.end("1-0", "checkmate", "5.1.1")
-        await wait_for(lambda: hub.by_number[1].game.results.board == "1-0", what="the mate, live")
-        path = hub.pgn_path
+        await wait_for(lambda: hub.storage.by_number[1].game.results.board == "1-0", what="the mate, live")
+        path = hub.outputs.pgn_path
 
         def mate_written() -> bool:
             games = read_games(path.read_text()) if path.exists() else []
@@ -94,21 +94,21 @@ async def _fresh_bridge(broker: LocalBroker, tmp_path: Path) -> None:
         for uci in SCHOLAR:
             await old.move(uci)
         await old.end("1-0", "checkmate", "5.1.1")
-        await wait_for(lambda: hub.by_number[1].game.results.board == "1-0", what="the mate")
+        await wait_for(lambda: hub.storage.by_number[1].game.results.board == "1-0", what="the mate")
         # the board moves to another hall PC: a bridge with a fresh journal (new session, seq and game from 1)
         fresh = SimBridge(client).board("b01")
         await fresh.start()
         await fresh.move("d2d4")
         await fresh.move("d7d5")
-        games = hub.by_number[1].games
+        games = hub.storage.by_number[1].games
         await wait_for(lambda: games.held is not None and games.held.ply == 2, what="the new game, held")
-        await wait_for(lambda: hub.written_version == hub.version, what="the write")
-        written = read_games(hub.pgn_path.read_text())
+        await wait_for(lambda: hub.outputs.written_version == hub.storage.version, what="the write")
+        written = read_games(hub.outputs.pgn_path.read_text())
         assert written[0].headers["Result"] == "1-0" and ucis(written[0]) == SCHOLAR
         assert [m.uci for m in games.held.moves] == ["d2d4", "d7d5"]
         # the arbiter allows it as a further game: both are in the round, the mate untouched
-        hub.permit_game(1, "next")
-        both = read_games(hub.round_pgn())
+        hub.actions.permit_game(1, "next")
+        both = read_games(hub.outputs.round_pgn())
         assert [ucis(g) for g in both] == [SCHOLAR, ["d2d4", "d7d5"]]
         assert [g.headers["Result"] for g in both] == ["1-0", "*"]
         await old.bridge.clear_retained()
@@ -129,22 +129,23 @@ async def _declared(broker: LocalBroker, tmp_path: Path) -> None:
         board.result = "0-1"
         await board.event({"type": "game_end", "game": 1, "result": "0-1", "reason": "resignation",
                            "article": "5.1.2", "by": "arbiter"})
-        await wait_for(lambda: hub.by_number[1].game.results.effective() == "0-1", what="the resignation")
+        await wait_for(lambda: hub.storage.by_number[1].game.results.effective() == "0-1", what="the resignation")
         # the pieces are put back: a legal-looking move, so the engine withdraws the end and plays it
         board.result = "*"
         await board.event({"type": "game_resumed", "game": 1, "ply": 5})
         await board.move("g1f3")
-        await wait_for(lambda: any(a.code == "play_after_result" for a in hub.alerts), what="the attention alert")
-        game = hub.by_number[1].game
+        await wait_for(lambda: any(a.code == "play_after_result" for a in hub.storage.alerts),
+                       what="the attention alert")
+        game = hub.storage.by_number[1].game
         assert game.results.effective() == "0-1"
         assert [m.uci for m in game.moves] == RESIGNED  # no bogus ply
-        await wait_for(lambda: hub.written_version == hub.version, what="the write")
-        written = read_games(hub.pgn_path.read_text())
+        await wait_for(lambda: hub.outputs.written_version == hub.storage.version, what="the write")
+        written = read_games(hub.outputs.pgn_path.read_text())
         assert written[0].headers["Result"] == "0-1" and ucis(written[0]) == RESIGNED
-        alert = next(a for a in hub.alerts if a.code == "play_after_result")
+        alert = next(a for a in hub.storage.alerts if a.code == "play_after_result")
         assert alert.board == 1 and alert.detail["result"] == "0-1"
         # the arbiter clears it (play really went on): the moves the bridge shows are taken
-        hub.record_result(1, "*")
+        hub.actions.record_result(1, "*")
         await board.move("b8c6")
         await wait_for(lambda: game.ply == 6, what="play going on after the arbiter cleared the result")
         assert game.results.effective() == "*"
@@ -183,23 +184,23 @@ async def _real_bridge_resignation(hall: Hall) -> None:
                 published.append(json.loads(bytes(message.payload)))
 
         collector = asyncio.create_task(collect())
-        await wait_for(lambda: hub.bridges.get("touchmove") == "online", 20, "the bridge online")
+        await wait_for(lambda: hub.ingest.bridges.get("touchmove") == "online", 20, "the bridge online")
         board.start()
-        game = lambda: hub.by_number[1].game  # noqa: E731
+        game = lambda: hub.storage.by_number[1].game  # noqa: E731
         await wait_for(lambda: game().ply == 4, 30, "the 4 plies")
         await client.publish("touchmove/boards/fake1/set", json.dumps(
             {"command": "result", "result": "0-1", "reason": "resignation"}).encode(), qos=1)
         await wait_for(lambda: game().results.effective() == "0-1", 5, "the declared resignation")
         await wait_for(lambda: any(e.get("type") == "game_resumed" for e in published), 30,
                        "the engine's game_resumed (the knight put back)")
-        await wait_for(lambda: any(a.code == "play_after_result" for a in hub.alerts), 5, "the alert")
+        await wait_for(lambda: any(a.code == "play_after_result" for a in hub.storage.alerts), 5, "the alert")
         deadline = time.monotonic() + 3
         while time.monotonic() < deadline:  # the rest of the pieces put back
             await asyncio.sleep(0.1)
-        await wait_for(lambda: hub.written_version == hub.version, 5, "the write")
+        await wait_for(lambda: hub.outputs.written_version == hub.storage.version, 5, "the write")
         collector.cancel()
         await asyncio.gather(collector, return_exceptions=True)
-        written = read_games(hub.pgn_path.read_text())
+        written = read_games(hub.outputs.pgn_path.read_text())
     moves_published = [e for e in published if e.get("type") == "move"]
     assert len(moves_published) > 4  # the engine published the knight going back as a move
     assert written[0].headers["Result"] == "0-1" and ucis(written[0]) == RESIGNED  # exported: 4 plies
@@ -232,17 +233,17 @@ async def _real_fresh_bridge(hall: Hall) -> None:
     async with BroadcastService(hall.tournament(1), port=0, svg_workers=0) as svc:
         hub = svc.hub
         first = hall.start_bridge("a")
-        await wait_for(lambda: hub.bridges.get("touchmove") == "online", 20, "bridge A online")
+        await wait_for(lambda: hub.ingest.bridges.get("touchmove") == "online", 20, "bridge A online")
         board.start()
-        await wait_for(lambda: hub.by_number[1].game.results.board == "1-0", 40, "the mate under bridge A")
+        await wait_for(lambda: hub.storage.by_number[1].game.results.board == "1-0", 40, "the mate under bridge A")
         first.terminate()
         first.wait(10)
         hall.start_bridge("b")
-        games = hub.by_number[1].games
+        games = hub.storage.by_number[1].games
         await wait_for(lambda: games.held is not None and games.held.ply == 2, 60,
                        "the new game under bridge B, held")
-        await wait_for(lambda: hub.written_version == hub.version, 5, "the write")
-        written = read_games(hub.pgn_path.read_text())
+        await wait_for(lambda: hub.outputs.written_version == hub.storage.version, 5, "the write")
+        written = read_games(hub.outputs.pgn_path.read_text())
     assert len(written) == 1 and written[0].headers["Result"] == "1-0" and ucis(written[0]) == SCHOLAR
     assert games.held is not None and [m.uci for m in games.held.moves] == ["d2d4", "d7d5"]
     assert games.held.number == 1  # bridge B numbers its games from 1 again
@@ -263,11 +264,11 @@ async def _real_delayed(hall: Hall) -> None:
     pushed: list[str] = []
     async with BroadcastService(hall.tournament(2, delay_minutes=0.02), port=0, svg_workers=0) as svc:
         hub = svc.hub
-        hub.on_pgn(pushed.append)
-        await wait_for(lambda: hub.bridges.get("touchmove") == "online", 20, "the bridge online")
+        hub.outputs.on_pgn(pushed.append)
+        await wait_for(lambda: hub.ingest.bridges.get("touchmove") == "online", 20, "the bridge online")
         board.start()
-        await wait_for(lambda: hub.by_number[1].game.results.board == "1-0", 60, "the mate, live")
-        path = hub.pgn_path
+        await wait_for(lambda: hub.storage.by_number[1].game.results.board == "1-0", 60, "the mate, live")
+        path = hub.outputs.pgn_path
 
         def mate_written() -> bool:
             games = read_games(path.read_text())

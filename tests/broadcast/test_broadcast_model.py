@@ -151,30 +151,30 @@ def test_kings_in_the_centre_are_a_claim_seen_steadily_and_withdrawn(tmp_path: P
     hub = Broadcaster(make_tournament(1, out=tmp_path), output_dir=tmp_path, clock=clock).open()
     for e in moves_events(["e2e4", "e7e5", "g1f3", "b8c6"]):
         hub.handle(BridgeMessage("touchmove", "b01", "events", {**e, "board": "b01"}))
-    board = hub.by_number[1].game.board()
+    board = hub.storage.by_number[1].game.board()
     occ = (int(board.occupied) & ~chess.BB_E1 & ~chess.BB_E8) | chess.BB_D4 | chess.BB_D5
     back = int(board.occupied)
     hub.handle(BridgeMessage("touchmove", "b01", "state", {"in_sync": False, "occupancy": f"{occ:016x}"}))
     clock.advance(0.25)                  # one scan later the board shows the game again: a misreading, nothing
     hub.handle(BridgeMessage("touchmove", "b01", "state", {"in_sync": True, "occupancy": f"{back:016x}"}))
     clock.advance(KINGS_STEADY_S)
-    hub.confirm_kings()
-    assert hub.by_number[1].game.results.effective() == "*"
+    hub.ingest.confirm_all_kings()
+    assert hub.storage.by_number[1].game.results.effective() == "*"
     hub.handle(BridgeMessage("touchmove", "b01", "state", {"in_sync": False, "occupancy": f"{occ:016x}"}))
     clock.advance(KINGS_STEADY_S / 2)
     hub.handle(BridgeMessage("touchmove", "b01", "state", {"in_sync": False, "occupancy": f"{occ:016x}"}))
-    assert hub.by_number[1].game.results.effective() == "*"
+    assert hub.storage.by_number[1].game.results.effective() == "*"
     clock.advance(KINGS_STEADY_S / 2 + 0.01)
-    hub.confirm_kings()
-    assert hub.by_number[1].game.results.effective() == "1/2-1/2"
+    hub.ingest.confirm_all_kings()
+    assert hub.storage.by_number[1].game.results.effective() == "1/2-1/2"
     hub.handle(BridgeMessage("touchmove", "b01", "state", {"in_sync": True, "occupancy": f"{back:016x}"}))
-    assert hub.by_number[1].game.results.effective() == "*"
+    assert hub.storage.by_number[1].game.results.effective() == "*"
     # shown, then at once the board cleared (not the game's position again): the players moved on, it stands
     hub.handle(BridgeMessage("touchmove", "b01", "state", {"in_sync": False, "occupancy": f"{occ:016x}"}))
     clock.advance(0.3)
     cleared = occ & ~chess.BB_RANK_1 & ~chess.BB_RANK_2
     hub.handle(BridgeMessage("touchmove", "b01", "state", {"in_sync": False, "occupancy": f"{cleared:016x}"}))
-    assert hub.by_number[1].game.results.effective() == "1/2-1/2"
+    assert hub.storage.by_number[1].game.results.effective() == "1/2-1/2"
 
 
 def test_live_game_new_game_and_late_events() -> None:
@@ -293,50 +293,50 @@ async def _broadcaster_events_results_and_actions(tmp_path: Path) -> None:
 
     clock = ManualClock(wall=time.time())
     hub = Broadcaster(t, output_dir=tmp_path, publish=publish, clock=clock).open()
-    queue = hub.listen()
+    queue = hub.streams.listen()
     for i, e in enumerate(moves_events(["e2e4", "e7e5"]), start=1):
         hub.handle(BridgeMessage("touchmove", "b01", "events", {**e, "seq": i, "session": "s1"}))
     again = {"type": "move", "game": 1, "ply": 2, "uci": "d7d5", "seq": 2, "session": "s1"}
     hub.handle(BridgeMessage("touchmove", "b01", "events", again))  # seq seen: dropped
-    assert hub.by_number[1].game.ply == 2 and hub.by_number[1].last_move() == "1... e5"
+    assert hub.storage.by_number[1].game.ply == 2 and hub.storage.by_number[1].last_move() == "1... e5"
     hub.handle(BridgeMessage("touchmove", "b01", "events", {"type": "alert", "game": 1, "ply": 3,
                                                           "code": "touch_move", "article": "4.3.1",
                                                           "detail": {"sq": "g1"}, "seq": 4, "session": "s1"}))
-    assert hub.alerts[0].code == "touch_move" and hub.alerts[0].board == 1
-    hub.acknowledge(hub.alerts[0].id)
-    assert hub.alerts[0].acked
-    hub.flush_notifications()
+    assert hub.storage.alerts[0].code == "touch_move" and hub.storage.alerts[0].board == 1
+    hub.actions.acknowledge(hub.storage.alerts[0].id)
+    assert hub.storage.alerts[0].acked
+    hub.streams.flush()
     kinds = []
     while not queue.empty():
         kinds.append(queue.get_nowait()[0])
     assert kinds.count("board") == 1 and "alert" in kinds and "ack" in kinds
     # kings in the centre (the board reports occupancy)
-    board = hub.by_number[1].game.board()
+    board = hub.storage.by_number[1].game.board()
     occ = (int(board.occupied) & ~chess.BB_E1 & ~chess.BB_E8) | chess.BB_D4 | chess.BB_D5
     hub.handle(BridgeMessage("touchmove", "b01", "state", {"in_sync": False, "occupancy": f"{occ:016x}"}))
-    assert hub.by_number[1].game.results.effective() == "*"      # not yet: one glimpse is no result
+    assert hub.storage.by_number[1].game.results.effective() == "*"      # not yet: one glimpse is no result
     clock.advance(KINGS_STEADY_S)
-    hub.confirm_kings()
-    assert hub.by_number[1].game.results.effective() == "1/2-1/2"
-    assert hub.by_number[1].game.results.source() == "kings"
+    hub.ingest.confirm_all_kings()
+    assert hub.storage.by_number[1].game.results.effective() == "1/2-1/2"
+    assert hub.storage.by_number[1].game.results.source() == "kings"
     # the arbiter overrides, and it is saved
-    hub.record_result(1, "1-0")
+    hub.actions.record_result(1, "1-0")
     saved = json.loads((tmp_path / "round-3-state.json").read_text())
     assert saved["boards"]["1"]["entries"][0]["results"]["arbiter"] == "1-0"
-    assert Broadcaster(t, output_dir=tmp_path).open().by_number[1].game.results.effective() == "1-0"
-    path = hub.write_now()
+    assert Broadcaster(t, output_dir=tmp_path).open().storage.by_number[1].game.results.effective() == "1-0"
+    path = hub.outputs.write_now()
     assert '[Result "1-0"]' in path.read_text() and "1. e4 e5 1-0" in path.read_text()
     # actions become bridge commands
-    await hub.promote(2, "N")
-    await hub.setup(2, chess.STARTING_FEN)
+    await hub.actions.promote(2, "N")
+    await hub.actions.setup(2, chess.STARTING_FEN)
     assert sent[0][1] == "touchmove/boards/b02/set" and b'"command":"promote","piece":"n"' in sent[0][2]
     assert b'"setup"' in sent[1][2]
     with pytest.raises(ActionError):
-        await hub.takeback(2, 1)  # no plies on board 2
+        await hub.actions.takeback(2, 1)  # no plies on board 2
     with pytest.raises(ActionError):
-        await hub.promote(9, "q")
+        await hub.actions.promote(9, "q")
     with pytest.raises(ActionError):
-        await hub.setup(1, "not a fen")
+        await hub.actions.setup(1, "not a fen")
 
 
 @settings(max_examples=40, deadline=None)
@@ -407,7 +407,7 @@ def test_missed_game_start_is_resynced_from_the_bridge_pgn(tmp_path: Path) -> No
     # game 2 started while we were away, and its first move was lost too
     hub.handle(BridgeMessage("touchmove", "b01", "events",
                              {"type": "move", "game": 2, "ply": 2, "uci": "d7d5", "san": "d5"}))
-    view = hub.by_number[1]
+    view = hub.storage.by_number[1]
     held = view.games.held
     # the round's game (moves, no result yet) is kept; the new game is followed, held for the arbiter
     assert [m.uci for m in view.game.moves] == ["e2e4", "e7e5"] and view.game.number == 1
@@ -418,10 +418,10 @@ def test_missed_game_start_is_resynced_from_the_bridge_pgn(tmp_path: Path) -> No
     hub.handle(BridgeMessage("touchmove", "b01", "events",
                              {"type": "move", "game": 2, "ply": 3, "uci": "c2c4", "san": "c4"}))
     assert [m.san for m in held.moves] == ["d4", "d5", "c4"]
-    assert "1. e4 e5 *" in hub.round_pgn() and "c4" not in hub.round_pgn()
+    assert "1. e4 e5 *" in hub.outputs.round_pgn() and "c4" not in hub.outputs.round_pgn()
     # the arbiter: the new game replaces the round's (a game restarted)
-    hub.permit_game(1, "replace")
-    assert view.game is held and view.games.held is None and "1. d4 d5 2. c4 *" in hub.round_pgn()
+    hub.actions.permit_game(1, "replace")
+    assert view.game is held and view.games.held is None and "1. d4 d5 2. c4 *" in hub.outputs.round_pgn()
 
 
 def test_alert_replayed_after_a_bridge_restart_is_not_repeated(tmp_path: Path) -> None:
@@ -430,7 +430,7 @@ def test_alert_replayed_after_a_bridge_restart_is_not_repeated(tmp_path: Path) -
     hub.handle(BridgeMessage("touchmove", "b01", "events", {**alert, "session": "s1"}))
     hub.handle(BridgeMessage("touchmove", "b01", "events", {**alert, "session": "s2"}))  # same journal seq
     hub.handle(BridgeMessage("touchmove", "b01", "events", {**alert, "seq": 9, "session": "s2"}))  # a new one
-    assert [a.id for a in hub.alerts] == [1, 2]
+    assert [a.id for a in hub.storage.alerts] == [1, 2]
 
 
 def test_bridge_offline_marks_its_boards_offline(tmp_path: Path) -> None:
@@ -438,5 +438,5 @@ def test_bridge_offline_marks_its_boards_offline(tmp_path: Path) -> None:
     hub.handle(BridgeMessage("hall-a", "b01", "availability", "online"))
     hub.handle(BridgeMessage("hall-b", "b02", "availability", "online"))
     hub.handle(BridgeMessage("hall-a", None, "bridge_state", {"state": "offline"}))
-    assert hub.bridges == {"hall-a": "offline"}
-    assert hub.by_number[1].online is False and hub.by_number[2].online is True
+    assert hub.ingest.bridges == {"hall-a": "offline"}
+    assert hub.storage.by_number[1].online is False and hub.storage.by_number[2].online is True

@@ -45,7 +45,7 @@ async def _live_round(broker: LocalBroker, tmp_path: Path) -> None:
     t = parse_tournament(tournament_data(3, port=broker.port, out=tmp_path))
     commands: list[dict[str, Any]] = []
     async with BroadcastService(t, port=0) as svc, aiomqtt.Client("127.0.0.1", broker.port) as client:
-        pgn_file = svc.hub.pgn_path
+        pgn_file = svc.hub.outputs.pgn_path
         await client.subscribe("touchmove/boards/+/set", qos=1)
 
         async def collect() -> None:
@@ -72,11 +72,11 @@ async def _live_round(broker: LocalBroker, tmp_path: Path) -> None:
             await b2.move(uci)
         await b2.amend("c1f4")  # the bridge replaces ply 3
         await b2.alert("touch_move", "4.3.1", {"square": "g1"})
-        await wait_for(lambda: len(svc.hub.alerts) == 1, what="the alert")
+        await wait_for(lambda: len(svc.hub.storage.alerts) == 1, what="the alert")
         await b1.kings_to_centre("1/2-1/2")  # d4 + d5: e4 and e5 are taken
-        first = svc.hub.by_number[1].game
+        first = svc.hub.storage.by_number[1].game
         await wait_for(lambda: first.results.effective() == "1/2-1/2", what="kings result")
-        await wait_for(lambda: svc.hub.written_version == svc.hub.version, what="the write")
+        await wait_for(lambda: svc.hub.outputs.written_version == svc.hub.storage.version, what="the write")
 
         async with aiohttp.ClientSession() as http:
             async with http.get(svc.pgn_url) as resp:
@@ -134,16 +134,16 @@ async def _mid_game(broker: LocalBroker, tmp_path: Path) -> None:
         # a broadcaster first started after its round began takes the games the bridges show (else they
         # are held: the round starts clean, see test_broadcast_round_identity.py)
         async with BroadcastService(t, port=0, take_retained=True) as svc:
-            await wait_for(lambda: svc.hub.by_number[1].game.ply == 3, what="the retained PGN")
+            await wait_for(lambda: svc.hub.storage.by_number[1].game.ply == 3, what="the retained PGN")
             await board.move("g8f6")
-            await wait_for(lambda: svc.hub.by_number[1].game.ply == 4, what="the next move")
+            await wait_for(lambda: svc.hub.storage.by_number[1].game.ply == 4, what="the next move")
             # a lost event: the next one shows a gap, the retained PGN fills it
             board.seq += 1
             board.position.push_uci("g2g3")
             board.clocks.append(None)
             await board.move("d7d5")
-            await wait_for(lambda: svc.hub.by_number[1].game.ply == 6, what="the resync")
-            assert [m.uci for m in svc.hub.by_number[1].game.moves][-2:] == ["g2g3", "d7d5"]
+            await wait_for(lambda: svc.hub.storage.by_number[1].game.ply == 6, what="the resync")
+            assert [m.uci for m in svc.hub.storage.by_number[1].game.moves][-2:] == ["g2g3", "d7d5"]
 
 
 def test_lichess_push_to_a_stand_in(broker: LocalBroker, tmp_path: Path, monkeypatch: Any) -> None:
@@ -216,9 +216,9 @@ async def _two_brokers(tmp_path: Path, one: LocalBroker, two: LocalBroker) -> No
             await b.start()
             await a.move("e2e4")
             await b.move("d2d4")
-            await wait_for(lambda: svc.hub.by_number[1].game.ply == 1 and svc.hub.by_number[2].game.ply == 1,
-                           what="both halls")
-            await svc.hub.promote(2, "r")
+            await wait_for(lambda: svc.hub.storage.by_number[1].game.ply == 1
+                           and svc.hub.storage.by_number[2].game.ply == 1, what="both halls")
+            await svc.hub.actions.promote(2, "r")
 
             async def first() -> None:
                 async for message in cb.messages:
@@ -235,7 +235,7 @@ async def _two_brokers(tmp_path: Path, one: LocalBroker, two: LocalBroker) -> No
         async with aiomqtt.Client("127.0.0.1", one.port) as ca:
             a.bridge.client = ca
             await a.move("e7e5")
-            await wait_for(lambda: svc.hub.by_number[1].game.ply == 2, 5, "the move after the restart")
+            await wait_for(lambda: svc.hub.storage.by_number[1].game.ply == 2, 5, "the move after the restart")
 
 
 def _assigning(boards: int, broker: LocalBroker, tmp_path: Path) -> Tournament:
@@ -281,7 +281,7 @@ async def _assign_again(broker: LocalBroker, tmp_path: Path) -> None:
     async with aiomqtt.Client("127.0.0.1", broker.port) as bridge:
         await bridge.publish("touchmove/boards/b01/availability", b"online", qos=1, retain=True)
         async with BroadcastService(t, port=0) as svc:
-            await wait_for(lambda: svc.hub.by_number[1].online is True, 10, "the board online")
+            await wait_for(lambda: svc.hub.storage.by_number[1].online is True, 10, "the board online")
             await bridge.subscribe("touchmove/boards/+/set", qos=1)     # late: the first assigns are lost
 
             async def answered_on_the_second() -> None:

@@ -56,7 +56,7 @@ async def _livechess(tmp_path: Path) -> None:
         again = await (await client.get("/live/tournament.json")).json()
         assert tournament["id"] == again["id"] and len(tournament["id"]) == 36
         other = parse_tournament({**tournament_data(1, out=tmp_path), "event": "Another Open"})
-        assert Broadcaster(other).open().tournament.event != hub.tournament.event
+        assert Broadcaster(other).open().storage.tournament.event != hub.storage.tournament.event
         mate = await (await client.get("/live/round-3/game-1.json")).json()
         first_ms = int((T0 + dt.timedelta(seconds=30)).timestamp() * 1000)
         assert mate["firstMove"] == first_ms and mate["result"] == "BLACKWIN"
@@ -70,7 +70,7 @@ async def _livechess(tmp_path: Path) -> None:
         assert fresh["firstMove"] is None and fresh["moves"] == []
         # a further game allowed on board 1: the games numbered before keep their numbers
         before = (await (await client.get("/live/round-3/index.json")).json())["pairings"]
-        hub.permit_game(1, "next")
+        hub.actions.permit_game(1, "next")
         _feed(hub, "b01", _game(["e2e4"], [178_000], number=2), session="s1b")
         after = (await (await client.get("/live/round-3/index.json")).json())["pairings"]
         assert after[:3] == before and len(after) == 4 and after[3]["board"] == 1
@@ -99,8 +99,8 @@ async def _illegal(broker: LocalBroker, tmp_path: Path, monkeypatch: pytest.Monk
             await one.move("e2e4")
             # a move the game cannot have (a bridge fault): never in a pushed PGN, the arbiter sees it first
             await one.event({"type": "move", "game": 1, "ply": 2, "uci": "e2e4", "san": "e4"})
-            await wait_for(lambda: any(a.code == "illegal_move" for a in svc.hub.alerts), what="the alert")
-            alert = next(a for a in svc.hub.alerts if a.code == "illegal_move")
+            await wait_for(lambda: any(a.code == "illegal_move" for a in svc.hub.storage.alerts), what="the alert")
+            alert = next(a for a in svc.hub.storage.alerts if a.code == "illegal_move")
             assert alert.board == 1 and alert.detail["uci"] == "e2e4" and alert.ply == 2
             for uci in ("d2d4", "d7d5", "c2c4"):  # play goes on elsewhere: the push follows it
                 await two.move(uci)

@@ -54,7 +54,7 @@ class Feed:
         """Play the next ply; return its number (what a stream's ``board`` update then says)."""
         self.ply += 1
         self.send({"type": "move", "ply": self.ply, "uci": SHUFFLE[(self.ply - 1) % 4]})
-        self.hub.flush_notifications()
+        self.hub.streams.flush()
         return self.ply
 
 
@@ -110,7 +110,7 @@ async def _revoked_stream(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv(ARBITERS_FILE_ENV, str(tokens))
     out = tmp_path / "out"
     hub = Broadcaster(tournament(out), output_dir=out, clock=ManualClock()).open()
-    assert hub.console_private
+    assert hub.outputs.console_private
     feed = Feed(hub)
     async with TestClient(TestServer(make_app(hub, None))) as client:
         bob = Stream(await client.get("/api/stream?svg=0", headers={"Authorization": "Bearer tok-bob"}))
@@ -150,7 +150,7 @@ def test_a_round_switched_to_a_delay_ends_open_anonymous_streams(tmp_path: Path)
 async def _switched(tmp_path: Path) -> None:
     hub = Broadcaster(tournament(tmp_path, delay=0, round4_delay=15), output_dir=tmp_path,
                       clock=ManualClock()).open()
-    assert not hub.console_private
+    assert not hub.outputs.console_private
     feed = Feed(hub)
     async with TestClient(TestServer(make_app(hub, "s3cret"))) as client:
         viewer = Stream(await client.get("/api/stream?svg=0"))

@@ -90,15 +90,15 @@ async def _round_identity(tmp_path: Path, hall: Hall) -> None:
         for service in (svc, svc_other):
             hub = service.hub
             await until(lambda h=hub: all(v.bridge_pgn and plies(v.bridge_pgn) in (4, 7)  # type: ignore[misc]
-                                          for v in h.by_number.values()),
+                                          for v in h.storage.by_number.values()),
                         10, "the bridge's retained PGNs", tail)
             await asyncio.sleep(0.3)  # what the retained messages start is taken in
-            await until(lambda h=hub: h.written_version == h.version, 5, "written", tail)  # type: ignore[misc]
-            await _nothing_public(service, round_number=hub.round.number)
+            await until(lambda h=hub: h.outputs.written_version == h.storage.version, 5, "written", tail)  # type: ignore[misc]
+            await _nothing_public(service, round_number=hub.storage.round.number)
             # held for the arbiter, who sees where they come from
-            state = hub.by_number[1].to_json()
+            state = hub.storage.by_number[1].to_json()
             assert state["held"]["before_round"] is True and state["held"]["result"] == "1-0"
-            assert hub.by_number[2].to_json()["held"]["ply"] == len(UNFINISHED)
+            assert hub.storage.by_number[2].to_json()["held"]["ply"] == len(UNFINISHED)
         # board 2's arbiter enters the round's result: nothing from before contradicts it
         async with aiohttp.ClientSession() as http, http.post(
                 f"{svc.url}/api/boards/2/result", json={"result": "0-1"},
@@ -106,13 +106,13 @@ async def _round_identity(tmp_path: Path, hall: Hall) -> None:
             assert resp.status == 200
         # board 1 set up again: its new game is the round's
         hub = svc.hub
-        await until(lambda: hub.by_number[1].game.ply == len(NEXT_GAME), 40, "the round's game", tail)
-        assert hub.by_number[1].games.held is None
-        await until(lambda: hub.written_version == hub.version, 5, "written", tail)
-        games = read_games(hub.pgn_path.read_text())
+        await until(lambda: hub.storage.by_number[1].game.ply == len(NEXT_GAME), 40, "the round's game", tail)
+        assert hub.storage.by_number[1].games.held is None
+        await until(lambda: hub.outputs.written_version == hub.storage.version, 5, "written", tail)
+        games = read_games(hub.outputs.pgn_path.read_text())
         assert [[m.uci() for m in g.mainline_moves()] for g in games] == [NEXT_GAME, []]
         assert [g.headers["Result"] for g in games] == ["*", "0-1"]
-        assert hub.public_pgn() == hub.pgn_path.read_text()
+        assert hub.outputs.public_pgn() == hub.outputs.pgn_path.read_text()
     csv_rows = (tmp_path / "round3" / "round-3-results.csv").read_text().splitlines()[1:]
     assert [row.split(",")[-3] for row in csv_rows] == ["*", "0-1"]
 
@@ -120,7 +120,7 @@ async def _round_identity(tmp_path: Path, hall: Hall) -> None:
 async def _nothing_public(svc: BroadcastService, round_number: int) -> None:
     """Every output of the round (files and HTTP) shows two games with no move and no result."""
     hub = svc.hub
-    out = hub.output_dir
+    out = hub.storage.output_dir
     async with aiohttp.ClientSession() as http:
         async def get(path: str) -> str:
             async with http.get(f"{svc.url}{path}") as resp:
@@ -131,7 +131,7 @@ async def _nothing_public(svc: BroadcastService, round_number: int) -> None:
         games = read_games(served)
         assert [list(g.mainline_moves()) for g in games] == [[], []], served
         assert [g.headers["Result"] for g in games] == ["*", "*"]
-        assert served == hub.pgn_path.read_text() == hub.public_pgn()
+        assert served == hub.outputs.pgn_path.read_text() == hub.outputs.public_pgn()
         csv = await get(f"/round/{round_number}/results.csv")
         assert [row.split(",")[-3] for row in csv.splitlines()[1:]] == ["*", "*"], csv
         for trf in (await get("/results.trf"), (out / "results.trf").read_text()):
@@ -144,6 +144,6 @@ async def _nothing_public(svc: BroadcastService, round_number: int) -> None:
             assert game["moves"] == [] and game["result"] is None, game
         index = json.loads(await get(f"/live/round-{round_number}/index.json"))
         assert [p["result"] for p in index["pairings"]] == ["*", "*"]
-    hub.save_state()
+    hub.storage.save_state()
     assert [row.split(",")[-3] for row in
             (out / f"round-{round_number}-results.csv").read_text().splitlines()[1:]] == ["*", "*"]

@@ -20,9 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.broadcast.broadcast_helpers import read_games, tournament_data
-from touchmove.broadcast.bridge_ingest import KINGS_STEADY_S
+from touchmove.broadcast.bridge_ingest import KINGS_STEADY_S, UNKNOWN_BOARDS_KEPT
 from touchmove.broadcast.bridge_topics import BridgeMessage
-from touchmove.broadcast.broadcaster import UNKNOWN_BOARDS_KEPT, ActionError, Broadcaster
+from touchmove.broadcast.broadcaster import ActionError, Broadcaster
 from touchmove.broadcast.server import make_app
 from touchmove.broadcast.tournament import TournamentError, parse_tournament
 from touchmove.clocks import ManualClock
@@ -87,15 +87,15 @@ def two_rounds(tmp_path: Path, **round4: Any) -> Any:
 
 
 def kings_to_centre(hub: Broadcaster, board_id: str, squares: tuple[int, int]) -> None:
-    view = hub.boards[board_id]
+    view = hub.storage.boards[board_id]
     pos = view.games.live().position()
     occ = int(pos.occupied) & ~chess.BB_SQUARES[pos.king(chess.WHITE)] & ~chess.BB_SQUARES[pos.king(chess.BLACK)]
     occ |= chess.BB_SQUARES[squares[0]] | chess.BB_SQUARES[squares[1]]
     hub.handle(BridgeMessage("touchmove", board_id, "state", {"in_sync": False, "occupancy": f"{occ:016x}"}))
-    clock = hub.clock
+    clock = hub.storage.clock
     assert isinstance(clock, Clock)
     clock.now += KINGS_STEADY_S      # the kings stand there: a result once they have stood that long
-    hub.confirm_kings()
+    hub.ingest.confirm_all_kings()
 
 
 def set_up_again(hub: Broadcaster, board_id: str, game: int, ucis: list[str]) -> None:
@@ -118,30 +118,30 @@ def test_a_finished_game_is_frozen_and_kept_across_a_restart(tmp_path: Path, sou
         expected = "1/2-1/2"
     else:
         feed(hub, "b01", events(SCHOLAR[:4]))
-        hub.record_result(1, "0-1")
+        hub.actions.record_result(1, "0-1")
         expected = "0-1"
     feed(hub, "b02", events(["d2d4", "d7d5"]))
-    assert hub.by_number[1].game.results.effective() == expected
-    before = hub.round_pgn()
+    assert hub.storage.by_number[1].game.results.effective() == expected
+    before = hub.outputs.round_pgn()
     # players clear the board and set it up again: the bridge starts game 2, and they play on
     set_up_again(hub, "b01", 2, ["g1f3", "g8f6"])
-    view = hub.by_number[1]
-    assert hub.round_pgn() == before and view.games.held is not None and view.games.held.ply == 2
+    view = hub.storage.by_number[1]
+    assert hub.outputs.round_pgn() == before and view.games.held is not None and view.games.held.ply == 2
     assert view.to_json()["held"]["game"] == 2
-    hub.save_if_due()  # what the writer does within write_interval
+    hub.storage.save_if_due()  # what the writer does within write_interval
     # a restart: the round PGN is byte for byte the same, and so is the push's
     again = Broadcaster(t, output_dir=tmp_path, clock=clock).open()
     for e in events(["d2d4", "d7d5"])[1:]:  # board 2's game comes back from the bridge (its events/PGN)
         again.handle(BridgeMessage("touchmove", "b02", "events", e))
-    assert again.round_pgn() == before
-    assert again.public_pgn(boards=range(1, 2)) == hub.public_pgn(boards=range(1, 2))
+    assert again.outputs.round_pgn() == before
+    assert again.outputs.public_pgn(boards=range(1, 2)) == hub.outputs.public_pgn(boards=range(1, 2))
     # the retained state and PGN of the bridge's current game (2) do not touch game 1
     again.handle(BridgeMessage("touchmove", "b01", "state", {"game": 2, "ply": 2, "in_sync": True}))
     again.handle(BridgeMessage("touchmove", "b01", "pgn", '[Result "*"]\n\n1. Nf3 Nf6 *\n'))
-    assert again.round_pgn() == before
+    assert again.outputs.round_pgn() == before
     # the arbiter allows the board's second game: it becomes its own entry, round 3.1.2
-    again.permit_game(1, "next")
-    text = again.round_pgn()
+    again.actions.permit_game(1, "next")
+    text = again.outputs.round_pgn()
     assert text.startswith(before.split("\n\n[Event")[0]) and '[Round "3.1.2"]' in text
     assert "1. Nf3 { [%clk 0:02:58] } 1... Nf6 { [%clk 0:02:56] } *" in flat(text)  # clocks kept
 
@@ -152,23 +152,23 @@ def test_a_restart_mid_round_takes_the_live_games_back_from_the_bridge(tmp_path:
     feed(hub, "b01", events(SCHOLAR))
     feed(hub, "b01", [{"type": "game_end", "game": 1, "result": "1-0", "reason": "checkmate", "t": 9}])
     feed(hub, "b02", events(["d2d4", "d7d5"]))
-    hub.save_state()
+    hub.storage.save_state()
     feed(hub, "b02", events(["d2d4", "d7d5", "c2c4"], first_ply=3, start=False))  # not saved yet
     again = Broadcaster(t, output_dir=tmp_path, clock=Clock()).open()
-    assert again.by_number[2].game.needs_resync  # until the bridge's retained PGN says where the game is
+    assert again.storage.by_number[2].game.needs_resync  # until the bridge's retained PGN says where the game is
     pgn = "1. e4 e5 2. Bc4 Nc6 3. Qh5 Nf6 4. Qxf7# 1-0\n"
     again.handle(BridgeMessage("touchmove", "b01", "state", {"game": 1, "ply": 7, "in_sync": True}))
     again.handle(BridgeMessage("touchmove", "b01", "pgn", pgn))
     again.handle(BridgeMessage("touchmove", "b02", "state", {"game": 1, "ply": 3, "in_sync": True}))
     again.handle(BridgeMessage("touchmove", "b02", "pgn", "1. d4 {[%clk 0:02:58]} d5 {[%clk 0:02:56]} "
                                                            "2. c4 {[%clk 0:02:54]} *\n"))
-    assert again.round_pgn() == hub.round_pgn()
-    assert again.by_number[1].game.results.board_reason == "checkmate"
+    assert again.outputs.round_pgn() == hub.outputs.round_pgn()
+    assert again.storage.by_number[1].game.results.board_reason == "checkmate"
 
 
 def test_the_state_of_another_event_is_not_taken(tmp_path: Path) -> None:
     hub = Broadcaster(tournament(tmp_path), output_dir=tmp_path, clock=Clock()).open()
-    hub.save_state()
+    hub.storage.save_state()
     data = tournament_data(2, out=tmp_path)
     data["event"] = "Another Open"
     with pytest.raises(ValueError, match="is the state of 'Test Open', not 'Another Open'"):
@@ -182,37 +182,38 @@ def test_a_game_with_moves_but_no_result_is_not_wiped(tmp_path: Path) -> None:
     hub = Broadcaster(tournament(tmp_path), output_dir=tmp_path, clock=Clock()).open()
     feed(hub, "b01", events(SCHOLAR[:6]))  # a draw agreed, or a resignation: the board cannot tell
     set_up_again(hub, "b01", 2, [])
-    assert hub.by_number[1].game.ply == 6 and hub.by_number[1].games.held is not None
+    assert hub.storage.by_number[1].game.ply == 6 and hub.storage.by_number[1].games.held is not None
     saved = tmp_path / "round-3-state.json"
-    hub.save_if_due()  # the new game held: on disk at once
+    hub.storage.save_if_due()  # the new game held: on disk at once
     assert json.loads(saved.read_text())["boards"]["1"]["held"]["number"] == 2
     mtime = saved.stat().st_mtime_ns
     feed(hub, "b01", events(["e2e4", "e7e5"], game=2, start=False))  # the held game's moves: the bridge has them
-    hub.save_if_due()
+    hub.storage.save_if_due()
     assert saved.stat().st_mtime_ns == mtime
-    hub.record_result(1, "1/2-1/2")  # the arbiter enters the handshake's result later
-    assert '[Result "1/2-1/2"]' in hub.round_pgn() and "Nf6 { [%clk 0:02:49] } 1/2-1/2" in flat(hub.round_pgn())
+    hub.actions.record_result(1, "1/2-1/2")  # the arbiter enters the handshake's result later
+    assert '[Result "1/2-1/2"]' in hub.outputs.round_pgn() \
+        and "Nf6 { [%clk 0:02:49] } 1/2-1/2" in flat(hub.outputs.round_pgn())
     # a game with no moves and no result is simply replaced (nothing to lose)
     feed(hub, "b02", events([]))
     feed(hub, "b02", events(["c2c4"], game=2))
-    assert hub.by_number[2].game.number == 2 and hub.by_number[2].games.held is None
+    assert hub.storage.by_number[2].game.number == 2 and hub.storage.by_number[2].games.held is None
 
 
 def test_allowed_before_it_starts_and_replace(tmp_path: Path) -> None:
     hub = Broadcaster(tournament(tmp_path), output_dir=tmp_path, clock=Clock()).open()
     feed(hub, "b01", events(SCHOLAR[:2]))
-    hub.record_result(1, "1-0")
-    hub.permit_game(1, "next")  # an armageddon will follow
+    hub.actions.record_result(1, "1-0")
+    hub.actions.permit_game(1, "next")  # an armageddon will follow
     feed(hub, "b01", events(["d2d4"], game=2))
-    view = hub.by_number[1]
+    view = hub.storage.by_number[1]
     assert len(view.games.entries) == 2 and view.games.held is None and view.game.ply == 1
     assert view.games.entries[0].results.effective() == "1-0"
-    hub.record_result(1, "0-1", 1)  # the first game's result corrected
+    hub.actions.record_result(1, "0-1", 1)  # the first game's result corrected
     assert view.games.entries[0].results.effective() == "0-1" and view.game.results.effective() == "*"
     with pytest.raises(ActionError):
-        hub.permit_game(1, "sometimes")
+        hub.actions.permit_game(1, "sometimes")
     with pytest.raises(ActionError):
-        hub.record_result(1, "1-0", 3)
+        hub.actions.record_result(1, "1-0", 3)
 
 
 def test_a_position_set_up_by_the_arbiter_is_the_rounds_game(tmp_path: Path) -> None:
@@ -222,29 +223,29 @@ def test_a_position_set_up_by_the_arbiter_is_the_rounds_game(tmp_path: Path) -> 
     hub = Broadcaster(tournament(tmp_path), output_dir=tmp_path, publish=publish, clock=Clock()).open()
     feed(hub, "b01", events(SCHOLAR[:3]))
     fen = "4k3/8/8/8/8/8/4P3/4K3 w - - 0 1"
-    asyncio.run(hub.setup(1, fen))
+    asyncio.run(hub.actions.setup(1, fen))
     feed(hub, "b01", [{"type": "game_start", "game": 2, "fen": fen, "t": 1},
                       {"type": "move", "game": 2, "ply": 1, "uci": "e2e4", "t": 2}])
-    view = hub.by_number[1]
+    view = hub.storage.by_number[1]
     assert len(view.games.entries) == 1 and view.game.number == 2 and view.games.held is None
-    assert '[FEN "4k3/8/8/8/8/8/4P3/4K3 w - - 0 1"]' in hub.round_pgn()
+    assert '[FEN "4k3/8/8/8/8/8/4P3/4K3 w - - 0 1"]' in hub.outputs.round_pgn()
 
 
 def test_game_resumed_withdraws_the_board_result(tmp_path: Path) -> None:
     hub = Broadcaster(tournament(tmp_path), output_dir=tmp_path, clock=Clock()).open()
     feed(hub, "b01", events(SCHOLAR[:4]))
     feed(hub, "b01", [{"type": "game_end", "game": 1, "result": "1/2-1/2", "reason": "insufficient", "t": 5}])
-    assert hub.by_number[1].game.results.effective() == "1/2-1/2"
+    assert hub.storage.by_number[1].game.results.effective() == "1/2-1/2"
     feed(hub, "b01", [{"type": "game_resumed", "game": 1, "ply": 4, "t": 6}])
-    assert hub.by_number[1].game.results.effective() == "*"
+    assert hub.storage.by_number[1].game.results.effective() == "*"
     feed(hub, "b01", [{"type": "game_resumed", "game": True, "ply": 4, "t": 6}])  # checked: not used
-    assert hub.by_number[1].rejected == 1
+    assert hub.storage.by_number[1].rejected == 1
 
 
 def test_every_event_is_checked(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     hub = Broadcaster(tournament(tmp_path), output_dir=tmp_path, clock=Clock()).open()
     feed(hub, "b01", events(SCHOLAR[:4]))
-    game = hub.by_number[1].game
+    game = hub.storage.by_number[1].game
     feed(hub, "b01", [{"type": "takeback", "game": 1, "ply": True}])  # a bool is not ply 1
     assert game.ply == 4
     feed(hub, "b01", [{"type": "move", "game": 1, "ply": 10**30, "uci": "d1h5"}])  # out of range: not used
@@ -259,7 +260,7 @@ def test_every_event_is_checked(tmp_path: Path, caplog: pytest.LogCaptureFixture
     # alerts: the code must be a string; an unknown code is kept as it is
     feed(hub, "b01", [{"type": "alert", "game": 1, "ply": 7, "code": {"x": 1}, "seq": 1, "session": "s"}])
     feed(hub, "b01", [{"type": "alert", "game": 1, "ply": 7, "code": "brand_new_code", "seq": 2, "session": "s"}])
-    assert [a.code for a in hub.alerts] == ["brand_new_code"]
+    assert [a.code for a in hub.storage.alerts] == ["brand_new_code"]
     # unknown boards: logged once each (the first ones), memory bounded
     with caplog.at_level(logging.INFO, logger="touchmove.broadcast.broadcaster"):
         for i in range(3000):
@@ -267,7 +268,7 @@ def test_every_event_is_checked(tmp_path: Path, caplog: pytest.LogCaptureFixture
         for i in range(3000):
             hub.handle(BridgeMessage("touchmove", f"ghost{i}", "state", {"in_sync": True}))
     lines = [r for r in caplog.records if "not in round" in r.getMessage()]
-    assert len(lines) < 100 and hub.unknown_boards >= 3000 and len(hub.ingest._unknown) <= UNKNOWN_BOARDS_KEPT
+    assert len(lines) < 100 and hub.ingest.unknown_boards >= 3000 and len(hub.ingest._unknown) <= UNKNOWN_BOARDS_KEPT
     assert hub.status()["rejected_events"] == 3
 
 
@@ -290,11 +291,12 @@ def test_any_event_stream_leaves_a_readable_round(tmp_path_factory: pytest.TempP
     out = tmp_path_factory.mktemp("fuzz")
     hub = Broadcaster(tournament(out, boards=1), output_dir=out, clock=Clock()).open()
     feed(hub, "b01", events(["e2e4"]) + stream)
-    text = hub.round_pgn()
+    text = hub.outputs.round_pgn()
     game = chess.pgn.read_game(io.StringIO(text))
     assert game is not None and not game.errors
-    hub.save_state()
-    assert Broadcaster(tournament(out, boards=1), output_dir=out, clock=Clock()).open().round_pgn().count("[Event") >= 1
+    hub.storage.save_state()
+    reopened = Broadcaster(tournament(out, boards=1), output_dir=out, clock=Clock()).open()
+    assert reopened.outputs.round_pgn().count("[Event") >= 1
 
 
 def test_the_delay_hides_the_last_minutes_from_every_public_output(tmp_path: Path) -> None:
@@ -312,7 +314,7 @@ async def _delay(tmp_path: Path) -> None:
         feed(hub, "b01", events(SCHOLAR[:2]))
         clock.now += 300
         feed(hub, "b01", events(SCHOLAR[:4], first_ply=3, start=False))
-        assert "2. Bc4 { [%clk 0:02:54] } 2... Nc6" in flat(hub.round_pgn())  # the arbiter's view is live
+        assert "2. Bc4 { [%clk 0:02:54] } 2... Nc6" in flat(hub.outputs.round_pgn())  # the arbiter's view is live
         assert (await client.get("/api/state?svg=0")).status == 401  # the live console is private meanwhile
         state = await (await client.get("/api/state?svg=0", headers={"Authorization": "Bearer tok"})).json()
         assert state["boards"][0]["ply"] == 4 and state["delay_minutes"] == 15
@@ -324,20 +326,20 @@ async def _delay(tmp_path: Path) -> None:
         game = await (await client.get("/live/round-3/game-1.json")).json()
         assert game["moves"] == ["e4 178+4", "e5 176+6"]  # clock after the move, seconds it took (180+2)
         assert "Bc4" not in await (await client.get("/round/3/game/1.pgn")).text()
-        assert hub.delay_line.next_due(clock.monotonic()) == pytest.approx(clock.monotonic() + 300)
+        assert hub.storage.delay_line.next_due(clock.monotonic()) == pytest.approx(clock.monotonic() + 300)
         clock.now += 300
         assert "2. Bc4" in await (await client.get("/round/3.pgn")).text()
-        assert hub.write_now().read_text() == hub.public_pgn()  # the file is public too
+        assert hub.outputs.write_now().read_text() == hub.outputs.public_pgn()  # the file is public too
         # the push reads the same delayed text
-        assert "Bc4" in hub.public_pgn(boards=range(1, 2))
+        assert "Bc4" in hub.outputs.public_pgn(boards=range(1, 2))
     # a restart keeps what was public, and the rest still waits for its time
     feed(hub, "b01", events(SCHOLAR[:6], first_ply=5, start=False))
-    hub.save_state()
-    public = hub.public_pgn()
+    hub.storage.save_state()
+    public = hub.outputs.public_pgn()
     restarted = Broadcaster(data_delay, output_dir=tmp_path, clock=clock).open()
-    assert restarted.public_pgn() == public and "Qh5" not in public
+    assert restarted.outputs.public_pgn() == public and "Qh5" not in public
     clock.now += 900
-    assert "3. Qh5" in restarted.public_pgn()
+    assert "3. Qh5" in restarted.outputs.public_pgn()
 
 
 def test_etag_last_modified_and_date(tmp_path: Path) -> None:
@@ -363,7 +365,7 @@ async def _caching(tmp_path: Path) -> None:
         assert changed.headers["Last-Modified"] != modified
         new_etag = changed.headers["ETag"]
     # a restarted broadcaster gives the same content the same ETag (never a 304 for other content)
-    hub.save_state()
+    hub.storage.save_state()
     restarted = Broadcaster(t, output_dir=tmp_path, clock=clock).open()
     feed(restarted, "b01", events(["e2e4"])[1:])
     async with TestClient(TestServer(make_app(restarted, "tok"))) as client:
@@ -374,7 +376,7 @@ async def _caching(tmp_path: Path) -> None:
         assert '[Date "2026.11.29"]' in await (await client.get("/round/4.pgn")).text()
     clock.now += 86400
     later = Broadcaster(t, output_dir=tmp_path, clock=clock).open()
-    assert later.round.number == 4 and '[Date "2026.11.29"]' in later.public_pgn()
+    assert later.storage.round.number == 4 and '[Date "2026.11.29"]' in later.outputs.public_pgn()
 
 
 def test_rounds_switch_live_and_past_rounds_stay_served(tmp_path: Path) -> None:
@@ -388,25 +390,25 @@ async def _rounds(tmp_path: Path) -> None:
     feed(hub, "b01", events(SCHOLAR))
     feed(hub, "b01", [{"type": "game_end", "game": 1, "result": "1-0", "reason": "checkmate", "t": 9}])
     feed(hub, "b02", events(["d2d4"], game=5))
-    hub.record_result(2, "1/2-1/2")
-    round3 = hub.round_pgn()
-    assert hub.scheduled_round() is None
+    hub.actions.record_result(2, "1/2-1/2")
+    round3 = hub.outputs.round_pgn()
+    assert hub.storage.scheduled_round() is None
     clock.now = dt.datetime(2026, 11, 30, 14, 0, 1, tzinfo=dt.UTC).timestamp()
-    assert hub.scheduled_round() == 4
+    assert hub.storage.scheduled_round() == 4
     async with TestClient(TestServer(make_app(hub, "tok"))) as client:
         bad = await client.post("/api/round", json={"round": 9}, headers={"Authorization": "Bearer tok"})
         assert bad.status == 400
         denied = await client.post("/api/round", json={"round": 4})
         assert denied.status == 401
         ok = await client.post("/api/round", json={"round": 4}, headers={"Authorization": "Bearer tok"})
-        assert ok.status == 200 and hub.round.number == 4
+        assert ok.status == 200 and hub.storage.round.number == 4
         # the bridges' games of round 3 (retained state and PGN, late events) stay out of round 4
         hub.handle(BridgeMessage("touchmove", "b01", "state", {"game": 1, "ply": 7, "in_sync": True}))
         hub.handle(BridgeMessage("touchmove", "b01", "pgn", "1. e4 e5 *\n"))
         feed(hub, "b02", [{"type": "move", "game": 5, "ply": 2, "uci": "d7d5"}])
-        assert hub.by_number[1].game.ply == 0 and hub.by_number[2].game.ply == 0
+        assert hub.storage.by_number[1].game.ply == 0 and hub.storage.by_number[2].game.ply == 0
         feed(hub, "b01", events(["c2c4"], game=2))
-        assert hub.by_number[1].game.ply == 1
+        assert hub.storage.by_number[1].game.ply == 1
         assert await (await client.get("/round/3.pgn")).text() == round3
         everything = await (await client.get("/all.pgn")).text()
         assert everything.count("[Event ") == 4 and '[Round "4.1"]' in everything and "1. c4" in everything
@@ -416,19 +418,19 @@ async def _rounds(tmp_path: Path) -> None:
         status = await (await client.get("/status.json")).json()
         assert status["round"] == 4 and status["rounds"] == [3, 4]
     # a restart stays on round 4 (the file still says 3)
-    hub.save_state()
-    assert Broadcaster(t, output_dir=tmp_path, clock=clock).open().round.number == 4
+    hub.storage.save_state()
+    assert Broadcaster(t, output_dir=tmp_path, clock=clock).open().storage.round.number == 4
     # the schedule switches by itself when a round's start has come
     fresh = tmp_path / "fresh"
     scheduled = Broadcaster(t, output_dir=fresh, clock=clock).open()
-    assert scheduled.round.number == 3
+    assert scheduled.storage.round.number == 3
     task = asyncio.create_task(scheduled.run_schedule(period=0.01))
     for _ in range(100):
-        if scheduled.round.number == 4:
+        if scheduled.storage.round.number == 4:
             break
         await asyncio.sleep(0.01)
     task.cancel()
-    assert scheduled.round.number == 4 and (fresh / "current-round.json").exists()
+    assert scheduled.storage.round.number == 4 and (fresh / "current-round.json").exists()
 
 
 def test_livechess_json_and_results_export(tmp_path: Path) -> None:
@@ -445,7 +447,7 @@ async def _outputs(tmp_path: Path) -> None:
     feed(hub, "b02", events(["d2d4", "d7d5", "c2c4"]))
     feed(hub, "b03", events(["e2e4"]))
     kings_to_centre(hub, "b03", (chess.D4, chess.D5))  # 1/2-1/2 by the kings
-    hub.record_result(2, "0-1")
+    hub.actions.record_result(2, "0-1")
     async with TestClient(TestServer(make_app(hub, "tok"))) as client:
         tour = await (await client.get("/live/tournament.json")).json()
         assert tour["name"] == "Test Open" and tour["rounds"][2] == {"count": 3, "live": 1}
@@ -475,7 +477,7 @@ async def _outputs(tmp_path: Path) -> None:
     assert top[4:8] == "   1" and top[14:47].rstrip() == "White, Player 1" and top[48:52] == "2499"
     assert top[53:56] == "NOR" and top[57:68] == "       1001" and top[80:84] == " 1.0"
     assert top[111:115].strip() != "" and top[116] == "w" and top[118] == "1"  # round 3 at column 112
-    hub.save_state()
+    hub.storage.save_state()
     assert (tmp_path / "round-3-results.csv").read_text() == text
     assert (tmp_path / "results.trf").read_text().splitlines() == trf
 
@@ -526,7 +528,7 @@ def test_a_damaged_round_state_is_taken_or_refused_in_one_line(tmp_path_factory:
     out = tmp_path_factory.mktemp("state")
     hub = Broadcaster(tournament(out, boards=1), output_dir=out, clock=Clock()).open()
     feed(hub, "b01", events(SCHOLAR[:3]))
-    hub.record_result(1, "1-0")
+    hub.actions.record_result(1, "1-0")
     path = out / "round-3-state.json"
     raw = json.loads(path.read_text())
     for _ in range(data.draw(st.integers(1, 3))):
@@ -541,14 +543,14 @@ def test_a_damaged_round_state_is_taken_or_refused_in_one_line(tmp_path_factory:
     except ValueError as exc:
         assert "\n" not in str(exc) and "round-3-state.json" in str(exc)
     else:
-        assert chess.pgn.read_game(io.StringIO(again.round_pgn())) is not None
+        assert chess.pgn.read_game(io.StringIO(again.outputs.round_pgn())) is not None
 
 
 def test_a_round_opened_here_for_the_first_time_starts_clean(tmp_path: Path) -> None:
     """The bridge's retained game (another round's, another event's) is held, never public; the arbiter may
     take it in (the decision undone); a new game, or the first move of the game shown empty, is the round's."""
     hub = Broadcaster(tournament(tmp_path, boards=3), output_dir=tmp_path, clock=Clock()).open()
-    empty = hub.round_pgn()
+    empty = hub.outputs.round_pgn()
     mate = "1. e4 e5 2. Bc4 Nc6 3. Qh5 Nf6 4. Qxf7# 1-0\n"
     hub.handle(BridgeMessage("touchmove", "b01", "state", {"game": 5, "ply": 7, "in_sync": True}))
     hub.handle(BridgeMessage("touchmove", "b01", "pgn", mate, retained=True))
@@ -559,25 +561,25 @@ def test_a_round_opened_here_for_the_first_time_starts_clean(tmp_path: Path) -> 
     hub.handle(BridgeMessage("touchmove", "b03", "state", {"game": 2, "ply": 0, "in_sync": True}))
     hub.handle(BridgeMessage("touchmove", "b03", "pgn", '[Result "*"]\n\n*\n', retained=True))
     feed(hub, "b03", events(["e2e4"], game=2, start=False))
-    assert hub.by_number[3].game.ply == 1 and hub.by_number[3].games.held is None
-    games = read_games(hub.round_pgn())
+    assert hub.storage.by_number[3].game.ply == 1 and hub.storage.by_number[3].games.held is None
+    games = read_games(hub.outputs.round_pgn())
     assert [len(list(g.mainline_moves())) for g in games] == [0, 0, 1] and empty.count("[Event") == 3
     assert [g.headers["Result"] for g in games] == ["*", "*", "*"]
-    held = [hub.by_number[n].to_json()["held"] for n in (1, 2)]
+    held = [hub.storage.by_number[n].to_json()["held"] for n in (1, 2)]
     assert [(h["game"], h["ply"], h["before_round"]) for h in held] == [(5, 7, True), (8, 3, True)]
     # later events of the held games stay out; a restart keeps them held
     feed(hub, "b02", [{"type": "move", "game": 8, "ply": 4, "uci": "e7e6", "t": 9}])
-    hub.save_state()
+    hub.storage.save_state()
     again = Broadcaster(tournament(tmp_path, boards=3), output_dir=tmp_path, clock=Clock()).open()
-    assert again.round_pgn() == hub.round_pgn()
-    assert again.by_number[2].to_json()["held"]["before_round"] is True
+    assert again.outputs.round_pgn() == hub.outputs.round_pgn()
+    assert again.storage.by_number[2].to_json()["held"]["before_round"] is True
     # board 1 set up again: the new game is the round's, the held one is dropped
     feed(again, "b01", events(["g1f3"], game=6))
-    assert again.by_number[1].game.ply == 1 and again.by_number[1].games.held is None
+    assert again.storage.by_number[1].game.ply == 1 and again.storage.by_number[1].games.held is None
     # the arbiter takes board 2's game in: it is the round's game (whatever the permission asked)
-    again.permit_game(2, "next")
-    assert again.by_number[2].game.ply == 4 and len(again.by_number[2].games.entries) == 1
-    assert [len(list(g.mainline_moves())) for g in read_games(again.round_pgn())] == [1, 4, 1]
+    again.actions.permit_game(2, "next")
+    assert again.storage.by_number[2].game.ply == 4 and len(again.storage.by_number[2].games.entries) == 1
+    assert [len(list(g.mainline_moves())) for g in read_games(again.outputs.round_pgn())] == [1, 4, 1]
 
 
 def test_a_round_switched_to_live_does_not_take_the_last_games(tmp_path: Path) -> None:
@@ -586,7 +588,7 @@ def test_a_round_switched_to_live_does_not_take_the_last_games(tmp_path: Path) -
     hub.switch_round(4)
     hub.handle(BridgeMessage("touchmove", "b01", "pgn", "1. e4 e5 2. Bc4 Nc6 3. Qh5 Nf6 4. Qxf7# 1-0\n",
                              retained=True))
-    assert [len(list(g.mainline_moves())) for g in read_games(hub.round_pgn())] == [0, 0]
+    assert [len(list(g.mainline_moves())) for g in read_games(hub.outputs.round_pgn())] == [0, 0]
 
 
 def test_a_bridge_numbering_afresh_after_a_game_from_before_the_round(tmp_path: Path) -> None:
@@ -596,9 +598,9 @@ def test_a_bridge_numbering_afresh_after_a_game_from_before_the_round(tmp_path: 
     hub.handle(BridgeMessage("touchmove", "b01", "state", {"game": 1, "ply": 7, "in_sync": True}))
     hub.handle(BridgeMessage("touchmove", "b01", "pgn", "1. e4 e5 2. Bc4 Nc6 3. Qh5 Nf6 4. Qxf7# 1-0\n",
                              retained=True))
-    assert hub.by_number[1].games.opening.held
+    assert hub.storage.by_number[1].games.opening.held
     feed(hub, "b01", [{**e, "session": "fresh"} for e in events(["d2d4", "d7d5"])])
-    assert hub.by_number[1].game.ply == 2 and hub.by_number[1].games.held is None
+    assert hub.storage.by_number[1].game.ply == 2 and hub.storage.by_number[1].games.held is None
 
 
 def test_a_game_started_during_an_outage_at_the_rounds_start_is_the_rounds(tmp_path: Path) -> None:
@@ -608,12 +610,12 @@ def test_a_game_started_during_an_outage_at_the_rounds_start_is_the_rounds(tmp_p
     hub.handle(BridgeMessage("touchmove", "b01", "state", {"game": 4, "ply": 7, "in_sync": True}, retained=True))
     hub.handle(BridgeMessage("touchmove", "b01", "pgn", "1. e4 e5 2. Bc4 Nc6 3. Qh5 Nf6 4. Qxf7# 1-0\n",
                              retained=True))
-    assert hub.by_number[1].games.opening.held and hub.by_number[1].game.ply == 0
-    hub.save_state()
+    assert hub.storage.by_number[1].games.opening.held and hub.storage.by_number[1].game.ply == 0
+    hub.storage.save_state()
     again = Broadcaster(tournament(tmp_path), output_dir=tmp_path, clock=Clock()).open()  # a restart keeps it
     again.handle(BridgeMessage("touchmove", "b01", "state", {"game": 5, "ply": 3, "in_sync": True}, retained=True))
     again.handle(BridgeMessage("touchmove", "b01", "pgn", "1. d4 d5 2. c4 *\n", retained=True))
-    assert again.by_number[1].game.ply == 3 and again.by_number[1].game.number == 5
+    assert again.storage.by_number[1].game.ply == 3 and again.storage.by_number[1].game.number == 5
     # board 2 showed nothing when the round opened: a played game seen first from its PGN is held
     again.handle(BridgeMessage("touchmove", "b02", "pgn", "1. d4 d5 2. c4 *\n", retained=True))
-    assert again.by_number[2].games.opening.held
+    assert again.storage.by_number[2].games.opening.held

@@ -197,8 +197,8 @@ async def _round_trip(tmp_path: Path, variant: str) -> None:
                              {"type": "move", "game": 1, "ply": 1, "uci": "d2d4"}], 1):
         hub.handle(BridgeMessage("touchmove", "board-002", "events", {**e, "seq": seq, "session": "b"}))
         hub.handle(BridgeMessage("touchmove", "board-003", "events", {**e, "seq": seq, "session": "c"}))
-    hub.record_result(3, "1-0")
-    hub.save_state()
+    hub.actions.record_result(3, "1-0")
+    hub.storage.save_state()
     name = "results.trf" if variant == "16" else "results-2026.trf"
     out = (tmp_path / name).read_text(encoding="utf-8")
     lines = out.splitlines()
@@ -294,7 +294,7 @@ def test_free_text_allotted_time_is_kept_and_written_back(tmp_path: Path) -> Non
     t = parse_tournament(tomllib.loads(toml), base_dir=tmp_path)
     assert t.time_control == "?" and t.report.allotted_time == "90 min + 30 s/move"
     hub = Broadcaster(t, output_dir=tmp_path).open()
-    hub.save_state()
+    hub.storage.save_state()
     for name in ("results.trf", "results-2026.trf"):
         assert "122 90 min + 30 s/move" in (tmp_path / name).read_text().splitlines(), name
         assert read_trf((tmp_path / name).read_text()).allotted_time == "90 min + 30 s/move"
@@ -303,11 +303,11 @@ def test_free_text_allotted_time_is_kept_and_written_back(tmp_path: Path) -> Non
 def test_record_142_says_the_tournaments_rounds_or_nothing(tmp_path: Path) -> None:
     data = tournament_data(2, out=tmp_path)
     hub = Broadcaster(parse_tournament(data), output_dir=tmp_path).open()
-    hub.save_state()  # round 3 played, the number of rounds not known: no 142 (not "3": the event is not over)
+    hub.storage.save_state()  # round 3 played, the number of rounds not known: no 142 (not "3": the event is not over)
     assert not [x for x in (tmp_path / "results-2026.trf").read_text().splitlines() if x.startswith("142")]
     data["report"] = {"rounds": 9}
     hub = Broadcaster(parse_tournament(data), output_dir=tmp_path / "nine").open()
-    hub.save_state()
+    hub.storage.save_state()
     assert "142 9" in (tmp_path / "nine" / "results-2026.trf").read_text().splitlines()
 
 
@@ -333,7 +333,7 @@ def test_a_double_forfeit_is_imported_and_written_back(tmp_path: Path) -> None:
     first = t.rounds[1].pairings[0]
     assert (first.result, first.forfeit) == ("0-0", True)
     hub = Broadcaster(t, output_dir=tmp_path).open()
-    hub.save_state()
+    hub.storage.save_state()
     back = read_trf((tmp_path / "results.trf").read_text())
     by_name = {p.name: p for p in back.players.values()}
     assert by_name["Carlsen, Magnus"].rounds[1].result == "-" and by_name["Poe, Ed"].rounds[1].result == "-"

@@ -267,7 +267,7 @@ async def _routes(tmp_path: Path) -> None:
                    journals=[tmp_path / "absent.sqlite", tmp_path / "journal.sqlite"])
     async with TestClient(TestServer(app)) as client:
         bob, anna = {"Authorization": "Bearer tok-b"}, {"Authorization": "Bearer tok-a"}
-        stream = hub.listen(svg=False)  # what the public event stream gets
+        stream = hub.streams.listen(svg=False)  # what the public event stream gets
         assert (await client.post("/api/boards/1/result", json={"result": "1-0"})).status == 401
         assert (await client.post("/api/boards/1/result", json={"result": "1-0"},
                                   headers={"Authorization": "Bearer nope"})).status == 401
@@ -298,7 +298,7 @@ async def _routes(tmp_path: Path) -> None:
         assert (await client.get("/api/audit", headers=bob)).status == 401
         assert (await client.get("/api/audit.jsonl", headers=bob)).status == 401
         assert (await client.get("/api/audit", headers=anna)).status == 200
-        alert_id = hub.alerts[0].id
+        alert_id = hub.storage.alerts[0].id
         assert (await client.post(f"/api/alerts/{alert_id}/ack", headers=anna)).status == 200
         assert (await client.post(f"/api/alerts/{alert_id}/ack", headers=anna)).status == 200  # again: no entry
         assert (await client.post("/api/alerts/999/ack", headers=anna)).status == 404
@@ -314,7 +314,7 @@ async def _routes(tmp_path: Path) -> None:
         journal.close()
         detail = await (await client.get("/api/boards/1")).json()
         assert [m["san"] for m in detail["moves"]] == ["e4", "e5", "Nf3", "Nf6"] and detail["evidence_plies"]
-        alert = hub.alerts[0]
+        alert = hub.storage.alerts[0]
         assert alert.window is not None and not alert.window["open"]  # closed by the later touch, live
         assert alert.acked_by == "Anna"
         # who acknowledged is arbiter data: in answers to a valid token only
@@ -357,30 +357,30 @@ def test_timelines_alerts_and_acks_survive_a_broadcaster_restart(tmp_path: Path)
     hub = Broadcaster(t, output_dir=tmp_path).open()
     _, events = engine_events()
     feed(hub, events)
-    assert [a.code for a in hub.alerts] == ["touch_move"]
-    hub.acknowledge(hub.alerts[0].id, by="Bob")
-    before = ply_timeline(hub.console.events.game(1, 1), 3, timing=hub.console.timing)  # type: ignore[arg-type]
-    hub.save_state()  # what the service does when it stops (the writer flushes every 0.1 s meanwhile)
+    assert [a.code for a in hub.storage.alerts] == ["touch_move"]
+    hub.actions.acknowledge(hub.storage.alerts[0].id, by="Bob")
+    before = ply_timeline(hub.storage.console.events.game(1, 1), 3, timing=hub.storage.console.timing)  # type: ignore[arg-type]
+    hub.storage.save_state()  # what the service does when it stops (the writer flushes every 0.1 s meanwhile)
     assert (tmp_path / "round-3-console.jsonl").is_file()
 
     again = Broadcaster(t, output_dir=tmp_path).open()  # the bridges send no past events to a new broadcaster
-    record = again.console.events.game(1, 1)
+    record = again.storage.console.events.game(1, 1)
     assert record is not None
-    assert ply_timeline(record, 3, timing=again.console.timing) == before
-    [alert] = again.alerts
+    assert ply_timeline(record, 3, timing=again.storage.console.timing) == before
+    [alert] = again.storage.alerts
     assert (alert.code, alert.ply, alert.acked, alert.acked_by) == ("touch_move", 3, True, "Bob")
     assert alert.window is not None and not alert.window["open"] and alert.window["closed_by"].startswith("black")
     last_move = [e for e in events if e["type"] == "move"][-1]
-    assert again.by_number[1].extras["moved_at"] == last_move["ts"]  # the clocks run from it
+    assert again.storage.by_number[1].extras["moved_at"] == last_move["ts"]  # the clocks run from it
     kept = len(record.events)
     feed(again, events)  # the same events again (a bridge replaying its journal): no new alert, no new entry
-    assert len(again.alerts) == 1 and len(record.events) == kept
-    again.save_state()
+    assert len(again.storage.alerts) == 1 and len(record.events) == kept
+    again.storage.save_state()
     lines = (tmp_path / "round-3-console.jsonl").read_text().splitlines()
     assert len(lines) == kept + 1  # each event once, and the acknowledgement
     (tmp_path / "round-3-console.jsonl").write_text("\n".join(lines[:-3]) + '\n{"board": 1, "ev')  # a crash
     cut = Broadcaster(t, output_dir=tmp_path).open()
-    assert cut.console.events.game(1, 1) is not None and [a.acked for a in cut.alerts] == [False]
+    assert cut.storage.console.events.game(1, 1) is not None and [a.acked for a in cut.storage.alerts] == [False]
 
 
 def test_refused_commands_and_board_identity_reach_the_queue(tmp_path: Path) -> None:
@@ -393,14 +393,14 @@ def test_refused_commands_and_board_identity_reach_the_queue(tmp_path: Path) -> 
                {"type": "alert", "game": 1, "t": 7, "seq": 4, "ply": 1, "code": "board_identity", "article": "",
                 "origin": "bridge", "detail": {"port": "/dev/ttyACM3", "claimed": "b01"}},
                {"type": "result_rejected", "game": 1, "t": 5, "seq": 2, "reason": "no game is on"}])  # again
-    assert [(a.code, a.detail.get("reason")) for a in hub.alerts] == [
+    assert [(a.code, a.detail.get("reason")) for a in hub.storage.alerts] == [
         ("result_rejected", "no game is on"), ("resync_rejected", "e2e5 is illegal"), ("board_identity", None)]
-    assert hub.alerts[0].detail["result"] == "1-0" and hub.alerts[1].detail["moves"] == ["e2e5"]
+    assert hub.storage.alerts[0].detail["result"] == "1-0" and hub.storage.alerts[1].detail["moves"] == ["e2e5"]
     meanings = hub.snapshot(svg=False)["meanings"]
     assert {"board_identity", "result_rejected", "resync_rejected", "changes_lost"} <= set(meanings)
-    assert hub.by_number[1].rejected == 0 and hub.by_number[1].game.ply == 0  # the game is not touched
+    assert hub.storage.by_number[1].rejected == 0 and hub.storage.by_number[1].game.ply == 0  # the game is not touched
     feed(hub, [{"type": "result_rejected", "game": 1, "seq": 9, "reason": 5}])
-    assert hub.by_number[1].rejected == 1 and len(hub.alerts) == 3  # a bad field: refused, logged
+    assert hub.storage.by_number[1].rejected == 1 and len(hub.storage.alerts) == 3  # a bad field: refused, logged
 
 
 def test_a_board_that_restarted_by_itself_reaches_the_queue(tmp_path: Path) -> None:
@@ -408,7 +408,7 @@ def test_a_board_that_restarted_by_itself_reaches_the_queue(tmp_path: Path) -> N
     feed(hub, [{"type": "game_start", "game": 1, "t": 0, "seq": 1},
                {"type": "alert", "game": 1, "t": 9, "seq": 2, "ply": 3, "code": "board_reset", "article": "",
                 "origin": "bridge", "detail": {"cause": "watchdog", "boot": "77", "port": "/dev/ttyACM0"}}])
-    assert [(a.code, a.detail.get("cause")) for a in hub.alerts] == [("board_reset", "watchdog")]
+    assert [(a.code, a.detail.get("cause")) for a in hub.storage.alerts] == [("board_reset", "watchdog")]
     assert "watchdog" in hub.snapshot(svg=False)["meanings"]["board_reset"]
 
 
@@ -419,7 +419,7 @@ def test_a_timeline_from_the_journal_when_the_broadcaster_missed_the_events(tmp_
 async def _from_journal(tmp_path: Path) -> None:
     hub = Broadcaster(make_tournament(3, out=tmp_path), output_dir=tmp_path).open()
     feed(hub, [{"type": "game_start", "game": 1, "t": 0, "seq": 1}])  # then it was down for the game
-    hub.console.events.boards.clear()
+    hub.storage.console.events.boards.clear()
     journal = write_journal(tmp_path / "journal.sqlite", "b01")
     journal.close()
     app = make_app(hub, None, arbiters=ArbiterBook(env="Anna=tok-a"), audit=AuditLog(tmp_path / "audit.jsonl"),
@@ -439,10 +439,10 @@ async def _earlier_game(tmp_path: Path) -> None:
     _, events = engine_events()
     feed(hub, events)
     feed(hub, [{"type": "game_end", "game": 1, "t": 9000, "seq": 100, "result": "1-0", "reason": "resignation"}])
-    hub.permit_game(1, "next")  # the arbiter allows a second game on the board in this round
+    hub.actions.permit_game(1, "next")  # the arbiter allows a second game on the board in this round
     feed(hub, [{"type": "game_start", "game": 2, "t": 10_000, "seq": 101},
                {"type": "move", "game": 2, "t": 10_500, "seq": 102, "ply": 1, "uci": "d2d4", "san": "d4"}])
-    assert hub.by_number[1].game.number == 2
+    assert hub.storage.by_number[1].game.number == 2
     app = make_app(hub, None, arbiters=ArbiterBook(env="Anna=tok-a"), audit=AuditLog(tmp_path / "audit.jsonl"),
                    journals=[])
     async with TestClient(TestServer(app)) as client:

@@ -50,12 +50,12 @@ def test_the_opera_game_from_a_board_without_a_clock_display(tmp_path: Path) -> 
     feed(hub, events)
     status = hub.status()
     assert status["rejected_events"] == 0
-    assert hub.by_number[1].game.ply == 33
-    assert "17. Rd8#" in hub.round_pgn() and "%clk" not in hub.round_pgn()
+    assert hub.storage.by_number[1].game.ply == 33
+    assert "17. Rd8#" in hub.outputs.round_pgn() and "%clk" not in hub.outputs.round_pgn()
 
 
 def test_known_times_reach_the_pgn(tmp_path: Path) -> None:
     hub = Broadcaster(make_tournament(1), output_dir=tmp_path).open()
     feed(hub, opera_events(61_000))
     assert hub.status()["rejected_events"] == 0
-    assert "[%clk 0:01:01]" in hub.round_pgn()
+    assert "[%clk 0:01:01]" in hub.outputs.round_pgn()

@@ -160,17 +160,17 @@ def test_publishing_and_reading_resume_after_a_node_dies(cluster: NatsCluster, v
         commands.append((topic, time.monotonic()))
 
     async def main() -> None:
-        link = BridgeLink(config, on_command=on_command, on_acked=lambda s: acked.append(s) if s > 0 else None)
+        bridge_link = BridgeLink(config, on_command=on_command, on_acked=lambda s: acked.append(s) if s > 0 else None)
         reader = ConsumerLink(hub, [BrokerConfig(host=reader_urls[0].host, port=reader_urls[0].port,  # type: ignore[arg-type]
                                                  fallbacks=reader_urls[1:], bases=(BASE,), subscribe_qos=0)])
-        tasks = [asyncio.create_task(link.run()), asyncio.create_task(reader.run())]
+        tasks = [asyncio.create_task(bridge_link.run()), asyncio.create_task(reader.run())]
         try:
             await reader.wait_ready(30)
             tasks.append(asyncio.create_task(hub.watch(reader.ready[0])))
             async with asyncio.timeout(30):
-                while link.endpoint is None:
+                while bridge_link.link.endpoint is None:
                     await asyncio.sleep(0.05)
-            assert cluster.node_of_port(link.endpoint.port) == kill
+            assert cluster.node_of_port(bridge_link.link.endpoint.port) == kill
             # NATS tells the other nodes of a subscription a moment after its SUBACK: until then what the bridge
             # publishes on its node does not reach the reader (3 of 8 runs on a busy machine lost the first event,
             # the reader never away). The count starts once a warm-up event has come through.
@@ -178,10 +178,10 @@ def test_publishing_and_reading_resume_after_a_node_dies(cluster: NatsCluster, v
                 warm = 0
                 while not hub.warmed:
                     warm -= 1
-                    link.offer_event(f"{BASE}/boards/b1/events", json.dumps({"seq": warm}).encode(), warm)
+                    bridge_link.offer_event(f"{BASE}/boards/b1/events", json.dumps({"seq": warm}).encode(), warm)
                     await asyncio.sleep(0.2)
             facts["warm_ups"] = -warm
-            pacer = EventPacer(link, f"{BASE}/boards/b1/events", EVERY_S, sent)
+            pacer = EventPacer(bridge_link, f"{BASE}/boards/b1/events", EVERY_S, sent)
             publish_for = pacer.publish_for
 
             await publish_for(1.0)
@@ -203,7 +203,7 @@ def test_publishing_and_reading_resume_after_a_node_dies(cluster: NatsCluster, v
                 while len(acked) < pacer.seq or any(       # away, arrives (or the test fails below)
                         s not in hub.arrived and not hub.missed_while_away(sent[s]) for s in sent):
                     await asyncio.sleep(0.1)
-            facts["failovers"] = link.failovers
+            facts["failovers"] = bridge_link.link.failovers
             # the killed node comes back with its data and serves: the reader moves there and reads
             facts["rejoined_s"] = await asyncio.to_thread(cluster.restart, kill, REJOIN_BOUND_S)
             facts["before_restart"] = pacer.seq

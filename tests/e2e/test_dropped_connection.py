@@ -42,17 +42,17 @@ def test_a_publish_in_flight_does_not_hold_a_dropped_connection(broker: Broker) 
         port = await proxy.start()
         # the proxy is the first node; the broker itself the next (a cluster's surviving node)
         config = MqttConfig(port=port, fallbacks=(Endpoint("127.0.0.1", broker.port),), base_topic=BASE)
-        link = BridgeLink(config, on_command=_nothing, on_acked=acked.append)
-        task = asyncio.create_task(link.run())
+        bridge_link = BridgeLink(config, on_command=_nothing, on_acked=acked.append)
+        task = asyncio.create_task(bridge_link.run())
         try:
             async with asyncio.timeout(20):
-                while not link.commands_subscribed:
+                while not bridge_link.commands_subscribed:
                     await asyncio.sleep(0.02)
-                link.offer_event(f"{BASE}/boards/b1/events", b'{"seq":1}', 1)
+                bridge_link.offer_event(f"{BASE}/boards/b1/events", b'{"seq":1}', 1)
                 while 1 not in acked:
                     await asyncio.sleep(0.02)
             proxy.hold = True            # the broker's PUBACK of the next event never reaches the bridge
-            link.offer_event(f"{BASE}/boards/b1/events", b'{"seq":2}', 2)
+            bridge_link.offer_event(f"{BASE}/boards/b1/events", b'{"seq":2}', 2)
             async with asyncio.timeout(5):
                 while not proxy.held:
                     await asyncio.sleep(0.01)
@@ -63,8 +63,8 @@ def test_a_publish_in_flight_does_not_hold_a_dropped_connection(broker: Broker) 
             async with asyncio.timeout(REPLY_TIMEOUT_S + 10):
                 while 2 not in acked:
                     await asyncio.sleep(0.02)
-            assert link.endpoint is not None
-            return time.monotonic() - cut, link.endpoint.port
+            assert bridge_link.link.endpoint is not None
+            return time.monotonic() - cut, bridge_link.link.endpoint.port
         finally:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)

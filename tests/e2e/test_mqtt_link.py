@@ -23,24 +23,24 @@ def test_bounded_queue_acks_and_retained_republish(broker: Broker) -> None:
     acked: list[int] = []
 
     async def main() -> None:
-        link = BridgeLink(MqttConfig(port=broker.port, queue_size=5), on_command=_nothing, on_acked=acked.append,
+        bridge_link = BridgeLink(MqttConfig(port=broker.port, queue_size=5), on_command=_nothing, on_acked=acked.append,
                         backoff_max=0.5)
-        accepted = [link.offer_event("touchmove/boards/b/events", b'{"seq":%d}' % i, i) for i in range(8)]
-        assert accepted == [True] * 5 + [False] * 3 and link.room() == 0
-        link.retain("touchmove/boards/b/state", b'{"ply":1}')
-        task = asyncio.create_task(link.run())
+        accepted = [bridge_link.offer_event("touchmove/boards/b/events", b'{"seq":%d}' % i, i) for i in range(8)]
+        assert accepted == [True] * 5 + [False] * 3 and bridge_link.room() == 0
+        bridge_link.retain("touchmove/boards/b/state", b'{"ply":1}')
+        task = asyncio.create_task(bridge_link.run())
         deadline = time.monotonic() + 10
         while len(acked) < 5 and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
-        assert acked == [0, 1, 2, 3, 4] and link.room() == 5
+        assert acked == [0, 1, 2, 3, 4] and bridge_link.room() == 5
         broker.stop()
         await asyncio.sleep(0.5)
-        link.offer_event("touchmove/boards/b/events", b'{"seq":5}', 5)   # queued while the broker is away
+        bridge_link.offer_event("touchmove/boards/b/events", b'{"seq":5}', 5)   # queued while the broker is away
         broker.start()
         deadline = time.monotonic() + 15
-        while (5 not in acked or link.connects < 2) and time.monotonic() < deadline:
+        while (5 not in acked or bridge_link.link.connects < 2) and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
-        assert acked[-1] == 5 and link.connects >= 2
+        assert acked[-1] == 5 and bridge_link.link.connects >= 2
         await asyncio.sleep(0.5)
         task.cancel()
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.forwarding import class_forwards
 from touchmove.bridge import Bridge
 from touchmove.config import BridgeConfig, MqttConfig, SerialConfig
 
@@ -64,31 +65,8 @@ PARTS = ("mqtt", "publisher", "pipeline", "admission", "ports", "commands")
 OWN_CALLS = {"open", "close", "on_command"}
 
 
-def forwards(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
-    """Return the part a method of the daemon forwards to (its body, docstring aside, one statement that calls or
-    returns an attribute of one of :data:`PARTS`), or None."""
-    body = [stmt for stmt in node.body
-            if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant))]
-    if len(body) != 1 or not isinstance(body[0], ast.Expr | ast.Return) or body[0].value is None:
-        return None
-    value = body[0].value
-    if isinstance(value, ast.Await):
-        value = value.value
-    if isinstance(value, ast.Call):
-        value = value.func
-    while isinstance(value, ast.Attribute) and isinstance(value.value, ast.Attribute):
-        value = value.value
-    if (isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == "self"
-            and value.attr in PARTS):
-        return value.attr
-    return None
-
-
 def test_the_daemon_wires_its_parts_and_forwards_nothing() -> None:
-    tree = ast.parse((BRIDGE / "daemon.py").read_text())
-    bridge = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Bridge")
-    found = {n.name: part for n in bridge.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
-             if (part := forwards(n)) is not None}
+    found = class_forwards(BRIDGE / "daemon.py", "Bridge", PARTS)
     assert set(found) <= OWN_CALLS, f"one-line forwards to the parts: {sorted(set(found) - OWN_CALLS)}"
 
 

@@ -7,6 +7,8 @@ import ast
 from pathlib import Path
 
 import touchmove
+import touchmove.bridge.mqtt_link
+from tests.forwarding import class_forwards
 from touchmove.bridge.mqtt_link import BridgeLink
 from touchmove.broadcast.consumer import BridgeFeeds
 from touchmove.broadcast.tournament import BrokerConfig
@@ -55,6 +57,13 @@ def test_the_bridge_and_the_broadcaster_connect_through_it() -> None:
         topic.endswith("/events") for topic in feeds.standbys[0].subscriptions.topics)
     assert feeds.standbys[0].nodes.current.port == 2     # the standby starts on the other node
     assert feeds.links[0].client_id != feeds.links[1].client_id
+
+
+def test_the_bridge_link_forwards_nothing_to_its_mqtt_link() -> None:
+    """The events' connection is read where it is (``bridge_link.link.connected``, ``.endpoint``, ``.failovers``...):
+    BridgeLink adds its queues and the commands' connection, and hands nothing on to its MqttLink."""
+    found = class_forwards(Path(touchmove.bridge.mqtt_link.__file__), "BridgeLink", ["link"])
+    assert found == {}, f"one-line forwards to the MQTT link: {sorted(found)}"
 
 
 def test_the_pause_doubles_up_to_its_bound_and_starts_again_after_a_connection() -> None:

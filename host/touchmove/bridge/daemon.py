@@ -163,7 +163,7 @@ class Bridge:
         # Give the queue a moment to drain, then say goodbye.
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(2):
-                while self.mqtt.connected and self.mqtt.pending():
+                while self.mqtt.link.connected and self.mqtt.pending():
                     await asyncio.sleep(0.02)
         await self.mqtt.close(self.publisher.farewell())
         for task in tasks:

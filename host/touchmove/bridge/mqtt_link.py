@@ -157,33 +157,6 @@ class BridgeLink:
         if config.events_qos == 0:
             self.event_paths = EventPaths(config.endpoints, self.link.settings, self.client_id, self._on_acked)
 
-    # -- the events' connection, as the rest of the bridge sees it -----------------------------------------
-    @property
-    def connected(self) -> bool:
-        return self.link.connected
-
-    @property
-    def connects(self) -> int:
-        return self.link.connects
-
-    @property
-    def attempts(self) -> int:
-        return self.link.attempts
-
-    @property
-    def nodes(self) -> Endpoints:
-        return self.link.nodes
-
-    @property
-    def endpoint(self) -> Endpoint | None:
-        """The node connected to (None while connecting)."""
-        return self.link.endpoint
-
-    @property
-    def failovers(self) -> int:
-        """How many times the link moved to another node."""
-        return self.link.failovers
-
     @property
     def commands_subscribed(self) -> bool:
         """Whether the commands' connection has its subscriptions now."""

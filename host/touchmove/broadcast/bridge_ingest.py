@@ -387,9 +387,22 @@ class BridgeIngest:
         return (view.state_ply is not None and view.state_ply > live.ply and not live.needs_resync
                 and live.number is not None and view.state_game == live.number)
 
+    def confirm_all_kings(self) -> None:
+        """Take the kings that have stood in the centre long enough as their boards' results (:meth:`confirm_kings`
+        for each board that showed them: a board whose occupancy stays as it is says nothing more)."""
+        for view in list(self.target.boards.values()):
+            if view.kings_seen is not None:
+                self.confirm_kings(view)
+
+    async def run_kings(self, period: float = 0.25) -> None:
+        """Confirm the kings in the centre every ``period`` seconds (:meth:`confirm_all_kings`)."""
+        while True:
+            self.confirm_all_kings()
+            await asyncio.sleep(period)
+
     def confirm_kings(self, view: BoardView, *, moved_on: bool = False) -> bool:
         """Take the kings ``view``'s board showed in the centre as its result once they have stood
-        :data:`KINGS_STEADY_S` (called at each state and by the broadcaster's timer), or at once when the board
+        :data:`KINGS_STEADY_S` (called at each state and by :meth:`run_kings`), or at once when the board
         ``moved_on`` from them to something other than the game (cleared, set up, a new game) rather than back to
         the game's position (a misreading); return whether that changed the result."""
         seen = view.kings_seen

@@ -31,15 +31,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 async def serve(svc: BroadcastService, stop: asyncio.Event) -> None:
     await svc.start(wait_mqtt=None)
-    print(f"touchmove broadcast: {svc.tournament.event}, round {svc.hub.round.number}, "
-          f"{len(svc.hub.round.pairings)} boards", flush=True)
+    print(f"touchmove broadcast: {svc.tournament.event}, round {svc.hub.storage.round.number}, "
+          f"{len(svc.hub.storage.round.pairings)} boards", flush=True)
     print(f"  dashboard  {svc.url}/", flush=True)
-    print(f"  round PGN  {svc.pgn_url}  (file {svc.hub.pgn_path})", flush=True)
+    print(f"  round PGN  {svc.pgn_url}  (file {svc.hub.outputs.pgn_path})", flush=True)
     print(f"  {arbiters_line(svc)}", flush=True)
     if svc.pusher is not None:
         print(f"  {push_line(svc)}", flush=True)
-    if svc.hub.delay > 0:
-        print(f"  public outputs delayed by {svc.hub.delay / 60:g} min (the dashboard is live; MQTT viewers "
+    if svc.hub.outputs.delay > 0:
+        print(f"  public outputs delayed by {svc.hub.outputs.delay / 60:g} min (the dashboard is live; MQTT viewers "
               "see live play: docs/security.md)", flush=True)
     try:
         await stop.wait()
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
 
 def arbiters_line(svc: BroadcastService) -> str:
     """Return the banner's line on who may act in the console (the accounts the console itself accepts)."""
-    book = book_for(svc.hub.output_dir, svc.token)
+    book = book_for(svc.hub.storage.output_dir, svc.token)
     summary = accounts_summary(book)
     if summary is not None:
         return f"arbiters   {summary}"
@@ -95,9 +95,9 @@ def push_line(svc: BroadcastService) -> str:
     """Return the banner's line on the lichess push of the round being broadcast (its rounds, read from the
     tournament file: the pushers themselves are made once the broadcast runs)."""
     assert svc.pusher is not None
-    targets = svc.pusher.targets(svc.hub.round.number)
+    targets = svc.pusher.targets(svc.hub.storage.round.number)
     if not targets:
-        return f"no lichess round for round {svc.hub.round.number}: nothing is pushed"
+        return f"no lichess round for round {svc.hub.storage.round.number}: nothing is pushed"
     base = svc.pusher.base_url.rstrip("/")
     return "pushing to " + ", ".join(f"{base}/api/broadcast/round/{t.round_id}/push" for t in targets)
 

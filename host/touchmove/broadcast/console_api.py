@@ -104,15 +104,15 @@ def record(request: web.Request, arbiter: Arbiter, action: str, *, board: int | 
     """Append to the audit log and tell the consoles."""
     hub = request.app[HUB]
     entry = request.app[AUDIT_KEY].record(arbiter=arbiter.name, action=action, board=board,
-                                          round_=hub.round.number, before=before, after=after, ok=ok,
+                                          round_=hub.storage.round.number, before=before, after=after, ok=ok,
                                           error=error, detail=detail)
-    hub.notify("audit", {"id": entry["id"]})  # the stream is public: arbiters fetch the entry with a token
+    hub.streams.notify("audit", {"id": entry["id"]})  # the stream is public: arbiters fetch the entry with a token
     return entry
 
 
 def _view(request: web.Request) -> BoardView:
     number = count_param(request.match_info["n"])
-    view = request.app[HUB].by_number.get(number) if number is not None else None
+    view = request.app[HUB].storage.by_number.get(number) if number is not None else None
     if view is None:
         raise _error(web.HTTPNotFound, "no such board")
     return view
@@ -127,7 +127,7 @@ def _game(request: web.Request, view: BoardView) -> GameEvents:
         if game is None:
             raise _error(web.HTTPBadRequest, "game must be a number")
     number = game if game is not None else view.game.number
-    record_ = hub.console.events.game(view.pairing.board, number)
+    record_ = hub.storage.console.events.game(view.pairing.board, number)
     if record_ is None:  # events the broadcaster never got (it was down): the bridge's journal has them
         for path in request.app[JOURNALS_KEY]:
             try:
@@ -163,12 +163,12 @@ async def board_detail(request: web.Request) -> web.Response:
     n = view.pairing.board
     moves = [{"ply": i, "san": m.san, "uci": m.uci, "clock_ms": m.clock_ms}
              for i, m in enumerate(view.game.moves, start=1)]
-    record_ = hub.console.events.game(n, view.game.number)
+    record_ = hub.storage.console.events.game(n, view.game.number)
     arbiter_data = arbiter_of(request) is not None
     return _json({**view.to_json(), "moves": moves, "start_fen": view.game.start_fen,
-                  "alerts": [a.to_json(arbiter_data=arbiter_data) for a in hub.alerts if a.board == n],
+                  "alerts": [a.to_json(arbiter_data=arbiter_data) for a in hub.storage.alerts if a.board == n],
                   "evidence_plies": game_plies(record_) if record_ else [],
-                  "games": sorted(hub.console.events.boards.get(n, {}))})
+                  "games": sorted(hub.storage.console.events.boards.get(n, {}))})
 
 
 async def timeline(request: web.Request) -> web.Response:
@@ -182,7 +182,7 @@ async def timeline(request: web.Request) -> web.Response:
     if ply > last + 1:
         raise _error(web.HTTPNotFound, f"ply {ply} is past game {record_.game} (its events reach ply {last})")
     journal = _journal(request, view, record_.game)
-    out = ply_timeline(record_, ply, meanings=hub.meanings, timing=hub.console.timing,
+    out = ply_timeline(record_, ply, meanings=hub.meanings, timing=hub.storage.console.timing,
                        records=journal.get(ply, ()))
     found = _live_game(view, record_.game)
     fen = found[1].board(ply - 1).fen() if found is not None and ply <= found[1].ply + 1 else None
@@ -193,13 +193,13 @@ def _evidence(request: web.Request) -> tuple[BoardView, GameEvents, list[dict[st
     hub = request.app[HUB]
     view = _view(request)
     record_ = _game(request, view)
-    plies = game_evidence(record_, meanings=hub.meanings, timing=hub.console.timing,
+    plies = game_evidence(record_, meanings=hub.meanings, timing=hub.storage.console.timing,
                           journal=_journal(request, view, record_.game))
     found = _live_game(view, record_.game)
     pgn = ""
     if found is not None:  # a game of the round (not one held, nor one the arbiter left out)
         entry, game = found
-        headers = pgn_headers(hub.tournament, view.pairing, game.results.effective(), entry=entry)
+        headers = pgn_headers(hub.storage.tournament, view.pairing, game.results.effective(), entry=entry)
         pgn = game_pgn(game, headers)
     return view, record_, plies, pgn
 
@@ -208,9 +208,9 @@ async def evidence_json(request: web.Request) -> web.Response:
     view, record_, plies, pgn = _evidence(request)
     p = view.pairing
     name = f"board-{p.board}-game-{record_.game}-evidence.json"
-    data = {"board": p.board, "board_id": p.board_id, "round": request.app[HUB].round.number,
+    data = {"board": p.board, "board_id": p.board_id, "round": request.app[HUB].storage.round.number,
             "white": p.white.name, "black": p.black.name, "game": record_.game, "pgn": pgn,
-            "timing": request.app[HUB].console.timing, "plies": plies, "exported": now_iso()}
+            "timing": request.app[HUB].storage.console.timing, "plies": plies, "exported": now_iso()}
     return web.Response(text=json.dumps(data, indent=1, ensure_ascii=False), content_type="application/json",
                         headers={"Content-Disposition": f'attachment; filename="{name}"'})
 

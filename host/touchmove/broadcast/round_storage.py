@@ -254,6 +254,14 @@ class RoundStorage:
                     for p in (rnd.pairings if rnd is not None else ()) if p.result}
         return {n: g.snapshots() for n, g in record.boards.items()}
 
+    def scheduled_round(self) -> int | None:
+        """The latest round whose scheduled start (the file's ``start``) has passed, when it is after the current
+        one."""
+        now = dt.datetime.fromtimestamp(self.clock.wall(), dt.UTC)
+        due = [n for n, r in self.tournament.rounds.items() if r.start is not None and r.start <= now]
+        latest = max(due, default=None)
+        return latest if latest is not None and latest > self.round.number else None
+
     def rounds_so_far(self) -> list[int]:
         """The rounds up to the current one, and any later one with a saved state."""
         return [n for n in sorted(self.tournament.rounds)

@@ -116,10 +116,10 @@ def public(request: web.Request, key: str, body: str, content_type: str) -> web.
         raw = body.encode("utf-8")
         etag = '"' + hashlib.blake2b(raw, digest_size=12).hexdigest() + '"'
         cache[key] = (body, raw, etag)
-    seen = hub.modified.get(key)
+    seen = hub.outputs.modified.get(key)
     if seen is None or seen[0] != etag:
-        seen = (etag, float(int(hub.clock.wall())))
-        hub.modified[key] = seen
+        seen = (etag, float(int(hub.storage.clock.wall())))
+        hub.outputs.modified[key] = seen
     headers = {"Cache-Control": "no-cache", "Access-Control-Allow-Origin": "*", "ETag": etag,
                "Last-Modified": _http_date(seen[1])}
     match = request.headers.get("If-None-Match")
@@ -140,9 +140,9 @@ def _round_number(request: web.Request, name: str = "n") -> int:
     hub = request.app[HUB_KEY]
     text = request.match_info[name]
     if text == "current":
-        return hub.round.number
+        return hub.storage.round.number
     number = console_api.count_param(text)
-    if number is None or number not in hub.tournament.rounds:
+    if number is None or number not in hub.storage.tournament.rounds:
         raise web.HTTPNotFound(text="no such round\n")
     return number
 
@@ -154,7 +154,7 @@ JSON = "application/json"
 async def round_pgn(request: web.Request) -> web.Response:
     hub = request.app[HUB_KEY]
     number = _round_number(request)
-    return public(request, f"round-{number}.pgn", hub.public_pgn(number), PGN)
+    return public(request, f"round-{number}.pgn", hub.outputs.public_pgn(number), PGN)
 
 
 async def game_pgn(request: web.Request) -> web.Response:
@@ -164,36 +164,36 @@ async def game_pgn(request: web.Request) -> web.Response:
     board, entry = console_api.count_param(board_text), console_api.count_param(entry_text or "1")
     if board is None or entry is None:
         raise web.HTTPNotFound()
-    text = hub.public_game_pgn(number, board, entry)
+    text = hub.outputs.public_game_pgn(number, board, entry)
     if text is None:
         raise web.HTTPNotFound(text=f"no game {board}-{entry} in round {number}\n")
     return public(request, f"round-{number}-game-{board}-{entry}.pgn", text, PGN)
 
 
 async def all_pgn(request: web.Request) -> web.Response:
-    return public(request, "all.pgn", request.app[HUB_KEY].all_rounds_pgn(), PGN)
+    return public(request, "all.pgn", request.app[HUB_KEY].outputs.all_rounds_pgn(), PGN)
 
 
 def _rounds_so_far(hub: Broadcaster) -> dict[int, dict[int, tuple[Any, ...]]]:
-    return {n: hub.public_games(n) for n in hub.rounds_so_far()}
+    return {n: hub.outputs.public_games(n) for n in hub.storage.rounds_so_far()}
 
 
 async def round_results_csv(request: web.Request) -> web.Response:
     hub = request.app[HUB_KEY]
     number = _round_number(request)
-    text = results_csv(hub.tournament, {number: hub.public_games(number)})
+    text = results_csv(hub.storage.tournament, {number: hub.outputs.public_games(number)})
     return public(request, f"round-{number}-results.csv", text, "text/csv")
 
 
 async def all_results_csv(request: web.Request) -> web.Response:
     hub = request.app[HUB_KEY]
-    return public(request, "results.csv", results_csv(hub.tournament, _rounds_so_far(hub)), "text/csv")
+    return public(request, "results.csv", results_csv(hub.storage.tournament, _rounds_so_far(hub)), "text/csv")
 
 
 async def all_results_trf(request: web.Request) -> web.Response:
     hub = request.app[HUB_KEY]
     variant = "2026" if request.path.endswith("-2026.trf") else "16"
-    text = results_trf(hub.tournament, _rounds_so_far(hub), hub.round_date, variant=variant)
+    text = results_trf(hub.storage.tournament, _rounds_so_far(hub), hub.storage.round_date, variant=variant)
     return public(request, request.path.lstrip("/"), text, "text/plain")
 
 
@@ -203,17 +203,18 @@ def _dumps(data: Any) -> str:
 
 async def live_tournament(request: web.Request) -> web.Response:
     hub = request.app[HUB_KEY]
-    counts = {n: sum(len(g) or 1 for g in hub.public_games(n).values()) for n in _rounds_so_far(hub)}
-    chess960 = any(g.chess960 for games in hub.public_games().values() for g in games)
-    data = livechess_json.tournament_json(hub.tournament, hub.round.number, counts, chess960)
+    counts = {n: sum(len(g) or 1 for g in hub.outputs.public_games(n).values()) for n in _rounds_so_far(hub)}
+    chess960 = any(g.chess960 for games in hub.outputs.public_games().values() for g in games)
+    data = livechess_json.tournament_json(hub.storage.tournament, hub.storage.round.number, counts, chess960)
     return public(request, "live/tournament.json", _dumps(data), JSON)
 
 
 async def live_index(request: web.Request) -> web.Response:
     hub = request.app[HUB_KEY]
     number = _round_number(request)
-    data = livechess_json.index_json(hub.tournament, number, hub.public_games(number), hub.round_date(number),
-                                     number == hub.round.number)
+    storage = hub.storage
+    data = livechess_json.index_json(storage.tournament, number, hub.outputs.public_games(number),
+                                     storage.round_date(number), number == storage.round.number)
     return public(request, f"live/round-{number}/index.json", _dumps(data), JSON)
 
 
@@ -221,11 +222,12 @@ async def live_game(request: web.Request) -> web.Response:
     hub = request.app[HUB_KEY]
     number = _round_number(request)
     index = console_api.count_param(request.match_info["i"])
-    found = livechess_json.game_at(hub.tournament, number, hub.public_games(number), index) \
+    found = livechess_json.game_at(hub.storage.tournament, number, hub.outputs.public_games(number), index) \
         if index is not None else None
     if found is None:
         raise web.HTTPNotFound(text=f"no such game in round {number}\n")
-    data = livechess_json.game_json(found[0], found[1], number == hub.round.number, hub.tournament.time_control)
+    data = livechess_json.game_json(found[0], found[1], number == hub.storage.round.number,
+                                    hub.storage.tournament.time_control)
     return public(request, f"live/round-{number}/game-{index}.json", _dumps(data), JSON)
 
 
@@ -258,11 +260,11 @@ def viewer(request: web.Request) -> Viewer:
 
 @web.middleware
 async def private_console(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """While the console is private (:attr:`Broadcaster.console_private`), its live views need an arbiter's
+    """While the console is private (:attr:`.PublicOutputs.console_private`), its live views need an arbiter's
     token: the ``Authorization`` header, or the session cookie ``/api/auth`` sets (an EventSource sends no
     header)."""
     hub = request.app[HUB_KEY]
-    if (request.method in ("GET", "HEAD") and hub.console_private
+    if (request.method in ("GET", "HEAD") and hub.outputs.console_private
             and request.path.startswith(PRIVATE_PREFIXES) and viewer(request)() is None):
         raise web.HTTPUnauthorized(
             text=json.dumps({"error": "the console is private while the broadcast is delayed: an arbiter "
@@ -289,7 +291,7 @@ async def security_headers(request: web.Request, response: web.StreamResponse) -
 
 async def board_svg(request: web.Request) -> web.Response:
     hub = request.app[HUB_KEY]
-    view = hub.by_number.get(_board_number(request))
+    view = hub.storage.by_number.get(_board_number(request))
     if view is None:
         raise web.HTTPNotFound()
     return web.Response(text=view.svg(), content_type="image/svg+xml", headers={"Cache-Control": "no-cache"})
@@ -311,7 +313,7 @@ def stream_permission(request: web.Request) -> Callable[[], bool]:
     who = viewer(request)
     if who() is not None:
         return lambda: who() is not None
-    return lambda: not hub.console_private
+    return lambda: not hub.outputs.console_private
 
 
 async def stream(request: web.Request) -> web.StreamResponse:
@@ -321,7 +323,7 @@ async def stream(request: web.Request) -> web.StreamResponse:
                                        "X-Accel-Buffering": "no"})
     await resp.prepare(request)
     svg = request.query.get("svg") != "0"
-    queue = hub.listen(svg=svg)
+    queue = hub.streams.listen(svg=svg)
     loop = asyncio.get_running_loop()
     quiet_since = loop.time()
     try:
@@ -351,7 +353,7 @@ async def stream(request: web.Request) -> web.StreamResponse:
     except (ConnectionResetError, asyncio.CancelledError):
         pass
     finally:
-        hub.unlisten(queue)
+        hub.streams.unlisten(queue)
     return resp
 
 
@@ -389,8 +391,8 @@ async def ack(request: web.Request) -> web.Response:
     if alert_id is None:
         return _json({"error": "no such alert"}, 404)
     try:
-        was_open = any(a.id == alert_id and not a.acked for a in hub.alerts)
-        entry = hub.acknowledge(alert_id, by=arbiter.name)
+        was_open = any(a.id == alert_id and not a.acked for a in hub.storage.alerts)
+        entry = hub.actions.acknowledge(alert_id, by=arbiter.name)
     except ActionError as exc:
         return _json({"error": str(exc)}, 404)
     if was_open:  # acknowledging an acknowledged alert changes nothing: nothing to log
@@ -406,30 +408,30 @@ async def action(request: web.Request) -> web.Response:
     number = _board_number(request)
     name = request.match_info["action"]
     data = await _body(request)
-    view = hub.by_number.get(number)
+    view = hub.storage.by_number.get(number)
     before = console_api.board_summary(view) if view is not None else None
     try:
         if name == "promote":
-            out = await hub.promote(number, str(data.get("piece", "")))
+            out = await hub.actions.promote(number, str(data.get("piece", "")))
         elif name == "takeback":
             ply = data.get("ply")
             if not isinstance(ply, int) or isinstance(ply, bool):
                 raise ActionError("ply must be an integer")
-            out = await hub.takeback(number, ply)
+            out = await hub.actions.takeback(number, ply)
         elif name == "setup":
-            out = await hub.setup(number, str(data.get("fen", "")), bool(data.get("chess960", False)))
+            out = await hub.actions.setup(number, str(data.get("fen", "")), bool(data.get("chess960", False)))
         elif name == "result":
             game = data.get("game")
             if game is not None and (type(game) is not int or game < 1):
                 raise ActionError("game must be a number from 1")
-            out = hub.record_result(number, str(data.get("result", "")), game)
+            out = hub.actions.record_result(number, str(data.get("result", "")), game)
         elif name == "allow":
             allow = data.get("allow")
             if allow is not None and not isinstance(allow, str):
                 raise ActionError("allow must be next, replace or none")
-            out = hub.permit_game(number, allow)
+            out = hub.actions.permit_game(number, allow)
         elif name == "assign":
-            out = await hub.assign(number)
+            out = await hub.actions.assign(number)
         else:
             return _json({"error": f"unknown action {name!r}"}, 404)
     except ActionError as exc:
@@ -447,7 +449,7 @@ async def switch_round(request: web.Request) -> web.Response:
     number = data.get("round")
     if type(number) is not int:
         return _json({"error": "round must be a round number"}, 400)
-    before = {"round": request.app[HUB_KEY].round.number}
+    before = {"round": request.app[HUB_KEY].storage.round.number}
     try:
         out = request.app[HUB_KEY].switch_round(number)
     except ActionError as exc:
@@ -478,13 +480,13 @@ def make_app(hub: Broadcaster, token: str | None, *, arbiters: ArbiterBook | Non
     app = web.Application(middlewares=[no_internal_text, private_console])
     app.on_response_prepare.append(security_headers)
     app[HUB_KEY] = hub
-    app[SESSIONS_KEY] = ConsoleSessions(hub.output_dir / KEY_NAME)
+    app[SESSIONS_KEY] = ConsoleSessions(hub.storage.output_dir / KEY_NAME)
     app[TOKEN_KEY] = token
     app[ENCODED_KEY] = {}
     if arbiters is None:
-        arbiters = book_for(hub.output_dir, token)
+        arbiters = book_for(hub.storage.output_dir, token)
     if audit is None:
-        audit = AuditLog.read(hub.output_dir / "arbiter-audit.jsonl")
+        audit = AuditLog.read(hub.storage.output_dir / "arbiter-audit.jsonl")
     if journals is None:
         journals = [Path(p) for p in os.environ.get("TOUCHMOVE_JOURNALS", "").split(os.pathsep) if p]
     console_api.install(app, hub, arbiters, audit, journals)

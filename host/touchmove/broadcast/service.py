@@ -59,17 +59,17 @@ class BroadcastService:
         self.hub.storage.take_retained = take_retained
         self.link = BridgeFeeds(self.hub, tournament.brokers)
         self.hub.ingest.backlog = self.link.backlog
-        self.hub.publish = self.link.publish
+        self.hub.actions.publish = self.link.publish
         self.pusher: LichessPush | None = None
         self._lichess_tokens: TokenSource | None = None
         if any(r.lichess for r in tournament.rounds.values()):
             self._lichess_tokens = TokenSource(lichess_token or os.environ.get(LICHESS_TOKEN_ENV),
                                                s.lichess_token_file)
             self.pusher = LichessPush(tournament.lichess_targets,
-                                      lambda boards: self.hub.public_pgn(boards=boards),
-                                      lambda: self.hub.round.number, self._lichess_tokens, base_url=s.lichess_url,
-                                      interval=s.lichess_interval)
-            self.hub.on_pgn(self.pusher.update)
+                                      lambda boards: self.hub.outputs.public_pgn(boards=boards),
+                                      lambda: self.hub.storage.round.number, self._lichess_tokens,
+                                      base_url=s.lichess_url, interval=s.lichess_interval)
+            self.hub.outputs.on_pgn(self.pusher.update)
             self.hub.push_status = self.pusher.status
             self.hub.set_lichess_token = self.pusher.set_token
         self.svg_workers = svg_workers
@@ -86,7 +86,7 @@ class BroadcastService:
 
     @property
     def pgn_url(self) -> str:
-        return f"{self.url}/round/{self.hub.round.number}.pgn"
+        return f"{self.url}/round/{self.hub.storage.round.number}.pgn"
 
     def check_settings(self) -> None:
         """Raise :class:`TournamentError` (one line) for a setting that could only fail once serving: an output
@@ -103,7 +103,7 @@ class BroadcastService:
             self.hub.open()
         except ValueError as exc:  # a round state file that cannot be read
             raise TournamentError(str(exc)) from None
-        self.hub.write_now()
+        self.hub.outputs.write_now()
         if self.svg_workers > 0:
             self._pool = concurrent.futures.ProcessPoolExecutor(
                 self.svg_workers, mp_context=multiprocessing.get_context("spawn"))
@@ -124,8 +124,8 @@ class BroadcastService:
         if self.port == 0:
             self.port = int(self._runner.addresses[0][1])
         self._tasks.append(asyncio.create_task(self.link.run(), name="mqtt"))
-        self._tasks.append(asyncio.create_task(self.hub.run_writer(), name="pgn-writer"))
-        self._tasks.append(asyncio.create_task(self.hub.run_kings(), name="kings-in-the-centre"))
+        self._tasks.append(asyncio.create_task(self.hub.outputs.run_writer(), name="pgn-writer"))
+        self._tasks.append(asyncio.create_task(self.hub.ingest.run_kings(), name="kings-in-the-centre"))
         self._tasks.append(asyncio.create_task(self.hub.streams.run_notifier(), name="dashboard-notifier"))
         self._tasks.append(asyncio.create_task(self.hub.streams.run_svg_renderer(), name="svg-renderer"))
         if self.pusher is not None:
@@ -142,7 +142,7 @@ class BroadcastService:
             self.hub.ingest.response_listeners.append(self._assign_answered)
         if wait_mqtt:
             await self.link.wait_ready(wait_mqtt)
-        log.info("broadcast of round %s: %s (PGN %s)", self.hub.round.number, self.url, self.pgn_url)
+        log.info("broadcast of round %s: %s (PGN %s)", self.hub.storage.round.number, self.url, self.pgn_url)
         return self
 
     async def _assign_all(self) -> None:
@@ -153,27 +153,27 @@ class BroadcastService:
                 break
             except TimeoutError:
                 continue
-        for number in sorted(self.hub.by_number):
+        for number in sorted(self.hub.storage.by_number):
             await self._assign_one(number, quiet=True)
 
     async def _assign_one(self, number: int, *, quiet: bool = False) -> None:
         """Send board ``number``'s names to its bridge until the bridge answers that it took them (this round's),
         again every :data:`ASSIGN_AGAIN_S` while the board is online: a command published while the bridge's
         command subscription is still being made (its board already online) reaches no one."""
-        key = (self.hub.round.number, number)
+        key = (self.hub.storage.round.number, number)
         if key in self._assigning:
             return
         self._assigning.add(key)
         try:
             for _ in range(ASSIGN_TRIES):
-                if key in self._assigned or key[0] != self.hub.round.number:
+                if key in self._assigned or key[0] != self.hub.storage.round.number:
                     return
                 try:
-                    await self.hub.assign(number)
+                    await self.hub.actions.assign(number)
                 except ActionError as exc:
                     (log.info if quiet else log.warning)("assign board %s: %s", number, exc)
                     return
-                if not self.hub.by_number[number].online:
+                if not self.hub.storage.by_number[number].online:
                     return       # a board not online yet is assigned again when its bridge says it is
                 await asyncio.sleep(ASSIGN_AGAIN_S)
             log.warning("assign board %s: its bridge did not answer %d assignments", number, ASSIGN_TRIES)
@@ -183,7 +183,7 @@ class BroadcastService:
     def _assign_answered(self, view: BoardView, payload: dict[str, Any]) -> None:
         """Note a bridge's answer to ``assign``: the names of this round's board are taken."""
         if payload.get("command") == "assign" and payload.get("status") == "ok":
-            self._assigned.add((self.hub.round.number, view.pairing.board))
+            self._assigned.add((self.hub.storage.round.number, view.pairing.board))
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -202,9 +202,9 @@ class BroadcastService:
             self._pool = None
         if self.hub.opened:  # a round that could not be opened is left as it is on disk
             with contextlib.suppress(OSError):
-                self.hub.save_state()
+                self.hub.storage.save_state()
             with contextlib.suppress(OSError):
-                self.hub.write_now()
+                self.hub.outputs.write_now()
             self.hub.storage.close_delay_journal()
 
     async def __aenter__(self) -> BroadcastService:

@@ -231,14 +231,14 @@ async def demo(args: argparse.Namespace, broker: BrokerConfig, out: Path) -> int
             aiomqtt.Client(broker.host, broker.port, max_queued_outgoing_messages=100_000,
                            max_inflight_messages=MAX_INFLIGHT, timeout=PUBLISH_TIMEOUT) as client:
         print(f"dashboard {svc.url}/  (arbiter token: demo)", flush=True)
-        print(f"round PGN {svc.pgn_url}\nfile      {svc.hub.pgn_path}", flush=True)
+        print(f"round PGN {svc.pgn_url}\nfile      {svc.hub.outputs.pgn_path}", flush=True)
         bridge = SimBridge(client, base)
         for n in range(1, args.boards + 1):
             bridge.board(f"demo-{n:03d}")
         await bridge.online()
 
         async def arbiter(number: int, result: str) -> None:
-            svc.hub.record_result(number, result)
+            svc.hub.actions.record_result(number, result)
 
         start = time.monotonic()
         rng = random.Random(args.seed)
@@ -256,20 +256,20 @@ async def demo(args: argparse.Namespace, broker: BrokerConfig, out: Path) -> int
         # wait for the last messages to come through and the file to be written: as long as the broadcaster
         # still takes messages in (a big round on a busy machine has a backlog), up to CHECK_WAIT_MAX
         problems = ["not checked"]
-        checked, seen, progress = -1, svc.hub.version, time.monotonic()
+        checked, seen, progress = -1, svc.hub.storage.version, time.monotonic()
         while time.monotonic() - progress < CHECK_QUIET and time.monotonic() - start - elapsed < CHECK_WAIT_MAX:
             await asyncio.sleep(0.2)
-            if svc.hub.version != seen:
-                seen, progress = svc.hub.version, time.monotonic()
-            if svc.hub.written_version != svc.hub.version or checked == svc.hub.version:
+            if svc.hub.storage.version != seen:
+                seen, progress = svc.hub.storage.version, time.monotonic()
+            if svc.hub.outputs.written_version != svc.hub.storage.version or checked == svc.hub.storage.version:
                 continue
-            checked = svc.hub.version
-            problems = check_round_pgn(svc.hub.pgn_path.read_text(encoding="utf-8"), played)
+            checked = svc.hub.storage.version
+            problems = check_round_pgn(svc.hub.outputs.pgn_path.read_text(encoding="utf-8"), played)
             if not problems:
                 break
         async with aiohttp.ClientSession() as http, http.get(svc.pgn_url) as resp:
             served = await resp.text()
-        if served != svc.hub.pgn_path.read_text(encoding="utf-8"):
+        if served != svc.hub.outputs.pgn_path.read_text(encoding="utf-8"):
             problems.append("the PGN served over HTTP differs from the file")
         hows: dict[str, int] = {}
         for p in played:
@@ -280,7 +280,7 @@ async def demo(args: argparse.Namespace, broker: BrokerConfig, out: Path) -> int
             print("round PGN check FAILED:\n  " + "\n  ".join(problems), flush=True)
         else:
             print(f"round PGN check ok: {len(played)} games read back with python-chess, every move and "
-                  f"result as played -> {svc.hub.pgn_path}", flush=True)
+                  f"result as played -> {svc.hub.outputs.pgn_path}", flush=True)
         if args.serve:
             print("serving the dashboard; Ctrl-C to stop", flush=True)
             with contextlib.suppress(asyncio.CancelledError):

@@ -261,7 +261,7 @@ async def cluster_round(args: argparse.Namespace, workdir: Path, cluster: NatsCl
         if True:
             print(f"broadcaster on n{broadcaster_node + 1}: {svc.pgn_url}", flush=True)
             deadline = time.monotonic() + 60
-            while any(svc.hub.bridges.get(b) != "online" for b in bases):
+            while any(svc.hub.ingest.bridges.get(b) != "online" for b in bases):
                 if time.monotonic() > deadline:
                     raise RuntimeError("the bridges did not come online: see " + ", ".join(str(h.log) for h in halls))
                 await asyncio.sleep(0.1)
@@ -303,14 +303,15 @@ async def cluster_round(args: argparse.Namespace, workdir: Path, cluster: NatsCl
             deadline = time.monotonic() + 60
             problems = ["not checked"]
             while time.monotonic() < deadline:
-                if svc.hub.written_version == svc.hub.version:
-                    matched, lost, extra, problems = check_pgn(svc.hub.pgn_path.read_text(encoding="utf-8"), boards)
+                if svc.hub.outputs.written_version == svc.hub.storage.version:
+                    written = svc.hub.outputs.pgn_path.read_text(encoding="utf-8")
+                    matched, lost, extra, problems = check_pgn(written, boards)
                     if not problems:
                         break
                 await asyncio.sleep(0.5)
-            matched, lost, extra, problems = check_pgn(svc.hub.pgn_path.read_text(encoding="utf-8"), boards)
+            matched, lost, extra, problems = check_pgn(svc.hub.outputs.pgn_path.read_text(encoding="utf-8"), boards)
             for b in boards:
-                view = svc.hub.by_number[b.number]
+                view = svc.hub.storage.by_number[b.number]
                 log.debug("board %s: resync %s at %s, %s plies, bridge PGN %s chars, seqs %s", b.board_id,
                           view.game.needs_resync, view.game.resync_ply, view.game.ply,
                           len(view.bridge_pgn or ""), view.sessions_seq)
@@ -331,7 +332,7 @@ async def cluster_round(args: argparse.Namespace, workdir: Path, cluster: NatsCl
     played = sum(len(b.moves) for b in boards)
     redelivered = sum(n - 1 for n in seen.values() if n > 1)
     print(f"{len(boards)} games on {len(halls)} bridges; {redelivered} events delivered twice after the "
-          f"failover (dropped by seq); round PGN {svc.hub.pgn_path}", flush=True)
+          f"failover (dropped by seq); round PGN {svc.hub.outputs.pgn_path}", flush=True)
     for problem in problems:
         print(f"  PROBLEM {problem}", flush=True)
     for hall in halls:
