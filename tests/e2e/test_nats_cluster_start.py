@@ -44,3 +44,33 @@ def test_a_node_that_cannot_start_is_an_error_after_the_tries(taken: int, monkey
     monkeypatch.setattr(natscluster, "free_port", lambda: taken)
     with pytest.raises(RuntimeError, match="exited"):
         NatsCluster(1).start(timeout=20)
+
+
+def test_a_node_that_does_not_serve_mqtt_in_time_is_started_again_on_new_ports(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One node of one cluster never answered MQTT in 120 s in a loaded fresh-clone run; the next start did."""
+    require_binary("nats-server", "/usr/sbin/nats-server")
+    real = natscluster.mqtt_round_trip
+    first_ports: list[int] = []
+
+    def closed_on_the_first_ports(port: int, user: tuple[str, str] | None = None) -> str:
+        if not first_ports:
+            first_ports.append(port)
+        return "connection closed" if port == first_ports[0] else real(port, user)
+
+    monkeypatch.setattr(natscluster, "mqtt_round_trip", closed_on_the_first_ports)
+    cluster = NatsCluster(1)
+    try:
+        cluster.start(timeout=30)      # the first start waits this long in vain
+        assert cluster.nodes[0].mqtt_port != first_ports[0]
+        assert real(cluster.nodes[0].mqtt_port, cluster.probe_user) == ""
+    finally:
+        cluster.stop()
+
+
+def test_a_node_never_serving_mqtt_is_an_error_with_the_nodes_logs(monkeypatch: pytest.MonkeyPatch) -> None:
+    require_binary("nats-server", "/usr/sbin/nats-server")
+    monkeypatch.setattr(natscluster, "mqtt_round_trip", lambda port, user=None: "connection closed")
+    with pytest.raises(RuntimeError, match="MQTT not ready within 2 s") as failed:
+        NatsCluster(1).start(timeout=2)
+    assert "--- n1" in str(failed.value)
