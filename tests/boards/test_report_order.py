@@ -189,3 +189,19 @@ def test_a_victim_carried_across_the_board_is_not_the_end_of_a_move() -> None:
     assert told(lines) == ["lift e1", "place d2", "lift c3", "lift c8", "place c6", "lift c6", "place c3"]
     assert sans(events) == ["Kd2", "Rxc3"]
     assert alerts(events) == []
+
+
+def test_a_victim_pushed_aside_by_the_capturing_hand_is_not_the_end_of_a_move() -> None:
+    """DGT, harder hands (game 6 of the bench): ...fxg4 with White's pawn pushed aside onto f4 by the capturing
+    hand, answered at once by hxg4. Putting the pushed victim down next to its square does not end Black's move:
+    the pawn lifted from f5 is still in the hand, so its landing on g4 is told as the scan saw it. Before, the
+    victim's landing emptied Black's pawn from the hand, and g4 (other black pawns standing) waited for a lift
+    that never came: told 480 ms late and lifted 4 ms after, fxg4 was never seen made (here Ke2 alone and a
+    board_mismatch; in the bench game the plies recovered with changes_lost)."""
+    start = chess.Board("4k3/p7/8/5p2/6P1/7P/8/4K3 w - - 0 1")
+    lines, events = read_squares([(500, "e1", None), (700, "e2", "K"), (2256, "f5", None), (2281, "f4", "P"),
+                                  (2284, "g4", None), (2514, "g4", "p"), (2999, "f4", None), (3003, "g4", None),
+                                  (3677, "h3", None), (3871, "g4", "P")], start)
+    assert told(lines)[:6] == ["lift e1", "place e2", "lift f5", "lift g4", "place f4", "place g4"]
+    assert sans(events) == ["Ke2", "fxg4", "hxg4"]
+    assert alerts(events) == []
