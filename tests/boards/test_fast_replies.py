@@ -603,6 +603,28 @@ def test_a_piece_knocked_off_during_a_move_is_a_hand_not_plies_to_search() -> No
     assert not made_with_hands(knight, in_hand)
 
 
+def test_a_piece_knocked_by_a_bullet_answer_is_a_hand_not_a_third_ply() -> None:
+    """DGT harder hands, game 29 of the bench: Bg5 answered by ...Bd6 faster than the settle time (60 ms), the
+    sleeve of the answering hand knocking the knight off d7, next to d6, and putting it back 0.4 s later. The
+    board showed every position (Bg5 made, then Bd6 made), and a knocked piece next to where the hand landed is
+    a hand, not a ply, after an answer as after one move. Before, the knight off the board was read as Black's
+    next move under way, which needs an odd number of plies: Bh6 Bd6 Bg5 were recovered with changes_lost (h6
+    never reported), then Bg5 Bd6 by a second search."""
+    start = chess.Board("4kb2/3n3p/8/8/8/8/8/2B1K3 w - - 0 1")
+    events = play([lift(1000, "c1"), place(1122, "g5", "B"), lift(1182, "f8"), lift(1274, "d7"),
+                   place(1303, "d6", "b"), place(1727, "d7", "n"), Clock(2500, chess.BLACK), lift(4000, "e1"),
+                   place(4200, "e2", "K")], start)
+    assert moves_of(events) == ["Bg5", "Bd6", "Ke2"]
+    assert codes(events) == []
+    answered = start.copy()
+    answered.push_san("Bg5")
+    answered.push_san("Bd6")
+    knocked = {sq: p.symbol() for sq, p in answered.piece_map().items() if sq != chess.D7}
+    assert made_with_hands(start, knocked)      # the knight next to d6 knocked off: a hand
+    far = {sq: p.symbol() for sq, p in answered.piece_map().items() if sq != chess.H7}
+    assert not made_with_hands(start, far)      # a pawn lifted away from d6: no knock of that hand (searched)
+
+
 def test_a_move_made_with_a_piece_lifted_away_from_its_landing_is_the_next_move_begun_not_a_hand() -> None:
     """DGT fast replies, game 26 of the bench: Kf6-f7 shown made in the scan that shows White's queen lifted from
     c6 (his next move, Qd7, begun faster than the scan). A sleeve knocks a piece next to where the hand lands;
