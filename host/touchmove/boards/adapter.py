@@ -173,6 +173,9 @@ class PieceAdapter:
         self.last_mover: str | None = None      # the colour of the piece told placed last
         self.announced_start: str | None = None # the Chess960 start array last told as a setup
         self.lift_held: dict[int, tuple[int, str]] = {}   # lifts held back: square -> (since, what for)
+        # where each king ("K", "k") stood when the board last showed a start array (32 pieces, the pawns home): a
+        # king shown elsewhere has moved and its side can no longer castle (unknown: the game began elsewhere)
+        self.king_home: dict[str, int] = {}
 
     # -- reports ---------------------------------------------------------------------------------------------
     def full_report(self, board_raw: Sequence[Content], t: int, *, snapshot: bool = False) -> list[dict[str, Any]]:
@@ -270,6 +273,8 @@ class PieceAdapter:
         for sq in (*self.lift_held, *unsure):
             target[sq] = self.shown[sq]
         changed = [sq for sq in range(64) if target[sq] != self.shown[sq]]
+        if start_orientation(target) is not None and sum(is_piece(c) for c in target) == 32:
+            self.king_home = {c: sq for sq, c in enumerate(target) if c in ("K", "k")}
         out += self._chess960_start(t, target)
         if force_snapshot or len(changed) > MAX_CHANGES_AS_MOVES:
             self.lift_held = {}
@@ -317,8 +322,8 @@ class PieceAdapter:
         king = "K" if white else "k"
         if piece.upper() == "R" and chess.square_rank(sq) == back and any(
                 self.shown[chess.square(f, back)] == king and self.actual[chess.square(f, back)] == king
-                for f in range(8)):
-            self.lift_held[sq] = (t, "castling")
+                and self.king_home.get(king, chess.square(f, back)) == chess.square(f, back) for f in range(8)):
+            self.lift_held[sq] = (t, "castling")    # (not beside a king that has moved: it cannot castle)
 
     def _release_lifts(self, t: int, target: list[Content]) -> None:
         """Let go of the held lifts whose wait is over or whose awaited change is in ``target``: a landing of
