@@ -15,7 +15,7 @@ board as reported (``actual``) and the board as the records have told it (``show
 - squares reported one by one (DGT's scan): a lift the scan's order may have put before a change the hand made
   first is held back: the other side's lift while the side to move has a piece in the hand, until that side's
   landing (at most :data:`ANSWER_HOLD_MS`), a rook's lift beside its king on their back rank, until the king's
-  lift (at most :data:`CASTLE_HOLD_MS`);
+  lift (at most :data:`CASTLE_HOLD_MS`; not once that king has left its square of the last start array shown);
 - the scan is absorbed: a piece reported on its new square while it still stands on its old one (no such
   piece in the hand) waits up to :data:`FILL_HOLD_MS` for the old square to empty, which is then told first;
 - a promotion read from the board: a pawn gone from its 7th rank and a queen, rook, bishop or knight of its
@@ -307,7 +307,7 @@ class PieceAdapter:
         before a change the hand made first: the other side's piece lifted while the side to move has a piece in
         the hand (a reply faster than the scan; held until that side's landing, at most
         :data:`ANSWER_HOLD_MS`), or a rook beside its king on their back rank (castling: held until the king's
-        lift, at most :data:`CASTLE_HOLD_MS`)."""
+        lift, at most :data:`CASTLE_HOLD_MS`; a king away from its square of the start array cannot castle)."""
         piece = self.shown[sq]
         if not is_piece(piece):
             return
