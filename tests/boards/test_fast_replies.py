@@ -561,6 +561,21 @@ def test_a_press_read_late_is_no_evidence_of_the_move_it_ends() -> None:
     assert moves_of(at_once)[:4] == ["e4", "Nc6", "f4", "f6"]
 
 
+def test_a_press_left_out_is_no_answer_before_the_press() -> None:
+    """DGT harder hands, game 74 of the bench: Black's press of 1...c5 is read after White's 2. Nf3 and left out
+    by the translator (the reply came first), and White lifts his knight off f3 for 460 ms to straighten it.
+    On a board whose presses come late no press, nor its absence, says when a ply was made: Nf3 is no answer
+    made before Black's press, and its piece lifted is no answer undone. Before, Nf3 was taken back when the
+    knight was lifted (``takeback``), then recovered with ``changes_lost``."""
+    events = play([lift(4456, "e2"), place(4627, "e4", "P"), late_press(5300, chess.WHITE), lift(7318, "c7"),
+                   place(7318, "c5", "p"), lift(8169, "g1"), place(8340, "f3", "N"), lift(8789, "f3"),
+                   place(9251, "f3", "N"), late_press(10200, chess.WHITE), lift(11174, "e7"),
+                   place(11200, "e6", "p"), late_press(12200, chess.BLACK)])
+    assert moves_of(events) == ["e4", "c5", "Nf3", "e6"]
+    assert codes(events) == []
+    assert not [e for e in events if e.type == "takeback"]
+
+
 def test_a_press_read_late_before_the_move_it_ends_is_no_illegal_move() -> None:
     """White's press of e4 read before the board reports the pawn's placement (its scan): no 7.5 alert."""
     events = play([lift(1000, "e2"), late_press(1100, chess.WHITE), place(1200, "e4", "P")])
@@ -601,6 +616,28 @@ def test_a_piece_knocked_off_during_a_move_is_a_hand_not_plies_to_search() -> No
     assert made_with_hands(knight, in_hand)
     in_hand[chess.A1] = "Q"                         # a queen more on an empty square: no hand did that
     assert not made_with_hands(knight, in_hand)
+
+
+def test_a_piece_knocked_by_a_bullet_answer_is_a_hand_not_a_third_ply() -> None:
+    """DGT harder hands, game 29 of the bench: Bg5 answered by ...Bd6 faster than the settle time (60 ms), the
+    sleeve of the answering hand knocking the knight off d7, next to d6, and putting it back 0.4 s later. The
+    board showed every position (Bg5 made, then Bd6 made), and a knocked piece next to where the hand landed is
+    a hand, not a ply, after an answer as after one move. Before, the knight off the board was read as Black's
+    next move under way, which needs an odd number of plies: Bh6 Bd6 Bg5 were recovered with changes_lost (h6
+    never reported), then Bg5 Bd6 by a second search."""
+    start = chess.Board("4kb2/3n3p/8/8/8/8/8/2B1K3 w - - 0 1")
+    events = play([lift(1000, "c1"), place(1122, "g5", "B"), lift(1182, "f8"), lift(1274, "d7"),
+                   place(1303, "d6", "b"), place(1727, "d7", "n"), Clock(2500, chess.BLACK), lift(4000, "e1"),
+                   place(4200, "e2", "K")], start)
+    assert moves_of(events) == ["Bg5", "Bd6", "Ke2"]
+    assert codes(events) == []
+    answered = start.copy()
+    answered.push_san("Bg5")
+    answered.push_san("Bd6")
+    knocked = {sq: p.symbol() for sq, p in answered.piece_map().items() if sq != chess.D7}
+    assert made_with_hands(start, knocked)      # the knight next to d6 knocked off: a hand
+    far = {sq: p.symbol() for sq, p in answered.piece_map().items() if sq != chess.H7}
+    assert not made_with_hands(start, far)      # a pawn lifted away from d6: no knock of that hand (searched)
 
 
 def test_a_move_made_with_a_piece_lifted_away_from_its_landing_is_the_next_move_begun_not_a_hand() -> None:

@@ -189,3 +189,43 @@ def test_a_victim_carried_across_the_board_is_not_the_end_of_a_move() -> None:
     assert told(lines) == ["lift e1", "place d2", "lift c3", "lift c8", "place c6", "lift c6", "place c3"]
     assert sans(events) == ["Kd2", "Rxc3"]
     assert alerts(events) == []
+
+
+def test_a_victim_pushed_aside_by_the_capturing_hand_is_not_the_end_of_a_move() -> None:
+    """DGT, harder hands (game 6 of the bench): ...fxg4 with White's pawn pushed aside onto f4 by the capturing
+    hand, answered at once by hxg4. Putting the pushed victim down next to its square does not end Black's move:
+    the pawn lifted from f5 is still in the hand, so its landing on g4 is told as the scan saw it. Before, the
+    victim's landing emptied Black's pawn from the hand, and g4 (other black pawns standing) waited for a lift
+    that never came: told 480 ms late and lifted 4 ms after, fxg4 was never seen made (here Ke2 alone and a
+    board_mismatch; in the bench game the plies recovered with changes_lost)."""
+    start = chess.Board("4k3/p7/8/5p2/6P1/7P/8/4K3 w - - 0 1")
+    lines, events = read_squares([(500, "e1", None), (700, "e2", "K"), (2256, "f5", None), (2281, "f4", "P"),
+                                  (2284, "g4", None), (2514, "g4", "p"), (2999, "f4", None), (3003, "g4", None),
+                                  (3677, "h3", None), (3871, "g4", "P")], start)
+    assert told(lines)[:6] == ["lift e1", "place e2", "lift f5", "lift g4", "place f4", "place g4"]
+    assert sans(events) == ["Ke2", "fxg4", "hxg4"]
+    assert alerts(events) == []
+
+
+def test_a_rooks_lift_beside_a_king_that_has_moved_is_told_as_it_comes() -> None:
+    """A rook's lift from its back rank beside its king waits for the king's lift (castling with both lifts in one
+    scan); a king that has left its square since the start array cannot castle, so after O-O the rook of Re1 is
+    told lifted when the scan reports it, not a tick later. Before, the wait (100 ms, told at the link's next
+    tick) stretched the rook's stay on a square it slid over to the settle time: DGT harder hands, game 64 of
+    the bench, Rh1-e1 slid over f1 with the king on c1, read as Rhf1 then amended (moved_after_release); game 88,
+    ...Rxd2 answered by Rxd2 whose landing came 190 ms before its lift (plies recovered, changes_lost)."""
+    plies = [("g1", "f3", "N"), ("g8", "f6", "n"), ("g2", "g3", "P"), ("g7", "g6", "p"), ("f1", "g2", "B"),
+             ("f8", "g7", "b")]
+    reports: list[tuple[int, str, str | None]] = []
+    t = 1000
+    for origin, landing, piece in plies:
+        reports += [(t, origin, None), (t + 200, landing, piece)]
+        t += 1000
+    reports += [(7000, "e1", None), (7200, "g1", "K"), (7300, "h1", None), (7400, "f1", "R"),
+                (8000, "e8", None), (8200, "g8", "k"), (8300, "h8", None), (8400, "f8", "r"),
+                (9000, "e1", "R"), (9003, "f1", None)]
+    lines, events = read_squares(reports, chess.Board())
+    assert [(line["t"], line["type"], line["sq"]) for line in lines[-2:]] == [(9003, "lift", "f1"),
+                                                                             (9003, "place", "e1")]
+    assert sans(events) == ["Nf3", "Nf6", "g3", "g6", "Bg2", "Bg7", "O-O", "O-O", "Re1"]
+    assert alerts(events) == []

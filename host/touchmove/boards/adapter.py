@@ -15,7 +15,7 @@ board as reported (``actual``) and the board as the records have told it (``show
 - squares reported one by one (DGT's scan): a lift the scan's order may have put before a change the hand made
   first is held back: the other side's lift while the side to move has a piece in the hand, until that side's
   landing (at most :data:`ANSWER_HOLD_MS`), a rook's lift beside its king on their back rank, until the king's
-  lift (at most :data:`CASTLE_HOLD_MS`);
+  lift (at most :data:`CASTLE_HOLD_MS`; not once that king has left its square of the last start array shown);
 - the scan is absorbed: a piece reported on its new square while it still stands on its old one (no such
   piece in the hand) waits up to :data:`FILL_HOLD_MS` for the old square to empty, which is then told first;
 - a promotion read from the board: a pawn gone from its 7th rank and a queen, rook, bishop or knight of its
@@ -173,6 +173,9 @@ class PieceAdapter:
         self.last_mover: str | None = None      # the colour of the piece told placed last
         self.announced_start: str | None = None # the Chess960 start array last told as a setup
         self.lift_held: dict[int, tuple[int, str]] = {}   # lifts held back: square -> (since, what for)
+        # where each king ("K", "k") stood when the board last showed a start array (32 pieces, the pawns home): a
+        # king shown elsewhere has moved and its side can no longer castle (unknown: the game began elsewhere)
+        self.king_home: dict[str, int] = {}
 
     # -- reports ---------------------------------------------------------------------------------------------
     def full_report(self, board_raw: Sequence[Content], t: int, *, snapshot: bool = False) -> list[dict[str, Any]]:
@@ -270,6 +273,8 @@ class PieceAdapter:
         for sq in (*self.lift_held, *unsure):
             target[sq] = self.shown[sq]
         changed = [sq for sq in range(64) if target[sq] != self.shown[sq]]
+        if start_orientation(target) is not None and sum(is_piece(c) for c in target) == 32:
+            self.king_home = {c: sq for sq, c in enumerate(target) if c in ("K", "k")}
         out += self._chess960_start(t, target)
         if force_snapshot or len(changed) > MAX_CHANGES_AS_MOVES:
             self.lift_held = {}
@@ -302,7 +307,7 @@ class PieceAdapter:
         before a change the hand made first: the other side's piece lifted while the side to move has a piece in
         the hand (a reply faster than the scan; held until that side's landing, at most
         :data:`ANSWER_HOLD_MS`), or a rook beside its king on their back rank (castling: held until the king's
-        lift, at most :data:`CASTLE_HOLD_MS`)."""
+        lift, at most :data:`CASTLE_HOLD_MS`; a king away from its square of the start array cannot castle)."""
         piece = self.shown[sq]
         if not is_piece(piece):
             return
@@ -317,8 +322,8 @@ class PieceAdapter:
         king = "K" if white else "k"
         if piece.upper() == "R" and chess.square_rank(sq) == back and any(
                 self.shown[chess.square(f, back)] == king and self.actual[chess.square(f, back)] == king
-                for f in range(8)):
-            self.lift_held[sq] = (t, "castling")
+                and self.king_home.get(king, chess.square(f, back)) == chess.square(f, back) for f in range(8)):
+            self.lift_held[sq] = (t, "castling")    # (not beside a king that has moved: it cannot castle)
 
     def _release_lifts(self, t: int, target: list[Content]) -> None:
         """Let go of the held lifts whose wait is over or whose awaited change is in ``target``: a landing of
@@ -465,6 +470,12 @@ class PieceAdapter:
             # within the scan (a reply faster than the scan) and stays in the hand until it is put down.
             self.hand = [(c, s) for i, (c, s) in enumerate(self.hand)
                          if i != own and (c.isupper() == white or (i > own and not _victim_of(piece, sq, c, s)))]
+            return None
+        if own is not None and chess.square_distance(self.hand[own][1], sq) == 1 and any(
+                c.isupper() != white for c, _ in self.hand):
+            # a piece of the side that moved last put down next to where it was lifted while the other side has
+            # a piece in the hand: a victim pushed aside by the capturing hand, whose move goes on
+            self.hand.pop(own)
             return None
         self.hand = [(c, s) for c, s in self.hand if c.isupper() == white]   # the other side's move is over
         if own is not None:

@@ -202,13 +202,28 @@ def only_lifted(board: chess.Board, pieces: dict[chess.Square, str]) -> bool:
 def made_with_hands(board: chess.Board, pieces: dict[chess.Square, str]) -> bool:
     """Return whether the board's ``pieces`` are ``board`` with one piece of the side to move in the hand and one
     piece more lifted or knocked onto an empty square next to its own, or the position after one legal move of the
-    side to move with one piece next to the move's landing square lifted or knocked so: a sleeve knocking a piece
-    off (docs/hands.md), never a second ply; the plies played are then not searched (the board is read as a board
-    without names would be). Two pieces off besides the move are plies mixed in a scan (searched); so is a move
-    made with a piece lifted away from its landing square (the next move begun: the hand that made the move
-    cannot have knocked it)."""
+    side to move (or after that move and an answer to it) with one piece next to the last move's landing square
+    lifted or knocked so: a sleeve knocking a piece off (docs/hands.md), never a second ply; the plies played are
+    then not searched (the board is read as a board without names would be). Two pieces off besides the move are
+    plies mixed in a scan (searched); so is a move made with a piece lifted away from its landing square (the next
+    move begun: the hand that made the move cannot have knocked it)."""
     if _with_hands(board, pieces, board.turn):
         return True
+    for move, landing in _moves_shown(board, pieces):
+        after = _after(board, move)
+        if _with_hands(after, pieces, None, near=landing) and not _shows(board, move, pieces):
+            return True     # (a move shown made with nothing in a hand is a ply the engine did not read)
+        # the answer made too, faster than the scan, by a hand that knocked a piece next to where it landed
+        for answer, answer_landing in _moves_shown(after, pieces):
+            if _with_hands(_after(after, answer), pieces, None, near=answer_landing) \
+                    and not _shows(after, answer, pieces):
+                return True
+    return False
+
+
+def _moves_shown(board: chess.Board, pieces: dict[chess.Square, str]) -> Iterator[tuple[chess.Move, chess.Square]]:
+    """Yield the legal moves of ``board`` whose moving piece the board's ``pieces`` show on its landing square (a
+    castling's king on its own), with that square."""
     for move in board.generate_legal_moves():
         landing = move.to_square
         if board.is_castling(move):
@@ -218,13 +233,15 @@ def made_with_hands(board: chess.Board, pieces: dict[chess.Square, str]) -> bool
         if letter is None:
             continue
         moved = chess.Piece(move.promotion, board.turn) if move.promotion else board.piece_at(move.from_square)
-        if moved is None or moved.symbol() != letter:
-            continue
-        after = board.copy(stack=False)
-        after.push(move)
-        if _with_hands(after, pieces, None, near=landing) and not _shows(board, move, pieces):
-            return True     # (a move shown made with nothing in a hand is a ply the engine did not read)
-    return False
+        if moved is not None and moved.symbol() == letter:
+            yield move, landing
+
+
+def _after(board: chess.Board, move: chess.Move) -> chess.Board:
+    """Return ``board`` after ``move``."""
+    after = board.copy(stack=False)
+    after.push(move)
+    return after
 
 
 def _with_hands(board: chess.BaseBoard, pieces: dict[chess.Square, str], mover: chess.Color | None,
