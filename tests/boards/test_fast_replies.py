@@ -561,21 +561,6 @@ def test_a_press_read_late_is_no_evidence_of_the_move_it_ends() -> None:
     assert moves_of(at_once)[:4] == ["e4", "Nc6", "f4", "f6"]
 
 
-def test_a_press_left_out_is_no_answer_before_the_press() -> None:
-    """DGT harder hands, game 74 of the bench: Black's press of 1...c5 is read after White's 2. Nf3 and left out
-    by the translator (the reply came first), and White lifts his knight off f3 for 460 ms to straighten it.
-    On a board whose presses come late no press, nor its absence, says when a ply was made: Nf3 is no answer
-    made before Black's press, and its piece lifted is no answer undone. Before, Nf3 was taken back when the
-    knight was lifted (``takeback``), then recovered with ``changes_lost``."""
-    events = play([lift(4456, "e2"), place(4627, "e4", "P"), late_press(5300, chess.WHITE), lift(7318, "c7"),
-                   place(7318, "c5", "p"), lift(8169, "g1"), place(8340, "f3", "N"), lift(8789, "f3"),
-                   place(9251, "f3", "N"), late_press(10200, chess.WHITE), lift(11174, "e7"),
-                   place(11200, "e6", "p"), late_press(12200, chess.BLACK)])
-    assert moves_of(events) == ["e4", "c5", "Nf3", "e6"]
-    assert codes(events) == []
-    assert not [e for e in events if e.type == "takeback"]
-
-
 def test_a_press_read_late_before_the_move_it_ends_is_no_illegal_move() -> None:
     """White's press of e4 read before the board reports the pawn's placement (its scan): no 7.5 alert."""
     events = play([lift(1000, "e2"), late_press(1100, chess.WHITE), place(1200, "e4", "P")])

@@ -556,7 +556,6 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
         self._has_clock = True
         if record.late_ms:
             # Read up to a second late (a DGT clock through the board): the ply's time, no evidence on any move.
-            self._line.presses.late = True
             return out + self._press(record, t)
         if self._pending.match is not None and self._position.board.turn == side:
             self._judge_at_rest = False

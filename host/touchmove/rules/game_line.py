@@ -109,9 +109,6 @@ class Presses:
     #: the position before that ply and its evidence; and when his press came (None: not yet).
     answered: tuple[Position, PlyEvidence] | None = None
     answered_press: int | None = None
-    #: The board's presses are read late (a DGT clock through the board, up to a second, one left out when the reply
-    #: came first): neither a press nor its absence says when a ply was made, so no answer is read as early.
-    late: bool = False
     illegal: dict[chess.Color, int] = field(default_factory=lambda: {chess.WHITE: 0, chess.BLACK: 0})
 
 

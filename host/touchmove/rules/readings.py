@@ -364,7 +364,7 @@ def answer_left_before_press(view: BoardView) -> bool:
     """Return whether the last ply is an answer made before the press of the ply it answers, and the board left
     it (a change since it was made) before that press."""
     presses = view.line.presses
-    if (presses.answered is None or view.previous is None or not view.has_clock or presses.late
+    if (presses.answered is None or view.previous is None or not view.has_clock
             or view.line.unseen.unseen_since is not None):
         return False
     pressed, lifts = presses.answered_press, view.evidence.lifts
