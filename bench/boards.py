@@ -4,7 +4,7 @@ Part 1, per board type, over the shared games (../shared/data/games) played by t
 board's emulator and translator on a simulated clock (touchmove.sim.harness: the protocol path of ``touchmove
 run`` without the pty), once with the default hands and once with fast replies (bullet: an answer 60-120 ms after
 the move it answers, within one DGT scan). The engine's settle time is the bridge's for that board: 300 ms for
-DGT boards, 200 for the others. A game is *exact* when the engine's moves are the game's, *recovered* when
+DGT and ChessLink boards, 200 for Chessnut. A game is *exact* when the engine's moves are the game's, *recovered* when
 they are but some came from the lost-changes search (a ``changes_lost`` alert: the scans mixed plies and the
 pieces shown told which); else it is wrong and ends on ``changes_lost`` (the only alert), ``board_mismatch``,
 ``illegal_move`` or another alert, or is *wrong* without an alert (the figure that must stay 0); the exact

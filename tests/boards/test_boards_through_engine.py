@@ -209,3 +209,24 @@ def test_castling_rook_first_resting_before_the_king_is_lifted_is_castling(proto
     evs = engine_events(start, run.records, max(200, run.translator.min_settle_ms))
     assert published(evs) == ["e1g1", "h7h6"]
     assert [e.code for e in evs if e.type == "alert"] == ["castling_rook_first"]  # type: ignore[attr-defined]
+
+
+def test_a_rook_slid_down_a_file_on_a_chesslink_board_is_no_release_on_the_way() -> None:
+    """ChessLink reports a position once it has stood three 41 ms scans (its debounce): a rook slid e8-e3 that
+    rests 130 ms on e6 and 40 ms on e5 and e4 is reported on e6, then on e3 only, so the reports show it on e6 for
+    about 250 ms (as in shared game 23, default hands: Re6 published, amended to Re3 with
+    ``moved_after_release``). The bridge's settle time for a ChessLink board is 300 ms at least: Re3, no alert
+    (before, with 200: Re6 amended, ``moved_after_release``)."""
+    start = chess.Board("4r1k1/5ppp/8/8/8/8/5PPP/4R1K1 b - - 0 1")
+    t = 1500
+    events: list[Change | ClockPress] = [Change(t, chess.E8, None)]
+    for sq, dwell in ((chess.E7, 40), (chess.E6, 130), (chess.E5, 40), (chess.E4, 40)):
+        events += [Change(t + 10, sq, "r"), Change(t + 10 + dwell, sq, None)]
+        t += 10 + dwell
+    events.append(Change(t + 10, chess.E3, "r"))
+    run = harness.run("chesslink", start, events)
+    assert run.translator is not None
+    assert run.translator.min_settle_ms >= 300
+    got = engine_events(start, run.records, max(200, run.translator.min_settle_ms))
+    assert published(got) == ["e8e3"]
+    assert [e.code for e in got if e.type == "alert"] == []  # type: ignore[attr-defined]

@@ -33,3 +33,32 @@ def test_a_victim_pushed_aside_is_named_as_the_victim_whichever_square_is_sensed
         c2_empties = next(e.t for e in changes if e.sq == chess.C2 and e.piece is None)
         before_its_square_empties += aside.t < c2_empties
     assert before_its_square_empties > 5 and touched > 5
+
+
+def test_the_capturing_piece_is_named_on_its_way_and_on_its_square_before_an_adjustment() -> None:
+    """Ra1xa5, slid over a2-a4, landing with a bounce and straightened after the move, the knight taken first or
+    last: every piece sensed on a2-a5 is the rook, but the knight's own contacts bouncing as it is lifted (within
+    a few ms of its lift). Before, a placement before the last one on a5 was named after the piece lifted from
+    a5, the knight (a DGT or Chessnut board reported the black knight back on a5 for the 0.3-0.6 s the rook rested
+    before its adjustment), and a slide square after the piece lifted last (the knight, when taken after the rook
+    was lifted)."""
+    start = chess.Board("4k3/8/8/n7/8/8/8/R3K3 w - - 0 1")
+    move = chess.Move.from_uci("a1a5")
+    style = hands.Style(adjust=1.0, slide=1.0, bounce=0.5, chatter=0.5, promote_record=False, overlap=0.0)
+    path = (chess.A2, chess.A3, chess.A4, chess.A5)
+    rook_on_the_way = bounced = 0
+    for seed in range(40):
+        habits: list[list[str]] = []
+        events = piece_timeline(start, [move], random.Random(seed), style, habits=habits)
+        assert "adjusted after the move" in habits[0], habits
+        changes = [e for e in events if isinstance(e, Change)]
+        for k, e in enumerate(changes):
+            if e.sq not in path or e.piece is None:
+                continue
+            last = next((c for c in reversed(changes[:k]) if c.sq == e.sq), None)
+            if last is not None and last.piece is None and e.t - last.t <= 8 and e.sq == chess.A5 and e.piece == "n":
+                bounced += 1        # the knight's contacts as it is lifted
+                continue
+            assert e.piece == "R", (seed, habits[0], changes)
+            rook_on_the_way += e.sq != chess.A5
+    assert rook_on_the_way > 10 and bounced > 3

@@ -229,3 +229,28 @@ def test_a_rooks_lift_beside_a_king_that_has_moved_is_told_as_it_comes() -> None
                                                                              (9003, "place", "e1")]
     assert sans(events) == ["Nf3", "Nf6", "g3", "g6", "Bg2", "Bg7", "O-O", "O-O", "Re1"]
     assert alerts(events) == []
+
+
+def test_a_victim_pushed_aside_keeps_the_capturing_piece_in_the_hand() -> None:
+    """Chessnut, harder hands (bench game 47), one frame every 100 ms: Ne5 answered by ...Nxe5 faster than the
+    settle time, then dxe5 with the knight pushed onto f5 in the frame that shows d4 lifted, the pawn landing on
+    e5 in the next frame and the knight taken off f5 0.4 s later. The knight put on f5 is no end of White's move:
+    White's pawn stays in the hand and its landing is told with its frame. Before, the knight's placement emptied
+    the pawn from the hand and the landing on e5 (other white pawns standing) waited for a lift of its own square
+    that never came, told 0.4 s late after the knight left f5: the plies were recovered from the pieces
+    (``changes_lost``, ``board_restored``)."""
+    start = chess.Board("r2qkb1r/pp1bpppp/2n2n2/1B6/Q1pP4/5N2/PP1N1PPP/R1B1K2R w KQkq - 2 9")
+    frames: list[tuple[int, list[str | None]]] = []
+    board = start_pieces(start)
+    for t, changes in ((38302, {"f3": None}), (38402, {"e5": "N", "c6": None}), (38502, {"e5": None}),
+                       (38602, {"e5": "n"}), (38702, {"d4": None, "e5": None, "f5": "n"}), (38802, {"e5": "P"}),
+                       (39202, {"f5": None})):
+        board = list(board)
+        for name, content in changes.items():
+            board[chess.parse_square(name)] = content
+        frames.append((t, board))
+    lines, events = read(frames, start)
+    assert told(lines)[-3:] == ["place f5", "place e5", "lift f5"]
+    assert [line["t"] for line in lines if line["type"] == "place" and line["sq"] == "e5"][-1] == 38802
+    assert sans(events) == ["Ne5", "Nxe5", "dxe5"]
+    assert alerts(events) == []

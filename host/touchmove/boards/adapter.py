@@ -471,15 +471,15 @@ class PieceAdapter:
             self.hand = [(c, s) for i, (c, s) in enumerate(self.hand)
                          if i != own and (c.isupper() == white or (i > own and not _victim_of(piece, sq, c, s)))]
             return None
-        if own is not None and chess.square_distance(self.hand[own][1], sq) == 1 and any(
-                c.isupper() != white for c, _ in self.hand):
-            # a piece of the side that moved last put down next to where it was lifted while the other side has
-            # a piece in the hand: a victim pushed aside by the capturing hand, whose move goes on
+        if own is not None and chess.square_distance(self.hand[own][1], sq) <= 1:
+            # A piece of the side that moved last put down on its square or next to it (an adjustment, a victim the
+            # other side's hand pushed aside): the other side's move is still under way, its pieces stay in the hand.
             self.hand.pop(own)
             return None
         self.hand = [(c, s) for c, s in self.hand if c.isupper() == white]   # the other side's move is over
         if own is not None:
-            # a piece of the side that moved last put down again (a victim carried across, an adjustment)
+            # a piece of the side that moved last put down further away (a victim carried across the board: the
+            # capturing piece, out of the hand, waits to land until the victim's square clears)
             self.hand.pop(max(i for i, (c, _) in enumerate(self.hand) if c == piece))
             return None
         self.new_on_last_rank = None

@@ -24,6 +24,12 @@ REPORT_ON_CHANGE_3 = 0x05
 REPLY_DATA = {"s": 64, "v": 4, "w": 4, "r": 4, "l": 0, "x": 0}
 PIECES = set("KQRNBPkqrnbp.")
 HEX = set("0123456789ABCDEFabcdef")
+#: The engine's settle time for a ChessLink board at least (ms): the board reports a position once it has stood
+#: three scans (123 ms), so a piece slid over squares is reported on the last square it stood that long and then
+#: only where it lands; the reports can show it resting 250 ms where it only passed (bench/boards.py, 100 shared
+#: games: 4 of 6 false ``moved_after_release`` gone with the default hands, 3 more games given back with fast
+#: replies, one fewer with the harder hands).
+MIN_SETTLE_MS = 300
 #: The LED pattern byte for a lit LED (always on) and the slot time (units of 4.096 ms).
 LED_ON = "FF"
 LED_SLOT = "20"
@@ -139,6 +145,7 @@ class ChessLinkTranslator(Translator):
     bytesize = 7
     parity = "O"
     name = "chesslink"
+    min_settle_ms = MIN_SETTLE_MS
 
     def __init__(self, port: str, rate: float = 1.0) -> None:
         super().__init__(port, rate)

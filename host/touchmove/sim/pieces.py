@@ -2,10 +2,12 @@
 
 :func:`piece_timeline` plays a game with :class:`touchmove.sim.hands.Hands` and names the piece of every placement:
 the piece the move leaves on that square for its last placement there in the move (the promoted piece on a
-promotion; a piece slid onto its square before its own square is sensed empty), else the piece
-lifted from that square and not put down (a bounce, a piece put back), else the piece lifted last (a piece
-slid over squares, a neighbour knocked by a sleeve); a victim pushed aside is the victim, also when it is
-sensed on its new square before its own empties. At the end of each move the board is
+promotion; a piece slid onto its square before its own square is sensed empty); on the move's landing square
+before that (the piece bouncing, or resting before an adjustment), the moving piece, but a lifted piece's contacts
+bouncing as it leaves (within :data:`CHATTER_MS` of its lift); else the piece lifted from that square and not put
+down (a bounce, a piece put back), else the piece lifted last (a piece slid over squares, a neighbour knocked by
+a sleeve), but the moving piece on a square it slides across after its victim was lifted; a victim pushed aside
+is the victim, also when it is sensed on its new square before its own empties. At the end of each move the board is
 checked against the position: the names can then only differ from the game where the hand model's habits put a
 piece on a square the move does not use.
 """
@@ -41,6 +43,13 @@ class ClockPress:
 
 Event = Change | ClockPress
 
+#: A square filled again this soon (ms) after its lift is the lifted piece's contacts bouncing as it leaves
+#: (:meth:`touchmove.sim.hands.Hands.lift`: 1-4 ms).
+CHATTER_MS = 8
+#: A piece slid onto its square is sensed there this long (ms) at most before its own square empties
+#: (:meth:`touchmove.sim.hands.Hands.slide_onto`: 5-120 ms).
+SLID_ONTO_MS = 130
+
 
 def start_pieces(board: chess.Board) -> list[str | None]:
     """Return the 64 squares' contents of a position (FEN letters, None for empty; a1 = 0)."""
@@ -70,6 +79,11 @@ def piece_timeline(start: chess.Board, moves: list[chess.Move], rng: random.Rand
         last_place = {r.sq: i for i, r in enumerate(recs) if isinstance(r, Place)}
         aside = _pushed_aside_to(recs, move) if "victim pushed aside" in player.habits else None
         pushed_from: chess.Square | None = None     # the victim's square, while it is sensed on both
+        # the moving piece (castling's two pieces and promotions are named as before) and the squares it slides
+        # across
+        mover = None if board.is_castling(move) or move.promotion is not None else board.piece_at(move.from_square)
+        across = chess.SquareSet(chess.between(move.from_square, move.to_square))
+        lifted_at: dict[chess.Square, int] = {}     # each square's last lift in the move
         for i, rec in enumerate(recs):
             if isinstance(rec, Clock):
                 events.append(ClockPress(rec.t, rec.side, rec.remaining))
@@ -79,12 +93,23 @@ def piece_timeline(start: chess.Board, moves: list[chess.Move], rng: random.Rand
                     in_hand.append((piece, rec.sq))
                 pushed_from = None if rec.sq == pushed_from else pushed_from
                 squares[rec.sq] = None
+                lifted_at[rec.sq] = rec.t
                 events.append(Change(rec.t, rec.sq, None))
             elif isinstance(rec, Place):
                 if rec.sq == aside and squares[move.to_square] is not None:
                     # the victim pushed onto its neighbour square, sensed there before its own square empties
                     piece = squares[move.to_square]
                     pushed_from, aside = move.to_square, None
+                elif mover is not None and (
+                        (rec.sq == move.to_square and i != last_place[rec.sq]
+                         and rec.t - lifted_at.get(rec.sq, -CHATTER_MS - 1) > CHATTER_MS
+                         and (move.from_square in lifted_at or _slid_onto(recs, i, move)))
+                        or (rec.sq in across and rec.sq != aside and move.from_square in lifted_at and bool(in_hand)
+                            and in_hand[-1][1] == move.to_square)):
+                    # the moving piece on its square before its last placement there (bouncing, or an adjustment
+                    # follows), not the victim lifted from it nor a piece a sleeve knocked; or slid across a square
+                    # after the victim was taken (not the victim pushed onto that square)
+                    piece = mover.symbol()
                 else:
                     piece = _placed(rec.sq, i == last_place[rec.sq], after, in_hand, move)
                 squares[rec.sq] = piece
@@ -102,6 +127,13 @@ def piece_timeline(start: chess.Board, moves: list[chess.Move], rng: random.Rand
             events.append(ClockPress(rec.t, rec.side, rec.remaining))
     events.sort(key=lambda e: e.t)
     return events
+
+
+def _slid_onto(recs: list[Record], i: int, move: chess.Move) -> bool:
+    """Return whether placement ``recs[i]`` is the moving piece slid onto its square: the next change is its own
+    square emptying a moment later (:meth:`touchmove.sim.hands.Hands.slide_onto`: 5-120 ms)."""
+    later = next((r for r in recs[i + 1:] if isinstance(r, Lift | Place)), None)
+    return isinstance(later, Lift) and later.sq == move.from_square and later.t - recs[i].t <= SLID_ONTO_MS
 
 
 def _pushed_aside_to(recs: list[Record], move: chess.Move) -> chess.Square | None:
