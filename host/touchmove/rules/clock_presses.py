@@ -8,6 +8,7 @@ has made (or not) the move the press completes (:meth:`~touchmove.rules.engine.E
 from __future__ import annotations
 
 from touchmove.records import Clock
+from touchmove.rules.board_state import BoardState
 from touchmove.rules.events import ClockPress, Event
 from touchmove.rules.phases import OUT_OF_SYNC, READING, UNDISPUTED
 from touchmove.rules.ply_writing import PlyWriting
@@ -15,8 +16,12 @@ from touchmove.rules.ply_writing import PlyWriting
 __all__ = ["ClockPresses"]
 
 
-class ClockPresses(PlyWriting):
+class ClockPresses:
     """Records clock presses (see the module documentation)."""
+
+    _state: BoardState
+    _writing: PlyWriting
+
 
     def _press(self, record: Clock, t: int) -> list[Event]:
         """Return the events of the press ``record`` at ``t``, its move made or not: its time for the ply it ends
@@ -50,7 +55,7 @@ class ClockPresses(PlyWriting):
         shown = state.occ != state.position.occ and not state.position.continuable(state.occ)
         mismatch: list[Event] = []
         if shown and state.sync is UNDISPUTED:
-            reread = self._reread(t)
+            reread = self._writing.reread(t)
             if reread:
                 return reread + self._press(record, t)  # the press judged again on the plies re-read
             mismatch = state.mismatch_alert(t, force=True)

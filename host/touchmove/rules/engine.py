@@ -93,6 +93,7 @@ from touchmove.rules.phases import (
 )
 from touchmove.rules.phases import OUT_OF_SYNC as _OUT_OF_SYNC
 from touchmove.rules.phases import READING as _READING
+from touchmove.rules.ply_writing import PlyWriting
 from touchmove.rules.promotion_pieces import PromotionPieces
 from touchmove.rules.readings import (
     amendment,
@@ -132,8 +133,9 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
                               mismatch_ms=mismatch_ms))
 
     def _wire(self, state: BoardState) -> None:
-        """Hold ``state``, the board's state."""
+        """Hold ``state``, the board's state, and the collaborators that write it."""
         self._state = state
+        self._writing = PlyWriting(state)
 
     # ----------------------------------------------------------------------------------------------------------
     # public API
@@ -189,7 +191,7 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
                 state.setup = (chess.Board(fen, chess960=chess960).fen(), chess960)
                 out += state.try_new_game(t)
             case TakebackRequest(ply=ply):
-                out += self.take_back_to(t, ply - 1)
+                out += self._writing.take_back_to(t, ply - 1)
             case Resync():
                 out += state.unseen.resync(self, t, record)
             case Result():
@@ -394,6 +396,10 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
         """The game end announced is withdrawn: the board shows play going on."""
         return self._state.resume(t)
 
+    def take_back_to(self, t: int, keep: int) -> list[Event]:
+        """Remove plies after the first ``keep``: the board (or an operator) went back to that position."""
+        return self._writing.take_back_to(t, keep)
+
     def alert(self, t: int, code: AlertCode, article: str, ply: int, detail: dict[str, object]) -> Alert:
         """Return an alert of the current game."""
         return self._state.alert(t, code, article, ply, detail)
@@ -445,7 +451,7 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
             return out
         if state.pending.match is not None:
             state.judge_at_rest = False
-            out += self._make(*state.pending.resolve(state.position, state.occ, pressed=False))
+            out += self._writing.make(*state.pending.resolve(state.position, state.occ, pressed=False))
             state.line.unseen.settled_by_time = (len(state.games[-1].moves), state.changed_at + state.settle_ms)
         elif state.judge_at_rest:
             state.judge_at_rest = False
@@ -457,7 +463,7 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
             and t >= state.changed_at + state.mismatch_ms
             and state.pending.match is None
         ):
-            out += self._report_mismatch(state.changed_at, force=False)
+            out += self._writing.report_mismatch(state.changed_at, force=False)
         return out
 
     def _change(self, t: int, sq: chess.Square, occupied: bool) -> list[Event]:
@@ -547,7 +553,7 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
                 # for a while already, it is made now (the next change is the next move's).
                 shown, state.pending.match = state.pending.match, None
                 state.judge_at_rest = False
-                out += self._make(shown, t)
+                out += self._writing.make(shown, t)
         return out
 
     def _after_change(self, t: int) -> list[Event]:
@@ -565,7 +571,7 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
                 state.pending.match = None
                 return started
             # A declared result: moves are still read, and one made withdraws it (play went on).
-            state.pending.match = self._explain(state.position, state.evidence)
+            state.pending.match = self._writing.explain(state.position, state.evidence)
             state.pending.since = t
             return []
         if state.setup is not None:
@@ -587,16 +593,16 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
             else:
                 out += state.try_new_game(t)
             return out
-        shown = self._explain(state.position, state.evidence)
+        shown = self._writing.explain(state.position, state.evidence)
         if shown is None and state.occ & ~state.position.occ and castling_completed(state):
             # The king lands beside the rook moved first: castling, at once (the opponent may answer within the
             # settle time).
-            return out + self._amend_last(t)
+            return out + self._writing.amend_last(t)
         interrupted = state.pending.interrupted
         if shown is None and interrupted is None and state.evidence.lifted & state.position.occ & ~state.occ:
             pushed = pushed_capture(state)
             if pushed is not None:
-                return self._amend_last(t, pushed)  # the pushed-aside victim taken off: the capture, at once
+                return self._writing.amend_last(t, pushed)  # the pushed-aside victim taken off: the capture, at once
         if shown is not None and interrupted is None:
             released = state.line.released_on
             touchdown = None
@@ -608,8 +614,8 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
                 # En passant, or a single step stood on the double step's square and captured where it stood first.
                 touchdown = double_step_stood_aside(state, shown, t)
             if touchdown is not None:
-                out += self._restore_touchdown(t, *touchdown)
-                shown = self._explain(state.position, state.evidence)
+                out += self._writing.restore_touchdown(t, *touchdown)
+                shown = self._writing.explain(state.position, state.evidence)
         if interrupted is not None and (shown is None or shown.move == interrupted.footprint.move):
             # The board may show the checkpoint move and the opponent's answer (when it shows the checkpoint move
             # alone, an answer that leaves the squares as they were: a Chess960 castling of king and rook).
@@ -617,14 +623,15 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
             since = ply.lifted_since(interrupted.t)
             after = interrupted.after(state.position)
             answer = after.explain(state.occ, since, ply.lifts_unseen, ply.held & since, ply.last_lift, ply.last_place)
-            if answer is not None and self._victim_shown(answer, after.board.turn):
+            if answer is not None and self._writing.victim_shown(answer, after.board.turn):
                 answer = None  # (a blind answer's capture, its victim still on the square)
             touchdown = None if answer is None else pending_double_step_stood_aside(state, interrupted, answer, t)
             if touchdown is not None:
-                out += self._make(*touchdown)  # the single step, stood aside before it settled, then its capture
-                shown = self._explain(state.position, state.evidence)
+                # the single step, stood aside before it settled, then its capture
+                out += self._writing.make(*touchdown)
+                shown = self._writing.explain(state.position, state.evidence)
             elif answer is not None:
-                out += self._make(*state.pending.take_interrupted())
+                out += self._writing.make(*state.pending.take_interrupted())
                 shown = answer
             elif shown is not None:
                 state.pending.interrupted = None
@@ -696,23 +703,23 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
             case RecoverAgain():
                 return state.unseen.recover_again(self, t)
             case MakeInterrupted():
-                return self._make(*state.pending.take_interrupted())
+                return self._writing.make(*state.pending.take_interrupted())
             case Amend(footprint=shown, by_evidence=by_evidence):
-                return self._amend(t, shown, by_evidence)
+                return self._writing.amend(t, shown, by_evidence)
             case SetPromotion(number=number, move=move):
                 return self._promotion_seen(t, number, move)
             case UndoAnswer(position=position, evidence=evidence, footprint=shown):
-                return self._undo_answer(t, position, evidence, shown)
+                return self._writing.undo_answer(t, position, evidence, shown)
             case TakeBackProven(keep=keep, shown=shown_at):
                 ply = state.evidence
-                out = self.take_back_to(shown_at, keep)
+                out = self._writing.take_back_to(shown_at, keep)
                 state.evidence.carry(ply, shown_at, state.position)
-                return out + self._make_shown()
+                return out + self._writing.make_shown()
             case TakeBack(keep=keep):
-                return self.take_back_to(t, keep)
+                return self._writing.take_back_to(t, keep)
             case CaptureOnTouchdown(footprint=moved, landed=landed, made=made):
-                out = self._restore_touchdown(t, moved, landed) if made else self._make(moved, landed)
-                return out + self._make_shown()
+                out = self._writing.restore_touchdown(t, moved, landed) if made else self._writing.make(moved, landed)
+                return out + self._writing.make_shown()
         raise AssertionError(f"no application for {decision}")
 
     def _reopen(self, t: int) -> list[Event]:
@@ -730,13 +737,13 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
         pushed = pushed_capture(state)  # (the victim pushed aside onto a mating square)
         shown = amendment(state, pushed)
         if shown is not None:
-            out = self._amend(t, shown, pushed is not None)
+            out = self._writing.amend(t, shown, pushed is not None)
             at = next(i for i, e in enumerate(out) if isinstance(e, MoveAmended)) + 1
             out.insert(at, GameResumed(game.number, t, ply))
             return out
         undone = answer_undone(state)
         if undone is not None:
-            return [GameResumed(game.number, t, ply), *self._undo_answer(t, *undone)]
+            return [GameResumed(game.number, t, ply), *self._writing.undo_answer(t, *undone)]
         game.result, game.end_reason = ended
         state.enter(OVER)
         return []
@@ -756,10 +763,10 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
             return out + self._press(record, t)
         if state.pending.match is not None and state.position.board.turn == side:
             state.judge_at_rest = False
-            out += self._make(*state.pending.resolve(state.position, state.occ, pressed=True))
+            out += self._writing.make(*state.pending.resolve(state.position, state.occ, pressed=True))
         elif state.pending.interrupted is not None and state.position.board.turn == side:
             # The mover's press: the opponent's hand was already moving.
-            out += self._make(*state.pending.take_interrupted())
+            out += self._writing.make(*state.pending.take_interrupted())
         elif state.judge_at_rest and not (state.position.board.turn != side and (
                 sliding_in(state.position, state.occ) or state.evidence.touches.own is not None)):
             # (The last mover's press is no evidence on an answer already under way: its piece lifted (he pressed

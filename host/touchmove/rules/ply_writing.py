@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import chess
 
+from touchmove.rules import rereading
 from touchmove.rules.board_state import BoardState
 from touchmove.rules.events import AmendmentWithdrawn, Event, GameEnd, MoveAmended, MoveMade, Takeback
 from touchmove.rules.footprints import Footprint, Position, castling_squares
@@ -17,31 +18,32 @@ from touchmove.rules.outcome import game_over
 from touchmove.rules.phases import MISMATCH, OUT_OF_SYNC, OVER, PLAYING
 from touchmove.rules.ply_evidence import PlyEvidence
 from touchmove.rules.readings import amendment, explain_shown, mismatch_excused
-from touchmove.rules.rereading import reread
 from touchmove.rules.unseen_play import Role
 
 __all__ = ["PlyWriting"]
 
 
 class PlyWriting:
-    """Applies decisions to the game: makes, amends and takes back plies (see the module documentation)."""
+    """Applies decisions to the game: makes, amends and takes back plies (see the module documentation); it
+    writes ``state``, the board's state."""
 
-    _state: BoardState
+    def __init__(self, state: BoardState) -> None:
+        self._state = state
 
-    def _explain(self, position: Position, ply: PlyEvidence) -> Footprint | None:
+    def explain(self, position: Position, ply: PlyEvidence) -> Footprint | None:
         """Return the legal move the board shows from ``position`` with the lifts of ``ply``, if any."""
         state = self._state
         shown = explain_shown(state.occ, position, ply, state.line.presses)
-        return None if shown is None or self._victim_shown(shown, position.board.turn) else shown
+        return None if shown is None or self.victim_shown(shown, position.board.turn) else shown
 
-    def _victim_shown(self, shown: Footprint, mover: chess.Color) -> bool:
+    def victim_shown(self, shown: Footprint, mover: chess.Color) -> bool:
         """Return whether a board that names its pieces still shows the opponent's piece on the square ``shown``
         moves to: a capture not made yet (the capturing piece is in the hand)."""
         state = self._state
         letter = state.pieces.piece_at(shown.move.to_square, state.changed_at) if state.pieces.changes else None
         return letter is not None and letter.isupper() != mover
 
-    def _make(self, shown: Footprint, t: int) -> list[Event]:
+    def make(self, shown: Footprint, t: int) -> list[Event]:
         state = self._state
         position, ply = state.position, state.evidence
         board = position.board
@@ -96,7 +98,7 @@ class PlyWriting:
             exchanged = chess.BB_SQUARES[move.to_square] if move.promotion is not None else 0
             nxt.carry_late(ply, t, state.position, at_once, exchanged)
             # The answer may be on the board already (a Chess960 castling that leaves the squares as they were).
-            answer = self._explain(state.position, nxt)
+            answer = self.explain(state.position, nxt)
             if answer is not None:
                 state.pending.match, state.pending.since = answer, state.changed_at
                 nxt.first_match = (answer.move, state.changed_at)
@@ -115,10 +117,10 @@ class PlyWriting:
                 "sq": chess.square_name(move.to_square), "assumed": "q",
                 "note": "the board cannot see the new piece; a promote record confirms it (7.5.2 if a pawn)",
             }))
-        out += self._after_move(t, after, san)
+        out += self.after_move(t, after, san)
         return out
 
-    def _after_move(self, t: int, board: chess.Board, san: str | None = None) -> list[Event]:
+    def after_move(self, t: int, board: chess.Board, san: str | None = None) -> list[Event]:
         """Return the game end, or the draws now claimable, after the move that left ``board`` (``san``: its SAN,
         whose suffix tells a check)."""
         state = self._state
@@ -140,13 +142,13 @@ class PlyWriting:
             }))
         return out
 
-    def _make_shown(self) -> list[Event]:
+    def make_shown(self) -> list[Event]:
         """Make the move the board now shows from the game position, if any (a move under way re-read)."""
         state = self._state
-        match = self._explain(state.position, state.evidence)
-        return [] if match is None else self._make(match, state.changed_at)
+        match = self.explain(state.position, state.evidence)
+        return [] if match is None else self.make(match, state.changed_at)
 
-    def _undo_answer(self, t: int, position: Position, evidence: PlyEvidence, shown: Footprint | None) -> list[Event]:
+    def undo_answer(self, t: int, position: Position, evidence: PlyEvidence, shown: Footprint | None) -> list[Event]:
         """Take back an answer the board undid before the press of the ply it answered
         (:func:`~touchmove.rules.readings.answer_undone`); amend the ply before it to ``shown`` if the board shows
         its piece elsewhere (no alert: the piece only crossed the square it was read on), or (None) keep it and
@@ -161,7 +163,7 @@ class PlyWriting:
         if shown is None:
             state.evidence.carry(now, 0, state.position)
         elif shown.move != game.moves[-1]:
-            out += self._amend_last(t, shown)
+            out += self.amend_last(t, shown)
         return out
 
     def _answer_taken_back(self, pressed: int | None) -> None:
@@ -170,13 +172,13 @@ class PlyWriting:
         state.line.presses.pressed = pressed is not None
         state.line.presses.pressed_at = pressed or 0
 
-    def _amend_last(self, t: int, pushed: Footprint | None = None) -> list[Event]:
+    def amend_last(self, t: int, pushed: Footprint | None = None) -> list[Event]:
         """Re-explain the board from the position before the last move (:func:`~touchmove.rules.readings.amendment`)
         and amend the last move if it shows another."""
         shown = amendment(self._state, pushed)
-        return [] if shown is None else self._amend(t, shown, pushed is not None)
+        return [] if shown is None else self.amend(t, shown, pushed is not None)
 
-    def _amend(self, t: int, shown: Footprint, by_evidence: bool) -> list[Event]:
+    def amend(self, t: int, shown: Footprint, by_evidence: bool) -> list[Event]:
         """Replace the last move by ``shown`` (what the board shows wins); ``by_evidence``: read from other
         evidence (a capture whose victim was pushed aside first, an answer displaced): no alert, no rule broken."""
         state = self._state
@@ -223,10 +225,10 @@ class PlyWriting:
             out.append(state.alert(t, "promotion_unverified", "4.4.4", number, {
                 "sq": chess.square_name(shown.move.to_square), "assumed": "q",
             }))
-        out += self._after_move(t, after, san)
+        out += self.after_move(t, after, san)
         return out
 
-    def _restore_touchdown(self, t: int, moved: Footprint, landed: int) -> list[Event]:
+    def restore_touchdown(self, t: int, moved: Footprint, landed: int) -> list[Event]:
         """Amend the last move to ``moved``, the move to the square its piece touched down on at ``landed`` (see
         :func:`~touchmove.rules.readings.capture_on_touchdown`); an amendment as moved after release that this
         contradicts is withdrawn (``amendment_withdrawn``). The lifts since the touchdown go on to the next ply."""
@@ -237,24 +239,24 @@ class PlyWriting:
         number = len(state.games[-1].moves)
         replaced = state.games[-1].moves[-1]
         released, state.line.released_on = state.line.released_on, None
-        out = self._amend(t, moved, by_evidence=True)
+        out = self.amend(t, moved, by_evidence=True)
         if released == (number, moved.move):
             out.append(AmendmentWithdrawn(state.game_number, t, number, moved.move.uci(), replaced.uci(),
                                           "moved_after_release"))
         state.evidence.carry(seen, landed + 1, state.position)
         return out
 
-    def _report_mismatch(self, t: int, *, force: bool) -> list[Event]:
-        """Re-read the last plies (:meth:`_reread`) before a mismatch; raise it only when no one line explains the
+    def report_mismatch(self, t: int, *, force: bool) -> list[Event]:
+        """Re-read the last plies (:meth:`reread`) before a mismatch; raise it only when no one line explains the
         board."""
         state = self._state
         if state.phase is PLAYING and (force or not mismatch_excused(state)):
-            reread_events = self._reread(t)
+            reread_events = self.reread(t)
             if reread_events:
                 return reread_events
         return state.mismatch_alert(t, force=force)
 
-    def _reread(self, t: int) -> list[Event]:
+    def reread(self, t: int) -> list[Event]:
         """The board contradicts the game: return the events of the one line of :func:`~touchmove.rules.rereading.
         reread` that explains it (the plies it replaces amended), or none."""
         state = self._state
@@ -262,7 +264,7 @@ class PlyWriting:
         if (state.phase is not PLAYING or unseen.role is not Role.BOARD or unseen.lost is not None
                 or unseen.hypotheses is not None or not state.games):
             return []
-        found = reread(state.games[-1], state.line, state.occ)
+        found = rereading.reread(state.games[-1], state.line, state.occ)
         if found is None:
             return []
         pieces = state.pieces_shown
@@ -310,7 +312,7 @@ class PlyWriting:
                 out.append(state.alert(t, "promotion_unverified", "4.4.4", number, {
                     "sq": chess.square_name(move.to_square), "assumed": "q",
                 }))
-            ended = self._after_move(t, board.copy(stack=False), san)
+            ended = self.after_move(t, board.copy(stack=False), san)
             out += ended
             if any(isinstance(event, GameEnd) for event in ended):
                 break

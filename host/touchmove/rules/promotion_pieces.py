@@ -11,6 +11,7 @@ from __future__ import annotations
 import chess
 
 from touchmove.records import Lift, Place, Record, Snapshot
+from touchmove.rules.board_state import BoardState
 from touchmove.rules.events import Alert, Event, GameStart, MoveAmended, MoveMade
 from touchmove.rules.footprints import Position, fen_of
 from touchmove.rules.identity import PieceWatch, new_piece_of
@@ -21,8 +22,12 @@ from touchmove.rules.readings import promotion_under_way, replay_with
 __all__ = ["PromotionPieces"]
 
 
-class PromotionPieces(PlyWriting):
+class PromotionPieces:
     """Sets promotion pieces and judges named pieces (see the module documentation)."""
+
+    _state: BoardState
+    _writing: PlyWriting
+
 
     def _watch_pieces(self, record: Record) -> PieceWatch:
         """Note the pieces ``record`` names (a board that knows its pieces); return what the board named so far."""
@@ -109,7 +114,7 @@ class PromotionPieces(PlyWriting):
     def _promotion_seen(self, t: int, number: int, move: chess.Move) -> list[Event]:
         """The promotion at ply ``number`` was ``move``, as the board shows the piece moving: set it, and make the
         move the board shows from there."""
-        return self._set_promotion(t, number, move, confirmed=False) + self._make_shown()
+        return self._set_promotion(t, number, move, confirmed=False) + self._writing.make_shown()
 
     def _set_promotion(self, t: int, number: int, move: chess.Move, confirmed: bool = True) -> list[Event]:
         """Replace the piece of the promotion at ply ``number``; ``confirmed`` by a record, or read from how the
@@ -129,5 +134,5 @@ class PromotionPieces(PlyWriting):
         if ended is None and game.result != "*":
             out += state.resume(t)
         elif ended is not None and game.result == "*" and number == len(game.moves):
-            out += self._after_move(t, board)
+            out += self._writing.after_move(t, board)
         return out

@@ -14,6 +14,7 @@ from typing import Self
 
 import chess
 
+from touchmove.rules.board_state import BoardState
 from touchmove.rules.events import Event, MoveAmended, RecoveredMove
 from touchmove.rules.footprints import Position, footprint
 from touchmove.rules.phases import MISMATCH, OUT_OF_SYNC, OVER, PLAYING, UNDISPUTED
@@ -23,8 +24,12 @@ from touchmove.rules.ply_writing import PlyWriting
 __all__ = ["UnseenOperations"]
 
 
-class UnseenOperations(PlyWriting):
+class UnseenOperations:
     """Writes what unseen play decided (see the module documentation)."""
+
+    _state: BoardState
+    _writing: PlyWriting
+
 
     def _after_change(self, t: int) -> list[Event]:
         """Read what the board shows after a change (the engine's per-record path)."""
@@ -54,7 +59,7 @@ class UnseenOperations(PlyWriting):
             return []
         match, state.pending.match = state.pending.match, None
         state.judge_at_rest = False
-        return self._make(match, state.pending.since)
+        return self._writing.make(match, state.pending.since)
 
     def apply_resync(self, t: int, moves: Sequence[chess.Move]) -> list[Event]:
         """An arbiter's resync, checked: make ``moves`` from the last sure position (the arbiter vouches for it)."""
@@ -91,7 +96,7 @@ class UnseenOperations(PlyWriting):
                 out.append(state.alert(t, "promotion_unverified", "4.4.4", number, {
                     "sq": chess.square_name(move.to_square), "assumed": "q",
                 }))
-            out += self._after_move(t, after, san)
+            out += self._writing.after_move(t, after, san)
             if state.phase is OVER:
                 break
         if moves:
