@@ -1,8 +1,8 @@
 """What a clock press means for the clocks and for FIDE 7.5: the time it records, and a press without a legal
 move (``illegal_move``).
 
-:class:`ClockPresses` is the part of :class:`~touchmove.rules.engine.Engine` that writes a press once the engine
-has made (or not) the move the press completes (:meth:`~touchmove.rules.engine.Engine._clock`).
+:class:`ClockPresses` is a collaborator of :class:`~touchmove.rules.engine.Engine`: it writes a press once the engine
+has made (or not) the move the press completes (the engine's ``_clock``).
 """
 
 from __future__ import annotations
@@ -17,13 +17,14 @@ __all__ = ["ClockPresses"]
 
 
 class ClockPresses:
-    """Records clock presses (see the module documentation)."""
+    """Records clock presses (see the module documentation) in ``state``, the board's state; a press against a
+    board that contradicts the game has ``writing`` re-read the last plies first."""
 
-    _state: BoardState
-    _writing: PlyWriting
+    def __init__(self, state: BoardState, writing: PlyWriting) -> None:
+        self._state = state
+        self._writing = writing
 
-
-    def _press(self, record: Clock, t: int) -> list[Event]:
+    def press(self, record: Clock, t: int) -> list[Event]:
         """Return the events of the press ``record`` at ``t``, its move made or not: its time for the ply it ends
         (or for the ply before, when the answer came before it), or ``illegal_move`` (7.5.1, 7.5.3)."""
         state = self._state
@@ -57,7 +58,7 @@ class ClockPresses:
         if shown and state.sync is UNDISPUTED:
             reread = self._writing.reread(t)
             if reread:
-                return reread + self._press(record, t)  # the press judged again on the plies re-read
+                return reread + self.press(record, t)  # the press judged again on the plies re-read
             mismatch = state.mismatch_alert(t, force=True)
         if state.line.unseen.recovered_plies:
             # The game rests on plies recovered after lost changes: the board may be right and a recovered ply

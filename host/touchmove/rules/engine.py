@@ -113,7 +113,7 @@ __all__ = ["DEFAULT_SETTLE_MS", "Engine", "EngineState", "GameRecord"]
 #: Declared results after which the board's moves are still read (one made withdraws the result).
 _READ_ON = (Declared.READ_ON, Declared.BOARD_SHOWN, Declared.BOARD_GONE)
 
-class Engine(PromotionPieces, ClockPresses, UnseenOperations):
+class Engine(PromotionPieces, UnseenOperations):
     """Turns one board's records into events (see the module documentation).
 
     ``fen`` and ``chess960`` give the first game's start (standard by default); later games start when the
@@ -136,6 +136,7 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
         """Hold ``state``, the board's state, and the collaborators that write it."""
         self._state = state
         self._writing = PlyWriting(state)
+        self._presses = ClockPresses(state, self._writing)
 
     # ----------------------------------------------------------------------------------------------------------
     # public API
@@ -750,7 +751,7 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
 
     def _clock(self, record: Clock) -> list[Event]:
         """A clock press completes the mover's move (6.2.1): which move is decided here; what the press records (its
-        time, or ``illegal_move`` for a press without a legal move, 7.5) by :meth:`_press`."""
+        time, or ``illegal_move`` for a press without a legal move, 7.5) by :meth:`ClockPresses.press`."""
         state = self._state
         t = record.t if record.t >= state.t else state.t
         out = self.flush_chatter()
@@ -760,7 +761,7 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
         state.has_clock = True
         if record.late_ms:
             # Read up to a second late (a DGT clock through the board): the ply's time, no evidence on any move.
-            return out + self._press(record, t)
+            return out + self._presses.press(record, t)
         if state.pending.match is not None and state.position.board.turn == side:
             state.judge_at_rest = False
             out += self._writing.make(*state.pending.resolve(state.position, state.occ, pressed=True))
@@ -785,7 +786,7 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
             out += state.unseen.changes_lost(self, t, since=unsure, quiet=True)
         if state.unseen.hypotheses is not None:
             return out
-        return out + self._press(record, t)
+        return out + self._presses.press(record, t)
 
     def _pieces_under_way(self) -> bool:
         """Return whether a board that names its pieces shows the game position with one move under way (then
