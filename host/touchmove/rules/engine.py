@@ -113,7 +113,7 @@ __all__ = ["DEFAULT_SETTLE_MS", "Engine", "EngineState", "GameRecord"]
 #: Declared results after which the board's moves are still read (one made withdraws the result).
 _READ_ON = (Declared.READ_ON, Declared.BOARD_SHOWN, Declared.BOARD_GONE)
 
-class Engine(PromotionPieces, UnseenOperations):
+class Engine(UnseenOperations):
     """Turns one board's records into events (see the module documentation).
 
     ``fen`` and ``chess960`` give the first game's start (standard by default); later games start when the
@@ -137,13 +137,14 @@ class Engine(PromotionPieces, UnseenOperations):
         self._state = state
         self._writing = PlyWriting(state)
         self._presses = ClockPresses(state, self._writing)
+        self._promotions = PromotionPieces(state, self._writing)
 
     # ----------------------------------------------------------------------------------------------------------
     # public API
 
     def feed(self, record: Record) -> list[Event]:
         """Return the events caused by one record (time first advances to ``record.t``); a board that names its
-        pieces has them judged once the position is settled (:meth:`_judge_pieces`)."""
+        pieces has them judged once the position is settled (:meth:`PromotionPieces.judge_pieces`)."""
         state = self._state
         out = self._feed(record)
         pieces = state.pieces
@@ -152,21 +153,21 @@ class Engine(PromotionPieces, UnseenOperations):
         if isinstance(record, Snapshot):
             pieces.restamp(record.t, state.plies)   # what it showed changed: the plies read from it
         elif isinstance(record, Place) and record.piece is not None:
-            self._named_promotion(record.sq, record.piece)
-        return self._judge_pieces(out)
+            self._promotions.named_promotion(record.sq, record.piece)
+        return self._promotions.judge_pieces(out)
 
     def _feed(self, record: Record) -> list[Event]:
         state = self._state
         if state.unseen.hypotheses is not None:
             followed = state.unseen.feed(self, record)
             if followed is not None:
-                self._watch_pieces(record)
+                self._promotions.watch_pieces(record)
                 return followed
         t = record.t if record.t > state.t else state.t
         out = self._tick(t)
         # The pieces the record names are noted once the board at rest until its time has been judged (the
         # hypotheses the time passed opened note them in their own feed).
-        self._watch_pieces(record)
+        self._promotions.watch_pieces(record)
         if state.unseen.hypotheses is not None:
             # The time passed opened hypotheses (lost changes, several explanations): the record is theirs.
             followed = state.unseen.feed(self, record)
@@ -187,7 +188,7 @@ class Engine(PromotionPieces, UnseenOperations):
             case Clock():
                 out += self._clock(record)
             case Promote(piece=piece):
-                out += self._promote(t, piece)
+                out += self._promotions.promote(t, piece)
             case Setup(fen=fen, chess960=chess960):
                 state.setup = (chess.Board(fen, chess960=chess960).fen(), chess960)
                 out += state.try_new_game(t)
@@ -208,7 +209,7 @@ class Engine(PromotionPieces, UnseenOperations):
         """Return the events due by device time ``t`` when no record has come (settled moves, mismatches)."""
         state = self._state
         out = self._advance(t)
-        return self._judge_pieces(out) if state.pieces.letters else out
+        return self._promotions.judge_pieces(out) if state.pieces.letters else out
 
     def _advance(self, t: int) -> list[Event]:
         state = self._state
@@ -708,7 +709,7 @@ class Engine(PromotionPieces, UnseenOperations):
             case Amend(footprint=shown, by_evidence=by_evidence):
                 return self._writing.amend(t, shown, by_evidence)
             case SetPromotion(number=number, move=move):
-                return self._promotion_seen(t, number, move)
+                return self._promotions.promotion_seen(t, number, move)
             case UndoAnswer(position=position, evidence=evidence, footprint=shown):
                 return self._writing.undo_answer(t, position, evidence, shown)
             case TakeBackProven(keep=keep, shown=shown_at):
@@ -733,7 +734,7 @@ class Engine(PromotionPieces, UnseenOperations):
         state.enter(PLAYING)
         promotion = promotion_seen(state)
         if promotion is not None:
-            return self._promotion_seen(t, *promotion)
+            return self._promotions.promotion_seen(t, *promotion)
         game.result, game.end_reason = "*", None
         pushed = pushed_capture(state)  # (the victim pushed aside onto a mating square)
         shown = amendment(state, pushed)

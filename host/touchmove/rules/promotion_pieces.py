@@ -2,8 +2,8 @@
 piece the board shows moving as another than the one assumed; and, on such boards, the pieces judged against the
 position (:mod:`touchmove.rules.identity`).
 
-:class:`PromotionPieces` is the part of :class:`~touchmove.rules.engine.Engine` that sets a promotion's piece (4.4.4,
-4.6: an occupancy board cannot see it, so a queen is assumed until something tells).
+:class:`PromotionPieces` is a collaborator of :class:`~touchmove.rules.engine.Engine`: it sets a promotion's piece
+(4.4.4, 4.6: an occupancy board cannot see it, so a queen is assumed until something tells).
 """
 
 from __future__ import annotations
@@ -23,13 +23,15 @@ __all__ = ["PromotionPieces"]
 
 
 class PromotionPieces:
-    """Sets promotion pieces and judges named pieces (see the module documentation)."""
+    """Sets promotion pieces and judges named pieces (see the module documentation) in ``state``, the board's
+    state; the move shown after a piece set is made by ``writing``."""
 
-    _state: BoardState
-    _writing: PlyWriting
+    def __init__(self, state: BoardState, writing: PlyWriting) -> None:
+        self._state = state
+        self._writing = writing
 
 
-    def _watch_pieces(self, record: Record) -> PieceWatch:
+    def watch_pieces(self, record: Record) -> PieceWatch:
         """Note the pieces ``record`` names (a board that knows its pieces); return what the board named so far."""
         state = self._state
         pieces = state.pieces
@@ -42,7 +44,7 @@ class PromotionPieces:
                 pieces.snapshot(placement, record.t, state.plies)
         return pieces
 
-    def _named_promotion(self, sq: chess.Square, letter: str) -> None:
+    def named_promotion(self, sq: chess.Square, letter: str) -> None:
         """A piece named ``letter`` put on ``sq``: the new piece of a promotion under way, if it is one."""
         state = self._state
         if (letter.upper() not in ("P", "K") and chess.square_rank(sq) == (7 if letter.isupper() else 0)
@@ -50,7 +52,7 @@ class PromotionPieces:
                 and state.unseen.hypotheses is None and promotion_under_way(state)):
             state.chosen_piece = chess.Piece.from_symbol(letter).piece_type   # the new piece, named
 
-    def _judge_pieces(self, out: list[Event]) -> list[Event]:
+    def judge_pieces(self, out: list[Event]) -> list[Event]:
         """Return ``out`` with what the board's pieces tell: a promotion whose new piece the board names is
         made with it, one whose pawn is being exchanged waits for the new piece (no ``promotion_unverified``);
         a position made or started with a piece on a square where the game has another is a
@@ -69,7 +71,7 @@ class PromotionPieces:
                     # not the promoting side's piece (an answer's capture): the one it took, if the board named it
                     letter = pieces.promoted_on(sq, white, event.ply - 1)
                 if letter is not None:
-                    judged += self._promote(event.t, chess.Piece.from_symbol(letter).piece_type)
+                    judged += self.promote(event.t, chess.Piece.from_symbol(letter).piece_type)
                     continue
                 if pieces.exchanging(sq):
                     continue     # the pawn is being exchanged: the new piece names itself (a promote record)
@@ -86,8 +88,7 @@ class PromotionPieces:
                     "pieces": wrong, "extra": [], "missing": []}))
         return judged
 
-
-    def _promote(self, t: int, piece: chess.PieceType) -> list[Event]:
+    def promote(self, t: int, piece: chess.PieceType) -> list[Event]:
         """A ``promote`` record: the piece chosen for the latest promotion of the game."""
         state = self._state
         if state.pending.match is not None and state.pending.match.move.promotion is not None:
@@ -110,8 +111,7 @@ class PromotionPieces:
             return []
         return self._set_promotion(t, number, chess.Move(original.from_square, original.to_square, piece))
 
-
-    def _promotion_seen(self, t: int, number: int, move: chess.Move) -> list[Event]:
+    def promotion_seen(self, t: int, number: int, move: chess.Move) -> list[Event]:
         """The promotion at ply ``number`` was ``move``, as the board shows the piece moving: set it, and make the
         move the board shows from there."""
         return self._set_promotion(t, number, move, confirmed=False) + self._writing.make_shown()
