@@ -113,7 +113,7 @@ __all__ = ["DEFAULT_SETTLE_MS", "Engine", "EngineState", "GameRecord"]
 #: Declared results after which the board's moves are still read (one made withdraws the result).
 _READ_ON = (Declared.READ_ON, Declared.BOARD_SHOWN, Declared.BOARD_GONE)
 
-class Engine(UnseenOperations):
+class Engine:
     """Turns one board's records into events (see the module documentation).
 
     ``fen`` and ``chess960`` give the first game's start (standard by default); later games start when the
@@ -138,6 +138,7 @@ class Engine(UnseenOperations):
         self._writing = PlyWriting(state)
         self._presses = ClockPresses(state, self._writing)
         self._promotions = PromotionPieces(state, self._writing)
+        self._unseen_writing = UnseenOperations(state, self._writing, self._after_change)
 
     # ----------------------------------------------------------------------------------------------------------
     # public API
@@ -401,6 +402,27 @@ class Engine(UnseenOperations):
     def take_back_to(self, t: int, keep: int) -> list[Event]:
         """Remove plies after the first ``keep``: the board (or an operator) went back to that position."""
         return self._writing.take_back_to(t, keep)
+
+    def continue_blind(self, line: Self, *, judge: bool) -> list[Event]:
+        """Every hypothesis dropped: play on from the last sure position with the board of ``line`` (one of them);
+        ``judge``: read what the board shows at once."""
+        return self._unseen_writing.continue_blind(line._state, judge=judge)
+
+    def make_pending_move(self) -> list[Event]:
+        """Make the move the board shows and that waits out its settle time, if any; return its events."""
+        return self._unseen_writing.make_pending_move()
+
+    def apply_resync(self, t: int, moves: Sequence[chess.Move]) -> list[Event]:
+        """An arbiter's resync, checked: make ``moves`` from the last sure position."""
+        return self._unseen_writing.apply_resync(t, moves)
+
+    def make_recovered(self, t: int, moves: Sequence[chess.Move]) -> list[Event]:
+        """Make plies not seen being made (recovered, or from a resync)."""
+        return self._unseen_writing.make_recovered(t, moves)
+
+    def reorder_plies(self, t: int, first: int, order: Sequence[chess.Move]) -> list[Event]:
+        """Put plies ``first`` .. in the order ``order`` (the same position after them)."""
+        return self._unseen_writing.reorder_plies(t, first, order)
 
     def alert(self, t: int, code: AlertCode, article: str, ply: int, detail: dict[str, object]) -> Alert:
         """Return an alert of the current game."""

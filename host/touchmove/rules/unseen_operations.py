@@ -2,15 +2,14 @@
 by an arbiter's resync), the move that waits out its settle time, and play going on blind after every hypothesis
 was dropped.
 
-:class:`UnseenOperations` is the part of :class:`~touchmove.rules.engine.Engine` that
-:mod:`touchmove.rules.unseen_play` calls through :class:`~touchmove.rules.unseen_play.EngineInterface`; what the
-board shows after them is read by the engine's per-record path (:meth:`UnseenOperations._after_change`).
+:class:`UnseenOperations` is a collaborator of :class:`~touchmove.rules.engine.Engine`, which applies through it
+what :mod:`touchmove.rules.unseen_play` decides; what the board shows after them is read by the engine's
+per-record path (given as ``read_board``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Self
+from collections.abc import Callable, Sequence
 
 import chess
 
@@ -25,21 +24,20 @@ __all__ = ["UnseenOperations"]
 
 
 class UnseenOperations:
-    """Writes what unseen play decided (see the module documentation)."""
+    """Writes what unseen play decided (see the module documentation) in ``state``, the board's state, with
+    ``writing`` (a move made, plies taken back); ``read_board`` reads what the board shows after a change at a
+    time (the engine's per-record path)."""
 
-    _state: BoardState
-    _writing: PlyWriting
+    def __init__(self, state: BoardState, writing: PlyWriting, read_board: Callable[[int], list[Event]]) -> None:
+        self._state = state
+        self._writing = writing
+        self._read_board = read_board
 
-
-    def _after_change(self, t: int) -> list[Event]:
-        """Read what the board shows after a change (the engine's per-record path)."""
-        raise NotImplementedError
-
-    def continue_blind(self, line: Self, *, judge: bool) -> list[Event]:
-        """Every hypothesis dropped: play on from the last sure position with the board of ``line`` (one of them),
-        what it shows off the position lifted unseen; ``judge``: read what the board shows at once."""
+    def continue_blind(self, followed: BoardState, *, judge: bool) -> list[Event]:
+        """Every hypothesis dropped: play on from the last sure position with the board of ``followed`` (the state
+        of one of them), what it shows off the position lifted unseen; ``judge``: read what the board shows at
+        once."""
         state = self._state
-        followed = line._state
         state.occ, state.chatter, state.changed_at = followed.occ, followed.chatter, followed.changed_at
         state.t, state.received = max(state.t, followed.t), followed.received
         state.line.note_change(state.t, -1, False)
@@ -49,7 +47,7 @@ class UnseenOperations:
         if not judge:
             state.judge_at_rest = False
             return []
-        return self._after_change(state.t)
+        return self._read_board(state.t)
 
     def make_pending_move(self) -> list[Event]:
         """Make the move the board shows and that waits out its settle time, if a game is played; return its
@@ -114,7 +112,7 @@ class UnseenOperations:
             state.evidence.lifted = state.position.occ & ~state.occ
             state.evidence.lifts_unseen = True
             state.judge_at_rest = True
-            out += self._after_change(t)
+            out += self._read_board(t)
         return out
 
     def reorder_plies(self, t: int, first: int, order: Sequence[chess.Move]) -> list[Event]:
