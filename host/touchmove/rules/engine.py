@@ -106,7 +106,15 @@ from touchmove.rules.readings import (
     pushed_capture,
 )
 from touchmove.rules.unseen_operations import UnseenOperations
-from touchmove.rules.unseen_play import EngineInterface
+from touchmove.rules.unseen_play import (
+    ApplyResync,
+    DeclareEnd,
+    EngineInterface,
+    ReorderPlies,
+    ResumeGame,
+    declared_as,
+    declared_event,
+)
 
 __all__ = ["DEFAULT_SETTLE_MS", "Engine", "EngineState", "GameRecord"]
 
@@ -196,11 +204,13 @@ class Engine:
             case TakebackRequest(ply=ply):
                 out += self._writing.take_back_to(t, ply - 1)
             case Resync():
-                out += state.unseen.resync(self, t, record)
+                out += self._resync(t, record)
             case Result():
-                out += state.unseen.declare(self, t, record)
+                out += self._declare(t, record)
             case Published():
-                out += state.unseen.published(self, t, record)
+                reorder = state.unseen.published(self, record)
+                if reorder is not None:
+                    out += self._reorder(t, reorder)
             case Other():
                 pass
         state.t = state.received = t
@@ -391,14 +401,6 @@ class Engine:
         """Read moves again (many squares off after lost changes are plies lost, not the board cleared)."""
         self._state.read_moves()
 
-    def end_declared(self, result: str, reason: str, declared: Declared) -> None:
-        """End the current game with a result declared by a record (not seen on the board)."""
-        self._state.end_declared(result, reason, declared)
-
-    def resume(self, t: int) -> list[Event]:
-        """The game end announced is withdrawn: the board shows play going on."""
-        return self._state.resume(t)
-
     def take_back_to(self, t: int, keep: int) -> list[Event]:
         """Remove plies after the first ``keep``: the board (or an operator) went back to that position."""
         return self._writing.take_back_to(t, keep)
@@ -408,21 +410,9 @@ class Engine:
         ``judge``: read what the board shows at once."""
         return self._unseen_writing.continue_blind(line._state, judge=judge)
 
-    def make_pending_move(self) -> list[Event]:
-        """Make the move the board shows and that waits out its settle time, if any; return its events."""
-        return self._unseen_writing.make_pending_move()
-
-    def apply_resync(self, t: int, moves: Sequence[chess.Move]) -> list[Event]:
-        """An arbiter's resync, checked: make ``moves`` from the last sure position."""
-        return self._unseen_writing.apply_resync(t, moves)
-
     def make_recovered(self, t: int, moves: Sequence[chess.Move]) -> list[Event]:
         """Make plies not seen being made (recovered, or from a resync)."""
         return self._unseen_writing.make_recovered(t, moves)
-
-    def reorder_plies(self, t: int, first: int, order: Sequence[chess.Move]) -> list[Event]:
-        """Put plies ``first`` .. in the order ``order`` (the same position after them)."""
-        return self._unseen_writing.reorder_plies(t, first, order)
 
     def alert(self, t: int, code: AlertCode, article: str, ply: int, detail: dict[str, object]) -> Alert:
         """Return an alert of the current game."""
@@ -745,6 +735,43 @@ class Engine:
                 out = self._writing.restore_touchdown(t, moved, landed) if made else self._writing.make(moved, landed)
                 return out + self._writing.make_shown()
         raise AssertionError(f"no application for {decision}")
+
+    # ----------------------------------------------------------------------------------------------------------
+    # the decisions of unseen play on operators' and the bridge's records
+
+    def _resync(self, t: int, record: Resync) -> list[Event]:
+        """An arbiter's resync: applied as unseen play checked it (its plies made), or rejected."""
+        out = self.flush_chatter()
+        decision = self._state.unseen.resync(self, t, record)
+        if isinstance(decision, ApplyResync):
+            return out + self._unseen_writing.apply_resync(t, decision.moves)
+        return out + decision
+
+    def _declare(self, t: int, record: Result) -> list[Event]:
+        """A declared result: applied as unseen play decided (the game ended as declared, after the move the board
+        shows; a board's claim withdrawn), or rejected."""
+        state = self._state
+        out = self.flush_chatter()
+        while True:
+            decision = state.unseen.declare(self, t, record)
+            if isinstance(decision, list):
+                return out + decision
+            if isinstance(decision, ResumeGame):
+                return out + state.resume(t)
+            assert isinstance(decision, DeclareEnd)
+            made = self._unseen_writing.make_pending_move()  # the board shows the last move: made before it
+            out += made
+            if not made or state.games[-1].result == "*":
+                break
+            # that move ended the game on the board: the record is asked about again
+        state.end_declared(record.result, record.reason, declared_as(state, record))
+        out.append(declared_event(state.games[-1].number, t, record))
+        return out
+
+    def _reorder(self, t: int, decision: ReorderPlies) -> list[Event]:
+        """Plies recovered unseen put in the order the bridge had published, and the alert that named them again."""
+        out = self._unseen_writing.reorder_plies(t, decision.first, decision.order)
+        return [*out, self._state.alert(t, "changes_lost", "7.4", decision.ply, decision.detail)]
 
     def _reopen(self, t: int) -> list[Event]:
         """The game ended, and the board shows play going on: if the end rested on an assumed promotion piece or
