@@ -107,9 +107,12 @@ from touchmove.rules.readings import (
 )
 from touchmove.rules.unseen_operations import UnseenOperations
 from touchmove.rules.unseen_play import (
+    AdoptLine,
     ApplyResync,
+    ContinueBlind,
     DeclareEnd,
     EngineInterface,
+    FollowBoard,
     ReorderPlies,
     ResumeGame,
     declared_as,
@@ -168,7 +171,7 @@ class Engine:
     def _feed(self, record: Record) -> list[Event]:
         state = self._state
         if state.unseen.hypotheses is not None:
-            followed = state.unseen.feed(self, record)
+            followed = self._follow_record(record)
             if followed is not None:
                 self._promotions.watch_pieces(record)
                 return followed
@@ -179,7 +182,7 @@ class Engine:
         self._promotions.watch_pieces(record)
         if state.unseen.hypotheses is not None:
             # The time passed opened hypotheses (lost changes, several explanations): the record is theirs.
-            followed = state.unseen.feed(self, record)
+            followed = self._follow_record(record)
             if followed is not None:
                 return out + followed
         if state.phase is NEW and not isinstance(record, Published):
@@ -225,7 +228,7 @@ class Engine:
     def _advance(self, t: int) -> list[Event]:
         state = self._state
         if state.unseen.hypotheses is not None:
-            return state.unseen.feed_hypotheses(self, lambda engine: engine.advance(t), t)
+            return self._follow(lambda engine: engine.advance(t), t)
         t = max(t, state.t)
         out = self._tick(t)
         state.t = t
@@ -243,7 +246,7 @@ class Engine:
         """Return the events still pending at the end of the input (everything counts as settled)."""
         state = self._state
         if state.unseen.hypotheses is not None:
-            return state.unseen.feed_hypotheses(self, lambda engine: engine.finish(), state.t)
+            return self._follow(lambda engine: engine.finish(), state.t)
         out = self.flush_chatter()
         deadline = self._decision_deadline()
         while deadline is not None:
@@ -377,14 +380,6 @@ class Engine:
         child._wire(self._state.fork())
         return child
 
-    def adopt(self, line: Self) -> None:
-        """Go on as ``line``, a fork the board followed: its state now the board's own."""
-        self._state.adopt(line._state)
-
-    def follow_board(self, line: Self, t: int) -> None:
-        """While hypotheses are followed: show the occupancy of ``line`` (one of them) and time ``t``."""
-        self._state.follow_board(line._state, t)
-
     def contradicted(self) -> bool:
         """Return whether the board, at rest, shows what this game cannot go on to (a hypothesis ruled out)."""
         return self._state.contradicted()
@@ -404,11 +399,6 @@ class Engine:
     def take_back_to(self, t: int, keep: int) -> list[Event]:
         """Remove plies after the first ``keep``: the board (or an operator) went back to that position."""
         return self._writing.take_back_to(t, keep)
-
-    def continue_blind(self, line: Self, *, judge: bool) -> list[Event]:
-        """Every hypothesis dropped: play on from the last sure position with the board of ``line`` (one of them);
-        ``judge``: read what the board shows at once."""
-        return self._unseen_writing.continue_blind(line._state, judge=judge)
 
     def make_recovered(self, t: int, moves: Sequence[chess.Move]) -> list[Event]:
         """Make plies not seen being made (recovered, or from a resync)."""
@@ -448,12 +438,12 @@ class Engine:
         for at, sq, occupied in released:
             if state.unseen.hypotheses is not None:
                 # An earlier change opened hypotheses: the changes after it are theirs.
-                out += state.unseen.feed_hypotheses(self, _held_change(at, sq, occupied), at)
+                out += self._follow(_held_change(at, sq, occupied), at)
                 continue
             out += self._decide(at)
             out += self._change(at, sq, occupied)
         if state.unseen.hypotheses is not None:
-            return out + state.unseen.feed_hypotheses(self, lambda engine: engine.decide_by(t), t)
+            return out + self._follow(lambda engine: engine.decide_by(t), t)
         out += self._decide(t)
         return out
 
@@ -737,7 +727,49 @@ class Engine:
         raise AssertionError(f"no application for {decision}")
 
     # ----------------------------------------------------------------------------------------------------------
-    # the decisions of unseen play on operators' and the bridge's records
+    # the decisions of unseen play: the hypotheses followed, operators' and the bridge's records
+
+    def _follow(self, step: Callable[[EngineInterface], list[Event]], t: int) -> list[Event]:
+        """Give a step (a record, the time) to the hypotheses followed; apply what unseen play decides of them."""
+        return self._follow_board(self._state.unseen.feed_hypotheses(self, step, t))
+
+    def _follow_record(self, record: Record) -> list[Event] | None:
+        """Give ``record`` to the hypotheses followed; None when the engine reads it itself (an operator's record:
+        the hypotheses dropped first)."""
+        decision = self._state.unseen.feed(self, record)
+        if isinstance(decision, list):
+            return decision
+        if isinstance(decision, ContinueBlind):
+            self._continue_blind(self._hypothesis(decision.line), judge=decision.judge)
+            return None
+        return self._follow_board(decision)
+
+    def _follow_board(self, decision: FollowBoard) -> list[Event]:
+        """Show the board of the hypotheses (the occupancy of one, the time reached), then adopt the line the
+        board left, or play on blind when it left none."""
+        state = self._state
+        state.follow_board(self._state_of(self._hypothesis(decision.shown)), decision.t)
+        then = decision.then
+        if isinstance(then, AdoptLine):
+            state.adopt(self._state_of(self._hypothesis(then.line)))   # its unseen play a board's again
+            return then.events
+        if isinstance(then, ContinueBlind):
+            return self._continue_blind(self._hypothesis(then.line), judge=then.judge)
+        return []
+
+    def _continue_blind(self, line: Self, *, judge: bool) -> list[Event]:
+        """Every hypothesis dropped: play on from the last sure position with the board of ``line`` (one of them);
+        ``judge``: read what the board shows at once."""
+        return self._unseen_writing.continue_blind(line._state, judge=judge)
+
+    def _hypothesis(self, line: EngineInterface) -> Self:
+        """Return ``line``, a hypothesis of unseen play: a fork of this engine (:meth:`fork`)."""
+        assert isinstance(line, type(self))
+        return line
+
+    def _state_of(self, line: Self) -> BoardState:
+        """Return the state of ``line``, a fork of this engine."""
+        return line._state
 
     def _resync(self, t: int, record: Resync) -> list[Event]:
         """An arbiter's resync: applied as unseen play checked it (its plies made), or rejected."""

@@ -51,9 +51,9 @@ from touchmove.rules.recovery import (
 )
 
 __all__ = [
-    "DECLARED_ARTICLES", "ApplyResync", "DeclareEnd", "Declared", "EngineInterface", "GameRecovery", "Hypothesis",
-    "LostWindow", "Recovered", "ReorderPlies", "ResumeGame", "Role", "SearchedAgain", "UnseenDecision", "UnseenPlay",
-    "declared_as", "declared_event",
+    "DECLARED_ARTICLES", "AdoptLine", "ApplyResync", "ContinueBlind", "DeclareEnd", "Declared", "EngineInterface",
+    "FollowBoard", "GameRecovery", "Hypothesis", "LostWindow", "Recovered", "ReorderPlies", "ResumeGame", "Role",
+    "SearchedAgain", "UnseenDecision", "UnseenPlay", "declared_as", "declared_event",
 ]
 
 #: After a ply made when its settle time ran out is searched again with its piece slid on further (changes were
@@ -103,6 +103,36 @@ class DeclareEnd(UnseenDecision):
     record: Result
 
 
+@dataclass(frozen=True, slots=True)
+class AdoptLine(UnseenDecision):
+    """The board showed which lost plies were played: the engine goes on as ``line`` (the hypothesis, a fork of
+    it), its state now the engine's, with ``events`` (the ``changes_lost`` alert naming the lines rejected, then
+    the line's own)."""
+
+    line: EngineInterface
+    events: list[Event]
+
+
+@dataclass(frozen=True, slots=True)
+class ContinueBlind(UnseenDecision):
+    """Every hypothesis dropped (or an operator acts): play on from the last sure position with the board of
+    ``line`` (one of them), what it shows off the position lifted unseen; ``judge``: read what it shows at once
+    (else the engine reads the operator's record itself next)."""
+
+    line: EngineInterface
+    judge: bool
+
+
+@dataclass(frozen=True, slots=True)
+class FollowBoard(UnseenDecision):
+    """The hypotheses took a record or the time: the engine shows the occupancy of ``shown`` (one of them) and
+    time ``t``, then ``then``: the line the board left adopted, every line dropped, or nothing (they go on)."""
+
+    shown: EngineInterface
+    t: int
+    then: AdoptLine | ContinueBlind | None = None
+
+
 class Role(Enum):
     """What an engine is to the board."""
 
@@ -132,9 +162,6 @@ class EngineInterface(GameView, Protocol):
     def decide_by(self, t: int) -> list[Event]: ...
     def apply_change(self, t: int, sq: chess.Square, occupied: bool) -> list[Event]: ...
     def fork(self) -> Self: ...
-    def adopt(self, line: Self) -> None: ...
-    def follow_board(self, line: Self, t: int) -> None: ...
-    def continue_blind(self, line: Self, *, judge: bool) -> list[Event]: ...
     def contradicted(self) -> bool: ...
     def rule_out(self) -> None: ...
     def mark_lost(self) -> None: ...
@@ -192,8 +219,9 @@ class UnseenPlay:
     # ----------------------------------------------------------------------------------------------------------
     # the engine's API while hypotheses are followed
 
-    def feed(self, engine: EngineInterface, record: Record) -> list[Event] | None:
-        """Give a record to the hypotheses; None when the engine reads it itself (an operator's record)."""
+    def feed(self, engine: EngineInterface, record: Record) -> list[Event] | FollowBoard | ContinueBlind:
+        """Give a record to the hypotheses (:class:`FollowBoard`), or reject it; an operator's record drops them
+        (:class:`ContinueBlind`, not judged: the engine then reads the record itself)."""
         if isinstance(record, Resync):
             plies = self.resync_plies(engine, record)
             if isinstance(plies, str):  # rejected: the hypotheses stay
@@ -207,8 +235,7 @@ class UnseenPlay:
             if isinstance(record, Published):
                 self.published(engine, record, amend=False)    # kept if every line is dropped
             return self.feed_hypotheses(engine, lambda child: child.feed(record), record.t)
-        self.drop_hypotheses(engine, search_again=False)  # the operator says what happened
-        return None
+        return self.drop_hypotheses(engine, search_again=False)  # the operator says what happened
 
     def next_deadline(self) -> int | None:
         """Return the earliest deadline of the hypotheses."""
@@ -424,13 +451,13 @@ class UnseenPlay:
     # hypotheses
 
     def feed_hypotheses(self, engine: EngineInterface, step: Callable[[EngineInterface], list[Event]],
-                        t: int) -> list[Event]:
-        """Give a record (or the time) to every hypothesis; adopt the one the board leaves."""
+                        t: int) -> FollowBoard:
+        """Give a record (or the time) to every hypothesis; the one the board leaves is adopted."""
         hypotheses = self.hypotheses
         assert hypotheses is not None
         for hypothesis in hypotheses:
             hypothesis.events += step(hypothesis.engine)
-        engine.follow_board(hypotheses[0].engine, t)
+        shown = hypotheses[0].engine
         alive = [h for h in hypotheses if not h.engine.contradicted()]
         preferred = next((h for h in alive if h.preferred), None) if len(alive) > 1 else None
         if preferred is not None and all(h.engine.plies >= h.plies + UNTOLD_PLIES for h in alive):
@@ -439,13 +466,13 @@ class UnseenPlay:
             # The lines have met (a move under way in one was made in another): the same game from here on.
             alive = [min(alive, key=lambda h: h.engine.plies)]
         if len(alive) == 1:
-            return self.adopt(engine, alive[0], [h for h in hypotheses if h is not alive[0]])
+            return FollowBoard(shown, t, self.adopt(engine, alive[0], [h for h in hypotheses if h is not alive[0]]))
         if not alive:
-            return self.drop_hypotheses(engine)
+            return FollowBoard(shown, t, self.drop_hypotheses(engine, search_again=True))
         self.hypotheses = alive
-        return []
+        return FollowBoard(shown, t)
 
-    def adopt(self, engine: EngineInterface, chosen: Hypothesis, rejected: list[Hypothesis]) -> list[Event]:
+    def adopt(self, engine: EngineInterface, chosen: Hypothesis, rejected: list[Hypothesis]) -> AdoptLine:
         """The board showed which lost plies were played: go on from there, with the events of that line."""
         blind = self.lost
         assert blind is not None
@@ -455,23 +482,24 @@ class UnseenPlay:
             "blind_ms": blind.seen - blind.since, "plies": chosen.sans if noted is None else noted.detail["plies"],
             "rejected": [h.sans for h in rejected],
         })
-        engine.adopt(child)  # the engine is that line's now, its unseen play a board's again
         if noted is not None:
-            engine.line.unseen.recovered_alert = RecoveredAlert(noted.first, noted.moves, alert.ply, alert.detail)
-        return [alert, *chosen.events]
+            # the line's note, the engine's once it is adopted
+            child.line.unseen.recovered_alert = RecoveredAlert(noted.first, noted.moves, alert.ply, alert.detail)
+        return AdoptLine(child, [alert, *chosen.events])
 
-    def drop_hypotheses(self, engine: EngineInterface, search_again: bool = True) -> list[Event]:
-        """Every hypothesis is contradicted (or an operator acts): play on from the last sure position, blind."""
+    def drop_hypotheses(self, engine: EngineInterface, search_again: bool) -> ContinueBlind:
+        """Every hypothesis is contradicted (or an operator acts): play on from the last sure position, blind,
+        with the board of one of them; ``search_again``: what it shows is searched (else it is taken as searched,
+        and the next correction is the arbiter's)."""
         hypotheses, blind = self.hypotheses, self.lost
         assert hypotheses is not None and blind is not None
         self.hypotheses = None
         if search_again:
             blind.searched = -1
-            return engine.continue_blind(hypotheses[0].engine, judge=True)
-        engine.continue_blind(hypotheses[0].engine, judge=False)
-        blind.searched = engine.occupancy
+            return ContinueBlind(hypotheses[0].engine, judge=True)
+        blind.searched = hypotheses[0].engine.occupancy    # (the board's, once it goes on blind with it)
         engine.line.unseen.recovery = SearchedAgain()
-        return []
+        return ContinueBlind(hypotheses[0].engine, judge=False)
 
     # ----------------------------------------------------------------------------------------------------------
     # an arbiter's resync
