@@ -12,12 +12,13 @@ How a ply is decided (FIDE 4.7, for a board that sees only occupancy):
 * When the board rests in a state no legal move can continue, ``board_mismatch``; play resumes when the board
   shows the game position, a legal move from it, or an earlier position of the game (a takeback).
 
-This module holds the per-record path and the application of decisions; the state and its transitions are in
+This module holds the wiring (the engine holds a state and the collaborators that write it, each given what it
+needs), the per-record path and the application of decisions; the state and its transitions are in
 :mod:`touchmove.rules.board_state`, the plies written in :mod:`touchmove.rules.ply_writing`, promotion pieces in
 :mod:`touchmove.rules.promotion_pieces`, what a clock press records in :mod:`touchmove.rules.clock_presses`, the
 re-readings of a board at rest in :mod:`touchmove.rules.at_rest` (their order) and :mod:`touchmove.rules.readings`,
-play not seen made in :mod:`touchmove.rules.unseen_play` (what it writes: :mod:`touchmove.rules.unseen_operations`).
-A map of it all: docs/engine-internals.md.
+play not seen made in :mod:`touchmove.rules.unseen_play` (its decisions, and what it writes:
+:mod:`touchmove.rules.unseen_operations`). A map of it all: docs/engine-internals.md.
 """
 
 from __future__ import annotations
@@ -125,7 +126,9 @@ __all__ = ["DEFAULT_SETTLE_MS", "Engine", "EngineState", "GameRecord"]
 _READ_ON = (Declared.READ_ON, Declared.BOARD_SHOWN, Declared.BOARD_GONE)
 
 class Engine:
-    """Turns one board's records into events (see the module documentation).
+    """Turns one board's records into events (see the module documentation): a :class:`BoardState` and its
+    collaborators, :class:`PlyWriting`, :class:`ClockPresses`, :class:`PromotionPieces` and
+    :class:`UnseenOperations`.
 
     ``fen`` and ``chess960`` give the first game's start (standard by default); later games start when the
     board shows the standard start occupancy after a game, or from a ``setup`` record.

@@ -1,8 +1,9 @@
 """Writing the game's plies: a move made, amended, taken back, its promotion piece set, and the events that say so.
 
-:class:`PlyWriting` is the part of :class:`~touchmove.rules.engine.Engine` that applies decisions to the game line
-(:mod:`touchmove.rules.game_line`) and the position; what to decide is the engine's (the per-record path, the
-table of :mod:`touchmove.rules.at_rest`), when it is decided is its too.
+:class:`PlyWriting` is a collaborator of :class:`~touchmove.rules.engine.Engine` (and of the engine's other
+collaborators): it applies decisions to the game line (:mod:`touchmove.rules.game_line`) and the position of the
+state it is given; what to decide is the engine's (the per-record path, the table of
+:mod:`touchmove.rules.at_rest`), when it is decided is its too.
 """
 
 from __future__ import annotations

@@ -142,7 +142,9 @@ class Role(Enum):
 
 class EngineInterface(GameView, Protocol):
     """What unseen play sees of an engine (its :class:`~touchmove.rules.readings.GameView` and the ply and time
-    below) and may do to it (:class:`touchmove.rules.engine.Engine` offers it)."""
+    below), the steps it gives a hypothesis (an engine), and the operations the search for lost plies still calls
+    (fork, plies recovered or taken back, the board lost); :class:`touchmove.rules.engine.Engine` offers it. The
+    rest of what unseen play decides it returns (:class:`UnseenDecision`)."""
 
     def pieces_placed_at(self) -> dict[chess.Square, int]: ...
     def pieces_changes(self) -> Sequence[PieceChange]: ...
