@@ -42,6 +42,7 @@ from touchmove.records import (
     Snapshot,
     TakebackRequest,
 )
+from touchmove.rules.at_once import AT_ONCE, AmendLast, RestoreTouchdown
 from touchmove.rules.at_rest import (
     AT_REST,
     Amend,
@@ -99,9 +100,6 @@ from touchmove.rules.promotion_pieces import PromotionPieces
 from touchmove.rules.readings import (
     amendment,
     answer_undone,
-    capture_on_touchdown,
-    castling_completed,
-    double_step_stood_aside,
     pending_double_step_stood_aside,
     promotion_seen,
     pushed_capture,
@@ -601,28 +599,17 @@ class Engine:
                 out += state.try_new_game(t)
             return out
         shown = self._writing.explain(state.position, state.evidence)
-        if shown is None and state.occ & ~state.position.occ and castling_completed(state):
-            # The king lands beside the rook moved first: castling, at once (the opponent may answer within the
-            # settle time).
-            return out + self._writing.amend_last(t)
         interrupted = state.pending.interrupted
-        if shown is None and interrupted is None and state.evidence.lifted & state.position.occ & ~state.occ:
-            pushed = pushed_capture(state)
-            if pushed is not None:
-                return self._writing.amend_last(t, pushed)  # the pushed-aside victim taken off: the capture, at once
-        if shown is not None and interrupted is None:
-            released = state.line.released_on
-            touchdown = None
-            if released is not None and released[0] == state.plies:
-                # An amendment as moved after release is provisional: a capture on the square the piece was released
-                # on wins over a reading that needs the amendment (a pawn stood on its double step's square).
-                touchdown = capture_on_touchdown(state)
-            elif shown.move.to_square == state.position.board.ep_square:
-                # En passant, or a single step stood on the double step's square and captured where it stood first.
-                touchdown = double_step_stood_aside(state, shown, t)
-            if touchdown is not None:
-                out += self._writing.restore_touchdown(t, *touchdown)
-                shown = self._writing.explain(state.position, state.evidence)
+        for reading in AT_ONCE:
+            decision = reading(state, shown, t)
+            if decision is None:
+                continue
+            if isinstance(decision, AmendLast):
+                return out + self._writing.amend_last(t, decision.pushed)
+            assert isinstance(decision, RestoreTouchdown)
+            out += self._writing.restore_touchdown(t, decision.footprint, decision.landed)
+            shown = self._writing.explain(state.position, state.evidence)
+            break
         if interrupted is not None and (shown is None or shown.move == interrupted.footprint.move):
             # The board may show the checkpoint move and the opponent's answer (when it shows the checkpoint move
             # alone, an answer that leaves the squares as they were: a Chess960 castling of king and rook).
