@@ -2,7 +2,9 @@
 :data:`~touchmove.rules.at_rest.AT_REST`, and the decisions they return.
 
 :data:`AT_ONCE` is asked after every square change, once the engine knows which move the board shows from the game
-position (``shown``, or None); each row is a function of a read-only view of the engine
+position (``shown``, or None), in two parts by that: the rows of ``AT_ONCE[False]`` when it shows none, those of
+``AT_ONCE[True]`` when it shows one (no row applies to both, and asking only the part that may apply keeps the
+per-change cost down). Each row is a function of a read-only view of the engine
 (:class:`~touchmove.rules.readings.BoardView`), that move and the time of the change, and returns a decision or
 None. The engine applies the first decision (:meth:`Engine._after_change`): an :class:`AmendLast` ends the
 reading of that change, a :class:`RestoreTouchdown` is applied and the reading goes on from the move the board
@@ -53,15 +55,15 @@ AtOnce = Callable[[BoardView, Footprint | None, int], Decision | None]
 
 def castling_finished(view: BoardView, shown: Footprint | None, t: int) -> Decision | None:
     """The king lands beside the rook moved first: castling, at once (the opponent may answer within the settle
-    time)."""
-    if shown is None and view.occupancy & ~view.position.occ and castling_completed(view):
+    time). (No move shown.)"""
+    if view.occupancy & ~view.position.occ and castling_completed(view):
         return AmendLast()
     return None
 
 
 def pushed_aside_taken_off(view: BoardView, shown: Footprint | None, t: int) -> Decision | None:
-    """The pushed-aside victim taken off: the capture, at once."""
-    if shown is None and view.interrupted is None and view.evidence.lifted & view.position.occ & ~view.occupancy:
+    """The pushed-aside victim taken off: the capture, at once. (No move shown.)"""
+    if view.interrupted is None and view.evidence.lifted & view.position.occ & ~view.occupancy:
         pushed = pushed_capture(view)
         if pushed is not None:
             return AmendLast(pushed)
@@ -70,7 +72,7 @@ def pushed_aside_taken_off(view: BoardView, shown: Footprint | None, t: int) -> 
 
 def captured_where_released(view: BoardView, shown: Footprint | None, t: int) -> Decision | None:
     """An amendment as moved after release is provisional: a capture on the square the piece was released on wins
-    over a reading that needs the amendment (a pawn stood on its double step's square)."""
+    over a reading that needs the amendment (a pawn stood on its double step's square). (A move shown.)"""
     if shown is None or view.interrupted is not None or not _amended_as_released(view):
         return None
     touchdown = capture_on_touchdown(view)
@@ -78,7 +80,8 @@ def captured_where_released(view: BoardView, shown: Footprint | None, t: int) ->
 
 
 def double_step_captured_where_it_stood(view: BoardView, shown: Footprint | None, t: int) -> Decision | None:
-    """En passant, or a single step stood on the double step's square and captured where it stood first."""
+    """En passant, or a single step stood on the double step's square and captured where it stood first. (A move
+    shown.)"""
     if (shown is None or view.interrupted is not None or shown.move.to_square != view.position.board.ep_square
             or _amended_as_released(view)):
         return None
@@ -92,10 +95,9 @@ def _amended_as_released(view: BoardView) -> bool:
     return released is not None and released[0] == (len(game.moves) if game is not None else 0)
 
 
-#: The readings asked at once, in order; the first decision is applied.
-AT_ONCE: tuple[AtOnce, ...] = (
-    castling_finished,
-    pushed_aside_taken_off,
-    captured_where_released,
-    double_step_captured_where_it_stood,
-)
+#: The readings asked at once, in order, by whether the board shows a move from the game position (True) or none
+#: (False); the first decision is applied.
+AT_ONCE: dict[bool, tuple[AtOnce, ...]] = {
+    False: (castling_finished, pushed_aside_taken_off),
+    True: (captured_where_released, double_step_captured_where_it_stood),
+}

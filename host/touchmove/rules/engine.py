@@ -600,7 +600,7 @@ class Engine:
             return out
         shown = self._writing.explain(state.position, state.evidence)
         interrupted = state.pending.interrupted
-        for reading in AT_ONCE:
+        for reading in AT_ONCE[shown is not None]:
             decision = reading(state, shown, t)
             if decision is None:
                 continue
