@@ -73,7 +73,7 @@ def pushed_aside_taken_off(view: BoardView, shown: Footprint | None, t: int) -> 
 def captured_where_released(view: BoardView, shown: Footprint | None, t: int) -> Decision | None:
     """An amendment as moved after release is provisional: a capture on the square the piece was released on wins
     over a reading that needs the amendment (a pawn stood on its double step's square). (A move shown.)"""
-    if shown is None or view.interrupted is not None or not _amended_as_released(view):
+    if not _amended_as_released(view) or shown is None or view.interrupted is not None:
         return None
     touchdown = capture_on_touchdown(view)
     return None if touchdown is None else RestoreTouchdown(*touchdown)
@@ -82,7 +82,7 @@ def captured_where_released(view: BoardView, shown: Footprint | None, t: int) ->
 def double_step_captured_where_it_stood(view: BoardView, shown: Footprint | None, t: int) -> Decision | None:
     """En passant, or a single step stood on the double step's square and captured where it stood first. (A move
     shown.)"""
-    if (shown is None or view.interrupted is not None or shown.move.to_square != view.position.board.ep_square
+    if (shown is None or shown.move.to_square != view.position.board.ep_square or view.interrupted is not None
             or _amended_as_released(view)):
         return None
     touchdown = double_step_stood_aside(view, shown, t)
@@ -91,8 +91,11 @@ def double_step_captured_where_it_stood(view: BoardView, shown: Footprint | None
 
 def _amended_as_released(view: BoardView) -> bool:
     """Return whether the last move is an amendment as moved after release (the piece's release square kept)."""
-    released, game = view.line.released_on, view.game
-    return released is not None and released[0] == (len(game.moves) if game is not None else 0)
+    released = view.line.released_on
+    if released is None:
+        return False
+    game = view.game
+    return released[0] == (len(game.moves) if game is not None else 0)
 
 
 #: The readings asked at once, in order, by whether the board shows a move from the game position (True) or none
