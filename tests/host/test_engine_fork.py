@@ -68,34 +68,36 @@ def test_the_fields_listed_are_the_engines_state() -> None:
     assert not set(SHARED_FIELDS) & set(COPIED_FIELDS)
     assert set(STATE_FIELDS) == set(SHARED_FIELDS) | set(COPIED_FIELDS)
     # Every field of the engine is listed (its unseen play a fork gets new).
-    assert set(vars(engine)) - {"_unseen"} == set(STATE_FIELDS)
+    assert set(vars(engine._state)) - {"unseen"} == set(STATE_FIELDS)
 
 
 def test_the_shared_fields_hold_nothing_changed_in_place() -> None:
     engine = mid_game()
     for name in SHARED_FIELDS:
-        assert not mutable_parts(getattr(engine, name)), name
+        assert not mutable_parts(getattr(engine._state, name)), name
 
 
 def test_a_fork_and_its_parent_share_nothing_changed_in_place() -> None:
     engine = mid_game()
-    assert engine._previous is not None and engine._evidence.lifts and engine._pending.match is not None
-    assert engine._chatter.pending(engine._occ) != engine._occ  # (a change held)
+    assert (engine._state.previous is not None and engine._state.evidence.lifts
+            and engine._state.pending.match is not None)
+    assert engine._state.chatter.pending(engine._state.occ) != engine._state.occ  # (a change held)
     fork = engine.fork()
     for name in STATE_FIELDS:
-        ours, theirs = mutable_parts(getattr(engine, name)), mutable_parts(getattr(fork, name))
+        ours, theirs = mutable_parts(getattr(engine._state, name)), mutable_parts(getattr(fork._state, name))
         shared = ours.keys() & theirs.keys()
         assert not shared, f"{name}: {[type(ours[i]).__name__ for i in shared]}"
     # What two fields share, the fork's copies share too: the last game is the line's record.
-    assert fork._line.record is fork._games[-1]
+    assert fork._state.line.record is fork._state.games[-1]
     # The game position is shared: it is replaced, never changed.
-    assert fork._position is engine._position
+    assert fork._state.position is engine._state.position
 
 
 def test_play_on_a_fork_leaves_its_parent_as_it_was() -> None:
     engine = mid_game()
-    before = (engine.state(), list(engine._games[-1].moves), list(engine._evidence.lifts),
-              engine._pending.match, engine._chatter.pending(engine._occ), dict(engine._line.promotions))
+    before = (engine.state(), list(engine._state.games[-1].moves), list(engine._state.evidence.lifts),
+              engine._state.pending.match, engine._state.chatter.pending(engine._state.occ),
+              dict(engine._state.line.promotions))
     fork = engine.fork()
     fork.feed(Place(3400, chess.A7))
     fork.feed(Clock(3500, True, None))
@@ -103,6 +105,7 @@ def test_play_on_a_fork_leaves_its_parent_as_it_was() -> None:
     fork.feed(Place(4300, chess.C6))
     fork.advance(5000)
     assert [m.uci() for m in fork.games[-1].moves] == ["e2e4", "e7e5", "g1f3", "b8c6"]
-    after = (engine.state(), list(engine._games[-1].moves), list(engine._evidence.lifts),
-             engine._pending.match, engine._chatter.pending(engine._occ), dict(engine._line.promotions))
+    after = (engine.state(), list(engine._state.games[-1].moves), list(engine._state.evidence.lifts),
+             engine._state.pending.match, engine._state.chatter.pending(engine._state.occ),
+             dict(engine._state.line.promotions))
     assert after == before

@@ -12,17 +12,19 @@ How a ply is decided (FIDE 4.7, for a board that sees only occupancy):
 * When the board rests in a state no legal move can continue, ``board_mismatch``; play resumes when the board
   shows the game position, a legal move from it, or an earlier position of the game (a takeback).
 
-This module holds the per-record path and the application of decisions; the state and its transitions are in
+This module holds the wiring (the engine holds a state and the collaborators that write it, each given what it
+needs), the per-record path and the application of decisions; the state and its transitions are in
 :mod:`touchmove.rules.board_state`, the plies written in :mod:`touchmove.rules.ply_writing`, promotion pieces in
 :mod:`touchmove.rules.promotion_pieces`, what a clock press records in :mod:`touchmove.rules.clock_presses`, the
 re-readings of a board at rest in :mod:`touchmove.rules.at_rest` (their order) and :mod:`touchmove.rules.readings`,
-play not seen made in :mod:`touchmove.rules.unseen_play` (what it writes: :mod:`touchmove.rules.unseen_operations`).
-A map of it all: docs/engine-internals.md.
+play not seen made in :mod:`touchmove.rules.unseen_play` (its decisions, and what it writes:
+:mod:`touchmove.rules.unseen_operations`). A map of it all: docs/engine-internals.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Self
 
 import chess
 
@@ -40,6 +42,7 @@ from touchmove.records import (
     Snapshot,
     TakebackRequest,
 )
+from touchmove.rules.at_once import AT_ONCE, AmendLast, RestoreTouchdown
 from touchmove.rules.at_rest import (
     AT_REST,
     Amend,
@@ -55,18 +58,28 @@ from touchmove.rules.at_rest import (
     UndoAnswer,
     Wait,
 )
-from touchmove.rules.board_state import DEFAULT_SETTLE_MS, START_OCCUPANCY, EngineState
+from touchmove.rules.board_state import (
+    DEFAULT_MISMATCH_MS,
+    DEFAULT_SETTLE_MS,
+    START_OCCUPANCY,
+    BoardState,
+    EngineState,
+)
+from touchmove.rules.chatter import DEFAULT_CHATTER_MS
 from touchmove.rules.clock_presses import ClockPresses
 from touchmove.rules.events import (
+    Alert,
+    AlertCode,
     Event,
     GameResumed,
     MoveAmended,
     Touch,
     TouchSide,
 )
-from touchmove.rules.game_line import Declared
+from touchmove.rules.footprints import Position
+from touchmove.rules.game_line import Declared, GameLine
 from touchmove.rules.gamelog import GameRecord
-from touchmove.rules.identity import under_way
+from touchmove.rules.identity import PieceChange, under_way
 from touchmove.rules.pending import InterruptedMove, sliding_in
 from touchmove.rules.phases import (
     CLEARED,
@@ -77,123 +90,164 @@ from touchmove.rules.phases import (
     OVER,
     PLAYING,
     UNDISPUTED,
+    Phase,
+    Sync,
 )
 from touchmove.rules.phases import OUT_OF_SYNC as _OUT_OF_SYNC
 from touchmove.rules.phases import READING as _READING
+from touchmove.rules.ply_writing import PlyWriting
 from touchmove.rules.promotion_pieces import PromotionPieces
 from touchmove.rules.readings import (
     amendment,
     answer_undone,
-    capture_on_touchdown,
-    castling_completed,
-    double_step_stood_aside,
     pending_double_step_stood_aside,
     promotion_seen,
     pushed_capture,
 )
 from touchmove.rules.unseen_operations import UnseenOperations
-from touchmove.rules.unseen_play import EngineInterface
+from touchmove.rules.unseen_play import (
+    AdoptLine,
+    ApplyResync,
+    ContinueBlind,
+    DeclareEnd,
+    EngineInterface,
+    FollowBoard,
+    ReorderPlies,
+    ResumeGame,
+    declared_as,
+    declared_event,
+)
 
 __all__ = ["DEFAULT_SETTLE_MS", "Engine", "EngineState", "GameRecord"]
 
 #: Declared results after which the board's moves are still read (one made withdraws the result).
 _READ_ON = (Declared.READ_ON, Declared.BOARD_SHOWN, Declared.BOARD_GONE)
 
-class Engine(PromotionPieces, ClockPresses, UnseenOperations):
-    """Turns one board's records into events (see the module documentation).
+class Engine:
+    """Turns one board's records into events (see the module documentation): a :class:`BoardState` and its
+    collaborators, :class:`PlyWriting`, :class:`ClockPresses`, :class:`PromotionPieces` and
+    :class:`UnseenOperations`.
 
     ``fen`` and ``chess960`` give the first game's start (standard by default); later games start when the
     board shows the standard start occupancy after a game, or from a ``setup`` record.
     """
+
+    def __init__(
+        self,
+        *,
+        fen: str | None = None,
+        chess960: bool = False,
+        settle_ms: int = DEFAULT_SETTLE_MS,
+        chatter_ms: int = DEFAULT_CHATTER_MS,
+        mismatch_ms: int = DEFAULT_MISMATCH_MS,
+    ) -> None:
+        self._wire(BoardState(fen=fen, chess960=chess960, settle_ms=settle_ms, chatter_ms=chatter_ms,
+                              mismatch_ms=mismatch_ms))
+
+    def _wire(self, state: BoardState) -> None:
+        """Hold ``state``, the board's state, and the collaborators that write it."""
+        self._state = state
+        self._writing = PlyWriting(state)
+        self._presses = ClockPresses(state, self._writing)
+        self._promotions = PromotionPieces(state, self._writing)
+        self._unseen_writing = UnseenOperations(state, self._writing, self._after_change)
 
     # ----------------------------------------------------------------------------------------------------------
     # public API
 
     def feed(self, record: Record) -> list[Event]:
         """Return the events caused by one record (time first advances to ``record.t``); a board that names its
-        pieces has them judged once the position is settled (:meth:`_judge_pieces`)."""
+        pieces has them judged once the position is settled (:meth:`PromotionPieces.judge_pieces`)."""
+        state = self._state
         out = self._feed(record)
-        pieces = self._pieces
+        pieces = state.pieces
         if not pieces.letters:
             return out      # a board that does not name its pieces
         if isinstance(record, Snapshot):
-            pieces.restamp(record.t, self.plies)   # what it showed changed: the plies read from it
+            pieces.restamp(record.t, state.plies)   # what it showed changed: the plies read from it
         elif isinstance(record, Place) and record.piece is not None:
-            self._named_promotion(record.sq, record.piece)
-        return self._judge_pieces(out)
+            self._promotions.named_promotion(record.sq, record.piece)
+        return self._promotions.judge_pieces(out)
 
     def _feed(self, record: Record) -> list[Event]:
-        if self._unseen.hypotheses is not None:
-            followed = self._unseen.feed(self, record)
+        state = self._state
+        if state.unseen.hypotheses is not None:
+            followed = self._follow_record(record)
             if followed is not None:
-                self._watch_pieces(record)
+                self._promotions.watch_pieces(record)
                 return followed
-        t = record.t if record.t > self._t else self._t
+        t = record.t if record.t > state.t else state.t
         out = self._tick(t)
         # The pieces the record names are noted once the board at rest until its time has been judged (the
         # hypotheses the time passed opened note them in their own feed).
-        self._watch_pieces(record)
-        if self._unseen.hypotheses is not None:
+        self._promotions.watch_pieces(record)
+        if state.unseen.hypotheses is not None:
             # The time passed opened hypotheses (lost changes, several explanations): the record is theirs.
-            followed = self._unseen.feed(self, record)
+            followed = self._follow_record(record)
             if followed is not None:
                 return out + followed
-        if self._phase is NEW and not isinstance(record, Published):
-            out += self._start_first(record, t)
+        if state.phase is NEW and not isinstance(record, Published):
+            out += state.start_first(record, t)
         match record:
             case Lift(sq=sq):
-                for change in self._chatter.push(t, sq, False):
+                for change in state.chatter.push(t, sq, False):
                     out += self._change(*change)
             case Place(sq=sq):
-                self._reports_changes = True
-                for change in self._chatter.push(t, sq, True):
+                state.reports_changes = True
+                for change in state.chatter.push(t, sq, True):
                     out += self._change(*change)
             case Snapshot(occ=occ, type=kind):
                 out += self._snapshot(t, occ, heartbeat=kind == "heartbeat")
             case Clock():
                 out += self._clock(record)
             case Promote(piece=piece):
-                out += self._promote(t, piece)
+                out += self._promotions.promote(t, piece)
             case Setup(fen=fen, chess960=chess960):
-                self._setup = (chess.Board(fen, chess960=chess960).fen(), chess960)
-                out += self._try_new_game(t)
+                state.setup = (chess.Board(fen, chess960=chess960).fen(), chess960)
+                out += state.try_new_game(t)
             case TakebackRequest(ply=ply):
-                out += self.take_back_to(t, ply - 1)
+                out += self._writing.take_back_to(t, ply - 1)
             case Resync():
-                out += self._unseen.resync(self, t, record)
+                out += self._resync(t, record)
             case Result():
-                out += self._unseen.declare(self, t, record)
+                out += self._declare(t, record)
             case Published():
-                out += self._unseen.published(self, t, record)
+                reorder = state.unseen.published(self, record)
+                if reorder is not None:
+                    out += self._reorder(t, reorder)
             case Other():
                 pass
-        self._t = self._received = t
+        state.t = state.received = t
         return out
 
     def advance(self, t: int) -> list[Event]:
         """Return the events due by device time ``t`` when no record has come (settled moves, mismatches)."""
+        state = self._state
         out = self._advance(t)
-        return self._judge_pieces(out) if self._pieces.letters else out
+        return self._promotions.judge_pieces(out) if state.pieces.letters else out
 
     def _advance(self, t: int) -> list[Event]:
-        if self._unseen.hypotheses is not None:
-            return self._unseen.feed_hypotheses(self, lambda engine: engine.advance(t), t)
-        t = max(t, self._t)
+        state = self._state
+        if state.unseen.hypotheses is not None:
+            return self._follow(lambda engine: engine.advance(t), t)
+        t = max(t, state.t)
         out = self._tick(t)
-        self._t = t
+        state.t = t
         return out
 
     def next_deadline(self) -> int | None:
         """Return the device time at which :meth:`advance` may have events to give, or None."""
-        if self._unseen.hypotheses is not None:
-            return self._unseen.next_deadline()
-        deadlines = [d for d in (self._chatter.next_deadline(), self._decision_deadline()) if d is not None]
+        state = self._state
+        if state.unseen.hypotheses is not None:
+            return state.unseen.next_deadline()
+        deadlines = [d for d in (state.chatter.next_deadline(), self._decision_deadline()) if d is not None]
         return min(deadlines) if deadlines else None
 
     def finish(self) -> list[Event]:
         """Return the events still pending at the end of the input (everything counts as settled)."""
-        if self._unseen.hypotheses is not None:
-            return self._unseen.feed_hypotheses(self, lambda engine: engine.finish(), self._t)
+        state = self._state
+        if state.unseen.hypotheses is not None:
+            return self._follow(lambda engine: engine.finish(), state.t)
         out = self.flush_chatter()
         deadline = self._decision_deadline()
         while deadline is not None:
@@ -213,88 +267,236 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
         return self._change(t, sq, occupied)
 
     # ----------------------------------------------------------------------------------------------------------
+    # views of the state (read-only: what the bridge, the publishers and unseen play see)
+
+    @property
+    def settle_ms(self) -> int:
+        """How long a move must rest to be made (ms)."""
+        return self._state.settle_ms
+
+    @property
+    def mismatch_ms(self) -> int:
+        """How long the board must rest off the position before ``board_mismatch`` (ms)."""
+        return self._state.mismatch_ms
+
+    @property
+    def games(self) -> list[GameRecord]:
+        """Return every game seen so far, the current one last."""
+        return list(self._state.games)
+
+    def state(self) -> EngineState:
+        """Return the board's current state for publishing."""
+        state = self._state
+        game = state.games[-1] if state.games else None
+        return EngineState(
+            game=game.number if game else 0,
+            ply=len(game.moves) if game else 0,
+            fen=state.position.fen(),
+            last_move=game.moves[-1].uci() if game and game.moves else None,
+            in_sync=state.sync not in _OUT_OF_SYNC and state.occ == state.position.occ,
+            occupancy=state.occ,
+            game_over=state.phase is OVER,
+        )
+
+    @property
+    def occupancy(self) -> chess.Bitboard:
+        """The occupancy the board shows (the chatter filter's held changes not included)."""
+        return self._state.occ
+
+    @property
+    def pieces_shown(self) -> dict[chess.Square, str] | None:
+        """The board's whole placement when it names its pieces (DGT, ChessLink, Chessnut), else None."""
+        return self._state.pieces_shown
+
+    def pieces_placed_at(self) -> dict[chess.Square, int]:
+        """When the board put down each piece it names (host ms; a snapshot's pieces: long before)."""
+        return self._state.pieces_placed_at()
+
+    def pieces_changes(self) -> Sequence[PieceChange]:
+        """The last lifts and placements of a board that names its pieces, oldest first (none on other boards)."""
+        return self._state.pieces_changes()
+
+    @property
+    def position(self) -> Position:
+        """The game position (after the last ply made)."""
+        return self._state.position
+
+    @property
+    def game(self) -> GameRecord | None:
+        """The current game, or None before the first."""
+        return self._state.game
+
+    @property
+    def current_game(self) -> GameRecord:
+        """The current game (there is one)."""
+        return self._state.current_game
+
+    @property
+    def line(self) -> GameLine:
+        """The current game's line and what is kept beside it."""
+        return self._state.line
+
+    @property
+    def plies(self) -> int:
+        """How many plies the current game has (0 before the first game)."""
+        return self._state.plies
+
+    @property
+    def now(self) -> int:
+        """The device time reached (by a record or by :meth:`advance`)."""
+        return self._state.t
+
+    @property
+    def received(self) -> int:
+        """The device time of the last record fed."""
+        return self._state.received
+
+    @property
+    def phase(self) -> Phase:
+        """Where the board is in its games."""
+        return self._state.phase
+
+    @property
+    def sync(self) -> Sync:
+        """What the arbiter was told about the board and the game position."""
+        return self._state.sync
+
+    @property
+    def game_number(self) -> int:
+        """The current game's number (0 before the first)."""
+        return self._state.game_number
+
+    @property
+    def ply_number(self) -> int:
+        """The ply being played now (1 for the first move of a game)."""
+        return self._state.ply_number
+
+    # ----------------------------------------------------------------------------------------------------------
+    # what unseen play does to the engine
+
+    def fork(self) -> Self:
+        """Return a copy of this engine that follows one hypothesis: its state forked
+        (:meth:`~touchmove.rules.board_state.BoardState.fork`), its collaborators its own."""
+        child: Self = type(self).__new__(type(self))
+        child._wire(self._state.fork())
+        return child
+
+    def contradicted(self) -> bool:
+        """Return whether the board, at rest, shows what this game cannot go on to (a hypothesis ruled out)."""
+        return self._state.contradicted()
+
+    def rule_out(self) -> None:
+        """This engine follows a hypothesis the board contradicts: it is out of sync (and dropped)."""
+        self._state.rule_out()
+
+    def mark_lost(self) -> None:
+        """Changes were lost and no plies explain the board yet: nothing is read as a move until they do."""
+        self._state.mark_lost()
+
+    def read_moves(self) -> None:
+        """Read moves again (many squares off after lost changes are plies lost, not the board cleared)."""
+        self._state.read_moves()
+
+    def take_back_to(self, t: int, keep: int) -> list[Event]:
+        """Remove plies after the first ``keep``: the board (or an operator) went back to that position."""
+        return self._writing.take_back_to(t, keep)
+
+    def make_recovered(self, t: int, moves: Sequence[chess.Move]) -> list[Event]:
+        """Make plies not seen being made (recovered, or from a resync)."""
+        return self._unseen_writing.make_recovered(t, moves)
+
+    def alert(self, t: int, code: AlertCode, article: str, ply: int, detail: dict[str, object]) -> Alert:
+        """Return an alert of the current game."""
+        return self._state.alert(t, code, article, ply, detail)
+
+    # ----------------------------------------------------------------------------------------------------------
     # time
 
     def flush_chatter(self) -> list[Event]:
         """Take every held square change as certain now (end of input, a snapshot, a clock press)."""
+        state = self._state
         out: list[Event] = []
-        for change in self._chatter.flush():
+        for change in state.chatter.flush():
             out += self._change(*change)
         return out
 
     def _decision_deadline(self) -> int | None:
-        if self._pending.match is not None:
-            return self._changed_at + self.settle_ms
-        if self._judge_at_rest:
-            return self._changed_at + self.settle_ms
-        if self._phase in _READING and self._sync is UNDISPUTED and self._occ != self._position.occ:
-            return self._changed_at + self.mismatch_ms
+        state = self._state
+        if state.pending.match is not None:
+            return state.changed_at + state.settle_ms
+        if state.judge_at_rest:
+            return state.changed_at + state.settle_ms
+        if state.phase in _READING and state.sync is UNDISPUTED and state.occ != state.position.occ:
+            return state.changed_at + state.mismatch_ms
         return None
 
     def _tick(self, t: int) -> list[Event]:
-        released = self._chatter.release(t)
-        if not released and t < self._changed_at + self.settle_ms and self._unseen.lost is None:
+        state = self._state
+        released = state.chatter.release(t)
+        if not released and t < state.changed_at + state.settle_ms and state.unseen.lost is None:
             return []  # nothing due (most records)
         out: list[Event] = []
         for at, sq, occupied in released:
-            if self._unseen.hypotheses is not None:
+            if state.unseen.hypotheses is not None:
                 # An earlier change opened hypotheses: the changes after it are theirs.
-                out += self._unseen.feed_hypotheses(self, _held_change(at, sq, occupied), at)
+                out += self._follow(_held_change(at, sq, occupied), at)
                 continue
             out += self._decide(at)
             out += self._change(at, sq, occupied)
-        if self._unseen.hypotheses is not None:
-            return out + self._unseen.feed_hypotheses(self, lambda engine: engine.decide_by(t), t)
+        if state.unseen.hypotheses is not None:
+            return out + self._follow(lambda engine: engine.decide_by(t), t)
         out += self._decide(t)
         return out
 
     def _decide(self, t: int) -> list[Event]:
         """Take the decisions due by ``t``: made moves, unexplained states, mismatches."""
+        state = self._state
         out: list[Event] = []
-        if self._phase is NEW or t < self._changed_at + self.settle_ms:
+        if state.phase is NEW or t < state.changed_at + state.settle_ms:
             return out
-        if self._pending.match is not None:
-            self._judge_at_rest = False
-            out += self._make(*self._pending.resolve(self._position, self._occ, pressed=False))
-            self._line.unseen.settled_by_time = (len(self._games[-1].moves), self._changed_at + self.settle_ms)
-        elif self._judge_at_rest:
-            self._judge_at_rest = False
-            out += self._unexplained(self._changed_at)
+        if state.pending.match is not None:
+            state.judge_at_rest = False
+            out += self._writing.make(*state.pending.resolve(state.position, state.occ, pressed=False))
+            state.line.unseen.settled_by_time = (len(state.games[-1].moves), state.changed_at + state.settle_ms)
+        elif state.judge_at_rest:
+            state.judge_at_rest = False
+            out += self._unexplained(state.changed_at)
         if (
-            self._sync is UNDISPUTED
-            and self._phase is not OVER
-            and self._occ != self._position.occ
-            and t >= self._changed_at + self.mismatch_ms
-            and self._pending.match is None
+            state.sync is UNDISPUTED
+            and state.phase is not OVER
+            and state.occ != state.position.occ
+            and t >= state.changed_at + state.mismatch_ms
+            and state.pending.match is None
         ):
-            out += self._report_mismatch(self._changed_at, force=False)
+            out += self._writing.report_mismatch(state.changed_at, force=False)
         return out
 
     def _change(self, t: int, sq: chess.Square, occupied: bool) -> list[Event]:
+        state = self._state
         bb = chess.BB_SQUARES[sq]
-        if bool(self._occ & bb) == occupied:
+        if bool(state.occ & bb) == occupied:
             return []  # a repeated report: nothing changed
         out: list[Event] = []
-        self._line.changes.append((t, sq, occupied))     # (GameLine.note_change, inlined: every change passes)
-        self._occ ^= bb
-        self._changed_at = t
-        self._judge_at_rest = True
-        if self._sync is EXCUSED:
-            self._tell(UNDISPUTED)  # a new state of the board: judged again when it rests
-        ply = self._evidence
-        match = self._pending.match
-        if match is not None and self._pending.interrupted is None:
+        state.line.changes.append((t, sq, occupied))     # (GameLine.note_change, inlined: every change passes)
+        state.occ ^= bb
+        state.changed_at = t
+        state.judge_at_rest = True
+        if state.sync is EXCUSED:
+            state.tell(UNDISPUTED)  # a new state of the board: judged again when it rests
+        ply = state.evidence
+        match = state.pending.match
+        if match is not None and state.pending.interrupted is None:
             # A change while the matched move waits out its settle time: the mover's piece sliding on, or the
             # opponent starting already (fast play without clocks). Keep the move as a checkpoint.
             moved_on = not occupied and bool(match.placed & bb)
             # Its piece had rested there for the settle time before the board showed the move (a knocked piece
             # missing meanwhile).
-            released = moved_on and self._pending.since - ply.last_place.get(sq, self._pending.since) >= self.settle_ms
-            if released and self._pieces.letters:
+            released = moved_on and state.pending.since - ply.last_place.get(sq, state.pending.since) >= state.settle_ms
+            if released and state.pieces.letters:
                 # a board that names its pieces: only the mover's piece rested there (not a victim stood aside)
-                letter = self._pieces.last.get(sq)
-                released = letter is None or letter.isupper() == (self._position.board.turn == chess.WHITE)
-            self._pending.interrupted = InterruptedMove(match, self._pending.since, moved_on, released=released)
+                letter = state.pieces.last.get(sq)
+                released = letter is None or letter.isupper() == (state.position.board.turn == chess.WHITE)
+            state.pending.interrupted = InterruptedMove(match, state.pending.since, moved_on, released=released)
         if occupied:
             ply.last_place[sq] = t
         else:
@@ -304,7 +506,7 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
             ply.lifted |= bb
             ply.adjusted &= ~bb
             ply.lifts.append((t, sq))
-            vacated = self._position.occ & ~self._occ
+            vacated = state.position.occ & ~state.occ
             if vacated & (vacated - 1):
                 ply.held |= vacated
             out += self._touch(t, sq)
@@ -318,167 +520,160 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
         squares off, means changes were lost: their order is unknown, and what was lifted and put back in
         between cannot be seen (the ply turns ``blind``).
         """
-        diff = occ ^ self._chatter.pending(self._occ)
+        state = self._state
+        diff = occ ^ state.chatter.pending(state.occ)
         if not heartbeat and diff and not diff & (diff - 1):
             sq = diff.bit_length() - 1
             out: list[Event] = []
-            for change in self._chatter.push(t, sq, bool(occ & diff)):
+            for change in state.chatter.push(t, sq, bool(occ & diff)):
                 out += self._change(*change)
-            if self._reports_changes and self._evidence.unsure_since is None:
-                self._evidence.unsure_since = self._t  # a board that reports lifts and places sent this as a snapshot
+            if state.reports_changes and state.evidence.unsure_since is None:
+                state.evidence.unsure_since = state.t  # a board that reports lifts and places sent this as a snapshot
             return out
         out = self.flush_chatter()
-        if occ == self._occ:
-            if not heartbeat and self._reports_changes and self._evidence.unsure_since is None:
+        if occ == state.occ:
+            if not heartbeat and state.reports_changes and state.evidence.unsure_since is None:
                 # A board that reports its changes sends a snapshot when it (re)connects: changes may have been
                 # lost that left the squares as they were (a capture looks like a piece in the hand).
-                self._evidence.unsure_since = self._t
+                state.evidence.unsure_since = state.t
             return out
-        gone = self._occ & ~occ
-        self._line.note_change(t, -1, False)   # changes not seen one by one: no re-reading across them
-        self._occ = occ
-        self._changed_at = t
-        self._judge_at_rest = True
-        self._evidence.lifted |= gone
-        self._evidence.lifts_unseen = True
+        gone = state.occ & ~occ
+        state.line.note_change(t, -1, False)   # changes not seen one by one: no re-reading across them
+        state.occ = occ
+        state.changed_at = t
+        state.judge_at_rest = True
+        state.evidence.lifted |= gone
+        state.evidence.lifts_unseen = True
         out += self._after_change(t)
-        if self._phase in _READING and self._occ != self._position.occ and (
-                self._unseen.lost is not None or not self._position.continuable(self._occ)):
+        if state.phase in _READING and state.occ != state.position.occ and (
+                state.unseen.lost is not None or not state.position.continuable(state.occ)):
             # (A move under way from the game position is read as such: its lifts were not seen.)
-            out += self._unseen.changes_lost(self, t)
+            out += state.unseen.changes_lost(self, t)
         else:
-            if self._evidence.unsure_since is None:
+            if state.evidence.unsure_since is None:
                 # Read as a move under way; if the board contradicts that, search then.
-                self._evidence.unsure_since = self._t
-            if self._reports_changes and self._pending.match is not None and self._phase is PLAYING:
+                state.evidence.unsure_since = state.t
+            if state.reports_changes and state.pending.match is not None and state.phase is PLAYING:
                 # A board that reports its changes was blind (it reconnected): the move it shows has rested there
                 # for a while already, it is made now (the next change is the next move's).
-                shown, self._pending.match = self._pending.match, None
-                self._judge_at_rest = False
-                out += self._make(shown, t)
+                shown, state.pending.match = state.pending.match, None
+                state.judge_at_rest = False
+                out += self._writing.make(shown, t)
         return out
 
     def _after_change(self, t: int) -> list[Event]:
+        state = self._state
         out: list[Event] = []
-        if self._phase is OVER:
-            started = self._try_new_game(t)
-            cleared = (self._occ ^ self._position.occ).bit_count() >= CLEARED_SQUARES
-            if cleared and self._line.declared in _READ_ON:
-                self._line.declared = Declared.CLEARED  # the board is being cleared: that game is over for good
-            if (not started and self._line.declared is Declared.BOARD_GONE and self._unseen.declared_end(self)
-                    and self._occ == self._position.occ):
-                return self.resume(t)  # the board's claim withdrawn: the pieces stand as in the game again
-            if started or not self._unseen.declared_end(self) or self._line.declared not in _READ_ON:
-                self._pending.match = None
+        if state.phase is OVER:
+            started = state.try_new_game(t)
+            cleared = (state.occ ^ state.position.occ).bit_count() >= CLEARED_SQUARES
+            if cleared and state.line.declared in _READ_ON:
+                state.line.declared = Declared.CLEARED  # the board is being cleared: that game is over for good
+            if (not started and state.line.declared is Declared.BOARD_GONE and state.unseen.declared_end(self)
+                    and state.occ == state.position.occ):
+                return state.resume(t)  # the board's claim withdrawn: the pieces stand as in the game again
+            if started or not state.unseen.declared_end(self) or state.line.declared not in _READ_ON:
+                state.pending.match = None
                 return started
             # A declared result: moves are still read, and one made withdraws it (play went on).
-            self._pending.match = self._explain(self._position, self._evidence)
-            self._pending.since = t
+            state.pending.match = self._writing.explain(state.position, state.evidence)
+            state.pending.since = t
             return []
-        if self._setup is not None:
-            started = self._try_new_game(t)
+        if state.setup is not None:
+            started = state.try_new_game(t)
             if started:
                 return started
-        if self._sync is LOST:
-            if self._occ == START_OCCUPANCY:
-                started = self._try_new_game(t)  # set up again for a new game while blind
+        if state.sync is LOST:
+            if state.occ == START_OCCUPANCY:
+                started = state.try_new_game(t)  # set up again for a new game while blind
                 if started:
                     return out + started
-        elif (self._occ ^ self._position.occ).bit_count() >= CLEARED_SQUARES:
-            self._enter(CLEARED)
-        if self._phase is CLEARED:
-            self._pending.match = None
-            if self._occ == self._position.occ:
-                self._enter(PLAYING)
-                out += self._restored(t, "game position")
+        elif (state.occ ^ state.position.occ).bit_count() >= CLEARED_SQUARES:
+            state.enter(CLEARED)
+        if state.phase is CLEARED:
+            state.pending.match = None
+            if state.occ == state.position.occ:
+                state.enter(PLAYING)
+                out += state.restored(t, "game position")
             else:
-                out += self._try_new_game(t)
+                out += state.try_new_game(t)
             return out
-        shown = self._explain(self._position, self._evidence)
-        if shown is None and self._occ & ~self._position.occ and castling_completed(self):
-            # The king lands beside the rook moved first: castling, at once (the opponent may answer within the
-            # settle time).
-            return out + self._amend_last(t)
-        interrupted = self._pending.interrupted
-        if shown is None and interrupted is None and self._evidence.lifted & self._position.occ & ~self._occ:
-            pushed = pushed_capture(self)
-            if pushed is not None:
-                return self._amend_last(t, pushed)  # the pushed-aside victim taken off: the capture, at once
-        if shown is not None and interrupted is None:
-            released = self._line.released_on
-            touchdown = None
-            if released is not None and released[0] == self.plies:
-                # An amendment as moved after release is provisional: a capture on the square the piece was released
-                # on wins over a reading that needs the amendment (a pawn stood on its double step's square).
-                touchdown = capture_on_touchdown(self)
-            elif shown.move.to_square == self._position.board.ep_square:
-                # En passant, or a single step stood on the double step's square and captured where it stood first.
-                touchdown = double_step_stood_aside(self, shown, t)
-            if touchdown is not None:
-                out += self._restore_touchdown(t, *touchdown)
-                shown = self._explain(self._position, self._evidence)
+        shown = self._writing.explain(state.position, state.evidence)
+        interrupted = state.pending.interrupted
+        for reading in AT_ONCE[shown is not None]:
+            decision = reading(state, shown, t)
+            if decision is None:
+                continue
+            if isinstance(decision, AmendLast):
+                return out + self._writing.amend_last(t, decision.pushed)
+            assert isinstance(decision, RestoreTouchdown)
+            out += self._writing.restore_touchdown(t, decision.footprint, decision.landed)
+            shown = self._writing.explain(state.position, state.evidence)
+            break
         if interrupted is not None and (shown is None or shown.move == interrupted.footprint.move):
             # The board may show the checkpoint move and the opponent's answer (when it shows the checkpoint move
             # alone, an answer that leaves the squares as they were: a Chess960 castling of king and rook).
-            ply = self._evidence
+            ply = state.evidence
             since = ply.lifted_since(interrupted.t)
-            after = interrupted.after(self._position)
-            answer = after.explain(self._occ, since, ply.lifts_unseen, ply.held & since, ply.last_lift, ply.last_place)
-            if answer is not None and self._victim_shown(answer, after.board.turn):
+            after = interrupted.after(state.position)
+            answer = after.explain(state.occ, since, ply.lifts_unseen, ply.held & since, ply.last_lift, ply.last_place)
+            if answer is not None and self._writing.victim_shown(answer, after.board.turn):
                 answer = None  # (a blind answer's capture, its victim still on the square)
-            touchdown = None if answer is None else pending_double_step_stood_aside(self, interrupted, answer, t)
+            touchdown = None if answer is None else pending_double_step_stood_aside(state, interrupted, answer, t)
             if touchdown is not None:
-                out += self._make(*touchdown)  # the single step, stood aside before it settled, then its capture
-                shown = self._explain(self._position, self._evidence)
+                # the single step, stood aside before it settled, then its capture
+                out += self._writing.make(*touchdown)
+                shown = self._writing.explain(state.position, state.evidence)
             elif answer is not None:
-                out += self._make(*self._pending.take_interrupted())
+                out += self._writing.make(*state.pending.take_interrupted())
                 shown = answer
             elif shown is not None:
-                self._pending.interrupted = None
-        elif interrupted is not None and shown is not None and not self._pending.stands(shown, self._occ):
-            self._pending.interrupted = None
-        self._pending.match = shown
-        self._pending.since = t
+                state.pending.interrupted = None
+        elif interrupted is not None and shown is not None and not state.pending.stands(shown, state.occ):
+            state.pending.interrupted = None
+        state.pending.match = shown
+        state.pending.since = t
         if shown is not None:
             # The same move showing again (a piece lifted and put back meanwhile) was made when it first showed.
-            first = self._evidence.first_match
+            first = state.evidence.first_match
             if first is not None and first[0] == shown.move:
-                self._pending.since = first[1]
+                state.pending.since = first[1]
             else:
-                self._evidence.first_match = (shown.move, t)
-        if shown is None and self._occ == self._position.occ and self._sync in _OUT_OF_SYNC:
-            out += self._restored(t, "game position")
+                state.evidence.first_match = (shown.move, t)
+        if shown is None and state.occ == state.position.occ and state.sync in _OUT_OF_SYNC:
+            out += state.restored(t, "game position")
         return out
 
     def _touch(self, t: int, sq: chess.Square) -> list[Event]:
-        if self._phase is not PLAYING:
+        state = self._state
+        if state.phase is not PLAYING:
             return []
-        position = self._position
+        position = state.position
         piece = position.board.piece_at(sq)
-        touches = self._evidence.touches
-        if piece is None or sq == self._exchange_sq:
+        touches = state.evidence.touches
+        if piece is None or sq == state.exchange_sq:
             return []  # the promoted pawn being exchanged for the new piece (4.6) is no touch
         side: TouchSide = "mover" if piece.color == position.board.turn else "opponent"
-        if (side == "opponent" and self._has_clock and not self._line.presses.pressed
-                and self._line.unseen.unseen_since is None):
+        if (side == "opponent" and state.has_clock and not state.line.presses.pressed
+                and state.line.unseen.unseen_since is None):
             # The player who just moved adjusts a piece before pressing: his clock still runs (6.2.5). (After plies
             # not seen made, his press may have been lost too: a lift of his piece is the mover's capture.)
-            self._evidence.adjusted |= chess.BB_SQUARES[sq]
+            state.evidence.adjusted |= chess.BB_SQUARES[sq]
             if sq in touches.order or sq in touches.adjusted:
                 return []
             touches.adjusted.append(sq)
-            return [Touch(self.game_number, t, self.ply_number, chess.square_name(sq), piece.symbol(), side, False)]
+            return [Touch(state.game_number, t, state.ply_number, chess.square_name(sq), piece.symbol(), side, False)]
         binds = touches.touch(position, sq, piece)
         if binds is None:
             return []
-        game = self._games[-1]  # (a game is on)
+        game = state.games[-1]  # (a game is on)
         return [Touch(game.number, t, len(game.moves) + 1, chess.square_name(sq), piece.symbol(), side, binds)]
 
     def _unexplained(self, t: int) -> list[Event]:
         """The board rests in a state the current position does not explain: the first decision of the rows of
         :data:`~touchmove.rules.at_rest.AT_REST` that apply, applied (amend, take back, search, or wait)."""
         for reading in AT_REST:
-            decision = reading(self)
+            decision = reading(self._state)
             if decision is not None:
                 out = self._apply(decision, t)
                 if out or not decision.tentative():
@@ -487,107 +682,190 @@ class Engine(PromotionPieces, ClockPresses, UnseenOperations):
 
     def _apply(self, decision: Decision, t: int) -> list[Event]:
         """Apply a decision about the board at rest since ``t``; return its events."""
+        state = self._state
         match decision:
             case Wait(castling_rook=rook, earlier=earlier):
                 if rook is not None:
-                    self._evidence.touches.king_on_castling_square = rook
+                    state.evidence.touches.king_on_castling_square = rook
                 if earlier is not None:
-                    self._evidence.earlier = (earlier, t)
+                    state.evidence.earlier = (earlier, t)
                 return []
             case Reopen():
                 return self._reopen(t)
             case SearchLost(since=since, quiet=quiet):
-                return self._unseen.changes_lost(self, t, since=since, quiet=quiet)
+                return state.unseen.changes_lost(self, t, since=since, quiet=quiet)
             case RecoverAgain():
-                return self._unseen.recover_again(self, t)
+                return state.unseen.recover_again(self, t)
             case MakeInterrupted():
-                return self._make(*self._pending.take_interrupted())
+                return self._writing.make(*state.pending.take_interrupted())
             case Amend(footprint=shown, by_evidence=by_evidence):
-                return self._amend(t, shown, by_evidence)
+                return self._writing.amend(t, shown, by_evidence)
             case SetPromotion(number=number, move=move):
-                return self._promotion_seen(t, number, move)
+                return self._promotions.promotion_seen(t, number, move)
             case UndoAnswer(position=position, evidence=evidence, footprint=shown):
-                return self._undo_answer(t, position, evidence, shown)
+                return self._writing.undo_answer(t, position, evidence, shown)
             case TakeBackProven(keep=keep, shown=shown_at):
-                ply = self._evidence
-                out = self.take_back_to(shown_at, keep)
-                self._evidence.carry(ply, shown_at, self._position)
-                return out + self._make_shown()
+                ply = state.evidence
+                out = self._writing.take_back_to(shown_at, keep)
+                state.evidence.carry(ply, shown_at, state.position)
+                return out + self._writing.make_shown()
             case TakeBack(keep=keep):
-                return self.take_back_to(t, keep)
+                return self._writing.take_back_to(t, keep)
             case CaptureOnTouchdown(footprint=moved, landed=landed, made=made):
-                out = self._restore_touchdown(t, moved, landed) if made else self._make(moved, landed)
-                return out + self._make_shown()
+                out = self._writing.restore_touchdown(t, moved, landed) if made else self._writing.make(moved, landed)
+                return out + self._writing.make_shown()
         raise AssertionError(f"no application for {decision}")
+
+    # ----------------------------------------------------------------------------------------------------------
+    # the decisions of unseen play: the hypotheses followed, operators' and the bridge's records
+
+    def _follow(self, step: Callable[[EngineInterface], list[Event]], t: int) -> list[Event]:
+        """Give a step (a record, the time) to the hypotheses followed; apply what unseen play decides of them."""
+        return self._follow_board(self._state.unseen.feed_hypotheses(self, step, t))
+
+    def _follow_record(self, record: Record) -> list[Event] | None:
+        """Give ``record`` to the hypotheses followed; None when the engine reads it itself (an operator's record:
+        the hypotheses dropped first)."""
+        decision = self._state.unseen.feed(self, record)
+        if isinstance(decision, list):
+            return decision
+        if isinstance(decision, ContinueBlind):
+            self._continue_blind(self._hypothesis(decision.line), judge=decision.judge)
+            return None
+        return self._follow_board(decision)
+
+    def _follow_board(self, decision: FollowBoard) -> list[Event]:
+        """Show the board of the hypotheses (the occupancy of one, the time reached), then adopt the line the
+        board left, or play on blind when it left none."""
+        state = self._state
+        state.follow_board(self._state_of(self._hypothesis(decision.shown)), decision.t)
+        then = decision.then
+        if isinstance(then, AdoptLine):
+            state.adopt(self._state_of(self._hypothesis(then.line)))   # its unseen play a board's again
+            return then.events
+        if isinstance(then, ContinueBlind):
+            return self._continue_blind(self._hypothesis(then.line), judge=then.judge)
+        return []
+
+    def _continue_blind(self, line: Self, *, judge: bool) -> list[Event]:
+        """Every hypothesis dropped: play on from the last sure position with the board of ``line`` (one of them);
+        ``judge``: read what the board shows at once."""
+        return self._unseen_writing.continue_blind(line._state, judge=judge)
+
+    def _hypothesis(self, line: EngineInterface) -> Self:
+        """Return ``line``, a hypothesis of unseen play: a fork of this engine (:meth:`fork`)."""
+        assert isinstance(line, type(self))
+        return line
+
+    def _state_of(self, line: Self) -> BoardState:
+        """Return the state of ``line``, a fork of this engine."""
+        return line._state
+
+    def _resync(self, t: int, record: Resync) -> list[Event]:
+        """An arbiter's resync: applied as unseen play checked it (its plies made), or rejected."""
+        out = self.flush_chatter()
+        decision = self._state.unseen.resync(self, t, record)
+        if isinstance(decision, ApplyResync):
+            return out + self._unseen_writing.apply_resync(t, decision.moves)
+        return out + decision
+
+    def _declare(self, t: int, record: Result) -> list[Event]:
+        """A declared result: applied as unseen play decided (the game ended as declared, after the move the board
+        shows; a board's claim withdrawn), or rejected."""
+        state = self._state
+        out = self.flush_chatter()
+        while True:
+            decision = state.unseen.declare(self, t, record)
+            if isinstance(decision, list):
+                return out + decision
+            if isinstance(decision, ResumeGame):
+                return out + state.resume(t)
+            assert isinstance(decision, DeclareEnd)
+            made = self._unseen_writing.make_pending_move()  # the board shows the last move: made before it
+            out += made
+            if not made or state.games[-1].result == "*":
+                break
+            # that move ended the game on the board: the record is asked about again
+        state.end_declared(record.result, record.reason, declared_as(state, record))
+        out.append(declared_event(state.games[-1].number, t, record))
+        return out
+
+    def _reorder(self, t: int, decision: ReorderPlies) -> list[Event]:
+        """Plies recovered unseen put in the order the bridge had published, and the alert that named them again."""
+        out = self._unseen_writing.reorder_plies(t, decision.first, decision.order)
+        return [*out, self._state.alert(t, "changes_lost", "7.4", decision.ply, decision.detail)]
 
     def _reopen(self, t: int) -> list[Event]:
         """The game ended, and the board shows play going on: if the end rested on an assumed promotion piece or
         on a move now amended, withdraw it (``game_resumed``) and go on."""
-        game = self._games[-1]
+        state = self._state
+        game = state.games[-1]
         ended = (game.result, game.end_reason)
         ply = len(game.moves) + 1
-        self._enter(PLAYING)
-        promotion = promotion_seen(self)
+        state.enter(PLAYING)
+        promotion = promotion_seen(state)
         if promotion is not None:
-            return self._promotion_seen(t, *promotion)
+            return self._promotions.promotion_seen(t, *promotion)
         game.result, game.end_reason = "*", None
-        pushed = pushed_capture(self)  # (the victim pushed aside onto a mating square)
-        shown = amendment(self, pushed)
+        pushed = pushed_capture(state)  # (the victim pushed aside onto a mating square)
+        shown = amendment(state, pushed)
         if shown is not None:
-            out = self._amend(t, shown, pushed is not None)
+            out = self._writing.amend(t, shown, pushed is not None)
             at = next(i for i, e in enumerate(out) if isinstance(e, MoveAmended)) + 1
             out.insert(at, GameResumed(game.number, t, ply))
             return out
-        undone = answer_undone(self)
+        undone = answer_undone(state)
         if undone is not None:
-            return [GameResumed(game.number, t, ply), *self._undo_answer(t, *undone)]
+            return [GameResumed(game.number, t, ply), *self._writing.undo_answer(t, *undone)]
         game.result, game.end_reason = ended
-        self._enter(OVER)
+        state.enter(OVER)
         return []
 
     def _clock(self, record: Clock) -> list[Event]:
         """A clock press completes the mover's move (6.2.1): which move is decided here; what the press records (its
-        time, or ``illegal_move`` for a press without a legal move, 7.5) by :meth:`_press`."""
-        t = record.t if record.t >= self._t else self._t
+        time, or ``illegal_move`` for a press without a legal move, 7.5) by :meth:`ClockPresses.press`."""
+        state = self._state
+        t = record.t if record.t >= state.t else state.t
         out = self.flush_chatter()
-        if self._phase is NEW or self._phase is OVER:
+        if state.phase is NEW or state.phase is OVER:
             return out
         side = record.side
-        self._has_clock = True
+        state.has_clock = True
         if record.late_ms:
             # Read up to a second late (a DGT clock through the board): the ply's time, no evidence on any move.
-            return out + self._press(record, t)
-        if self._pending.match is not None and self._position.board.turn == side:
-            self._judge_at_rest = False
-            out += self._make(*self._pending.resolve(self._position, self._occ, pressed=True))
-        elif self._pending.interrupted is not None and self._position.board.turn == side:
+            return out + self._presses.press(record, t)
+        if state.pending.match is not None and state.position.board.turn == side:
+            state.judge_at_rest = False
+            out += self._writing.make(*state.pending.resolve(state.position, state.occ, pressed=True))
+        elif state.pending.interrupted is not None and state.position.board.turn == side:
             # The mover's press: the opponent's hand was already moving.
-            out += self._make(*self._pending.take_interrupted())
-        elif self._judge_at_rest and not (self._position.board.turn != side and (
-                sliding_in(self._position, self._occ) or self._evidence.touches.own is not None)):
+            out += self._writing.make(*state.pending.take_interrupted())
+        elif state.judge_at_rest and not (state.position.board.turn != side and (
+                sliding_in(state.position, state.occ) or state.evidence.touches.own is not None)):
             # (The last mover's press is no evidence on an answer already under way: its piece lifted (he pressed
             # late), or sliding onto its square, sensed there before its own square empties. It is judged when the
             # board rests.)
-            self._judge_at_rest = False
-            out += self._unexplained(self._changed_at)
-        unsure = self._evidence.unsure_since
+            state.judge_at_rest = False
+            out += self._unexplained(state.changed_at)
+        unsure = state.evidence.unsure_since
         if unsure is None:
-            unsure = self._line.unseen.unseen_since
-        if (unsure is not None and self._position.board.turn == side and self._sync is not LOST
-                and self._occ != self._position.occ and not self._pieces_under_way()):
+            unsure = state.line.unseen.unseen_since
+        if (unsure is not None and state.position.board.turn == side and state.sync is not LOST
+                and state.occ != state.position.occ and not self._pieces_under_way()):
             # The mover presses while the board shows a move under way that a snapshot told (or right after a
             # move not seen made): it may be a move whose changes were lost (a capture looks like a piece in the
             # hand, and the lifts of the last move may have been the next one's).
-            out += self._unseen.changes_lost(self, t, since=unsure, quiet=True)
-        if self._unseen.hypotheses is not None:
+            out += state.unseen.changes_lost(self, t, since=unsure, quiet=True)
+        if state.unseen.hypotheses is not None:
             return out
-        return out + self._press(record, t)
+        return out + self._presses.press(record, t)
 
     def _pieces_under_way(self) -> bool:
         """Return whether a board that names its pieces shows the game position with one move under way (then
         a press is no sign of lost changes: the pieces show none; a DGT clock's press comes late)."""
-        pieces = self.pieces_shown
-        return pieces is not None and under_way(self._position.board, pieces)
+        state = self._state
+        pieces = state.pieces_shown
+        return pieces is not None and under_way(state.position.board, pieces)
 
 
 def _held_change(t: int, sq: chess.Square, occupied: bool) -> Callable[[EngineInterface], list[Event]]:

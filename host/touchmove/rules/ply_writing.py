@@ -1,14 +1,16 @@
 """Writing the game's plies: a move made, amended, taken back, its promotion piece set, and the events that say so.
 
-:class:`PlyWriting` is the part of :class:`~touchmove.rules.engine.Engine` that applies decisions to the game line
-(:mod:`touchmove.rules.game_line`) and the position; what to decide is the engine's (the per-record path, the
-table of :mod:`touchmove.rules.at_rest`), when it is decided is its too.
+:class:`PlyWriting` is a collaborator of :class:`~touchmove.rules.engine.Engine` (and of the engine's other
+collaborators): it applies decisions to the game line (:mod:`touchmove.rules.game_line`) and the position of the
+state it is given; what to decide is the engine's (the per-record path, the table of
+:mod:`touchmove.rules.at_rest`), when it is decided is its too.
 """
 
 from __future__ import annotations
 
 import chess
 
+from touchmove.rules import rereading
 from touchmove.rules.board_state import BoardState
 from touchmove.rules.events import AmendmentWithdrawn, Event, GameEnd, MoveAmended, MoveMade, Takeback
 from touchmove.rules.footprints import Footprint, Position, castling_squares
@@ -17,53 +19,59 @@ from touchmove.rules.outcome import game_over
 from touchmove.rules.phases import MISMATCH, OUT_OF_SYNC, OVER, PLAYING
 from touchmove.rules.ply_evidence import PlyEvidence
 from touchmove.rules.readings import amendment, explain_shown, mismatch_excused
-from touchmove.rules.rereading import reread
 from touchmove.rules.unseen_play import Role
 
 __all__ = ["PlyWriting"]
 
 
-class PlyWriting(BoardState):
-    """Applies decisions to the game: makes, amends and takes back plies (see the module documentation)."""
+class PlyWriting:
+    """Applies decisions to the game: makes, amends and takes back plies (see the module documentation); it
+    writes ``state``, the board's state."""
 
-    def _explain(self, position: Position, ply: PlyEvidence) -> Footprint | None:
+    def __init__(self, state: BoardState) -> None:
+        self._state = state
+
+    def explain(self, position: Position, ply: PlyEvidence) -> Footprint | None:
         """Return the legal move the board shows from ``position`` with the lifts of ``ply``, if any."""
-        shown = explain_shown(self._occ, position, ply, self._line.presses)
-        return None if shown is None or self._victim_shown(shown, position.board.turn) else shown
+        state = self._state
+        shown = explain_shown(state.occ, position, ply, state.line.presses)
+        return None if shown is None or self.victim_shown(shown, position.board.turn) else shown
 
-    def _victim_shown(self, shown: Footprint, mover: chess.Color) -> bool:
+    def victim_shown(self, shown: Footprint, mover: chess.Color) -> bool:
         """Return whether a board that names its pieces still shows the opponent's piece on the square ``shown``
         moves to: a capture not made yet (the capturing piece is in the hand)."""
-        letter = self._pieces.piece_at(shown.move.to_square, self._changed_at) if self._pieces.changes else None
+        state = self._state
+        letter = state.pieces.piece_at(shown.move.to_square, state.changed_at) if state.pieces.changes else None
         return letter is not None and letter.isupper() != mover
 
-    def _make(self, shown: Footprint, t: int) -> list[Event]:
-        position, ply = self._position, self._evidence
+    def make(self, shown: Footprint, t: int) -> list[Event]:
+        state = self._state
+        position, ply = state.position, state.evidence
         board = position.board
-        game = self._games[-1]
+        game = state.games[-1]
         move = shown.move
-        chosen, self._chosen_piece = self._chosen_piece, None
+        chosen, state.chosen_piece = state.chosen_piece, None
         if move.promotion is not None and chosen is not None:
             move = chess.Move(move.from_square, move.to_square, chosen)
         number = len(game.moves) + 1
         out: list[Event] = []
-        if self._phase is OVER:
-            out += self.resume(t)  # a move made after a declared result: play went on
-        if self._sync in OUT_OF_SYNC:
-            out += self._restored(t, "legal move")
+        if state.phase is OVER:
+            out += state.resume(t)  # a move made after a declared result: play went on
+        if state.sync in OUT_OF_SYNC:
+            out += state.restored(t, "legal move")
         after = board.copy(stack=False)
         san = after.san_and_push(move)
-        self._line.push(move, after, t)
-        early = (self._has_clock and not self._line.presses.pressed and number > 1
-                 and self._line.unseen.unseen_since is None)
-        self._line.presses.answered = self._previous if early else None
-        self._line.presses.answered_press = None
-        self._start_ply(position.after(move, after), (position, ply))
-        self._line.presses.pressed = False
+        state.line.push(move, after, t)
+        early = (state.has_clock and not state.line.presses.pressed and number > 1
+                 and state.line.unseen.unseen_since is None)
+        state.line.presses.answered = state.previous if early else None
+        state.line.presses.answered_press = None
+        state.start_ply(position.after(move, after), (position, ply))
+        state.line.presses.pressed = False
         # Made from a snapshot's difference (its changes not seen), or after a snapshot that may hide lost changes.
-        self._line.unseen.unseen_since = (ply.unsure_since if ply.unsure_since is not None
-                                          else self._t if ply.lifts_unseen else None)
-        out.append(MoveMade(game.number, t, number, move.uci(), san, self._position.fen()))
+        state.line.unseen.unseen_since = (ply.unsure_since if ply.unsure_since is not None
+                                          else state.t if ply.lifts_unseen else None)
+        out.append(MoveMade(game.number, t, number, move.uci(), san, state.position.fen()))
         # Lifts in the report that showed the move, off its squares, of a piece the answer can move or capture:
         # the answer begun (one report cannot tell which came first; no touch on that for this ply).
         at_once = 0
@@ -87,93 +95,98 @@ class PlyWriting(BoardState):
                 if first < t or (first == t and not at_once & chess.BB_SQUARES[sq]):
                     earlier.touch(position, sq)
             ply.touches = earlier
-            nxt = self._evidence
+            nxt = state.evidence
             exchanged = chess.BB_SQUARES[move.to_square] if move.promotion is not None else 0
-            nxt.carry_late(ply, t, self._position, at_once, exchanged)
+            nxt.carry_late(ply, t, state.position, at_once, exchanged)
             # The answer may be on the board already (a Chess960 castling that leaves the squares as they were).
-            answer = self._explain(self._position, nxt)
+            answer = self.explain(state.position, nxt)
             if answer is not None:
-                self._pending.match, self._pending.since = answer, self._changed_at
-                nxt.first_match = (answer.move, self._changed_at)
-        self._exchange_sq = move.to_square if move.promotion is not None else None
+                state.pending.match, state.pending.since = answer, state.changed_at
+                nxt.first_match = (answer.move, state.changed_at)
+        state.exchange_sq = move.to_square if move.promotion is not None else None
         for breach in judge(position, ply.touches, move, ply.first_lift):
-            out.append(self.alert(t, breach.code, breach.article, number, breach.detail))
+            out.append(state.alert(t, breach.code, breach.article, number, breach.detail))
         for sq in out_of_turn(position, ply.touches, move):
-            out.append(self.alert(t, "touch_out_of_turn", "4.2.1", number, {
+            out.append(state.alert(t, "touch_out_of_turn", "4.2.1", number, {
                 "sq": chess.square_name(sq), "piece": str(board.piece_at(sq)),
             }))
         if move.promotion is not None and chosen is not None:
-            self._line.promotions[number] = True
+            state.line.promotions[number] = True
         elif move.promotion is not None:
-            self._line.promotions[number] = False
-            out.append(self.alert(t, "promotion_unverified", "4.4.4", number, {
+            state.line.promotions[number] = False
+            out.append(state.alert(t, "promotion_unverified", "4.4.4", number, {
                 "sq": chess.square_name(move.to_square), "assumed": "q",
                 "note": "the board cannot see the new piece; a promote record confirms it (7.5.2 if a pawn)",
             }))
-        out += self._after_move(t, after, san)
+        out += self.after_move(t, after, san)
         return out
 
-    def _after_move(self, t: int, board: chess.Board, san: str | None = None) -> list[Event]:
+    def after_move(self, t: int, board: chess.Board, san: str | None = None) -> list[Event]:
         """Return the game end, or the draws now claimable, after the move that left ``board`` (``san``: its SAN,
         whose suffix tells a check)."""
+        state = self._state
         out: list[Event] = []
-        game = self._games[-1]
-        count = self._line.repetitions.add(board)
+        game = state.games[-1]
+        count = state.line.repetitions.add(board)
         ended = game_over(board, count, None if san is None else san[-1] in "+#")
         if ended is not None:
-            self._game_ended(ended)
+            state.game_ended(ended)
             out.append(GameEnd(game.number, t, ended.result, ended.reason, ended.article))
             return out
         if count >= 3:
-            out.append(self.alert(t, "draw_claimable", "9.2", len(game.moves) + 1, {
+            out.append(state.alert(t, "draw_claimable", "9.2", len(game.moves) + 1, {
                 "reason": "threefold repetition", "occurrences": count,
             }))
         if board.halfmove_clock >= 100:
-            out.append(self.alert(t, "draw_claimable", "9.3", len(game.moves) + 1, {
+            out.append(state.alert(t, "draw_claimable", "9.3", len(game.moves) + 1, {
                 "reason": "fifty-move rule", "halfmove_clock": board.halfmove_clock,
             }))
         return out
 
-    def _make_shown(self) -> list[Event]:
+    def make_shown(self) -> list[Event]:
         """Make the move the board now shows from the game position, if any (a move under way re-read)."""
-        match = self._explain(self._position, self._evidence)
-        return [] if match is None else self._make(match, self._changed_at)
+        state = self._state
+        match = self.explain(state.position, state.evidence)
+        return [] if match is None else self.make(match, state.changed_at)
 
-    def _undo_answer(self, t: int, position: Position, evidence: PlyEvidence, shown: Footprint | None) -> list[Event]:
+    def undo_answer(self, t: int, position: Position, evidence: PlyEvidence, shown: Footprint | None) -> list[Event]:
         """Take back an answer the board undid before the press of the ply it answered
         (:func:`~touchmove.rules.readings.answer_undone`); amend the ply before it to ``shown`` if the board shows
         its piece elsewhere (no alert: the piece only crossed the square it was read on), or (None) keep it and
         read the opponent's real answer under way."""
-        pressed = self._line.presses.answered_press
-        now = self._evidence
-        game = self._games[-1]
+        state = self._state
+        pressed = state.line.presses.answered_press
+        now = state.evidence
+        game = state.games[-1]
         out = self.take_back_to(t, len(game.moves) - 1)
         self._answer_taken_back(pressed)
-        self._previous = (position, evidence)
+        state.previous = (position, evidence)
         if shown is None:
-            self._evidence.carry(now, 0, self._position)
+            state.evidence.carry(now, 0, state.position)
         elif shown.move != game.moves[-1]:
-            out += self._amend_last(t, shown)
+            out += self.amend_last(t, shown)
         return out
 
     def _answer_taken_back(self, pressed: int | None) -> None:
         """After an answer taken back: whether (and when) the mover of the ply kept has pressed his clock."""
-        self._line.presses.pressed = pressed is not None
-        self._line.presses.pressed_at = pressed or 0
+        state = self._state
+        state.line.presses.pressed = pressed is not None
+        state.line.presses.pressed_at = pressed or 0
 
-    def _amend_last(self, t: int, pushed: Footprint | None = None) -> list[Event]:
+    def amend_last(self, t: int, pushed: Footprint | None = None) -> list[Event]:
         """Re-explain the board from the position before the last move (:func:`~touchmove.rules.readings.amendment`)
         and amend the last move if it shows another."""
-        shown = amendment(self, pushed)
-        return [] if shown is None else self._amend(t, shown, pushed is not None)
+        shown = amendment(self._state, pushed)
+        return [] if shown is None else self.amend(t, shown, pushed is not None)
 
-    def _amend(self, t: int, shown: Footprint, by_evidence: bool) -> list[Event]:
+    def amend(self, t: int, shown: Footprint, by_evidence: bool) -> list[Event]:
         """Replace the last move by ``shown`` (what the board shows wins); ``by_evidence``: read from other
         evidence (a capture whose victim was pushed aside first, an answer displaced): no alert, no rule broken."""
-        previous = self._previous
+        state = self._state
+        previous = state.previous
         assert previous is not None
         position = previous[0]
-        game = self._games[-1]
+        game = state.games[-1]
         last = game.moves[-1]
         board = position.board
         number = len(game.moves)
@@ -181,80 +194,83 @@ class PlyWriting(BoardState):
         rook_part = castling and castling_squares(board, shown.move)[0] == last.from_square
         king_part = castling and last.from_square == shown.move.from_square
         out: list[Event] = []
-        made_at = self._line.reached[-1]     # (a re-reading of the last plies starts no later)
-        self._line.pop()
+        made_at = state.line.reached[-1]     # (a re-reading of the last plies starts no later)
+        state.line.pop()
         after = board.copy(stack=False)
         san = after.san_and_push(shown.move)
-        self._line.push(shown.move, after, made_at)
+        state.line.push(shown.move, after, made_at)
         # What was seen since the amended move was first made stays its evidence for a later re-reading.
-        self._start_ply(position.after(shown.move, after), (position, previous[1].then(self._evidence)))
-        self._enter(PLAYING)
-        out.append(MoveAmended(game.number, t, number, shown.move.uci(), san, self._position.fen()))
-        noted = self._line.unseen.recovered_alert
+        state.start_ply(position.after(shown.move, after), (position, previous[1].then(state.evidence)))
+        state.enter(PLAYING)
+        out.append(MoveAmended(game.number, t, number, shown.move.uci(), san, state.position.fen()))
+        noted = state.line.unseen.recovered_alert
         named = None if noted is None else noted.amend([*game.moves[:-1], last], number, shown.move, san)
         if noted is not None and named is not None:
             # A recovered ply amended: the changes_lost alert that named it names the move played (it supersedes).
-            out.append(self.alert(t, "changes_lost", "7.4", noted.ply, named))
-        if self._sync is MISMATCH:
-            out += self._restored(t, "amended move")
+            out.append(state.alert(t, "changes_lost", "7.4", noted.ply, named))
+        if state.sync is MISMATCH:
+            out += state.restored(t, "amended move")
         if rook_part:
-            out.append(self.alert(t, "castling_rook_first", "4.4.2", number, {
+            out.append(state.alert(t, "castling_rook_first", "4.4.2", number, {
                 "played": shown.move.uci(), "replaces": last.uci(),
                 "rook": chess.square_name(last.from_square),
             }))
-        elif not king_part and not by_evidence and self._line.unseen.unseen_since is None:  # (release not seen)
-            self._line.released_on = (number, last)
-            out.append(self.alert(t, "moved_after_release", "4.7", number, {
+        elif not king_part and not by_evidence and state.line.unseen.unseen_since is None:  # (release not seen)
+            state.line.released_on = (number, last)
+            out.append(state.alert(t, "moved_after_release", "4.7", number, {
                 "released": chess.square_name(last.to_square), "final": chess.square_name(shown.move.to_square),
                 "replaces": last.uci(), "played": shown.move.uci(),
             }))
         if shown.move.promotion is not None:
-            self._line.promotions[number] = False
-            out.append(self.alert(t, "promotion_unverified", "4.4.4", number, {
+            state.line.promotions[number] = False
+            out.append(state.alert(t, "promotion_unverified", "4.4.4", number, {
                 "sq": chess.square_name(shown.move.to_square), "assumed": "q",
             }))
-        out += self._after_move(t, after, san)
+        out += self.after_move(t, after, san)
         return out
 
-    def _restore_touchdown(self, t: int, moved: Footprint, landed: int) -> list[Event]:
+    def restore_touchdown(self, t: int, moved: Footprint, landed: int) -> list[Event]:
         """Amend the last move to ``moved``, the move to the square its piece touched down on at ``landed`` (see
         :func:`~touchmove.rules.readings.capture_on_touchdown`); an amendment as moved after release that this
         contradicts is withdrawn (``amendment_withdrawn``). The lifts since the touchdown go on to the next ply."""
-        previous = self._previous
+        state = self._state
+        previous = state.previous
         assert previous is not None
-        seen = previous[1].then(self._evidence)
-        number = len(self._games[-1].moves)
-        replaced = self._games[-1].moves[-1]
-        released, self._line.released_on = self._line.released_on, None
-        out = self._amend(t, moved, by_evidence=True)
+        seen = previous[1].then(state.evidence)
+        number = len(state.games[-1].moves)
+        replaced = state.games[-1].moves[-1]
+        released, state.line.released_on = state.line.released_on, None
+        out = self.amend(t, moved, by_evidence=True)
         if released == (number, moved.move):
-            out.append(AmendmentWithdrawn(self.game_number, t, number, moved.move.uci(), replaced.uci(),
+            out.append(AmendmentWithdrawn(state.game_number, t, number, moved.move.uci(), replaced.uci(),
                                           "moved_after_release"))
-        self._evidence.carry(seen, landed + 1, self._position)
+        state.evidence.carry(seen, landed + 1, state.position)
         return out
 
-    def _report_mismatch(self, t: int, *, force: bool) -> list[Event]:
-        """Re-read the last plies (:meth:`_reread`) before a mismatch; raise it only when no one line explains the
+    def report_mismatch(self, t: int, *, force: bool) -> list[Event]:
+        """Re-read the last plies (:meth:`reread`) before a mismatch; raise it only when no one line explains the
         board."""
-        if self._phase is PLAYING and (force or not mismatch_excused(self)):
-            reread_events = self._reread(t)
+        state = self._state
+        if state.phase is PLAYING and (force or not mismatch_excused(state)):
+            reread_events = self.reread(t)
             if reread_events:
                 return reread_events
-        return super()._report_mismatch(t, force=force)
+        return state.mismatch_alert(t, force=force)
 
-    def _reread(self, t: int) -> list[Event]:
+    def reread(self, t: int) -> list[Event]:
         """The board contradicts the game: return the events of the one line of :func:`~touchmove.rules.rereading.
         reread` that explains it (the plies it replaces amended), or none."""
-        unseen = self._unseen
-        if (self._phase is not PLAYING or unseen.role is not Role.BOARD or unseen.lost is not None
-                or unseen.hypotheses is not None or not self._games):
+        state = self._state
+        unseen = state.unseen
+        if (state.phase is not PLAYING or unseen.role is not Role.BOARD or unseen.lost is not None
+                or unseen.hypotheses is not None or not state.games):
             return []
-        found = reread(self._games[-1], self._line, self._occ)
+        found = rereading.reread(state.games[-1], state.line, state.occ)
         if found is None:
             return []
-        pieces = self.pieces_shown
+        pieces = state.pieces_shown
         if pieces is not None:
-            board = self._games[-1].board(found.keep)
+            board = state.games[-1].board(found.keep)
             for move in found.moves:
                 board.push(move)
             if any(str(board.piece_at(sq)) != letter for sq, letter in pieces.items()):
@@ -266,8 +282,9 @@ class PlyWriting(BoardState):
         rest: ``move_amended`` for each ply that changes and the ones after it, ``move`` for the plies beyond; an
         amendment as moved after release that the line undoes is withdrawn; the lifts of a move under way after the
         line (pieces in the hand) are carried to the next ply."""
-        game = self._games[-1]
-        line = self._line
+        state = self._state
+        game = state.games[-1]
+        line = state.line
         old, clocks, reached = list(game.moves), list(game.clocks), list(line.reached)
         released, line.released_on = line.released_on, None
         changed = next((i for i, (a, b) in enumerate(zip(old[keep:], moves, strict=False)) if a != b),
@@ -293,23 +310,23 @@ class PlyWriting(BoardState):
                                               "moved_after_release"))
             if move.promotion is not None:
                 line.promotions[number] = False
-                out.append(self.alert(t, "promotion_unverified", "4.4.4", number, {
+                out.append(state.alert(t, "promotion_unverified", "4.4.4", number, {
                     "sq": chess.square_name(move.to_square), "assumed": "q",
                 }))
-            ended = self._after_move(t, board.copy(stack=False), san)
+            ended = self.after_move(t, board.copy(stack=False), san)
             out += ended
             if any(isinstance(event, GameEnd) for event in ended):
                 break
-        over = self._phase is OVER
-        seen = self._evidence
-        self._start_ply(Position(board.copy(stack=False)), (Position(before), PlyEvidence()))
-        in_hand = [seen.last_lift[sq] for sq in chess.scan_forward(board.occupied & ~self._occ) if sq in seen.last_lift]
+        over = state.phase is OVER
+        seen = state.evidence
+        state.start_ply(Position(board.copy(stack=False)), (Position(before), PlyEvidence()))
+        in_hand = [seen.last_lift[sq] for sq in chess.scan_forward(board.occupied & ~state.occ) if sq in seen.last_lift]
         if in_hand:     # the line ends with the next move under way: its lifts are that move's
-            self._evidence.carry(seen, min(in_hand), self._position)
+            state.evidence.carry(seen, min(in_hand), state.position)
         if not over:
-            self._enter(PLAYING)
-        self._exchange_sq = None
-        self._judge_at_rest = False
+            state.enter(PLAYING)
+        state.exchange_sq = None
+        state.judge_at_rest = False
         line.presses.pressed = False
         line.presses.answered = None
         line.presses.answered_press = None
@@ -318,17 +335,18 @@ class PlyWriting(BoardState):
 
     def take_back_to(self, t: int, keep: int) -> list[Event]:
         """Remove plies after the first ``keep``: the board (or an operator) went back to that position."""
-        if not self._games:
+        state = self._state
+        if not state.games:
             return []
-        game = self._games[-1]
+        game = state.games[-1]
         if keep < 0 or keep >= len(game.moves):
             return []
-        self._line.truncate(keep)
-        self._start_ply(Position(game.board()), None)
-        self._enter(PLAYING)
-        self._line.presses.pressed = True
-        self._line.presses.answered = None
-        out: list[Event] = [Takeback(game.number, t, keep + 1, self._position.fen())]
-        if self._occ == self._position.occ and self._sync is MISMATCH:
-            out += self._restored(t, "takeback")
+        state.line.truncate(keep)
+        state.start_ply(Position(game.board()), None)
+        state.enter(PLAYING)
+        state.line.presses.pressed = True
+        state.line.presses.answered = None
+        out: list[Event] = [Takeback(game.number, t, keep + 1, state.position.fen())]
+        if state.occ == state.position.occ and state.sync is MISMATCH:
+            out += state.restored(t, "takeback")
         return out

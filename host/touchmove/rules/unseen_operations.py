@@ -2,18 +2,18 @@
 by an arbiter's resync), the move that waits out its settle time, and play going on blind after every hypothesis
 was dropped.
 
-:class:`UnseenOperations` is the part of :class:`~touchmove.rules.engine.Engine` that
-:mod:`touchmove.rules.unseen_play` calls through :class:`~touchmove.rules.unseen_play.EngineInterface`; what the
-board shows after them is read by the engine's per-record path (:meth:`UnseenOperations._after_change`).
+:class:`UnseenOperations` is a collaborator of :class:`~touchmove.rules.engine.Engine`, which applies through it
+what :mod:`touchmove.rules.unseen_play` decides; what the board shows after them is read by the engine's
+per-record path (given as ``read_board``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Self
+from collections.abc import Callable, Sequence
 
 import chess
 
+from touchmove.rules.board_state import BoardState
 from touchmove.rules.events import Event, MoveAmended, RecoveredMove
 from touchmove.rules.footprints import Position, footprint
 from touchmove.rules.phases import MISMATCH, OUT_OF_SYNC, OVER, PLAYING, UNDISPUTED
@@ -23,88 +23,96 @@ from touchmove.rules.ply_writing import PlyWriting
 __all__ = ["UnseenOperations"]
 
 
-class UnseenOperations(PlyWriting):
-    """Writes what unseen play decided (see the module documentation)."""
+class UnseenOperations:
+    """Writes what unseen play decided (see the module documentation) in ``state``, the board's state, with
+    ``writing`` (a move made, plies taken back); ``read_board`` reads what the board shows after a change at a
+    time (the engine's per-record path)."""
 
-    def _after_change(self, t: int) -> list[Event]:
-        """Read what the board shows after a change (the engine's per-record path)."""
-        raise NotImplementedError
+    def __init__(self, state: BoardState, writing: PlyWriting, read_board: Callable[[int], list[Event]]) -> None:
+        self._state = state
+        self._writing = writing
+        self._read_board = read_board
 
-    def continue_blind(self, line: Self, *, judge: bool) -> list[Event]:
-        """Every hypothesis dropped: play on from the last sure position with the board of ``line`` (one of them),
-        what it shows off the position lifted unseen; ``judge``: read what the board shows at once."""
-        self._occ, self._chatter, self._changed_at = line._occ, line._chatter, line._changed_at
-        self._t, self._received = max(self._t, line._t), line._received
-        self._line.note_change(self._t, -1, False)
-        self._evidence.lifted |= self._position.occ & ~self._occ
-        self._evidence.lifts_unseen = True
-        self._judge_at_rest = True
+    def continue_blind(self, followed: BoardState, *, judge: bool) -> list[Event]:
+        """Every hypothesis dropped: play on from the last sure position with the board of ``followed`` (the state
+        of one of them), what it shows off the position lifted unseen; ``judge``: read what the board shows at
+        once."""
+        state = self._state
+        state.occ, state.chatter, state.changed_at = followed.occ, followed.chatter, followed.changed_at
+        state.t, state.received = max(state.t, followed.t), followed.received
+        state.line.note_change(state.t, -1, False)
+        state.evidence.lifted |= state.position.occ & ~state.occ
+        state.evidence.lifts_unseen = True
+        state.judge_at_rest = True
         if not judge:
-            self._judge_at_rest = False
+            state.judge_at_rest = False
             return []
-        return self._after_change(self._t)
+        return self._read_board(state.t)
 
     def make_pending_move(self) -> list[Event]:
         """Make the move the board shows and that waits out its settle time, if a game is played; return its
         events (none: no such move)."""
-        if self._phase is not PLAYING or self._pending.match is None:
+        state = self._state
+        if state.phase is not PLAYING or state.pending.match is None:
             return []
-        match, self._pending.match = self._pending.match, None
-        self._judge_at_rest = False
-        return self._make(match, self._pending.since)
+        match, state.pending.match = state.pending.match, None
+        state.judge_at_rest = False
+        return self._writing.make(match, state.pending.since)
 
     def apply_resync(self, t: int, moves: Sequence[chess.Move]) -> list[Event]:
         """An arbiter's resync, checked: make ``moves`` from the last sure position (the arbiter vouches for it)."""
-        was_out = self._sync in OUT_OF_SYNC
-        out = self.resume(t) if self._phase is OVER and moves else []
-        self._enter(PLAYING)
-        self._tell(UNDISPUTED)
-        self._unseen.end_lost()
-        self._pending.clear()
-        self._line.unseen.recovered_plies = 0
+        state = self._state
+        was_out = state.sync in OUT_OF_SYNC
+        out = state.resume(t) if state.phase is OVER and moves else []
+        state.enter(PLAYING)
+        state.tell(UNDISPUTED)
+        state.unseen.end_lost()
+        state.pending.clear()
+        state.line.unseen.recovered_plies = 0
         out += self.make_recovered(t, moves)
-        if was_out and self._sync is UNDISPUTED:
-            out.append(self.alert(t, "board_restored", "7.4", self.ply_number, {"by": "resync"}))
+        if was_out and state.sync is UNDISPUTED:
+            out.append(state.alert(t, "board_restored", "7.4", state.ply_number, {"by": "resync"}))
         return out
 
 
     def make_recovered(self, t: int, moves: Sequence[chess.Move]) -> list[Event]:
         """Make plies not seen being made (recovered, or from a resync); the board may show one more under way."""
+        state = self._state
         out: list[Event] = []
-        game = self._games[-1]
+        game = state.games[-1]
         for move in moves:
-            position = self._position
+            position = state.position
             after = position.board.copy(stack=False)
             san = after.san_and_push(move)
             number = len(game.moves) + 1
-            self._line.push(move, after)
+            state.line.push(move, after)
             unseen = PlyEvidence(lifted=footprint(position.board, move).must_lift, lifts_unseen=True)
-            self._start_ply(position.after(move, after), (position, unseen))
-            out.append(RecoveredMove(game.number, t, number, move.uci(), san, self._position.fen()))
+            state.start_ply(position.after(move, after), (position, unseen))
+            out.append(RecoveredMove(game.number, t, number, move.uci(), san, state.position.fen()))
             if move.promotion is not None:
-                self._line.promotions[number] = False
-                out.append(self.alert(t, "promotion_unverified", "4.4.4", number, {
+                state.line.promotions[number] = False
+                out.append(state.alert(t, "promotion_unverified", "4.4.4", number, {
                     "sq": chess.square_name(move.to_square), "assumed": "q",
                 }))
-            out += self._after_move(t, after, san)
-            if self._phase is OVER:
+            out += self._writing.after_move(t, after, san)
+            if state.phase is OVER:
                 break
         if moves:
-            self._line.presses.pressed = False
-            self._line.unseen.unseen_since = t
-            self._line.presses.answered = None
-        self._exchange_sq = None
-        restored = self._sync is MISMATCH
-        self._tell(UNDISPUTED)
-        self._unseen.end_lost()
+            state.line.presses.pressed = False
+            state.line.unseen.unseen_since = t
+            state.line.presses.answered = None
+        state.exchange_sq = None
+        restored = state.sync is MISMATCH
+        state.tell(UNDISPUTED)
+        state.unseen.end_lost()
         if restored:
-            out.append(self.alert(t, "board_restored", "7.4", self.ply_number, {"by": "recovered plies"}))
-        if self._phase is PLAYING and self._occ != self._position.occ:
+            out.append(state.alert(t, "board_restored", "7.4", state.ply_number, {"by": "recovered plies"}))
+        if state.phase is PLAYING and state.occ != state.position.occ:
             # One more move under way: its lifts were not seen.
-            self._evidence.lifted = self._position.occ & ~self._occ
-            self._evidence.lifts_unseen = True
-            self._judge_at_rest = True
-            out += self._after_change(t)
+            state.evidence.lifted = state.position.occ & ~state.occ
+            state.evidence.lifts_unseen = True
+            state.judge_at_rest = True
+            out += self._read_board(t)
         return out
 
     def reorder_plies(self, t: int, first: int, order: Sequence[chess.Move]) -> list[Event]:
@@ -112,8 +120,9 @@ class UnseenOperations(PlyWriting):
         (plies recovered unseen, in the order the bridge had published). Return ``move_amended`` for every ply from
         the first that changes to the game's last (the later ones the same moves, told again: a consumer that keeps
         later plies while they stay legal may have dropped them at the first amendment)."""
-        game = self._games[-1]
-        line = self._line
+        state = self._state
+        game = state.games[-1]
+        line = state.line
         before = first - 1
         old = game.moves[before:before + len(order)]
         known = {move: line.promotions.get(first + i, False) for i, move in enumerate(old) if move.promotion}
@@ -133,9 +142,9 @@ class UnseenOperations(PlyWriting):
             if index >= changed:
                 out.append(MoveAmended(game.number, t, number, move.uci(), san, board.fen()))
         line.repetitions.rebuild(game.board(0), game.moves)
-        if board.fen() != self._position.fen():
-            self._position = Position(board.copy(stack=False))    # (its clocks' counts: the placement is the same)
-        previous, last = self._previous, len(game.moves)
+        if board.fen() != state.position.fen():
+            state.position = Position(board.copy(stack=False))    # (its clocks' counts: the placement is the same)
+        previous, last = state.previous, len(game.moves)
         if previous is not None and before < last - 1 <= before + len(order):
-            self._previous = (Position(game.board(last - 1)), previous[1])     # the position before the last ply
+            state.previous = (Position(game.board(last - 1)), previous[1])     # the position before the last ply
         return out

@@ -11,9 +11,12 @@ explained), :attr:`UnseenPlay.hypotheses` (the lines followed while several fit)
 keeps per game (:class:`~touchmove.rules.game_line.UnseenNotes`, :class:`Declared`) lives in the engine's game
 line, so that a takeback or a new game resets it with the rest.
 
-This module does not import the engine: it sees an engine through :class:`EngineInterface`, the named
-operations the engine offers for play it did not see (fork and adopt a hypothesis, mark the board lost, make
-recovered plies, take back, read-only views of the occupancy, position and ply).
+This module does not import the engine: it sees an engine through :class:`EngineInterface`, read-only views of
+the occupancy, position and ply and the named operations the engine offers for play it did not see (fork and
+adopt a hypothesis, mark the board lost, make recovered plies, take back). On an operator's or the bridge's record
+(a resync, a declared result, the plies published) it changes nothing itself: it returns what to do, a
+:class:`UnseenDecision` (:class:`ApplyResync`, :class:`DeclareEnd`, :class:`ResumeGame`, :class:`ReorderPlies`)
+the engine applies, or the events of a rejection.
 """
 
 from __future__ import annotations
@@ -48,8 +51,9 @@ from touchmove.rules.recovery import (
 )
 
 __all__ = [
-    "DECLARED_ARTICLES", "Declared", "EngineInterface", "GameRecovery", "Hypothesis", "LostWindow", "Recovered",
-    "Role", "SearchedAgain", "UnseenPlay",
+    "DECLARED_ARTICLES", "AdoptLine", "ApplyResync", "ContinueBlind", "DeclareEnd", "Declared", "EngineInterface",
+    "FollowBoard", "GameRecovery", "Hypothesis", "LostWindow", "Recovered", "ReorderPlies", "ResumeGame", "Role",
+    "SearchedAgain", "UnseenDecision", "UnseenPlay", "declared_as", "declared_event",
 ]
 
 #: After a ply made when its settle time ran out is searched again with its piece slid on further (changes were
@@ -58,6 +62,75 @@ UNTOLD_PLIES = 2
 
 #: The FIDE Laws article of each usual declared end (a ``result`` record's reason); other reasons cite none.
 DECLARED_ARTICLES = {"resignation": "5.1.2", "time": "6.9", "agreement": "5.2.3"}
+
+
+class UnseenDecision:
+    """What unseen play decided the engine does to its game (applied by the engine, as the decisions of
+    :mod:`touchmove.rules.at_rest` are)."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyResync(UnseenDecision):
+    """An arbiter's resync, checked: make ``moves`` from the last sure position (the arbiter vouches for it)."""
+
+    moves: tuple[chess.Move, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ReorderPlies(UnseenDecision):
+    """Plies recovered unseen, put in the order the bridge had published: ``order`` from ply ``first`` on, and the
+    ``changes_lost`` alert that named them told again (at ply ``ply``, with ``detail``: it supersedes)."""
+
+    first: int
+    order: tuple[chess.Move, ...]
+    ply: int
+    detail: dict[str, object]
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeGame(UnseenDecision):
+    """The game end announced is withdrawn (a board's claim the pieces show no more): play goes on."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeclareEnd(UnseenDecision):
+    """A declared result accepted (``record``): the move the board shows is made first, and if that move ended
+    the game on the board the record is asked about again (:meth:`UnseenPlay.declare`); else the game ends as
+    :func:`declared_as` says, with ``declared_end`` (:func:`declared_event`)."""
+
+    record: Result
+
+
+@dataclass(frozen=True, slots=True)
+class AdoptLine(UnseenDecision):
+    """The board showed which lost plies were played: the engine goes on as ``line`` (the hypothesis, a fork of
+    it), its state now the engine's, with ``events`` (the ``changes_lost`` alert naming the lines rejected, then
+    the line's own)."""
+
+    line: EngineInterface
+    events: list[Event]
+
+
+@dataclass(frozen=True, slots=True)
+class ContinueBlind(UnseenDecision):
+    """Every hypothesis dropped (or an operator acts): play on from the last sure position with the board of
+    ``line`` (one of them), what it shows off the position lifted unseen; ``judge``: read what it shows at once
+    (else the engine reads the operator's record itself next)."""
+
+    line: EngineInterface
+    judge: bool
+
+
+@dataclass(frozen=True, slots=True)
+class FollowBoard(UnseenDecision):
+    """The hypotheses took a record or the time: the engine shows the occupancy of ``shown`` (one of them) and
+    time ``t``, then ``then``: the line the board left adopted, every line dropped, or nothing (they go on)."""
+
+    shown: EngineInterface
+    t: int
+    then: AdoptLine | ContinueBlind | None = None
 
 
 class Role(Enum):
@@ -69,7 +142,9 @@ class Role(Enum):
 
 class EngineInterface(GameView, Protocol):
     """What unseen play sees of an engine (its :class:`~touchmove.rules.readings.GameView` and the ply and time
-    below) and may do to it (:class:`touchmove.rules.engine.Engine` offers it)."""
+    below), the steps it gives a hypothesis (an engine), and the operations the search for lost plies still calls
+    (fork, plies recovered or taken back, the board lost); :class:`touchmove.rules.engine.Engine` offers it. The
+    rest of what unseen play decides it returns (:class:`UnseenDecision`)."""
 
     def pieces_placed_at(self) -> dict[chess.Square, int]: ...
     def pieces_changes(self) -> Sequence[PieceChange]: ...
@@ -89,21 +164,12 @@ class EngineInterface(GameView, Protocol):
     def decide_by(self, t: int) -> list[Event]: ...
     def apply_change(self, t: int, sq: chess.Square, occupied: bool) -> list[Event]: ...
     def fork(self) -> Self: ...
-    def adopt(self, line: Self) -> None: ...
-    def follow_board(self, line: Self, t: int) -> None: ...
-    def continue_blind(self, line: Self, *, judge: bool) -> list[Event]: ...
     def contradicted(self) -> bool: ...
     def rule_out(self) -> None: ...
     def mark_lost(self) -> None: ...
     def read_moves(self) -> None: ...
     def make_recovered(self, t: int, moves: Sequence[chess.Move]) -> list[Event]: ...
-    def reorder_plies(self, t: int, first: int, order: Sequence[chess.Move]) -> list[Event]: ...
     def take_back_to(self, t: int, keep: int) -> list[Event]: ...
-    def apply_resync(self, t: int, moves: Sequence[chess.Move]) -> list[Event]: ...
-    def make_pending_move(self) -> list[Event]: ...
-    def end_declared(self, result: str, reason: str, declared: Declared) -> None: ...
-    def resume(self, t: int) -> list[Event]: ...
-    def flush_chatter(self) -> list[Event]: ...
     def alert(self, t: int, code: AlertCode, article: str, ply: int, detail: dict[str, object]) -> Alert: ...
 
 
@@ -155,8 +221,9 @@ class UnseenPlay:
     # ----------------------------------------------------------------------------------------------------------
     # the engine's API while hypotheses are followed
 
-    def feed(self, engine: EngineInterface, record: Record) -> list[Event] | None:
-        """Give a record to the hypotheses; None when the engine reads it itself (an operator's record)."""
+    def feed(self, engine: EngineInterface, record: Record) -> list[Event] | FollowBoard | ContinueBlind:
+        """Give a record to the hypotheses (:class:`FollowBoard`), or reject it; an operator's record drops them
+        (:class:`ContinueBlind`, not judged: the engine then reads the record itself)."""
         if isinstance(record, Resync):
             plies = self.resync_plies(engine, record)
             if isinstance(plies, str):  # rejected: the hypotheses stay
@@ -168,10 +235,9 @@ class UnseenPlay:
                                    record.result, record.reason)]
         elif not isinstance(record, Setup | TakebackRequest):
             if isinstance(record, Published):
-                self.published(engine, record.t, record, amend=False)    # kept if every line is dropped
+                self.published(engine, record, amend=False)    # kept if every line is dropped
             return self.feed_hypotheses(engine, lambda child: child.feed(record), record.t)
-        self.drop_hypotheses(engine, search_again=False)  # the operator says what happened
-        return None
+        return self.drop_hypotheses(engine, search_again=False)  # the operator says what happened
 
     def next_deadline(self) -> int | None:
         """Return the earliest deadline of the hypotheses."""
@@ -350,50 +416,50 @@ class UnseenPlay:
         engine.line.unseen.recovery = SearchedAgain()
         return out
 
-    def published(self, engine: EngineInterface, t: int, record: Published, *, amend: bool = True) -> list[Event]:
+    def published(self, engine: EngineInterface, record: Published, *, amend: bool = True) -> ReorderPlies | None:
         """The current game's plies as the bridge had published them before it restarted: kept as evidence of the
         order of plies recovered unseen (:func:`_published_order`). Plies recovered already in another order that
-        reaches the same position are put in the published one (``amend``): ``move_amended`` from the first that
-        differs to the game's last ply, and the ``changes_lost`` alert that named them again, with ``order``
-        ``published`` and ``amended`` (it supersedes). Plies that are not the game's line are no evidence."""
+        reaches the same position are put in the published one (``amend``, :class:`ReorderPlies`): ``move_amended``
+        from the first that differs to the game's last ply, and the ``changes_lost`` alert that named them again,
+        with ``order`` ``published`` and ``amended`` (it supersedes). Plies that are not the game's line are no
+        evidence."""
         game = engine.game
         if game is None:
-            return []
+            return None
         board = game.board(0)
         moves: list[chess.Move] = []
         for text in record.moves:
             move = _parse_move(board, text)
             if move is None:
-                return []
+                return None
             moves.append(move)
             board.push(move)
         engine.line.unseen.published = tuple(moves)
         noted = engine.line.unseen.recovered_alert
         if not amend or noted is None:
-            return []
+            return None
         before = noted.first - 1
         played = game.moves
         if played[before:before + len(noted.moves)] != noted.moves or moves[:before] != played[:before]:
-            return []       # the recovered plies were taken back, or the bridge published another line
+            return None     # the recovered plies were taken back, or the bridge published another line
         start = game.board(before)
         order = in_published_order(start, noted.moves, moves[before:])
         if order is None:
-            return []
-        out = engine.reorder_plies(t, noted.first, order)
+            return None
         detail = noted.reorder(list(order), _sans(start, order))
-        return [*out, engine.alert(t, "changes_lost", "7.4", noted.ply, detail)]
+        return ReorderPlies(noted.first, order, noted.ply, detail)
 
     # ----------------------------------------------------------------------------------------------------------
     # hypotheses
 
     def feed_hypotheses(self, engine: EngineInterface, step: Callable[[EngineInterface], list[Event]],
-                        t: int) -> list[Event]:
-        """Give a record (or the time) to every hypothesis; adopt the one the board leaves."""
+                        t: int) -> FollowBoard:
+        """Give a record (or the time) to every hypothesis; the one the board leaves is adopted."""
         hypotheses = self.hypotheses
         assert hypotheses is not None
         for hypothesis in hypotheses:
             hypothesis.events += step(hypothesis.engine)
-        engine.follow_board(hypotheses[0].engine, t)
+        shown = hypotheses[0].engine
         alive = [h for h in hypotheses if not h.engine.contradicted()]
         preferred = next((h for h in alive if h.preferred), None) if len(alive) > 1 else None
         if preferred is not None and all(h.engine.plies >= h.plies + UNTOLD_PLIES for h in alive):
@@ -402,13 +468,13 @@ class UnseenPlay:
             # The lines have met (a move under way in one was made in another): the same game from here on.
             alive = [min(alive, key=lambda h: h.engine.plies)]
         if len(alive) == 1:
-            return self.adopt(engine, alive[0], [h for h in hypotheses if h is not alive[0]])
+            return FollowBoard(shown, t, self.adopt(engine, alive[0], [h for h in hypotheses if h is not alive[0]]))
         if not alive:
-            return self.drop_hypotheses(engine)
+            return FollowBoard(shown, t, self.drop_hypotheses(engine, search_again=True))
         self.hypotheses = alive
-        return []
+        return FollowBoard(shown, t)
 
-    def adopt(self, engine: EngineInterface, chosen: Hypothesis, rejected: list[Hypothesis]) -> list[Event]:
+    def adopt(self, engine: EngineInterface, chosen: Hypothesis, rejected: list[Hypothesis]) -> AdoptLine:
         """The board showed which lost plies were played: go on from there, with the events of that line."""
         blind = self.lost
         assert blind is not None
@@ -418,23 +484,24 @@ class UnseenPlay:
             "blind_ms": blind.seen - blind.since, "plies": chosen.sans if noted is None else noted.detail["plies"],
             "rejected": [h.sans for h in rejected],
         })
-        engine.adopt(child)  # the engine is that line's now, its unseen play a board's again
         if noted is not None:
-            engine.line.unseen.recovered_alert = RecoveredAlert(noted.first, noted.moves, alert.ply, alert.detail)
-        return [alert, *chosen.events]
+            # the line's note, the engine's once it is adopted
+            child.line.unseen.recovered_alert = RecoveredAlert(noted.first, noted.moves, alert.ply, alert.detail)
+        return AdoptLine(child, [alert, *chosen.events])
 
-    def drop_hypotheses(self, engine: EngineInterface, search_again: bool = True) -> list[Event]:
-        """Every hypothesis is contradicted (or an operator acts): play on from the last sure position, blind."""
+    def drop_hypotheses(self, engine: EngineInterface, search_again: bool) -> ContinueBlind:
+        """Every hypothesis is contradicted (or an operator acts): play on from the last sure position, blind,
+        with the board of one of them; ``search_again``: what it shows is searched (else it is taken as searched,
+        and the next correction is the arbiter's)."""
         hypotheses, blind = self.hypotheses, self.lost
         assert hypotheses is not None and blind is not None
         self.hypotheses = None
         if search_again:
             blind.searched = -1
-            return engine.continue_blind(hypotheses[0].engine, judge=True)
-        engine.continue_blind(hypotheses[0].engine, judge=False)
-        blind.searched = engine.occupancy
+            return ContinueBlind(hypotheses[0].engine, judge=True)
+        blind.searched = hypotheses[0].engine.occupancy    # (the board's, once it goes on blind with it)
         engine.line.unseen.recovery = SearchedAgain()
-        return []
+        return ContinueBlind(hypotheses[0].engine, judge=False)
 
     # ----------------------------------------------------------------------------------------------------------
     # an arbiter's resync
@@ -478,13 +545,13 @@ class UnseenPlay:
                     f"missing {[chess.square_name(sq) for sq in chess.scan_forward(missing)]}")
         return moves
 
-    def resync(self, engine: EngineInterface, t: int, record: Resync) -> list[Event]:
-        """An arbiter's resync: the plies since the last sure position (or the position now) given by hand."""
-        out = engine.flush_chatter()
+    def resync(self, engine: EngineInterface, t: int, record: Resync) -> list[Event] | ApplyResync:
+        """An arbiter's resync: the plies since the last sure position (or the position now) given by hand, to
+        apply, or its rejection (the engine has taken the changes held by the chatter filter as certain first)."""
         moves = self.resync_plies(engine, record)
         if isinstance(moves, str):
-            return [*out, ResyncRejected(engine.game_number, t, moves, list(record.moves), record.fen)]
-        return [*out, *engine.apply_resync(t, moves)]
+            return [ResyncRejected(engine.game_number, t, moves, list(record.moves), record.fen)]
+        return ApplyResync(tuple(moves))
 
     # ----------------------------------------------------------------------------------------------------------
     # declared results
@@ -494,50 +561,37 @@ class UnseenPlay:
         game = engine.game
         return game is not None and game.result != "*" and engine.line.declared is not None
 
-    def declare(self, engine: EngineInterface, t: int, record: Result) -> list[Event]:
-        """A declared result (resignation, time, agreement): the current game ends as the board cannot show.
+    def declare(self, engine: EngineInterface, t: int, record: Result) -> list[Event] | UnseenDecision:
+        """A declared result (resignation, time, agreement): the current game ends as the board cannot show
+        (:class:`DeclareEnd`; the engine has taken the changes held by the chatter filter as certain first).
 
         Rejected when no game is on, or when the board already ended the game with another result; a result
         declared before is replaced. A move the board then shows made withdraws it (``game_resumed``).
         """
-        out = engine.flush_chatter()
         game = engine.game
         if record.by == "board":
             claimed = self.board_claim(engine, t, record)
             if claimed is not None:
-                return [*out, *claimed]
+                return claimed
         if game is None or engine.phase is Phase.NEW or (engine.phase is Phase.OVER and game.result == "*"):
-            return [*out, ResultRejected(engine.game_number, t, "no game on this board", record.result, record.reason)]
+            return [ResultRejected(engine.game_number, t, "no game on this board", record.result, record.reason)]
         if game.result != "*" and engine.line.declared is None:
             if game.result == record.result:
-                return out  # the board saw it already (its reason stands)
-            return [*out, ResultRejected(game.number, t, f"the game already ended on the board: {game.result} "
-                                         f"({game.end_reason}); take back or resync first", record.result,
-                                         record.reason)]
+                return []  # the board saw it already (its reason stands)
+            return [ResultRejected(game.number, t, f"the game already ended on the board: {game.result} "
+                                   f"({game.end_reason}); take back or resync first", record.result,
+                                   record.reason)]
         if (game.result, game.end_reason) == (record.result, record.reason):
-            return out  # declared again
-        made = engine.make_pending_move()  # the board shows the last move: made before the declaration
-        if made:
-            out += made
-            if game.result != "*":
-                return [*out, *self.declare(engine, t, record)]  # that move ended the game on the board
-        cleared = (engine.occupancy ^ engine.position.occ).bit_count() >= CLEARED_SQUARES
-        if record.by == "board":
-            declared = Declared.CLEARED if cleared else Declared.BOARD_SHOWN
-        else:
-            declared = Declared.CLEARED if cleared else Declared.READ_ON
-        engine.end_declared(record.result, record.reason, declared)
-        article = DECLARED_ARTICLES.get(record.reason.lower(), "")
-        out.append(DeclaredEnd(game.number, t, record.result, record.reason, article, record.by or "arbiter"))
-        return out
+            return []  # declared again
+        return DeclareEnd(record)
 
-    def board_claim(self, engine: EngineInterface, t: int, record: Result) -> list[Event] | None:
+    def board_claim(self, engine: EngineInterface, t: int, record: Result) -> list[Event] | ResumeGame | None:
         """A result read from the pieces (``"by": "board"``): a claim at the board's strength. Return its events
         when it is settled here (a withdrawal; a claim the game's end already says, or one an arbiter's declared
         result outranks), else None (declared as :meth:`declare` does, withdrawn by the board later).
 
         ``*`` (the pieces show it no more): a claim standing is withdrawn (``game_resumed``) once the board shows
-        the game's position again, at once when it does now."""
+        the game's position again, at once when it does now (:class:`ResumeGame`)."""
         game = engine.game
         declared = engine.line.declared
         board_claim = declared in (Declared.BOARD_SHOWN, Declared.BOARD_GONE) and self.declared_end(engine)
@@ -545,7 +599,7 @@ class UnseenPlay:
             if not board_claim:
                 return []
             engine.line.declared = Declared.BOARD_GONE
-            return engine.resume(t) if engine.occupancy == engine.position.occ else []
+            return ResumeGame() if engine.occupancy == engine.position.occ else []
         if game is None or game.result == "*":
             return None
         if board_claim:
@@ -557,6 +611,22 @@ class UnseenPlay:
             return [ResultRejected(game.number, t, f"the arbiter declared {game.result} ({game.end_reason})",
                                    record.result, record.reason)]
         return None
+
+
+def declared_as(view: GameView, record: Result) -> Declared:
+    """Return how the game ends by the declared result ``record`` (:class:`DeclareEnd`, once the move the board
+    showed is made): a board being cleared ends it for good; a board's claim, or an arbiter's declaration, leaves
+    moves read (one made withdraws it)."""
+    cleared = (view.occupancy ^ view.position.occ).bit_count() >= CLEARED_SQUARES
+    if record.by == "board":
+        return Declared.CLEARED if cleared else Declared.BOARD_SHOWN
+    return Declared.CLEARED if cleared else Declared.READ_ON
+
+
+def declared_event(game: int, t: int, record: Result) -> DeclaredEnd:
+    """Return the ``declared_end`` event of the declared result ``record`` ending game number ``game``."""
+    article = DECLARED_ARTICLES.get(record.reason.lower(), "")
+    return DeclaredEnd(game, t, record.result, record.reason, article, record.by or "arbiter")
 
 
 def _published_after(engine: EngineInterface) -> tuple[chess.Move, ...]:
