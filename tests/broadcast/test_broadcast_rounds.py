@@ -619,3 +619,21 @@ def test_a_game_started_during_an_outage_at_the_rounds_start_is_the_rounds(tmp_p
     # board 2 showed nothing when the round opened: a played game seen first from its PGN is held
     again.handle(BridgeMessage("touchmove", "b02", "pgn", "1. d4 d5 2. c4 *\n", retained=True))
     assert again.storage.by_number[2].games.opening.held
+
+
+def test_a_result_read_from_the_pgn_then_told_by_its_event_is_saved_with_its_reason(tmp_path: Path) -> None:
+    """The bridge's retained PGN may come before the events (they wait for the journal): its result is taken at
+    once ("1-0", reason "pgn"), and the game_end event that follows tells the reason (checkmate). The reason is
+    part of what the results export says, so it is on disk at once too, not at the next periodic save (a club's
+    rehearsal read "1-0,board,pgn" in round-1-results.csv until the broadcaster stopped)."""
+    hub = Broadcaster(tournament(tmp_path), output_dir=tmp_path, clock=Clock()).open()
+    feed(hub, "b01", events(SCHOLAR[:-1]))
+    hub.handle(BridgeMessage("touchmove", "b01", "state", {"game": 1, "ply": 7, "in_sync": True}))
+    hub.handle(BridgeMessage("touchmove", "b01", "pgn", "1. e4 e5 2. Bc4 Nc6 3. Qh5 Nf6 4. Qxf7# 1-0\n"))
+    hub.storage.save_if_due()
+    results = tmp_path / "round-3-results.csv"
+    assert ",1-0,board,pgn" in results.read_text()
+    feed(hub, "b01", events(SCHOLAR, first_ply=7, start=False))
+    feed(hub, "b01", [{"type": "game_end", "game": 1, "result": "1-0", "reason": "checkmate", "t": 9}])
+    hub.storage.save_if_due()
+    assert ",1-0,board,checkmate" in results.read_text()

@@ -137,16 +137,16 @@ class BoardGames:
         return self._snaps[1]
 
     def durable_key(self) -> tuple[Any, ...]:
-        """What must be on disk at once when it changes: results, the games of the round and the held
-        one, the permission, the moves of games no longer played (the bridge's retained PGN holds only
-        the live game's)."""
+        """What must be on disk at once when it changes: results and their reasons (the results export says
+        them), the games of the round and the held one, the permission, the moves of games no longer played (the
+        bridge's retained PGN holds only the live game's)."""
         live = self.live()
         held = self.held
         return (
             self.allow, None if held is None else (id(held), held.results.arbiter, held.results.board,
-                                                   held.results.kings),
-            tuple((id(g), g.number, g.results.arbiter, g.results.arbiter_reason, g.results.board, g.results.kings,
-                   None if g is live else g.version) for g in self.entries),
+                                                   held.results.board_reason, held.results.kings),
+            tuple((id(g), g.number, g.results.arbiter, g.results.arbiter_reason, g.results.board,
+                   g.results.board_reason, g.results.kings, None if g is live else g.version) for g in self.entries),
         )
 
     def _old(self, number: int | None) -> bool:
