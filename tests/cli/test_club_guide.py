@@ -60,7 +60,13 @@ def test_the_rehearsal_runs_as_written(tmp_path: Path, broker: LocalBroker) -> N
         boards = subprocess.run(["bash", "-c", local(blocks[5])], cwd=work, env=env, capture_output=True,
                                 text=True, timeout=600)
         assert boards.returncode == 0, boards.stderr
-        time.sleep(4)     # the last push (the stand-in is pushed to at most every 2 s)
+        # the last push: the stand-in is pushed to at most every 2 s, and later on a loaded machine (a fresh-clone
+        # run: 4 s after the boards ended, the last push seen had 9 of the 10 games finished)
+        pushed_pgn = work / "lichess-standin" / "rehears1.pgn"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (
+                not pushed_pgn.exists() or pushed_pgn.read_text().count("Rd8# 1-0") < 10):
+            time.sleep(0.5)      # (the stand-in prints its line in the same step as it writes the file)
     finally:
         for proc in servers:
             os.killpg(proc.pid, signal.SIGTERM)
