@@ -34,6 +34,7 @@ not; touchmove.sim.dgt.Drop), with the default hands.
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import json
 import logging
@@ -273,8 +274,7 @@ def games_given_back(limit: int, protocols: list[str], styles: list[str], drops:
                         f.write(json.dumps(line) + "\n")
             lines.append(line)
         print(summary_row(protocol, style_name, lines) + f"   ({time.monotonic() - t0:.0f} s)", flush=True)
-        counts, *_, shown, _ = tally(lines)
-        GIVEN_BACK.append((case_name(protocol, style_name), counts, shown))
+        GIVEN_BACK.append((case_name(protocol, style_name), style_name if drop is None else "drops", lines))
 
 
 #: The columns of the summary: games given back exactly, recovered, wrong then an alert, wrong with none, the
@@ -445,21 +445,56 @@ def main() -> None:
     write_figures(fig, args.games, latencies)
 
 
-#: part 1's rows as printed: (board and hands, counts by how a game ends, games whose positions were all shown)
-GIVEN_BACK: list[tuple[str, dict[str, int], int]] = []
+#: part 1's cases as played: (board and hands, the hands or "drops", each game's per-game line)
+GIVEN_BACK: list[tuple[str, str, list[dict[str, Any]]]] = []
+
+#: Where each kind of case writes its figures: the default and fast hands (with part 2's latencies) in
+#: bench/figures/boards.json, the harder hands and the drops each in a file of their own, so that a run of one kind
+#: keeps the last figures of the others.
+FIGURES_OF = {"default hands": "boards", "fast replies": "boards", "harder hands": "boards_harder",
+              "drops": "boards_drops"}
+
+
+def case_figures(fig: Run, row: str, lines: list[dict[str, Any]]) -> None:
+    """Add one case's figures: its games by how they end, the exact games with an alert, the games whose every
+    position was shown, and the games not exact by class (:func:`miss_class`), naming the engine-class games."""
+    counts, _, alerted_exact, shown, _ = tally(lines)
+    for column in COLUMNS:
+        fig.add(column, counts[column], group=row)
+    fig.add("alerts in exact", alerted_exact, group=row)
+    fig.add("every position shown", shown, group=row)
+    missed = [line for line in lines if line["outcome"] != "exact" and "cls" in line]
+    engine = [line["game"] for line in missed if line["cls"] == "engine"]
+    fig.add("not exact: unrevealable", len(missed) - len(engine), group=row)
+    fig.add("not exact: engine", len(engine), group=row)
+    if engine:
+        fig.note(f"{row}: the engine-class games (the reports showed the positions about the first miss): "
+                 + ", ".join(str(n) for n in engine))
+
+
+def part_of(fig: Run, bench: str) -> Run:
+    """Return an empty run of ``bench`` measured as ``fig`` was (its start, commit and load)."""
+    run = copy.copy(fig)
+    run.bench, run.figures, run.notes = bench, [], []
+    return run
 
 
 def write_figures(fig: Run, games: int, latencies: list[tuple[str, list[float]]]) -> None:
-    """Write part 1's counts and part 2's latencies (bench/figures/boards.json)."""
-    for row, counts, shown in GIVEN_BACK:
-        for column in COLUMNS:
-            fig.add(column, counts[column], group=row)
-        fig.add("every position shown", shown, group=row)
-    for protocol, delays in latencies:
-        fig.add("placement → MQTT move, median", round(statistics.median(delays)), "ms", group=f"{protocol}, part 2")
-        fig.add("p90", round(delays[int(0.9 * (len(delays) - 1))]), "ms", group=f"{protocol}, part 2")
-    fig.note(f"part 1: {games} shared games per board type and hands (simulated clock)")
-    fig.write()
+    """Write part 1's counts (bench/figures/boards.json, boards_harder.json, boards_drops.json: the files of the
+    cases played) and part 2's latencies (boards.json)."""
+    runs: dict[str, Run] = {}
+    for row, kind, lines in GIVEN_BACK:
+        run = runs.setdefault(FIGURES_OF[kind], part_of(fig, FIGURES_OF[kind]))
+        case_figures(run, row, lines)
+    if latencies:
+        run = runs.setdefault("boards", part_of(fig, "boards"))
+        for protocol, delays in latencies:
+            run.add("placement → MQTT move, median", round(statistics.median(delays)), "ms",
+                    group=f"{protocol}, part 2")
+            run.add("p90", round(delays[int(0.9 * (len(delays) - 1))]), "ms", group=f"{protocol}, part 2")
+    for run in runs.values():
+        run.note(f"part 1: {games} shared games per board type and hands (simulated clock)")
+        run.write()
 
 
 if __name__ == "__main__":

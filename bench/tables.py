@@ -143,6 +143,8 @@ README_ROWS: tuple[ReadmeRow, ...] = (
     ReadmeRow("vendor boards (emulated), default hands: games given back exactly", "boards",
               lambda d: "; ".join(f"{g.split(',')[0]} {find(d, g, 'exact')} of {games_counted(d, g)}"
                                   for g in groups(d) if g.endswith("default hands"))),
+    ReadmeRow("vendor boards (emulated), harder hands: exact / recovered / wrong then an alert / wrong, no alert",
+              "boards_harder", lambda d: "; ".join(f"{g.split(',')[0]} {harder_summary(d, g)}" for g in groups(d))),
     ReadmeRow("firmware on the emulated Pico (125 MHz): magnet → USB line, median", "firmware_pico",
               lambda d: ", ".join(f"{g} {find(d, g, 'magnet → USB line, median')}" for g in groups(d))),
 )
@@ -154,6 +156,13 @@ def p50_p99(doc: Doc, group: str) -> str:
 
 #: bench/boards.py counts each game once, by how it ends
 ENDINGS = ("exact", "recovered", "changes_lost", "board_mismatch", "illegal_move", "other alert", "wrong")
+
+
+def harder_summary(doc: Doc, group: str) -> str:
+    """Return a case's games as exact / recovered / wrong then an alert / wrong without, of how many."""
+    alerted = sum(find_value(doc, group, name) or 0 for name in ENDINGS[2:-1])
+    return (f"{find(doc, group, 'exact')} / {find(doc, group, 'recovered')} / {int(alerted)} / "
+            f"{find(doc, group, 'wrong')} of {games_counted(doc, group)}")
 
 
 def games_counted(doc: Doc, group: str) -> int:

@@ -111,3 +111,18 @@ def test_every_bench_script_writes_its_figures() -> None:
     assert len(scripts) == 16
     silent = [p.name for p in scripts if "Run(" not in p.read_text(encoding="utf-8")]
     assert not silent
+
+
+def test_the_harder_hands_keep_the_default_hands_figures(tmp_path: Path) -> None:
+    """bench/boards.py writes each kind of case to its own file: a run of the harder hands leaves boards.json (the
+    default and fast hands) as it was, and names the games not exact by class."""
+    (tmp_path / "boards.json").write_text("kept\n")
+    env = {**os.environ, figures.DIR_ENV: str(tmp_path), "PYTHONPATH": str(REPO / "host")}
+    subprocess.run([sys.executable, str(BENCH / "boards.py"), "--games", "2", "--hands", "harder", "--boards",
+                    "chessnut", "--skip-latency"], env=env, capture_output=True, text=True, timeout=300, check=True)
+    assert (tmp_path / "boards.json").read_text() == "kept\n"
+    doc = json.loads((tmp_path / "boards_harder.json").read_text(encoding="utf-8"))
+    values = {f["name"]: f["value"] for f in doc["figures"] if f["group"] == "chessnut, harder hands"}
+    ends = ("exact", "recovered", "changes_lost", "board_mismatch", "illegal_move", "other alert", "wrong")
+    assert sum(values[name] for name in ends) == 2
+    assert values["not exact: unrevealable"] + values["not exact: engine"] == 2 - values["exact"]
