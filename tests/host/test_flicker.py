@@ -45,3 +45,22 @@ def test_a_flicker_ending_as_it_began_tells_nothing_more() -> None:
     assert isinstance(told, Place)
     (_, _, record), = flick.quiet(510 + FLICKER_QUIET_MS, 1000)
     assert record is None
+
+
+def test_a_change_read_late_is_not_the_end_of_its_own_flicker() -> None:
+    """The host stalled 2 s while e2 flickered on: the next change of e2 read is no sign that e2 was quiet (the
+    changes waited in the port), so the flicker goes on, held, and no second one starts."""
+    flick = SquareFlicker()
+    starts = 0
+    for i in range(FLICKER_CHANGES + 10):
+        record = Lift(i * 20, chess.E2) if i % 2 == 0 else Place(i * 20, chess.E2, "P")
+        starts += flick.take(record, i * 20.0)[1] is not None
+    late = FLICKER_CHANGES * 20 + 200 + 2000.0
+    assert flick.quiet(late, 5, changing=chess.E2) == []
+    for i in range(FLICKER_CHANGES + 10):
+        record = Lift(int(late), chess.E2) if i % 2 == 0 else Place(int(late), chess.E2, "P")
+        goes_on, started = flick.take(record, late + i)
+        assert not goes_on
+        starts += started is not None
+    assert starts == 1 and chess.E2 in flick.flickering
+    assert [sq for sq, _, _ in flick.quiet(late + 100 + FLICKER_QUIET_MS, 9)] == [chess.E2]

@@ -64,13 +64,15 @@ class SquareFlicker:
         self.told[sq] = record
         return True, None
 
-    def quiet(self, now_ms: float, t: int) -> list[tuple[int, Flicker, Lift | Place | None]]:
+    def quiet(self, now_ms: float, t: int,
+              changing: int | None = None) -> list[tuple[int, Flicker, Lift | Place | None]]:
         """End the flickers quiet for :data:`FLICKER_QUIET_MS` at host time ``now_ms``; return each one's square,
         the flicker and the record that tells its last state at board time ``t`` (None: the state told last
-        stands)."""
+        stands). ``changing``: the square of the change being read now, never quiet (read late after the host
+        stalled, it was made while the square still flickered)."""
         out: list[tuple[int, Flicker, Lift | Place | None]] = []
         for sq, flicker in list(self.flickering.items()):
-            if now_ms - flicker.last_at < FLICKER_QUIET_MS:
+            if now_ms - flicker.last_at < FLICKER_QUIET_MS or sq == changing:
                 continue
             del self.flickering[sq]
             last, told = flicker.last, self.told.get(sq)

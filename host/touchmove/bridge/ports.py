@@ -50,6 +50,9 @@ SNAPSHOT_INTERVAL = 0.5
 #: (0.2 s) a board that took a minute to boot answered 300 of them while its first moves were played, and its
 #: output, full, dropped events for snapshots (moves then read from snapshots, wrong ones among them).
 HELLO_RETRY_S = 2.0
+#: The port scan woken this much later than asked (s): the bridge was not run meanwhile (a loaded host), and no
+#: square is judged quiet on that pass.
+STALL_S = 0.5
 
 
 class PortGate(Protocol):
@@ -156,6 +159,7 @@ class BoardPorts:
     async def scan_loop(self) -> None:
         cfg = self.config
         self.report.started()
+        stalled = False
         while True:
             try:
                 paths = [*find_ports(cfg.ports, cfg.usb), *boards.find_board_ports(cfg)]
@@ -165,14 +169,18 @@ class BoardPorts:
                 self.report.check_silent()
                 self.bad_input_log.flush()
                 for sess in list(self.pipeline.boards.values()):
-                    if sess.flicker.flickering:
+                    if sess.flicker.flickering and not stalled:
                         self.flicker_quiet(sess, self.clock.monotonic())
                 for link in list(self.links.values()):
                     if link.board is None and link.held_back is None:
                         self._ask_hello(link)
             except Exception:
                 log.exception("port scan failed")
+            slept_from = self.clock.monotonic()
             await asyncio.sleep(cfg.rescan_s)
+            # woken late, the bridge itself was not run: what the ports hold is read before any square is
+            # judged quiet (the changes of a flickering square wait there)
+            stalled = self.clock.monotonic() - slept_from > cfg.rescan_s + STALL_S
 
     def handle_closed(self, link: SerialLink, reason: str) -> None:
         if self.links.get(link.key) is link:
@@ -342,10 +350,10 @@ class BoardPorts:
         log.error("%s", message)
         self.pipeline.emit_bridge_alert(sess, "square_flicker", {"square": name, "port": port, "message": message})
 
-    def flicker_quiet(self, sess: BoardSession, now: float) -> None:
-        """End the flickers of ``sess``'s board that are quiet at host time ``now`` (s): each square's last state
-        goes on to the journal and the engine as one record."""
-        for sq, ended, record in sess.flicker.quiet(now * 1000, max(sess.now(now), sess.last_t)):
+    def flicker_quiet(self, sess: BoardSession, now: float, changing: int | None = None) -> None:
+        """End the flickers of ``sess``'s board that are quiet at host time ``now`` (s), but the square
+        ``changing`` now: each square's last state goes on to the journal and the engine as one record."""
+        for sq, ended, record in sess.flicker.quiet(now * 1000, max(sess.now(now), sess.last_t), changing):
             log.warning("board %s: square %s quiet again after %.1f s of flicker (%d changes coalesced)", sess.board,
                         chess.square_name(sq), (ended.last_at - ended.since) / 1000, ended.held)
             if record is not None:
@@ -380,7 +388,7 @@ class BoardPorts:
         sess.arrival_host = now
         record = msg.record
         if sess.flicker.flickering:
-            self.flicker_quiet(sess, now)
+            self.flicker_quiet(sess, now, record.sq if isinstance(record, records.Lift | records.Place) else None)
         if isinstance(record, records.Lift | records.Place):
             goes_on, started = sess.flicker.take(record, now * 1000)
             if started is not None:
