@@ -31,6 +31,7 @@ from touchmove.rules.readings import (
     promotion_seen,
     pushed_capture,
     takeback_proven,
+    victim_pushed_first,
     victim_set_aside,
 )
 
@@ -194,10 +195,13 @@ def still_lost(view: BoardView) -> Decision | None:
 
 
 def interrupted_move_shown(view: BoardView) -> Decision | None:
-    """5. An interrupted move (not moved on, or released) that the board continues from."""
+    """5. An interrupted move (not moved on, or released) that the board continues from (a capture of it under way
+    with its victim pushed aside first, too)."""
     interrupted = view.interrupted
-    if (interrupted is not None and (not interrupted.moved_on or interrupted.released)
-            and interrupted.after(view.position).continuable(view.occupancy)):
+    if interrupted is None or (interrupted.moved_on and not interrupted.released):
+        return None
+    after = interrupted.after(view.position)
+    if after.continuable(view.occupancy) or victim_pushed_first(after, view.occupancy):
         return MakeInterrupted()
     return None
 
@@ -251,8 +255,9 @@ def move_in_progress(view: BoardView) -> Decision | None:
 
 
 def capture_victim_aside(view: BoardView) -> Decision | None:
-    """10. A capture made but for its victim, pushed onto a square next to it and still to be taken off."""
-    return WAIT if victim_set_aside(view) else None
+    """10. A capture made but for its victim, pushed onto a square next to it and still to be taken off; or under
+    way, the victim pushed aside before the capturing piece lands."""
+    return WAIT if victim_set_aside(view) or victim_pushed_first(view.position, view.occupancy) else None
 
 
 def snapshot_hides_loss(view: BoardView) -> Decision | None:
