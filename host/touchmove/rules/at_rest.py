@@ -23,6 +23,7 @@ from touchmove.rules.readings import (
     amendment,
     answer_moved_on,
     answer_undone,
+    capture_but_victim_aside,
     capture_on_touchdown,
     earlier_position,
     end_in_question,
@@ -200,8 +201,9 @@ def interrupted_move_shown(view: BoardView) -> Decision | None:
     interrupted = view.interrupted
     if interrupted is None or (interrupted.moved_on and not interrupted.released):
         return None
-    after = interrupted.after(view.position)
-    if after.continuable(view.occupancy) or victim_pushed_first(after, view.occupancy):
+    after, occ = interrupted.after(view.position), view.occupancy
+    if (after.continuable(occ) or victim_pushed_first(after, occ)
+            or capture_but_victim_aside(after, occ, view.evidence, view.evidence.lifted_since(interrupted.t))):
         return MakeInterrupted()
     return None
 
