@@ -196,13 +196,16 @@ def still_lost(view: BoardView) -> Decision | None:
 
 
 def interrupted_move_shown(view: BoardView) -> Decision | None:
-    """5. An interrupted move (not moved on, or released) that the board continues from (a capture of it under way
-    with its victim pushed aside first, too)."""
+    """5. An interrupted move (not moved on, or released) that the board continues from: a move of it in progress,
+    a capture of it under way or made but for its victim, pushed aside, or one piece of the other side lifted
+    (even one that cannot move: a touch, an adjustment; that side reacts, the move was made)."""
     interrupted = view.interrupted
     if interrupted is None or (interrupted.moved_on and not interrupted.released):
         return None
     after, occ = interrupted.after(view.position), view.occupancy
+    touched = after.occ & ~occ & after.board.occupied_co[after.board.turn]
     if (after.continuable(occ) or victim_pushed_first(after, occ)
+            or (occ == after.occ & ~touched and touched and not touched & (touched - 1))
             or capture_but_victim_aside(after, occ, view.evidence, view.evidence.lifted_since(interrupted.t))):
         return MakeInterrupted()
     return None
