@@ -23,6 +23,7 @@ from touchmove.rules.readings import (
     amendment,
     answer_moved_on,
     answer_undone,
+    capture_but_victim_aside,
     capture_on_touchdown,
     earlier_position,
     end_in_question,
@@ -31,6 +32,7 @@ from touchmove.rules.readings import (
     promotion_seen,
     pushed_capture,
     takeback_proven,
+    victim_pushed_first,
     victim_set_aside,
 )
 
@@ -194,10 +196,17 @@ def still_lost(view: BoardView) -> Decision | None:
 
 
 def interrupted_move_shown(view: BoardView) -> Decision | None:
-    """5. An interrupted move (not moved on, or released) that the board continues from."""
+    """5. An interrupted move (not moved on, or released) that the board continues from: a move of it in progress,
+    a capture of it under way or made but for its victim, pushed aside, or one piece of the other side lifted
+    (even one that cannot move: a touch, an adjustment; that side reacts, the move was made)."""
     interrupted = view.interrupted
-    if (interrupted is not None and (not interrupted.moved_on or interrupted.released)
-            and interrupted.after(view.position).continuable(view.occupancy)):
+    if interrupted is None or (interrupted.moved_on and not interrupted.released):
+        return None
+    after, occ = interrupted.after(view.position), view.occupancy
+    touched = after.occ & ~occ & after.board.occupied_co[after.board.turn]
+    if (after.continuable(occ) or victim_pushed_first(after, occ)
+            or (occ == after.occ & ~touched and touched and not touched & (touched - 1))
+            or capture_but_victim_aside(after, occ, view.evidence, view.evidence.lifted_since(interrupted.t))):
         return MakeInterrupted()
     return None
 
@@ -251,8 +260,9 @@ def move_in_progress(view: BoardView) -> Decision | None:
 
 
 def capture_victim_aside(view: BoardView) -> Decision | None:
-    """10. A capture made but for its victim, pushed onto a square next to it and still to be taken off."""
-    return WAIT if victim_set_aside(view) else None
+    """10. A capture made but for its victim, pushed onto a square next to it and still to be taken off; or under
+    way, the victim pushed aside before the capturing piece lands."""
+    return WAIT if victim_set_aside(view) or victim_pushed_first(view.position, view.occupancy) else None
 
 
 def snapshot_hides_loss(view: BoardView) -> Decision | None:

@@ -80,7 +80,7 @@ from touchmove.rules.footprints import Position
 from touchmove.rules.game_line import Declared, GameLine
 from touchmove.rules.gamelog import GameRecord
 from touchmove.rules.identity import PieceChange, under_way
-from touchmove.rules.pending import InterruptedMove, sliding_in
+from touchmove.rules.pending import CASTLING_STEP_HOLD_MS, InterruptedMove, castling_step, sliding_in
 from touchmove.rules.phases import (
     CLEARED,
     CLEARED_SQUARES,
@@ -420,10 +420,21 @@ class Engine:
             out += self._change(*change)
         return out
 
+    def _move_deadline(self) -> int:
+        """Return when the pending move is made if the board rests: the settle time after the last change, and
+        :data:`~touchmove.rules.pending.CASTLING_STEP_HOLD_MS` more for a castling step (the king or the rook slid
+        on through it, castling)."""
+        state = self._state
+        deadline = state.changed_at + state.settle_ms
+        match = state.pending.match
+        if match is not None and castling_step(state.position.board, match.move):
+            deadline += CASTLING_STEP_HOLD_MS
+        return deadline
+
     def _decision_deadline(self) -> int | None:
         state = self._state
         if state.pending.match is not None:
-            return state.changed_at + state.settle_ms
+            return self._move_deadline()
         if state.judge_at_rest:
             return state.changed_at + state.settle_ms
         if state.phase in _READING and state.sync is UNDISPUTED and state.occ != state.position.occ:
@@ -455,9 +466,12 @@ class Engine:
         if state.phase is NEW or t < state.changed_at + state.settle_ms:
             return out
         if state.pending.match is not None:
+            deadline = self._move_deadline()
+            if t < deadline:
+                return out  # a castling step held a moment longer
             state.judge_at_rest = False
             out += self._writing.make(*state.pending.resolve(state.position, state.occ, pressed=False))
-            state.line.unseen.settled_by_time = (len(state.games[-1].moves), state.changed_at + state.settle_ms)
+            state.line.unseen.settled_by_time = (len(state.games[-1].moves), deadline)
         elif state.judge_at_rest:
             state.judge_at_rest = False
             out += self._unexplained(state.changed_at)

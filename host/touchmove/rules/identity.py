@@ -110,12 +110,17 @@ class PieceWatch:
         """Return True when ``sq`` is empty after a pawn stood on it (a promotion's pawn being exchanged)."""
         return sq not in self.letters and self.last.get(sq) in ("P", "p")
 
-    def wrong(self, board: chess.BaseBoard, settled_by: int) -> list[dict[str, str]]:
+    def wrong(self, board: chess.BaseBoard, settled_by: int,
+              capturing: chess.Color | None = None) -> list[dict[str, str]]:
         """Return the squares (not reported before) whose piece differs from ``board``'s: square, expected piece
         (the position's) and the piece found. Only pieces put down by ``settled_by`` are judged: one put down
-        since may be the next move under way (an answer before the move it answers was made)."""
+        since may be the next move under way (an answer before the move it answers was made). With
+        ``capturing`` (the side to move, a move of it under way) a piece of that side on the other side's is not
+        judged: a capture made but for its victim, pushed aside and still to be taken off."""
         out = []
         for sq, expected, found in self._differing(board, settled_by):
+            if capturing is not None and found.isupper() == capturing and expected.isupper() != capturing:
+                continue
             if (sq, found) not in self.told:
                 self.told.add((sq, found))
                 out.append({"sq": chess.square_name(sq), "expected": expected, "found": found})

@@ -10,9 +10,18 @@ from dataclasses import dataclass
 
 import chess
 
-from touchmove.rules.footprints import Footprint, Position
+from touchmove.rules.footprints import Footprint, Position, castling_squares
 
-__all__ = ["InterruptedMove", "PendingMove", "sliding_in"]
+__all__ = ["CASTLING_STEP_HOLD_MS", "InterruptedMove", "PendingMove", "castling_step", "sliding_in"]
+
+#: How much longer than the settle time a castling step waits before it is made (ms): a king's step from its square
+#: onto the square it crosses castling (Kf1, Kd1 with the right to castle that way, the rook on its square), or a
+#: castling rook's step towards its king (Rg1, Rf1). Castling slid along the rank stops on those squares for a
+#: moment (the hands: 40-150 ms and the crossing), which a board's reports can stretch to the settle time and
+#: beyond (a Chessnut's 100 ms scan shows 190 ms for 200 or 300; ChessLink's debounce and DGT's scan up to 250 ms).
+#: A king released there is the king's move all the same, made this much later with the time it showed (4.7);
+#: the opponent's answer or a clock press makes it at once.
+CASTLING_STEP_HOLD_MS = 300
 
 
 @dataclass(slots=True)
@@ -95,6 +104,26 @@ class PendingMove:
                 or not made.placed & ~shown.placed):
             return False  # the same move, another piece, or it lands there too (the king's step, then castling)
         return interrupted.released or occ & made.placed == made.placed
+
+
+def castling_step(board: chess.Board, move: chess.Move) -> bool:
+    """Return whether ``move`` (not a castling) is a step castling passes through: the king onto a square it crosses
+    to its castling square, or the castling rook onto a square between it and its castling square or onto that
+    square, for a castling legal in ``board``."""
+    if not board.castling_rights or board.is_castling(move):
+        return False
+    for castling in board.generate_castling_moves():
+        rook, king_to, rook_to = castling_squares(board, castling)
+        king = castling.from_square
+        if move.from_square == king:
+            path = chess.between(king, king_to)
+        elif move.from_square == rook:
+            path = chess.between(rook, rook_to) | chess.BB_SQUARES[rook_to]
+        else:
+            continue
+        if path & chess.BB_SQUARES[move.to_square]:
+            return True
+    return False
 
 
 def sliding_in(position: Position, occ: chess.Bitboard) -> bool:

@@ -82,7 +82,9 @@ class PromotionPieces:
                 pieces.restamp(event.t + 1, event.ply)
         if state.pending.match is None and any(isinstance(e, MoveMade | MoveAmended | GameStart) for e in judged):
             # (with a move shown and waiting out its settle time, the pieces are judged when it is made)
-            wrong = pieces.wrong(state.position.board, state.t - state.settle_ms)
+            under_way = state.occ != state.position.occ
+            wrong = pieces.wrong(state.position.board, state.t - state.settle_ms,
+                                 state.position.board.turn if under_way else None)
             if wrong:
                 judged.append(state.alert(judged[-1].t, "board_mismatch", "7.4", state.ply_number, {
                     "pieces": wrong, "extra": [], "missing": []}))

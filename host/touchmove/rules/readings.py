@@ -27,11 +27,12 @@ from touchmove.rules.ply_evidence import PlyEvidence
 
 __all__ = [
     "PROMOTION_LOOKBACK", "PUSH_ASIDE_MS", "STOOD_ASIDE_LANDING_MS", "STOOD_ASIDE_MS", "BoardView", "GameView",
-    "amendment", "answer_left_before_press", "answer_undone", "capture_on_touchdown",
+    "amendment", "answer_left_before_press", "answer_undone", "capture_but_victim_aside", "capture_on_touchdown",
     "capture_under_way_on_touchdown", "castling_completed", "double_step_stood_aside", "earlier_position",
     "end_in_question", "explain_shown", "king_on_castling_square", "mismatch_excused", "move_captured_on_touchdown",
     "pending_double_step_stood_aside", "pending_touchdowns", "promotion_seen", "promotion_under_way",
-    "pushed_capture", "reexplained_last", "replay_with", "takeback_proven", "touchdowns", "victim_set_aside",
+    "pushed_capture", "reexplained_last", "replay_with", "takeback_proven", "touchdowns", "victim_pushed_first",
+    "victim_set_aside",
 ]
 
 #: A victim pushed aside is replaced by the capturing piece in one motion: its square refilled within this long
@@ -350,14 +351,39 @@ def victim_set_aside(view: BoardView) -> bool:
 
     The victim is still to be taken off: a capture in progress, which no other explanation may preempt.
     """
-    position, occ = view.position, view.occupancy
+    return capture_but_victim_aside(view.position, view.occupancy, view.evidence, view.evidence.lifted)
+
+
+def capture_but_victim_aside(position: Position, occ: chess.Bitboard, ply: PlyEvidence,
+                             lifted: chess.Bitboard) -> bool:
+    """Return whether ``occ`` shows a capture of ``position`` made (proven by ``lifted``) but for its victim, pushed
+    onto a square next to it."""
     filled = occ & ~position.occ
     if not filled or filled & (filled - 1):
         return False
-    ply = view.evidence
-    shown = position.explain(occ & ~filled, ply.lifted, ply.lifts_unseen, ply.held, ply.last_lift, ply.last_place)
+    shown = position.explain(occ & ~filled, lifted, ply.lifts_unseen, ply.held, ply.last_lift, ply.last_place)
     return (shown is not None and bool(chess.BB_KING_ATTACKS[shown.move.to_square] & filled)
             and bool(position.occ & chess.BB_SQUARES[shown.move.to_square]))
+
+
+def victim_pushed_first(position: Position, occ: chess.Bitboard) -> bool:
+    """Return whether ``occ`` shows a capture of ``position`` under way whose victim was pushed aside before the
+    capturing piece landed: one square filled that the position has empty, next to an emptied square whose piece
+    (the other side's) a piece the side to move has lifted can capture; with the victim back on its square the
+    board is a move of the position in progress. The capturing piece lands next, then the victim is taken off."""
+    filled = occ & ~position.occ
+    if not filled or filled & (filled - 1):
+        return False
+    board = position.board
+    aside = filled.bit_length() - 1
+    for victim in chess.scan_forward(position.occ & ~occ & chess.BB_KING_ATTACKS[aside]
+                                     & board.occupied_co[not board.turn]):
+        back = (occ & ~filled) | chess.BB_SQUARES[victim]
+        lifted = position.occ & ~back & board.occupied_co[board.turn]
+        if (any(True for _ in board.generate_legal_moves(lifted, chess.BB_SQUARES[victim]))
+                and position.continuable(back)):
+            return True
+    return False
 
 
 def answer_left_before_press(view: BoardView) -> bool:
