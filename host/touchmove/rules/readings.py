@@ -426,7 +426,8 @@ def answer_undone(view: BoardView) -> tuple[Position, PlyEvidence, Footprint | N
 
     The last ply was made before the mover of the ply before it pressed his clock, and before that press the board
     shows that ply alone again (or that piece's move re-read over both plies): the answer was a piece displaced
-    (knocked off by the sleeve and lying where it could move), not a move.
+    (knocked off by the sleeve and lying where it could move), not a move. Its piece lifted from where it landed,
+    nothing else changed, shows neither yet (a hand straightening it, a DGT clock's press read late or left out).
     """
     presses = view.line.presses
     answered, previous = presses.answered, view.previous
@@ -436,6 +437,9 @@ def answer_undone(view: BoardView) -> tuple[Position, PlyEvidence, Footprint | N
     if len(game.moves) < 2:
         return None
     position, ply = answered
+    landing = chess.BB_SQUARES[game.moves[-1].to_square]
+    if view.evidence.lifted == landing and view.occupancy == view.position.occ & ~landing:
+        return None  # its piece lifted from where it landed, nothing else: maybe to straighten it (the next change)
     if previous[0].continuable(view.occupancy):
         return position, ply, None  # the ply before the answer, with the opponent's real answer under way
     lifts = ply.then(previous[1]).then(view.evidence)
