@@ -31,14 +31,15 @@ from touchmove.rules.readings import (
     move_captured_on_touchdown,
     promotion_seen,
     pushed_capture,
+    shown_with_answer_begun,
     takeback_proven,
     victim_pushed_first,
     victim_set_aside,
 )
 
 __all__ = [
-    "AT_REST", "Amend", "CaptureOnTouchdown", "Decision", "MakeInterrupted", "RecoverAgain", "Reopen", "SearchLost",
-    "SetPromotion", "TakeBack", "TakeBackProven", "UndoAnswer", "Wait",
+    "AT_REST", "Amend", "CaptureOnTouchdown", "Decision", "MakeAnswerBegun", "MakeInterrupted", "RecoverAgain",
+    "Reopen", "SearchLost", "SetPromotion", "TakeBack", "TakeBackProven", "UndoAnswer", "Wait",
 ]
 
 
@@ -91,6 +92,20 @@ class RecoverAgain(Decision):
 @dataclass(frozen=True, slots=True)
 class MakeInterrupted(Decision):
     """Make the interrupted move: the board shows the opponent's answer (or a move in progress) after it."""
+
+
+@dataclass(frozen=True, slots=True)
+class MakeAnswerBegun(Decision):
+    """Make ``footprint``, which the board shows but for the next mover's piece lifted from ``begun`` (his answer
+    begun within the scan that showed the move: that lift is the next ply's). Tentative: a board that names its
+    pieces may show the victim of the capture still on its square (then nothing is made)."""
+
+    footprint: Footprint
+    begun: chess.Bitboard
+
+    def tentative(self) -> bool:
+        """Return True: when the move is not made, the next row is asked."""
+        return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,8 +251,16 @@ def displaced_answer_moved_on(view: BoardView) -> Decision | None:
     return None if shown is None else Amend(shown, by_evidence=True)
 
 
+def answer_begun_shown(view: BoardView) -> Decision | None:
+    """15a. A move shown made but for a piece of the next mover lifted away from it (his answer begun within the
+    scan that showed the move, :func:`~touchmove.rules.readings.shown_with_answer_begun`): the move, that lift the
+    next ply's."""
+    found = shown_with_answer_begun(view.occupancy, view.position, view.evidence, view.line.presses)
+    return None if found is None else MakeAnswerBegun(*found)
+
+
 def pieces_moved_on(view: BoardView) -> Decision | None:
-    """15a. A board that names its pieces shows more than a move under way (an answer faster than its scan) and
+    """15b. A board that names its pieces shows more than a move under way (an answer faster than its scan) and
     no row above reads it: the plies played are searched, those that leave every piece where it shows them
     recovered."""
     pieces = view.pieces_shown
@@ -334,6 +357,7 @@ AT_REST: tuple[Reading, ...] = (
     moved_after_release,
     promotion_piece_seen,
     answer_undone_before_press,
+    answer_begun_shown,
     pieces_moved_on,
     recovered_plies_contradicted,
     takeback_played_on,

@@ -48,6 +48,7 @@ from touchmove.rules.at_rest import (
     Amend,
     CaptureOnTouchdown,
     Decision,
+    MakeAnswerBegun,
     MakeInterrupted,
     RecoverAgain,
     Reopen,
@@ -712,6 +713,11 @@ class Engine:
                 return state.unseen.recover_again(self, t)
             case MakeInterrupted():
                 return self._writing.make(*state.pending.take_interrupted())
+            case MakeAnswerBegun(footprint=shown, begun=begun):
+                if self._writing.victim_shown(shown, state.position.board.turn):
+                    return []  # (a board that names its pieces shows the victim still there: no capture yet)
+                state.evidence.answer_begun |= begun
+                return self._writing.make(shown, t)
             case Amend(footprint=shown, by_evidence=by_evidence):
                 return self._writing.amend(t, shown, by_evidence)
             case SetPromotion(number=number, move=move):

@@ -85,19 +85,23 @@ class PlyWriting:
                 if sq not in answers:
                     continue  # the mover's own piece, which no answer can take: his touch
             at_once |= chess.BB_SQUARES[sq]
-        late = [(at, sq) for at, sq in ply.lifts if at > t or at_once & chess.BB_SQUARES[sq]]
+        # The answer begun before the scan that showed the move (its pieces lifted while the board showed it).
+        begun = ply.answer_begun & ~shown.involved
+        late = [(at, sq) for at, sq in ply.lifts if at > t or (at_once | begun) & chess.BB_SQUARES[sq]]
         if late:
             # Lifts after the move showed belong to the next ply (the opponent started before the settle time
             # was over); they are judged there, not here.
             earlier = Touches()
             for sq in ply.touches.order:
                 first = ply.first_lift.get(sq, t)
+                if begun & chess.BB_SQUARES[sq]:
+                    continue  # the answer's, begun before the move showed
                 if first < t or (first == t and not at_once & chess.BB_SQUARES[sq]):
                     earlier.touch(position, sq)
             ply.touches = earlier
             nxt = state.evidence
             exchanged = chess.BB_SQUARES[move.to_square] if move.promotion is not None else 0
-            nxt.carry_late(ply, t, state.position, at_once, exchanged)
+            nxt.carry_late(ply, t, state.position, at_once, exchanged, begun)
             # The answer may be on the board already (a Chess960 castling that leaves the squares as they were).
             answer = self.explain(state.position, nxt)
             if answer is not None:

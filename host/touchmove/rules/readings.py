@@ -31,7 +31,8 @@ __all__ = [
     "capture_under_way_on_touchdown", "castling_completed", "double_step_stood_aside", "earlier_position",
     "end_in_question", "explain_shown", "king_on_castling_square", "mismatch_excused", "move_captured_on_touchdown",
     "pending_double_step_stood_aside", "pending_touchdowns", "promotion_seen", "promotion_under_way",
-    "pushed_capture", "reexplained_last", "replay_with", "takeback_proven", "touchdowns", "victim_pushed_first",
+    "pushed_capture", "reexplained_last", "replay_with", "shown_with_answer_begun", "takeback_proven", "touchdowns",
+    "victim_pushed_first",
     "victim_set_aside",
 ]
 
@@ -108,6 +109,41 @@ def explain_shown(occ: chess.Bitboard, position: Position, ply: PlyEvidence, pre
     """Return the legal move that ``occ`` shows from ``position`` with the lifts of ``ply``, if any."""
     return position.explain(occ, ply.lifted, ply.lifts_unseen, ply.held, ply.last_lift, ply.last_place,
                             straightened(ply, presses) if ply.adjusted else 0)
+
+
+def shown_with_answer_begun(occ: chess.Bitboard, position: Position, ply: PlyEvidence,
+                            presses: Presses) -> tuple[Footprint, chess.Bitboard] | None:
+    """Return the legal move ``occ`` shows from ``position`` but for a piece of the next mover lifted away from it,
+    with its square: the answer begun before the scan that showed the move (the hand had landed, the opponent's
+    hand came within one scan); else None.
+
+    A lifted piece the moving piece can capture may be its victim (a capture under way), one next to the move's
+    squares a piece his sleeve knocked, and one that can capture a piece lifted too may have done so (the board
+    shows that capture made alike): none is read so. Lifts not seen (a snapshot) prove nothing.
+    """
+    board = position.board
+    begun = board.occupied_co[not board.turn] & ply.lifted & ~occ
+    if not begun or begun & (begun - 1) or ply.lifts_unseen:
+        return None  # (more than one piece of his off the board: not one move begun, the board being cleared)
+    shown = explain_shown(occ | begun, position, ply, presses)
+    if shown is None or ply.lifted & position.occ & ~shown.involved & ~begun:
+        return None  # (another piece of the position lifted too: a touch, a capture's victim, ... not so plain)
+    for capture in board.generate_legal_captures(chess.BB_SQUARES[shown.move.from_square]):
+        victim = capture.to_square
+        if board.is_en_passant(capture):
+            victim = chess.square(chess.square_file(capture.to_square), chess.square_rank(capture.from_square))
+        if begun & chess.BB_SQUARES[victim]:
+            return None  # the piece shown moved may be taking it (set down on its way)
+    near = shown.involved
+    for sq in chess.scan_forward(shown.involved):
+        near |= chess.BB_KING_ATTACKS[sq]
+    if near & begun:
+        return None
+    after = board.copy(stack=False)
+    after.push(shown.move)
+    if any(True for _ in after.generate_pseudo_legal_captures(begun, ply.lifted)):
+        return None  # a piece it takes was lifted too: the board would show that capture made alike
+    return shown, begun
 
 
 def reexplained_last(view: BoardView) -> Footprint | None:
@@ -416,7 +452,8 @@ def answer_undone(view: BoardView) -> tuple[Position, PlyEvidence, Footprint | N
 
     The last ply was made before the mover of the ply before it pressed his clock, and before that press the board
     shows that ply alone again (or that piece's move re-read over both plies): the answer was a piece displaced
-    (knocked off by the sleeve and lying where it could move), not a move.
+    (knocked off by the sleeve and lying where it could move), not a move. Its piece lifted from where it landed,
+    nothing else changed, shows neither yet (a hand straightening it, a DGT clock's press read late or left out).
     """
     presses = view.line.presses
     answered, previous = presses.answered, view.previous
@@ -426,6 +463,9 @@ def answer_undone(view: BoardView) -> tuple[Position, PlyEvidence, Footprint | N
     if len(game.moves) < 2:
         return None
     position, ply = answered
+    landing = chess.BB_SQUARES[game.moves[-1].to_square]
+    if view.evidence.lifted == landing and view.occupancy == view.position.occ & ~landing:
+        return None  # its piece lifted from where it landed, nothing else: maybe to straighten it (the next change)
     if previous[0].continuable(view.occupancy):
         return position, ply, None  # the ply before the answer, with the opponent's real answer under way
     lifts = ply.then(previous[1]).then(view.evidence)
