@@ -77,6 +77,37 @@ def test_a_recapture_the_memory_logged_before_its_lift_gives_both_plies() -> Non
     assert published(events) == ['b7b5', 'a4b5', 'a6b5', 'f2f4', 'b5b4', 'c2c4', 'b4c3', 'b2c3', 'e7e6']
 
 
+def test_captures_on_one_square_the_memory_merged_come_back_in_their_order() -> None:
+    """Drop 20 s, game 56 of the bench: ...Nxd5 Nxd5 Bxd5 Bxd5 Rxd5 Qe4 Rxd1 Rxd1 made while the link was lost.
+    The memory merges the consecutive changes of d5 (the knights, the bishops landing there are lost) and of d1
+    (R, r, R: one entry, the same as before). The engine follows the orders of the captures on d5 as hypotheses;
+    the queen put on e4 dropped every one of them, and the board it went on blind with had no queen on e4 (the
+    change that dropped them was taken by none): it searched for lines that had taken the queen, and never
+    published a ply again. The change that drops every line is read by the engine itself: the plies come back."""
+    start = chess.Board("r1qr2k1/pp2bppp/2p1bn2/3P4/3Q4/2N1B1PP/PPP2PBK/3R1R2 b - - 0 14")
+    dgt.MEMORIES.pop(SERIAL.decode(), None)
+    tr = dgt.DgtTranslator("sim")
+    lines: list[dict[str, Any]] = []
+    tr.start(0)
+    lines += tr.feed(dgt.message(dgt.MSG_SERIALNR, SERIAL), 10)
+    lines += tr.feed(dgt.message(dgt.MSG_EE_MOVES, bytes((dgt.EE_DOWNLOADED,))), 20)
+    lines += tr.feed(dgt.message(dgt.MSG_BOARD_DUMP, bytes(codes_of(start))), 30)
+    for now in range(1000, 6000, 500):      # the board stops answering: the link is lost
+        lines += tr.tick(now)[0]
+    assert tr.links_lost == 1
+    log = bytes((dgt.EE_DOWNLOADED,)) + b"".join(entry(sq, content) for sq, content in (
+        (chess.F6, None), (chess.D5, "N"), (chess.C3, None), (chess.E6, None), (chess.D5, None), (chess.G2, None),
+        (chess.D5, None), (chess.D8, None), (chess.D5, "r"), (chess.D4, None), (chess.E4, "Q"), (chess.D5, None),
+        (chess.D1, "R"), (chess.F1, None), (chess.E7, None), (chess.F6, "b")))
+    lines += tr.feed(dgt.message(dgt.MSG_EE_MOVES, log), 20_000)
+    after = chess.Board("r1q3k1/pp3ppp/2p2b2/8/4Q3/4B1PP/PPP2P1K/3R4 w - - 1 19")
+    lines += tr.feed(dgt.message(dgt.MSG_BOARD_DUMP, bytes(codes_of(after))), 20_100)
+    lines += tr.tick(25_000)[0]
+    dgt.MEMORIES.pop(SERIAL.decode(), None)
+    events = engine_events(start, as_records(lines), dgt.MIN_SETTLE_MS)
+    assert published(events) == ["f6d5", "c3d5", "e6d5", "g2d5", "d8d5", "d4e4", "d5d1", "f1d1", "e7f6"]
+
+
 def test_only_a_landing_and_the_lift_that_explains_it_later_in_the_scan_are_one_run() -> None:
     """A white pawn put on c3 (no pawn lifted just before can go there) and a white pawn lifted from b2 after it
     (a later field, a pawn that can): maybe one scan's reading of bxc3, the lift made first, one run. A piece of
