@@ -428,3 +428,32 @@ def test_plies_recovered_before_the_published_order_was_read_are_amended_to_it()
     assert records.parse_line(records.to_line(record)) == record
     with pytest.raises(records.RecordError, match="list of SAN"):
         records.parse_line('{"t":1,"type":"published","moves":"e4"}')
+
+
+def test_the_change_that_drops_every_hypothesis_is_read_by_the_engine_itself() -> None:
+    """A board that names its pieces, its changes lost meanwhile (drop 20 s, game 56 of the bench: ...Nxd5 Nxd5
+    Bxd5 Bxd5 Rxd5 Qe4 Rxd1 Rxd1 Bf6, the pieces landing on d5 and d1 never told). The engine follows the orders
+    of the captures on d5 as hypotheses; the queen put on e4 drops every one of them. It goes on blind with the
+    board of one of them, which had not taken that change: with no queen on e4 it searched for lines that had
+    taken the queen and never published a ply again. The change is read by the engine itself: the plies come
+    back."""
+    start = chess.Board("r1qr2k1/pp2bppp/2p1bn2/3P4/3Q4/2N1B1PP/PPP2PBK/3R1R2 b - - 0 14")
+    recs: list[records.Record] = [records.Snapshot(30, start.occupied, pieces=start.board_fen())]
+    for t, kind, square, piece in (
+            (1368, "lift", "f6", None), (2710, "lift", "c3", None), (2710, "lift", "d5", None),
+            (2740, "place", "d5", "N"), (4044, "lift", "e6", None), (6720, "lift", "d5", None),
+            (8058, "lift", "g2", None), (10734, "lift", "d8", None), (10734, "place", "d5", "r"),
+            (12072, "lift", "d4", None), (13410, "place", "e4", "Q"), (14748, "lift", "d5", None),
+            (17424, "lift", "f1", None), (17424, "lift", "e7", None), (18762, "place", "f6", "b")):
+        sq = chess.parse_square(square)
+        recs.append(records.Lift(t, sq) if kind == "lift" else records.Place(t, sq, piece=piece))
+    engine = Engine(fen=start.fen(), settle_ms=300)
+    events = [e for r in recs for e in engine.feed(r)] + engine.finish()
+    moves: list[str] = []
+    for e in events:
+        if e.type in ("move", "move_amended"):
+            del moves[e.ply - 1:]
+            moves.append(e.uci)  # type: ignore[attr-defined]
+        elif e.type == "takeback":
+            del moves[e.ply - 1:]
+    assert moves == ["f6d5", "c3d5", "e6d5", "g2d5", "d8d5", "d4e4", "d5d1", "f1d1", "e7f6"]

@@ -24,6 +24,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+import chess
+
 from touchmove.boards.adapter import RESULTS, Content
 from touchmove.boards.base import ProtocolError, Translator, board_id
 
@@ -90,6 +92,8 @@ BAD_DUMPS_LOST = 2
 CHECK_DUE_MS = 1000
 CHECK_DUE_WALL_MS = 1000
 CHECK = bytes((SEND_BRD, SEND_UPDATE_NICE))
+#: The time between two fields' samples in one scan (ms): 64 fields in 200-250 ms.
+SCAN_STEP_MS = 4
 #: Sent when a lost link answers again: its move memory, the board, the clock, update mode.
 RELINK = bytes((SEND_EE_MOVES, SEND_BRD, SEND_CLK, SEND_UPDATE_NICE))
 #: How long (ms of board time, never less than 20 s of wall time: 8 kB at 9600 baud) the move memory is
@@ -332,6 +336,80 @@ def recover(at_download: list[int], host_last: list[int], events: list[tuple[str
     return changes[best_k:]
 
 
+def reaches(code: int, from_field: int, to_field: int, rotated: bool = False) -> bool:
+    """Return whether the piece of ``code`` can go from ``from_field`` to ``to_field`` in one move on an empty board
+    (a pawn forward, or diagonally forward one square; castling not counted); ``rotated``: the board is set up
+    with White on the 8th rank side (its fields numbered the other way round)."""
+    content = CODES.get(code)
+    if content is None or content in RESULTS:
+        return False
+    piece = chess.Piece.from_symbol(content)
+    origin, target = to_square(from_field), to_square(to_field)
+    if rotated:
+        origin, target = 63 - origin, 63 - target
+    if piece.piece_type != chess.PAWN:
+        board = chess.Board(None)
+        board.set_piece_at(origin, piece)
+        return bool(board.attacks_mask(origin) & chess.BB_SQUARES[target])
+    forward = 1 if piece.color == chess.WHITE else -1
+    files = abs(chess.square_file(target) - chess.square_file(origin))
+    ranks = (chess.square_rank(target) - chess.square_rank(origin)) * forward
+    home = chess.square_rank(origin) == (1 if piece.color == chess.WHITE else 6)
+    return (files == 1 and ranks == 1) or (files == 0 and (ranks == 1 or (ranks == 2 and home)))
+
+
+def scan_runs(codes: list[int], changes: list[Change], rotated: bool = False) -> list[list[Change]]:
+    """Return ``changes`` (the move memory's, in its order, made from the board ``codes``) cut into runs whose
+    order the memory cannot vouch for.
+
+    The board writes the changes one scan finds in the order it samples its fields (a8 first), not in the order
+    the hand made them. A piece put down where the piece lifted just before cannot have gone from there (the
+    memory merges consecutive changes of one square: the landing may be the last of several), then the same
+    piece lifted from a field later in the scan from which it can: one move, its lift logged last (bxc3 after
+    ...bxc3 e.p., logged c3 P then b2 empty). Those two are one run; every other change, and a power-up's board,
+    is a run of its own (a hand lifts before it puts down; a piece lifted after a landing is the next move begun,
+    or its victim). ``rotated``: as :func:`reaches` has it."""
+    board = list(codes)
+    runs: list[list[Change]] = []
+    told: list[tuple[int, int, int]] = []        # the changes so far: field, code, the code there before
+    for change in changes:
+        if isinstance(change, list):
+            runs.append([change])
+            board = list(change)
+            told.clear()
+            continue
+        field_no, code = change
+        if told and not code and len(runs[-1]) == 1 and _lift_logged_late(told, field_no, board[field_no], rotated):
+            runs[-1].append(change)
+        else:
+            runs.append([change])
+        told.append((field_no, code, board[field_no]))
+        board[field_no] = code
+    return runs
+
+
+def _lift_logged_late(told: list[tuple[int, int, int]], field_no: int, piece: int, rotated: bool) -> bool:
+    """Return whether ``piece`` lifted from ``field_no`` after the changes ``told`` (field, code, the code before)
+    may be the lift of the landing told last, logged after it by the scan (:func:`scan_runs`)."""
+    landing, placed, _ = told[-1]
+    if not placed or placed != piece or field_no <= landing or not reaches(piece, field_no, landing, rotated):
+        return False
+    if len(told) > 1:
+        lifted, code, was = told[-2]
+        if not code and was == piece and reaches(piece, lifted, landing, rotated):
+            return False            # the landing of the piece lifted just before: a whole move, in its order
+    return True
+
+
+def replay_times(codes: list[int], changes: list[Change], since: int, until: int,
+                 rotated: bool = False) -> list[tuple[int, list[Change]]]:
+    """Return the runs (:func:`scan_runs`) of ``changes`` (the move memory's, made from the board ``codes`` at
+    unknown times between ``since`` and ``until``), each with the time to replay it: spread over that time, a rest
+    between two runs, none within one (its order is the scan's, not the hand's)."""
+    runs = scan_runs(codes, changes, rotated)
+    return [(since + (until - since) * i // (len(runs) + 1), run) for i, run in enumerate(runs, start=1)]
+
+
 @dataclass
 class Memory:
     """What the host knows of one DGT board across reconnections (by serial number)."""
@@ -531,17 +609,10 @@ class DgtTranslator(Translator):
                          len(missed))
                 out.append({"t": now, "type": "error", "why": f"{len(missed)} change(s) read from the board's "
                             "memory (made while the port was closed)", "recovered": len(missed)})
-            for i, change in enumerate(missed, start=1):
+            for t, run in replay_times(memory.last, missed, since, now, self.adapter.rotated):
                 # made at unknown times while the port was closed: spread over that time, in their order
-                self.recovered += 1
-                t = since + (now - since) * i // (len(missed) + 1)
-                if isinstance(change, list):
-                    # the board found at a power-up: what was made while it was off, diffed
-                    self.told = list(change)
-                    out += self.adapter.full_report(_contents(change), t)
-                else:
-                    self.told[change[0]] = change[1]
-                    out += self.adapter.square_report(to_square(change[0]), CODES.get(change[1]), t)
+                self.recovered += len(run)
+                out += self._replay_run(run, t)
             out = [line for line in out if line.get("type") != "snapshot"]
         if self.ee_events is not None and self.serial:
             MEMORIES.setdefault(self.serial, Memory()).at_download = list(codes)
@@ -555,6 +626,26 @@ class DgtTranslator(Translator):
         self.dumps_wanted = max(0, self.dumps_wanted - 1)
         out += self.adapter.full_report(_contents(codes), now, snapshot=snapshot)
         self._remember()
+        return out
+
+    def _replay_run(self, run: list[Change], t: int) -> list[dict[str, Any]]:
+        """Tell the adapter one run of the move memory's changes (:func:`scan_runs`) from ``t`` on; return the
+        records.
+
+        A power-up's board is diffed (what was made while the board was off). The changes one scan may have read
+        are told :data:`SCAN_STEP_MS` apart, no rest between them, in an order a hand could have made them: the
+        squares emptied first, then the squares filled (a pawn lifted from b2 before it lands on c3, which the scan
+        read first)."""
+        first = run[0]
+        if isinstance(first, list):
+            self.told = list(first)
+            return self.adapter.full_report(_contents(first), t)
+        changes = [c for c in run if isinstance(c, tuple)]
+        out: list[dict[str, Any]] = []
+        ordered = [c for c in changes if not c[1]] + [c for c in changes if c[1]]
+        for k, (field_no, code) in enumerate(ordered):
+            self.told[field_no] = code
+            out += self.adapter.square_report(to_square(field_no), CODES.get(code), t + SCAN_STEP_MS * k)
         return out
 
     def _remember(self) -> None:

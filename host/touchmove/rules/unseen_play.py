@@ -28,7 +28,7 @@ from typing import Protocol, Self
 
 import chess
 
-from touchmove.records import Published, Record, Result, Resync, Setup, TakebackRequest
+from touchmove.records import Lift, Place, Published, Record, Result, Resync, Setup, TakebackRequest
 from touchmove.rules.events import Alert, AlertCode, DeclaredEnd, Event, ResultRejected, ResyncRejected
 from touchmove.rules.footprints import Position
 from touchmove.rules.game_line import Declared, GameRecovery, Recovered, RecoveredAlert, SearchedAgain
@@ -223,7 +223,9 @@ class UnseenPlay:
 
     def feed(self, engine: EngineInterface, record: Record) -> list[Event] | FollowBoard | ContinueBlind:
         """Give a record to the hypotheses (:class:`FollowBoard`), or reject it; an operator's record drops them
-        (:class:`ContinueBlind`, not judged: the engine then reads the record itself)."""
+        (:class:`ContinueBlind`, not judged: the engine then reads the record itself), and so does a board's lift or
+        place that dropped every line before one took it (a queen put on e4 while each line waited for a capture
+        on d5: the board it goes on blind with would miss the queen)."""
         if isinstance(record, Resync):
             plies = self.resync_plies(engine, record)
             if isinstance(plies, str):  # rejected: the hypotheses stay
@@ -236,7 +238,13 @@ class UnseenPlay:
         elif not isinstance(record, Setup | TakebackRequest):
             if isinstance(record, Published):
                 self.published(engine, record, amend=False)    # kept if every line is dropped
-            return self.feed_hypotheses(engine, lambda child: child.feed(record), record.t)
+            followed = self.feed_hypotheses(engine, lambda child: child.feed(record), record.t)
+            blind = followed.then
+            if (isinstance(blind, ContinueBlind) and isinstance(record, Lift | Place)
+                    and bool(blind.line.occupancy >> record.sq & 1) != isinstance(record, Place)):
+                # every line dropped before it took the change that dropped them: the engine reads it itself
+                return ContinueBlind(blind.line, judge=False)
+            return followed
         return self.drop_hypotheses(engine, search_again=False)  # the operator says what happened
 
     def next_deadline(self) -> int | None:

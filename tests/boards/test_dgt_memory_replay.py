@@ -1,0 +1,133 @@
+"""A DGT board's move memory read after the link was lost: the changes made meanwhile replayed to the engine in an
+order a hand could have made them, with a rest only where the memory vouches for their order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import chess
+
+from tests.boards.test_boards_through_engine import engine_events, published
+from touchmove import records
+from touchmove.boards import dgt
+from touchmove.boards.base import encode_lines
+from touchmove.serial.lines import FROM_BOARD_ADAPTER, DecodeError, decode
+from touchmove.sim.dgt import field_of
+from touchmove.sim.pieces import start_pieces
+
+SERIAL = b"42042"
+
+
+def codes_of(board: chess.Board) -> list[int]:
+    """Return the board's piece codes in DGT field order."""
+    out = [0] * 64
+    for sq, content in enumerate(start_pieces(board)):
+        out[field_of(sq, False)] = dgt.CONTENT_CODES[content]
+    return out
+
+
+def entry(square: chess.Square, content: str | None) -> bytes:
+    """Return the move memory's entry of one field's change."""
+    return bytes((0x40 | dgt.CONTENT_CODES[content], field_of(square, False)))
+
+
+def as_records(lines: list[dict[str, Any]]) -> list[records.Record]:
+    """Return the records the bridge reads from the translator's lines."""
+    out = []
+    for raw in encode_lines(lines):
+        try:
+            msg = decode(raw, FROM_BOARD_ADAPTER)
+        except DecodeError:
+            continue
+        if msg.record is not None:
+            out.append(msg.record)
+    return out
+
+
+def test_a_recapture_the_memory_logged_before_its_lift_gives_both_plies() -> None:
+    """Drop 20 s, power cycle, game 31 of the bench, from ...b5 on: ...bxc3 e.p. then bxc3 made while the link
+    was lost. The memory holds c3 once (a black pawn landing, taken off, White's pawn: P), and the scan that read
+    White's pawn on c3 read b2 empty after it (b2 comes later in the scan): the memory says c3 P before b2 empty.
+    Replayed with a rest between the two, the engine saw a white pawn come to c3 with b2 still occupied, took back
+    to ...b5 and recovered a wrong line (axb5 Bxb2 f4 Bg7 c3); replayed as one scan's changes, b2 lifted first,
+    every ply comes back."""
+    start = chess.Board("1r1q1rk1/1pnnppbp/p2p2p1/2pP4/P3P3/4B2P/1PPQ1PP1/R2NRBK1 b - - 7 17")
+    dgt.MEMORIES.pop(SERIAL.decode(), None)
+    tr = dgt.DgtTranslator("sim")
+    lines: list[dict[str, Any]] = []
+    tr.start(0)
+    lines += tr.feed(dgt.message(dgt.MSG_SERIALNR, SERIAL), 10)
+    lines += tr.feed(dgt.message(dgt.MSG_EE_MOVES, bytes((dgt.EE_DOWNLOADED,))), 20)
+    lines += tr.feed(dgt.message(dgt.MSG_BOARD_DUMP, bytes(codes_of(start))), 30)
+    for now in range(1500, 6000, 500):      # the board stops answering: the link is lost
+        lines += tr.tick(now)[0]
+    assert tr.links_lost == 1
+    log = (bytes((dgt.EE_DOWNLOADED,)) + entry(chess.B7, None) + entry(chess.B5, "p")
+           + entry(chess.B5, None) + entry(chess.A4, None) + entry(chess.B5, None) + entry(chess.A6, None)
+           + entry(chess.B5, "p") + entry(chess.F2, None) + entry(chess.F4, "P") + entry(chess.B5, None)
+           + entry(chess.B4, "p") + entry(chess.C4, "P") + entry(chess.C2, None)
+           + entry(chess.B4, None) + entry(chess.C4, None) + entry(chess.C3, "P") + entry(chess.B2, None)
+           + entry(chess.E7, None) + entry(chess.E6, "p"))
+    lines += tr.feed(dgt.message(dgt.MSG_EE_MOVES, log), 20_000)
+    after = chess.Board("1r1q1rk1/2nn1pbp/3pp1p1/2pP4/4PP2/2P1B2P/3Q2P1/R2NRBK1 w - - 0 22")
+    lines += tr.feed(dgt.message(dgt.MSG_BOARD_DUMP, bytes(codes_of(after))), 20_100)
+    lines += tr.tick(25_000)[0]
+    dgt.MEMORIES.pop(SERIAL.decode(), None)
+    events = engine_events(start, as_records(lines), dgt.MIN_SETTLE_MS)
+    assert published(events) == ['b7b5', 'a4b5', 'a6b5', 'f2f4', 'b5b4', 'c2c4', 'b4c3', 'b2c3', 'e7e6']
+
+
+def test_captures_on_one_square_the_memory_merged_come_back_in_their_order() -> None:
+    """Drop 20 s, game 56 of the bench: ...Nxd5 Nxd5 Bxd5 Bxd5 Rxd5 Qe4 Rxd1 Rxd1 made while the link was lost.
+    The memory merges the consecutive changes of d5 (the knights, the bishops landing there are lost) and of d1
+    (R, r, R: one entry, the same as before). The engine follows the orders of the captures on d5 as hypotheses;
+    the queen put on e4 dropped every one of them, and the board it went on blind with had no queen on e4 (the
+    change that dropped them was taken by none): it searched for lines that had taken the queen, and never
+    published a ply again. The change that drops every line is read by the engine itself: the plies come back."""
+    start = chess.Board("r1qr2k1/pp2bppp/2p1bn2/3P4/3Q4/2N1B1PP/PPP2PBK/3R1R2 b - - 0 14")
+    dgt.MEMORIES.pop(SERIAL.decode(), None)
+    tr = dgt.DgtTranslator("sim")
+    lines: list[dict[str, Any]] = []
+    tr.start(0)
+    lines += tr.feed(dgt.message(dgt.MSG_SERIALNR, SERIAL), 10)
+    lines += tr.feed(dgt.message(dgt.MSG_EE_MOVES, bytes((dgt.EE_DOWNLOADED,))), 20)
+    lines += tr.feed(dgt.message(dgt.MSG_BOARD_DUMP, bytes(codes_of(start))), 30)
+    for now in range(1000, 6000, 500):      # the board stops answering: the link is lost
+        lines += tr.tick(now)[0]
+    assert tr.links_lost == 1
+    log = bytes((dgt.EE_DOWNLOADED,)) + b"".join(entry(sq, content) for sq, content in (
+        (chess.F6, None), (chess.D5, "N"), (chess.C3, None), (chess.E6, None), (chess.D5, None), (chess.G2, None),
+        (chess.D5, None), (chess.D8, None), (chess.D5, "r"), (chess.D4, None), (chess.E4, "Q"), (chess.D5, None),
+        (chess.D1, "R"), (chess.F1, None), (chess.E7, None), (chess.F6, "b")))
+    lines += tr.feed(dgt.message(dgt.MSG_EE_MOVES, log), 20_000)
+    after = chess.Board("r1q3k1/pp3ppp/2p2b2/8/4Q3/4B1PP/PPP2P1K/3R4 w - - 1 19")
+    lines += tr.feed(dgt.message(dgt.MSG_BOARD_DUMP, bytes(codes_of(after))), 20_100)
+    lines += tr.tick(25_000)[0]
+    dgt.MEMORIES.pop(SERIAL.decode(), None)
+    events = engine_events(start, as_records(lines), dgt.MIN_SETTLE_MS)
+    assert published(events) == ["f6d5", "c3d5", "e6d5", "g2d5", "d8d5", "d4e4", "d5d1", "f1d1", "e7f6"]
+
+
+def test_only_a_landing_and_the_lift_that_explains_it_later_in_the_scan_are_one_run() -> None:
+    """A white pawn put on c3 (no pawn lifted just before can go there) and a white pawn lifted from b2 after it
+    (a later field, a pawn that can): maybe one scan's reading of bxc3, the lift made first, one run. A piece of
+    the other side lifted after a landing is the next move begun; a landing of the piece lifted just before
+    (...Rc8-a8) and a rook lifted later (e8, taken by Bxe8) is a whole move and a victim; a lift logged before a
+    landing is in the hand's order: each a run of its own, a rest after it."""
+    b4, c3, b2, g5, e7 = (field_of(sq, False) for sq in (chess.B4, chess.C3, chess.B2, chess.G5, chess.E7))
+    c8, a8, e8 = (field_of(sq, False) for sq in (chess.C8, chess.A8, chess.E8))
+    pawn, black_queen, black_rook = dgt.CONTENT_CODES["P"], dgt.CONTENT_CODES["q"], dgt.CONTENT_CODES["r"]
+    board = [0] * 64
+    board[b4], board[b2], board[g5] = dgt.CONTENT_CODES["p"], pawn, black_queen
+    board[c8], board[e8] = black_rook, black_rook
+    changes: list[dgt.Change] = [(b4, 0), (c3, pawn), (b2, 0), (e7, 0)]
+    assert dgt.scan_runs(board, changes) == [[(b4, 0)], [(c3, pawn), (b2, 0)], [(e7, 0)]]
+    assert dgt.scan_runs(board, [(c3, pawn), (g5, 0)]) == [[(c3, pawn)], [(g5, 0)]]
+    rook_move = [(c8, 0), (a8, black_rook), (e8, 0)]
+    assert dgt.scan_runs(board, rook_move) == [[(c8, 0)], [(a8, black_rook)], [(e8, 0)]]
+    found = [0] * 64
+    assert dgt.scan_runs(board, [(b2, 0), found, (e7, 0)]) == [[(b2, 0)], [found], [(e7, 0)]]
+    assert [t for t, _ in dgt.replay_times(board, changes, 1000, 5000)] == [2000, 3000, 4000]
+    # a board set up rotated numbers its fields the other way round: White's pawns go the other way
+    assert dgt.reaches(pawn, b2, c3) and not dgt.reaches(pawn, c3, b2)
+    assert dgt.reaches(pawn, c3, b2, rotated=True) and not dgt.reaches(pawn, b2, c3, rotated=True)
