@@ -51,7 +51,10 @@ def glitch_game() -> tuple[list[chess.Move], list[Event]]:
 def test_one_misread_scan_ends_no_game(tmp_path: Path, protocol: str) -> None:
     moves, events = glitch_game()
     want = [m.uci() for m in moves]
-    with BoardRig(tmp_path, protocol, moves, speed=4, events=events, start_board=False) as rig:
+    # rate 2, not 4: ChessLink and Chessnut report no times, so the bridge stamps their changes with its own time
+    # times the rate; a bridge not run for 60 ms was 240 ms of board time at rate 4, more than the Chessnut's
+    # 200 ms settle (a run with a core kept busy read 11. Nge2 Be6 12. Kg3 as Kg3 ... Ne2 with changes_lost)
+    with BoardRig(tmp_path, protocol, moves, speed=2, events=events, start_board=False) as rig:
         served = asyncio.run(_broadcast(tmp_path, rig, want))
         counts = rig.counts()
     events_seen = rig.events()
