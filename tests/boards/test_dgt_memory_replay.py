@@ -11,6 +11,7 @@ from tests.boards.test_boards_through_engine import engine_events, published
 from touchmove import records
 from touchmove.boards import dgt
 from touchmove.boards.base import encode_lines
+from touchmove.rules.events import Event
 from touchmove.serial.lines import FROM_BOARD_ADAPTER, DecodeError, decode
 from touchmove.sim.dgt import field_of
 from touchmove.sim.pieces import start_pieces
@@ -44,6 +45,26 @@ def as_records(lines: list[dict[str, Any]]) -> list[records.Record]:
     return out
 
 
+def replayed(start: chess.Board, log: bytes, after: chess.Board, lost_from: int) -> list[Event]:
+    """Return the engine's events for a DGT board bound showing ``start``, its link lost from ``lost_from`` (ms),
+    then answering again at 20 s with its move memory ``log`` and showing ``after``."""
+    dgt.MEMORIES.pop(SERIAL.decode(), None)
+    tr = dgt.DgtTranslator("sim")
+    lines: list[dict[str, Any]] = []
+    tr.start(0)
+    lines += tr.feed(dgt.message(dgt.MSG_SERIALNR, SERIAL), 10)
+    lines += tr.feed(dgt.message(dgt.MSG_EE_MOVES, bytes((dgt.EE_DOWNLOADED,))), 20)
+    lines += tr.feed(dgt.message(dgt.MSG_BOARD_DUMP, bytes(codes_of(start))), 30)
+    for now in range(lost_from, 6000, 500):      # the board stops answering: the link is lost
+        lines += tr.tick(now)[0]
+    assert tr.links_lost == 1
+    lines += tr.feed(dgt.message(dgt.MSG_EE_MOVES, log), 20_000)
+    lines += tr.feed(dgt.message(dgt.MSG_BOARD_DUMP, bytes(codes_of(after))), 20_100)
+    lines += tr.tick(25_000)[0]
+    dgt.MEMORIES.pop(SERIAL.decode(), None)
+    return engine_events(start, as_records(lines), dgt.MIN_SETTLE_MS)
+
+
 def test_a_recapture_the_memory_logged_before_its_lift_gives_both_plies() -> None:
     """Drop 20 s, power cycle, game 31 of the bench, from ...b5 on: ...bxc3 e.p. then bxc3 made while the link
     was lost. The memory holds c3 once (a black pawn landing, taken off, White's pawn: P), and the scan that read
@@ -52,29 +73,15 @@ def test_a_recapture_the_memory_logged_before_its_lift_gives_both_plies() -> Non
     to ...b5 and recovered a wrong line (axb5 Bxb2 f4 Bg7 c3); replayed as one scan's changes, b2 lifted first,
     every ply comes back."""
     start = chess.Board("1r1q1rk1/1pnnppbp/p2p2p1/2pP4/P3P3/4B2P/1PPQ1PP1/R2NRBK1 b - - 7 17")
-    dgt.MEMORIES.pop(SERIAL.decode(), None)
-    tr = dgt.DgtTranslator("sim")
-    lines: list[dict[str, Any]] = []
-    tr.start(0)
-    lines += tr.feed(dgt.message(dgt.MSG_SERIALNR, SERIAL), 10)
-    lines += tr.feed(dgt.message(dgt.MSG_EE_MOVES, bytes((dgt.EE_DOWNLOADED,))), 20)
-    lines += tr.feed(dgt.message(dgt.MSG_BOARD_DUMP, bytes(codes_of(start))), 30)
-    for now in range(1500, 6000, 500):      # the board stops answering: the link is lost
-        lines += tr.tick(now)[0]
-    assert tr.links_lost == 1
     log = (bytes((dgt.EE_DOWNLOADED,)) + entry(chess.B7, None) + entry(chess.B5, "p")
            + entry(chess.B5, None) + entry(chess.A4, None) + entry(chess.B5, None) + entry(chess.A6, None)
            + entry(chess.B5, "p") + entry(chess.F2, None) + entry(chess.F4, "P") + entry(chess.B5, None)
            + entry(chess.B4, "p") + entry(chess.C4, "P") + entry(chess.C2, None)
            + entry(chess.B4, None) + entry(chess.C4, None) + entry(chess.C3, "P") + entry(chess.B2, None)
            + entry(chess.E7, None) + entry(chess.E6, "p"))
-    lines += tr.feed(dgt.message(dgt.MSG_EE_MOVES, log), 20_000)
     after = chess.Board("1r1q1rk1/2nn1pbp/3pp1p1/2pP4/4PP2/2P1B2P/3Q2P1/R2NRBK1 w - - 0 22")
-    lines += tr.feed(dgt.message(dgt.MSG_BOARD_DUMP, bytes(codes_of(after))), 20_100)
-    lines += tr.tick(25_000)[0]
-    dgt.MEMORIES.pop(SERIAL.decode(), None)
-    events = engine_events(start, as_records(lines), dgt.MIN_SETTLE_MS)
-    assert published(events) == ['b7b5', 'a4b5', 'a6b5', 'f2f4', 'b5b4', 'c2c4', 'b4c3', 'b2c3', 'e7e6']
+    assert published(replayed(start, log, after, lost_from=1500)) == [
+        'b7b5', 'a4b5', 'a6b5', 'f2f4', 'b5b4', 'c2c4', 'b4c3', 'b2c3', 'e7e6']
 
 
 def test_captures_on_one_square_the_memory_merged_come_back_in_their_order() -> None:
@@ -85,27 +92,13 @@ def test_captures_on_one_square_the_memory_merged_come_back_in_their_order() -> 
     change that dropped them was taken by none): it searched for lines that had taken the queen, and never
     published a ply again. The change that drops every line is read by the engine itself: the plies come back."""
     start = chess.Board("r1qr2k1/pp2bppp/2p1bn2/3P4/3Q4/2N1B1PP/PPP2PBK/3R1R2 b - - 0 14")
-    dgt.MEMORIES.pop(SERIAL.decode(), None)
-    tr = dgt.DgtTranslator("sim")
-    lines: list[dict[str, Any]] = []
-    tr.start(0)
-    lines += tr.feed(dgt.message(dgt.MSG_SERIALNR, SERIAL), 10)
-    lines += tr.feed(dgt.message(dgt.MSG_EE_MOVES, bytes((dgt.EE_DOWNLOADED,))), 20)
-    lines += tr.feed(dgt.message(dgt.MSG_BOARD_DUMP, bytes(codes_of(start))), 30)
-    for now in range(1000, 6000, 500):      # the board stops answering: the link is lost
-        lines += tr.tick(now)[0]
-    assert tr.links_lost == 1
     log = bytes((dgt.EE_DOWNLOADED,)) + b"".join(entry(sq, content) for sq, content in (
         (chess.F6, None), (chess.D5, "N"), (chess.C3, None), (chess.E6, None), (chess.D5, None), (chess.G2, None),
         (chess.D5, None), (chess.D8, None), (chess.D5, "r"), (chess.D4, None), (chess.E4, "Q"), (chess.D5, None),
         (chess.D1, "R"), (chess.F1, None), (chess.E7, None), (chess.F6, "b")))
-    lines += tr.feed(dgt.message(dgt.MSG_EE_MOVES, log), 20_000)
     after = chess.Board("r1q3k1/pp3ppp/2p2b2/8/4Q3/4B1PP/PPP2P1K/3R4 w - - 1 19")
-    lines += tr.feed(dgt.message(dgt.MSG_BOARD_DUMP, bytes(codes_of(after))), 20_100)
-    lines += tr.tick(25_000)[0]
-    dgt.MEMORIES.pop(SERIAL.decode(), None)
-    events = engine_events(start, as_records(lines), dgt.MIN_SETTLE_MS)
-    assert published(events) == ["f6d5", "c3d5", "e6d5", "g2d5", "d8d5", "d4e4", "d5d1", "f1d1", "e7f6"]
+    assert published(replayed(start, log, after, lost_from=1000)) == [
+        "f6d5", "c3d5", "e6d5", "g2d5", "d8d5", "d4e4", "d5d1", "f1d1", "e7f6"]
 
 
 def test_only_a_landing_and_the_lift_that_explains_it_later_in_the_scan_are_one_run() -> None:
