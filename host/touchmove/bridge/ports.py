@@ -53,6 +53,9 @@ HELLO_RETRY_S = 2.0
 #: The port scan woken this much later than asked (s): the bridge was not run meanwhile (a loaded host), and no
 #: square is judged quiet on that pass.
 STALL_S = 0.5
+#: Woken this much later than asked (s), the bridge says so in its log (a silence or a transposition that follows
+#: is then the host's, not the board's).
+LATE_WARNING_S = 1.0
 
 
 class PortGate(Protocol):
@@ -180,7 +183,11 @@ class BoardPorts:
             await asyncio.sleep(cfg.rescan_s)
             # woken late, the bridge itself was not run: what the ports hold is read before any square is
             # judged quiet (the changes of a flickering square wait there)
-            stalled = self.clock.monotonic() - slept_from > cfg.rescan_s + STALL_S
+            late = self.clock.monotonic() - slept_from - cfg.rescan_s
+            stalled = late > STALL_S
+            if late > LATE_WARNING_S:
+                log.warning("the bridge ran %.1f s late (its host overloaded, or a step that blocked it): boards' "
+                            "changes read meanwhile carry the time they were read", late)
 
     def handle_closed(self, link: SerialLink, reason: str) -> None:
         if self.links.get(link.key) is link:
