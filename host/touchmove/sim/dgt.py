@@ -268,10 +268,6 @@ def main(argv: list[str] | None = None) -> int:
     return serve(emulator, args.speed, args.t0, wait_host=args.wait_host)
 
 
-#: How late (s) the emulator's process may wake before its board's time is paused for the stall.
-STALL_S = 0.1
-
-
 def serve(emulator: Any, speed: float, t0: float | None = None, *, wait_host: bool = False) -> int:
     """Run an emulator on stdin/stdout in real time (device ms = host ms x ``speed``, from ``t0``, a
     ``time.monotonic()`` reading, or now; with ``wait_host`` from the host's first bytes) until stdin closes."""
@@ -281,19 +277,12 @@ def serve(emulator: Any, speed: float, t0: float | None = None, *, wait_host: bo
     def now() -> float:
         return 0.0 if begin is None else (time.monotonic() - begin) * 1000 * speed
 
-    woken_by = time.monotonic()
     while True:
-        late = time.monotonic() - woken_by
-        if begin is not None and late > STALL_S:
-            # this process was not run for a while (a loaded test machine): the board's time pauses with it, as a
-            # real board's never would, rather than playing the moves it missed all at once
-            begin += late
         out = emulator.advance(now())
         if out:
             _write(stdout, out)
         due = emulator.due()
         wait = 0.05 if due is None else max(0.0, min(0.05, (due - now()) / 1000 / speed))
-        woken_by = time.monotonic() + wait
         ready, _, _ = select.select([stdin], [], [], wait)
         if ready:
             data = os.read(stdin, 4096)
