@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import chess
 
+from touchmove.boards import chesslink
 from touchmove.boards.adapter import KING_HOLD_MS, RESULT_STEADY_MS, PieceAdapter, rotate
 from touchmove.boards.dgt import DgtTranslator
 from touchmove.sim.pieces import start_pieces
@@ -112,6 +113,57 @@ def test_a_piece_misread_as_a_king_for_one_scan_is_nothing() -> None:
         out += a.tick(t)
     assert out == []
     assert a.shown[sq("d5")] == "n" and a.shown[sq("e4")] == "K"
+
+
+def test_a_misreading_whose_correction_comes_late_is_never_claimed() -> None:
+    """The link (or the host) stalls for a second right after that one-scan misreading: by the clock the reading
+    has stood RESULT_STEADY_MS, but the board has said nothing since, so the report that contradicts it may be on
+    its way. It is: no claim, no move, then or later."""
+    a = adapter_at(GLITCH_FEN)
+    out = a.square_report(sq("d5"), "k", 1000)
+    for t in range(1100, 2400, 100):
+        out += a.tick(t, heard=1000)
+        assert not a.confirmation_wanted(t) or t >= 1000 + RESULT_STEADY_MS
+    assert a.confirmation_wanted(2300)
+    out += a.square_report(sq("d5"), "n", 2400)        # the correction, a second late
+    for t in range(2500, 5000, 100):
+        out += a.tick(t)
+    assert out == []
+    assert a.shown[sq("d5")] == "n" and a.shown[sq("e4")] == "K"
+
+
+def status(fen: str, **changed: str) -> bytes:
+    """Return a ChessLink status message of ``fen``'s pieces with ``changed`` squares (name: piece letter)."""
+    board = start_pieces(chess.Board(fen))
+    for name, piece in changed.items():
+        board[sq(name)] = piece
+    return chesslink.encode("s" + chesslink.status_text(board))
+
+
+def test_a_host_stamped_board_is_asked_before_a_result_is_claimed() -> None:
+    """ChessLink reports carry no time: the bridge stamps them on arrival. A reading of the kings in the centre
+    is claimed only once the board has answered something after it stood RESULT_STEADY_MS (a poll is sent at
+    once); a correction that arrives before the answer ends it."""
+    for corrected in (True, False):
+        tr = chesslink.ChessLinkTranslator("/dev/ttyX")
+        tr.feed(chesslink.encode("v0107") + status(GLITCH_FEN), 0)
+        assert tr.adapter.synced
+        lines = tr.feed(status(GLITCH_FEN, d5="k"), 1000)
+        sent = b""
+        for now in range(1100, 2500, 100):             # the board silent (stalled) for 1.4 s
+            out, data = tr.tick(now)
+            lines += out
+            sent += data
+        assert [line for line in lines if line["type"] == "result"] == []
+        assert sent == chesslink.encode("V")           # asked once, right when the reading stood long enough
+        if corrected:
+            lines = tr.feed(status(GLITCH_FEN), 2500) + tr.feed(chesslink.encode("v0107"), 2510)
+        else:
+            lines = tr.feed(chesslink.encode("v0107"), 2510)
+        for now in range(2600, 6000, 100):
+            lines += tr.tick(now)[0]
+        results = [line["result"] for line in lines if line["type"] == "result"]
+        assert results == ([] if corrected else ["1-0"])
 
 
 def test_a_result_piece_flickering_is_never_claimed() -> None:

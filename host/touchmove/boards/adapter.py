@@ -25,7 +25,10 @@ board as reported (``actual``) and the board as the records have told it (``show
   centre squares are not shown, so no king move is read. A king put in the centre while the other is off the
   board is held back (:data:`KING_HOLD_MS`) until the other lands;
 - a result read from the pieces is a claim, not a verdict: it must stand unchanged :data:`RESULT_STEADY_MS`
-  (several scans of any board) before its ``result`` record (``"by": "board"``) is told; until then the squares
+  (several scans of any board), and the board must have been heard from after that (so no report contradicting
+  it can still be on its way: a link or a host that stalls for a second delays the reports behind it, and the
+  host's clock alone would call a one-scan misreading steady), before its ``result`` record (``"by": "board"``)
+  is told; until then the squares
   that show it are held as they were shown, so a reading seen for one scan and gone is no move, no touch and no
   result. A claimed result no longer shown for as long is withdrawn (a ``result`` record ``*``, ``"by":
   "board"``: the engine resumes the game once the pieces stand as in it);
@@ -165,6 +168,7 @@ class PieceAdapter:
         self.claimed: str | None = None          # the result claimed (told) from the pieces, until withdrawn
         self.reading: Reading | None = None      # the result the pieces show now (None: none)
         self.reading_since = 0                   # since when they show it (or show none)
+        self.heard_at = 0                        # when the board was last heard: its reports until then are in
         self.king_held_at: int | None = None     # when a king in the centre was first held back
         self.hand: list[tuple[str, int]] = []    # pieces lifted and not put down yet (letter, square)
         self.new_on_last_rank: tuple[int, str] | None = None   # a piece from outside put on a last rank
@@ -183,6 +187,7 @@ class PieceAdapter:
 
         The first report (or ``snapshot``: asked for by the bridge) is a ``snapshot`` record; later ones are
         their changes."""
+        self.heard(t)
         out: list[dict[str, Any]] = []
         orientation = start_orientation(board_raw)
         if orientation is not None and (orientation != self.rotated or (orientation and not self.synced)):
@@ -200,6 +205,7 @@ class PieceAdapter:
     def square_report(self, raw_square: int, content: Content, t: int) -> list[dict[str, Any]]:
         """Take one square's new content (square as the board numbers it in python-chess order, not turned);
         return the records."""
+        self.heard(t)
         sq = 63 - raw_square if self.rotated else raw_square
         self.actual[sq] = content
         out: list[dict[str, Any]] = []
@@ -220,11 +226,18 @@ class PieceAdapter:
         out += self._update(t)
         return out
 
-    def tick(self, t: int) -> list[dict[str, Any]]:
-        """Release what a timer holds back (a king in the centre held too long); return the records."""
+    def heard(self, t: int) -> None:
+        """Note that the board was heard from at ``t`` (a report or any answer): what it reported before is in."""
+        self.heard_at = max(self.heard_at, t)
+
+    def tick(self, t: int, heard: int | None = None) -> list[dict[str, Any]]:
+        """Release what a timer holds back (a king in the centre held too long); return the records.
+
+        ``heard``: when the board was last heard from (default ``t``: every report until now is in)."""
+        self.heard(t if heard is None else heard)
         if self.king_held_at is not None and t - self.king_held_at >= KING_HOLD_MS:
             return self._update(t)
-        if t - self.reading_since >= RESULT_STEADY_MS and self._claim_due():
+        if self._steady() and self._claim_due():
             return self._update(t)
         if self.fill_held and t - min(self.fill_held.values()) >= FILL_HOLD_MS:
             return self._update(t)
@@ -264,7 +277,7 @@ class PieceAdapter:
         reading = result_reading(self.actual)
         if reading != self.reading:
             self.reading, self.reading_since = reading, t
-        steady = t - self.reading_since >= RESULT_STEADY_MS
+        steady = self._steady()
         # a reading not steady yet: the squares that show it stay as shown (one scan's misreading is nothing)
         unsure = set() if reading is None or steady else {sq for sq, _ in reading[1]}
         hidden = self._hidden(t)
@@ -296,6 +309,17 @@ class PieceAdapter:
                 out.append({"t": t, "type": "result", "result": reading[0], "reason": reason, "by": "board"})
                 self.claimed = reading[0]
         return out
+
+    def _steady(self) -> bool:
+        """Return whether the reading has stood :data:`RESULT_STEADY_MS` by what the board has said (a report or
+        an answer heard that long after it began)."""
+        return self.heard_at - self.reading_since >= RESULT_STEADY_MS
+
+    def confirmation_wanted(self, t: int) -> bool:
+        """Return whether a claim (or a withdrawal) waits only for the board to be heard from: the reading has
+        stood :data:`RESULT_STEADY_MS` by the clock at ``t`` but nothing came from the board since (the
+        translator asks it something harmless)."""
+        return self._claim_due() and t - self.reading_since >= RESULT_STEADY_MS and not self._steady()
 
     def _claim_due(self) -> bool:
         """Return whether the result the pieces show differs from the one claimed (a claim or a withdrawal is due

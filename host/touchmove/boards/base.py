@@ -17,7 +17,7 @@ import time
 from abc import ABC, abstractmethod
 from typing import Any
 
-from touchmove.boards.adapter import PieceAdapter, alert_line, board_fen
+from touchmove.boards.adapter import RESULT_STEADY_MS, PieceAdapter, alert_line, board_fen
 from touchmove.log_limit import LogLimit
 
 log = logging.getLogger("touchmove.boards")
@@ -104,10 +104,13 @@ class Translator(ABC):
 
     def tick(self, now: int) -> tuple[list[dict[str, Any]], bytes]:
         """Return the lines timers release and the bytes to send (a poll of an idle board)."""
-        lines = self.adapter.tick(now) if self.adapter.synced else []
+        lines = self.adapter.tick(now, self.last_rx) if self.adapter.synced else []
         self.bad_input_log.flush()
         out = b""
-        if self.last_rx is not None and now - max(self.last_rx, self.last_poll) >= POLL_MS:
+        # a result read from the pieces waits for the board to say anything after it has stood: asked at once
+        confirm = self.adapter.confirmation_wanted(now) and \
+            self.last_poll < self.adapter.reading_since + RESULT_STEADY_MS
+        if self.last_rx is not None and (confirm or now - max(self.last_rx, self.last_poll) >= POLL_MS):
             self.last_poll = now
             out = self.poll()
         if self.last_rx is not None and now - self.last_rx >= self.silent_after() and not self.silent:
