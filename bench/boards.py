@@ -129,17 +129,25 @@ def outcome(got: list[str], want: list[str], alerts: list[str]) -> str:
 COLUMNS = ("exact", "recovered", "changes_lost", "board_mismatch", "illegal_move", "other alert", "wrong")
 
 
-def every_position_shown(start: chess.Board, moves: list[chess.Move], records: Sequence[object]) -> bool:
+def every_position_shown(start: chess.Board, moves: list[chess.Move], records: Sequence[object],
+                         reports: Sequence[str] | None = None) -> bool:
     """Return whether the board's reports showed the pieces of every position of the game, in order (then its
     moves are plain to read; else some ply was never shown whole: two plies in one scan, or changes lost)."""
-    return not unshown_plies(start, moves, records)
+    return not unshown_plies(start, moves, records, reports)
 
 
-def unshown_plies(start: chess.Board, moves: list[chess.Move], records: Sequence[object]) -> list[int]:
+def unshown_plies(start: chess.Board, moves: list[chess.Move], records: Sequence[object],
+                  reports: Sequence[str] | None = None) -> list[int]:
     """Return the indices in ``moves`` of the plies whose position the board's reports never showed (after the
-    positions shown before it, in order)."""
-    state = {sq: p.symbol() for sq, p in start.piece_map().items()}
+    positions shown before it, in order). ``reports``: the pieces the board's own reports showed
+    (:attr:`touchmove.sim.harness.Run.reports`), judged instead of the records: a ChessLink or Chessnut status
+    with two plies' changes shows neither ply's position, whatever order the adapter then tells them in."""
     shown: list[frozenset[tuple[int, str]]] = []
+    if reports is not None:
+        shown = [frozenset((sq, p.symbol()) for sq, p in chess.BaseBoard(fen).piece_map().items())
+                 for fen in reports]
+        records = ()
+    state = {sq: p.symbol() for sq, p in start.piece_map().items()}
     for record in records:
         if isinstance(record, Lift):
             state.pop(record.sq, None)
@@ -227,7 +235,7 @@ def play_game(protocol: str, style_name: str, drop: tuple[int, bool] | None, i: 
     events = engine_events(start, run.records, max(200, run.translator.min_settle_ms))
     got, alerts = replay(start, run.records, events=events)
     kind = outcome(got, [m.uci() for m in moves], alerts)
-    unshown = unshown_plies(start, moves, run.records)
+    unshown = unshown_plies(start, moves, run.records, run.reports)
     line: dict[str, Any] = {"board": protocol, "hands": style_name, "game": i, "outcome": kind, "alerts": alerts,
                             "shown": not unshown}
     if kind != "exact":

@@ -11,7 +11,7 @@ import pytest
 
 from tests.host.games import require_games
 from touchmove.boards import dgt
-from touchmove.records import Clock, Record
+from touchmove.records import Clock, Lift, Place, Record
 from touchmove.rules import Engine, Event
 from touchmove.sim import harness
 from touchmove.sim.pieces import Change, ClockPress, piece_timeline
@@ -230,3 +230,35 @@ def test_a_rook_slid_down_a_file_on_a_chesslink_board_is_no_release_on_the_way()
     got = engine_events(start, run.records, max(200, run.translator.min_settle_ms))
     assert published(got) == ["e8e3"]
     assert [e.code for e in got if e.type == "alert"] == []  # type: ignore[attr-defined]
+
+
+def positions_in(reports: list[str]) -> list[str]:
+    return [chess.BaseBoard(fen).board_fen() for fen in reports]
+
+
+def test_the_reports_are_what_the_board_itself_showed() -> None:
+    """``Run.reports`` keeps the pieces the board's own reports showed, not the order the adapter tells their
+    changes in: 1.e4 answered by ...e5 within ChessLink's debounce (3 scans of 41 ms) comes in one status, which
+    shows neither the position after 1.e4 nor any other between; the records tell the changes one by one (so the
+    position after 1.e4 is among them). A rotated DGT board's reports are turned the right way."""
+    board = chess.Board()
+    after_e4 = board.copy()
+    after_e4.push_uci("e2e4")
+    after_e5 = after_e4.copy()
+    after_e5.push_uci("e7e5")
+    events: list[Change | ClockPress] = [Change(1000, chess.E2, None), Change(1060, chess.E4, "P"),
+                                         Change(1110, chess.E7, None), Change(1170, chess.E5, "p")]
+    run = harness.run("chesslink", board, list(events))
+    assert positions_in(run.reports) == [board.board_fen(), after_e5.board_fen()]
+    told = chess.BaseBoard(board.board_fen())
+    seen = []
+    for record in run.records:
+        if isinstance(record, Lift):
+            told.remove_piece_at(record.sq)
+        elif isinstance(record, Place) and record.piece is not None:
+            told.set_piece_at(record.sq, chess.Piece.from_symbol(record.piece))
+        seen.append(told.board_fen())
+    assert after_e4.board_fen() in seen
+    rotated = harness.run("dgt", board, list(events), rotated=True)
+    assert positions_in(rotated.reports)[0] == board.board_fen()
+    assert after_e4.board_fen() in positions_in(rotated.reports)

@@ -43,7 +43,7 @@ Records are dicts for the wire protocol v1 (:mod:`touchmove.serial.lines` decode
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import chess
@@ -169,6 +169,9 @@ class PieceAdapter:
         self.reading: Reading | None = None      # the result the pieces show now (None: none)
         self.reading_since = 0                   # since when they show it (or show none)
         self.heard_at = 0                        # when the board was last heard: its reports until then are in
+        #: called with the board as reported (turned) after each report, before anything is held back or ordered
+        #: (the simulation harness keeps them: which positions a board's own reports showed)
+        self.reported: Callable[[Sequence[Content]], None] | None = None
         self.king_held_at: int | None = None     # when a king in the centre was first held back
         self.hand: list[tuple[str, int]] = []    # pieces lifted and not put down yet (letter, square)
         self.new_on_last_rank: tuple[int, str] | None = None   # a piece from outside put on a last rank
@@ -199,6 +202,8 @@ class PieceAdapter:
         self.actual = rotate(board_raw) if self.rotated else list(board_raw)
         first = not self.synced
         self.synced = True
+        if self.reported is not None:
+            self.reported(self.actual)
         out += self._update(t, force_snapshot=first or snapshot)
         return out
 
@@ -223,6 +228,8 @@ class PieceAdapter:
             # the pieces set up the other way round: turn everything (a snapshot) and say so
             raw = rotate(self.actual) if self.rotated else list(self.actual)
             return self.full_report(raw, t, snapshot=True)
+        if self.reported is not None:
+            self.reported(self.actual)
         out += self._update(t)
         return out
 

@@ -7,7 +7,7 @@ real bridge and broker.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -15,6 +15,7 @@ import chess
 
 from touchmove import records
 from touchmove.boards import translator_for
+from touchmove.boards.adapter import Content, board_fen
 from touchmove.boards.base import Translator, encode_lines
 from touchmove.serial.lines import FROM_BOARD_ADAPTER, DecodeError, decode
 from touchmove.sim import hands
@@ -59,11 +60,16 @@ def reply_to(emulator: Any, data: bytes) -> bytes:
 
 @dataclass
 class Run:
-    """What went through: the wire lines, the records, the translator."""
+    """What went through: the wire lines, the records, the translator, and ``reports``: the pieces the board's own
+    reports showed (FEN piece placements, the board turned the right way), one for each report that changed
+    them, before the adapter holds back or orders anything. A ChessLink or Chessnut status is one report
+    (several squares changed in one scan come together); a DGT field update is one, and so is each entry of its
+    move memory read back."""
 
     lines: list[dict[str, Any]] = field(default_factory=list)
     records: list[records.Record] = field(default_factory=list)
     translator: Translator | None = None
+    reports: list[str] = field(default_factory=list)
 
 
 def run(protocol: str, start: chess.Board, events: list[Event], *, seed: int = 0,
@@ -78,6 +84,13 @@ def run(protocol: str, start: chess.Board, events: list[Event], *, seed: int = 0
         dgt.MEMORIES.clear()    # each run is a bridge of its own: no board met before (its move memory unread)
     tr = translator_for(protocol, "sim")
     out = Run(translator=tr)
+
+    def reported(board: Sequence[Content]) -> None:
+        shown = board_fen(board)
+        if not out.reports or out.reports[-1] != shown:
+            out.reports.append(shown)
+
+    tr.adapter.reported = reported
     now = 0
 
     def take(lines: list[dict[str, Any]]) -> None:
