@@ -206,6 +206,28 @@ def test_dgt_recovery_reads_a_power_up_as_the_board_found_then() -> None:
     assert dgt.recover(start, seen, same) == [(12, 0), (26, 7)]
 
 
+def test_dgt_recovery_counts_what_the_host_saw_when_a_position_repeats_in_the_memory() -> None:
+    """Drop 20 s, game 262 of the bench: the host saw Kc6 and Rc1 live; with the link lost, Kd6 Rc2 Kc6 Rc1 Kd7
+    were played. The board the host saw last comes again after ...Kc6 Rc1 (a repetition): taking the latest
+    such board dropped four plies, and the game went on one repetition short with no alert. The count of
+    entries the host was told live since the download says where it stopped."""
+    c1, c2, c6, d6, d7 = (field_of(sq, False) for sq in (chess.C1, chess.C2, chess.C6, chess.D6, chess.D7))
+    rook, king = dgt.CONTENT_CODES["R"], dgt.CONTENT_CODES["k"]
+    start = [0] * 64
+    start[c2], start[d6] = rook, king
+    seen_live = [("field", c2, 0), ("field", c1, rook), ("field", d6, 0), ("field", c6, king)]   # Rc1 Kc6
+    missed = [(c6, 0), (d6, king), (c1, 0), (c2, rook), (d6, 0), (c6, king), (c2, 0), (c1, rook), (c6, 0),
+              (d7, king)]
+    events = [("tag", dgt.EE_DOWNLOADED, 0), *seen_live, *(("field", f, code) for f, code in missed)]
+    host_last = list(start)
+    host_last[c2], host_last[c1], host_last[d6], host_last[c6] = 0, rook, 0, king
+    assert dgt.recover(start, host_last, events, seen=4) == missed
+    # without the count, the latest board equal to the host's (before ...Kd7) is all it has
+    assert dgt.recover(start, host_last, events) == missed[-2:]
+    # a count the log does not bear out (the host's board is not the one after that many entries): as before
+    assert dgt.recover(start, host_last, events, seen=5) == missed[-2:]
+
+
 def test_dgt_recovery_replays_a_change_that_overwrote_the_value_the_host_saw() -> None:
     """Consecutive changes of one square are one entry in the board's memory (drop 20 s, game 23 of the bench):
     ...exf5 seen by the host (a black pawn landing on f5), then, the link lost, exf5 (White's pawn taking on f5)

@@ -290,14 +290,20 @@ def parse_ee(payload: bytes) -> list[tuple[str, int, int]]:
 Change = tuple[int, int] | list[int]
 
 
-def recover(at_download: list[int], host_last: list[int], events: list[tuple[str, int, int]]) -> list[Change]:
+def recover(at_download: list[int], host_last: list[int], events: list[tuple[str, int, int]],
+            seen: int | None = None) -> list[Change]:
     """Return the field changes (field, code) made after the host last saw the board.
 
     ``events`` is the EEPROM log; the changes after its last ``EE_DOWNLOADED`` tag started from ``at_download``
     (the board the host read after that download). A power-up in them (``EE_POWERUP`` and a field message for
     each piece found, in no order) is the board found then, a list of 64 codes: what was made while the board
-    was off is not in the log. The host saw them up to some point, ``host_last``: the changes after the latest
-    state equal to it (else the nearest, fewest squares off) are the ones it missed.
+    was off is not in the log. The host saw them up to some point, ``host_last``. ``seen``: how many of the
+    log's entries the host was told live since the download (counted as the log keeps them:
+    :class:`Memory`); the board after that many is ``host_last`` unless the log and the host disagree, and then
+    the changes after it are the ones missed. A position repeated while the link was lost (Rc2 Kc6 Rc1 Kd6, and
+    again) is the board the host saw last more than once, which only the count tells apart. Else (no count, or
+    a board that disagrees with it): the changes after the latest state equal to ``host_last`` (else the
+    nearest, fewest squares off).
     """
     marks = [i for i, e in enumerate(events) if e == ("tag", EE_DOWNLOADED, 0)]
     tail = events[(marks[-1] + 1) if marks else 0:]
@@ -317,6 +323,7 @@ def recover(at_download: list[int], host_last: list[int], events: list[tuple[str
     state = list(at_download)
     best, best_k = sum(x != y for x, y in zip(state, host_last, strict=True)), 0
     best_state = list(state)
+    counted: list[int] | None = list(state) if seen == 0 else None
     for k, change in enumerate(changes, start=1):
         if isinstance(change, list):
             state = list(change)
@@ -325,6 +332,10 @@ def recover(at_download: list[int], host_last: list[int], events: list[tuple[str
         off = sum(x != y for x, y in zip(state, host_last, strict=True))
         if off <= best:
             best, best_k, best_state = off, k, list(state)
+        if k == seen:
+            counted = list(state)
+    if counted is not None and seen is not None and counted == host_last:
+        return changes[seen:]
     # The change that led there wrote a square the host has otherwise: the host saw an earlier value the memory
     # overwrote (consecutive changes of one square are one entry: a pawn landing on f5 and then taken there,
     # p then P), never this one: it is replayed too.
@@ -417,6 +428,21 @@ class Memory:
     at_download: list[int] | None = None   # the board read right after the last EEPROM download
     last: list[int] | None = None          # the board as last reported
     last_t: int = 0                        # the time of the last record told
+    # the field changes told live since that download, counted as the move memory logs them (consecutive
+    # changes of one field are one entry): where in the log the host stopped seeing the board
+    seen: int = 0
+    seen_field: int | None = None
+
+    def downloaded(self, codes: list[int]) -> None:
+        """Note the board read right after an EEPROM download: the count of changes seen starts again."""
+        self.at_download = list(codes)
+        self.seen, self.seen_field = 0, None
+
+    def told(self, field_no: int) -> None:
+        """Count one field change told live (the log's entry for it, unless it changes the same field again)."""
+        if field_no != self.seen_field:
+            self.seen += 1
+        self.seen_field = field_no
 
 
 #: Per serial number, for the life of the bridge process.
@@ -557,6 +583,8 @@ class DgtTranslator(Translator):
     def _tell(self, field_no: int, code: int, t: int) -> list[dict[str, Any]]:
         """Tell the adapter one field's change; return the records."""
         self.told[field_no] = code
+        if self.serial:
+            MEMORIES.setdefault(self.serial, Memory()).told(field_no)
         lines = self.adapter.square_report(to_square(field_no), CODES.get(code), t)
         self._remember()
         return lines
@@ -598,7 +626,7 @@ class DgtTranslator(Translator):
                 return checked
         memory = MEMORIES.get(self.serial) if self.serial else None
         if self.ee_events is not None and memory is not None and memory.at_download and memory.last:
-            missed = recover(memory.at_download, memory.last, self.ee_events)
+            missed = recover(memory.at_download, memory.last, self.ee_events, memory.seen)
             since = min(memory.last_t, now)
             if missed and self.adapter.synced is False:
                 # the adapter starts from what the host saw last, then replays the missed changes
@@ -615,7 +643,7 @@ class DgtTranslator(Translator):
                 out += self._replay_run(run, t)
             out = [line for line in out if line.get("type") != "snapshot"]
         if self.ee_events is not None and self.serial:
-            MEMORIES.setdefault(self.serial, Memory()).at_download = list(codes)
+            MEMORIES.setdefault(self.serial, Memory()).downloaded(codes)
             self.ee_events = None
         self.raw = list(codes)
         self.told = list(codes)
