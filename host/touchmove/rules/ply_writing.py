@@ -162,10 +162,17 @@ class PlyWriting:
         pressed = state.line.presses.answered_press
         now = state.evidence
         game = state.games[-1]
+        answer = game.moves[-1]
+        answer_ply = state.previous[1] if state.previous is not None else None
         out = self.take_back_to(t, len(game.moves) - 1)
         self._answer_taken_back(pressed)
         state.previous = (position, evidence)
         if shown is None:
+            if answer_ply is not None and state.occ & chess.BB_SQUARES[answer.to_square] \
+                    and not state.occ & chess.BB_SQUARES[answer.from_square]:
+                # the answer's piece still stands where it landed: the first step of the real answer (castling's
+                # rook put down first, then the king lifted after a rest), its lift seen and its touch made
+                state.evidence.carry(answer_ply, 0, state.position)
             state.evidence.carry(now, 0, state.position)
         elif shown.move != game.moves[-1]:
             out += self.amend_last(t, shown)
