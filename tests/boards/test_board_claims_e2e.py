@@ -51,10 +51,12 @@ def glitch_game() -> tuple[list[chess.Move], list[Event]]:
 def test_one_misread_scan_ends_no_game(tmp_path: Path, protocol: str) -> None:
     moves, events = glitch_game()
     want = [m.uci() for m in moves]
-    # rate 2, not 4: ChessLink and Chessnut report no times, so the bridge stamps their changes with its own time
-    # times the rate; a bridge not run for 60 ms was 240 ms of board time at rate 4, more than the Chessnut's
-    # 200 ms settle (a run with a core kept busy read 11. Nge2 Be6 12. Kg3 as Kg3 ... Ne2 with changes_lost)
-    with BoardRig(tmp_path, protocol, moves, speed=2, events=events, start_board=False) as rig:
+    # real time (rate 1), not 4: these boards report no times, so the bridge stamps their changes with its own
+    # time times the rate; a bridge not run for 60 ms was 240 ms of board time at rate 4, more than the
+    # Chessnut's 200 ms settle (a run with a core kept busy read 11. Nge2 Be6 12. Kg3 as Kg3 ... Ne2 with
+    # changes_lost), and an emulator not run for 300 ms was 1.5 s at rate 5 (test_e2e_boards.py). A real board
+    # runs at rate 1.
+    with BoardRig(tmp_path, protocol, moves, speed=1, events=events, start_board=False) as rig:
         served = asyncio.run(_broadcast(tmp_path, rig, want))
         counts = rig.counts()
     events_seen = rig.events()
@@ -79,7 +81,7 @@ async def _broadcast(tmp_path: Path, rig: BoardRig, want: list[str]) -> str:
             assert time.monotonic() < deadline, "the bridge did not come online"
             await asyncio.sleep(0.05)
         rig.board.start()
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 180
         while rig.moves() != want:
             assert time.monotonic() < deadline, f"got {rig.moves()}\nalerts {rig.alerts()}\n{rig.log()[-3000:]}"
             await asyncio.sleep(0.2)
