@@ -129,25 +129,10 @@ def outcome(got: list[str], want: list[str], alerts: list[str]) -> str:
 COLUMNS = ("exact", "recovered", "changes_lost", "board_mismatch", "illegal_move", "other alert", "wrong")
 
 
-def every_position_shown(start: chess.Board, moves: list[chess.Move], records: Sequence[object],
-                         reports: Sequence[str] | None = None) -> bool:
-    """Return whether the board's reports showed the pieces of every position of the game, in order (then its
-    moves are plain to read; else some ply was never shown whole: two plies in one scan, or changes lost)."""
-    return not unshown_plies(start, moves, records, reports)
-
-
-def unshown_plies(start: chess.Board, moves: list[chess.Move], records: Sequence[object],
-                  reports: Sequence[str] | None = None) -> list[int]:
-    """Return the indices in ``moves`` of the plies whose position the board's reports never showed (after the
-    positions shown before it, in order). ``reports``: the pieces the board's own reports showed
-    (:attr:`touchmove.sim.harness.Run.reports`), judged instead of the records: a ChessLink or Chessnut status
-    with two plies' changes shows neither ply's position, whatever order the adapter then tells them in."""
-    shown: list[frozenset[tuple[int, str]]] = []
-    if reports is not None:
-        shown = [frozenset((sq, p.symbol()) for sq, p in chess.BaseBoard(fen).piece_map().items())
-                 for fen in reports]
-        records = ()
+def told_positions(start: chess.Board, records: Sequence[object]) -> list[str]:
+    """Return the piece placements (FEN) the records tell one after another from ``start`` (each once in a row)."""
     state = {sq: p.symbol() for sq, p in start.piece_map().items()}
+    shown: list[str] = []
     for record in records:
         if isinstance(record, Lift):
             state.pop(record.sq, None)
@@ -157,13 +142,25 @@ def unshown_plies(start: chess.Board, moves: list[chess.Move], records: Sequence
             state = {sq: p.symbol() for sq, p in chess.BaseBoard(record.pieces).piece_map().items()}
         else:
             continue
-        now = frozenset(state.items())
-        if not shown or shown[-1] != now:
-            shown.append(now)
+        now = chess.BaseBoard.empty()
+        for sq, symbol in state.items():
+            now.set_piece_at(sq, chess.Piece.from_symbol(symbol))
+        if not shown or shown[-1] != now.board_fen():
+            shown.append(now.board_fen())
+    return shown
+
+
+def unshown_plies(start: chess.Board, moves: list[chess.Move], records: Sequence[object],
+                  reports: Sequence[str] | None = None) -> list[int]:
+    """Return the indices in ``moves`` of the plies whose position the board's reports never showed (after the
+    positions shown before it, in order). ``reports``: the pieces the board's own reports showed
+    (:attr:`touchmove.sim.harness.Run.reports`), judged instead of the records: a ChessLink or Chessnut status
+    with two plies' changes shows neither ply's position, whatever order the adapter then tells them in."""
+    shown = list(reports) if reports is not None else told_positions(start, records)
     board, at, out = start.copy(stack=False), 0, []
     for i, move in enumerate(moves):
         board.push(move)
-        want = frozenset((sq, p.symbol()) for sq, p in board.piece_map().items())
+        want = board.board_fen()
         found = next((k for k in range(at, len(shown)) if shown[k] == want), None)
         if found is None:
             out.append(i)
