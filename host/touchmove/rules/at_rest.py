@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import chess
 
-from touchmove.rules.footprints import Footprint, Position
-from touchmove.rules.identity import made_with_hands, only_lifted, under_way
+from touchmove.rules.footprints import Footprint, Position, footprint
+from touchmove.rules.identity import made_with_hands, move_shown, only_lifted, under_way
 from touchmove.rules.phases import CLEARED, LOST, OVER, PLAYING
 from touchmove.rules.ply_evidence import PlyEvidence
 from touchmove.rules.readings import (
@@ -38,8 +38,8 @@ from touchmove.rules.readings import (
 )
 
 __all__ = [
-    "AT_REST", "Amend", "CaptureOnTouchdown", "Decision", "MakeAnswerBegun", "MakeInterrupted", "RecoverAgain",
-    "Reopen", "SearchLost", "SetPromotion", "TakeBack", "TakeBackProven", "UndoAnswer", "Wait",
+    "AT_REST", "Amend", "CaptureOnTouchdown", "Decision", "MakeAnswerBegun", "MakeInterrupted", "MakeShown",
+    "RecoverAgain", "Reopen", "SearchLost", "SetPromotion", "TakeBack", "TakeBackProven", "UndoAnswer", "Wait",
 ]
 
 
@@ -92,6 +92,13 @@ class RecoverAgain(Decision):
 @dataclass(frozen=True, slots=True)
 class MakeInterrupted(Decision):
     """Make the interrupted move: the board shows the opponent's answer (or a move in progress) after it."""
+
+
+@dataclass(frozen=True, slots=True)
+class MakeShown(Decision):
+    """Make ``footprint``: a board that names its pieces shows exactly the position after it."""
+
+    footprint: Footprint
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,8 +266,25 @@ def answer_begun_shown(view: BoardView) -> Decision | None:
     return None if found is None else MakeAnswerBegun(*found)
 
 
+def move_shown_by_pieces(view: BoardView) -> Decision | None:
+    """15b. A board that names its pieces shows exactly the position after one legal move, which no row above
+    reads (its lift came after its placement: a piece slid onto a recaptured pawn's square, sensed there before
+    its own square emptied), or that position with one piece of the next mover lifted (a status bringing the
+    move and his hand on a piece at once): that move, made as seen, not searched for as a ply lost (the board
+    lost nothing); the lift is the next ply's."""
+    pieces = view.pieces_shown
+    if pieces is None or view.sync is LOST:
+        return None
+    found = move_shown(view.position.board, pieces)
+    if found is None:
+        return None
+    move, lifted = found
+    shown = footprint(view.position.board, move)
+    return MakeAnswerBegun(shown, lifted) if lifted else MakeShown(shown)
+
+
 def pieces_moved_on(view: BoardView) -> Decision | None:
-    """15b. A board that names its pieces shows more than a move under way (an answer faster than its scan) and
+    """15c. A board that names its pieces shows more than a move under way (an answer faster than its scan) and
     no row above reads it: the plies played are searched, those that leave every piece where it shows them
     recovered."""
     pieces = view.pieces_shown
@@ -358,6 +382,7 @@ AT_REST: tuple[Reading, ...] = (
     promotion_piece_seen,
     answer_undone_before_press,
     answer_begun_shown,
+    move_shown_by_pieces,
     pieces_moved_on,
     recovered_plies_contradicted,
     takeback_played_on,

@@ -50,6 +50,7 @@ from touchmove.rules.at_rest import (
     Decision,
     MakeAnswerBegun,
     MakeInterrupted,
+    MakeShown,
     RecoverAgain,
     Reopen,
     SearchLost,
@@ -713,6 +714,8 @@ class Engine:
                 return state.unseen.recover_again(self, t)
             case MakeInterrupted():
                 return self._writing.make(*state.pending.take_interrupted())
+            case MakeShown(footprint=shown):
+                return self._writing.make(shown, t)
             case MakeAnswerBegun(footprint=shown, begun=begun):
                 if self._writing.victim_shown(shown, state.position.board.turn):
                     return []  # (a board that names its pieces shows the victim still there: no capture yet)

@@ -226,6 +226,27 @@ def made_with_hands(board: chess.Board, pieces: dict[chess.Square, str]) -> bool
     return False
 
 
+def move_shown(board: chess.Board, pieces: dict[chess.Square, str]) -> tuple[chess.Move, chess.Bitboard] | None:
+    """Return the legal move of ``board`` after which the board's ``pieces`` are the placement, but for at most one
+    piece of the next mover lifted (his hand already on it: an answer begun, an adjustment), with that piece's
+    square (0 for none), when one move is; else None. Such a placement came in an order no reading follows (the
+    piece sensed on its new square before its own emptied, a recapture's victim swapped for the capturing piece
+    before that piece's square was read, a whole status at once), and no other line of plies leaves it: a side's
+    one move in three plies would need the other side's move undone, and a piece of the next mover taken would
+    leave the taking piece on its square. A lifted piece of the side that moved is not read so (the king lifted
+    after the rook was put down is castling under way)."""
+    shown: list[tuple[chess.Move, chess.Bitboard]] = []
+    for move, _ in _moves_shown(board, pieces):
+        after = _after(board, move)
+        if any(str(after.piece_at(sq)) != letter for sq, letter in pieces.items()):
+            continue
+        lifted = after.occupied & ~chess.SquareSet(pieces.keys()).mask
+        if lifted & ~after.occupied_co[after.turn] or chess.popcount(lifted) > 1:
+            continue
+        shown.append((move, lifted))
+    return shown[0] if len(shown) == 1 else None
+
+
 def _moves_shown(board: chess.Board, pieces: dict[chess.Square, str]) -> Iterator[tuple[chess.Move, chess.Square]]:
     """Yield the legal moves of ``board`` whose moving piece the board's ``pieces`` show on its landing square (a
     castling's king on its own), with that square."""
