@@ -403,9 +403,10 @@ class Engine:
         """Remove plies after the first ``keep``: the board (or an operator) went back to that position."""
         return self._writing.take_back_to(t, keep)
 
-    def make_recovered(self, t: int, moves: Sequence[chess.Move]) -> list[Event]:
-        """Make plies not seen being made (recovered, or from a resync)."""
-        return self._unseen_writing.make_recovered(t, moves)
+    def make_recovered(self, t: int, moves: Sequence[chess.Move], shown_at: Sequence[int] | None = None) -> list[Event]:
+        """Make plies not seen being made (recovered, or from a resync; ``shown_at``: each ply's position shown by
+        the pieces, in turn, when it was)."""
+        return self._unseen_writing.make_recovered(t, moves, shown_at)
 
     def alert(self, t: int, code: AlertCode, article: str, ply: int, detail: dict[str, object]) -> Alert:
         """Return an alert of the current game."""

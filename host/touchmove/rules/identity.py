@@ -10,7 +10,7 @@ knight where the game has a bishop, two pieces swapped, a start position set up 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 import chess
@@ -245,6 +245,46 @@ def move_shown(board: chess.Board, pieces: dict[chess.Square, str]) -> tuple[che
             continue
         shown.append((move, lifted))
     return shown[0] if len(shown) == 1 else None
+
+
+def shown_in_turn(start: chess.Board, moves: Sequence[chess.Move], changes: Sequence[PieceChange],
+                  now: dict[chess.Square, str]) -> list[int] | None:
+    """Return when the board showed the position after each of ``moves`` (played from ``start``), in turn, or None
+    if it did not show one of them.
+
+    The placement is followed from ``start``'s through ``changes`` (the board's lifts and placements since, oldest
+    first; the changes of one report, at one time, read together) and must end as the board shows it ``now``
+    (else a piece was in a hand before ``start``, and nothing is said). A ply's position counts as shown with at
+    most one piece of the next mover lifted: his hand already on it, in the report that showed the ply."""
+    placement = {sq: piece.symbol() for sq, piece in start.piece_map().items()}
+    reports: list[tuple[int, dict[chess.Square, str]]] = []
+    for i, change in enumerate(changes):
+        if change.piece is None:
+            placement.pop(change.sq, None)
+        else:
+            placement[change.sq] = change.piece
+        if i + 1 == len(changes) or changes[i + 1].t != change.t:
+            reports.append((change.t, dict(placement)))
+    if placement != now:
+        return None
+    board = start.copy(stack=False)
+    at, times = 0, []
+    for move in moves:
+        board.push(move)
+        while at < len(reports) and not _shown_but_hand(board, reports[at][1]):
+            at += 1
+        if at == len(reports):
+            return None
+        times.append(reports[at][0])
+    return times
+
+
+def _shown_but_hand(board: chess.Board, placement: dict[chess.Square, str]) -> bool:
+    """Return whether ``placement`` is ``board``'s but for at most one piece of the side to move lifted."""
+    if any(str(board.piece_at(sq)) != letter for sq, letter in placement.items()):
+        return False
+    lifted = board.occupied & ~chess.SquareSet(placement.keys()).mask
+    return not lifted & ~board.occupied_co[board.turn] and chess.popcount(lifted) <= 1
 
 
 def _moves_shown(board: chess.Board, pieces: dict[chess.Square, str]) -> Iterator[tuple[chess.Move, chess.Square]]:

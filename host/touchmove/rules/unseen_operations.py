@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 import chess
 
 from touchmove.rules.board_state import BoardState
-from touchmove.rules.events import Event, MoveAmended, RecoveredMove
+from touchmove.rules.events import Event, MoveAmended, MoveMade, RecoveredMove
 from touchmove.rules.footprints import Position, footprint
 from touchmove.rules.phases import MISMATCH, OUT_OF_SYNC, OVER, PLAYING, UNDISPUTED
 from touchmove.rules.ply_evidence import PlyEvidence
@@ -75,12 +75,14 @@ class UnseenOperations:
         return out
 
 
-    def make_recovered(self, t: int, moves: Sequence[chess.Move]) -> list[Event]:
-        """Make plies not seen being made (recovered, or from a resync); the board may show one more under way."""
+    def make_recovered(self, t: int, moves: Sequence[chess.Move], shown_at: Sequence[int] | None = None) -> list[Event]:
+        """Make plies not seen being made (recovered, or from a resync); the board may show one more under way.
+        ``shown_at``: when a board that names its pieces showed each ply's position, in turn (the plies were seen
+        after all, read in an order no reading followed): moves made then, not recovered ones."""
         state = self._state
         out: list[Event] = []
         game = state.games[-1]
-        for move in moves:
+        for i, move in enumerate(moves):
             position = state.position
             after = position.board.copy(stack=False)
             san = after.san_and_push(move)
@@ -88,8 +90,11 @@ class UnseenOperations:
             state.line.push(move, after)
             unseen = PlyEvidence(lifted=footprint(position.board, move).must_lift, lifts_unseen=True)
             state.start_ply(position.after(move, after), (position, unseen))
-            out.append(RecoveredMove(game.number, t, number, move.uci(), san, state.position.fen()))
-            if move.promotion is not None:
+            if shown_at is not None:
+                out.append(MoveMade(game.number, shown_at[i], number, move.uci(), san, state.position.fen()))
+            else:
+                out.append(RecoveredMove(game.number, t, number, move.uci(), san, state.position.fen()))
+            if move.promotion is not None and shown_at is None:
                 state.line.promotions[number] = False
                 out.append(state.alert(t, "promotion_unverified", "4.4.4", number, {
                     "sq": chess.square_name(move.to_square), "assumed": "q",

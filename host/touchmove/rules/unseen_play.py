@@ -32,7 +32,7 @@ from touchmove.records import Lift, Place, Published, Record, Result, Resync, Se
 from touchmove.rules.events import Alert, AlertCode, DeclaredEnd, Event, ResultRejected, ResyncRejected
 from touchmove.rules.footprints import Position
 from touchmove.rules.game_line import Declared, GameRecovery, Recovered, RecoveredAlert, SearchedAgain
-from touchmove.rules.identity import PieceChange, shown_by
+from touchmove.rules.identity import PieceChange, shown_by, shown_in_turn
 from touchmove.rules.phases import CLEARED_SQUARES, Phase, Sync
 from touchmove.rules.readings import GameView
 from touchmove.rules.recovery import (
@@ -168,7 +168,8 @@ class EngineInterface(GameView, Protocol):
     def rule_out(self) -> None: ...
     def mark_lost(self) -> None: ...
     def read_moves(self) -> None: ...
-    def make_recovered(self, t: int, moves: Sequence[chess.Move]) -> list[Event]: ...
+    def make_recovered(self, t: int, moves: Sequence[chess.Move], shown_at: Sequence[int] | None = None,
+                       ) -> list[Event]: ...
     def take_back_to(self, t: int, keep: int) -> list[Event]: ...
     def alert(self, t: int, code: AlertCode, article: str, ply: int, detail: dict[str, object]) -> Alert: ...
 
@@ -364,6 +365,14 @@ class UnseenPlay:
             chosen, told = _published_order(start, found[0].moves, published)
             if by_landing is not None and not told:
                 chosen = in_landing_order(start, chosen, by_landing, changes)
+            if pieces is not None and not taken_back:
+                shown_at = shown_in_turn(start, chosen, [c for c in engine.pieces_changes() if c.plies >= keep],
+                                         pieces)
+                if shown_at is not None:
+                    # Every ply's position was shown, in turn: nothing was lost, the plies were read in an order
+                    # no reading followed (a bullet recapture landing as its victim was pushed aside). Made as
+                    # seen, with no alert.
+                    return [*out, *engine.make_recovered(t, chosen, shown_at)]
             detail["plies"] = _sans(start, chosen)
             others = [e for e in found if e.moves != chosen]
             if others:
