@@ -265,3 +265,21 @@ def test_a_dump_with_kings_everywhere_is_no_result_until_it_stands() -> None:
     out = a.full_report(garbled, 1000) + a.full_report(board, 1250)
     out += a.tick(1250 + RESULT_STEADY_MS)
     assert [line for line in out if line["type"] == "result"] == []
+
+
+def test_a_held_placement_lifted_again_before_its_release_is_told_not_dropped() -> None:
+    """Chessnut, harder hands, game 46 of bench/boards.py: White lifts f3 for fxg4, pushes the knight onto h5 (a
+    black piece put down: White's pawn leaves the adapter's hand), then the pawn lands on g4, held back waiting for
+    another white pawn's square to empty; Black lifts it at once for ...Bxg4. Before, the placement and the lift
+    were both dropped, and fxg4's position, which the board showed, never reached the engine."""
+    a = adapter_at("q4rk1/1p2pp1p/2p1n2b/2Pp1bp1/1P1P2nP/2N1PP2/1Q6/2BRNBK1 w - - 0 27")
+    out = a.square_report(sq("f3"), None, 100)
+    out += a.square_report(sq("g4"), None, 1500) + a.square_report(sq("h5"), "n", 1500)
+    held = a.square_report(sq("g4"), "P", 1600)
+    assert held == []                                      # waiting for another pawn's square to empty
+    out += a.square_report(sq("h5"), None, 1800)
+    out += a.square_report(sq("g4"), None, 1850)           # taken before the hold ran out
+    out += a.tick(3000)
+    assert kinds(out)[-2:] == [("place", "g4"), ("lift", "g4")]
+    place, lift = out[-2:]
+    assert place["piece"] == "P" and int(str(lift["t"])) - int(str(place["t"])) >= 30

@@ -17,7 +17,8 @@ board as reported (``actual``) and the board as the records have told it (``show
   landing (at most :data:`ANSWER_HOLD_MS`), a rook's lift beside its king on their back rank, until the king's
   lift (at most :data:`CASTLE_HOLD_MS`; not once that king has left its square of the last start array shown);
 - the scan is absorbed: a piece reported on its new square while it still stands on its old one (no such
-  piece in the hand) waits up to :data:`FILL_HOLD_MS` for the old square to empty, which is then told first;
+  piece in the hand) waits up to :data:`FILL_HOLD_MS` for the old square to empty, which is then told first
+  (if the new square empties first, the placement is told then, and the lift after it: never dropped);
 - a promotion read from the board: a pawn gone from its 7th rank and a queen, rook, bishop or knight of its
   side put on the last rank is a ``promote`` record with that piece, before the ``place``;
 - a result shown with the kings: both kings on the four centre squares (never a legal position: the squares
@@ -175,7 +176,8 @@ class PieceAdapter:
         self.king_held_at: int | None = None     # when a king in the centre was first held back
         self.hand: list[tuple[str, int]] = []    # pieces lifted and not put down yet (letter, square)
         self.new_on_last_rank: tuple[int, str] | None = None   # a piece from outside put on a last rank
-        self.fill_held: dict[int, int] = {}     # placements waiting for their piece's own square to empty
+        self.fill_held: dict[int, tuple[int, str]] = {}   # placements waiting for their piece's own square to
+                                                          # empty: square -> (since, piece)
         self.lifted_at: dict[int, int] = {}     # when each square was last told empty
         self.last_mover: str | None = None      # the colour of the piece told placed last
         self.announced_start: str | None = None # the Chess960 start array last told as a setup
@@ -246,7 +248,7 @@ class PieceAdapter:
             return self._update(t)
         if self._steady() and self._claim_due():
             return self._update(t)
-        if self.fill_held and t - min(self.fill_held.values()) >= FILL_HOLD_MS:
+        if self.fill_held and t - min(since for since, _ in self.fill_held.values()) >= FILL_HOLD_MS:
             return self._update(t)
         if any(t - since >= HOLD_MS[why] for since, why in self.lift_held.values()):
             return self._update(t)
@@ -280,7 +282,8 @@ class PieceAdapter:
     def _update(self, t: int, *, force_snapshot: bool = False) -> list[dict[str, Any]]:
         t = max(t, self.last_t)
         self.last_t = t
-        out: list[dict[str, Any]] = []
+        out = self._held_fills_gone(t)
+        t = self.last_t
         reading = result_reading(self.actual)
         if reading != self.reading:
             self.reading, self.reading_since = reading, t
@@ -466,11 +469,29 @@ class PieceAdapter:
                 self.shown[s] == piece for s in range(64) if s != sq):
             self.fill_held.pop(sq, None)
             return False
-        since = self.fill_held.setdefault(sq, t)
+        since, _ = self.fill_held.setdefault(sq, (t, piece))
         if t - since >= FILL_HOLD_MS:
             del self.fill_held[sq]
             return False
         return True
+
+    def _held_fills_gone(self, t: int) -> list[dict[str, Any]]:
+        """Return the ``place`` records of held placements whose square no longer shows their piece (lifted or
+        replaced before any other square emptied): the piece stood there, put down and taken at once (a pawn
+        landing as a recapture lifts it), and the board showed it. Each is told at ``t``, and what followed it
+        :data:`SWAP_GAP_MS` later (never dropped: a ply's position the board showed)."""
+        out: list[dict[str, Any]] = []
+        for sq, (_, piece) in list(self.fill_held.items()):
+            if self.actual[sq] == piece:
+                continue
+            del self.fill_held[sq]
+            if self.shown[sq] is not None:
+                continue     # (the square's old piece still told there: the placement never replaced it)
+            out.append({"t": t, "type": "place", "sq": chess.square_name(sq), "piece": piece})
+            self.shown[sq] = piece
+            self.last_mover = "white" if piece.isupper() else "black"
+            self.last_t = t + SWAP_GAP_MS
+        return out
 
     def _to_hand(self, sq: int) -> str | None:
         """Put the piece of ``sq`` in the hand; return the promoted piece's letter when it is a pawn leaving its
