@@ -268,18 +268,34 @@ def test_a_dump_with_kings_everywhere_is_no_result_until_it_stands() -> None:
 
 
 def test_a_held_placement_lifted_again_before_its_release_is_told_not_dropped() -> None:
-    """Chessnut, harder hands, game 46 of bench/boards.py: White lifts f3 for fxg4, pushes the knight onto h5 (a
-    black piece put down: White's pawn leaves the adapter's hand), then the pawn lands on g4, held back waiting for
-    another white pawn's square to empty; Black lifts it at once for ...Bxg4. Before, the placement and the lift
-    were both dropped, and fxg4's position, which the board showed, never reached the engine."""
-    a = adapter_at("q4rk1/1p2pp1p/2p1n2b/2Pp1bp1/1P1P2nP/2N1PP2/1Q6/2BRNBK1 w - - 0 27")
-    out = a.square_report(sq("f3"), None, 100)
-    out += a.square_report(sq("g4"), None, 1500) + a.square_report(sq("h5"), "n", 1500)
+    """A pawn reported on g4 with no pawn off the board (other white pawns standing: the scan may have seen the
+    new square first) waits for another pawn's square to empty; lifted again before that, it is told, then its
+    lift. Before, both were dropped: in Chessnut game 46 of bench/boards.py (harder hands) fxg4's position, shown
+    as ...Bxg4 lifted the pawn, never reached the engine (the pawn had left the adapter's hand when the knight it
+    took was pushed aside onto h5)."""
+    a = adapter_at("q4rk1/1p2pp1p/2p1n2b/2Pp1bp1/1P1P3P/2N1PP2/1Q6/2BRNBK1 w - - 0 27")
     held = a.square_report(sq("g4"), "P", 1600)
     assert held == []                                      # waiting for another pawn's square to empty
-    out += a.square_report(sq("h5"), None, 1800)
-    out += a.square_report(sq("g4"), None, 1850)           # taken before the hold ran out
+    out = a.square_report(sq("g4"), None, 1850)            # taken before the hold ran out
     out += a.tick(3000)
-    assert kinds(out)[-2:] == [("place", "g4"), ("lift", "g4")]
-    place, lift = out[-2:]
+    assert kinds(out) == [("place", "g4"), ("lift", "g4")]
+    place, lift = out
     assert place["piece"] == "P" and int(str(lift["t"])) - int(str(place["t"])) >= 30
+
+
+def test_a_victim_pushed_aside_after_an_adjustment_keeps_the_capturing_piece_in_the_hand() -> None:
+    """Chessnut game 76 of bench/boards.py (harder hands): White adjusts his knight on b6 (the last piece put down
+    is White's), lifts g3 for gxf4 and pushes the black pawn from f4 onto g4. That pawn put down next to its
+    square, with a white pawn that can take it there in the hand, is the victim pushed aside, not Black's move
+    ending: the g3 pawn stays in the hand, and its landing on f4 is told as the board showed it, before the knight
+    Black moves next. Before, the pawn left the hand, its landing waited for another pawn's square to empty, and
+    came after ...Ng6: both plies recovered with changes_lost."""
+    a = adapter_at("3r2k1/1r1p3p/pN1Rp3/4n3/2P2p2/1P4P1/P4PKP/3R4 w - - 0 24")
+    out = a.square_report(sq("b6"), None, 100) + a.square_report(sq("b6"), "N", 300)
+    out += a.square_report(sq("g3"), None, 1000)
+    out += a.square_report(sq("f4"), None, 1100) + a.square_report(sq("g4"), "p", 1100)
+    out += a.square_report(sq("f4"), "P", 1300)
+    assert kinds(out)[-1] == ("place", "f4")
+    out += a.square_report(sq("g4"), None, 1500)
+    out += a.square_report(sq("e5"), None, 1600) + a.square_report(sq("g6"), "n", 1700)
+    assert kinds(out)[-4:] == [("place", "f4"), ("lift", "g4"), ("lift", "e5"), ("place", "g6")]

@@ -516,6 +516,13 @@ class PieceAdapter:
         and the last piece its side lifted a pawn from its 7th rank."""
         white = piece.isupper()
         own = next((i for i in range(len(self.hand) - 1, -1, -1) if self.hand[i][0] == piece), None)
+        if own is not None and chess.square_distance(self.hand[own][1], sq) == 1 and any(
+                c.isupper() != white and _can_take(c, s, self.hand[own][1]) for c, s in self.hand):
+            # Put down next to its square while a piece of the other side that can take it there is in the hand:
+            # a victim the capturing hand pushed aside (whoever put a piece down last: an adjustment before the
+            # capture does not make the victim's side the one to move), not its side's move ending.
+            self.hand.pop(own)
+            return None
         if own is not None and self.last_mover != ("white" if white else "black"):
             # The piece's own move ends (its side is to move): the other side's pieces lifted before it (victims,
             # a move over) leave the hand, and so does this move's victim; one lifted since is the answer begun
@@ -592,6 +599,23 @@ def report_order(shown: Sequence[Content], target: Sequence[Content], changed: l
     parts.append(_kings_first([sq for sq in left if target[sq] is None], shown)
                  + _kings_first([sq for sq in left if target[sq] is not None], target))
     return [part for part in parts if part]
+
+
+def _can_take(piece: str, origin: int, target: int) -> bool:
+    """Return whether ``piece`` (a FEN letter) standing on ``origin`` attacks ``target`` on an empty board (the
+    pieces between are not known here)."""
+    kind = chess.Piece.from_symbol(piece)
+    if kind.piece_type == chess.PAWN:
+        return bool(chess.BB_PAWN_ATTACKS[kind.color][origin] & chess.BB_SQUARES[target])
+    if kind.piece_type == chess.KNIGHT:
+        return bool(chess.BB_KNIGHT_ATTACKS[origin] & chess.BB_SQUARES[target])
+    if kind.piece_type == chess.KING:
+        return chess.square_distance(origin, target) == 1
+    files = abs(chess.square_file(origin) - chess.square_file(target))
+    ranks = abs(chess.square_rank(origin) - chess.square_rank(target))
+    straight, diagonal = (files == 0) != (ranks == 0), files == ranks != 0
+    return ((straight and kind.piece_type in (chess.ROOK, chess.QUEEN))
+            or (diagonal and kind.piece_type in (chess.BISHOP, chess.QUEEN)))
 
 
 def _victim_of(piece: str, sq: int, other: str, origin: int) -> bool:
