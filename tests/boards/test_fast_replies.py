@@ -686,3 +686,16 @@ def test_a_capture_and_its_bullet_recapture_each_pushing_the_victim_aside_are_re
                    place(2400, "e4", "N")], start, settle_ms=200)
     assert moves_of(events) == ["dxe4", "Nxe4"]
     assert codes(events) == []
+
+
+def test_a_capture_whose_victim_is_lifted_first_is_not_read_where_its_piece_is_sensed_on_the_way() -> None:
+    """DGT, a 20 s drop, game 219 of bench/boards.py (as the move memory replays it, a second apart): ...Rxd1 with
+    White's rook lifted first and Black's rook sensed on d3 and d5 on its way. The pieces on d3 show Rd3 with one
+    white piece lifted, but that piece is the rook's victim: the capture under way, not Rd3 and White's hand on
+    his rook (Rd3 read that way, then lost changes, before this test). The rook resting two seconds on squares
+    no move explains is a board_mismatch until it lands, as before."""
+    start = chess.Board("r2r4/1b2kp1p/pp2pp2/2b5/2P5/2N1PN2/P1K2PPP/3R3R b - - 1 17")
+    events = play([lift(1000, "d1"), lift(3100, "d8"), place(3100, "d3", "r"), lift(5200, "d3"),
+                   place(5200, "d5", "r"), lift(7300, "d5"), place(7300, "d1", "r")], start)
+    assert moves_of(events) == ["Rxd1"]
+    assert codes(events) == ["board_mismatch", "board_restored"]
