@@ -234,9 +234,9 @@ def move_shown(board: chess.Board, pieces: dict[chess.Square, str]) -> tuple[che
     before that piece's square was read, a whole status at once), and no other line of plies leaves it: a side's
     one move in three plies would need the other side's move undone, and a piece of the next mover taken would
     leave the taking piece on its square. A lifted piece of the side that moved is not read so (the king lifted
-    after the rook was put down is castling under way), nor one the moved piece could take from its square (its
-    victim lifted first, the piece sensed on a square on its way there: Rd3 shown as Rxd1 slides on) or one next to
-    the move's squares (a piece the mover's sleeve knocked): other readings judge those."""
+    after the rook was put down is castling under way), nor one the moved piece could take from its square over
+    the square it is shown on (its victim lifted first, the piece sensed on its way there: Rd3 shown as Rxd1
+    slides on): other readings judge those."""
     shown: list[tuple[chess.Move, chess.Bitboard]] = []
     for move, _ in _moves_shown(board, pieces):
         after = _after(board, move)
@@ -245,17 +245,12 @@ def move_shown(board: chess.Board, pieces: dict[chess.Square, str]) -> tuple[che
         lifted = after.occupied & ~chess.SquareSet(pieces.keys()).mask
         if lifted & ~after.occupied_co[after.turn] or chess.popcount(lifted) > 1:
             continue
-        if lifted and (lifted & _near(move) or any(
-                lifted & chess.BB_SQUARES[capture.to_square]
-                for capture in board.generate_legal_captures(chess.BB_SQUARES[move.from_square]))):
-            continue    # (its victim lifted first, the piece sensed on its way there; a piece the sleeve knocked)
+        if lifted and any(lifted & chess.BB_SQUARES[capture.to_square]
+                          and chess.between(capture.from_square, capture.to_square) & chess.BB_SQUARES[move.to_square]
+                          for capture in board.generate_legal_captures(chess.BB_SQUARES[move.from_square])):
+            continue    # (its victim lifted first, the piece sensed on a square on its way there)
         shown.append((move, lifted))
     return shown[0] if len(shown) == 1 else None
-
-
-def _near(move: chess.Move) -> chess.Bitboard:
-    """Return the squares next to ``move``'s squares of departure and arrival (where the hand was)."""
-    return chess.BB_KING_ATTACKS[move.from_square] | chess.BB_KING_ATTACKS[move.to_square]
 
 
 def shown_in_turn(start: chess.Board, moves: Sequence[chess.Move], changes: Sequence[PieceChange],
