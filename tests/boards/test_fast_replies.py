@@ -699,3 +699,18 @@ def test_a_capture_whose_victim_is_lifted_first_is_not_read_where_its_piece_is_s
                    place(5200, "d5", "r"), lift(7300, "d5"), place(7300, "d1", "r")], start)
     assert moves_of(events) == ["Rxd1"]
     assert codes(events) == ["board_mismatch", "board_restored"]
+
+
+def test_a_move_shown_with_the_answer_begun_on_a_piece_it_could_have_taken_is_read() -> None:
+    """DGT, harder hands, game 295 of bench/boards.py: Nxc8 pushing the rook aside onto b7, not pressed; ...Qe7
+    lands as White lifts his knight from c8 to take it. The queen could have taken that knight from d8, but not
+    over e7: no capture under way is sensed there, so the pieces show Qe7 made with the answer begun (before the
+    victim guard was narrowed to captures over the square shown: lost changes, seven candidates)."""
+    start = chess.Board("2rq1brk/4np1p/p2Nbp2/1pP1p2P/1P1pP1P1/P2B1Q2/3B1P2/2R2K1R b - - 2 24")
+    events = play([lift(137231, "e7"), place(137251, "c6", "n"), lift(137717, "c6"), place(137937, "c6", "n"),
+                   lift(138588, "d6"), Clock(t=138900, side=False, remaining=5337000, type="clock", late_ms=1300),
+                   lift(140098, "c8"), place(140128, "c8", "N"), place(140600, "b7", "r"), lift(140803, "b7"),
+                   lift(140995, "c8"), lift(140999, "d8"), place(140999, "e7", "q"), lift(141300, "e7"),
+                   place(142180, "e7", "N")], start)
+    assert moves_of(events) == ["Nc6", "Nxc8", "Qe7", "Nxe7"]
+    assert "changes_lost" not in codes(events)
