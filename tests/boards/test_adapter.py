@@ -299,3 +299,16 @@ def test_a_victim_pushed_aside_after_an_adjustment_keeps_the_capturing_piece_in_
     out += a.square_report(sq("g4"), None, 1500)
     out += a.square_report(sq("e5"), None, 1600) + a.square_report(sq("g6"), "n", 1700)
     assert kinds(out)[-4:] == [("place", "f4"), ("lift", "g4"), ("lift", "e5"), ("place", "g6")]
+
+
+def test_a_capture_onto_the_square_of_a_piece_lifted_first_is_no_victim_pushed_aside() -> None:
+    """Chessnut, fast replies, game 198 of bench/boards.py: ...hxg3 with White's g3 pawn lifted first, then hxg3
+    at once, the h2 pawn seen on g3 before h2 empties. The black pawn landing where the white pawn stood is the
+    capture, not a victim pushed aside: the g3 pawn leaves the hand, and the h2 pawn's landing waits for h2 to
+    empty as before (with the first version of the pushed-aside reading it was told first, and both plies were
+    recovered with changes_lost)."""
+    a = adapter_at("r1bqkb1r/pppp1p2/2n1pn2/6B1/3P3p/2P2NP1/PP2P1BP/RN1QK2R b KQkq - 2 9")
+    out = a.square_report(sq("g3"), None, 100) + a.square_report(sq("h4"), None, 600)
+    out += a.square_report(sq("g3"), "p", 700) + a.square_report(sq("g3"), None, 800)
+    out += a.square_report(sq("g3"), "P", 1200) + a.square_report(sq("h2"), None, 1260) + a.tick(2000)
+    assert kinds(out)[-4:] == [("place", "g3"), ("lift", "g3"), ("lift", "h2"), ("place", "g3")]

@@ -516,9 +516,11 @@ class PieceAdapter:
         and the last piece its side lifted a pawn from its 7th rank."""
         white = piece.isupper()
         own = next((i for i in range(len(self.hand) - 1, -1, -1) if self.hand[i][0] == piece), None)
-        if own is not None and chess.square_distance(self.hand[own][1], sq) == 1 and any(
-                c.isupper() != white and _can_take(c, s, self.hand[own][1]) for c, s in self.hand):
-            # Put down next to its square while a piece of the other side that can take it there is in the hand:
+        other_side = [(c, s) for c, s in self.hand if c.isupper() != white]
+        if own is not None and chess.square_distance(self.hand[own][1], sq) == 1 and all(
+                s != sq for _, s in other_side) and any(_can_take(c, s, self.hand[own][1]) for c, s in other_side):
+            # Put down next to its square while a piece of the other side that can take it there is in the hand
+            # (and not where such a piece stood: that is a capture of it, hxg3 after the g3 pawn was lifted):
             # a victim the capturing hand pushed aside (whoever put a piece down last: an adjustment before the
             # capture does not make the victim's side the one to move), not its side's move ending.
             self.hand.pop(own)
