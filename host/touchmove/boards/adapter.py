@@ -606,18 +606,9 @@ def report_order(shown: Sequence[Content], target: Sequence[Content], changed: l
 def _can_take(piece: str, origin: int, target: int) -> bool:
     """Return whether ``piece`` (a FEN letter) standing on ``origin`` attacks ``target`` on an empty board (the
     pieces between are not known here)."""
-    kind = chess.Piece.from_symbol(piece)
-    if kind.piece_type == chess.PAWN:
-        return bool(chess.BB_PAWN_ATTACKS[kind.color][origin] & chess.BB_SQUARES[target])
-    if kind.piece_type == chess.KNIGHT:
-        return bool(chess.BB_KNIGHT_ATTACKS[origin] & chess.BB_SQUARES[target])
-    if kind.piece_type == chess.KING:
-        return chess.square_distance(origin, target) == 1
-    files = abs(chess.square_file(origin) - chess.square_file(target))
-    ranks = abs(chess.square_rank(origin) - chess.square_rank(target))
-    straight, diagonal = (files == 0) != (ranks == 0), files == ranks != 0
-    return ((straight and kind.piece_type in (chess.ROOK, chess.QUEEN))
-            or (diagonal and kind.piece_type in (chess.BISHOP, chess.QUEEN)))
+    board = chess.BaseBoard.empty()
+    board.set_piece_at(origin, chess.Piece.from_symbol(piece))
+    return bool(board.attacks_mask(origin) & chess.BB_SQUARES[target])
 
 
 def _victim_of(piece: str, sq: int, other: str, origin: int) -> bool:

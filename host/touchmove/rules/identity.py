@@ -240,11 +240,9 @@ def move_shown(board: chess.Board, pieces: dict[chess.Square, str]) -> tuple[che
     shown: list[tuple[chess.Move, chess.Bitboard]] = []
     for move, _ in _moves_shown(board, pieces):
         after = _after(board, move)
-        if any(str(after.piece_at(sq)) != letter for sq, letter in pieces.items()):
+        if not _shown_but_hand(after, pieces):
             continue
         lifted = after.occupied & ~chess.SquareSet(pieces.keys()).mask
-        if lifted & ~after.occupied_co[after.turn] or chess.popcount(lifted) > 1:
-            continue
         if lifted and any(lifted & chess.BB_SQUARES[capture.to_square]
                           and chess.between(capture.from_square, capture.to_square) & chess.BB_SQUARES[move.to_square]
                           for capture in board.generate_legal_captures(chess.BB_SQUARES[move.from_square])):
