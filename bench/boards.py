@@ -8,8 +8,11 @@ DGT and ChessLink boards, 200 for Chessnut. A game is *exact* when the engine's 
 they are but some came from the lost-changes search (a ``changes_lost`` alert: the scans mixed plies and the
 pieces shown told which); else it is wrong and ends on ``changes_lost`` (the only alert), ``board_mismatch``,
 ``illegal_move`` or another alert, or is *wrong* without an alert (the figure that must stay 0); the exact
-games with an alert are counted too. The last figures count the games whose every position the board's
-reports showed, in order (no ply hidden in a scan with the next), and how many of them came back: all must.
+games with an alert are counted too, and of those the games with an alert that says what the hands did not do
+(:data:`NAMED_BY`: no habit of the hands on the ply it names or the plies beside it names it; issue 42: no alert
+in a game given back exactly unless the hands did what it names). The last figures count the games whose every
+position the board's reports showed, in order (no ply hidden in a scan with the next), and how many of them came
+back: all must.
 With ``--per-game FILE`` each game's line is kept (a run stopped is resumed): for a game not exact, its first
 miss (the first move published that is not the game's, a takeback of plies played, plies recovered after
 ``changes_lost``, or the plies never published), its class (*unrevealable*: the reports never showed the
@@ -169,6 +172,47 @@ def unshown_plies(start: chess.Board, moves: list[chess.Move], records: Sequence
     return out
 
 
+#: What a habit of the hands (:data:`touchmove.sim.hands.HABITS`) names: the alerts that say what the hands did on
+#: that ply (4.2.1 a piece touched out of turn: an adjustment by the player not to move, the mover straightening
+#: his piece after his move, a sleeve knocking a piece while it is not his turn; 4.3.1 another piece touched before
+#: the move; 4.4.2 castling rook first; 7.4 a piece off its square a while, then back). Nothing names
+#: ``touch_move`` for a piece the opponent touched, or for one a sleeve knocked (touching is deliberate).
+NAMED_BY: dict[str, frozenset[str]] = {
+    "castling rook first": frozenset({"castling_rook_first"}),
+    "castling slid, rook first": frozenset({"castling_rook_first"}),
+    "j'adoube before the move": frozenset({"touch_move", "castling_obligation"}),
+    "adjustment out of turn": frozenset({"touch_out_of_turn"}),
+    "adjusted after the move": frozenset({"touch_out_of_turn"}),
+    "sleeve knock": frozenset({"touch_out_of_turn", "board_mismatch", "board_restored"}),
+    "knocked onto a square": frozenset({"touch_out_of_turn", "board_mismatch", "board_restored"}),
+    "promotion: pawn left on the last rank": frozenset({"promotion_unverified", "board_mismatch", "board_restored"}),
+}
+#: What a habit may be read as by a board that senses no hands: a piece of the player not to move lifted and put
+#: back (his adjustment out of turn, or his straightening the piece he just moved before the press is read) is, on
+#: the board, the mover touching a piece he can capture (4.3.2); no scan tells whose hand it was.
+READ_AS_BY: dict[str, frozenset[str]] = {
+    "adjustment out of turn": frozenset({"touch_move"}),
+    "adjusted after the move": frozenset({"touch_move"}),
+}
+#: Alerts that say what the game's position is, not what a hand did: never the hands' to name.
+GAME_FACTS = frozenset({"draw_claimable"})
+
+
+def alerts_unnamed(events: Sequence[Event], habits: Sequence[Sequence[str]]) -> tuple[list[str], list[str]]:
+    """Return the alerts (``code@ply``) that no habit of the hands names (:data:`NAMED_BY`) on the ply the alert is
+    raised at, the one before or the one after (``habits[n]``: ply n + 1's), the game's own facts apart: those
+    a habit there may be read as on a board that senses no hands (:data:`READ_AS_BY`), and the others."""
+    read_as, others = [], []
+    for e in events:
+        if not isinstance(e, Alert) or e.code in GAME_FACTS:
+            continue
+        near = [name for n in (e.ply - 2, e.ply - 1, e.ply) if 0 <= n < len(habits) for name in habits[n]]
+        if any(e.code in NAMED_BY.get(name, ()) for name in near):
+            continue
+        (read_as if any(e.code in READ_AS_BY.get(name, ()) for name in near) else others).append(f"{e.code}@{e.ply}")
+    return read_as, others
+
+
 def first_miss(start: chess.Board, moves: list[chess.Move], events: Sequence[Event]) -> tuple[int, str] | None:
     """Return the first thing the engine said that was not the game as played, and its ply: a move published
     that is not the game's (or amended to one that is not), a takeback of plies played, or plies recovered after
@@ -235,6 +279,7 @@ def play_game(protocol: str, style_name: str, drop: tuple[int, bool] | None, i: 
     unshown = unshown_plies(start, moves, run.records, run.reports)
     line: dict[str, Any] = {"board": protocol, "hands": style_name, "game": i, "outcome": kind, "alerts": alerts,
                             "shown": not unshown}
+    line["read_as"], line["unnamed"] = alerts_unnamed(events, habits)
     if kind != "exact":
         miss = first_miss(start, moves, events)
         # the plies about the miss (indices): the one missed, the one before and after it
@@ -262,7 +307,8 @@ def games_given_back(limit: int, protocols: list[str], styles: list[str], drops:
             kept = json.loads(text)
             done[kept["board"], kept["hands"], kept["game"]] = kept
     print(f"part 1: {len(games)} shared games per board type and hands (simulated clock); 'alerts in exact': the "
-          "exact games with an alert, and the alerts they had by code")
+          "exact games with an alert, and the alerts they had by code; 'not the hands'': those with an alert that no "
+          "habit of the hands on its ply or the plies beside it names (NAMED_BY)")
     print(f"{'board':10} {'hands':22} " + " ".join(f"{c:>14}" for c in SUMMARY) + "   wrong then alert, by the alert")
     cases: list[tuple[str, str, tuple[int, bool] | None]] = [
         (protocol, name, None) for protocol in protocols for name in styles]
@@ -284,16 +330,29 @@ def games_given_back(limit: int, protocols: list[str], styles: list[str], drops:
 
 #: The columns of the summary: games given back exactly, recovered, wrong then an alert, wrong with none, the
 #: exact games that had an alert.
-SUMMARY = ("exact", "recovered", "wrong, alert", "wrong, no alert", "alerts in exact")
+SUMMARY = ("exact", "recovered", "wrong, alert", "wrong, no alert", "alerts in exact", "not the hands'")
 
 
-def tally(lines: list[dict[str, Any]]) -> tuple[dict[str, int], dict[str, int], int, int, int]:
-    """Return of one case's games (their per-game lines): the games by outcome (:data:`COLUMNS`), the alerts of
-    the exact games by code, how many exact games had one, the games whose every position was shown, and how
-    many of those were given back."""
+@dataclasses.dataclass
+class Tally:
+    """One case's games counted (:func:`tally`)."""
+
+    counts: dict[str, int]  # the games by outcome (:data:`COLUMNS`)
+    exact_alerts: dict[str, int]  # the alerts of the exact games, by code
+    alerted_exact: int  # the exact games with an alert
+    #: the exact games with an alert no habit of the hands names (:func:`alerts_unnamed`), and those alerts by code
+    unnamed_exact: int
+    unnamed_alerts: dict[str, int]
+    shown: int  # the games whose every position was shown
+    shown_back: int  # of those, the games given back
+
+
+def tally(lines: list[dict[str, Any]]) -> Tally:
+    """Return one case's games (their per-game lines) counted."""
     counts = dict.fromkeys(COLUMNS, 0)
     exact_alerts: dict[str, int] = {}
-    alerted_exact = shown = shown_back = 0
+    unnamed_alerts: dict[str, int] = {}
+    alerted_exact = unnamed_exact = shown = shown_back = 0
     for line in lines:
         kind = line["outcome"]
         counts[kind if kind in counts else "other alert"] += 1
@@ -301,21 +360,29 @@ def tally(lines: list[dict[str, Any]]) -> tuple[dict[str, int], dict[str, int], 
             alerted_exact += 1
             for code in line["alerts"]:
                 exact_alerts[code] = exact_alerts.get(code, 0) + 1
+        if kind == "exact" and line.get("unnamed"):
+            unnamed_exact += 1
+            for text in line["unnamed"]:
+                code = text.split("@")[0]
+                unnamed_alerts[code] = unnamed_alerts.get(code, 0) + 1
         if line["shown"]:
             shown += 1
             shown_back += kind in ("exact", "recovered")
-    return counts, exact_alerts, alerted_exact, shown, shown_back
+    return Tally(counts, exact_alerts, alerted_exact, unnamed_exact, unnamed_alerts, shown, shown_back)
 
 
 def summary_row(protocol: str, style_name: str, lines: list[dict[str, Any]]) -> str:
     """Return the summary of one case's games (their per-game lines)."""
-    counts, exact_alerts, alerted_exact, shown, shown_back = tally(lines)
+    t = tally(lines)
+    counts = t.counts
     wrong_alert = sum(counts[c] for c in COLUMNS if c not in ("exact", "recovered", "wrong"))
-    figures = (counts["exact"], counts["recovered"], wrong_alert, counts["wrong"], alerted_exact)
+    figures = (counts["exact"], counts["recovered"], wrong_alert, counts["wrong"], t.alerted_exact, t.unnamed_exact)
     by_alert = ", ".join(f"{c} {counts[c]}" for c in COLUMNS[2:-1] if counts[c]) or "none"
-    named = ", ".join(f"{code} {n}" for code, n in sorted(exact_alerts.items())) or "none"
+    named = ", ".join(f"{code} {n}" for code, n in sorted(t.exact_alerts.items())) or "none"
+    unnamed = ", ".join(f"{code} {n}" for code, n in sorted(t.unnamed_alerts.items())) or "none"
     return (f"{protocol:10} {style_name:22} " + " ".join(f"{n:>14}" for n in figures) + f"   ({by_alert})"
-            + f"   every position shown: {shown}, given back {shown_back}   alerts in exact: {named}")
+            + f"   every position shown: {t.shown}, given back {t.shown_back}   alerts in exact: {named}"
+            + f"   not the hands': {unnamed}")
 
 
 def class_table(per_game: Path) -> str:
@@ -463,11 +530,12 @@ FIGURES_OF = {"default hands": "boards", "fast replies": "boards", "harder hands
 def case_figures(fig: Run, row: str, lines: list[dict[str, Any]]) -> None:
     """Add one case's figures: its games by how they end, the exact games with an alert, the games whose every
     position was shown, and the games not exact by class (:func:`miss_class`), naming the engine-class games."""
-    counts, _, alerted_exact, shown, _ = tally(lines)
+    t = tally(lines)
     for column in COLUMNS:
-        fig.add(column, counts[column], group=row)
-    fig.add("alerts in exact", alerted_exact, group=row)
-    fig.add("every position shown", shown, group=row)
+        fig.add(column, t.counts[column], group=row)
+    fig.add("alerts in exact", t.alerted_exact, group=row)
+    fig.add("alerts in exact, not the hands'", t.unnamed_exact, group=row)
+    fig.add("every position shown", t.shown, group=row)
     missed = [line for line in lines if line["outcome"] != "exact" and "cls" in line]
     engine = [line["game"] for line in missed if line["cls"] == "engine"]
     fig.add("not exact: unrevealable", len(missed) - len(engine), group=row)
