@@ -714,3 +714,32 @@ def test_a_move_shown_with_the_answer_begun_on_a_piece_it_could_have_taken_is_re
                    place(142180, "e7", "N")], start)
     assert moves_of(events) == ["Nc6", "Nxc8", "Qe7", "Nxe7"]
     assert "changes_lost" not in codes(events)
+
+
+def test_a_victim_pushed_aside_told_after_the_capture_is_no_move_of_the_capturing_piece() -> None:
+    """...Rxg7 made (the black rook named on g7), then White's rook, pushed aside onto h8, told there and taken off
+    (Chessnut game 227): the board names a white rook on h8, so the capture is not amended to ...Rh8 (before:
+    moved_after_release, a board_mismatch and four plies recovered with changes_lost)."""
+    start = chess.Board("1k4r1/6R1/8/8/8/8/8/4K3 b - - 0 1")
+    events = play([lift(1000, "g8"), lift(1100, "g7"), place(1130, "g7", "r"), place(1500, "h8", "R"),
+                   lift(2300, "h8"), lift(4000, "e1"), place(4100, "e2", "K")], start)
+    assert moves_of(events) == ["Rxg7", "Ke2"]
+    assert not [e for e in events if e.type in ("move_amended", "takeback", "recovered_move")]
+    assert codes(events) == []
+
+
+def test_an_answer_straightened_after_its_victim_pushed_aside_was_taken_off_is_not_undone() -> None:
+    """DGT game 4: White's press after Rxe7 never reported; ...Qxe7 pushes the rook onto f8 (taken off a moment
+    later), then Black lifts his queen to straighten it and puts it back. The lift of the victim's square, empty in
+    the game, is no part of the position: the queen lifted alone is a hand straightening it, not the answer undone
+    before the press (before: a takeback of Qxe7, then Qxe7 again)."""
+    start = chess.Board("6k1/1R2b3/8/8/8/q7/8/6K1 b - - 0 1")
+    events = play([lift(1000, "g8"), place(1100, "h8", "k"), Clock(t=1500, side=False, remaining=60000, type="clock"),
+                   lift(3000, "e7"), lift(3100, "b7"), place(3200, "e7", "R"),
+                   lift(6000, "a3"), lift(6100, "e7"), place(6130, "e7", "q"), place(6500, "f8", "R"),
+                   lift(6750, "f8"), lift(7200, "e7"), place(7650, "e7", "q"),
+                   Clock(t=8000, side=False, remaining=59000, type="clock"), lift(9000, "g1"), place(9100, "f2", "K")],
+                  start)
+    assert moves_of(events) == ["Kh8", "Rxe7", "Qxe7", "Kf2"]
+    assert not [e for e in events if e.type in ("takeback", "move_amended")]
+    assert codes(events) == []

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import chess
 
 from touchmove.rules.footprints import Footprint, Position, footprint
-from touchmove.rules.identity import made_with_hands, move_shown, only_lifted, under_way
+from touchmove.rules.identity import lands_as_named, made_with_hands, move_shown, only_lifted, under_way
 from touchmove.rules.phases import CLEARED, LOST, OVER, PLAYING
 from touchmove.rules.ply_evidence import PlyEvidence
 from touchmove.rules.readings import (
@@ -31,6 +31,7 @@ from touchmove.rules.readings import (
     move_captured_on_touchdown,
     promotion_seen,
     pushed_capture,
+    released_there,
     shown_with_answer_begun,
     takeback_proven,
     victim_pushed_first,
@@ -324,9 +325,18 @@ def unseen_ply_contradicted(view: BoardView) -> Decision | None:
 
 
 def moved_after_release(view: BoardView) -> Decision | None:
-    """13. The last move's piece (or castling's king) shown elsewhere: the last move amended."""
+    """13. The last move's piece (or castling's king) shown elsewhere: the last move amended (4.7 when its piece had
+    rested there, :func:`~touchmove.rules.readings.released_there`); on a board that names its pieces, only when it
+    names that piece there (not the victim pushed aside onto a square the capturing piece could have gone to, told
+    after the capture)."""
     shown = amendment(view)
-    return None if shown is None else Amend(shown, by_evidence=False)
+    if shown is None:
+        return None
+    pieces, previous = view.pieces_shown, view.previous
+    if pieces is not None and previous is not None and not lands_as_named(previous[0].board, shown.move, pieces):
+        return None
+    # (a piece passing through, never released on the square it was read on, breaks no rule: no alert)
+    return Amend(shown, by_evidence=not released_there(view, shown.move.to_square))
 
 
 def promotion_piece_seen(view: BoardView) -> Decision | None:

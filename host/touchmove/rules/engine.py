@@ -82,7 +82,15 @@ from touchmove.rules.footprints import Position
 from touchmove.rules.game_line import Declared, GameLine
 from touchmove.rules.gamelog import GameRecord
 from touchmove.rules.identity import PieceChange, under_way
-from touchmove.rules.pending import CASTLING_STEP_HOLD_MS, InterruptedMove, castling_step, sliding_in
+from touchmove.rules.pending import (
+    CASTLING_STEP_HOLD_MS,
+    KNOCK_HOLD_MS,
+    InterruptedMove,
+    castling_step,
+    knock_lift,
+    knocked_answer,
+    sliding_in,
+)
 from touchmove.rules.phases import (
     CLEARED,
     CLEARED_SQUARES,
@@ -430,9 +438,21 @@ class Engine:
         state = self._state
         deadline = state.changed_at + state.settle_ms
         match = state.pending.match
-        if match is not None and castling_step(state.position.board, match.move):
+        if match is None:
+            return deadline
+        board = state.position.board
+        if castling_step(board, match.move):
             deadline += CASTLING_STEP_HOLD_MS
+        lifted_at = state.evidence.first_lift.get(match.move.from_square)
+        if knocked_answer(board, self._last_move(), state.line.reached[-1], match.move, lifted_at):
+            assert lifted_at is not None
+            deadline = max(deadline, lifted_at + KNOCK_HOLD_MS)  # a piece knocked off may be put back
         return deadline
+
+    def _last_move(self) -> chess.Move | None:
+        """Return the last move of the game on (None: none yet)."""
+        game = self._state.game
+        return game.moves[-1] if game is not None and game.moves else None
 
     def _decision_deadline(self) -> int | None:
         state = self._state
@@ -671,6 +691,13 @@ class Engine:
         if piece is None or sq == state.exchange_sq:
             return []  # the promoted pawn being exchanged for the new piece (4.6) is no touch
         side: TouchSide = "mover" if piece.color == position.board.turn else "opponent"
+        if knock_lift(position.board, self._last_move(), state.line.reached[-1], sq, t):
+            # A piece next to where the last move landed, lifted as that hand left: knocked off by its sleeve, no
+            # touch of the player to move (it may still be the answer's victim, lifted first: no adjustment).
+            if sq in touches.order or sq in touches.adjusted:
+                return []
+            touches.adjusted.append(sq)
+            return [Touch(state.game_number, t, state.ply_number, chess.square_name(sq), piece.symbol(), side, False)]
         if (side == "opponent" and state.has_clock and not state.line.presses.pressed
                 and state.line.unseen.unseen_since is None):
             # The player who just moved adjusts a piece before pressing: his clock still runs (6.2.5). (After plies

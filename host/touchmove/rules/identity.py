@@ -387,6 +387,17 @@ def under_way(board: chess.Board, pieces: dict[chess.Square, str]) -> bool:
         chess.SquareSet(lifted).mask | board.kings & board.occupied_co[side]))
 
 
+def lands_as_named(board: chess.Board, move: chess.Move, pieces: dict[chess.Square, str]) -> bool:
+    """Return whether the piece ``move`` puts on its landing square (castling: the king's) is the one ``pieces``
+    names there, or none is named there."""
+    after = _after(board, move)
+    landing = after.king(board.turn) if board.is_castling(move) else move.to_square
+    if landing is None:
+        return True
+    named = pieces.get(landing)
+    return named is None or named == str(after.piece_at(landing))
+
+
 def _castling_rook(board: chess.Board, move: chess.Move) -> chess.Square:
     """Return the square of the rook that castling ``move`` moves."""
     if board.chess960:

@@ -12,7 +12,8 @@ import chess
 
 from touchmove.rules.footprints import Footprint, Position, castling_squares
 
-__all__ = ["CASTLING_STEP_HOLD_MS", "InterruptedMove", "PendingMove", "castling_step", "sliding_in"]
+__all__ = ["CASTLING_STEP_HOLD_MS", "KNOCK_HOLD_MS", "KNOCK_WINDOW_MS", "InterruptedMove", "PendingMove",
+           "castling_step", "knock_lift", "knocked_answer", "sliding_in"]
 
 #: How much longer than the settle time a castling step waits before it is made (ms): a king's step from its square
 #: onto the square it crosses castling (Kf1, Kd1 with the right to castle that way, the rook on its square), or a
@@ -22,6 +23,37 @@ __all__ = ["CASTLING_STEP_HOLD_MS", "InterruptedMove", "PendingMove", "castling_
 #: A king released there is the king's move all the same, made this much later with the time it showed (4.7);
 #: the opponent's answer or a clock press makes it at once.
 CASTLING_STEP_HOLD_MS = 300
+
+
+#: A piece next to the square the last move landed on, lifted this soon (ms) after the board showed that move, was
+#: knocked by the sleeve of the hand that made it, as the hand left: a person answers later than that (a bullet
+#: reply's first change comes 60-120 ms after the last change, and his hand must travel), but one board report (a
+#: DGT scan of 200-250 ms, a Chessnut status every 100 ms) can bring both.
+KNOCK_WINDOW_MS = 300
+#: How long (ms) after its piece was lifted an answer that a knocked piece may show (:func:`knocked_answer`) waits
+#: before it is made: the piece fell onto a neighbouring square and is put back a moment later (the hands: 0.3-1.4 s
+#: after it fell, and a report). A piece still there then was moved there: the move, made with the time it showed.
+KNOCK_HOLD_MS = 1800
+
+
+def knock_lift(board: chess.Board, last: chess.Move | None, reached: int | None, sq: chess.Square, t: int) -> bool:
+    """Return whether a lift of ``sq`` at ``t`` is a piece knocked off by the sleeve of the hand that made ``last``
+    (the move that left ``board``, shown at ``reached``): a piece next to its landing square, lifted within
+    :data:`KNOCK_WINDOW_MS` of it showing. Not a touch of the player to move (4.3 binds deliberate touches)."""
+    if last is None or reached is None or not 0 <= t - reached <= KNOCK_WINDOW_MS:
+        return False
+    return bool(chess.BB_KING_ATTACKS[last.to_square] & chess.BB_SQUARES[sq]) and board.piece_at(sq) is not None
+
+
+def knocked_answer(board: chess.Board, last: chess.Move | None, reached: int | None, move: chess.Move,
+                   lifted_at: int | None) -> bool:
+    """Return whether ``move``, the answer the board shows to ``last`` in ``board``, may be a piece knocked off
+    (:func:`knock_lift`, lifted at ``lifted_at``) fallen onto an empty square next to its own, to be put back:
+    such an answer waits :data:`KNOCK_HOLD_MS` before it is made."""
+    if lifted_at is None or not knock_lift(board, last, reached, move.from_square, lifted_at):
+        return False
+    return (chess.square_distance(move.from_square, move.to_square) == 1 and not board.is_capture(move)
+            and not board.is_castling(move) and move.promotion is None)
 
 
 @dataclass(slots=True)

@@ -65,12 +65,13 @@ class PlyEvidence:
         self.last_place.update({sq: at for sq, at in earlier.last_place.items() if at >= since})
 
     def carry_late(self, earlier: PlyEvidence, made_at: int, position: Position, at_once: chess.Bitboard = 0,
-                   exchanged: chess.Bitboard = 0, begun: chess.Bitboard = 0) -> None:
+                   exchanged: chess.Bitboard = 0, begun: chess.Bitboard = 0, knocked: chess.Bitboard = 0) -> None:
         """Take the lifts of ``earlier`` after ``made_at``, the time its move showed (the opponent started before
         the settle time was over), those at that time of the ``at_once`` squares (reported in the scan that
         showed the move), and every lift of the ``begun`` squares (the answer begun before that scan), and its
         places after that time. A lift of an ``exchanged`` square (the promoted pawn taken off for the new piece,
-        4.6) is no touch, nor one of a ``begun`` square reported before the move showed (out of turn, 4.2.1)."""
+        4.6) is no touch, nor one of a ``begun`` square reported before the move showed (out of turn, 4.2.1), nor
+        one of a ``knocked`` square (a piece the sleeve of the hand that made the move knocked as it left)."""
         for at, sq in earlier.lifts:
             if at > made_at or (at == made_at and at_once & chess.BB_SQUARES[sq]) or begun & chess.BB_SQUARES[sq]:
                 self.held |= earlier.held & chess.BB_SQUARES[sq]  # two pieces in hand (a Chess960 swap castling)
@@ -78,6 +79,9 @@ class PlyEvidence:
                 self.first_lift.setdefault(sq, at)
                 self.lifts.append((at, sq))
                 self.last_lift[sq] = at
-                if not exchanged & chess.BB_SQUARES[sq] and not (at < made_at and begun & chess.BB_SQUARES[sq]):
+                if knocked & chess.BB_SQUARES[sq]:
+                    if sq not in self.touches.adjusted:
+                        self.touches.adjusted.append(sq)
+                elif not exchanged & chess.BB_SQUARES[sq] and not (at < made_at and begun & chess.BB_SQUARES[sq]):
                     self.touches.touch(position, sq)
         self.last_place.update({sq: placed for sq, placed in earlier.last_place.items() if placed > made_at})

@@ -16,6 +16,7 @@ from touchmove.rules.events import AmendmentWithdrawn, Event, GameEnd, MoveAmend
 from touchmove.rules.footprints import Footprint, Position, castling_squares
 from touchmove.rules.obligations import Touches, judge, out_of_turn
 from touchmove.rules.outcome import game_over
+from touchmove.rules.pending import knock_lift
 from touchmove.rules.phases import MISMATCH, OUT_OF_SYNC, OVER, PLAYING
 from touchmove.rules.ply_evidence import PlyEvidence
 from touchmove.rules.readings import amendment, explain_shown, mismatch_excused
@@ -101,7 +102,11 @@ class PlyWriting:
             ply.touches = earlier
             nxt = state.evidence
             exchanged = chess.BB_SQUARES[move.to_square] if move.promotion is not None else 0
-            nxt.carry_late(ply, t, state.position, at_once, exchanged, begun)
+            knocked = 0
+            for at, sq in late:
+                if knock_lift(after, move, t, sq, at):
+                    knocked |= chess.BB_SQUARES[sq]
+            nxt.carry_late(ply, t, state.position, at_once, exchanged, begun, knocked)
             # The answer may be on the board already (a Chess960 castling that leaves the squares as they were).
             answer = self.explain(state.position, nxt)
             if answer is not None:

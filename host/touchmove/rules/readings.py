@@ -89,6 +89,24 @@ class BoardView(GameView, Protocol):
     def has_clock(self) -> bool: ...
     @property
     def lost_unsearched(self) -> bool: ...
+    @property
+    def settle_ms(self) -> int: ...
+
+
+def released_there(view: BoardView, final: chess.Square) -> bool:
+    """Return whether the last move's piece rested on its landing square for the settle time (released there, 4.7)
+    before it left that square or a piece came down on ``final`` (the square it is amended to): one gone on sooner,
+    the move made all the same (the square refilled within the sensors' chatter time, or held by a knocked piece
+    fallen there), was passing through, not released."""
+    game = view.current_game
+    reached = view.line.reached[-1]
+    if not game.moves or reached is None or final == game.moves[-1].to_square:
+        return True
+    landing = game.moves[-1].to_square
+    for t, sq, occupied in view.line.changes:
+        if t >= reached and ((sq == landing and not occupied) or (sq == final and occupied)):
+            return t - reached >= view.settle_ms
+    return True
 
 
 def straightened(ply: PlyEvidence, presses: Presses) -> chess.Bitboard:
@@ -464,8 +482,10 @@ def answer_undone(view: BoardView) -> tuple[Position, PlyEvidence, Footprint | N
         return None
     position, ply = answered
     landing = chess.BB_SQUARES[game.moves[-1].to_square]
-    if view.evidence.lifted == landing and view.occupancy == view.position.occ & ~landing:
-        return None  # its piece lifted from where it landed, nothing else: maybe to straighten it (the next change)
+    if view.evidence.lifted & view.position.occ == landing and view.occupancy == view.position.occ & ~landing:
+        # its piece lifted from where it landed, nothing else of the position (a victim pushed aside may have been
+        # taken off meanwhile): maybe to straighten it (the next change)
+        return None
     if previous[0].continuable(view.occupancy):
         return position, ply, None  # the ply before the answer, with the opponent's real answer under way
     lifts = ply.then(previous[1]).then(view.evidence)
