@@ -99,3 +99,23 @@ def test_an_answer_is_held_as_a_knock_when_a_step_onto_an_empty_square_only() ->
     assert not knocked_answer(board, last, 3100, chess.Move.from_uci("e4d5"), 3200)   # a capture: no fall
     assert not knocked_answer(board, last, 3100, chess.Move.from_uci("e4e5"), None)
     assert KNOCK_HOLD_MS > 1400   # a knocked piece is put back up to 1.4 s after it fell, then reported
+
+
+#: 1.e4 e5, then White's knight from b1, landing on c3 next to the b2 pawn.
+E4_E5 = [lift(1000, "e2"), place(1100, "e4", "P"), lift(2000, "e7"), place(2100, "e5", "p")]
+
+
+def test_a_piece_the_sleeve_knocks_as_the_hand_comes_in_binds_nobody() -> None:
+    """Nc3 with the sleeve knocking the b2 pawn off as the knight comes in, put back 0.7 s later; a DGT scan in
+    field order reports b2's lift before b1's, 220 ms before c3 fills: no touch_move (DGT game 70: 4.3.1 "move
+    b2" before, the pawn taken for the first piece touched)."""
+    events = play([*E4_E5, lift(3000, "b2"), lift(3030, "b1"), place(3220, "c3", "N"), place(3900, "b2", "P")])
+    assert moves_of(events) == ["e4", "e5", "Nc3"]
+    assert codes(events) == []
+
+
+def test_a_piece_touched_before_the_move_still_binds() -> None:
+    """The b2 pawn lifted and put back 0.8 s before the knight lands on c3: touched, it must move (4.3.1)."""
+    events = play([*E4_E5, lift(2400, "b2"), place(2600, "b2", "P"), lift(3000, "b1"), place(3200, "c3", "N")])
+    assert moves_of(events) == ["e4", "e5", "Nc3"]
+    assert codes(events) == ["touch_move"]

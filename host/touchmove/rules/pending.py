@@ -13,7 +13,7 @@ import chess
 from touchmove.rules.footprints import Footprint, Position, castling_squares
 
 __all__ = ["CASTLING_STEP_HOLD_MS", "KNOCK_HOLD_MS", "KNOCK_WINDOW_MS", "InterruptedMove", "PendingMove",
-           "castling_step", "knock_lift", "knocked_answer", "sliding_in"]
+           "castling_step", "knock_lift", "knocked_answer", "knocked_coming_in", "sliding_in"]
 
 #: How much longer than the settle time a castling step waits before it is made (ms): a king's step from its square
 #: onto the square it crosses castling (Kf1, Kd1 with the right to castle that way, the rook on its square), or a
@@ -43,6 +43,20 @@ def knock_lift(board: chess.Board, last: chess.Move | None, reached: int | None,
     if last is None or reached is None or not 0 <= t - reached <= KNOCK_WINDOW_MS:
         return False
     return bool(chess.BB_KING_ATTACKS[last.to_square] & chess.BB_SQUARES[sq]) and board.piece_at(sq) is not None
+
+
+def knocked_coming_in(board: chess.Board, move: chess.Move, sq: chess.Square, lifted_at: int | None,
+                      shown_at: int) -> bool:
+    """Return whether the lift of ``sq`` at ``lifted_at``, during the ply of ``move`` (legal in ``board``, shown at
+    ``shown_at``), was a piece the sleeve of the hand coming in with it knocked: a piece next to its landing square
+    other than its own and its victim, lifted within :data:`KNOCK_WINDOW_MS` before the move showed (a deliberate
+    touch of another piece comes longer before: the hand must let it go, take the moving piece and carry it). The
+    caller asks only of a piece not put back before the moving piece landed."""
+    if lifted_at is None or not 0 <= shown_at - lifted_at <= KNOCK_WINDOW_MS or board.is_castling(move):
+        return False
+    victim = move.to_square + (-8 if board.turn == chess.WHITE else 8) if board.is_en_passant(move) else move.to_square
+    return (sq not in (move.from_square, victim)
+            and bool(chess.BB_KING_ATTACKS[move.to_square] & chess.BB_SQUARES[sq]))
 
 
 def knocked_answer(board: chess.Board, last: chess.Move | None, reached: int | None, move: chess.Move,

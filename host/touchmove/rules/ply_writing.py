@@ -16,7 +16,7 @@ from touchmove.rules.events import AmendmentWithdrawn, Event, GameEnd, MoveAmend
 from touchmove.rules.footprints import Footprint, Position, castling_squares
 from touchmove.rules.obligations import Touches, judge, out_of_turn
 from touchmove.rules.outcome import game_over
-from touchmove.rules.pending import knock_lift
+from touchmove.rules.pending import knock_lift, knocked_coming_in
 from touchmove.rules.phases import MISMATCH, OUT_OF_SYNC, OVER, PLAYING
 from touchmove.rules.ply_evidence import PlyEvidence
 from touchmove.rules.readings import amendment, explain_shown, mismatch_excused
@@ -113,9 +113,10 @@ class PlyWriting:
                 state.pending.match, state.pending.since = answer, state.changed_at
                 nxt.first_match = (answer.move, state.changed_at)
         state.exchange_sq = move.to_square if move.promotion is not None else None
-        for breach in judge(position, ply.touches, move, ply.first_lift):
+        touches = self._not_knocked(position, ply, move, t)
+        for breach in judge(position, touches, move, ply.first_lift):
             out.append(state.alert(t, breach.code, breach.article, number, breach.detail))
-        for sq in out_of_turn(position, ply.touches, move):
+        for sq in out_of_turn(position, touches, move):
             out.append(state.alert(t, "touch_out_of_turn", "4.2.1", number, {
                 "sq": chess.square_name(sq), "piece": str(board.piece_at(sq)),
             }))
@@ -129,6 +130,25 @@ class PlyWriting:
             }))
         out += self.after_move(t, after, san)
         return out
+
+    @staticmethod
+    def _not_knocked(position: Position, ply: PlyEvidence, move: chess.Move, t: int) -> Touches:
+        """Return the touches of ``ply`` but the pieces the sleeve of the hand coming in with ``move`` (shown at
+        ``t``; its piece landed then or before, a knocked piece missing meanwhile) knocked
+        (:func:`~touchmove.rules.pending.knocked_coming_in`): those bind nobody (4.3)."""
+        touches = ply.touches
+        board = position.board
+        landed = min(t, ply.last_place.get(move.to_square, t))
+        # (a piece touched and put back before the moving piece landed was let go of: a touch, knocked or not)
+        knocked = [sq for sq in touches.order if ply.last_place.get(sq, landed + 1) > landed
+                   and knocked_coming_in(board, move, sq, ply.first_lift.get(sq), landed)]
+        if not knocked:
+            return touches
+        kept = Touches(king_on_castling_square=touches.king_on_castling_square, adjusted=list(touches.adjusted))
+        for sq in touches.order:
+            if sq not in knocked:
+                kept.touch(position, sq)
+        return kept
 
     def after_move(self, t: int, board: chess.Board, san: str | None = None) -> list[Event]:
         """Return the game end, or the draws now claimable, after the move that left ``board`` (``san``: its SAN,
