@@ -8,37 +8,18 @@ from __future__ import annotations
 
 import chess
 
-from touchmove.records import Lift, Place, Record, Snapshot
-from touchmove.rules import Engine, Event
+from tests.boards.test_fast_replies import codes, lift, moves_of, place
+from tests.boards.test_fast_replies import play as play_from
+from touchmove.records import Record
+from touchmove.rules import Event
 from touchmove.rules.pending import KNOCK_HOLD_MS, knock_lift, knocked_answer
 
 SETTLE_MS = 200     # the bridge's for a Chessnut board (a status every 100 ms)
 
 
-def lift(t: int, sq: str) -> Lift:
-    return Lift(t=t, sq=chess.parse_square(sq), type="lift")
-
-
-def place(t: int, sq: str, piece: str) -> Place:
-    return Place(t=t, sq=chess.parse_square(sq), type="place", piece=piece)
-
-
 def play(recs: list[Record]) -> list[Event]:
-    """Feed a board's first report (the starting position, its pieces named) and ``recs``; return the events."""
-    eng = Engine(settle_ms=SETTLE_MS)
-    board = chess.Board()
-    events = eng.feed(Snapshot(t=0, occ=board.occupied, type="snapshot", pieces=board.board_fen()))
-    for rec in recs:
-        events += eng.feed(rec)
-    return events + eng.advance(recs[-1].t + 5000) + eng.finish()
-
-
-def moves_of(events: list[Event]) -> list[str]:
-    return [e.san for e in events if e.type == "move"]  # type: ignore[attr-defined]
-
-
-def codes(events: list[Event]) -> list[str]:
-    return [e.code for e in events if e.type == "alert"]  # type: ignore[attr-defined]
+    """Feed the starting position (its pieces named) and ``recs`` with a Chessnut's settle time; the events."""
+    return play_from(recs, settle_ms=SETTLE_MS)
 
 
 #: 1.e4 d5: Black's pawn lands on d5, next to White's pawn on e4.
