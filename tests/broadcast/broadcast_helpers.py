@@ -74,6 +74,26 @@ async def start_broadcaster(cfg: Path, port: int, log: Path | None = None,
                                                     env=variables, cwd=cfg.parent)
 
 
+async def wait_seen(http: Any, port: int, proc: asyncio.subprocess.Process, bridge: str = "touchmove",
+                    timeout: float = 30.0) -> None:
+    """Return once the broadcaster process on ``port`` has read bridge ``bridge`` online (its retained state):
+    it serves HTTP before it is subscribed, and a game started before that is not followed live (its start is
+    lost to it, the game later seen already played). ``http`` is an ``aiohttp.ClientSession``; fail if ``proc``
+    ends or ``timeout`` passes."""
+    import aiohttp  # only the process tests need it
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            async with http.get(f"http://127.0.0.1:{port}/status.json") as resp:
+                if resp.status == 200 and (await resp.json())["bridges"].get(bridge) == "online":
+                    return
+        except aiohttp.ClientError:
+            pass  # not serving yet
+        assert time.monotonic() < deadline and proc.returncode is None, "the broadcaster did not read the bridge"
+        await asyncio.sleep(0.1)
+
+
 def read_games(text: str, *, check: bool = True) -> list[chess.pgn.Game]:
     """Return every game of a PGN text (``check``: asserting that python-chess read each without errors)."""
     stream = io.StringIO(text)

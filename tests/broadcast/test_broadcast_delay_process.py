@@ -14,7 +14,7 @@ import aiomqtt
 import chess
 import chess.pgn
 
-from tests.broadcast.broadcast_helpers import plies, start_broadcaster
+from tests.broadcast.broadcast_helpers import plies, start_broadcaster, wait_seen
 from touchmove.sim.broadcast_boards import SimBridge
 from touchmove.sim.local_broker import LocalBroker, free_port
 
@@ -92,10 +92,7 @@ async def _sigkill(broker: LocalBroker, tmp_path: Path) -> None:
             bridge = SimBridge(client)
             sims = [bridge.board(b) for b in BOARDS]
             await bridge.online()
-            deadline = time.monotonic() + 30
-            while not polls:
-                assert time.monotonic() < deadline and proc.returncode is None, "the broadcaster did not start"
-                await poll(http, time.monotonic() + 0.2)
+            await wait_seen(http, port, proc, bridge.base)  # a start sent before it subscribed is lost to it
             for sim in sims:
                 await sim.start()
             poller = asyncio.create_task(poll(http, time.monotonic() + 600))

@@ -16,7 +16,7 @@ from pathlib import Path
 import aiohttp
 import aiomqtt
 
-from tests.broadcast.broadcast_helpers import HOST, start_broadcaster
+from tests.broadcast.broadcast_helpers import HOST, start_broadcaster, wait_seen
 from touchmove.broadcast.arbiter_book import ARBITERS_FILE_ENV, file_entry
 from touchmove.sim.broadcast_boards import SimBridge
 from touchmove.sim.local_broker import LocalBroker, free_port
@@ -61,19 +61,10 @@ black = "B"
     try:
         jar = aiohttp.CookieJar(unsafe=True)  # the broadcaster is at an IP address
         async with aiomqtt.Client("127.0.0.1", broker.port) as client, aiohttp.ClientSession(cookie_jar=jar) as http:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    async with http.get(f"{base}/status.json") as resp:
-                        if resp.status == 200:
-                            break
-                except aiohttp.ClientError:
-                    pass
-                assert time.monotonic() < deadline and proc.returncode is None, "the broadcaster did not start"
-                await asyncio.sleep(0.1)
             bridge = SimBridge(client)
             board = bridge.board("r01")
             await bridge.online()
+            await wait_seen(http, port, proc, bridge.base)  # a start sent before it subscribed is lost to it
             await board.start()
             # the deputy's console: /api/auth gives the cookie, the stream goes with it (the console is private)
             async with http.post(f"{base}/api/auth", headers={"Authorization": "Bearer tok-bob"}) as resp:
@@ -96,7 +87,7 @@ black = "B"
             for ply in range(1, 9):
                 await board.move(SHUFFLE[(ply - 1) % 4])
                 await asyncio.sleep(0.1)
-            for _ in range(100):
+            for _ in range(400):     # 20 s: the bridge and the console share two cores with the other tests
                 if 8 in plies:
                     break
                 await asyncio.sleep(0.05)
