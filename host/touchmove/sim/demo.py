@@ -45,6 +45,9 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 DEFAULT_PGN = DATA / "opera-1858.pgn"
 REPO = Path(__file__).resolve().parents[3]
 DEMO_BOARD_ID = "demo-board"
+#: A game from its own position waits this long (wall time) before its first lift: the board comes online, the
+#: watcher sees it and sends the ``setup``, and the bridge takes it (3 s was short on a loaded machine).
+SETUP_LEAD_S = 6
 BOARD_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
@@ -325,7 +328,8 @@ async def _play(args: argparse.Namespace, game: chess.pgn.Game, workdir: Path) -
     journal unless ``--journal``); return the exit status."""
     timeline = workdir / "timeline.jsonl"
     setup = setup_command(game)   # a game from its own position: the bridge is told before the first move
-    recs = timeline_for(game, settle_ms=args.settle_ms, start_ms=1500 if setup is None else 1500 + 3000 * args.speed)
+    lead_ms = 1500 if setup is None else int(1500 + SETUP_LEAD_S * 1000 * args.speed)
+    recs = timeline_for(game, settle_ms=args.settle_ms, start_ms=lead_ms)
     write_timeline(timeline, recs)
     # the longest the game can take: its timeline at this speed, and a margin for a loaded machine
     budget = recs[-1].t / 1000 / args.speed + 30
