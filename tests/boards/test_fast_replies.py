@@ -19,6 +19,7 @@ from touchmove.rules.recovery import (
     landed_out_of_order,
     order_disagreement,
     unaccounted,
+    under_way_before_its_turn,
     unreported,
 )
 
@@ -29,15 +30,18 @@ def lift(t: int, sq: str) -> Lift:
     return Lift(t=t, sq=chess.parse_square(sq), type="lift")
 
 
-def place(t: int, sq: str, piece: str) -> Place:
+def place(t: int, sq: str, piece: str | None = None) -> Place:
+    """A placement of ``piece`` (None: on a board that senses only occupancy, touchmove's own)."""
     return Place(t=t, sq=chess.parse_square(sq), type="place", piece=piece)
 
 
-def play(recs: list[Record], start: chess.Board | None = None, settle_ms: int = SETTLE_MS) -> list[Event]:
-    """Feed a board's first report (a snapshot with its pieces) and ``recs``; return the events to the end."""
+def play(recs: list[Record], start: chess.Board | None = None, settle_ms: int = SETTLE_MS,
+         named: bool = True) -> list[Event]:
+    """Feed a board's first report (a snapshot with its pieces, unless not ``named``) and ``recs``; return the
+    events to the end."""
     board = start or chess.Board()
     eng = Engine(fen=board.fen(), chess960=board.chess960, settle_ms=settle_ms)
-    events = eng.feed(Snapshot(t=0, occ=board.occupied, type="snapshot", pieces=board.board_fen()))
+    events = eng.feed(Snapshot(t=0, occ=board.occupied, type="snapshot", pieces=board.board_fen() if named else None))
     for rec in recs:
         events += eng.feed(rec)
     return events + eng.advance(recs[-1].t + 5000) + eng.finish()
@@ -264,6 +268,31 @@ def test_a_king_shown_stepping_out_and_back_beats_a_bishop_never_shown_moving() 
     assert codes(events) == ["changes_lost"]
     assert moves_of(events)[:2] == ["Bb4", "Kd1"] and "Ke2" in moves_of(events)
     assert "Bh7" not in moves_of(events)
+
+
+def test_a_victim_lifted_before_the_ply_it_would_answer_is_no_move_under_way() -> None:
+    """A DGT move memory read back after a link drop: ...e5 Bxe5 merged on e5 (one change, e5 B), then Nd7, Bxg7
+    and Kxg7 (g7 B merged away). ...Nd7 Bxg7 Kxg7 with Rxe6 under way leaves the squares and pieces as the five
+    plies played do, but the e6 pawn it has lifted as Rxe6's victim was lifted before White made Bxg7 (before
+    ...Nd7 even): White cannot have begun Rxe6 before his move before it."""
+    start = chess.Board("r1bqr1k1/p4pbp/2p1pnp1/8/2PB4/1P1P1N1P/P2N1PP1/R2QR1K1 b - - 0 14")
+    sq = chess.parse_square
+    told = [(70319, sq("e6"), None), (73583, sq("d4"), None), (73583, sq("e5"), "B"), (74671, sq("f6"), None),
+            (75759, sq("d7"), "n"), (76847, sq("e5"), None), (79023, sq("g7"), None), (80111, sq("g8"), None),
+            (80111, sq("g7"), "k")]
+    board = start.copy()
+    for san in ("e5", "Bxe5", "Nd7", "Bxg7", "Kxg7"):
+        board.push_san(san)
+    target = board.occupied
+    short = explanations(start, target, under_way_too=True)
+    assert short and {len(e.moves) for e in short} == {3} and all(e.in_progress for e in short)
+    assert all(under_way_before_its_turn(start, e, target, told) for e in short)
+    # the same line with the pawn lifted after Bxg7 (the victim off before ...Kxg7 was made) is Rxe6 begun:
+    # nothing tells it otherwise
+    later = [c for c in told if c[1] != sq("e6")] + [(77500, sq("e6"), None)]
+    assert not any(under_way_before_its_turn(start, e, target, later) for e in short)
+    played = [e for e in explanations(start, target, min_plies=5, max_plies=5) or [] if not e.in_progress]
+    assert played and not any(under_way_before_its_turn(start, e, target, told) for e in played)
 
 
 def test_the_search_tries_the_plies_on_reported_squares_first() -> None:
@@ -743,3 +772,45 @@ def test_an_answer_straightened_after_its_victim_pushed_aside_was_taken_off_is_n
     assert moves_of(events) == ["Kh8", "Rxe7", "Qxe7", "Kf2"]
     assert not [e for e in events if e.type in ("takeback", "move_amended")]
     assert codes(events) == []
+
+
+def test_a_victim_pushed_on_within_its_own_move_is_read_again_when_it_is_seen_gone() -> None:
+    """DGT, harder hands (game 20 of the bench): Black's queen lands on c4 (a whole scan shows it there), White's
+    queen comes at once and pushes it on to c5 in the next scan (read as ...Qc5, then Qc4 for White), and the
+    pushed queen is taken off. The knight takes on c4, White plays Nd2, and only the knight going back to b6
+    shows that something is off: four plies back, the one line the square changes account for (...Qc4 Qxc4 Nxc4
+    Nd2 Nb6) is adopted, and no board_mismatch or lost changes are raised."""
+    start = chess.Board("r1b2rk1/ppq1bppp/1n2p3/8/1P3B2/1QP2NP1/4PPBP/R4RK1 b - - 6 16")
+    events = play([lift(1000, "c7"), place(1550, "c4", "q"), lift(1800, "c4"), place(1800, "c5", "q"),
+                   lift(1830, "b3"), place(2040, "c4", "Q"), lift(2240, "c5"),
+                   lift(2850, "e7"), lift(2930, "c4"), place(2960, "c4", "Q"), place(3520, "e7", "b"),
+                   lift(4220, "b6"), lift(4270, "c4"), place(4270, "c5", "Q"), place(4490, "c4", "n"),
+                   lift(5140, "c5"), lift(7050, "f3"), place(7300, "d2", "N"),
+                   lift(9730, "c4"), place(9730, "b6", "n")], start)
+    board, want = start.copy(), []
+    for uci in ("c7c4", "b3c4", "b6c4", "f3d2", "c4b6"):
+        want.append(board.san(chess.Move.from_uci(uci)))
+        board.push_uci(uci)
+    assert final_line(events) == want, [e.to_dict() for e in events if e.type != "touch"]
+    assert not {"board_mismatch", "changes_lost"} & set(codes(events))
+
+
+def test_a_rook_slid_onto_its_capture_is_not_made_where_a_scan_still_senses_it() -> None:
+    """DGT, harder hands (game 38 of the bench): Black's rook slides f8-e8-d8 onto c8 to take the queen. The
+    scans read the queen off, the rook on e8, then the rook named on c8 while e8 still reads full (the square it
+    crossed is scanned after the one it reached). Not ...Re8 with a queen named a rook on c8 (a board_mismatch,
+    then amended): the move is under way until e8 reads empty, then ...Rxc8."""
+    start = chess.Board("2Q2rk1/4bppp/4pn2/P2b4/1p1N4/4B1N1/1q3PPP/R1R3K1 b - - 0 22")
+    events = play([lift(1000, "f8"), lift(1230, "c8"), place(1240, "e8", "r"), place(1470, "c8", "r"),
+                   lift(1830, "e8")], start)
+    assert moves_of(events) == ["Rxc8"]
+    assert "board_mismatch" not in codes(events) and not [e for e in events if e.type == "move_amended"]
+
+
+def test_a_rook_shown_short_of_a_capture_it_could_make_is_made_where_it_stands() -> None:
+    """The rook stops on e8 (the queen on c8 only lifted and put back): the board names the queen on c8, so
+    ...Re8 is made."""
+    start = chess.Board("2Q2rk1/4bppp/4pn2/P2b4/1p1N4/4B1N1/1q3PPP/R1R3K1 b - - 0 22")
+    events = play([lift(1000, "f8"), place(1240, "e8", "r")], start)
+    assert moves_of(events) == ["Re8"]
+    assert "board_mismatch" not in codes(events)

@@ -62,3 +62,25 @@ def test_the_capturing_piece_is_named_on_its_way_and_on_its_square_before_an_adj
             assert e.piece == "R", (seed, habits[0], changes)
             rook_on_the_way += e.sq != chess.A5
     assert rook_on_the_way > 10 and bounced > 3
+
+
+def test_a_piece_knocked_onto_a_square_is_named_as_itself_even_where_the_moving_piece_crossed() -> None:
+    """...Rf5-h5 slid across g5, the sleeve knocking the g6 pawn off as the rook comes in: where the pawn falls
+    (2-30 ms after its lift) the board names the pawn, also on g5, which the rook had just crossed. Before, g5 was
+    named after the piece last lifted from it, the rook: a Chessnut board reported two black rooks (bench game
+    104: Rg5 published for Rh5)."""
+    start = chess.Board("4k3/8/6p1/5r2/8/8/8/4K3 b - - 0 1")
+    move = chess.Move.from_uci("f5h5")
+    style = hands.Style(sleeve=1.0, slide=1.0, promote_record=False, chatter=0.0, bounce=0.0, overlap=0.0)
+    fallen_on_g5 = 0
+    for seed in range(120):
+        habits: list[list[str]] = []
+        events = piece_timeline(start, [move], random.Random(seed), style, habits=habits)
+        if "knocked onto a square" not in habits[0]:
+            continue
+        changes = [e for e in events if isinstance(e, Change)]
+        knocked_at = next(e.t for e in changes if e.sq == chess.G6 and e.piece is None)
+        fallen = next(e for e in changes if e.piece is not None and e.t >= knocked_at and e.sq != chess.H5)
+        assert fallen.t - knocked_at <= 30 and fallen.piece == "p", (seed, changes)
+        fallen_on_g5 += fallen.sq == chess.G5
+    assert fallen_on_g5 > 2

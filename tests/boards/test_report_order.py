@@ -110,6 +110,19 @@ def test_castling_in_one_frame_is_told_king_first() -> None:
     assert sans(events) == ["O-O-O"] and alerts(events) == []
 
 
+def test_a_rook_and_its_king_lifted_in_one_frame_breach_nothing() -> None:
+    """...O-O on a ChessLink board (the bench's default hands, shared game 33): one status shows the rook gone from
+    h8 and on f8 and the king gone from e8, the next the king on g8. Which the hand took first no report tells (the
+    adapter tells the whole rook move first, its own order). Before, that order was read as the rook touched first:
+    touch_move (4.3.1, "move h8") in a game given back exactly. Now castling, no alert."""
+    start = chess.Board("r3k2r/pppqpppp/2n5/8/8/2N5/PPPQPPPP/R3K2R b KQkq - 0 1")
+    rook_moved = board_after(start, emptied=("h8", "e8"), put={"f8": "r"})
+    castled = board_after(start, emptied=("h8", "e8"), put={"f8": "r", "g8": "k"})
+    lines, events = read([(1000, rook_moved), (1160, castled)], start)
+    assert told(lines)[:2] == ["lift h8", "place f8"]
+    assert sans(events) == ["O-O"] and alerts(events) == []
+
+
 def test_a_piece_lifted_before_the_answer_lands_stays_in_the_hand() -> None:
     """Nf3 ... Black's knight g8 lifted, White's b1 lifted before Black's knight lands on f6 (a fast reply read
     square by square), then the knight put on c3. Before, Black's landing emptied White's knight from the hand,

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import chess
 
-from tests.boards.test_fast_replies import codes, lift, moves_of, place
+from tests.boards.test_fast_replies import codes, final_line, lift, moves_of, place
 from tests.boards.test_fast_replies import play as play_from
 from touchmove.records import Record
 from touchmove.rules import Event
+from touchmove.rules.identity import made_with_hands
 from touchmove.rules.pending import KNOCK_HOLD_MS, knock_lift, knocked_answer
 
 SETTLE_MS = 200     # the bridge's for a Chessnut board (a status every 100 ms)
@@ -100,3 +101,145 @@ def test_a_piece_touched_before_the_move_still_binds() -> None:
     events = play([*E4_E5, lift(2400, "b2"), place(2600, "b2", "P"), lift(3000, "b1"), place(3200, "c3", "N")])
     assert moves_of(events) == ["e4", "e5", "Nc3"]
     assert codes(events) == ["touch_move"]
+
+
+def play_unnamed(start: chess.Board, recs: list[Record]) -> list[Event]:
+    """Feed ``start`` as a board that names no pieces reports it, then ``recs``, with a 300 ms settle time."""
+    return play_from(recs, start, settle_ms=300, named=False)
+
+
+#: DGT, harder hands (game 55 of the bench): Black plays ...c5; White's hand, coming for Rd4-d6 at once, knocks the
+#: pawn off c5 243 ms after it landed (within the settle time, before ...c5 was made) and the rook lands next to
+#: it; the pawn is put back 1.4 s later.
+C5_RD6 = chess.Board("r3r1k1/p4pp1/b1p2n1p/1p3P2/2pRP3/P1N2N1P/1PP3P1/2KR4 b - - 0 21")
+
+
+def test_a_move_whose_piece_the_answering_hand_knocks_off_is_made_then_the_answer() -> None:
+    """Named pieces: ...c5 and Rd6, no alert. Before: a lost-changes search invented Kh8 Rd8 Kg8 R8d6 with the
+    pawn read as still in Black's hand, and the game went wrong from there."""
+    events = play_from([lift(1000, "c6"), place(1030, "c5", "p"), lift(1273, "c5"), lift(1308, "d4"),
+                        place(1480, "d6", "R"), place(2846, "c5", "p")], C5_RD6)
+    assert moves_of(events) == ["c5", "Rd6"]
+    assert codes(events) == []
+    assert [e.t for e in events if e.type == "move"] == [1030, 1480]
+
+
+def test_the_same_on_a_board_that_names_no_pieces() -> None:
+    """Occupancy only: ...c5, then Rd6 made with the knocked pawn still off (no board_mismatch while it is put
+    back within KNOCK_HOLD_MS). Before: board_mismatch, then both moves when the pawn came back."""
+    events = play_unnamed(C5_RD6, [lift(1000, "c6"), place(1030, "c5"), lift(1273, "c5"), lift(1308, "d4"),
+                                   place(1480, "d6"), place(2846, "c5")])
+    assert moves_of(events) == ["c5", "Rd6"]
+    assert codes(events) == []
+
+
+def test_a_piece_knocked_off_and_left_off_is_a_mismatch_after_the_hold() -> None:
+    """The pawn is not put back: the board_mismatch comes, KNOCK_HOLD_MS after it went."""
+    events = play_unnamed(C5_RD6, [lift(1000, "c6"), place(1030, "c5"), lift(1273, "c5"), lift(1308, "d4"),
+                                   place(1480, "d6"), lift(9000, "a8"), place(9200, "a8")])
+    assert moves_of(events) == ["c5", "Rd6"]
+    assert "board_mismatch" in codes(events)
+
+
+def test_the_queen_that_could_go_there_is_the_move_not_the_king_with_the_queen_knocked() -> None:
+    """Qd1-e2, the king on e1 lifted 31 ms after the queen landed and put back: Qe2, never Ke2 (the queen could
+    make the move itself, so it is no knocked piece)."""
+    start = chess.Board("r1bq1rk1/ppp2ppp/2np1n2/2b2PN1/2B1PB2/2N5/PPP3PP/R2QK2R w KQ - 6 11")
+    for named in (True, False):
+        recs = [lift(1000, "d1"), place(1221, "e2", "Q" if named else None), lift(1252, "e1"),
+                place(1826, "e1", "K" if named else None)]
+        events = play_from(recs, start) if named else play_unnamed(start, recs)
+        assert [e.san for e in events if e.type in ("move", "move_amended")] == ["Qe2"], named  # type: ignore[attr-defined]
+
+
+def test_a_capture_with_a_piece_knocked_onto_a_square_it_could_reach_waits_for_the_board() -> None:
+    """Nd2xe4, the sleeve knocking the d4 pawn onto c4 (where the knight could also go) just before the knight
+    lands; the pawn goes back to d4 0.7 s later. Nxe4, never Nc4 with the d4 pawn read as knocked off."""
+    start = chess.Board("2r2rk1/4q1pp/p1nbbp2/1p1p4/nP1Pp3/PN2P1P1/3N1PBP/B1RQ1RK1 w - - 0 19")
+    events = play_unnamed(start, [lift(1000, "d2"), lift(1058, "e4"), lift(1212, "d4"), place(1231, "c4"),
+                                  place(1332, "e4"), lift(1987, "c4"), place(2038, "d4")])
+    assert [e.san for e in events if e.type in ("move", "move_amended")] == ["Nxe4"]  # type: ignore[attr-defined]
+
+
+def test_a_piece_that_touched_down_and_moved_on_is_no_piece_knocked_off() -> None:
+    """DGT game 26 of the bench: ...Bc5 touches down on f2 and slides on to g1 as White's king answers Kf3, the
+    board naming the bishop on g1. ...Bg1 Kf3: not ...Bf2 with the bishop read as knocked onto g1 by the king's
+    hand (the bishop could go to g1 itself)."""
+    start = chess.Board("8/8/5k2/2b1p3/4P3/6P1/PP2K1Pp/7Q b - - 5 43")
+    events = play_from([lift(1000, "c5"), place(2409, "f2", "b"), lift(2644, "e2"), lift(2682, "f2"),
+                        place(2682, "g1", "b"), place(2861, "f3", "K")], start)
+    assert moves_of(events) == ["Bg1", "Kf3"]
+
+
+def test_a_piece_of_the_movers_own_knocked_onto_a_square_is_not_read_as_his_move_there() -> None:
+    """ChessLink game 271 of the bench: ...b7-b6, the sleeve knocking Black's c6 pawn onto b5; the board reports
+    the pawn on b5 (and c6 empty) 430 ms before it reports b6. Not ...b5 with c6 read as knocked off (then amended
+    to ...b6 with moved_after_release): ...b6."""
+    start = chess.Board("r1bqkbnr/ppp2ppp/2p5/4p3/4P3/5N2/PPPP1PPP/RNBQK2R b KQkq - 0 1")
+    events = play_from([lift(1000, "b7"), lift(1860, "c6"), place(1860, "b5", "p"), place(2294, "b6", "p"),
+                        lift(2475, "b5"), place(2475, "c6", "p")], start)
+    assert [e.san for e in events if e.type in ("move", "move_amended")] == ["b6"]  # type: ignore[attr-defined]
+    assert "moved_after_release" not in codes(events)
+
+
+#: Black to play ...Ne5 into White's knight on f3, White's pawn on d5 beside e5 (DGT game 297 of the bench).
+NE5_NXE5 = chess.Board("r1bqkb1r/pp2pp1p/1nnp2p1/3P4/8/5N2/PPP1BPPP/RNBQ1RK1 b kq - 0 8")
+
+
+def test_a_recapture_faster_than_the_settle_time_with_its_own_pawn_knocked_is_no_lost_change() -> None:
+    """...Ne5 rests 150 ms, White's knight takes it at once, and White's sleeve knocks his own d5 pawn off as it
+    lands (the scan reports d5 gone before e5's new piece) and puts it back 1.1 s later; then ...dxe5. The pieces
+    show ...Ne5 Nxe5 made with one piece off next to where the answer landed: a hand, never a second ply. Before: a
+    lost-changes search (changes_lost) recovered ...Ne5 Nxe5 among other lines."""
+    events = play_from([lift(1000, "c6"), place(1800, "e5", "n"), lift(1950, "e5"), lift(2200, "f3"),
+                        lift(2360, "d5"), place(2364, "e5", "N"), place(3470, "d5", "P"),
+                        lift(6000, "e5"), lift(6100, "d6"), place(6200, "e5", "p")], NE5_NXE5)
+    assert moves_of(events) == ["Ne5", "Nxe5", "dxe5"]
+    assert "changes_lost" not in codes(events)
+
+
+def test_a_move_taken_where_it_landed_by_a_hand_that_knocked_a_piece_is_made_with_hands() -> None:
+    """The pieces after ...Ne5 Nxe5 but for one piece off: beside e5, a hand; away from it, plies to search."""
+    after = NE5_NXE5.copy()
+    for san in ("Ne5", "Nxe5"):
+        after.push_san(san)
+    pieces = {sq: piece.symbol() for sq, piece in after.piece_map().items()}
+    beside = {sq: letter for sq, letter in pieces.items() if sq != chess.D5}
+    away = {sq: letter for sq, letter in pieces.items() if sq != chess.A2}
+    assert made_with_hands(NE5_NXE5, beside)
+    assert not made_with_hands(NE5_NXE5, away)
+
+
+#: Black to play ...Rxe1+, White's other rook on d1 beside e1 (ChessLink game 43 of the bench).
+RXE1 = chess.Board("2r1r1k1/1p3ppp/p2p1n2/3P4/2P5/1P1B4/P5PP/3RR2K b - - 0 21")
+
+
+def test_a_piece_knocked_aside_while_a_capture_is_under_way_is_no_lost_change() -> None:
+    """Black takes the e1 rook off, lifts his own from e8, and his sleeve knocks the d1 rook onto c1 before his
+    rook lands on e1; White puts it back and recaptures. The pieces show ...Rxe1+ under way with one piece knocked
+    onto a square next to its own: a hand. Before: a lost-changes search took ...Re7 Rc1 (changes_lost)."""
+    events = play_from([lift(1000, "e1"), lift(1500, "e8"), lift(2100, "d1"), place(2100, "c1", "R"),
+                        place(2500, "e1", "r"), lift(3000, "c1"), place(3000, "d1", "R"),
+                        lift(5000, "d1"), lift(5000, "e1"), place(5030, "e1", "R")], RXE1)
+    assert moves_of(events) == ["Rxe1+", "Rxe1"]
+    assert "changes_lost" not in codes(events)
+
+
+#: Black to play ...Kf4, White to answer gxh5 past Black's g6 pawn (Chessnut game 162 of the bench).
+KF4_GXH5 = chess.Board("8/4Q3/6p1/5pkq/6P1/1P2N3/P2PnrBP/7K b - - 1 39")
+
+
+def test_a_piece_that_cannot_move_lifted_after_recovered_plies_contradicts_none_of_them() -> None:
+    """...Kf4 lands, Black's sleeve knocking White's g4 pawn onto f3; it is put back, White lifts it at once with
+    the h5 queen to take it, his own sleeve knocking the g6 pawn off: ...Kf4 gxh5 are recovered (the pieces also
+    fit gxh5 with ...gxh5 under way). Black then straightens his king, which has no legal move, and plays ...Rf1+.
+    The lifted king contradicts no recovered ply. Before: searched again, ...Kh6 gxh5 taken for them."""
+    events = play_from([lift(1002, "g5"), place(1102, "f4", "k"), lift(1162, "g4"), place(1162, "f3", "P"),
+                        lift(2002, "f3"), place(2102, "g4", "P"), lift(2202, "g4"), lift(2302, "h5"),
+                        lift(2402, "g6"), place(2602, "h5", "P"), place(3702, "g6", "p"),
+                        lift(5800, "f4"), place(6200, "f4", "k"), lift(8000, "f2"), place(8100, "f1", "r")],
+                       KF4_GXH5, SETTLE_MS)
+    assert moves_of(events)[-1] == "Rf1+"
+    assert final_line(events) == ["Kf4", "gxh5", "Rf1+"]
+    assert "takeback" not in [e.type for e in events]
+

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from touchmove.records import Lift, Place, Snapshot
 from touchmove.rules import Engine, MoveMade
-from touchmove.rules.footprints import Position, fen_of
+from touchmove.rules.footprints import Position, captured_square, fen_of
 from touchmove.rules.outcome import game_over
 from touchmove.sim.hands import Hands, Style, play
 
@@ -112,6 +112,18 @@ def test_every_legal_move_is_explained_by_its_own_footprint() -> None:
             after.push(move)
             found = position.explain(after.occupied, chess.BB_ALL)
             assert found is not None and found.move == move, (fen, move)
+
+
+def test_a_capture_takes_the_piece_on_its_square_en_passant_the_one_beside_it() -> None:
+    board = chess.Board("rnbqkbnr/1pp1pppp/p7/3pP3/8/8/PPPP1PPP/RNBQKBNR w KQkq d6 0 3")
+    assert captured_square(board, chess.Move.from_uci("e5d6")) == chess.D5
+    assert captured_square(board, chess.Move.from_uci("e5e6")) is None
+    board = chess.Board("rnbqkbnr/pppp1ppp/8/8/3Pp3/8/PPP1PPPP/RNBQKBNR b KQkq d3 0 2")
+    assert captured_square(board, chess.Move.from_uci("e4d3")) == chess.D4
+    board = chess.Board("r3k2r/8/8/8/8/8/1p6/RN2K2R w KQkq - 0 1", chess960=True)
+    assert captured_square(board, chess.Move.from_uci("b1a3")) is None
+    assert captured_square(board, chess.Move.from_uci("e1h1")) is None      # the king onto its own rook
+    assert captured_square(board, chess.Move.from_uci("a1a8")) == chess.A8
 
 
 def test_a_lone_lift_explains_nothing() -> None:

@@ -451,3 +451,28 @@ def test_the_change_that_drops_every_hypothesis_is_read_by_the_engine_itself() -
     engine = Engine(fen=start.fen(), settle_ms=300)
     events = [e for r in recs for e in engine.feed(r)] + engine.finish()
     assert published(events) == ["f6d5", "c3d5", "e6d5", "g2d5", "d8d5", "d4e4", "d5d1", "f1d1", "e7f6"]
+
+
+def test_the_squares_seen_changing_bound_the_plies_searched() -> None:
+    """Nf3 Nc6 Ng1 and Nh3 Nc6 Ng1 leave the same squares; with g1, f3 and b8 seen lifted and f3, c6 and g1 put
+    down, only the first is searched."""
+    board = chess.Board()
+    target = (board.occupied & ~chess.BB_B8) | chess.BB_C6
+    both = search(board, target, max_plies=3, min_plies=3)
+    assert {tuple(m.uci() for m in e.moves) for e in both.found if not e.in_progress} >= {
+        ("g1f3", "b8c6", "f3g1"), ("g1h3", "b8c6", "h3g1")}
+    seen = (chess.BB_G1 | chess.BB_F3 | chess.BB_B8, chess.BB_F3 | chess.BB_C6 | chess.BB_G1)
+    one = search(board, target, max_plies=3, min_plies=3, seen=seen)
+    assert {tuple(m.uci() for m in e.moves) for e in one.found} == {("g1f3", "b8c6", "f3g1")}
+    assert one.nodes < both.nodes
+
+
+def test_a_caller_may_follow_more_positions_than_a_lost_changes_search() -> None:
+    """A board shown with many short lines to it: past MAX_EXPLANATIONS positions the search calls it
+    ambiguous, unless its caller asks for more (the re-reading, which sifts them by the changes seen)."""
+    board = chess.Board()
+    target = board.occupied   # every knight or rook move out and back: dozens of positions after two plies
+    capped = search(board, target, max_plies=4, min_plies=4, max_explanations=2)
+    assert capped.gave_up and capped.ambiguous and not capped.found
+    wide = search(board, target, max_plies=4, min_plies=4, max_explanations=10_000)
+    assert not wide.gave_up and len({e.board.fen() for e in wide.found}) > 2

@@ -28,6 +28,8 @@ from touchmove.rules.readings import (
     earlier_position,
     end_in_question,
     king_on_castling_square,
+    landed_then_knocked,
+    made_past_knock,
     move_captured_on_touchdown,
     promotion_seen,
     pushed_capture,
@@ -39,7 +41,8 @@ from touchmove.rules.readings import (
 )
 
 __all__ = [
-    "AT_REST", "Amend", "CaptureOnTouchdown", "Decision", "MakeAnswerBegun", "MakeInterrupted", "MakeShown",
+    "AT_REST", "Amend", "CaptureOnTouchdown", "Decision", "MakeAnswerBegun", "MakeInterrupted", "MakeKnocked",
+    "MakeShown",
     "RecoverAgain", "Reopen", "SearchLost", "SetPromotion", "TakeBack", "TakeBackProven", "UndoAnswer", "Wait",
 ]
 
@@ -100,6 +103,15 @@ class MakeShown(Decision):
     """Make ``footprint``: a board that names its pieces shows exactly the position after it."""
 
     footprint: Footprint
+
+
+@dataclass(frozen=True, slots=True)
+class MakeKnocked(Decision):
+    """Make ``footprint``, whose piece landed at ``landed`` and was knocked off its square since by the answering
+    hand (:func:`~touchmove.rules.readings.landed_then_knocked`), then what the board shows."""
+
+    footprint: Footprint
+    landed: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,8 +296,23 @@ def move_shown_by_pieces(view: BoardView) -> Decision | None:
     return MakeAnswerBegun(shown, lifted) if lifted else MakeShown(shown)
 
 
+def move_past_knock(view: BoardView) -> Decision | None:
+    """15c. A move made but for a piece next to its landing square that the hand coming in knocked off (lifted
+    just before the move landed, not back yet): that move; the piece is in the air, its owner's to put back."""
+    found = made_past_knock(view)
+    return None if found is None else MakeShown(found[0])
+
+
+def knocked_before_made(view: BoardView) -> Decision | None:
+    """15d. The board shows the answer made, with the piece of the move it answers knocked off by the answering
+    hand before that move was made (its settle time not over; a board that names its pieces shows it so): that
+    move, then the answer."""
+    found = landed_then_knocked(view)
+    return None if found is None else MakeKnocked(*found)
+
+
 def pieces_moved_on(view: BoardView) -> Decision | None:
-    """15c. A board that names its pieces shows more than a move under way (an answer faster than its scan) and
+    """15e. A board that names its pieces shows more than a move under way (an answer faster than its scan) and
     no row above reads it: the plies played are searched, those that leave every piece where it shows them
     recovered."""
     pieces = view.pieces_shown
@@ -320,8 +347,12 @@ def snapshot_hides_loss(view: BoardView) -> Decision | None:
 
 
 def unseen_ply_contradicted(view: BoardView) -> Decision | None:
-    """12. The board contradicts a ply not seen made: search the lost plies again (not moved after release)."""
-    return RecoverAgain() if view.line.unseen.unseen_since is not None else None
+    """12. The board contradicts a ply not seen made: search the lost plies again (not moved after release). One
+    piece lifted from the game position contradicts nothing (a hand on a piece that cannot move: a touch, an
+    adjustment; the plies put a piece there, the board showed one), nor do pieces a hand explains (a knock)."""
+    if view.line.unseen.unseen_since is None or _hands_only(view):
+        return None
+    return RecoverAgain()
 
 
 def moved_after_release(view: BoardView) -> Decision | None:
@@ -352,8 +383,21 @@ def answer_undone_before_press(view: BoardView) -> Decision | None:
 
 
 def recovered_plies_contradicted(view: BoardView) -> Decision | None:
-    """16. Plies recovered a moment ago that the board contradicts: search again."""
-    return RecoverAgain()
+    """16. Plies recovered a moment ago that the board contradicts: search again (not for hands only)."""
+    return None if _hands_only(view) else RecoverAgain()
+
+
+def _hands_only(view: BoardView) -> bool:
+    """Return whether the board shows the game position with one piece lifted and nothing else, or (a board that
+    names its pieces) pieces that hands explain (:func:`~touchmove.rules.identity.made_with_hands`: a sleeve's
+    knock) other than pieces only lifted: no ply contradicted."""
+    missing = view.position.occ & ~view.occupancy
+    if not view.occupancy & ~view.position.occ and missing and not missing & (missing - 1):
+        return True
+    pieces, board = view.pieces_shown, view.position.board
+    # (not pieces only lifted: two of them may be plies whose pieces came back to the squares they left, dxe5 dxe5
+    # shown as the d6 and d4 pawns lifted, the changes between lost)
+    return pieces is not None and not only_lifted(board, pieces) and made_with_hands(board, pieces)
 
 
 def takeback_played_on(view: BoardView) -> Decision | None:
@@ -393,6 +437,8 @@ AT_REST: tuple[Reading, ...] = (
     answer_undone_before_press,
     answer_begun_shown,
     move_shown_by_pieces,
+    move_past_knock,
+    knocked_before_made,
     pieces_moved_on,
     recovered_plies_contradicted,
     takeback_played_on,

@@ -1,8 +1,10 @@
 """Sensor chatter filter: a square that flips and flips back within a few milliseconds did not change.
 
 Each square change is held for ``window_ms`` of device time; a change reverted within that time is dropped
-together with its reversal. Changes come out in order with their original times, so the rules engine's settle
-clock is unaffected; only touch reports wait for the window.
+together with its reversal (a square emptied and filled again is noted in :attr:`ChatterFilter.flicks`: a piece
+swapped for another faster than the window, a capture's victim for the capturing piece, looks so too). Changes
+come out in order with their original times, so the rules engine's settle clock is unaffected; only touch
+reports wait for the window.
 """
 
 from __future__ import annotations
@@ -24,14 +26,19 @@ class ChatterFilter:
     def __init__(self, window_ms: int = DEFAULT_CHATTER_MS) -> None:
         self.window_ms = window_ms
         self._held: deque[Change] = deque()
+        #: The squares that emptied and filled again within the window since the owner last took them (device
+        #: times of the emptying and of the filling, square).
+        self.flicks: list[tuple[int, int, chess.Square]] = []
 
     def push(self, t: int, sq: chess.Square, occupied: bool) -> Sequence[Change]:
         """Take one change; return the changes that are now certain (older than the window), oldest first."""
         out = self.release(t)
-        for i, (_, held_sq, held_occ) in enumerate(self._held):
+        for i, (held_t, held_sq, held_occ) in enumerate(self._held):
             if held_sq == sq:
                 if held_occ != occupied:
                     del self._held[i]  # flipped back: noise
+                    if not held_occ:
+                        self.flicks.append((held_t, t, sq))
                     return out
                 break
         self._held.append((t, sq, occupied))

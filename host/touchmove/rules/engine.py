@@ -50,6 +50,7 @@ from touchmove.rules.at_rest import (
     Decision,
     MakeAnswerBegun,
     MakeInterrupted,
+    MakeKnocked,
     MakeShown,
     RecoverAgain,
     Reopen,
@@ -85,11 +86,13 @@ from touchmove.rules.identity import PieceChange, under_way
 from touchmove.rules.pending import (
     CASTLING_STEP_HOLD_MS,
     KNOCK_HOLD_MS,
+    SLIDE_ON_HOLD_MS,
     InterruptedMove,
     castling_step,
     knock_lift,
     knocked_answer,
     sliding_in,
+    victim_ahead,
 )
 from touchmove.rules.phases import (
     CLEARED,
@@ -110,6 +113,8 @@ from touchmove.rules.promotion_pieces import PromotionPieces
 from touchmove.rules.readings import (
     amendment,
     answer_undone,
+    capture_swapped_unseen,
+    knock_hold_until,
     pending_double_step_stood_aside,
     promotion_seen,
     pushed_capture,
@@ -206,6 +211,8 @@ class Engine:
                 state.reports_changes = True
                 for change in state.chatter.push(t, sq, True):
                     out += self._change(*change)
+                if state.chatter.flicks:
+                    self._note_flicks()     # (only a place ends a flick)
             case Snapshot(occ=occ, type=kind):
                 out += self._snapshot(t, occ, heartbeat=kind == "heartbeat")
             case Clock():
@@ -434,7 +441,8 @@ class Engine:
     def _move_deadline(self) -> int:
         """Return when the pending move is made if the board rests: the settle time after the last change, and
         :data:`~touchmove.rules.pending.CASTLING_STEP_HOLD_MS` more for a castling step (the king or the rook slid
-        on through it, castling)."""
+        on through it, castling); later while a knocked piece may be put back. (A victim's lift ahead of the move's
+        piece interrupts the match: :meth:`_at_rest_deadline` holds that.)"""
         state = self._state
         deadline = state.changed_at + state.settle_ms
         match = state.pending.match
@@ -454,15 +462,34 @@ class Engine:
         game = self._state.game
         return game.moves[-1] if game is not None and game.moves else None
 
+    def _at_rest_deadline(self) -> int:
+        """Return when the board at rest is judged: the settle time after the last change, or later while the move
+        a lift interrupted may still slide on to that lifted piece, its victim taken off first (``victim_ahead``)."""
+        state = self._state
+        deadline = state.changed_at + state.settle_ms
+        interrupted = state.pending.interrupted
+        if interrupted is not None and not interrupted.moved_on:
+            victim_off = victim_ahead(state.position.board, interrupted.footprint.move, state.evidence.first_lift,
+                                      state.occ)
+            if victim_off is not None:
+                deadline = max(deadline, victim_off + SLIDE_ON_HOLD_MS)
+        return deadline
+
     def _decision_deadline(self) -> int | None:
         state = self._state
         if state.pending.match is not None:
             return self._move_deadline()
         if state.judge_at_rest:
-            return state.changed_at + state.settle_ms
+            return self._at_rest_deadline()
         if state.phase in _READING and state.sync is UNDISPUTED and state.occ != state.position.occ:
-            return state.changed_at + state.mismatch_ms
+            return self._mismatch_deadline()
         return None
+
+    def _mismatch_deadline(self) -> int:
+        """Return when a board resting off the game position is a ``board_mismatch``: the mismatch time after the
+        last change, or later while a piece the last move's hand knocked off may still be put back."""
+        state = self._state
+        return max(state.changed_at + state.mismatch_ms, knock_hold_until(state) or 0)
 
     def _tick(self, t: int) -> list[Event]:
         state = self._state
@@ -496,14 +523,16 @@ class Engine:
             out += self._writing.make(*state.pending.resolve(state.position, state.occ, pressed=False))
             state.line.unseen.settled_by_time = (len(state.games[-1].moves), deadline)
         elif state.judge_at_rest:
+            if t < self._at_rest_deadline():
+                return out  # a line piece may still slide on to its victim
             state.judge_at_rest = False
             out += self._unexplained(state.changed_at)
         if (
             state.sync is UNDISPUTED
             and state.phase is not OVER
             and state.occ != state.position.occ
-            and t >= state.changed_at + state.mismatch_ms
             and state.pending.match is None
+            and t >= self._mismatch_deadline()
         ):
             out += self._writing.report_mismatch(state.changed_at, force=False)
         return out
@@ -564,6 +593,8 @@ class Engine:
             out: list[Event] = []
             for change in state.chatter.push(t, sq, bool(occ & diff)):
                 out += self._change(*change)
+            if state.chatter.flicks:
+                self._note_flicks()
             if state.reports_changes and state.evidence.unsure_since is None:
                 state.evidence.unsure_since = state.t  # a board that reports lifts and places sent this as a snapshot
             return out
@@ -744,6 +775,9 @@ class Engine:
                 return self._writing.make(*state.pending.take_interrupted())
             case MakeShown(footprint=shown):
                 return self._writing.make(shown, t)
+            case MakeKnocked(footprint=shown, landed=landed):
+                # (then the board is judged again from the move made: the answer shown, the piece knocked off)
+                return self._writing.make(shown, landed) + self._unexplained(t)
             case MakeAnswerBegun(footprint=shown, begun=begun):
                 if self._writing.victim_shown(shown, state.position.board.turn):
                     return []  # (a board that names its pieces shows the victim still there: no capture yet)
@@ -898,6 +932,13 @@ class Engine:
             # board rests.)
             state.judge_at_rest = False
             out += self._unexplained(state.changed_at)
+        if (state.position.board.turn == side and state.phase in _READING and state.sync is UNDISPUTED
+                and state.pending.match is None):
+            # The mover presses with only his piece's square empty: a capture whose victim was swapped for the
+            # piece faster than the chatter time (its square flicked) is made, rather than a press without a move.
+            swapped = capture_swapped_unseen(state)
+            if swapped is not None:
+                out += self._writing.make(*swapped)
         unsure = state.evidence.unsure_since
         if unsure is None:
             unsure = state.line.unseen.unseen_since
@@ -910,6 +951,14 @@ class Engine:
         if state.unseen.hypotheses is not None:
             return out
         return out + self._presses.press(record, t)
+
+    def _note_flicks(self) -> None:
+        """Note the squares the chatter filter took a flick on (emptied and filled again) in the game line, beside
+        the changes a re-reading accounts for (a capture's victim swapped for its piece in one motion)."""
+        state = self._state
+        for emptied, filled, sq in state.chatter.flicks:
+            state.line.note_flick(emptied, filled, sq)
+        state.chatter.flicks.clear()
 
     def _pieces_under_way(self) -> bool:
         """Return whether a board that names its pieces shows the game position with one move under way (then

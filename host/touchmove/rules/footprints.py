@@ -33,6 +33,16 @@ def castling_squares(board: chess.Board, move: chess.Move) -> tuple[chess.Square
     return rook_from, king_to, rook_to
 
 
+def captured_square(board: chess.Board, move: chess.Move) -> chess.Square | None:
+    """Return the square of the piece a legal ``move`` captures (en passant: the square beside its destination),
+    or None when it captures nothing (castling onto its own rook included)."""
+    if board.is_en_passant(move):
+        return move.to_square + (-8 if board.turn == chess.WHITE else 8)
+    if board.occupied_co[not board.turn] & chess.BB_SQUARES[move.to_square]:
+        return move.to_square
+    return None
+
+
 def footprint(board: chess.Board, move: chess.Move) -> Footprint:
     """Return the footprint of a legal move in a position."""
     occ = board.occupied
@@ -43,8 +53,8 @@ def footprint(board: chess.Board, move: chess.Move) -> Footprint:
         placed = chess.BB_SQUARES[king_to] | chess.BB_SQUARES[rook_to]
         return Footprint(move, (occ & ~lifted) | placed, lifted, lifted | placed, placed)
     dst = chess.BB_SQUARES[move.to_square]
-    if board.is_en_passant(move):
-        victim = move.to_square + (-8 if board.turn == chess.WHITE else 8)
+    victim = captured_square(board, move)
+    if victim is not None and victim != move.to_square:     # en passant
         vbb = chess.BB_SQUARES[victim]
         return Footprint(move, (occ & ~src & ~vbb) | dst, src | vbb, src | vbb | dst, dst)
     if occ & dst:
@@ -100,8 +110,8 @@ class Position:
             else:
                 cells[dst] = cells[src]
             cells[src] = "1"
-            if here.is_en_passant(move):
-                victim = dst + (-8 if here.turn == chess.WHITE else 8)
+            victim = captured_square(here, move)
+            if victim is not None and victim != dst:    # en passant
                 cells[victim] = "1"
                 changed.append(victim)
         rows = rows.copy()

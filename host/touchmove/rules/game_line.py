@@ -23,7 +23,7 @@ __all__ = [
 
 
 #: How many of the last plies the square changes are kept for (a re-reading goes back at most this far).
-KEPT_PLIES = 4
+KEPT_PLIES = 5
 #: The change log is trimmed when a ply is made and it holds more changes than this.
 _CHANGES_TRIMMED_PAST = 96
 
@@ -157,6 +157,9 @@ class GameLine:
     #: last plies must account for (:mod:`touchmove.rules.rereading`).
     changes: list[tuple[int, chess.Square, bool]] = field(default_factory=list)
     changes_from: int = 0
+    #: The squares seen to empty and fill again within the chatter time over the same plies (emptied, filled,
+    #: square): :meth:`changes_since` puts them among the changes.
+    flicks: list[tuple[int, int, chess.Square]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.occupancies.append(self.start_occ)
@@ -180,6 +183,25 @@ class GameLine:
         """Note a square change seen (``sq`` -1: changes not seen one by one)."""
         self.changes.append((t, sq, occupied))
 
+    def note_flick(self, emptied: int, filled: int, sq: chess.Square) -> None:
+        """Note a square that emptied and filled again within the chatter time (the chatter filter dropped both
+        changes): no change of the board, but what a capture's victim swapped for its piece in one motion leaves."""
+        self.flicks.append((emptied, filled, sq))
+        if len(self.flicks) > _CHANGES_TRIMMED_PAST:
+            del self.flicks[:len(self.flicks) // 2]   # (a sensor flicking on and on, the board at rest)
+
+    def changes_since(self, since: int) -> list[tuple[int, chess.Square, bool]]:
+        """Return the square changes seen from device time ``since`` on, oldest first, each flick among them as the
+        square emptied and filled again (what a re-reading accounts for)."""
+        changes = [change for change in self.changes if change[0] >= since]
+        flicks = [flick for flick in self.flicks if flick[0] >= since]
+        if not flicks:
+            return changes
+        for emptied, filled, sq in flicks:
+            changes += [(emptied, sq, False), (filled, sq, True)]
+        changes.sort(key=lambda change: change[0])     # (stable: changes at one time keep their order)
+        return changes
+
     def _trim_changes(self) -> None:
         """Forget the changes from before the last :data:`KEPT_PLIES` plies (or the older half, if those plies were
         not all seen made)."""
@@ -192,6 +214,7 @@ class GameLine:
         if cut:
             del changes[:cut]
             self.changes_from = since
+        self.flicks = [flick for flick in self.flicks if flick[0] >= since]
 
     def pop(self) -> None:
         """Remove the last ply, its occupancy and its repetition (it is replaced)."""

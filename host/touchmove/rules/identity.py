@@ -15,6 +15,8 @@ from typing import NamedTuple
 
 import chess
 
+from touchmove.rules.footprints import captured_square
+
 #: The time given the letters of a snapshot: a whole board reported at rest, judged at once.
 WHOLE_BOARD = -(2**62)
 #: How many of a board's last lifts and placements :class:`PieceWatch` keeps (:attr:`PieceWatch.changes`): eight
@@ -211,9 +213,21 @@ def made_with_hands(board: chess.Board, pieces: dict[chess.Square, str]) -> bool
     lifted or knocked so: a sleeve knocking a piece off (docs/hands.md), never a second ply; the plies played are
     then not searched (the board is read as a board without names would be). Two pieces off besides the move are
     plies mixed in a scan (searched); so is a move made with a piece lifted away from its landing square (the next
-    move begun: the hand that made the move cannot have knocked it)."""
+    move begun: the hand that made the move cannot have knocked it). Also hands: a capture under way (its victim
+    off) with one piece knocked next to where it goes; a move whose piece an answer took where it landed, with one
+    piece off next to it."""
     if _with_hands(board, pieces, board.turn):
         return True
+    for capture in board.generate_legal_captures():
+        # a capture under way, its victim taken off already, and one piece more knocked by the hand carrying
+        # the capturing piece (next to where it goes)
+        victim = captured_square(board, capture)
+        if victim is None or capture.from_square in pieces or victim in pieces:
+            continue
+        stripped = board.copy(stack=False)
+        stripped.remove_piece_at(victim)
+        if _with_hands(stripped, pieces, board.turn, near=capture.to_square):
+            return True
     for move, landing in _moves_shown(board, pieces):
         after = _after(board, move)
         if _with_hands(after, pieces, None, near=landing) and not _shows(board, move, pieces):
@@ -223,7 +237,34 @@ def made_with_hands(board: chess.Board, pieces: dict[chess.Square, str]) -> bool
             if _with_hands(_after(after, answer), pieces, None, near=answer_landing) \
                     and not _shows(after, answer, pieces):
                 return True
+    for move in _taken_where_landed(board, pieces):
+        # the move's piece taken where it landed by an answer faster than the scan (a bullet recapture), that
+        # hand knocking a piece next to it
+        after = _after(board, move)
+        for answer, answer_landing in _moves_shown(after, pieces):
+            if answer.to_square == move.to_square and not _shows(after, answer, pieces) \
+                    and _with_hands(_after(after, answer), pieces, None, near=answer_landing):
+                return True
     return False
+
+
+def _taken_where_landed(board: chess.Board, pieces: dict[chess.Square, str]) -> Iterator[chess.Move]:
+    """Yield the legal moves of ``board`` (no castling) from a square the board's ``pieces`` show empty onto one
+    where they show a piece of the other side: moves whose piece an answer may have taken where it landed."""
+    other = board.turn == chess.BLACK
+    for move in board.generate_legal_moves():
+        letter = pieces.get(move.to_square)
+        if (letter is not None and letter.isupper() == other and move.from_square not in pieces
+                and not board.is_castling(move)):
+            yield move
+
+
+def captures_past(board: chess.Board, move: chess.Move) -> list[chess.Square]:
+    """Return the squares where the piece of ``move`` (legal in ``board``) could capture further along its line,
+    ``move``'s landing square on the way there: a board that shows it landed may have read it sliding on."""
+    landing = chess.BB_SQUARES[move.to_square]
+    return [capture.to_square for capture in board.generate_legal_captures(chess.BB_SQUARES[move.from_square])
+            if chess.between(move.from_square, capture.to_square) & landing]
 
 
 def move_shown(board: chess.Board, pieces: dict[chess.Square, str]) -> tuple[chess.Move, chess.Bitboard] | None:
@@ -243,9 +284,7 @@ def move_shown(board: chess.Board, pieces: dict[chess.Square, str]) -> tuple[che
         if not _shown_but_hand(after, pieces):
             continue
         lifted = after.occupied & ~chess.SquareSet(pieces.keys()).mask
-        if lifted and any(lifted & chess.BB_SQUARES[capture.to_square]
-                          and chess.between(capture.from_square, capture.to_square) & chess.BB_SQUARES[move.to_square]
-                          for capture in board.generate_legal_captures(chess.BB_SQUARES[move.from_square])):
+        if lifted and any(lifted & chess.BB_SQUARES[sq] for sq in captures_past(board, move)):
             continue    # (its victim lifted first, the piece sensed on a square on its way there)
         shown.append((move, lifted))
     return shown[0] if len(shown) == 1 else None
@@ -373,7 +412,7 @@ def under_way(board: chess.Board, pieces: dict[chess.Square, str]) -> bool:
         # with a rook in the hand after plies not seen)
     moves = list(board.generate_legal_moves(chess.SquareSet(lifted).mask if lifted else chess.BB_ALL))
     for victim in victims:
-        if not any(board.is_capture(m) and _captured_square(board, m) == victim for m in moves):
+        if not any(captured_square(board, m) == victim for m in moves):
             return False
     letters = {board.piece_at(sq).symbol() for sq in lifted}  # type: ignore[union-attr]
     for _, letter in placed:
@@ -411,11 +450,3 @@ def _shows(board: chess.Board, move: chess.Move, pieces: dict[chess.Square, str]
     after.push(move)
     return len(pieces) == len(after.piece_map()) and all(
         str(after.piece_at(sq)) == letter for sq, letter in pieces.items())
-
-
-def _captured_square(board: chess.Board, move: chess.Move) -> chess.Square:
-    """Return the square of the piece ``move`` captures (en passant: beside its destination)."""
-    if board.is_en_passant(move):
-        return move.to_square + (-8 if board.turn == chess.WHITE else 8)
-    return move.to_square
-

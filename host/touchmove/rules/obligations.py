@@ -12,7 +12,7 @@ from typing import Any
 import chess
 
 from touchmove.rules.events import AlertCode
-from touchmove.rules.footprints import Position, castling_squares
+from touchmove.rules.footprints import Position, captured_square, castling_squares
 
 
 @dataclass(slots=True)
@@ -62,15 +62,6 @@ class Touches:
         return False
 
 
-def _capture_square(board: chess.Board, move: chess.Move) -> chess.Square | None:
-    """Return the square of the piece ``move`` captures (castling lands on no opponent piece), or None."""
-    if board.occupied_co[not board.turn] & chess.BB_SQUARES[move.to_square]:
-        return move.to_square
-    if board.is_en_passant(move):
-        return move.to_square + (-8 if board.turn == chess.WHITE else 8)
-    return None
-
-
 @dataclass(frozen=True)
 class Breach:
     """An obligation not met: the alert code, the article, and details for the arbiter."""
@@ -99,6 +90,10 @@ def judge(position: Position, touches: Touches, move: chess.Move, lift_times: di
             breaches.append(Breach("castling_rook_first", "4.4.2", {
                 "played": played, "rook": chess.square_name(rook_from), "touched": names,
             }))
+            return breaches
+        if king_t is not None and king_t == rook_t and set(touches.order) <= {move.from_square, rook_from}:
+            # Both lifted in one report (a ChessLink status, a Chessnut scan): which the hand took first is not
+            # known (the order the adapter told them in is its own), so neither 4.4.2 nor 4.3.1 is breached.
             return breaches
 
     if touches.king_on_castling_square is not None:
@@ -130,9 +125,9 @@ def judge(position: Position, touches: Touches, move: chess.Move, lift_times: di
 
     own, opp = touches.own, touches.opponent
     moved_own = own is not None and move.from_square == own
-    captured_opp = opp is not None and _capture_square(board, move) == opp
+    captured_opp = opp is not None and captured_square(board, move) == opp
     if own is not None and opp is not None:
-        combined = [m for m in position.moves_from(own) if _capture_square(board, m) == opp]
+        combined = [m for m in position.moves_from(own) if captured_square(board, m) == opp]
         if combined:
             ok = moved_own and captured_opp
             required = f"capture {chess.square_name(opp)} with {chess.square_name(own)}"
@@ -166,5 +161,5 @@ def out_of_turn(position: Position, touches: Touches, move: chess.Move) -> list[
     lifted = [sq for sq in touches.order if theirs & chess.BB_SQUARES[sq]]
     if not lifted:
         return lifted
-    captured = _capture_square(board, move)
+    captured = captured_square(board, move)
     return [sq for sq in lifted if sq != captured and not position.can_be_captured(sq)]

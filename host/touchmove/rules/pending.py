@@ -10,10 +10,11 @@ from dataclasses import dataclass
 
 import chess
 
-from touchmove.rules.footprints import Footprint, Position, castling_squares
+from touchmove.rules.footprints import Footprint, Position, captured_square, castling_squares
 
-__all__ = ["CASTLING_STEP_HOLD_MS", "KNOCK_HOLD_MS", "KNOCK_WINDOW_MS", "InterruptedMove", "PendingMove",
-           "castling_step", "knock_lift", "knocked_answer", "knocked_coming_in", "sliding_in"]
+__all__ = ["CASTLING_STEP_HOLD_MS", "KNOCK_HOLD_MS", "KNOCK_WINDOW_MS", "SLIDE_ON_HOLD_MS", "InterruptedMove",
+           "PendingMove", "castling_step", "knock_lift", "knocked_answer", "knocked_coming_in", "sliding_in",
+           "victim_ahead"]
 
 #: How much longer than the settle time a castling step waits before it is made (ms): a king's step from its square
 #: onto the square it crosses castling (Kf1, Kd1 with the right to castle that way, the rook on its square), or a
@@ -54,8 +55,7 @@ def knocked_coming_in(board: chess.Board, move: chess.Move, sq: chess.Square, li
     caller asks only of a piece not put back before the moving piece landed."""
     if lifted_at is None or not 0 <= shown_at - lifted_at <= KNOCK_WINDOW_MS or board.is_castling(move):
         return False
-    victim = move.to_square + (-8 if board.turn == chess.WHITE else 8) if board.is_en_passant(move) else move.to_square
-    return (sq not in (move.from_square, victim)
+    return (sq not in (move.from_square, move.to_square, captured_square(board, move))
             and bool(chess.BB_KING_ATTACKS[move.to_square] & chess.BB_SQUARES[sq]))
 
 
@@ -68,6 +68,41 @@ def knocked_answer(board: chess.Board, last: chess.Move | None, reached: int | N
         return False
     return (chess.square_distance(move.from_square, move.to_square) == 1 and not board.is_capture(move)
             and not board.is_castling(move) and move.promotion is None)
+
+
+#: How long (ms) after its victim's square emptied a line piece's move that stopped short of that victim waits
+#: before it is made (:func:`victim_ahead`): a queen slid from d1 to d7 across d2-d6, the victim on d7 taken off
+#: first, is sensed on d2 for a whole DGT scan and then nowhere until it lands (the scan misses d3-d6), two scans
+#: (up to 500 ms) and a report after it left d2. A piece released short of the victim is that move all the same,
+#: made this much later with the time it showed; the opponent's answer or a clock press makes it at once.
+SLIDE_ON_HOLD_MS = 600
+
+
+def victim_ahead(board: chess.Board, move: chess.Move, emptied: dict[chess.Square, int],
+                 occupied: chess.Bitboard) -> int | None:
+    """Return when the square of the victim ahead of ``move`` (legal in ``board``) emptied, None if there is none:
+    the first piece beyond its landing square on its line (a bishop, rook or queen going on the way it came), the
+    other side's, its square empty now (``occupied``) and lifted during this ply (``emptied``: the first lift of
+    each square). The piece is still sliding on to take it, the victim off first (:data:`SLIDE_ON_HOLD_MS`)."""
+    piece = board.piece_at(move.from_square)
+    if piece is None or piece.piece_type not in (chess.BISHOP, chess.ROOK, chess.QUEEN) or board.is_castling(move):
+        return None
+    step_file = _sign(chess.square_file(move.to_square) - chess.square_file(move.from_square))
+    step_rank = _sign(chess.square_rank(move.to_square) - chess.square_rank(move.from_square))
+    file, rank = chess.square_file(move.to_square) + step_file, chess.square_rank(move.to_square) + step_rank
+    while 0 <= file < 8 and 0 <= rank < 8:
+        sq = chess.square(file, rank)
+        ahead = board.piece_at(sq)
+        if ahead is not None:
+            if ahead.color == piece.color or occupied & chess.BB_SQUARES[sq]:
+                return None
+            return emptied.get(sq)
+        file, rank = file + step_file, rank + step_rank
+    return None
+
+
+def _sign(n: int) -> int:
+    return (n > 0) - (n < 0)
 
 
 @dataclass(slots=True)

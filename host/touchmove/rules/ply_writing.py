@@ -14,6 +14,7 @@ from touchmove.rules import rereading
 from touchmove.rules.board_state import BoardState
 from touchmove.rules.events import AmendmentWithdrawn, Event, GameEnd, MoveAmended, MoveMade, Takeback
 from touchmove.rules.footprints import Footprint, Position, castling_squares
+from touchmove.rules.identity import captures_past
 from touchmove.rules.obligations import Touches, judge, out_of_turn
 from touchmove.rules.outcome import game_over
 from touchmove.rules.pending import knock_lift, knocked_coming_in
@@ -36,7 +37,9 @@ class PlyWriting:
         """Return the legal move the board shows from ``position`` with the lifts of ``ply``, if any."""
         state = self._state
         shown = explain_shown(state.occ, position, ply, state.line.presses)
-        return None if shown is None or self.victim_shown(shown, position.board.turn) else shown
+        if shown is None or self.victim_shown(shown, position.board.turn) or self.slid_on_as_named(shown, position):
+            return None
+        return shown
 
     def victim_shown(self, shown: Footprint, mover: chess.Color) -> bool:
         """Return whether a board that names its pieces still shows the opponent's piece on the square ``shown``
@@ -44,6 +47,17 @@ class PlyWriting:
         state = self._state
         letter = state.pieces.piece_at(shown.move.to_square, state.changed_at) if state.pieces.changes else None
         return letter is not None and letter.isupper() != mover
+
+    def slid_on_as_named(self, shown: Footprint, position: Position) -> bool:
+        """Return whether a board that names its pieces shows the piece of ``shown`` (a rook, bishop or queen) on
+        a square further along its line where it captures, ``shown``'s landing square crossed on the way and
+        still sensed (a scan reads the square it left after the one it reached): the move is under way."""
+        state = self._state
+        if not state.pieces.changes:
+            return False
+        letter = str(position.board.piece_at(shown.move.from_square))
+        return any(state.pieces.piece_at(sq, state.changed_at) == letter
+                   for sq in captures_past(position.board, shown.move))
 
     def make(self, shown: Footprint, t: int) -> list[Event]:
         state = self._state

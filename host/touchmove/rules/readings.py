@@ -7,6 +7,7 @@ table of :mod:`touchmove.rules.at_rest` turns their answers into decisions, and 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 import chess
@@ -21,21 +22,28 @@ from touchmove.rules.footprints import (
 )
 from touchmove.rules.game_line import GameLine, Presses
 from touchmove.rules.gamelog import GameRecord
-from touchmove.rules.pending import InterruptedMove
+from touchmove.rules.identity import PieceChange, lands_as_named, made_with_hands
+from touchmove.rules.pending import KNOCK_HOLD_MS, KNOCK_WINDOW_MS, InterruptedMove, knocked_coming_in
 from touchmove.rules.phases import CLEARED_SQUARES, Phase, Sync
 from touchmove.rules.ply_evidence import PlyEvidence
 
 __all__ = [
-    "PROMOTION_LOOKBACK", "PUSH_ASIDE_MS", "STOOD_ASIDE_LANDING_MS", "STOOD_ASIDE_MS", "BoardView", "GameView",
+    "KNOCK_ORDER_MS", "PROMOTION_LOOKBACK", "PUSH_ASIDE_MS", "STOOD_ASIDE_LANDING_MS", "STOOD_ASIDE_MS", "BoardView",
+    "GameView",
     "amendment", "answer_left_before_press", "answer_undone", "capture_but_victim_aside", "capture_on_touchdown",
+    "capture_swapped_unseen",
     "capture_under_way_on_touchdown", "castling_completed", "double_step_stood_aside", "earlier_position",
-    "end_in_question", "explain_shown", "king_on_castling_square", "mismatch_excused", "move_captured_on_touchdown",
+    "end_in_question", "explain_shown", "king_on_castling_square", "knock_hold_until", "landed_then_knocked",
+    "made_past_knock", "mismatch_excused", "move_captured_on_touchdown",
     "pending_double_step_stood_aside", "pending_touchdowns", "promotion_seen", "promotion_under_way",
     "pushed_capture", "reexplained_last", "replay_with", "shown_with_answer_begun", "takeback_proven", "touchdowns",
     "victim_pushed_first",
     "victim_set_aside",
 ]
 
+#: How long (ms) before the lift of a move's piece the board may report the lift of a piece that move's hand
+#: knocked: the squares of one DGT scan are read in field order (c5 before d4), so a knock may come out first.
+KNOCK_ORDER_MS = 100
 #: A victim pushed aside is replaced by the capturing piece in one motion: its square refilled within this long
 #: after the push (a piece knocked off by a sleeve and put back takes a separate, slower reach).
 PUSH_ASIDE_MS = 250
@@ -91,22 +99,36 @@ class BoardView(GameView, Protocol):
     def lost_unsearched(self) -> bool: ...
     @property
     def settle_ms(self) -> int: ...
+    def pieces_changes(self) -> Sequence[PieceChange]: ...
 
 
 def released_there(view: BoardView, final: chess.Square) -> bool:
     """Return whether the last move's piece rested on its landing square for the settle time (released there, 4.7)
     before it left that square or a piece came down on ``final`` (the square it is amended to): one gone on sooner,
     the move made all the same (the square refilled within the sensors' chatter time, or held by a knocked piece
-    fallen there), was passing through, not released."""
+    fallen there), was passing through, not released; nor was a capture read from its square's flick."""
     game = view.current_game
     reached = view.line.reached[-1]
     if not game.moves or reached is None or final == game.moves[-1].to_square:
         return True
     landing = game.moves[-1].to_square
+    if _read_from_flick(view.line, landing):
+        return False
     for t, sq, occupied in view.line.changes:
         if t >= reached and ((sq == landing and not occupied) or (sq == final and occupied)):
             return t - reached >= view.settle_ms
     return True
+
+
+def _read_from_flick(line: GameLine, landing: chess.Square) -> bool:
+    """Return whether the last ply, a capture landing on ``landing``, was read from that square's flick (it emptied
+    and filled again within the chatter time) with no change of it seen."""
+    before = line.reached[-2] if len(line.reached) >= 2 else None
+    reached = line.reached[-1]
+    if before is None or reached is None:
+        return False
+    return (any(sq == landing and emptied >= before for emptied, _, sq in line.flicks)
+            and not any(sq == landing and before < t <= reached for t, sq, _ in line.changes))
 
 
 def straightened(ply: PlyEvidence, presses: Presses) -> chess.Bitboard:
@@ -627,3 +649,139 @@ def mismatch_excused(view: BoardView) -> bool:
             or (previous is not None and previous[0].continuable(occ))
             or (interrupted is not None and interrupted.after(position).continuable(occ))
             or capture_under_way_on_touchdown(view))
+
+
+def landed_then_knocked(view: BoardView) -> tuple[Footprint, int] | None:
+    """Return the move of the side to move whose piece landed and was gone from its square again before the move
+    was made (within the settle time), and when it landed, when the board now shows the opponent's answer made
+    with that piece off: the answer landed next to it within :data:`~touchmove.rules.pending.KNOCK_WINDOW_MS` of
+    its going (the sleeve of the hand coming in knocked it off, and the move was made). On a board that names its
+    pieces they must show that (:func:`~touchmove.rules.identity.made_with_hands` after the move). None: no such
+    move."""
+    pieces = view.pieces_shown
+    board, evidence, occ = view.position.board, view.evidence, view.occupancy
+    for sq, landed in evidence.last_place.items():
+        gone = evidence.last_lift.get(sq)
+        if gone is None or gone < landed or occ & chess.BB_SQUARES[sq] or board.piece_at(sq) is not None:
+            continue
+        answered = [other for other, at in evidence.last_place.items() if other != sq
+                    and 0 <= at - gone <= KNOCK_WINDOW_MS and chess.BB_KING_ATTACKS[sq] & chess.BB_SQUARES[other]]
+        if not answered:
+            continue        # no answer landed next to it as it went: the mover's own hand took it up again
+        for move in board.generate_legal_moves(chess.BB_ALL, chess.BB_SQUARES[sq]):
+            lifted = evidence.first_lift.get(move.from_square)
+            if move.promotion not in (None, chess.QUEEN) or board.is_castling(move) or lifted is None \
+                    or lifted > landed:
+                continue
+            after = board.copy(stack=False)
+            after.push(move)
+            if pieces is not None:
+                if not any(pieces.get(other, "K").isupper() != (board.turn == chess.WHITE) for other in answered):
+                    continue    # what landed next to it is not the other side's (the piece itself, pushed aside)
+                letter = str(board.piece_at(move.from_square))
+                named_there = next((c.piece for c in reversed(view.pieces_changes())
+                                    if c.sq == sq and c.t <= landed and c.piece is not None), None)
+                if named_there != letter:
+                    continue    # the board named another piece where it landed (a piece of the other side)
+                # (its piece named on another square it could have gone to is that piece moving on: Bc5 touched
+                # down on f2 and slid on to g1 as the king answered, not Bf2 with the bishop knocked onto g1)
+                moved_on = any(named == letter and str(board.piece_at(other)) != named and other != sq
+                               and board.is_legal(chess.Move(move.from_square, other))
+                               for other, named in pieces.items())
+                if not moved_on and made_with_hands(after, pieces):
+                    return footprint(board, move), landed
+                continue
+            # (an answer landing where the move's own piece could have gone on to is that piece moving on: Qc1-f4
+            # touched down, then on to g5, the g6 pawn knocked, is not Qf4 g5)
+            answer = Position(after).explain(occ | chess.BB_SQUARES[sq], evidence.lifted & ~chess.BB_SQUARES[sq])
+            if (answer is not None and answer.move.to_square in answered
+                    and not answer.must_lift & chess.BB_SQUARES[sq]
+                    and not any(board.generate_legal_moves(chess.BB_SQUARES[move.from_square],
+                                                           chess.BB_SQUARES[answer.move.to_square]))):
+                return footprint(board, move), landed
+    return None
+
+
+def made_past_knock(view: BoardView) -> tuple[Footprint, chess.Square] | None:
+    """Return the legal move the board shows made but for one piece of the other side off next to its landing
+    square, and that square, when that piece was lifted within :data:`~touchmove.rules.pending.KNOCK_WINDOW_MS`
+    before the move's piece landed (and not long before that piece was lifted) and is not back: the sleeve of the
+    hand coming in knocked it off (it is put back later, or the board says otherwise then); else None. Not a piece
+    the move lifts itself (its victim), nor a move whose piece a board that names its pieces does not name on its
+    landing square. A piece of the mover's own is never read so: knocked onto the square read as the landing, it is
+    what the board shows there (Qd1-e2 with the king lifted from e1 just after is the queen's move, not Ke2)."""
+    occ, position, evidence, pieces = view.occupancy, view.position, view.evidence, view.pieces_shown
+    board = position.board
+    missing = position.occ & ~occ
+    for sq in chess.scan_forward(missing & board.occupied_co[not board.turn]):
+        # (only the other side's piece: one of the mover's own knocked onto the square read as the landing is that
+        # move's piece to the board, ...b6 with the c6 pawn knocked onto b5 read as ...b5 while b6 is not reported)
+        gone = evidence.last_lift.get(sq)
+        if gone is None or evidence.last_place.get(sq, -1) > gone:
+            continue
+        shown = explain_shown(occ | chess.BB_SQUARES[sq], position, evidence, view.line.presses)
+        if shown is None or (pieces is not None and not lands_as_named(board, shown.move, pieces)):
+            continue
+        landed = evidence.last_place.get(shown.move.to_square)
+        taken = evidence.first_lift.get(shown.move.from_square)
+        if (landed is None or taken is None or gone < taken - KNOCK_ORDER_MS
+                or not knocked_coming_in(board, shown.move, sq, gone, landed)):
+            continue    # (a piece lifted well before the moving piece was in the hand is no knock of that hand)
+        # Another square lifted or filled while the move was made may be where it really went, the knocked piece
+        # fallen on the square read as its landing (Nxe4 with the d4 pawn knocked onto c4 is not Nc4; Rxf6, its
+        # victim taken off first, with the e5 pawn knocked onto f4 is not Rf4).
+        others = shown.must_lift | shown.placed | chess.BB_SQUARES[sq]
+        if not any(at >= taken and not others & chess.BB_SQUARES[lifted] for at, lifted in evidence.lifts) \
+                and not any(at >= taken and not others & chess.BB_SQUARES[placed]
+                            for placed, at in evidence.last_place.items()):
+            return shown, sq
+    return None
+
+
+def capture_swapped_unseen(view: BoardView) -> tuple[Footprint, int] | None:
+    """Return the capture the board shows made but for its victim's going, and when its square emptied, when the
+    capture square flicked (emptied and filled again within the sensors' chatter time, which drops both changes)
+    after the capturing piece was lifted (the only such square): the victim swapped for it in one motion. The board
+    then shows only the capturing piece's square empty, as for a piece in the hand; a press or the next ply tells
+    which (a touched victim binds to its capture too, 4.3.2). A promotion is read as the queen's. None: no such
+    capture."""
+    occ, position, evidence, pieces = view.occupancy, view.position, view.evidence, view.pieces_shown
+    board = position.board
+    missing = position.occ & ~occ
+    if occ & ~position.occ or not missing or missing & (missing - 1) or not missing & board.occupied_co[board.turn]:
+        return None
+    src = missing.bit_length() - 1
+    lifted = evidence.last_lift.get(src)
+    if lifted is None:
+        return None
+    emptied = {sq: at for at, _, sq in view.line.flicks if at > lifted}     # (the flicks of this ply, latest last)
+    if not emptied:
+        return None
+    flicked = [move for move in board.generate_legal_captures(from_mask=missing)
+               if move.to_square in emptied and move.promotion in (None, chess.QUEEN) and not board.is_en_passant(move)]
+    if len(flicked) != 1:
+        return None
+    move = flicked[0]
+    if pieces is not None and not lands_as_named(board, move, pieces):
+        return None
+    return footprint(board, move), emptied[move.to_square]
+
+
+def knock_hold_until(view: BoardView) -> int | None:
+    """Return until when (device ms) the board may rest with one piece off that the last move's hand knocked (a
+    piece next to its landing square, lifted within :data:`~touchmove.rules.pending.KNOCK_WINDOW_MS` of the move
+    being made, before or after) before ``board_mismatch`` is raised: :data:`~touchmove.rules.pending.KNOCK_HOLD_MS`
+    after it went, the time a hand takes to put it back. None: the board differs in another way."""
+    game, occ, position = view.game, view.occupancy, view.position
+    missing = position.occ & ~occ
+    if game is None or not game.moves or occ & ~position.occ or missing.bit_count() != 1:
+        return None
+    reached = view.line.reached[-1]
+    sq = chess.lsb(missing)
+    if reached is None or not chess.BB_KING_ATTACKS[game.moves[-1].to_square] & missing:
+        return None
+    previous = view.previous
+    gone = view.evidence.last_lift.get(sq, previous[1].last_lift.get(sq) if previous is not None else None)
+    if gone is None or abs(reached - gone) > KNOCK_WINDOW_MS:
+        return None
+    return gone + KNOCK_HOLD_MS

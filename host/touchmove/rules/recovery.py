@@ -72,11 +72,18 @@ class _OutOfBudget(Exception):
 
 
 class _Budget:
-    __slots__ = ("memo", "nodes", "pieces", "reported")
+    __slots__ = ("explanations", "memo", "nodes", "pieces", "reported", "seen")
 
     def __init__(self, nodes: int, reported: tuple[chess.Bitboard, chess.Bitboard] | None = None,
-                 pieces: dict[chess.Square, str] | None = None) -> None:
+                 pieces: dict[chess.Square, str] | None = None, explanations: int = MAX_EXPLANATIONS,
+                 seen: tuple[chess.Bitboard, chess.Bitboard] | None = None) -> None:
         self.nodes = nodes
+        #: the squares seen lifted and put down since the search's position (every change seen one by one): a ply
+        #: is searched only if it lifts its piece from the first and sets it on the second (castling: its king
+        #: lifted)
+        self.seen = seen
+        #: the most positions reached that the search follows (past them: ambiguous, it gives up)
+        self.explanations = explanations
         #: the squares a board that names its pieces reported lifted from and put down on (plies that use them
         #: are tried first, so the orders kept per position are the ones the board showed)
         self.reported = reported
@@ -249,7 +256,8 @@ def explanations(board: chess.Board, target: chess.Bitboard, max_plies: int = MA
 def search(board: chess.Board, target: chess.Bitboard, max_plies: int = MAX_PLIES, max_nodes: int = MAX_NODES,
            first: Collection[chess.Move] | None = None, min_plies: int = 1,
            reported: tuple[chess.Bitboard, chess.Bitboard] | None = None, under_way_too: bool = False,
-           pieces: dict[chess.Square, str] | None = None) -> SearchResult:
+           pieces: dict[chess.Square, str] | None = None, max_explanations: int = MAX_EXPLANATIONS,
+           seen: tuple[chess.Bitboard, chess.Bitboard] | None = None) -> SearchResult:
     """Return what :func:`explanations` returns, with whether the search gave up and the positions visited.
 
     Lengths are tried shortest first. Within one length a ply is searched only if the plies left can still
@@ -258,10 +266,12 @@ def search(board: chess.Board, target: chess.Bitboard, max_plies: int = MAX_PLIE
     spare changes (a piece passing through a square moves twice). What a position leads to in so many plies is
     remembered, so a transposition (the same plies in another order) is searched once; at most
     :data:`MAX_ORDERS` orders are kept per position reached, and more than :data:`MAX_EXPLANATIONS` positions
-    is too ambiguous to follow (``ambiguous``): the plies from and to ``reported`` squares are tried first, so the
-    orders kept are the ones the board showed (Kd1 Ke2 it reported, not Bh7 Bd3 it never did).
+    is too ambiguous to follow (``ambiguous``; ``max_explanations`` for a caller that sifts them by other evidence):
+    the plies from and to ``reported`` squares are tried first, so the orders kept are the ones the board showed
+    (Kd1 Ke2 it reported, not Bh7 Bd3 it never did). ``seen``: the squares seen lifted and put down since
+    ``board``, every change seen one by one; then only plies from the first to the second are searched.
     """
-    budget = _Budget(max_nodes, reported, pieces)
+    budget = _Budget(max_nodes, reported, pieces, max_explanations, seen)
     start = board.copy(stack=False)
     for plies in range(min_plies, max_plies + 1):
         try:
@@ -272,7 +282,7 @@ def search(board: chess.Board, target: chess.Bitboard, max_plies: int = MAX_PLIE
             return SearchResult([], True, max_nodes - budget.nodes, ambiguous=stop.ambiguous)
         if ways:
             found = [Explanation(moves, final, in_progress) for moves, final, _, in_progress in ways]
-            if len({key for _, _, key, _ in ways}) > MAX_EXPLANATIONS:
+            if len({key for _, _, key, _ in ways}) > max_explanations:
                 return SearchResult([], True, max_nodes - budget.nodes, ambiguous=True)
             return SearchResult(found if under_way_too else completed_first(found), False,
                                 max_nodes - budget.nodes)
@@ -335,6 +345,36 @@ def order_disagreement(start: chess.Board, moves: Sequence[chess.Move],
     return _pairs_reversed(_reported(start, moves, changes)[0])
 
 
+def under_way_before_its_turn(start: chess.Board, explanation: Explanation, target: chess.Bitboard,
+                              changes: Sequence[tuple[int, chess.Square, str | None]]) -> bool:
+    """Return whether the move ``explanation`` (plies from ``start``) has under way began, by what a board that names
+    its pieces reported (``changes`` as in :func:`order_disagreement`), before its mover's ply before it: every
+    square it has emptied (the line leaves a piece there, ``target`` shows none) was last lifted before the lift
+    of the line's last ply but one (matched as :func:`order_disagreement` matches them; a hand cannot begin a move
+    before making the one before it). A pawn lifted from e6 before ...Nd7 Bxg7 Kxg7 were played is not Rxe6 begun
+    after Kxg7 (its victim lifted first) but a ply of its own: ...e5, in a longer line (a DGT move memory read back
+    after a link drop merges ...e5 and Bxe5 on e5 into one change). False when nothing tells (a complete line, a
+    line of one ply, no report of those lifts)."""
+    if not explanation.in_progress or len(explanation.moves) < 2:
+        return False
+    emptied = chess.SquareSet(explanation.board.occupied & ~target)
+    made = _lift_times(start, explanation.moves, changes)[-2]
+    lifted: dict[chess.Square, int] = {}
+    for t, sq, letter in changes:
+        if letter is None:
+            lifted[sq] = t
+    if made is None or not emptied or any(sq not in lifted for sq in emptied):
+        return False
+    return all(lifted[sq] < made for sq in emptied)
+
+
+def _lift_times(start: chess.Board, moves: Sequence[chess.Move],
+                changes: Sequence[tuple[int, chess.Square, str | None]]) -> list[int | None]:
+    """Return the time of the report matched to each ply's lift (None: none), matched as :func:`_matched` does."""
+    lifts = [lift for lift, _ in _matched(start, moves, changes)]
+    return lifts + [None] * (len(moves) - len(lifts))
+
+
 def unreported(start: chess.Board, moves: Sequence[chess.Move],
                changes: Sequence[tuple[int, chess.Square, str | None]]) -> int:
     """Return how many of the lifts and placements ``moves`` make the board never reported (matched as in
@@ -368,33 +408,43 @@ def _reported(start: chess.Board, moves: Sequence[chess.Move],
               changes: Sequence[tuple[int, chess.Square, str | None]]) -> tuple[list[int], int]:
     """Return the report times matched to the lifts and placements of ``moves``, in the plies' order, and how many
     had no report (:func:`order_disagreement`)."""
+    told = [when for pair in _matched(start, moves, changes) for when in pair]
+    return [when for when in told if when is not None], sum(when is None for when in told)
+
+
+def _matched(start: chess.Board, moves: Sequence[chess.Move],
+             changes: Sequence[tuple[int, chess.Square, str | None]]) -> list[tuple[int | None, int | None]]:
+    """Return, for each of ``moves`` (plies from ``start``, up to one with no piece to move), the times of the
+    reports matched to its lift and to its placement (None: no report): each matched to the first report of that
+    kind on that square after the one matched there before (:func:`order_disagreement`)."""
     by_square: dict[chess.Square, list[tuple[int, str | None]]] = {}
     for t, sq, letter in changes:
         by_square.setdefault(sq, []).append((t, letter))
     board = start.copy(stack=False)
     matched: dict[chess.Square, int] = {}
-    times: list[int] = []
-    missed = 0
+    out: list[tuple[int | None, int | None]] = []
     for move in moves:
         piece = board.piece_at(move.from_square)
         if piece is None:
-            return times, missed
+            break
         landing = move.to_square
         if board.is_castling(move):
             landing = chess.square(6 if board.is_kingside_castling(move) else 2, chess.square_rank(move.from_square))
         put = chess.Piece(move.promotion, piece.color).symbol() if move.promotion else piece.symbol()
+        pair: list[int | None] = []
         for sq, kind in ((move.from_square, None), (landing, put)):
             reports = by_square.get(sq, ())
             i = matched.get(sq, 0)
             while i < len(reports) and reports[i][1] != kind:
                 i += 1
             if i < len(reports):
-                times.append(reports[i][0])
+                pair.append(reports[i][0])
                 matched[sq] = i + 1
             else:
-                missed += 1
+                pair.append(None)
+        out.append((pair[0], pair[1]))
         board.push(move)
-    return times, missed
+    return out
 
 
 def in_landing_order(start: chess.Board, moves: Sequence[chess.Move], placed_at: dict[chess.Square, int],
@@ -483,7 +533,7 @@ def _ways_first(board: chess.Board, target: chess.Bitboard, plies: int, budget: 
             out += [((move, *moves), final, key, under_way) for moves, final, key, under_way in ways]
         finally:
             board.pop()
-    return _capped(out)
+    return _capped(out, budget)
 
 
 def _spend(budget: _Budget) -> None:
@@ -492,9 +542,9 @@ def _spend(budget: _Budget) -> None:
         raise _OutOfBudget
 
 
-def _capped(ways: list[_Suffix]) -> list[_Suffix]:
+def _capped(ways: list[_Suffix], budget: _Budget) -> list[_Suffix]:
     """Return ``ways`` with at most :data:`MAX_ORDERS` per position reached; raise :class:`_OutOfBudget`
-    (ambiguous) past :data:`MAX_EXPLANATIONS` positions."""
+    (ambiguous) past the budget's positions (:data:`MAX_EXPLANATIONS` unless the caller gives more)."""
     per: dict[object, int] = {}
     out: list[_Suffix] = []
     for way in ways:
@@ -502,7 +552,7 @@ def _capped(ways: list[_Suffix]) -> list[_Suffix]:
         if seen < MAX_ORDERS:
             out.append(way)
         per[way[2]] = seen + 1
-    if len(per) > MAX_EXPLANATIONS:
+    if len(per) > budget.explanations:
         raise _OutOfBudget(ambiguous=True)
     return out
 
@@ -534,6 +584,10 @@ def _ways(board: chess.Board, target: chess.Bitboard, plies: int, budget: _Budge
     occ = board.occupied
     out: list[_Suffix] = []
     candidates = _candidates(board, target, plies, occ & ~target, in_progress, must_leave=own_spare == 0)
+    if budget.seen is not None:
+        lifted, placed = budget.seen
+        candidates = [m for m in candidates if lifted >> m.from_square & 1
+                      and (placed >> m.to_square & 1 or board.is_castling(m))]
     if budget.reported is not None:
         lifted, placed = budget.reported
         candidates.sort(key=lambda m: not (lifted >> m.from_square & 1 and placed >> m.to_square & 1))
@@ -546,7 +600,7 @@ def _ways(board: chess.Board, target: chess.Bitboard, plies: int, budget: _Budge
                                                                      in_progress=in_progress)]
         finally:
             board.pop()
-    out = _capped(out)
+    out = _capped(out, budget)
     budget.memo[key] = out
     return out
 

@@ -24,18 +24,24 @@ import chess
 from touchmove.rules.footprints import SLIDE_OVERLAP_MS, footprint
 from touchmove.rules.game_line import KEPT_PLIES, GameLine
 from touchmove.rules.gamelog import GameRecord
-from touchmove.rules.recovery import search
+from touchmove.rules.recovery import MAX_NODES, search
 
-__all__ = ["PLAYED_ON", "REREAD_NODES", "REREAD_PLIES", "Reread", "accounts_for", "reread"]
+__all__ = ["PLAYED_ON", "REREAD_EXPLANATIONS", "REREAD_NODES", "REREAD_PLIES", "Reread", "accounts_for", "reread"]
 
-#: How many of the last plies a contradiction may replace (at most).
-REREAD_PLIES = 3
+#: How many of the last plies a contradiction may replace (at most): a bullet reply read two plies wrong (the
+#: victim's move merged with its push aside) is contradicted only two plies later (the victim gone, a move of the
+#: other side then read over it).
+REREAD_PLIES = 4
 #: How many plies a line re-read may have beyond the plies it replaces (played on since, before the board rested).
 PLAYED_ON = 2
-#: The most positions one re-reading's searches visit in all (the lines it looks for are a few plies of pieces seen
-#: lifted and put down; a board a knocked piece contradicts would otherwise cost the lost-changes search's whole
-#: budget at each depth, at every mismatch).
-REREAD_NODES = 1_000
+#: The most positions one re-reading's searches visit in all: a lost-changes search's budget (the lines it looks
+#: for are a few plies of pieces seen lifted and put down; four plies back, a board a knocked piece contradicts
+#: may have a few hundred lines to sift at three plies back before the one line at four).
+REREAD_NODES = MAX_NODES
+#: The most positions reached one re-reading search follows: more than a lost-changes search (each line is then
+#: sifted by the changes seen, :func:`accounts_for`), so a few plies back with many lines is not taken for
+#: ambiguous before the changes are asked.
+REREAD_EXPLANATIONS = 200
 
 assert REREAD_PLIES < KEPT_PLIES  # the change log reaches back that far
 
@@ -60,7 +66,7 @@ def reread(game: GameRecord, line: GameLine, occ: chess.Bitboard) -> Reread | No
         since = line.reached[keep]
         if since is None or since < line.changes_from:
             return None     # a ply not seen made, or changes forgotten: nothing sure to re-read from
-        window = [change for change in line.changes if change[0] >= since]
+        window = line.changes_since(since)
         if any(sq < 0 for _, sq, _ in window):
             return None     # changes not seen one by one (a snapshot)
         lines = _lines(game.board(keep), occ, back, back + PLAYED_ON, window, since, budget)
@@ -81,8 +87,12 @@ def _lines(start: chess.Board, occ: chess.Bitboard, shortest: int, longest: int,
     the hand, the board resting so: the next ply being made); its plies made are the line, as many as ``shortest``
     at least."""
     least = shortest
+    # (a line that accounts for the changes lifts each ply's piece from a square seen lifted and sets it on one
+    # seen put down: no other ply is searched)
+    seen = (_squares(changes, False), _squares(changes, True))
     while shortest <= longest:
-        result = search(start, occ, max_plies=longest, max_nodes=budget[0], min_plies=shortest)
+        result = search(start, occ, max_plies=longest, max_nodes=budget[0], min_plies=shortest,
+                        max_explanations=REREAD_EXPLANATIONS, seen=seen)
         budget[0] -= result.nodes
         if result.gave_up:
             return None
@@ -143,6 +153,15 @@ def accounts_for(start: chess.Board, moves: Sequence[chess.Move], changes: Seque
         board.push(move)
         spans.append((landing, len(changes), board.occupied))
     return all(any(shown[k] == after for k in range(landing, end)) for landing, end, after in spans)
+
+
+def _squares(changes: Sequence[Change], occupied: bool) -> chess.Bitboard:
+    """Return the squares ``changes`` fill (``occupied``) or empty."""
+    squares = 0
+    for _, sq, filled in changes:
+        if filled == occupied:
+            squares |= chess.BB_SQUARES[sq]
+    return squares
 
 
 def _first(times: list[tuple[int, int]] | None, after: int) -> tuple[int, int] | None:

@@ -47,6 +47,7 @@ from touchmove.rules.recovery import (
     order_disagreement,
     position_key,
     unaccounted,
+    under_way_before_its_turn,
     unreported,
 )
 
@@ -258,12 +259,14 @@ class UnseenPlay:
     # recovery
 
     def changes_lost(self, engine: EngineInterface, t: int, since: int | None = None, quiet: bool = False,
-                     first: tuple[chess.Move, ...] | None = None) -> list[Event]:
+                     first: tuple[chess.Move, ...] | None = None, again: bool = False) -> list[Event]:
         """The board shows what the changes seen do not explain: find the plies played meanwhile.
 
         ``since``: the device time of the last record before the changes were lost (by default, the last record
         seen); ``quiet``: if nothing explains the board, say nothing and change nothing (it may be no loss);
-        ``first``: the plies the lost ones begin with (a search again, :class:`Recovered`).
+        ``first``: the plies the lost ones begin with (a search again, :class:`Recovered`); ``again``: a search
+        again (:meth:`recover_again`), which on a board that names its pieces also weighs the order of their lifts
+        (no move under way begun before its turn, :func:`~touchmove.rules.recovery.under_way_before_its_turn`).
         """
         if self.role is Role.HYPOTHESIS:
             # A hypothesis the board does not follow is ruled out, not recovered in turn.
@@ -313,12 +316,15 @@ class UnseenPlay:
             # those the ones that account best for the pieces it put down since the plies searched began (a ply
             # taken back for the search, its too).
             start = game.board(keep) if taken_back else engine.position.board
-            found = _shown_by_pieces(found, start, pieces) or _longer_shown_by_pieces(
+            since_keep = _told_since(engine, keep)
+            # a first search goes on from the engine's own position, which an earlier misreading may have left
+            # with a piece where none stands: a move under way is how it goes on from there, whatever its order
+            weighed = since_keep if again else ()
+            found = _shown_by_pieces(found, start, pieces, engine.occupancy, weighed) or _longer_shown_by_pieces(
                 found, start, engine.occupancy, pieces, MAX_PLIES + 1 if first is not None else MAX_PLIES, first,
-                reported)
-            since_keep = [(c.t, c.sq, c.piece) for c in engine.pieces_changes() if c.plies >= keep]
+                reported, weighed)
             if found and since_keep:
-                found = _best_told(found, start, engine.occupancy, pieces, since_keep, first, reported)
+                found = _best_told(found, start, engine.occupancy, pieces, since_keep, first, reported, bool(weighed))
         if quiet and not found:
             return []
         engine.read_moves()  # many squares off after lost changes: plies lost, not the board cleared
@@ -343,8 +349,7 @@ class UnseenPlay:
             engine.line.unseen.recovery = Recovered(keep, blind.since, first)
         found = likeliest_first(found, game.moves[-1].to_square if game.moves else None)
         placed_at = engine.pieces_placed_at() if pieces is not None else None
-        changes = [(c.t, c.sq, c.piece) for c in engine.pieces_changes() if c.plies >= engine.plies] \
-            if placed_at is not None else []
+        changes = _told_since(engine, engine.plies) if placed_at is not None else []
         if placed_at is not None:
             # The board told when each piece was lifted and put down: the plies in the order it reported them.
             begun = engine.position.board
@@ -422,14 +427,21 @@ class UnseenPlay:
                              under_way_too=pieces is not None, pieces=pieces)
         if pieces is not None and found:
             # Plies that only the occupancy allows are no reason to take back plies the pieces showed made.
-            found = _shown_by_pieces(found, before, pieces) or _longer_shown_by_pieces(
-                found, before, engine.occupancy, pieces, max_plies, recovered.first, reported)
+            told = _told_since(engine, recovered.keep)
+            found = _shown_by_pieces(found, before, pieces, engine.occupancy, told) or _longer_shown_by_pieces(
+                found, before, engine.occupancy, pieces, max_plies, recovered.first, reported, told)
         if not found:
             return []
-        out = engine.take_back_to(t, recovered.keep) if played else []
         self.lost = LostWindow(since=recovered.since, seen=t, searched=-1)
         self.hypotheses = None
-        out += self.changes_lost(engine, t, first=recovered.first)
+        made = tuple(game.moves[recovered.keep:])
+        if played and all(e.moves[:played] == made for e in found):
+            # every line the board allows goes on from the plies recovered: they stand (no takeback of plies that
+            # come back the same), and the plies after them are searched for
+            out = self.changes_lost(engine, t, again=True)
+        else:
+            out = engine.take_back_to(t, recovered.keep) if played else []
+            out += self.changes_lost(engine, t, first=recovered.first, again=True)
         engine.line.unseen.recovery = SearchedAgain()
         return out
 
@@ -674,13 +686,19 @@ def _sans(start: chess.Board, moves: Sequence[chess.Move]) -> list[str]:
     return [board.san_and_push(move) for move in moves]
 
 
-def _shown_by_pieces(found: list[Explanation], start: chess.Board,
-                     pieces: dict[chess.Square, str]) -> list[Explanation]:
+def _shown_by_pieces(found: list[Explanation], start: chess.Board, pieces: dict[chess.Square, str],
+                     occupancy: chess.Bitboard | None = None,
+                     changes: Sequence[tuple[int, chess.Square, str | None]] = ()) -> list[Explanation]:
     """Return the explanations (found by occupancy from ``start``) that leave the board's named ``pieces`` where
     it shows them, a promotion made with the piece it shows (:func:`~touchmove.rules.identity.shown_by`); where
-    the pieces allow a capture made and the same plies with its piece still in the hand, the capture made."""
+    the pieces allow a capture made and the same plies with its piece still in the hand, the capture made. With
+    the ``occupancy`` searched and the pieces' ``changes`` since ``start``: not a move under way that the
+    reports show begun before its mover's ply before it
+    (:func:`~touchmove.rules.recovery.under_way_before_its_turn`)."""
     out = []
     for explanation in found:
+        if occupancy is not None and under_way_before_its_turn(start, explanation, occupancy, changes):
+            continue
         moves = shown_by(explanation.moves, start, explanation.in_progress, pieces)
         if moves is None:
             continue
@@ -695,18 +713,19 @@ def _shown_by_pieces(found: list[Explanation], start: chess.Board,
 
 def _longer_shown_by_pieces(found: list[Explanation], start: chess.Board, occupancy: chess.Bitboard,
                             pieces: dict[chess.Square, str], max_plies: int, first: tuple[chess.Move, ...] | None,
-                            reported: tuple[chess.Bitboard, chess.Bitboard] | None) -> list[Explanation] | None:
+                            reported: tuple[chess.Bitboard, chess.Bitboard] | None,
+                            changes: Sequence[tuple[int, chess.Square, str | None]] = ()) -> list[Explanation] | None:
     """Return the shortest sequences longer than ``found`` (the shortest by occupancy from ``start``, none of
     which leave the named ``pieces`` where the board shows them) that do, up to ``max_plies``; [] if none do,
     None if the search gave up. Two plies may leave the squares as one did (Qc1 Qxc1 as Qxc1): only the pieces
-    tell them apart."""
+    tell them apart. ``changes``: as :func:`_shown_by_pieces` takes them."""
     length = max(len(e.moves) + e.in_progress for e in found)
     while length < max_plies:
         longer = explanations(start, occupancy, max_plies=max_plies, first=first, min_plies=length + 1,
                               reported=reported, under_way_too=True, pieces=pieces)
         if not longer:
             return longer
-        shown = _shown_by_pieces(longer, start, pieces)
+        shown = _shown_by_pieces(longer, start, pieces, occupancy, changes)
         if shown:
             return shown
         length = max(len(e.moves) + e.in_progress for e in longer)
@@ -716,23 +735,31 @@ def _longer_shown_by_pieces(found: list[Explanation], start: chess.Board, occupa
 def _best_told(found: list[Explanation], start: chess.Board, occupancy: chess.Bitboard,
                pieces: dict[chess.Square, str], changes: list[tuple[int, chess.Square, str | None]],
                first: tuple[chess.Move, ...] | None,
-               reported: tuple[chess.Bitboard, chess.Bitboard] | None) -> list[Explanation]:
+               reported: tuple[chess.Bitboard, chess.Bitboard] | None, weigh_order: bool = False) -> list[Explanation]:
     """Return those of ``found`` that account for the most of the pieces the board reported put down meanwhile
     (:func:`~touchmove.rules.recovery.unaccounted`: Nd2 with Bxd2 under way, not Ne3 with Bxe3, when the board
     named the knight on d2), or the sequences one ply longer that leave the pieces where the board shows them
     and account for more: c4 with Rxb8 under way leaves the squares and pieces that Rxh8 Rxh8 c4 leaves, but not
-    the two rooks the board named on h8 one after the other."""
+    the two rooks the board named on h8 one after the other. ``weigh_order``: the longer sequences as a search
+    again keeps them (:func:`_shown_by_pieces` with the changes)."""
     told = [(unaccounted(start, e, changes), e) for e in found]
     missed = min(n for n, _ in told)
     if missed:
         length = max(len(e.moves) + e.in_progress for e in found) + 1
         longer = explanations(start, occupancy, max_plies=length, first=first, min_plies=length, reported=reported,
                               under_way_too=True, pieces=pieces)
-        longer_told = [(unaccounted(start, e, changes), e) for e in _shown_by_pieces(longer or [], start, pieces)]
+        kept = _shown_by_pieces(longer or [], start, pieces, occupancy, changes if weigh_order else ())
+        longer_told = [(unaccounted(start, e, changes), e) for e in kept]
         best = min((n for n, _ in longer_told), default=missed)
         if best < missed:
             told, missed = longer_told, best
     return [e for n, e in told if n == missed]
+
+
+def _told_since(engine: EngineInterface, plies: int) -> list[tuple[int, chess.Square, str | None]]:
+    """Return the changes a board that names its pieces told since the game had ``plies`` plies: (time, square, the
+    piece put down or None for a lift), oldest first."""
+    return [(c.t, c.sq, c.piece) for c in engine.pieces_changes() if c.plies >= plies]
 
 
 def _reported_squares(engine: EngineInterface, plies: int) -> tuple[chess.Bitboard, chess.Bitboard] | None:

@@ -146,6 +146,9 @@ class Hands:
         #: The habits the last :meth:`move` was played with, by name (``bullet reply``, ``sleeve knock`` ...): what
         #: the benchmark names for a ply a board misread (:data:`HABITS`). Noting them draws nothing from the rng.
         self.habits: list[str] = []
+        #: the placements of knocked pieces (by the record's id) and the square each was knocked from: a board that
+        #: names its pieces names the knocked piece there (:func:`touchmove.sim.pieces.piece_timeline`)
+        self.fallen: dict[int, chess.Square] = {}
 
     # -- primitives ------------------------------------------------------------------------------------------
 
@@ -253,7 +256,9 @@ class Hands:
             fell = self.rng.choice(list(chess.scan_forward(free)))
             self.habit("knocked onto a square")
             self.t += self.rng.randint(2, 30)
-            self.emit(Place(self.t, fell))
+            placed = Place(self.t, fell)
+            self.fallen[id(placed)] = sq
+            self.emit(placed)
         self.wait(20, 150)
         return sq, fell
 

@@ -96,7 +96,12 @@ def piece_timeline(start: chess.Board, moves: list[chess.Move], rng: random.Rand
                 lifted_at[rec.sq] = rec.t
                 events.append(Change(rec.t, rec.sq, None))
             elif isinstance(rec, Place):
-                if rec.sq == aside and squares[move.to_square] is not None:
+                knocked_from = player.fallen.get(id(rec))
+                if knocked_from is not None and any(sq == knocked_from for _, sq in in_hand):
+                    # a piece the sleeve knocked onto this square: that piece (not one that just crossed it)
+                    index = max(i for i, (_, sq) in enumerate(in_hand) if sq == knocked_from)
+                    piece = in_hand.pop(index)[0]
+                elif rec.sq == aside and squares[move.to_square] is not None:
                     # the victim pushed onto its neighbour square, sensed there before its own square empties
                     piece = squares[move.to_square]
                     pushed_from, aside = move.to_square, None
