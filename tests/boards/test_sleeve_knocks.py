@@ -10,9 +10,9 @@ import chess
 
 from tests.boards.test_fast_replies import codes, final_line, lift, moves_of, place
 from tests.boards.test_fast_replies import play as play_from
-from touchmove.records import Record
+from touchmove.records import Record, Snapshot
 from touchmove.rules import Event
-from touchmove.rules.identity import made_with_hands
+from touchmove.rules.identity import answer_begun_past_knock, made_with_hands
 from touchmove.rules.pending import KNOCK_HOLD_MS, knock_lift, knocked_answer
 
 SETTLE_MS = 200     # the bridge's for a Chessnut board (a status every 100 ms)
@@ -243,3 +243,89 @@ def test_a_piece_that_cannot_move_lifted_after_recovered_plies_contradicts_none_
     assert final_line(events) == ["Kf4", "gxh5", "Rf1+"]
     assert "takeback" not in [e.type for e in events]
 
+
+
+#: Black to play ...Bxa2, White to answer Rd2 past Black's queen on c3 (Chessnut game 70 of the bench).
+BXA2_RD2 = chess.Board("1k1r2b1/ppp4p/6p1/2P5/1n1N4/2q3P1/P3R1BP/3K2BQ b - - 0 18")
+
+
+def test_an_answer_begun_by_a_hand_that_knocks_a_piece_beside_where_it_goes_is_no_lost_change() -> None:
+    """...Bxa2 with its victim pushed onto b1 and then taken off; White lifts his rook from e2 at once and his
+    sleeve knocks Black's queen off c3 (next to d2, where the rook goes) in the same scan; Rd2, and the queen put
+    back. The pieces show ...Bxa2 made with the answer begun and one piece off beside a square the lifted rook
+    can go to: a hand, not plies mixed in a scan. Before: a lost-changes search (changes_lost) recovered ...Bxa2
+    Rd2 among four other rook moves."""
+    events = play_from([lift(1000, "g8"), lift(2000, "a2"), place(2000, "b1", "P"), place(2100, "a2", "b"),
+                        lift(2700, "b1"), lift(2800, "e2"), lift(2800, "c3"), place(3000, "d2", "R"),
+                        place(4200, "c3", "q")], BXA2_RD2, settle_ms=SETTLE_MS)
+    assert moves_of(events) == ["Bxa2", "Rd2"]
+    assert "changes_lost" not in codes(events)
+
+
+def test_an_answer_begun_with_a_piece_off_far_from_where_it_can_go_is_no_knock() -> None:
+    """The same pieces but for the piece off: beside a square the lifted rook can go to, a knock; the h7 pawn, away
+    from every square it can reach, none (plies to search)."""
+    after = BXA2_RD2.copy()
+    after.push_san("Bxa2")
+    pieces = {sq: piece.symbol() for sq, piece in after.piece_map().items() if sq != chess.E2}
+    beside = {sq: letter for sq, letter in pieces.items() if sq != chess.C3}
+    assert answer_begun_past_knock(BXA2_RD2, beside) == (chess.A2, chess.E2, chess.C3)
+    assert answer_begun_past_knock(BXA2_RD2, {sq: letter for sq, letter in pieces.items() if sq != chess.H7}) is None
+
+
+def test_the_same_pieces_after_a_blind_spell_are_searched() -> None:
+    """The same changes told by a snapshot after the link was blind (the board's changes lost): by the pieces they
+    may be plies lost (...dxe5 dxe5 before ...O-O-O looks so), and the search runs (changes_lost)."""
+    after = BXA2_RD2.copy()
+    after.push_san("Bxa2")
+    for sq in (chess.E2, chess.C3):
+        after.remove_piece_at(sq)
+    events = play_from([lift(1000, "g8"), Snapshot(t=3000, occ=after.occupied, type="snapshot",
+                                                   pieces=after.board_fen())], BXA2_RD2, settle_ms=SETTLE_MS)
+    assert "changes_lost" in codes(events)
+
+
+#: White to play Ne4, Black to take it at once (Chessnut game 147 of the bench).
+NE4_NXE4 = chess.Board("r2r2k1/pp1bqppp/2n1pn2/2b5/2P5/5NP1/PB1NPPBP/RQ3RK1 w - - 6 13")
+
+
+def test_a_move_taken_where_it_landed_with_its_piece_pushed_aside_is_no_lost_change() -> None:
+    """Ne4 lands in the scan that shows d2 empty; within 100 ms Black lifts his f6 knight, pushes White's onto e5
+    and lands on e4, and takes the pushed knight off 300 ms later. The pieces show Ne4 ...Nxe4 with the victim
+    still beside its square: a victim pushed aside, never plies lost. Before: a lost-changes search recovered
+    Ne5 ...Ne4 Ndf3 (changes_lost), then the press read ...Nxe4."""
+    events = play_from([lift(1000, "d2"), place(1000, "e4", "N"), lift(1100, "e4"), lift(1100, "f6"),
+                        place(1200, "e5", "N"), place(1300, "e4", "n"), lift(1600, "e5")], NE4_NXE4,
+                       settle_ms=SETTLE_MS)
+    assert moves_of(events) == ["Ne4", "Nxe4"]
+    assert "changes_lost" not in codes(events)
+
+
+#: Black to play ...b6, White to answer b4 at once (Chessnut game 266 of the bench).
+B6_B4 = chess.Board("r1bq1rk1/pp1nbppp/2p1pn2/2Pp4/3P1B2/2NBPN2/PP3PPP/R2QK2R b KQ - 1 8")
+
+
+def test_an_answer_begun_by_a_hand_that_knocks_a_piece_onto_a_square_is_no_lost_change() -> None:
+    """...b6 lands; White lifts his b2 pawn before it has rested and his sleeve knocks his own c5 pawn onto b5
+    (next to b4, where the pawn goes) in the next scan; b4, and the knocked pawn put back. The pieces show ...b6
+    made with the answer begun and one piece knocked onto a square next to its own: a hand. Before: a lost-changes
+    search recovered five plies (...b6 b4 ...Bxc5 b5 ...Be7, changes_lost), then a takeback."""
+    events = play_from([lift(1000, "b7"), place(1100, "b6", "p"), lift(1200, "b2"), lift(1300, "c5"),
+                        place(1300, "b5", "P"), place(1500, "b4", "P"), lift(2700, "b5"), place(2700, "c5", "P")],
+                       B6_B4, settle_ms=SETTLE_MS)
+    assert moves_of(events) == ["b6", "b4"]
+    assert "changes_lost" not in codes(events)
+    assert "takeback" not in [e.type for e in events]
+
+
+def test_a_capture_begun_by_a_hand_that_knocks_a_piece_beside_it_is_no_lost_change() -> None:
+    """...Kf4, its sleeve knocking White's g4 pawn onto f3 and the pawn put back; then gxh5 begun at once: the
+    pawn lifted, the h5 queen taken off, Black's g6 pawn (next to h5) knocked off by that hand, gxh5 landed and g6
+    put back. The pieces show ...Kf4 made with the capture under way and one piece off beside where it goes: a
+    hand. Before: a lost-changes search recovered ...Kf4 gxh5 (changes_lost)."""
+    events = play_from([lift(1000, "g5"), place(1100, "f4", "k"), lift(1160, "g4"), place(1160, "f3", "P"),
+                        lift(2000, "f3"), place(2100, "g4", "P"), lift(2200, "g4"), lift(2300, "h5"),
+                        lift(2400, "g6"), place(2600, "h5", "P"), place(3700, "g6", "p")], KF4_GXH5,
+                       settle_ms=SETTLE_MS)
+    assert moves_of(events) == ["Kf4", "gxh5"]
+    assert "changes_lost" not in codes(events)

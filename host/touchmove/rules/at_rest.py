@@ -21,6 +21,7 @@ from touchmove.rules.ply_evidence import PlyEvidence
 from touchmove.rules.readings import (
     BoardView,
     amendment,
+    answer_begun_knocking,
     answer_moved_on,
     answer_undone,
     capture_but_victim_aside,
@@ -36,6 +37,7 @@ from touchmove.rules.readings import (
     released_there,
     shown_with_answer_begun,
     takeback_proven,
+    taken_with_victim_pushed_aside,
     victim_pushed_first,
     victim_set_aside,
 )
@@ -314,11 +316,12 @@ def knocked_before_made(view: BoardView) -> Decision | None:
 def pieces_moved_on(view: BoardView) -> Decision | None:
     """15e. A board that names its pieces shows more than a move under way (an answer faster than its scan) and
     no row above reads it: the plies played are searched, those that leave every piece where it shows them
-    recovered."""
+    recovered. Not hands: one ply made with a piece in a hand, or made and then (seen) the answer begun by a
+    hand that knocked a piece next to where it goes, or taken where it landed with its piece pushed aside."""
     pieces = view.pieces_shown
     board = view.position.board
     if pieces is None or view.sync is LOST or under_way(board, pieces) or only_lifted(board, pieces) \
-            or made_with_hands(board, pieces):
+            or made_with_hands(board, pieces) or answer_begun_knocking(view) or taken_with_victim_pushed_aside(view):
         return None         # (pieces only lifted, of either side, or one ply made with a piece in a hand: hands)
     return SearchLost(quiet=True)
 

@@ -242,10 +242,66 @@ def made_with_hands(board: chess.Board, pieces: dict[chess.Square, str]) -> bool
         # hand knocking a piece next to it
         after = _after(board, move)
         for answer, answer_landing in _moves_shown(after, pieces):
-            if answer.to_square == move.to_square and not _shows(after, answer, pieces) \
-                    and _with_hands(_after(after, answer), pieces, None, near=answer_landing):
+            if answer.to_square != move.to_square or _shows(after, answer, pieces):
+                continue
+            if _with_hands(_after(after, answer), pieces, None, near=answer_landing):
                 return True
     return False
+
+
+def taken_with_victim_beside(board: chess.Board, pieces: dict[chess.Square, str]) -> bool:
+    """Return whether the board's ``pieces`` are ``board`` after a legal move whose piece an answer took where it
+    landed, that piece still on the board on an empty square next to its landing: pushed aside by the capturing
+    piece, to be taken off (a bullet recapture pushing its victim aside); by the pieces alone this may be plies
+    lost, the caller weighs whether the board was blind."""
+    for move in _taken_where_landed(board, pieces):
+        after = _after(board, move)
+        for answer, _ in _moves_shown(after, pieces):
+            if answer.to_square == move.to_square and _victim_beside(_after(after, answer), pieces, move, after):
+                return True
+    return False
+
+
+def _victim_beside(final: chess.Board, pieces: dict[chess.Square, str], move: chess.Move, after: chess.Board
+                   ) -> bool:
+    """Return whether ``pieces`` are ``final`` (``move``'s piece taken where it landed) with that piece still on the
+    board, on an empty square next to its landing: pushed aside by the capturing piece, to be taken off."""
+    victim = after.piece_at(move.to_square)
+    strays = [sq for sq, letter in pieces.items() if str(final.piece_at(sq)) != letter]
+    return (victim is not None and len(pieces) == chess.popcount(final.occupied) + 1 and len(strays) == 1
+            and final.piece_at(strays[0]) is None and pieces[strays[0]] == victim.symbol()
+            and bool(chess.BB_KING_ATTACKS[move.to_square] & chess.BB_SQUARES[strays[0]]))
+
+
+def answer_begun_past_knock(board: chess.Board, pieces: dict[chess.Square, str]
+                            ) -> tuple[chess.Square, chess.Square, chess.Square] | None:
+    """Return (the landing square of the move, the answer's square, the knocked piece's own square) when the
+    board's ``pieces`` are ``board`` after one legal move of the side to move with a piece of the answering side
+    lifted (its answer begun; a capture's victim may be off too) and one piece more lifted, or moved onto an empty
+    square next to its own, from a square next to where the lifted piece can legally go (a sleeve knocking a piece
+    as the hand carries the answer); else None. By the pieces alone this may be plies lost in a drop (...dxe5 dxe5
+    before ...O-O-O shows the d6 and d4 pawns gone, a white pawn on e5 as before): the caller weighs the order of
+    the changes."""
+    for move, landing in _moves_shown(board, pieces):
+        after = _after(board, move)
+        strays = [(sq, letter) for sq, letter in pieces.items() if str(after.piece_at(sq)) != letter]
+        missing = [sq for sq in chess.SquareSet(after.occupied) if sq not in pieces]
+        if len(missing) not in (2, 3) or len(strays) > 1 or (strays and after.piece_at(strays[0][0]) is not None):
+            continue
+        for answer in missing:
+            if after.color_at(answer) != after.turn:
+                continue
+            for reply in after.generate_legal_moves(chess.BB_SQUARES[answer]):
+                others = [sq for sq in missing if sq not in (answer, reply.to_square)]
+                if len(others) != 1:
+                    continue        # (the answer and, for a capture under way, its victim: one piece more)
+                knocked = others[0]
+                if strays and not (str(after.piece_at(knocked)) == strays[0][1]
+                                   and chess.BB_KING_ATTACKS[strays[0][0]] & chess.BB_SQUARES[knocked]):
+                    continue
+                if chess.BB_KING_ATTACKS[reply.to_square] & chess.BB_SQUARES[knocked]:
+                    return landing, answer, knocked
+    return None
 
 
 def _taken_where_landed(board: chess.Board, pieces: dict[chess.Square, str]) -> Iterator[chess.Move]:

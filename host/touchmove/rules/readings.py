@@ -22,7 +22,13 @@ from touchmove.rules.footprints import (
 )
 from touchmove.rules.game_line import GameLine, Presses
 from touchmove.rules.gamelog import GameRecord
-from touchmove.rules.identity import PieceChange, lands_as_named, made_with_hands
+from touchmove.rules.identity import (
+    PieceChange,
+    answer_begun_past_knock,
+    lands_as_named,
+    made_with_hands,
+    taken_with_victim_beside,
+)
 from touchmove.rules.pending import KNOCK_HOLD_MS, KNOCK_WINDOW_MS, InterruptedMove, knocked_coming_in
 from touchmove.rules.phases import CLEARED_SQUARES, Phase, Sync
 from touchmove.rules.ply_evidence import PlyEvidence
@@ -700,6 +706,31 @@ def landed_then_knocked(view: BoardView) -> tuple[Footprint, int] | None:
                                                            chess.BB_SQUARES[answer.move.to_square]))):
                 return footprint(board, move), landed
     return None
+
+
+def answer_begun_knocking(view: BoardView) -> bool:
+    """Return whether a board that names its pieces shows a legal move made and then, its changes seen one by one
+    after that move's piece landed, the answer begun and one piece off next to where the answering piece can go
+    (:func:`~touchmove.rules.identity.answer_begun_past_knock`): hands (the answering sleeve), not plies lost. A
+    board blind meanwhile (a snapshot after lost changes) leaves it to the search."""
+    pieces, evidence = view.pieces_shown, view.evidence
+    if pieces is None or evidence.lifts_unseen:
+        return False
+    found = answer_begun_past_knock(view.position.board, pieces)
+    if found is None:
+        return False
+    landing, answer, knocked = found
+    landed = evidence.last_place.get(landing)
+    return landed is not None and all(evidence.last_lift.get(sq, -1) >= landed for sq in (answer, knocked))
+
+
+def taken_with_victim_pushed_aside(view: BoardView) -> bool:
+    """Return whether a board that names its pieces, its changes seen one by one, shows a move whose piece an
+    answer took where it landed with that piece pushed onto an empty square beside it, still to be taken off
+    (:func:`~touchmove.rules.identity.taken_with_victim_beside`): a bullet recapture's hand, not plies lost."""
+    pieces = view.pieces_shown
+    return pieces is not None and not view.evidence.lifts_unseen and taken_with_victim_beside(view.position.board,
+                                                                                               pieces)
 
 
 def made_past_knock(view: BoardView) -> tuple[Footprint, chess.Square] | None:
