@@ -329,37 +329,3 @@ def test_a_capture_begun_by_a_hand_that_knocks_a_piece_beside_it_is_no_lost_chan
                        settle_ms=SETTLE_MS)
     assert moves_of(events) == ["Kf4", "gxh5"]
     assert "changes_lost" not in codes(events)
-
-
-#: White to play Bh5, sliding from f3 across g4 (Chessnut game 245 of the bench).
-BH5 = chess.Board("r3r1k1/6b1/2p1b1q1/p1B1p1p1/2P1Pp2/1P3B2/P3QN2/3R1RK1 w - - 0 28")
-#: Black to play ...Qg5, sliding from d8 across e7 and f6 (Chessnut game 185 of the bench).
-QG5 = chess.Board("r2qkb1r/pp3pp1/2b1p2p/4P3/2BB2Q1/8/P1P2PPP/R4RK1 b kq - 2 15")
-
-
-def test_a_piece_knocked_by_a_hand_still_sliding_on_is_no_answer() -> None:
-    """The bishop slides f3-g4-h5: it shows on g4 for a scan, and the sleeve, going on to h5, knocks Black's queen
-    from g6 onto f7 (a square the queen could go to) in the next; the bishop lands on h5 and the queen is put back.
-    A one-step answer from next to the line the piece slides on, its piece lifted within the knock window of the
-    move showing, does not make the move at once: Bh5, no ...Qf7. Before: Bg4 ...Qf7 Bh5 ...Qg6 were published."""
-    events = play_from([lift(1000, "f3"), place(1100, "g4", "B"), lift(1200, "g6"), place(1200, "f7", "q"),
-                        lift(1260, "g4"), place(1300, "h5", "B"), lift(2100, "f7"), place(2100, "g6", "q")],
-                       BH5, settle_ms=SETTLE_MS)
-    assert moves_of(events) == ["Bh5"]
-
-
-def test_the_same_knock_further_along_the_line() -> None:
-    """...Qd8-g5 shows on e7, and the sleeve knocks White's queen from g4 (next to g5, two squares on) onto f5 as
-    the hand goes on: ...Qg5, no Qf5. Before: ...Qe7 Qf5 ...Qg5 Qg4 were published."""
-    events = play_from([lift(1000, "d8"), place(1100, "e7", "q"), lift(1200, "g4"), place(1200, "f5", "Q"),
-                        lift(1260, "e7"), place(1300, "g5", "q"), lift(2500, "f5"), place(2500, "g4", "Q")],
-                       QG5, settle_ms=SETTLE_MS)
-    assert moves_of(events) == ["Qg5"]
-
-
-def test_a_quick_answer_beside_a_slide_that_stopped_is_made() -> None:
-    """The bishop stops on g4 and Black answers ...Qf7 at once, for good: both made (the answer only waits for the
-    settle time)."""
-    events = play_from([lift(1000, "f3"), place(1100, "g4", "B"), lift(1200, "g6"), place(1200, "f7", "q")],
-                       BH5, settle_ms=SETTLE_MS)
-    assert moves_of(events) == ["Bg4", "Qf7"]

@@ -91,7 +91,6 @@ from touchmove.rules.pending import (
     castling_step,
     knock_lift,
     knocked_answer,
-    knocked_by_slide,
     sliding_in,
     victim_ahead,
 )
@@ -688,12 +687,6 @@ class Engine:
             answer = after.explain(state.occ, since, ply.lifts_unseen, ply.held & since, ply.last_lift, ply.last_place)
             if answer is not None and self._writing.victim_shown(answer, after.board.turn):
                 answer = None  # (a blind answer's capture, its victim still on the square)
-            if answer is not None and state.pieces.letters and knocked_by_slide(
-                    state.position.board, interrupted.footprint.move, interrupted.t, answer.move,
-                    ply.last_lift.get(answer.move.from_square)):
-                # a piece knocked by the hand sliding on: a board that names its pieces tells at rest (one that
-                # does not may be a bullet reply the next changes would bury)
-                answer = None
             touchdown = None if answer is None else pending_double_step_stood_aside(state, interrupted, answer, t)
             if touchdown is not None:
                 # the single step, stood aside before it settled, then its capture
