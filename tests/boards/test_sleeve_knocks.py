@@ -269,8 +269,25 @@ def test_an_answer_begun_with_a_piece_off_far_from_where_it_can_go_is_no_knock()
     after.push_san("Bxa2")
     pieces = {sq: piece.symbol() for sq, piece in after.piece_map().items() if sq != chess.E2}
     beside = {sq: letter for sq, letter in pieces.items() if sq != chess.C3}
-    assert answer_begun_past_knock(BXA2_RD2, beside) == (chess.A2, chess.E2, chess.C3)
+    assert answer_begun_past_knock(BXA2_RD2, beside) == (chess.A2, chess.E2, chess.C3, None)
+    # the bishop on a2, lifted with the rook that can take it there: the capture's victim, no knock
+    victim = {sq: letter for sq, letter in pieces.items() if sq != chess.A2}
+    assert answer_begun_past_knock(BXA2_RD2, victim) is None
     assert answer_begun_past_knock(BXA2_RD2, {sq: letter for sq, letter in pieces.items() if sq != chess.H7}) is None
+
+
+def test_a_piece_lifted_well_after_the_answer_begun_is_no_knock_of_that_hand() -> None:
+    """The same, but Black's queen leaves c3 180 ms after the rook was lifted (before ...Bxa2 has rested): no knock
+    of the hand carrying the rook (the sleeve knocks as the hand carries the piece, ``KNOCKED_CARRYING_MS``), so
+    the plies are searched (changes_lost); 100 ms after, a knock."""
+    def recs(c3_lifted: int) -> list[Record]:
+        return [lift(1000, "g8"), lift(2000, "a2"), place(2000, "b1", "P"), place(2100, "a2", "b"),
+                lift(2700, "b1"), lift(2800, "e2"), lift(c3_lifted, "c3"), place(3300, "d2", "R"),
+                place(4500, "c3", "q")]
+    assert "changes_lost" in codes(play_from(recs(2980), BXA2_RD2, settle_ms=SETTLE_MS))
+    knocked = play_from(recs(2900), BXA2_RD2, settle_ms=SETTLE_MS)
+    assert "changes_lost" not in codes(knocked)
+    assert moves_of(knocked) == ["Bxa2", "Rd2"]
 
 
 def test_the_same_pieces_after_a_blind_spell_are_searched() -> None:

@@ -274,12 +274,13 @@ def _victim_beside(final: chess.Board, pieces: dict[chess.Square, str], move: ch
 
 
 def answer_begun_past_knock(board: chess.Board, pieces: dict[chess.Square, str]
-                            ) -> tuple[chess.Square, chess.Square, chess.Square] | None:
-    """Return (the landing square of the move, the answer's square, the knocked piece's own square) when the
-    board's ``pieces`` are ``board`` after one legal move of the side to move with a piece of the answering side
-    lifted (its answer begun; a capture's victim may be off too) and one piece more lifted, or moved onto an empty
-    square next to its own, from a square next to where the lifted piece can legally go (a sleeve knocking a piece
-    as the hand carries the answer); else None. By the pieces alone this may be plies lost in a drop (...dxe5 dxe5
+                            ) -> tuple[chess.Square, chess.Square, chess.Square, chess.Square | None] | None:
+    """Return (the landing square of the move, the answer's square, the knocked piece's own square, the answer's
+    victim's square or None) when the board's ``pieces`` are ``board`` after one legal move of the side to move
+    with a piece of the answering side lifted (its answer begun; a capture's victim may be off too) and one piece
+    more lifted, or moved onto an empty square next to its own, from a square next to where the lifted piece can
+    legally go (a sleeve knocking a piece as the hand carries the answer), not one it can take (that is its victim,
+    a capture under way); else None. By the pieces alone this may be plies lost in a drop (...dxe5 dxe5
     before ...O-O-O shows the d6 and d4 pawns gone, a white pawn on e5 as before): the caller weighs the order of
     the changes."""
     for move, landing in _moves_shown(board, pieces):
@@ -291,7 +292,8 @@ def answer_begun_past_knock(board: chess.Board, pieces: dict[chess.Square, str]
         for answer in missing:
             if after.color_at(answer) != after.turn:
                 continue
-            for reply in after.generate_legal_moves(chess.BB_SQUARES[answer]):
+            replies = list(after.generate_legal_moves(chess.BB_SQUARES[answer]))
+            for reply in replies:
                 others = [sq for sq in missing if sq not in (answer, reply.to_square)]
                 if len(others) != 1:
                     continue        # (the answer and, for a capture under way, its victim: one piece more)
@@ -299,8 +301,10 @@ def answer_begun_past_knock(board: chess.Board, pieces: dict[chess.Square, str]
                 if strays and not (str(after.piece_at(knocked)) == strays[0][1]
                                    and chess.BB_KING_ATTACKS[strays[0][0]] & chess.BB_SQUARES[knocked]):
                     continue
+                if any(other.to_square == knocked for other in replies):
+                    continue        # (a piece the answer can take, lifted: its victim)
                 if chess.BB_KING_ATTACKS[reply.to_square] & chess.BB_SQUARES[knocked]:
-                    return landing, answer, knocked
+                    return landing, answer, knocked, reply.to_square if reply.to_square in missing else None
     return None
 
 

@@ -708,6 +708,13 @@ def landed_then_knocked(view: BoardView) -> tuple[Footprint, int] | None:
     return None
 
 
+#: How far apart (ms) the lift of a piece knocked by a hand carrying an answer and the lift of that answer's piece
+#: (or of its victim) may be: the sleeve knocks while the hand carries the piece, within a Chessnut or ChessLink
+#: report or the next (100 ms); a piece lifted 287 ms after an answer begun was the next ply's (ChessLink fast
+#: replies 22: ...f6 with exf6 begun).
+KNOCKED_CARRYING_MS = 150
+
+
 def answer_begun_knocking(view: BoardView) -> bool:
     """Return whether a board that names its pieces shows a legal move made and then, its changes seen one by one
     after that move's piece landed, the answer begun and one piece off next to where the answering piece can go
@@ -719,9 +726,13 @@ def answer_begun_knocking(view: BoardView) -> bool:
     found = answer_begun_past_knock(view.position.board, pieces)
     if found is None:
         return False
-    landing, answer, knocked = found
+    landing, answer, knocked, victim = found
     landed = evidence.last_place.get(landing)
-    return landed is not None and all(evidence.last_lift.get(sq, -1) >= landed for sq in (answer, knocked))
+    if landed is None or any(evidence.last_lift.get(sq, -1) < landed for sq in (answer, knocked)):
+        return False
+    # the sleeve knocks as the hand carries the answer: within moments of its lift (or of its victim's)
+    carried = max(evidence.last_lift[answer], evidence.last_lift.get(victim, -1) if victim is not None else -1)
+    return abs(evidence.last_lift[knocked] - carried) <= KNOCKED_CARRYING_MS
 
 
 def taken_with_victim_pushed_aside(view: BoardView) -> bool:
