@@ -237,15 +237,12 @@ def made_with_hands(board: chess.Board, pieces: dict[chess.Square, str]) -> bool
             if _with_hands(_after(after, answer), pieces, None, near=answer_landing) \
                     and not _shows(after, answer, pieces):
                 return True
-    for move in _taken_where_landed(board, pieces):
+    for _, after, answer, answer_landing in _answers_where_landed(board, pieces):
         # the move's piece taken where it landed by an answer faster than the scan (a bullet recapture), that
         # hand knocking a piece next to it
-        after = _after(board, move)
-        for answer, answer_landing in _moves_shown(after, pieces):
-            if answer.to_square != move.to_square or _shows(after, answer, pieces):
-                continue
-            if _with_hands(_after(after, answer), pieces, None, near=answer_landing):
-                return True
+        if not _shows(after, answer, pieces) and _with_hands(_after(after, answer), pieces, None,
+                                                               near=answer_landing):
+            return True
     return False
 
 
@@ -254,23 +251,19 @@ def taken_with_victim_beside(board: chess.Board, pieces: dict[chess.Square, str]
     landed, that piece still on the board on an empty square next to its landing: pushed aside by the capturing
     piece, to be taken off (a bullet recapture pushing its victim aside); by the pieces alone this may be plies
     lost, the caller weighs whether the board was blind."""
-    for move in _taken_where_landed(board, pieces):
-        after = _after(board, move)
-        for answer, _ in _moves_shown(after, pieces):
-            if answer.to_square == move.to_square and _victim_beside(_after(after, answer), pieces, move, after):
-                return True
-    return False
+    return any(_victim_beside(_after(after, answer), pieces, move.to_square, after.piece_at(move.to_square))
+               for move, after, answer, _ in _answers_where_landed(board, pieces))
 
 
-def _victim_beside(final: chess.Board, pieces: dict[chess.Square, str], move: chess.Move, after: chess.Board
-                   ) -> bool:
-    """Return whether ``pieces`` are ``final`` (``move``'s piece taken where it landed) with that piece still on the
-    board, on an empty square next to its landing: pushed aside by the capturing piece, to be taken off."""
-    victim = after.piece_at(move.to_square)
+def _victim_beside(final: chess.Board, pieces: dict[chess.Square, str], landing: chess.Square,
+                   victim: chess.Piece | None) -> bool:
+    """Return whether ``pieces`` are ``final`` (the move's piece, ``victim``, taken where it landed on ``landing``)
+    with that piece still on the board, on an empty square next to ``landing``: pushed aside by the capturing
+    piece, to be taken off."""
     strays = [sq for sq, letter in pieces.items() if str(final.piece_at(sq)) != letter]
     return (victim is not None and len(pieces) == chess.popcount(final.occupied) + 1 and len(strays) == 1
             and final.piece_at(strays[0]) is None and pieces[strays[0]] == victim.symbol()
-            and bool(chess.BB_KING_ATTACKS[move.to_square] & chess.BB_SQUARES[strays[0]]))
+            and bool(chess.BB_KING_ATTACKS[landing] & chess.BB_SQUARES[strays[0]]))
 
 
 def answer_begun_past_knock(board: chess.Board, pieces: dict[chess.Square, str]
@@ -306,6 +299,17 @@ def answer_begun_past_knock(board: chess.Board, pieces: dict[chess.Square, str]
                 if chess.BB_KING_ATTACKS[reply.to_square] & chess.BB_SQUARES[knocked]:
                     return landing, answer, knocked, reply.to_square if reply.to_square in missing else None
     return None
+
+
+def _answers_where_landed(board: chess.Board, pieces: dict[chess.Square, str]
+                          ) -> Iterator[tuple[chess.Move, chess.Board, chess.Move, chess.Square]]:
+    """Yield (a move, the board after it, an answer taking its piece where it landed, that answer's landing square)
+    for the moves of :func:`_taken_where_landed` and the answers whose piece the board's ``pieces`` show there."""
+    for move in _taken_where_landed(board, pieces):
+        after = _after(board, move)
+        for answer, answer_landing in _moves_shown(after, pieces):
+            if answer.to_square == move.to_square:
+                yield move, after, answer, answer_landing
 
 
 def _taken_where_landed(board: chess.Board, pieces: dict[chess.Square, str]) -> Iterator[chess.Move]:
