@@ -32,7 +32,7 @@ from touchmove.records import Lift, Place, Published, Record, Result, Resync, Se
 from touchmove.rules.events import Alert, AlertCode, DeclaredEnd, Event, ResultRejected, ResyncRejected
 from touchmove.rules.footprints import Position
 from touchmove.rules.game_line import Declared, GameRecovery, Recovered, RecoveredAlert, SearchedAgain
-from touchmove.rules.identity import PieceChange, shown_by, shown_in_turn
+from touchmove.rules.identity import PieceChange, only_lifted, shown_by, shown_in_turn
 from touchmove.rules.phases import CLEARED_SQUARES, Phase, Sync
 from touchmove.rules.readings import GameView
 from touchmove.rules.recovery import (
@@ -430,6 +430,8 @@ class UnseenPlay:
             told = _told_since(engine, recovered.keep)
             found = _shown_by_pieces(found, before, pieces, engine.occupancy, told) or _longer_shown_by_pieces(
                 found, before, engine.occupancy, pieces, max_plies, recovered.first, reported, told)
+            if found and _lifts_from_plies_told(engine, recovered.keep, found, pieces, told):
+                return []
         if not found:
             return []
         self.lost = LostWindow(since=recovered.since, seen=t, searched=-1)
@@ -754,6 +756,23 @@ def _best_told(found: list[Explanation], start: chess.Board, occupancy: chess.Bi
         if best < missed:
             told, missed = longer_told, best
     return [e for n, e in told if n == missed]
+
+
+def _lifts_from_plies_told(engine: EngineInterface, keep: int, found: list[Explanation],
+                           pieces: dict[chess.Square, str], told: list[tuple[int, chess.Square, str | None]]) -> bool:
+    """Return whether the board shows the game position with pieces only lifted (hands of either side: the next
+    placement decides) and the plies made since the game had ``keep`` account for more of the pieces the board
+    told put down than every line ``found``: no reason to take them back. A DGT's move memory replayed after a
+    lost link: Bf4 told, Black's e7 bishop lifted, then the f4 bishop (Bxd6 coming, Bd6 merged away in the
+    memory); Bc5 with ...Bxc5 under way leaves the same squares empty, but never the bishop on f4 the board
+    named."""
+    position = engine.position
+    if engine.occupancy & ~position.occ or not only_lifted(position.board, pieces):
+        return False
+    game = engine.current_game
+    before = game.board(keep)
+    made = Explanation(tuple(game.moves[keep:]), position.board)
+    return unaccounted(before, made, told) < min(unaccounted(before, e, told) for e in found)
 
 
 def _told_since(engine: EngineInterface, plies: int) -> list[tuple[int, chess.Square, str | None]]:
