@@ -144,6 +144,24 @@ def test_the_changes_after_a_power_up_are_not_taken_for_pieces_it_found() -> Non
     assert published(replayed(start, log, after, lost_from=1000)) == ["e1c1", "d6a3", "f1b5"]
 
 
+def test_plies_made_while_the_board_was_off_are_searched_for_not_left_out() -> None:
+    """O-O-O and ...Qa3 made while the board was switched off, then Bb5: the board it found at power-up differs
+    from the host's in six squares, which the adapter tells as a snapshot, and the replay left snapshots out: the
+    engine never saw the board found, and published Bb5 alone with no alert (the dump after it matched what the
+    adapter had). The snapshot is the engine's evidence: both plies come back, with changes_lost."""
+    start = chess.Board("1r2kb1r/p1p2ppp/2pqp3/3n4/3P4/2N2Q2/PPPB1PPP/R3KB1R w KQk - 4 13")
+    found = start.copy()
+    for san in ("O-O-O", "Qa3"):
+        found.push_san(san)
+    log = (bytes((dgt.EE_DOWNLOADED, dgt.EE_NOP, dgt.EE_NOP, dgt.EE_NOP)) + power_up(found)
+           + entry(chess.F1, None) + entry(chess.B5, "B"))
+    after = found.copy()
+    after.push_san("Bb5")
+    events = replayed(start, log, after, lost_from=1000)
+    assert published(events) == ["e1c1", "d6a3", "f1b5"]
+    assert [e.code for e in events if e.type == "alert"] == ["changes_lost"]  # type: ignore[attr-defined]
+
+
 def test_only_a_landing_and_the_lift_that_explains_it_later_in_the_scan_are_one_run() -> None:
     """A white pawn put on c3 (no pawn lifted just before can go there) and a white pawn lifted from b2 after it
     (a later field, a pawn that can): maybe one scan's reading of bxc3, the lift made first, one run. A piece of

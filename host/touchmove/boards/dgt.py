@@ -666,7 +666,6 @@ class DgtTranslator(Translator):
                 # made at unknown times while the port was closed: spread over that time, in their order
                 self.recovered += len(run)
                 out += self._replay_run(run, t)
-            out = [line for line in out if line.get("type") != "snapshot"]
         if self.ee_events is not None and self.serial:
             MEMORIES.setdefault(self.serial, Memory()).downloaded(codes)
             self.ee_events = None
