@@ -123,13 +123,12 @@ def power_up(board: chess.Board) -> bytes:
     return bytes((dgt.EE_POWERUP,)) + b"".join(entry(sq, piece.symbol()) for sq, piece in pieces)
 
 
-def test_the_changes_after_a_power_up_are_not_taken_for_pieces_it_found() -> None:
+def test_a_piece_put_down_as_the_board_is_switched_on_is_searched_from_the_board_found() -> None:
     """Drop 20 s, power cycle, game 44 of the bench: White castles long as the board is switched back on (the
-    king is on c1, the rook still in the hand when it finds its pieces), then ...Qa3 and Bb5. The entries after
-    the power-up's are changes, but the memory does not mark where its list ends: the rook landing on d1 and the
-    queen on a3 were read as pieces it found (two black queens), the board diffed against the host's took five
-    squares, a snapshot left out of the replay, and the engine read Bb5 where O-O-O was made. A board switched
-    on finds no more pieces of a side than the host last saw (chess never adds one): the queen is a change."""
+    king is on c1, the rook still in the hand when it finds its pieces), then ...Qa3, the queen put down before
+    she is lifted from d6, and Bb5. Nothing marks where the power-up's pieces end: the rook and the queen are
+    read as found (two black queens), a board five squares off the host's, told as a snapshot, which the replay
+    left out: the engine read Bb5 where O-O-O was made, with no alert. Now it searches from the board found."""
     start = chess.Board("1r2kb1r/p1p2ppp/2pqp3/3n4/3P4/2N2Q2/PPPB1PPP/R3KB1R w KQk - 4 13")
     found = start.copy()
     found.remove_piece_at(chess.E1)

@@ -297,39 +297,30 @@ def recover(at_download: list[int], host_last: list[int], events: list[tuple[str
     ``events`` is the EEPROM log; the changes after its last ``EE_DOWNLOADED`` tag started from ``at_download`` (the
     board the host read after that download). A power-up in them (``EE_POWERUP`` and a field message for each piece
     found, in no order) is the board found then, a list of 64 codes: what was made while the board was off is not in
-    the log. The memory does not mark where the pieces found end: it finds no more pieces of a side than the host
-    saw last or the log had before (chess never adds one), so a field message past that is a change made after it (a
-    queen put on a3 as the board came on). The host saw them up to some point, ``host_last``. ``seen``: how many of
-    the log's entries the host was told live since the download (counted as the log keeps them: :class:`Memory`);
-    the board after that many is ``host_last`` unless the log and the host disagree, and then the changes after it
-    are the ones missed. A position repeated while the link was lost (Rc2 Kc6 Rc1 Kd6, and again) is the board the
-    host saw last more than once, which only the count tells apart. Else (no count, or a board that disagrees with
-    it): the changes after the latest state equal to ``host_last`` (else the nearest, fewest squares off).
+    the log. Nothing marks where its pieces end: a piece put down on an empty square just after it (a queen put on
+    a3 before she is lifted from d6) is read as found, a board the engine then searches (a snapshot). The host saw
+    them up to some point, ``host_last``. ``seen``: how many of the log's entries the host was told live since the
+    download (counted as the log keeps them: :class:`Memory`); the board after that many is ``host_last`` unless the
+    log and the host disagree, and then the changes after it are the ones missed. A position repeated while the link
+    was lost (Rc2 Kc6 Rc1 Kd6, and again) is the board the host saw last more than once, which only the count tells
+    apart. Else (no count, or a board that disagrees with it): the changes after the latest state equal to
+    ``host_last`` (else the nearest, fewest squares off).
     """
     marks = [i for i, e in enumerate(events) if e == ("tag", EE_DOWNLOADED, 0)]
     tail = events[(marks[-1] + 1) if marks else 0:]
     changes: list[Change] = []
-    board = list(at_download)       # the board as the log has it so far
     i = 0
     while i < len(tail):
         kind, a, b = tail[i]
         i += 1
         if kind == "tag" and a == EE_POWERUP:
             found: dict[int, int] = {}
-            room = [max(n, m) for n, m in zip(_sides(host_last), _sides(board), strict=True)]
             while i < len(tail) and tail[i][0] == "field" and tail[i][2] and tail[i][1] not in found:
-                side = _side(tail[i][2])
-                if side is not None:
-                    if not room[side]:
-                        break       # more of a side's pieces than the host saw: a change made after it
-                    room[side] -= 1
                 found[tail[i][1]] = tail[i][2]
                 i += 1
-            board = [found.get(f, 0) for f in range(64)]
-            changes.append(list(board))
+            changes.append([found.get(f, 0) for f in range(64)])
         elif kind == "field":
             changes.append((a, b))
-            board[a] = b
     state = list(at_download)
     best, best_k = sum(x != y for x, y in zip(state, host_last, strict=True)), 0
     best_state = list(state)
@@ -355,21 +346,6 @@ def recover(at_download: list[int], host_last: list[int], events: list[tuple[str
             break
         best_k -= 1
     return changes[best_k:]
-
-
-def _side(code: int) -> int | None:
-    """Return the side of a piece code: 0 White, 1 Black, None for the result pieces."""
-    return 0 if 1 <= code <= 6 else 1 if 7 <= code <= 12 else None
-
-
-def _sides(codes: list[int]) -> list[int]:
-    """Return how many pieces of each side (White, Black) ``codes`` hold."""
-    count = [0, 0]
-    for code in codes:
-        side = _side(code)
-        if side is not None:
-            count[side] += 1
-    return count
 
 
 def reaches(code: int, from_field: int, to_field: int, rotated: bool = False) -> bool:
