@@ -774,6 +774,22 @@ def test_an_answer_straightened_after_its_victim_pushed_aside_was_taken_off_is_n
     assert codes(events) == []
 
 
+def test_an_answer_straightened_as_the_next_mover_touches_a_piece_it_could_take_is_not_undone() -> None:
+    """DGT harder hands (game 272 of the bench): Black's press after ...Re2 left out (read after the reply), White
+    answers Rxd6+ and straightens the rook (d6 lifted and put back, named R) while Black touches his a6 pawn. The
+    squares alone read Rc6xa6 under way from before Rxd6+ (c6 and a6 empty): Rxd6+ was taken back as undone before
+    the press, and ...Kxd6 then searched as five lost plies. The pieces show the rook on d6, where that position
+    has Black's bishop: no capture under way from it, Rxd6+ stands."""
+    start = chess.Board("r7/2pk1P2/p1Rb2B1/P2P2p1/1p6/1P3pPP/5P1K/4r3 b - - 0 41")
+    events = play([press(500, chess.WHITE), lift(1000, "e1"), place(1000, "e2", "r"),
+                   lift(1170, "h3"), place(1810, "h3", "P"), lift(2650, "d6"), lift(3310, "c6"), place(3310, "d6", "R"),
+                   lift(3760, "a6"), lift(3770, "d6"), place(3800, "d6", "R"), place(4410, "a6", "p"),
+                   lift(4600, "d7"), lift(4870, "d6"), place(4900, "d6", "k"), place(4900, "c6", "R"),
+                   lift(5300, "c6"), press(5400, chess.BLACK)], start)
+    assert final_line(events) == ["Re2", "Rxd6+", "Kxd6"]
+    assert not [e for e in events if e.type in ("takeback", "recovered_move")]
+
+
 def test_a_victim_pushed_on_within_its_own_move_is_read_again_when_it_is_seen_gone() -> None:
     """DGT, harder hands (game 20 of the bench): Black's queen lands on c4 (a whole scan shows it there), White's
     queen comes at once and pushes it on to c5 in the next scan (read as ...Qc5, then Qc4 for White), and the

@@ -28,6 +28,7 @@ from touchmove.rules.identity import (
     lands_as_named,
     made_with_hands,
     taken_with_victim_beside,
+    under_way,
 )
 from touchmove.rules.pending import KNOCK_HOLD_MS, KNOCK_WINDOW_MS, InterruptedMove, knocked_coming_in
 from touchmove.rules.phases import CLEARED_SQUARES, Phase, Sync
@@ -514,8 +515,12 @@ def answer_undone(view: BoardView) -> tuple[Position, PlyEvidence, Footprint | N
         # its piece lifted from where it landed, nothing else of the position (a victim pushed aside may have been
         # taken off meanwhile): maybe to straighten it (the next change)
         return None
-    if previous[0].continuable(view.occupancy):
-        return position, ply, None  # the ply before the answer, with the opponent's real answer under way
+    pieces = view.pieces_shown
+    if previous[0].continuable(view.occupancy) and (pieces is None or under_way(previous[0].board, pieces)):
+        # the ply before the answer, with the opponent's real answer under way (on a board that names its pieces,
+        # only if they show it so: not the answer's piece put back where it landed, beside a touch of the next
+        # mover, which the squares alone read as another capture under way)
+        return position, ply, None
     lifts = ply.then(previous[1]).then(view.evidence)
     shown = explain_shown(view.occupancy, position, lifts, presses)
     if shown is None or shown.move.from_square != game.moves[-2].from_square:
