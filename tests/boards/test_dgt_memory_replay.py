@@ -8,7 +8,6 @@ from typing import Any
 import chess
 
 from tests.boards.test_boards_through_engine import engine_events, published
-from tests.boards.test_fast_replies import final_line, lift, place, play
 from touchmove import records
 from touchmove.boards import dgt
 from touchmove.boards.base import encode_lines
@@ -100,21 +99,6 @@ def test_captures_on_one_square_the_memory_merged_come_back_in_their_order() -> 
     after = chess.Board("r1q3k1/pp3ppp/2p2b2/8/4Q3/4B1PP/PPP2P1K/3R4 w - - 1 19")
     assert published(replayed(start, log, after, lost_from=1000)) == [
         "f6d5", "c3d5", "e6d5", "g2d5", "d8d5", "d4e4", "d5d1", "f1d1", "e7f6"]
-
-
-def test_pieces_only_lifted_after_plies_recovered_do_not_take_back_a_ply_the_board_showed() -> None:
-    """Drop 20 s, game 247 of the bench, the records the memory replayed: Rxd8+ Rxd8 Rc1 recovered (d8's changes
-    merged), Nc4 and Bf4 shown, then Black lifts his e7 bishop and White the f4 bishop (...Bd6 Bxd6 made, d6's
-    changes merged). Bc5 for Bf4 with ...Bxc5 under way leaves the same squares empty: the engine searched again,
-    took back five plies and published Bc5, never shown (the bishop was named on f4). Only lifts from the plies as
-    made contradict nothing: the rook landing on d6 brings ...Bd6 Bxd6 Rxd6, Bf4 stands."""
-    start = chess.Board("2kr3r/pp2b1pp/1np2p2/8/4P3/PbN1B3/1P2BPPP/3R1RK1 w - - 5 17")
-    events = play([lift(1600, "d1"), lift(4600, "f1"), lift(4600, "h8"), place(4600, "c1", "R"),
-                   lift(7600, "b6"), place(7600, "c4", "n"), lift(9100, "e3"), place(9100, "f4", "B"),
-                   lift(10600, "e7"), lift(15100, "f4"), lift(16600, "d8"), place(18100, "d6", "r"),
-                   lift(20600, "c4"), lift(21400, "e2"), place(21400, "c4", "B")], start=start)
-    assert final_line(events) == ["Rxd8+", "Rxd8", "Rc1", "Nc4", "Bf4", "Bd6", "Bxd6", "Rxd6", "Bxc4"]
-    assert not [e for e in events if e.type == "takeback"]
 
 
 def power_up(board: chess.Board) -> bytes:
