@@ -260,10 +260,10 @@ def _victim_beside(final: chess.Board, pieces: dict[chess.Square, str], landing:
     """Return whether ``pieces`` are ``final`` (the move's piece, ``victim``, taken where it landed on ``landing``)
     with that piece still on the board, on an empty square next to ``landing``: pushed aside by the capturing
     piece, to be taken off."""
-    strays = [sq for sq, letter in pieces.items() if str(final.piece_at(sq)) != letter]
+    strays = _strays(final, pieces)
     return (victim is not None and len(pieces) == chess.popcount(final.occupied) + 1 and len(strays) == 1
-            and final.piece_at(strays[0]) is None and pieces[strays[0]] == victim.symbol()
-            and bool(chess.BB_KING_ATTACKS[landing] & chess.BB_SQUARES[strays[0]]))
+            and final.piece_at(strays[0][0]) is None and strays[0][1] == victim.symbol()
+            and bool(chess.BB_KING_ATTACKS[landing] & chess.BB_SQUARES[strays[0][0]]))
 
 
 def answer_begun_past_knock(board: chess.Board, pieces: dict[chess.Square, str]
@@ -278,7 +278,7 @@ def answer_begun_past_knock(board: chess.Board, pieces: dict[chess.Square, str]
     the changes."""
     for move, landing in _moves_shown(board, pieces):
         after = _after(board, move)
-        strays = [(sq, letter) for sq, letter in pieces.items() if str(after.piece_at(sq)) != letter]
+        strays = _strays(after, pieces)
         missing = [sq for sq in chess.SquareSet(after.occupied) if sq not in pieces]
         if len(missing) not in (2, 3) or len(strays) > 1 or (strays and after.piece_at(strays[0][0]) is not None):
             continue
@@ -417,13 +417,18 @@ def _after(board: chess.Board, move: chess.Move) -> chess.Board:
     return after
 
 
+def _strays(board: chess.BaseBoard, pieces: dict[chess.Square, str]) -> list[tuple[chess.Square, str]]:
+    """Return the squares where the board's ``pieces`` name another piece than ``board`` has there (or one where it
+    has none), with the letter named."""
+    return [(sq, letter) for sq, letter in pieces.items() if str(board.piece_at(sq)) != letter]
+
+
 def _with_hands(board: chess.BaseBoard, pieces: dict[chess.Square, str], mover: chess.Color | None,
                 near: chess.Square | None = None) -> bool:
     """Return whether ``pieces`` are ``board``'s with one piece of ``mover`` (if given) lifted, and one piece
     more lifted or moved onto an empty neighbour square of its own (a knocked piece fallen there); with ``near``,
     that piece's own square is next to ``near`` (where the hand was)."""
-    strays = [(sq, letter) for sq, letter in pieces.items()
-              if board.piece_at(sq) is None or board.piece_at(sq).symbol() != letter]  # type: ignore[union-attr]
+    strays = _strays(board, pieces)
     if len(strays) > 1:
         return False
     home: chess.Square | None = None

@@ -420,6 +420,7 @@ class UnseenPlay:
             engine.line.unseen.recovery = None
             return []
         before = game.board(recovered.keep)
+        made = tuple(game.moves[recovered.keep:])
         max_plies = min(played + 3, MAX_PLIES + 2)
         reported = _reported_squares(engine, recovered.keep)
         pieces = engine.pieces_shown
@@ -430,13 +431,12 @@ class UnseenPlay:
             told = _told_since(engine, recovered.keep)
             found = _shown_by_pieces(found, before, pieces, engine.occupancy, told) or _longer_shown_by_pieces(
                 found, before, engine.occupancy, pieces, max_plies, recovered.first, reported, told)
-            if found and _lifts_from_plies_told(engine, recovered.keep, found, pieces, told):
+            if found and _lifts_from_plies_told(engine, recovered.keep, before, made, found, pieces, told):
                 return []
         if not found:
             return []
         self.lost = LostWindow(since=recovered.since, seen=t, searched=-1)
         self.hypotheses = None
-        made = tuple(game.moves[recovered.keep:])
         if played and all(e.moves[:played] == made for e in found):
             # every line the board allows goes on from the plies recovered: they stand (no takeback of plies that
             # come back the same), and the plies after them are searched for
@@ -758,26 +758,25 @@ def _best_told(found: list[Explanation], start: chess.Board, occupancy: chess.Bi
     return [e for n, e in told if n == missed]
 
 
-def _lifts_from_plies_told(engine: EngineInterface, keep: int, found: list[Explanation],
-                           pieces: dict[chess.Square, str], told: list[tuple[int, chess.Square, str | None]]) -> bool:
+def _lifts_from_plies_told(engine: EngineInterface, keep: int, before: chess.Board, made: tuple[chess.Move, ...],
+                           found: list[Explanation], pieces: dict[chess.Square, str],
+                           told: list[tuple[int, chess.Square, str | None]]) -> bool:
     """Return whether the board shows the game position with pieces only lifted (hands of either side: the next
     placement decides), every line ``found`` takes back a ply made as the board showed it (after the plies last
-    recovered), and the plies made since the game had ``keep`` account for more of the pieces the board told put
-    down than every one of them: no reason to take them back. A DGT's move memory replayed after a lost link: Bf4
-    shown, Black's e7 bishop lifted, then the f4 bishop (Bxd6 coming, Bd6 merged away in the memory); Bc5 with
-    ...Bxc5 under way leaves the same squares empty, but never the bishop on f4 the board named. Plies that were
-    themselves recovered are searched again (pieces only lifted may be what shows them misread)."""
+    recovered), and the plies ``made`` since the game had ``keep`` plies (``before``) account for more of the
+    pieces the board told put down than every one of them: no reason to take them back. A DGT's move memory
+    replayed after a lost link: Bf4 shown, Black's e7 bishop lifted, then the f4 bishop (Bxd6 coming, Bd6 merged
+    away in the memory); Bc5 with ...Bxc5 under way leaves the same squares empty, but never the bishop on f4
+    the board named. Plies that were themselves recovered are searched again (pieces only lifted may be what
+    shows them misread)."""
     position = engine.position
     if engine.occupancy & ~position.occ or not only_lifted(position.board, pieces):
         return False
-    game = engine.current_game
-    made = tuple(game.moves[keep:])
     noted = engine.line.unseen.recovered_alert
     recovered_to = keep if noted is None else max(keep, noted.first - 1 + len(noted.moves))
     shown = made[recovered_to - keep:]      # the plies made as the board showed them
     if not shown or any(set(shown) <= set(e.moves) for e in found):
         return False        # a line keeps them: it reorders or replaces recovered plies only
-    before = game.board(keep)
     plies_made = Explanation(made, position.board)
     return unaccounted(before, plies_made, told) < min(unaccounted(before, e, told) for e in found)
 
