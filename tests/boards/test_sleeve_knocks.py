@@ -346,3 +346,68 @@ def test_a_capture_begun_by_a_hand_that_knocks_a_piece_beside_it_is_no_lost_chan
                        settle_ms=SETTLE_MS)
     assert moves_of(events) == ["Kf4", "gxh5"]
     assert "changes_lost" not in codes(events)
+
+
+#: White to play Bh5, sliding from f3 across g4 (Chessnut game 245 of the bench).
+BH5 = chess.Board("r3r1k1/6b1/2p1b1q1/p1B1p1p1/2P1Pp2/1P3B2/P3QN2/3R1RK1 w - - 0 28")
+#: Black to play ...Qg5, sliding from d8 across e7 and f6 (Chessnut game 185 of the bench).
+QG5 = chess.Board("r2qkb1r/pp3pp1/2b1p2p/4P3/2BB2Q1/8/P1P2PPP/R4RK1 b kq - 2 15")
+
+
+def test_a_piece_knocked_by_a_hand_still_sliding_on_is_no_answer() -> None:
+    """The bishop slides f3-g4-h5: it shows on g4 for a scan, and the sleeve, going on to h5, knocks Black's queen
+    from g6 onto f7 (a square the queen could go to) in the next; the bishop lands on h5 and the queen is put back.
+    A one-step answer from next to the line the piece slides on, its piece lifted within the knock window of the
+    move showing, does not make the move at once: Bh5, no ...Qf7. Before: Bg4 ...Qf7 Bh5 ...Qg6 were published."""
+    events = play_from([lift(1000, "f3"), place(1100, "g4", "B"), lift(1200, "g6"), place(1200, "f7", "q"),
+                        lift(1260, "g4"), place(1300, "h5", "B"), lift(2100, "f7"), place(2100, "g6", "q")],
+                       BH5, settle_ms=SETTLE_MS)
+    assert moves_of(events) == ["Bh5"]
+
+
+def test_the_same_knock_further_along_the_line() -> None:
+    """...Qd8-g5 shows on e7, and the sleeve knocks White's queen from g4 (next to g5, two squares on) onto f5 as
+    the hand goes on: ...Qg5, no Qf5. Before: ...Qe7 Qf5 ...Qg5 Qg4 were published."""
+    events = play_from([lift(1000, "d8"), place(1100, "e7", "q"), lift(1200, "g4"), place(1200, "f5", "Q"),
+                        lift(1260, "e7"), place(1300, "g5", "q"), lift(2500, "f5"), place(2500, "g4", "Q")],
+                       QG5, settle_ms=SETTLE_MS)
+    assert moves_of(events) == ["Qg5"]
+
+
+def test_a_quick_answer_beside_a_slide_that_stopped_is_made() -> None:
+    """The bishop stops on g4 and Black answers ...Qf7 at once, for good: both made (the answer only waits for the
+    settle time)."""
+    events = play_from([lift(1000, "f3"), place(1100, "g4", "B"), lift(1200, "g6"), place(1200, "f7", "q")],
+                       BH5, settle_ms=SETTLE_MS)
+    assert moves_of(events) == ["Bg4", "Qf7"]
+
+
+DGT_SETTLE_MS = 300     # the bridge's for a DGT board (a field update per change, a scan every 200-250 ms)
+#: White to play Re3 (DGT harder hands game 128 of the bench): Black's rook on d2 stands next to d3, on the line
+#: the rook slides along.
+RE3 = chess.Board("6k1/pp3p1p/2pq2p1/4b3/2P5/P4RPP/1P1r1PB1/4Q1K1 w - - 5 35")
+#: White to play Qd3 (DGT fast replies game 257): Black's queen on e6 stands next to d5 and d6, on the queen's line.
+QD3 = chess.Board("8/8/4qk2/4p1pp/5p2/6P1/5P2/3Q2K1 w - - 2 67")
+
+
+def test_an_answer_beside_the_line_is_made_when_the_slide_does_not_go_on() -> None:
+    """Re3 lands and Black answers ...Rd1 at once (d2 lifted 22 ms after e3 showed, inside the knock window),
+    straightens the rook on d1, and White plays Qf1 with no rest between. The rook on e3 never moved on: the answer
+    is held only for the knock window after its lift, and the next change past it makes Re3 and matches ...Rd1.
+    Before (the answer held to the rest): three plies at once, a board_mismatch and lost changes. (The rook lifted
+    from d1 after ...Rd1 is White's touch to a board that senses no hands: touch_move, 4.3.3, for Qf1 not Qxd1.)"""
+    events = play_from([lift(1000, "f3"), place(1000, "e3", "R"), lift(1022, "d2"), place(1293, "d1", "r"),
+                        lift(1529, "d1"), place(1764, "d1", "r"), lift(2010, "e1"), place(2013, "f1", "Q")],
+                       RE3, settle_ms=DGT_SETTLE_MS)
+    assert moves_of(events) == ["Re3", "Rd1", "Qf1"]
+    assert codes(events) == ["touch_move"]
+
+
+def test_a_bullet_answer_beside_the_line_then_the_slider_moving_again() -> None:
+    """Qd3 lands, ...Qf5 comes 150 ms later (from e6, next to the queen's line), and White lifts the queen from d3
+    again 317 ms after the e6 lift, past the knock window, to play Qd6+: Qd3 Qf5 Qd6+, not Qd6 with a knocked
+    queen (e6 refilled later is ...Qe6, the game's next ply)."""
+    events = play_from([lift(1000, "d1"), place(2047, "d3", "Q"), lift(2199, "e6"), place(2233, "f5", "q"),
+                        lift(2516, "d3"), place(3289, "d6", "Q"), lift(3323, "f5"), place(3323, "e6", "q")],
+                       QD3, settle_ms=DGT_SETTLE_MS)
+    assert moves_of(events) == ["Qd3", "Qf5", "Qd6+", "Qe6"]

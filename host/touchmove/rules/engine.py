@@ -79,18 +79,21 @@ from touchmove.rules.events import (
     Touch,
     TouchSide,
 )
-from touchmove.rules.footprints import Position
+from touchmove.rules.footprints import Footprint, Position
 from touchmove.rules.game_line import Declared, GameLine
 from touchmove.rules.gamelog import GameRecord
 from touchmove.rules.identity import PieceChange, under_way
 from touchmove.rules.pending import (
     CASTLING_STEP_HOLD_MS,
     KNOCK_HOLD_MS,
+    KNOCK_WINDOW_MS,
     SLIDE_ON_HOLD_MS,
+    HeldAnswer,
     InterruptedMove,
     castling_step,
     knock_lift,
     knocked_answer,
+    knocked_by_slide,
     sliding_in,
     victim_ahead,
 )
@@ -542,7 +545,7 @@ class Engine:
         bb = chess.BB_SQUARES[sq]
         if bool(state.occ & bb) == occupied:
             return []  # a repeated report: nothing changed
-        out: list[Event] = []
+        out: list[Event] = [] if state.pending.held is None else self._release_held(t)
         state.line.changes.append((t, sq, occupied))     # (GameLine.note_change, inlined: every change passes)
         state.occ ^= bb
         state.changed_at = t
@@ -678,15 +681,20 @@ class Engine:
             out += self._writing.restore_touchdown(t, decision.footprint, decision.landed)
             shown = self._writing.explain(state.position, state.evidence)
             break
+        held, state.pending.held = state.pending.held, None
         if interrupted is not None and (shown is None or shown.move == interrupted.footprint.move):
             # The board may show the checkpoint move and the opponent's answer (when it shows the checkpoint move
             # alone, an answer that leaves the squares as they were: a Chess960 castling of king and rook).
-            ply = state.evidence
-            since = ply.lifted_since(interrupted.t)
-            after = interrupted.after(state.position)
-            answer = after.explain(state.occ, since, ply.lifts_unseen, ply.held & since, ply.last_lift, ply.last_place)
-            if answer is not None and self._writing.victim_shown(answer, after.board.turn):
-                answer = None  # (a blind answer's capture, its victim still on the square)
+            answer = self._answer_after(interrupted)
+            lifted_at = None if answer is None else state.evidence.last_lift.get(answer.move.from_square)
+            if answer is not None and state.pieces.letters and knocked_by_slide(
+                    state.position.board, interrupted.footprint.move, interrupted.t, answer.move, lifted_at):
+                # A piece knocked by the hand sliding on: held a moment (a board that names its pieces tells at
+                # rest; one that does not may be a bullet reply the next changes would bury).
+                assert lifted_at is not None
+                since = held.since if held is not None and held.footprint.move == answer.move else t
+                state.pending.held = HeldAnswer(answer, since, lifted_at + KNOCK_WINDOW_MS)
+                answer = None
             touchdown = None if answer is None else pending_double_step_stood_aside(state, interrupted, answer, t)
             if touchdown is not None:
                 # the single step, stood aside before it settled, then its capture
@@ -710,6 +718,35 @@ class Engine:
                 state.evidence.first_match = (shown.move, t)
         if shown is None and state.occ == state.position.occ and state.sync in _OUT_OF_SYNC:
             out += state.restored(t, "game position")
+        return out
+
+    def _answer_after(self, interrupted: InterruptedMove) -> Footprint | None:
+        """Return the opponent's answer the board shows after the interrupted move, None if it shows none."""
+        state = self._state
+        ply = state.evidence
+        since = ply.lifted_since(interrupted.t)
+        after = interrupted.after(state.position)
+        answer = after.explain(state.occ, since, ply.lifts_unseen, ply.held & since, ply.last_lift, ply.last_place)
+        if answer is not None and self._writing.victim_shown(answer, after.board.turn):
+            return None  # (a blind answer's capture, its victim still on the square)
+        return answer
+
+    def _release_held(self, t: int) -> list[Event]:
+        """A change at ``t``, past the time an answer held after the interrupted move was due (``HeldAnswer``):
+        if the board still shows both, make the interrupted move and match the answer (the change then interrupts
+        it as it would any move shown); return the events."""
+        state = self._state
+        held, interrupted = state.pending.held, state.pending.interrupted
+        state.pending.held = None
+        if held is None or interrupted is None or t < held.until:
+            return []
+        answer = self._answer_after(interrupted)
+        if answer is None or answer.move != held.footprint.move:
+            return []
+        out = self._writing.make(*state.pending.take_interrupted())
+        state.pending.match = answer
+        state.pending.since = held.since
+        state.evidence.first_match = (answer.move, held.since)
         return out
 
     def _touch(self, t: int, sq: chess.Square) -> list[Event]:

@@ -12,9 +12,9 @@ import chess
 
 from touchmove.rules.footprints import Footprint, Position, captured_square, castling_squares
 
-__all__ = ["CASTLING_STEP_HOLD_MS", "KNOCK_HOLD_MS", "KNOCK_WINDOW_MS", "SLIDE_ON_HOLD_MS", "InterruptedMove",
-           "PendingMove", "castling_step", "knock_lift", "knocked_answer", "knocked_coming_in", "sliding_in",
-           "victim_ahead"]
+__all__ = ["CASTLING_STEP_HOLD_MS", "KNOCK_HOLD_MS", "KNOCK_WINDOW_MS", "SLIDE_ON_HOLD_MS",
+           "HeldAnswer", "InterruptedMove", "PendingMove", "castling_step", "knock_lift", "knocked_answer",
+           "knocked_by_slide", "knocked_coming_in", "sliding_in", "victim_ahead"]
 
 #: How much longer than the settle time a castling step waits before it is made (ms): a king's step from its square
 #: onto the square it crosses castling (Kf1, Kd1 with the right to castle that way, the rook on its square), or a
@@ -68,6 +68,41 @@ def knocked_answer(board: chess.Board, last: chess.Move | None, reached: int | N
         return False
     return (chess.square_distance(move.from_square, move.to_square) == 1 and not board.is_capture(move)
             and not board.is_castling(move) and move.promotion is None)
+
+
+def knocked_by_slide(board: chess.Board, move: chess.Move, shown_at: int, answer: chess.Move,
+                     lifted_at: int | None) -> bool:
+    """Return whether ``answer``, shown right after ``move`` (legal in ``board``, shown at ``shown_at`` and not yet
+    made), may be a piece the hand still sliding the move's bishop, rook or queen on along its line knocked onto
+    an empty square next to its own: one step, no capture, its piece lifted (at ``lifted_at``) within
+    :data:`KNOCK_WINDOW_MS` of the move showing, from next to a square further on that line (up to the first
+    piece on it). On a board that names its pieces such an answer does not make the move at once: the piece may
+    land further on and the knocked one be put back. The hand sliding on leaves within :data:`KNOCK_WINDOW_MS` of
+    the knock: if both stay, the board at rest makes them, or the first change after that (the next ply under way
+    with no rest, a bullet answer's mover moving again)."""
+    piece = board.piece_at(move.from_square)
+    if (piece is None or piece.piece_type not in (chess.BISHOP, chess.ROOK, chess.QUEEN) or board.is_castling(move)
+            or lifted_at is None or not 0 <= lifted_at - shown_at <= KNOCK_WINDOW_MS):
+        return False
+    after = board.copy(stack=False)
+    after.push(move)
+    if (chess.square_distance(answer.from_square, answer.to_square) != 1 or after.is_capture(answer)
+            or after.is_castling(answer) or answer.promotion is not None):
+        return False
+    step_file = _sign(chess.square_file(move.to_square) - chess.square_file(move.from_square))
+    step_rank = _sign(chess.square_rank(move.to_square) - chess.square_rank(move.from_square))
+    file, rank = chess.square_file(move.to_square) + step_file, chess.square_rank(move.to_square) + step_rank
+    while 0 <= file < 8 and 0 <= rank < 8:
+        sq = chess.square(file, rank)
+        ahead = after.piece_at(sq)
+        if ahead is not None and ahead.color == piece.color:
+            return False
+        if chess.BB_KING_ATTACKS[sq] & chess.BB_SQUARES[answer.from_square]:
+            return True
+        if ahead is not None:
+            return False        # (the line ends at the other side's piece, a capture the slide may be going to)
+        file, rank = file + step_file, rank + step_rank
+    return False
 
 
 #: How long (ms) after its victim's square emptied a line piece's move that stopped short of that victim waits
@@ -126,18 +161,33 @@ class InterruptedMove:
         return self.position
 
 
+@dataclass(frozen=True, slots=True)
+class HeldAnswer:
+    """An answer the board shows after the interrupted move, not made yet because the hand sliding that move on
+    may have knocked its piece (:func:`knocked_by_slide`): ``footprint``, shown since ``since``, held until
+    ``until``. A change after ``until`` with the answer still shown makes both moves first: the slide did not go
+    on (a bullet answer, the next ply under way with no rest between)."""
+
+    footprint: Footprint
+    since: int
+    until: int
+
+
 @dataclass(slots=True)
 class PendingMove:
-    """The move the board shows (``match``, since ``since``) and a move ``interrupted`` before it, if any."""
+    """The move the board shows (``match``, since ``since``), a move ``interrupted`` before it, if any, and an
+    answer ``held`` after that move (:func:`knocked_by_slide`)."""
 
     match: Footprint | None = None
     since: int = 0
     interrupted: InterruptedMove | None = None
+    held: HeldAnswer | None = None
 
     def clear(self) -> None:
         """Nothing is pending (a move was made, or the game position changed)."""
         self.match = None
         self.interrupted = None
+        self.held = None
 
     def resolve(self, position: Position, occ: chess.Bitboard, *, pressed: bool) -> tuple[Footprint, int]:
         """Return the move to make now and when it showed, the match taken (the interrupted move is dropped by the
@@ -168,6 +218,7 @@ class PendingMove:
         interrupted = self.interrupted
         assert interrupted is not None
         self.interrupted = None
+        self.held = None
         return interrupted.footprint, interrupted.t
 
     def stands(self, shown: Footprint, occ: chess.Bitboard) -> bool:
