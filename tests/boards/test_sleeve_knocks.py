@@ -411,3 +411,22 @@ def test_a_bullet_answer_beside_the_line_then_the_slider_moving_again() -> None:
                         lift(2516, "d3"), place(3289, "d6", "Q"), lift(3323, "f5"), place(3323, "e6", "q")],
                        QD3, settle_ms=DGT_SETTLE_MS)
     assert moves_of(events) == ["Qd3", "Qf5", "Qd6+", "Qe6"]
+
+
+#: White to play N4f5+ (Chessnut harder hands game 238): both knights, on d4 and d6, can go to f5.
+N4F5 = chess.Board("6r1/3q1pk1/1n1Np2p/3nP2Q/pp1N4/6P1/1P3P1P/2R3K1 w - - 4 31")
+
+
+def test_a_piece_the_board_names_where_a_victim_would_be_pushed_is_no_victim_pushed_aside() -> None:
+    """White straightens the knight on d6, lifts the one on d4, and his sleeve knocks Black's e6 pawn into the air
+    just before the knight lands on f5 (the board names a white knight there); the pawn is put back, exf5 and
+    Nxf5+ follow. The board at rest shows d4 and e6 empty and a knight on f5: not ...Nxe6 under way with the pawn
+    pushed onto f5 first (a pushed victim would be named a black pawn there) but N4f5+, the pawn knocked. Before,
+    the capture under way was waited for, and the lost-changes search took the other knight: N6f5+ exf5 Nxf5+."""
+    events = play_from([lift(1000, "d6"), place(1600, "d6", "N"), lift(2300, "d4"), lift(3600, "e6"),
+                        place(3700, "f5", "N"), lift(5000, "f5"), place(5000, "e6", "p"), lift(5200, "e6"),
+                        place(5300, "f5", "N"), lift(5330, "f5"), place(5330, "f6", "N"), place(5500, "f5", "p"),
+                        lift(5700, "f6"), lift(5800, "d6"), lift(5900, "f5"), place(5930, "f5", "N")],
+                       N4F5, settle_ms=SETTLE_MS)
+    assert moves_of(events) == ["N4f5+", "exf5", "Nxf5+"]
+    assert "changes_lost" not in codes(events)

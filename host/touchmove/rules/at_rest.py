@@ -241,9 +241,10 @@ def interrupted_move_shown(view: BoardView) -> Decision | None:
         return None
     after, occ = interrupted.after(view.position), view.occupancy
     touched = after.occ & ~occ & after.board.occupied_co[after.board.turn]
-    if (after.continuable(occ) or victim_pushed_first(after, occ)
+    if (after.continuable(occ) or victim_pushed_first(after, occ, view.pieces_shown)
             or (occ == after.occ & ~touched and touched and not touched & (touched - 1))
-            or capture_but_victim_aside(after, occ, view.evidence, view.evidence.lifted_since(interrupted.t))):
+            or capture_but_victim_aside(after, occ, view.evidence, view.evidence.lifted_since(interrupted.t),
+                                        view.pieces_shown)):
         return MakeInterrupted()
     return None
 
@@ -340,7 +341,8 @@ def move_in_progress(view: BoardView) -> Decision | None:
 def capture_victim_aside(view: BoardView) -> Decision | None:
     """10. A capture made but for its victim, pushed onto a square next to it and still to be taken off; or under
     way, the victim pushed aside before the capturing piece lands."""
-    return WAIT if victim_set_aside(view) or victim_pushed_first(view.position, view.occupancy) else None
+    return WAIT if victim_set_aside(view) or victim_pushed_first(view.position, view.occupancy,
+                                                                  view.pieces_shown) else None
 
 
 def snapshot_hides_loss(view: BoardView) -> Decision | None:

@@ -434,26 +434,36 @@ def victim_set_aside(view: BoardView) -> bool:
 
     The victim is still to be taken off: a capture in progress, which no other explanation may preempt.
     """
-    return capture_but_victim_aside(view.position, view.occupancy, view.evidence, view.evidence.lifted)
+    return capture_but_victim_aside(view.position, view.occupancy, view.evidence, view.evidence.lifted,
+                                    view.pieces_shown)
 
 
-def capture_but_victim_aside(position: Position, occ: chess.Bitboard, ply: PlyEvidence,
-                             lifted: chess.Bitboard) -> bool:
+def capture_but_victim_aside(position: Position, occ: chess.Bitboard, ply: PlyEvidence, lifted: chess.Bitboard,
+                             pieces: dict[chess.Square, str] | None = None) -> bool:
     """Return whether ``occ`` shows a capture of ``position`` made (proven by ``lifted``) but for its victim, pushed
-    onto a square next to it."""
+    onto a square next to it (on a board that names its pieces, ``pieces``, the victim named there)."""
     filled = occ & ~position.occ
     if not filled or filled & (filled - 1):
         return False
     shown = position.explain(occ & ~filled, lifted, ply.lifts_unseen, ply.held, ply.last_lift, ply.last_place)
     return (shown is not None and bool(chess.BB_KING_ATTACKS[shown.move.to_square] & filled)
-            and bool(position.occ & chess.BB_SQUARES[shown.move.to_square]))
+            and bool(position.occ & chess.BB_SQUARES[shown.move.to_square])
+            and _named_as(pieces, filled.bit_length() - 1, position.board.piece_at(shown.move.to_square)))
 
 
-def victim_pushed_first(position: Position, occ: chess.Bitboard) -> bool:
+def _named_as(pieces: dict[chess.Square, str] | None, sq: chess.Square, piece: chess.Piece | None) -> bool:
+    """Return whether a board that names its pieces (``pieces``) names ``piece`` on ``sq``, or names nothing there
+    (a board that names none: True)."""
+    named = None if pieces is None else pieces.get(sq)
+    return named is None or piece is None or named == piece.symbol()
+
+
+def victim_pushed_first(position: Position, occ: chess.Bitboard, pieces: dict[chess.Square, str] | None = None) -> bool:
     """Return whether ``occ`` shows a capture of ``position`` under way whose victim was pushed aside before the
     capturing piece landed: one square filled that the position has empty, next to an emptied square whose piece
-    (the other side's) a piece the side to move has lifted can capture; with the victim back on its square the
-    board is a move of the position in progress. The capturing piece lands next, then the victim is taken off."""
+    (the other side's; on a board that names its pieces, ``pieces``, the one named on the filled square) a piece
+    the side to move has lifted can capture; with the victim back on its square the board is a move of the position
+    in progress. The capturing piece lands next, then the victim is taken off."""
     filled = occ & ~position.occ
     if not filled or filled & (filled - 1):
         return False
@@ -461,6 +471,8 @@ def victim_pushed_first(position: Position, occ: chess.Bitboard) -> bool:
     aside = filled.bit_length() - 1
     for victim in chess.scan_forward(position.occ & ~occ & chess.BB_KING_ATTACKS[aside]
                                      & board.occupied_co[not board.turn]):
+        if not _named_as(pieces, aside, board.piece_at(victim)):
+            continue    # (the piece on the square filled is another: a knight landed there, not the victim)
         back = (occ & ~filled) | chess.BB_SQUARES[victim]
         lifted = position.occ & ~back & board.occupied_co[board.turn]
         if (any(True for _ in board.generate_legal_moves(lifted, chess.BB_SQUARES[victim]))
