@@ -156,15 +156,27 @@ def told_positions(start: chess.Board, records: Sequence[object]) -> list[str]:
 def unshown_plies(start: chess.Board, moves: list[chess.Move], records: Sequence[object],
                   reports: Sequence[str] | None = None) -> list[int]:
     """Return the indices in ``moves`` of the plies whose position the board's reports never showed (after the
-    positions shown before it, in order). ``reports``: the pieces the board's own reports showed
-    (:attr:`touchmove.sim.harness.Run.reports`), judged instead of the records: a ChessLink or Chessnut status
-    with two plies' changes shows neither ply's position, whatever order the adapter then tells them in."""
+    positions shown before it, in order, and before any of the next four plies' positions). ``reports``: the
+    pieces the board's own reports showed (:attr:`touchmove.sim.harness.Run.reports`), judged instead of the
+    records: a ChessLink or Chessnut status with two plies' changes shows neither ply's position, whatever order
+    the adapter then tells them in."""
     shown = list(reports) if reports is not None else told_positions(start, records)
-    board, at, out = start.copy(stack=False), 0, []
-    for i, move in enumerate(moves):
+    board, positions = start.copy(stack=False), []
+    for move in moves:
         board.push(move)
-        want = board.board_fen()
-        found = next((k for k in range(at, len(shown)) if shown[k] == want), None)
+        positions.append(board.board_fen())
+    at, out = 0, []
+    for i, want in enumerate(positions):
+        # a report of a later ply's position before this ply's ends the search: the ply went by unshown (a
+        # repetition shows its position again later, Kg7 Qd4+ Kg8 Qd8+ Kg7: that is not this ply shown)
+        later = set(positions[i + 1:i + 5]) - {want}
+        found = None
+        for k in range(at, len(shown)):
+            if shown[k] == want:
+                found = k
+                break
+            if shown[k] in later:
+                break
         if found is None:
             out.append(i)
         else:
