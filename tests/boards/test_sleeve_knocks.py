@@ -430,3 +430,20 @@ def test_a_piece_the_board_names_where_a_victim_would_be_pushed_is_no_victim_pus
                        N4F5, settle_ms=SETTLE_MS)
     assert moves_of(events) == ["N4f5+", "exf5", "Nxf5+"]
     assert "changes_lost" not in codes(events)
+
+
+#: Black to play ...e5 (Chessnut fast replies game 70 of the bench, Chess960): White's pawn on f4 takes it at once.
+E5_FXE5 = chess.Board("1k1rrbbq/ppp1p2p/1nn3p1/2Np4/5P2/1N4P1/PPPP2BP/2KRR1BQ b - - 1 9", chess960=True)
+
+
+def test_a_pawn_named_further_on_and_taken_at_once_is_no_piece_knocked() -> None:
+    """...e7-e5 slides across e6 (one status names the pawn on e6, the next on e5), and White's hand takes it off
+    e5 100 ms later, then lifts the f4 pawn and puts it on e5: ...e5 fxe5, then ...Rxe5. The pawn named on e5,
+    Black's own, is no answer landing beside a knocked pawn (the board names the piece as it landed, though it is
+    off now). Before: ...e6 made as knocked off, then lost changes searched over and over."""
+    events = play_from([lift(1000, "e7"), place(1100, "e6", "p"), lift(1200, "e6"), place(1200, "e5", "p"),
+                        lift(1300, "e5"), lift(1700, "f4"), place(1900, "e5", "P"), lift(2000, "e8"),
+                        place(2400, "e6", "r"), lift(2500, "e6"), place(2600, "e5", "r")],
+                       E5_FXE5, settle_ms=SETTLE_MS)
+    assert moves_of(events) == ["e5", "fxe5", "Rxe5"]
+    assert "changes_lost" not in codes(events)

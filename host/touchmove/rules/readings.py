@@ -699,8 +699,11 @@ def landed_then_knocked(view: BoardView) -> tuple[Footprint, int] | None:
             after = board.copy(stack=False)
             after.push(move)
             if pieces is not None:
-                if not any(pieces.get(other, "K").isupper() != (board.turn == chess.WHITE) for other in answered):
-                    continue    # what landed next to it is not the other side's (the piece itself, pushed aside)
+                white = board.turn == chess.WHITE
+                if not any(_named_landing(view, other, evidence.last_place[other], pieces.get(other, "K")).isupper()
+                           != white for other in answered):
+                    continue    # what landed next to it is not the other side's (the piece itself, pushed aside or
+                    #             slid on: a pawn named on e6 then e5, taken there at once, is ...e5 fxe5)
                 letter = str(board.piece_at(move.from_square))
                 named_there = next((c.piece for c in reversed(view.pieces_changes())
                                     if c.sq == sq and c.t <= landed and c.piece is not None), None)
@@ -723,6 +726,13 @@ def landed_then_knocked(view: BoardView) -> tuple[Footprint, int] | None:
                                                            chess.BB_SQUARES[answer.move.to_square]))):
                 return footprint(board, move), landed
     return None
+
+
+def _named_landing(view: BoardView, sq: chess.Square, at: int, otherwise: str) -> str:
+    """Return the piece a board that names its pieces named landing on ``sq`` at ``at`` (or last before it), else
+    ``otherwise``."""
+    return next((c.piece for c in reversed(view.pieces_changes()) if c.sq == sq and c.t <= at and c.piece is not None),
+                otherwise)
 
 
 #: How far apart (ms) the lift of a piece knocked by a hand carrying an answer and the lift of that answer's piece
