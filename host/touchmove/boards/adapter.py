@@ -175,6 +175,9 @@ class PieceAdapter:
         self.reported: Callable[[Sequence[Content]], None] | None = None
         self.king_held_at: int | None = None     # when a king in the centre was first held back
         self.hand: list[tuple[str, int]] = []    # pieces lifted and not put down yet (letter, square)
+        self.pushed_victim = False               # the last placement read was a victim pushed aside
+        self.aside: set[int] = set()             # squares of victims pushed aside (lifted: off the board)
+        self.taken: list[tuple[str, int]] = []   # the pieces the last placement took (letter, square)
         self.new_on_last_rank: tuple[int, str] | None = None   # a piece from outside put on a last rank
         self.fill_held: dict[int, tuple[int, str]] = {}   # placements waiting for their piece's own square to
                                                           # empty: square -> (since, piece)
@@ -306,6 +309,8 @@ class PieceAdapter:
                 target[sq] = self.shown[sq]
             self.shown = target
             self.hand = []
+            self.aside.clear()
+            self.taken = []
             self.fill_held = {}
             out += self.snapshot(t)
         else:
@@ -456,7 +461,8 @@ class PieceAdapter:
             self.last_t = t
         out.append({"t": t, "type": "place", "sq": chess.square_name(sq), "piece": piece})
         self.shown[sq] = piece
-        self.last_mover = "white" if piece.isupper() else "black"
+        if not self.pushed_victim:
+            self.last_mover = "white" if piece.isupper() else "black"
         if promoted is not None:
             out.append({"t": t, "type": "promote", "piece": promoted})
         return t
@@ -500,6 +506,9 @@ class PieceAdapter:
         self.shown[sq] = None
         if piece is None:
             return None
+        if sq in self.aside:
+            self.aside.discard(sq)
+            return None     # a victim pushed aside taken off the board: no piece of a move in the hand
         self.hand = [*self.hand[-(MAX_HAND - 1):], (piece, sq)]
         new = self.new_on_last_rank
         if (piece in ("P", "p") and new is not None and new[1].isupper() == piece.isupper()
@@ -510,25 +519,48 @@ class PieceAdapter:
             return new[1].lower()
         return None
 
+    def _pushed_aside(self, sq: int, piece: str, own: int | None, taken: list[tuple[str, int]]) -> bool:
+        """Return whether ``piece`` put on ``sq`` is a victim the capturing hand pushed aside, not its side's move
+        (``own``: its index in the hand; ``taken``: the pieces the placement before took), taking it out of the
+        hand. Such a placement does not make its side the one that moved last (whoever put a piece down last: an
+        adjustment before the capture does not make the victim's side the one to move), and its square is noted:
+        lifted from there, the victim goes off the board, not into the hand.
+
+        Its own square next to it, and a piece of the other side that can take it there in the hand (not put
+        down where such a piece stood: that is a capture of it, hxg3 after the g3 pawn was lifted) or landed
+        there already; or not in the hand at all, next to the square where the placement before took such a
+        piece (the scan saw the capture land before the push: the g4 knight on e5, then the e5 pawn on f6)."""
+        white = piece.isupper()
+        if own is not None and chess.square_distance(self.hand[own][1], sq) == 1:
+            origin = self.hand[own][1]
+            other_side = [(c, s) for c, s in self.hand if c.isupper() != white]
+            if (all(s != sq for _, s in other_side) and any(_can_take(c, s, origin) for c, s in other_side)) \
+                    or _other_side(self.shown[origin], white):
+                self.hand.pop(own)
+                self.aside.add(sq)
+                return True
+        if own is None and any(c == piece and chess.square_distance(s, sq) == 1 for c, s in taken):
+            self.aside.add(sq)
+            return True
+        return False
+
     def _promotion(self, sq: int, piece: str) -> str | None:
         """Track the pieces in the hand for a placement; return the piece letter (q r b n) when ``piece`` put
         on ``sq`` is a promotion the board shows: on its last rank, not a pawn or king, not a piece of the hand,
         and the last piece its side lifted a pawn from its 7th rank."""
         white = piece.isupper()
         own = next((i for i in range(len(self.hand) - 1, -1, -1) if self.hand[i][0] == piece), None)
-        other_side = [(c, s) for c, s in self.hand if c.isupper() != white]
-        if own is not None and chess.square_distance(self.hand[own][1], sq) == 1 and all(
-                s != sq for _, s in other_side) and any(_can_take(c, s, self.hand[own][1]) for c, s in other_side):
-            # Put down next to its square while a piece of the other side that can take it there is in the hand
-            # (and not where such a piece stood: that is a capture of it, hxg3 after the g3 pawn was lifted):
-            # a victim the capturing hand pushed aside (whoever put a piece down last: an adjustment before the
-            # capture does not make the victim's side the one to move), not its side's move ending.
-            self.hand.pop(own)
+        taken, self.taken = self.taken, []
+        self.aside.discard(sq)
+        self.pushed_victim = self._pushed_aside(sq, piece, own, taken)
+        if self.pushed_victim:
             return None
         if own is not None and self.last_mover != ("white" if white else "black"):
             # The piece's own move ends (its side is to move): the other side's pieces lifted before it (victims,
             # a move over) leave the hand, and so does this move's victim; one lifted since is the answer begun
             # within the scan (a reply faster than the scan) and stays in the hand until it is put down.
+            self.taken = [(c, s) for i, (c, s) in enumerate(self.hand)
+                          if i != own and c.isupper() != white and _victim_of(piece, sq, c, s)]
             self.hand = [(c, s) for i, (c, s) in enumerate(self.hand)
                          if i != own and (c.isupper() == white or (i > own and not _victim_of(piece, sq, c, s)))]
             return None
@@ -609,6 +641,12 @@ def _can_take(piece: str, origin: int, target: int) -> bool:
     board = chess.BaseBoard.empty()
     board.set_piece_at(origin, chess.Piece.from_symbol(piece))
     return bool(board.attacks_mask(origin) & chess.BB_SQUARES[target])
+
+
+def _other_side(content: Content, white: bool) -> bool:
+    """Return whether ``content`` is a piece (not a result piece) of the side other than White (``white``) or
+    Black."""
+    return is_piece(content) and content is not None and content.isupper() != white
 
 
 def _victim_of(piece: str, sq: int, other: str, origin: int) -> bool:
