@@ -1,7 +1,6 @@
 """Pieces only lifted, on a board that names its pieces, after plies were recovered (changes_lost): hands of
 either side, which contradict no ply the board showed made, but may be what shows recovered plies misread (the
-search again, :meth:`touchmove.rules.unseen_play.UnseenPlay.recover_again`); and pieces only lifted after the
-board named a capture landed: plies, searched."""
+search again, :meth:`touchmove.rules.unseen_play.UnseenPlay.recover_again`)."""
 
 from __future__ import annotations
 
@@ -38,20 +37,3 @@ def test_recovered_plies_the_board_then_shows_misread_are_searched_again_though_
                    lift(10660, "c8"), place(10700, "d1", "R"), lift(10800, "c1"), place(10830, "c1", "r"),
                    lift(11400, "d1")], start=start, settle_ms=200)
     assert final_line(events) == ["axb4", "axb4", "Rxc8", "Rxc8", "Rc1", "Rxc1"]
-
-
-#: White to play dxe5 (DGT harder hands game 275 of the bench): Black's knight on e5, his other knight on d7.
-DXE5 = chess.Board("r2qr1k1/pp1n1ppp/2p5/4n3/3P1N2/2N3Q1/PP4PP/R4RK1 w - - 0 17")
-
-
-def test_pieces_only_lifted_after_a_capture_the_board_named_are_plies_not_hands() -> None:
-    """dxe5 and a bullet ...Nxe5 that pushes the pawn onto f5 first: the board names the white pawn on e5 (its d4
-    lift told a scan late, with the push), then the knight back on e5, then the pawn off f5. At rest it shows the
-    d4 pawn and d7 knight off and a black knight on e5: pieces only lifted, which hands alone would explain, but
-    for the pawn the board named on e5 between: a capture landed, so the plies are searched: dxe5 ...Nxe5, then Nh5.
-    Before, a board_mismatch, then Nh5 ...Nc5 recovered from the next move and taken back."""
-    events = play([lift(1000, "e5"), place(1646, "e5", "P"), lift(1825, "d7"), lift(1891, "d4"), lift(1891, "e5"),
-                   place(1891, "f5", "P"), place(2120, "e5", "n"), lift(2594, "f5"), lift(6234, "f4"),
-                   place(6435, "h5", "N")], start=DXE5, settle_ms=300)
-    assert final_line(events) == ["dxe5", "Nxe5", "Nh5"]
-    assert not [e for e in events if e.type == "takeback"]

@@ -317,32 +317,14 @@ def knocked_before_made(view: BoardView) -> Decision | None:
 def pieces_moved_on(view: BoardView) -> Decision | None:
     """15e. A board that names its pieces shows more than a move under way (an answer faster than its scan) and
     no row above reads it: the plies played are searched, those that leave every piece where it shows them
-    recovered. Not hands: pieces only lifted (unless it named a capture landed meanwhile, :func:`_capture_told`),
-    one ply made with a piece in a hand, or made and then (seen) the answer begun by a hand that knocked a piece
-    next to where it goes, or taken where it landed with its piece pushed aside."""
+    recovered. Not hands: one ply made with a piece in a hand, or made and then (seen) the answer begun by a
+    hand that knocked a piece next to where it goes, or taken where it landed with its piece pushed aside."""
     pieces = view.pieces_shown
     board = view.position.board
-    if pieces is None or view.sync is LOST or under_way(board, pieces):
-        return None
-    if only_lifted(board, pieces):
-        # pieces only lifted, of either side: hands, unless a capture landed meanwhile
-        return SearchLost(quiet=True) if _capture_told(view) else None
-    if made_with_hands(board, pieces) or answer_begun_knocking(view) or taken_with_victim_pushed_aside(view):
-        return None         # (one ply made with a piece in a hand: hands)
+    if pieces is None or view.sync is LOST or under_way(board, pieces) or only_lifted(board, pieces) \
+            or made_with_hands(board, pieces) or answer_begun_knocking(view) or taken_with_victim_pushed_aside(view):
+        return None         # (pieces only lifted, of either side, or one ply made with a piece in a hand: hands)
     return SearchLost(quiet=True)
-
-
-def _capture_told(view: BoardView) -> bool:
-    """Return whether the board named a piece put down, since the last ply, on a square where the game position has
-    one of the other side: a capture landed there. Pieces only lifted then are no hands alone: dxe5 ...Nxe5 leaves
-    the d4 pawn and d7 knight off and the e5 knight standing, but the board named the pawn on e5 between."""
-    board, plies = view.position.board, len(view.current_game.moves)
-    for change in view.pieces_changes():
-        if change.plies >= plies and change.piece is not None:
-            there = board.piece_at(change.sq)
-            if there is not None and there.color != change.piece.isupper():
-                return True
-    return False
 
 
 def move_in_progress(view: BoardView) -> Decision | None:
