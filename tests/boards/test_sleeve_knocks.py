@@ -447,3 +447,21 @@ def test_a_pawn_named_further_on_and_taken_at_once_is_no_piece_knocked() -> None
                        E5_FXE5, settle_ms=SETTLE_MS)
     assert moves_of(events) == ["e5", "fxe5", "Rxe5"]
     assert "changes_lost" not in codes(events)
+
+
+#: White to play Qxf6 (DGT harder hands game 194 of the bench), Black recaptures gxf6.
+QXF6 = chess.Board("3r1rk1/pp1q1pp1/2n2n2/4p3/2P3bp/PPBpPQP1/3N1PBP/2R1R1K1 w - - 2 19")
+
+
+def test_a_victim_pushed_onto_a_square_the_answer_could_reach_is_no_answer_there() -> None:
+    """Qxf6 pushes the f6 knight onto g5; Black lifts the g7 pawn to recapture, takes the knight off g5, pushes
+    the queen onto e7, puts the pawn on f6 and takes the queen off: Qxf6 gxf6, then Ne4. The board names a black
+    knight on g5 when the g7 pawn is lifted: no ...g5 (a pawn would be named there). Before, ...g5 was made and
+    amended to gxf6 after a board_mismatch (the pieces: a pawn on f6 where the queen was expected)."""
+    events = play_from([lift(1000, "f3"), lift(1145, "f6"), place(1175, "f6", "Q"), place(1418, "g5", "n"),
+                        lift(1797, "g7"), lift(1854, "g5"), lift(2041, "f6"), place(2071, "f6", "p"),
+                        place(2071, "e7", "Q"), lift(2896, "e7"), lift(5895, "d2"), place(6733, "e4", "N")],
+                       QXF6, settle_ms=DGT_SETTLE_MS)
+    assert moves_of(events) == ["Qxf6", "gxf6", "Ne4"]
+    assert not [e for e in events if e.type == "move_amended"]
+    assert "board_mismatch" not in codes(events)

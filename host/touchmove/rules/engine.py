@@ -727,8 +727,9 @@ class Engine:
         since = ply.lifted_since(interrupted.t)
         after = interrupted.after(state.position)
         answer = after.explain(state.occ, since, ply.lifts_unseen, ply.held & since, ply.last_lift, ply.last_place)
-        if answer is not None and self._writing.victim_shown(answer, after.board.turn):
-            return None  # (a blind answer's capture, its victim still on the square)
+        if answer is not None and (self._writing.victim_shown(answer, after.board.turn)
+                                   or self._writing.another_named_there(answer, after)):
+            return None  # (a blind answer's capture, its victim still on the square; another piece named there)
         return answer
 
     def _release_held(self, t: int) -> list[Event]:

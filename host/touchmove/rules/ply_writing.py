@@ -37,9 +37,23 @@ class PlyWriting:
         """Return the legal move the board shows from ``position`` with the lifts of ``ply``, if any."""
         state = self._state
         shown = explain_shown(state.occ, position, ply, state.line.presses)
-        if shown is None or self.victim_shown(shown, position.board.turn) or self.slid_on_as_named(shown, position):
+        if shown is None or self.victim_shown(shown, position.board.turn) or self.slid_on_as_named(shown, position) \
+                or self.another_named_there(shown, position):
             return None
         return shown
+
+    def another_named_there(self, shown: Footprint, position: Position) -> bool:
+        """Return whether a board that names its pieces names another piece of the mover's side on the square
+        ``shown`` lands on (not a promotion, nor castling): that piece stands there, not the move's (the knight
+        taken on f6 pushed aside onto g5 is no ...g7-g5 when Black lifts the g7 pawn to recapture)."""
+        state = self._state
+        board, move = position.board, shown.move
+        if not state.pieces.changes or move.promotion is not None or board.is_castling(move):
+            return False
+        letter = state.pieces.piece_at(move.to_square, state.changed_at)
+        piece = board.piece_at(move.from_square)
+        return (letter is not None and piece is not None and letter.isupper() == (piece.color == chess.WHITE)
+                and letter != piece.symbol())
 
     def victim_shown(self, shown: Footprint, mover: chess.Color) -> bool:
         """Return whether a board that names its pieces still shows the opponent's piece on the square ``shown``
