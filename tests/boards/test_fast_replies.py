@@ -830,3 +830,16 @@ def test_a_rook_shown_short_of_a_capture_it_could_make_is_made_where_it_stands()
     events = play([lift(1000, "f8"), place(1240, "e8", "r")], start)
     assert moves_of(events) == ["Re8"]
     assert "board_mismatch" not in codes(events)
+
+
+def test_the_lifts_after_plies_read_in_turn_are_the_next_plys_touches() -> None:
+    """ChessLink, harder hands (game 69 of the bench): Qxd8 pushes the queen onto e7, ...Rxd8 comes at once (the
+    plies read by the search, each position shown in turn: made as seen), and White castles, the king lifted in
+    the status that follows, then the rook. The king's lift, after ...Rxd8 showed, is White's touch: O-O with no
+    touch_move. Before, the new ply kept only the rook's lift, and O-O raised touch_move (4.3.1, h1 touched)."""
+    start = chess.Board("r1bqr1k1/ppp2pbp/5np1/4p3/2P5/1PN1P3/PB2BPPP/R2QK2R w KQ - 0 11")
+    events = play([lift(1000, "d1"), lift(1000, "d8"), place(1000, "e7", "q"), place(1164, "d8", "Q"),
+                   lift(1656, "e7"), lift(1656, "d8"), lift(1942, "e8"), place(2106, "d8", "r"), lift(3458, "e1"),
+                   place(3458, "g1", "K"), lift(4031, "h1"), place(4031, "f1", "R")], start, settle_ms=300)
+    assert moves_of(events) == ["Qxd8", "Rxd8", "O-O"]
+    assert codes(events) == []

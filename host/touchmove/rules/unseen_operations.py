@@ -82,6 +82,7 @@ class UnseenOperations:
         state = self._state
         out: list[Event] = []
         game = state.games[-1]
+        earlier = state.evidence
         for i, move in enumerate(moves):
             position = state.position
             after = position.board.copy(stack=False)
@@ -102,6 +103,9 @@ class UnseenOperations:
             out += self._writing.after_move(t, after, san)
             if state.phase is OVER:
                 break
+        if moves and shown_at is not None and state.phase is not OVER:
+            # seen after all: what was lifted after the last ply showed is the next ply's (its touches, 4.3)
+            state.evidence.carry_late(earlier, shown_at[-1], state.position)
         if moves:
             state.line.presses.pressed = False
             state.line.unseen.unseen_since = t
