@@ -843,3 +843,17 @@ def test_the_lifts_after_plies_read_in_turn_are_the_next_plys_touches() -> None:
                    place(3458, "g1", "K"), lift(4031, "h1"), place(4031, "f1", "R")], start, settle_ms=300)
     assert moves_of(events) == ["Qxd8", "Rxd8", "O-O"]
     assert codes(events) == []
+
+
+def test_a_move_named_landed_then_taken_is_two_plies_not_a_piece_in_the_hand_and_one_knocked() -> None:
+    """ChessLink, harder hands (game 148 of the bench): c2-c4 and ...dxc4 at once (d5 lifted in the status that
+    names the white pawn on c4, then the black pawn named there). At rest the board shows c2 and d5 empty and a
+    black pawn on c4, which hands would also explain (the c2 pawn in White's hand, the d5 pawn knocked onto c4),
+    but the board named the white pawn on c4 first, and the two plies leave exactly what it names: c4 dxc4, then
+    Nbd2. Before: a board_mismatch, then both plies recovered with Nbd2."""
+    start = chess.Board("rnbq1rk1/ppp1bppp/4pn2/3p4/3P4/5NP1/PPP1PPBP/RNBQ1RK1 w - - 4 6")
+    events = play([lift(1000, "e2"), place(1532, "e2", "P"), lift(2311, "c2"), lift(2311, "d5"),
+                   place(2311, "c4", "P"), lift(2474, "c4"), place(2965, "c4", "p"), lift(5546, "b1"),
+                   place(5546, "d2", "N")], start, settle_ms=300)
+    assert moves_of(events) == ["c4", "dxc4", "Nbd2"]
+    assert not {"board_mismatch", "changes_lost"} & set(codes(events))

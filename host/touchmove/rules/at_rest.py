@@ -321,10 +321,44 @@ def pieces_moved_on(view: BoardView) -> Decision | None:
     hand that knocked a piece next to where it goes, or taken where it landed with its piece pushed aside."""
     pieces = view.pieces_shown
     board = view.position.board
-    if pieces is None or view.sync is LOST or under_way(board, pieces) or only_lifted(board, pieces) \
-            or made_with_hands(board, pieces) or answer_begun_knocking(view) or taken_with_victim_pushed_aside(view):
+    if pieces is None or view.sync is LOST or under_way(board, pieces):
+        return None
+    if (only_lifted(board, pieces) or made_with_hands(board, pieces)) and _landed_then_taken(view, pieces):
+        return SearchLost(quiet=True)   # (what hands would explain, but the board named a ply and its answer)
+    if only_lifted(board, pieces) or made_with_hands(board, pieces) or answer_begun_knocking(view) \
+            or taken_with_victim_pushed_aside(view):
         return None         # (pieces only lifted, of either side, or one ply made with a piece in a hand: hands)
     return SearchLost(quiet=True)
+
+
+def _landed_then_taken(view: BoardView, pieces: dict[chess.Square, str]) -> bool:
+    """Return whether, since the last ply, the board named a piece of the side to move put down where a legal move
+    of it lands, then a piece of the other side there, and the pieces it names now are exactly the position after
+    that move and that capture of it: two plies, not hands (c2-c4 named on c4, then ...dxc4 with the black pawn
+    named there reads, at rest, like the c2 pawn in the hand and the d5 pawn knocked onto c4; ChessLink harder
+    game 148). With a piece more off (a sleeve's knock) hands still explain it."""
+    board, plies = view.position.board, len(view.current_game.moves)
+    white = board.turn == chess.WHITE
+    landed: dict[chess.Square, list[chess.Move]] = {}
+    for change in view.pieces_changes():
+        if change.plies < plies or change.piece is None:
+            continue
+        sq, letter = change.sq, change.piece
+        if letter.isupper() == white:
+            landed[sq] = [m for m in board.generate_legal_moves(to_mask=chess.BB_SQUARES[sq])
+                          if str(board.piece_at(m.from_square)) == letter and m.from_square not in pieces]
+            continue
+        for move in landed.get(sq, []):
+            after = board.copy(stack=False)
+            after.push(move)
+            for answer in after.generate_legal_moves(to_mask=chess.BB_SQUARES[sq]):
+                if str(after.piece_at(answer.from_square)) != letter:
+                    continue
+                after.push(answer)
+                if {s: p.symbol() for s, p in after.piece_map().items()} == pieces:
+                    return True
+                after.pop()
+    return False
 
 
 def move_in_progress(view: BoardView) -> Decision | None:
