@@ -192,7 +192,8 @@ def unshown_plies(start: chess.Board, moves: list[chess.Move], records: Sequence
 NAMED_BY: dict[str, frozenset[str]] = {
     "castling rook first": frozenset({"castling_rook_first"}),
     "castling slid, rook first": frozenset({"castling_rook_first"}),
-    "j'adoube before the move": frozenset({"touch_move", "castling_obligation"}),
+    # (a j'adoube made as the opponent's bullet move lands is before that move on the board: out of turn, 4.2.1)
+    "j'adoube before the move": frozenset({"touch_move", "castling_obligation", "touch_out_of_turn"}),
     "adjustment out of turn": frozenset({"touch_out_of_turn"}),
     "adjusted after the move": frozenset({"touch_out_of_turn"}),
     "sleeve knock": frozenset({"touch_out_of_turn", "board_mismatch", "board_restored"}),
