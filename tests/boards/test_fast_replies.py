@@ -857,3 +857,27 @@ def test_a_move_named_landed_then_taken_is_two_plies_not_a_piece_in_the_hand_and
                    place(5546, "d2", "N")], start, settle_ms=300)
     assert moves_of(events) == ["c4", "dxc4", "Nbd2"]
     assert not {"board_mismatch", "changes_lost"} & set(codes(events))
+
+
+def test_a_pawn_put_back_on_the_last_rank_in_its_exchange_raises_nothing() -> None:
+    """Chessnut, harder hands (game 289 of the bench): ...Kxd6 pushing the bishop onto d5, and White lifts c7 as
+    the bishop is taken off; the pawn rests 0.4 s on c8 (longer than the settle time), is lifted, put down there
+    again, lifted again, and the queen put down: c8=Q, then ...f2, with no promotion_unverified (judged while the
+    pawn stood on c8 again, it was raised)."""
+    start = chess.Board("8/1KPk4/3B2p1/7p/7P/5p2/8/8 b - - 0 62")
+    events = play([lift(1000, "d7"), lift(1100, "d6"), place(1200, "d5", "B"), place(1300, "d6", "k"),
+                   lift(1600, "d5"), lift(1600, "c7"), place(1700, "c8", "P"), lift(2100, "c8"),
+                   place(2500, "c8", "P"), lift(3000, "c8"), place(3200, "c8", "Q"), Promote(3200, chess.QUEEN),
+                   lift(4500, "f3"), place(4600, "f2", "p")], start)
+    assert moves_of(events) == ["Kxd6", "c8=Q", "f2"]
+    assert codes(events) == []
+
+
+def test_a_pawn_left_on_the_last_rank_is_a_mismatch_naming_it() -> None:
+    """The pawn put on c8 and left there (no new piece) while Black plays on: a board_mismatch naming the pawn
+    found where the queen was assumed (the arbiter's to settle, 7.5.2)."""
+    start = chess.Board("8/1KP5/3k2p1/7p/7P/5p2/8/8 w - - 0 63")
+    events = play([lift(1000, "c7"), place(1100, "c8", "P"), lift(3900, "f3"), place(4000, "f2", "p")], start)
+    assert moves_of(events)[0] == "c8=Q"
+    mismatch = [e for e in events if e.type == "alert" and e.code == "board_mismatch"]  # type: ignore[attr-defined]
+    assert mismatch and {"sq": "c8", "expected": "Q", "found": "P"} in mismatch[0].detail["pieces"]  # type: ignore[attr-defined]

@@ -73,8 +73,10 @@ class PromotionPieces:
                 if letter is not None:
                     judged += self.promote(event.t, chess.Piece.from_symbol(letter).piece_type)
                     continue
-                if pieces.exchanging(sq):
-                    continue     # the pawn is being exchanged: the new piece names itself (a promote record)
+                if pieces.exchanging(sq) or pieces.piece_on(sq) == ("P" if white else "p"):
+                    # the pawn is being exchanged, or still stands there named (put down again in the exchange):
+                    # the new piece names itself (a promote record); a pawn left there is a board_mismatch
+                    continue
             judged.append(event)
         for event in judged:
             if type(event) is MoveMade:
