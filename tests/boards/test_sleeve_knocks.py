@@ -10,7 +10,7 @@ import chess
 
 from tests.boards.test_fast_replies import codes, final_line, lift, moves_of, place
 from tests.boards.test_fast_replies import play as play_from
-from touchmove.records import Record, Snapshot
+from touchmove.records import Clock, Record, Snapshot
 from touchmove.rules import Event
 from touchmove.rules.identity import answer_begun_past_knock, made_with_hands
 from touchmove.rules.pending import KNOCK_HOLD_MS, knock_lift, knocked_answer
@@ -465,3 +465,20 @@ def test_a_victim_pushed_onto_a_square_the_answer_could_reach_is_no_answer_there
     assert moves_of(events) == ["Qxf6", "gxf6", "Ne4"]
     assert not [e for e in events if e.type == "move_amended"]
     assert "board_mismatch" not in codes(events)
+
+
+#: Black to play ...Kb5 (DGT harder hands game 82 of the bench): White's a6 pawn stands next to b5.
+KB5 = chess.Board("8/8/PB1K4/7r/k1p5/2Pb4/5R2/8 b - - 0 78")
+
+
+def test_a_knocked_piece_put_back_then_moved_there_is_made_when_it_moved() -> None:
+    """...Kb5 knocks the a6 pawn onto a7 (a square it could move to), the pawn is put back on a6 1.1 s later, and
+    White plays a7 for real 1.3 s after that: Kb5 a7 Be4 with no alert. The board showed the game position again
+    in between (the knock undone), so a7 is made when it showed again; made with the time the knock first showed
+    it, the pawn's lift and return were read as Black's touches after a7, a touch_out_of_turn at ...Be4."""
+    events = play_from([Clock(908, chess.WHITE), lift(1000, "a4"), place(1196, "b5", "k"), lift(1394, "a6"),
+                        place(1394, "a7", "P"), lift(2494, "a7"), place(2747, "a6", "P"), lift(4037, "a6"),
+                        place(4037, "a7", "P"), Clock(4808, chess.WHITE), lift(6818, "d3"), place(7259, "e4", "b")],
+                       KB5, settle_ms=DGT_SETTLE_MS)
+    assert moves_of(events) == ["Kb5", "a7", "Be4"]
+    assert codes(events) == []

@@ -716,8 +716,11 @@ class Engine:
                 state.pending.since = first[1]
             else:
                 state.evidence.first_match = (shown.move, t)
-        if shown is None and state.occ == state.position.occ and state.sync in _OUT_OF_SYNC:
-            out += state.restored(t, "game position")
+        if shown is None and state.occ == state.position.occ:
+            # the move shown was undone (the piece back on its square): shown again, it is made from then on
+            state.evidence.first_match = None
+            if state.sync in _OUT_OF_SYNC:
+                out += state.restored(t, "game position")
         return out
 
     def _answer_after(self, interrupted: InterruptedMove) -> Footprint | None:
