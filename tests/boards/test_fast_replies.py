@@ -881,3 +881,15 @@ def test_a_pawn_left_on_the_last_rank_is_a_mismatch_naming_it() -> None:
     assert moves_of(events)[0] == "c8=Q"
     mismatch = [e for e in events if e.type == "alert" and e.code == "board_mismatch"]  # type: ignore[attr-defined]
     assert mismatch and {"sq": "c8", "expected": "Q", "found": "P"} in mismatch[0].detail["pieces"]  # type: ignore[attr-defined]
+
+
+def test_a_piece_lifted_in_the_report_that_showed_plies_read_in_turn_is_the_next_movers_touch() -> None:
+    """Chessnut, harder hands (game 59 of the bench): Rc3 slid across b3, and the status that shows it on c3 also
+    shows Black's king lifted for O-O (a bullet reply). The plies read in turn, the king's lift in that status is
+    Black's touch: O-O with no touch_move (before, only the rook's lift counted: touch_move, h8 touched)."""
+    start = chess.Board("2r1k2r/1p1n1pp1/1q2p2p/pP1pP3/P2P4/R2Q1NP1/6PP/5RK1 w k - 0 20")
+    events = play([lift(1000, "a3"), place(1000, "b3", "R"), lift(1100, "e8"), lift(1100, "b3"),
+                   place(1100, "c3", "R"), place(1200, "f8", "r"), place(1230, "g8", "k"), lift(1230, "f8"),
+                   place(1600, "f8", "r"), lift(1600, "h8")], start, settle_ms=200)
+    assert moves_of(events) == ["Rc3", "O-O"]
+    assert "touch_move" not in codes(events)

@@ -104,8 +104,14 @@ class UnseenOperations:
             if state.phase is OVER:
                 break
         if moves and shown_at is not None and state.phase is not OVER:
-            # seen after all: what was lifted after the last ply showed is the next ply's (its touches, 4.3)
-            state.evidence.carry_late(earlier, shown_at[-1], state.position)
+            # seen after all: what was lifted after the last ply showed is the next ply's (its touches, 4.3), and
+            # so is a piece of the side to move now lifted in the report that showed it (his answer begun)
+            board, at = state.position.board, shown_at[-1]
+            at_once = 0
+            for lifted_at, sq in earlier.lifts:
+                if lifted_at == at and board.color_at(sq) == board.turn:
+                    at_once |= chess.BB_SQUARES[sq]
+            state.evidence.carry_late(earlier, at, state.position, at_once)
         if moves:
             state.line.presses.pressed = False
             state.line.unseen.unseen_since = t
