@@ -214,13 +214,20 @@ GAME_FACTS = frozenset({"draw_claimable"})
 def alerts_unnamed(events: Sequence[Event], habits: Sequence[Sequence[str]]) -> tuple[list[str], list[str]]:
     """Return the alerts (``code@ply``) that no habit of the hands names (:data:`NAMED_BY`) on the ply the alert is
     raised at, the one before or the one after (``habits[n]``: ply n + 1's), the game's own facts apart: those
-    a habit there may be read as on a board that senses no hands (:data:`READ_AS_BY`), and the others."""
-    read_as, others = [], []
+    a habit there may be read as on a board that senses no hands (:data:`READ_AS_BY`), and the others. A
+    ``board_restored`` ends the last ``board_mismatch`` before it and is named when that one was (plies made
+    meanwhile move it on)."""
+    read_as: list[str] = []
+    others: list[str] = []
+    mismatch_named = False
     for e in events:
         if not isinstance(e, Alert) or e.code in GAME_FACTS:
             continue
         near = [name for n in (e.ply - 2, e.ply - 1, e.ply) if 0 <= n < len(habits) for name in habits[n]]
-        if any(e.code in NAMED_BY.get(name, ()) for name in near):
+        named = any(e.code in NAMED_BY.get(name, ()) for name in near)
+        if e.code == "board_mismatch":
+            mismatch_named = named
+        if named or (e.code == "board_restored" and mismatch_named):
             continue
         (read_as if any(e.code in READ_AS_BY.get(name, ()) for name in near) else others).append(f"{e.code}@{e.ply}")
     return read_as, others
