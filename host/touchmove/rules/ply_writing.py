@@ -44,16 +44,21 @@ class PlyWriting:
 
     def another_named_there(self, shown: Footprint, position: Position) -> bool:
         """Return whether a board that names its pieces names another piece of the mover's side on the square
-        ``shown`` lands on (not a promotion, nor castling): that piece stands there, not the move's (the knight
-        taken on f6 pushed aside onto g5 is no ...g7-g5 when Black lifts the g7 pawn to recapture)."""
+        ``shown`` lands on (not a promotion, nor castling), put down there before the move's piece was lifted:
+        that piece stands there, not the move's (the knight taken on f6 pushed aside onto g5 is no ...g7-g5 when
+        Black lifts the g7 pawn to recapture). A piece named wrong as it lands is the move, and a mismatch."""
         state = self._state
         board, move = position.board, shown.move
         if not state.pieces.changes or move.promotion is not None or board.is_castling(move):
             return False
-        letter = state.pieces.piece_at(move.to_square, state.changed_at)
         piece = board.piece_at(move.from_square)
-        return (letter is not None and piece is not None and letter.isupper() == (piece.color == chess.WHITE)
-                and letter != piece.symbol())
+        lifted = self._state.evidence.first_lift.get(move.from_square)
+        if piece is None or lifted is None:
+            return False
+        put = next((c for c in reversed(state.pieces.changes)
+                    if c.sq == move.to_square and c.t <= state.changed_at), None)
+        return (put is not None and put.piece is not None and put.t < lifted
+                and put.piece.isupper() == (piece.color == chess.WHITE) and put.piece != piece.symbol())
 
     def victim_shown(self, shown: Footprint, mover: chess.Color) -> bool:
         """Return whether a board that names its pieces still shows the opponent's piece on the square ``shown``
