@@ -318,11 +318,12 @@ def test_a_victim_pushed_aside_then_taken_off_leaves_no_piece_in_the_hand() -> N
     """DGT, harder hands, game 275 of bench/boards.py: ...Ngxe5 pushes the e5 pawn onto f6 (the scan reads f6
     before e5 turns into the knight) and Black takes it off; later White plays dxe5 (e5's knight lifted, the pawn
     put on e5 before the scan reaches d4) and Black answers ...Nxe5 at once. The pawn put on f6 next to the
-    square the knight's placement took it on is that victim pushed aside: Black stays the side that moved last,
-    and its lift from f6 puts nothing in the hand. So White's d4 pawn lifted later is his capture's, told before
-    Black's d7 knight: the position after dxe5 reaches the engine. Before, the stale f6 pawn in the hand made the
-    e5 pawn an adjustment, the d4 lift was held as a reply, told after d7's, and both plies were recovered with
-    changes_lost (after a board_mismatch and two invented plies taken back)."""
+    square the knight's placement took it on is that victim pushed aside, never seen lifted: its lift from f6
+    puts nothing in the hand. So the pawn named on e5 waits for another pawn's square to empty (d4's, told
+    first), and White's d4 lift comes before Black's d7 one: the position after dxe5 reaches the engine. Before,
+    the stale f6 pawn in the hand made the e5 pawn an adjustment, the d4 lift was held as a reply, told after
+    d7's, and both plies were recovered with changes_lost (after a board_mismatch and two invented plies taken
+    back)."""
     a = adapter_at("r2qr1k1/pp1n1ppp/2p5/4P3/3P1Nn1/2N3Q1/PP4PP/R4RK1 b - - 2 16")
     out = a.square_report(sq("g4"), None, 1000) + a.square_report(sq("f6"), "P", 1170)
     out += a.square_report(sq("e5"), "n", 1197) + a.tick(1635) + a.square_report(sq("f6"), None, 1643)

@@ -175,8 +175,7 @@ class PieceAdapter:
         self.reported: Callable[[Sequence[Content]], None] | None = None
         self.king_held_at: int | None = None     # when a king in the centre was first held back
         self.hand: list[tuple[str, int]] = []    # pieces lifted and not put down yet (letter, square)
-        self.pushed_victim = False               # the last placement read was a victim pushed aside
-        self.aside: set[int] = set()             # squares of victims pushed aside (lifted: off the board)
+        self.aside: set[int] = set()             # squares of victims told only pushed aside (lifted: off the board)
         self.taken: list[tuple[str, int]] = []   # the pieces the last placement took (letter, square)
         self.new_on_last_rank: tuple[int, str] | None = None   # a piece from outside put on a last rank
         self.fill_held: dict[int, tuple[int, str]] = {}   # placements waiting for their piece's own square to
@@ -461,8 +460,7 @@ class PieceAdapter:
             self.last_t = t
         out.append({"t": t, "type": "place", "sq": chess.square_name(sq), "piece": piece})
         self.shown[sq] = piece
-        if not self.pushed_victim:
-            self.last_mover = "white" if piece.isupper() else "black"
+        self.last_mover = "white" if piece.isupper() else "black"
         if promoted is not None:
             out.append({"t": t, "type": "promote", "piece": promoted})
         return t
@@ -508,7 +506,7 @@ class PieceAdapter:
             return None
         if sq in self.aside:
             self.aside.discard(sq)
-            return None     # a victim pushed aside taken off the board: no piece of a move in the hand
+            return None     # a victim told only pushed aside, taken off the board: no piece of a move in the hand
         self.hand = [*self.hand[-(MAX_HAND - 1):], (piece, sq)]
         new = self.new_on_last_rank
         if (piece in ("P", "p") and new is not None and new[1].isupper() == piece.isupper()
@@ -522,9 +520,9 @@ class PieceAdapter:
     def _pushed_aside(self, sq: int, piece: str, own: int | None, taken: list[tuple[str, int]]) -> bool:
         """Return whether ``piece`` put on ``sq`` is a victim the capturing hand pushed aside, not its side's move
         (``own``: its index in the hand; ``taken``: the pieces the placement before took), taking it out of the
-        hand. Such a placement does not make its side the one that moved last (whoever put a piece down last: an
-        adjustment before the capture does not make the victim's side the one to move), and its square is noted:
-        lifted from there, the victim goes off the board, not into the hand.
+        hand (whoever put a piece down last: an adjustment before the capture does not make it the victim's side's
+        move ending). A victim never seen lifted (told only where it was pushed) leaves the board when lifted from
+        there: it goes into no hand.
 
         Its own square next to it, and a piece of the other side that can take it there in the hand (not put
         down where such a piece stood: that is a capture of it, hxg3 after the g3 pawn was lifted) or landed
@@ -537,10 +535,9 @@ class PieceAdapter:
             if (all(s != sq for _, s in other_side) and any(_can_take(c, s, origin) for c, s in other_side)) \
                     or _other_side(self.shown[origin], white):
                 self.hand.pop(own)
-                self.aside.add(sq)
                 return True
         if own is None and any(c == piece and chess.square_distance(s, sq) == 1 for c, s in taken):
-            self.aside.add(sq)
+            self.aside.add(sq)      # (a victim told only here: lifted again, it goes off the board)
             return True
         return False
 
@@ -552,8 +549,7 @@ class PieceAdapter:
         own = next((i for i in range(len(self.hand) - 1, -1, -1) if self.hand[i][0] == piece), None)
         taken, self.taken = self.taken, []
         self.aside.discard(sq)
-        self.pushed_victim = self._pushed_aside(sq, piece, own, taken)
-        if self.pushed_victim:
+        if self._pushed_aside(sq, piece, own, taken):
             return None
         if own is not None and self.last_mover != ("white" if white else "black"):
             # The piece's own move ends (its side is to move): the other side's pieces lifted before it (victims,
