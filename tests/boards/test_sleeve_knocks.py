@@ -482,3 +482,20 @@ def test_a_knocked_piece_put_back_then_moved_there_is_made_when_it_moved() -> No
                        KB5, settle_ms=DGT_SETTLE_MS)
     assert moves_of(events) == ["Kb5", "a7", "Be4"]
     assert codes(events) == []
+
+
+#: Black to play ...Rc2 (DGT harder hands game 279 of the bench), the rook sliding down the c-file past b2.
+RC2 = chess.Board("2r5/3q2pk/1p1r3p/p2p2RR/3PpP1Q/P3P3/1P3PK1/8 b - - 14 35")
+
+
+def test_a_piece_named_further_on_after_it_touched_down_is_no_move_knocked_off() -> None:
+    """...Rc8-c2 touches down on c3, is named on c6 next (the scan's order), leaves c6, and its sleeve knocks the
+    b2 pawn onto b3 before the rook lands on c2; the pawn is put back, then Rg3. The rook named on another square
+    it could go to after it touched down on c3 moved on: no ...Rc3 knocked off with b3 as the answer (the rook on
+    c6 is no longer named when the board rests, but it was). Before: ...Rc3 b3 ...Rc2 and a board_mismatch."""
+    events = play_from([lift(1000, "c8"), place(1000, "c3", "r"), lift(1152, "c3"), place(1152, "c6", "r"),
+                        lift(1293, "c6"), lift(1392, "b2"), place(1392, "b3", "P"), place(1875, "c2", "r"),
+                        lift(2456, "b3"), place(2709, "b2", "P"), lift(4654, "g5"), place(4711, "g3", "R"),
+                        lift(4941, "g3"), place(5368, "g3", "R")], RC2, settle_ms=DGT_SETTLE_MS)
+    assert moves_of(events) == ["Rc2", "Rg3"]
+    assert "board_mismatch" not in codes(events)

@@ -709,11 +709,14 @@ def landed_then_knocked(view: BoardView) -> tuple[Footprint, int] | None:
                                     if c.sq == sq and c.t <= landed and c.piece is not None), None)
                 if named_there != letter:
                     continue    # the board named another piece where it landed (a piece of the other side)
-                # (its piece named on another square it could have gone to is that piece moving on: Bc5 touched
-                # down on f2 and slid on to g1 as the king answered, not Bf2 with the bishop knocked onto g1)
+                # (its piece named on another square it could have gone to, now or since it landed, is that piece
+                # moving on: Bc5 touched down on f2 and slid on to g1 as the king answered, not Bf2 with the bishop
+                # knocked onto g1; ...Rc8-c3 named on c6 next, lifted from there, is no ...Rc3 knocked off)
                 moved_on = any(named == letter and str(board.piece_at(other)) != named and other != sq
                                and board.is_legal(chess.Move(move.from_square, other))
-                               for other, named in pieces.items())
+                               for other, named in pieces.items()) or any(
+                    c.piece == letter and c.t >= landed and c.sq != sq and str(board.piece_at(c.sq)) != letter
+                    and board.is_legal(chess.Move(move.from_square, c.sq)) for c in view.pieces_changes())
                 if not moved_on and made_with_hands(after, pieces):
                     return footprint(board, move), landed
                 continue
