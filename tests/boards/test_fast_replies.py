@@ -893,3 +893,17 @@ def test_a_piece_lifted_in_the_report_that_showed_plies_read_in_turn_is_the_next
                    place(1600, "f8", "r"), lift(1600, "h8")], start, settle_ms=200)
     assert moves_of(events) == ["Rc3", "O-O"]
     assert "touch_move" not in codes(events)
+
+
+def test_a_move_named_landed_then_lifted_with_the_answer_under_way_is_made() -> None:
+    """ChessLink, harder hands (game 145 of the bench): dxc4 named on c4 93 ms before the pawn is lifted again,
+    Black's b5 pawn lifted with it for ...bxc4 (a bullet recapture). At rest the board shows d3, c4 and b5 empty:
+    pieces only lifted, but the board named the pawn's landing, and the position after dxc4 with ...bxc4 under way
+    is what it shows: dxc4 made, then ...bxc4 when it lands, then Qf3. Before: a board_mismatch, then both plies
+    recovered."""
+    start = chess.Board("3r1rk1/p4pbp/1q4p1/1p1B4/2p4P/3P2P1/PPP2P2/R2QR1K1 w - - 1 19")
+    events = play([lift(1000, "c2"), place(1287, "c2", "P"), lift(1860, "d3"), lift(1860, "b5"), lift(1860, "c4"),
+                   place(1890, "c4", "P"), lift(1983, "c4"), place(3212, "c4", "p"), lift(4646, "c4"),
+                   place(4891, "c4", "p"), lift(5793, "d1"), place(5793, "f3", "Q")], start, settle_ms=300)
+    assert moves_of(events) == ["dxc4", "bxc4", "Qf3"]
+    assert not {"board_mismatch", "changes_lost"} & set(codes(events))

@@ -323,12 +323,43 @@ def pieces_moved_on(view: BoardView) -> Decision | None:
     board = view.position.board
     if pieces is None or view.sync is LOST or under_way(board, pieces):
         return None
-    if (only_lifted(board, pieces) or made_with_hands(board, pieces)) and _landed_then_taken(view, pieces):
-        return SearchLost(quiet=True)   # (what hands would explain, but the board named a ply and its answer)
+    if only_lifted(board, pieces) or made_with_hands(board, pieces):
+        # what hands would explain, unless the board named a ply and its answer landed, or under way
+        if _landed_then_taken(view, pieces):
+            return SearchLost(quiet=True)
+        landed = _landed_then_lifted(view, pieces)
+        if landed is not None:
+            return MakeKnocked(*landed)
     if only_lifted(board, pieces) or made_with_hands(board, pieces) or answer_begun_knocking(view) \
             or taken_with_victim_pushed_aside(view):
         return None         # (pieces only lifted, of either side, or one ply made with a piece in a hand: hands)
     return SearchLost(quiet=True)
+
+
+def _landed_then_lifted(view: BoardView, pieces: dict[chess.Square, str]) -> tuple[Footprint, int] | None:
+    """Return a move of the side to move the board named landing since the last ply (its piece put down where a
+    legal move of it from a square now empty lands), and when, if that square is empty now and the pieces shown
+    are the position after it with the answer under way (:func:`~touchmove.rules.identity.under_way`): the move
+    was made, its piece the answer's victim, lifted before it rested the settle time (dxc4 named on c4, then the
+    pawn lifted with Black's b5 pawn for ...bxc4 reads, at rest, like three pieces in the air; ChessLink harder
+    game 145). Else None."""
+    board, plies = view.position.board, len(view.current_game.moves)
+    white = board.turn == chess.WHITE
+    for change in reversed(view.pieces_changes()):
+        if change.plies < plies:
+            break
+        sq, letter = change.sq, change.piece
+        if letter is None or letter.isupper() != white or sq in pieces:
+            continue
+        for move in board.generate_legal_moves(to_mask=chess.BB_SQUARES[sq]):
+            if str(board.piece_at(move.from_square)) != letter or move.from_square in pieces \
+                    or move.promotion not in (None, chess.QUEEN):
+                continue
+            after = board.copy(stack=False)
+            after.push(move)
+            if under_way(after, pieces):
+                return footprint(board, move), change.t
+    return None
 
 
 def _landed_then_taken(view: BoardView, pieces: dict[chess.Square, str]) -> bool:
