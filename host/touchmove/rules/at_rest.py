@@ -345,9 +345,8 @@ def _landed_then_lifted(view: BoardView, pieces: dict[chess.Square, str]) -> tup
     game 145). Else None."""
     board, plies = view.position.board, len(view.current_game.moves)
     white = board.turn == chess.WHITE
-    for change in reversed(view.pieces_changes()):
-        if change.plies < plies:
-            break
+    changes = [c for c in view.pieces_changes() if c.plies >= plies]
+    for change in reversed(changes):
         sq, letter = change.sq, change.piece
         if letter is None or letter.isupper() != white or sq in pieces:
             continue
@@ -355,6 +354,9 @@ def _landed_then_lifted(view: BoardView, pieces: dict[chess.Square, str]) -> tup
             if str(board.piece_at(move.from_square)) != letter or move.from_square in pieces \
                     or move.promotion not in (None, chess.QUEEN):
                 continue
+            if any(c.piece == letter and c.t >= change.t and c.sq != sq
+                   and board.is_legal(chess.Move(move.from_square, c.sq)) for c in changes):
+                continue    # named further on since: it moved on (a rook sliding down a file)
             after = board.copy(stack=False)
             after.push(move)
             if under_way(after, pieces):
