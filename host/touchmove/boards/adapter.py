@@ -517,27 +517,18 @@ class PieceAdapter:
             return new[1].lower()
         return None
 
-    def _pushed_aside(self, sq: int, piece: str, own: int | None, taken: list[tuple[str, int]]) -> bool:
+    def _pushed_aside(self, sq: int, piece: str, own: int | None) -> bool:
         """Return whether ``piece`` put on ``sq`` is a victim the capturing hand pushed aside, not its side's move
-        (``own``: its index in the hand; ``taken``: the pieces the placement before took), taking it out of the
-        hand (whoever put a piece down last: an adjustment before the capture does not make it the victim's side's
-        move ending). A victim never seen lifted (told only where it was pushed) leaves the board when lifted from
-        there: it goes into no hand.
-
-        Its own square next to it, and a piece of the other side that can take it there in the hand (not put
-        down where such a piece stood: that is a capture of it, hxg3 after the g3 pawn was lifted) or landed
-        there already; or not in the hand at all, next to the square where the placement before took such a
-        piece (the scan saw the capture land before the push: the g4 knight on e5, then the e5 pawn on f6)."""
-        white = piece.isupper()
-        if own is not None and chess.square_distance(self.hand[own][1], sq) == 1:
-            origin = self.hand[own][1]
-            other_side = [(c, s) for c, s in self.hand if c.isupper() != white]
-            if (all(s != sq for _, s in other_side) and any(_can_take(c, s, origin) for c, s in other_side)) \
-                    or _other_side(self.shown[origin], white):
-                self.hand.pop(own)
-                return True
-        if own is None and any(c == piece and chess.square_distance(s, sq) == 1 for c, s in taken):
-            self.aside.add(sq)      # (a victim told only here: lifted again, it goes off the board)
+        ending (``own``: its index in the hand), taking it out of the hand: put down next to its square while a
+        piece of the other side that can take it there is in the hand (and not where such a piece stood: that is
+        a capture of it, hxg3 after the g3 pawn was lifted), whoever put a piece down last (an adjustment before
+        the capture does not make it the victim's side's move ending)."""
+        if own is None or chess.square_distance(self.hand[own][1], sq) != 1:
+            return False
+        origin, white = self.hand[own][1], piece.isupper()
+        other_side = [(c, s) for c, s in self.hand if c.isupper() != white]
+        if all(s != sq for _, s in other_side) and any(_can_take(c, s, origin) for c, s in other_side):
+            self.hand.pop(own)
             return True
         return False
 
@@ -549,8 +540,13 @@ class PieceAdapter:
         own = next((i for i in range(len(self.hand) - 1, -1, -1) if self.hand[i][0] == piece), None)
         taken, self.taken = self.taken, []
         self.aside.discard(sq)
-        if self._pushed_aside(sq, piece, own, taken):
+        if self._pushed_aside(sq, piece, own):
             return None
+        if own is None and any(c == piece and chess.square_distance(s, sq) == 1 for c, s in taken):
+            # a victim the placement before took, told only where it was pushed (the scan read the capture
+            # landing first: the g4 knight on e5, then the e5 pawn on f6): lifted from there, it leaves the board
+            # and goes into no hand (it would stand for a piece of its side's next move)
+            self.aside.add(sq)
         if own is not None and self.last_mover != ("white" if white else "black"):
             # The piece's own move ends (its side is to move): the other side's pieces lifted before it (victims,
             # a move over) leave the hand, and so does this move's victim; one lifted since is the answer begun
@@ -637,12 +633,6 @@ def _can_take(piece: str, origin: int, target: int) -> bool:
     board = chess.BaseBoard.empty()
     board.set_piece_at(origin, chess.Piece.from_symbol(piece))
     return bool(board.attacks_mask(origin) & chess.BB_SQUARES[target])
-
-
-def _other_side(content: Content, white: bool) -> bool:
-    """Return whether ``content`` is a piece (not a result piece) of the side other than White (``white``) or
-    Black."""
-    return is_piece(content) and content is not None and content.isupper() != white
 
 
 def _victim_of(piece: str, sq: int, other: str, origin: int) -> bool:
