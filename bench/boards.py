@@ -175,8 +175,8 @@ def unshown_plies(start: chess.Board, moves: list[chess.Move], records: Sequence
             if shown[k] == want:
                 found = k
                 break
-            if shown[k] in later:
-                break
+            if k > at and shown[k] in later:
+                break       # (the report at ``at`` is the ply before's own, whatever ply repeats it)
         if found is None:
             out.append(i)
         else:
