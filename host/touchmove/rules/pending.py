@@ -6,6 +6,7 @@ the two is made when the board rests or the mover presses his clock.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import chess
@@ -89,11 +90,7 @@ def knocked_by_slide(board: chess.Board, move: chess.Move, shown_at: int, answer
     if (chess.square_distance(answer.from_square, answer.to_square) != 1 or after.is_capture(answer)
             or after.is_castling(answer) or answer.promotion is not None):
         return False
-    step_file = _sign(chess.square_file(move.to_square) - chess.square_file(move.from_square))
-    step_rank = _sign(chess.square_rank(move.to_square) - chess.square_rank(move.from_square))
-    file, rank = chess.square_file(move.to_square) + step_file, chess.square_rank(move.to_square) + step_rank
-    while 0 <= file < 8 and 0 <= rank < 8:
-        sq = chess.square(file, rank)
+    for sq in _beyond(move):
         ahead = after.piece_at(sq)
         if ahead is not None and ahead.color == piece.color:
             return False
@@ -101,8 +98,18 @@ def knocked_by_slide(board: chess.Board, move: chess.Move, shown_at: int, answer
             return True
         if ahead is not None:
             return False        # (the line ends at the other side's piece, a capture the slide may be going to)
-        file, rank = file + step_file, rank + step_rank
     return False
+
+
+def _beyond(move: chess.Move) -> Iterator[chess.Square]:
+    """Yield the squares beyond ``move``'s landing square on the line it came along (a bishop, rook or queen going
+    on the way it came), nearest first, to the edge of the board."""
+    step_file = _sign(chess.square_file(move.to_square) - chess.square_file(move.from_square))
+    step_rank = _sign(chess.square_rank(move.to_square) - chess.square_rank(move.from_square))
+    file, rank = chess.square_file(move.to_square) + step_file, chess.square_rank(move.to_square) + step_rank
+    while 0 <= file < 8 and 0 <= rank < 8:
+        yield chess.square(file, rank)
+        file, rank = file + step_file, rank + step_rank
 
 
 #: How long (ms) after its victim's square emptied a line piece's move that stopped short of that victim waits
@@ -122,17 +129,12 @@ def victim_ahead(board: chess.Board, move: chess.Move, emptied: dict[chess.Squar
     piece = board.piece_at(move.from_square)
     if piece is None or piece.piece_type not in (chess.BISHOP, chess.ROOK, chess.QUEEN) or board.is_castling(move):
         return None
-    step_file = _sign(chess.square_file(move.to_square) - chess.square_file(move.from_square))
-    step_rank = _sign(chess.square_rank(move.to_square) - chess.square_rank(move.from_square))
-    file, rank = chess.square_file(move.to_square) + step_file, chess.square_rank(move.to_square) + step_rank
-    while 0 <= file < 8 and 0 <= rank < 8:
-        sq = chess.square(file, rank)
+    for sq in _beyond(move):
         ahead = board.piece_at(sq)
         if ahead is not None:
             if ahead.color == piece.color or occupied & chess.BB_SQUARES[sq]:
                 return None
             return emptied.get(sq)
-        file, rank = file + step_file, rank + step_rank
     return None
 
 
