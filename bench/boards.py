@@ -156,7 +156,8 @@ def told_positions(start: chess.Board, records: Sequence[object]) -> list[str]:
 def unshown_plies(start: chess.Board, moves: list[chess.Move], records: Sequence[object],
                   reports: Sequence[str] | None = None) -> list[int]:
     """Return the indices in ``moves`` of the plies whose position the board's reports never showed (after the
-    positions shown before it, in order, and before any of the next four plies' positions). ``reports``: the
+    positions shown before it, in order, and before the next two plies' positions unless one is the ply
+    before's: a piece lifted and put back shows that again). ``reports``: the
     pieces the board's own reports showed (:attr:`touchmove.sim.harness.Run.reports`), judged instead of the
     records: a ChessLink or Chessnut status with two plies' changes shows neither ply's position, whatever order
     the adapter then tells them in."""
@@ -167,9 +168,9 @@ def unshown_plies(start: chess.Board, moves: list[chess.Move], records: Sequence
         positions.append(board.board_fen())
     at, out = 0, []
     for i, want in enumerate(positions):
-        # a report of a later ply's position before this ply's ends the search: the ply went by unshown (a
-        # repetition shows its position again later, Kg7 Qd4+ Kg8 Qd8+ Kg7: that is not this ply shown)
-        later = set(positions[i + 1:i + 5]) - {want}
+        # a report of the next two plies' position before this ply's ends the search: the ply went by unshown
+        # (a repetition shows its position again later, Kg7 Qd4+ Kg8 Qd8+ Kg7: that is not this ply shown)
+        later = set(positions[i + 1:i + 3]) - {want} - set(positions[i - 1:i])    # (the ply before re-shown: a touch)
         found = None
         for k in range(at, len(shown)):
             if shown[k] == want:
