@@ -317,8 +317,10 @@ def knocked_before_made(view: BoardView) -> Decision | None:
 def pieces_moved_on(view: BoardView) -> Decision | None:
     """15e. A board that names its pieces shows more than a move under way (an answer faster than its scan) and
     no row above reads it: the plies played are searched, those that leave every piece where it shows them
-    recovered. Not hands: one ply made with a piece in a hand, or made and then (seen) the answer begun by a
-    hand that knocked a piece next to where it goes, or taken where it landed with its piece pushed aside."""
+    recovered. Not hands: pieces only lifted, one ply made with a piece in a hand, or made and then (seen) the
+    answer begun by a hand that knocked a piece next to where it goes, or taken where it landed with its piece
+    pushed aside; unless the board named the plies that the first two stand for (:func:`_landed_then_taken`:
+    searched; :func:`_landed_then_lifted`: that move made at its landing)."""
     pieces = view.pieces_shown
     board = view.position.board
     if pieces is None or view.sync is LOST or under_way(board, pieces):
