@@ -32,6 +32,7 @@ from touchmove.rules.readings import (
     landed_then_knocked,
     made_past_knock,
     move_captured_on_touchdown,
+    named_further_on,
     promotion_seen,
     pushed_capture,
     released_there,
@@ -347,23 +348,28 @@ def _landed_then_lifted(view: BoardView, pieces: dict[chess.Square, str]) -> tup
     game 145). Else None."""
     board, plies = view.position.board, len(view.current_game.moves)
     white = board.turn == chess.WHITE
-    changes = [c for c in view.pieces_changes() if c.plies >= plies]
-    for change in reversed(changes):
+    for change in reversed(view.pieces_changes()):
+        if change.plies < plies:
+            break
         sq, letter = change.sq, change.piece
         if letter is None or letter.isupper() != white or sq in pieces:
             continue
-        for move in board.generate_legal_moves(to_mask=chess.BB_SQUARES[sq]):
-            if str(board.piece_at(move.from_square)) != letter or move.from_square in pieces \
-                    or move.promotion not in (None, chess.QUEEN):
-                continue
-            if any(c.piece == letter and c.t >= change.t and c.sq != sq
-                   and board.is_legal(chess.Move(move.from_square, c.sq)) for c in changes):
-                continue    # named further on since: it moved on (a rook sliding down a file)
+        for move in _named_landings(board, sq, letter, pieces):
+            if move.promotion not in (None, chess.QUEEN) or named_further_on(view, board, move, change.t):
+                continue    # (one promotion; named further on since: it moved on, a rook sliding down a file)
             after = board.copy(stack=False)
             after.push(move)
             if under_way(after, pieces):
                 return footprint(board, move), change.t
     return None
+
+
+def _named_landings(board: chess.Board, sq: chess.Square, letter: str,
+                    pieces: dict[chess.Square, str]) -> list[chess.Move]:
+    """Return the legal moves of ``board`` that put the piece ``letter`` names on ``sq`` from a square where the
+    board's ``pieces`` name nothing now."""
+    return [m for m in board.generate_legal_moves(to_mask=chess.BB_SQUARES[sq])
+            if str(board.piece_at(m.from_square)) == letter and m.from_square not in pieces]
 
 
 def _landed_then_taken(view: BoardView, pieces: dict[chess.Square, str]) -> bool:
@@ -380,8 +386,7 @@ def _landed_then_taken(view: BoardView, pieces: dict[chess.Square, str]) -> bool
             continue
         sq, letter = change.sq, change.piece
         if letter.isupper() == white:
-            landed[sq] = [m for m in board.generate_legal_moves(to_mask=chess.BB_SQUARES[sq])
-                          if str(board.piece_at(m.from_square)) == letter and m.from_square not in pieces]
+            landed[sq] = _named_landings(board, sq, letter, pieces)
             continue
         for move in landed.get(sq, []):
             after = board.copy(stack=False)

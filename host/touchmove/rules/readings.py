@@ -41,7 +41,7 @@ __all__ = [
     "capture_swapped_unseen",
     "capture_under_way_on_touchdown", "castling_completed", "double_step_stood_aside", "earlier_position",
     "end_in_question", "explain_shown", "king_on_castling_square", "knock_hold_until", "landed_then_knocked",
-    "made_past_knock", "mismatch_excused", "move_captured_on_touchdown",
+    "made_past_knock", "mismatch_excused", "move_captured_on_touchdown", "named_further_on", "named_landing",
     "pending_double_step_stood_aside", "pending_touchdowns", "promotion_seen", "promotion_under_way",
     "pushed_capture", "reexplained_last", "replay_with", "shown_with_answer_begun", "takeback_proven", "touchdowns",
     "victim_pushed_first",
@@ -700,23 +700,19 @@ def landed_then_knocked(view: BoardView) -> tuple[Footprint, int] | None:
             after.push(move)
             if pieces is not None:
                 white = board.turn == chess.WHITE
-                if not any(_named_landing(view, other, evidence.last_place[other], pieces.get(other, "K")).isupper()
+                if not any((named_landing(view, other, evidence.last_place[other]) or pieces.get(other, "K")).isupper()
                            != white for other in answered):
                     continue    # what landed next to it is not the other side's (the piece itself, pushed aside or
                     #             slid on: a pawn named on e6 then e5, taken there at once, is ...e5 fxe5)
                 letter = str(board.piece_at(move.from_square))
-                named_there = next((c.piece for c in reversed(view.pieces_changes())
-                                    if c.sq == sq and c.t <= landed and c.piece is not None), None)
-                if named_there != letter:
+                if named_landing(view, sq, landed) != letter:
                     continue    # the board named another piece where it landed (a piece of the other side)
                 # (its piece named on another square it could have gone to, now or since it landed, is that piece
                 # moving on: Bc5 touched down on f2 and slid on to g1 as the king answered, not Bf2 with the bishop
                 # knocked onto g1; ...Rc8-c3 named on c6 next, lifted from there, is no ...Rc3 knocked off)
                 moved_on = any(named == letter and str(board.piece_at(other)) != named and other != sq
                                and board.is_legal(chess.Move(move.from_square, other))
-                               for other, named in pieces.items()) or any(
-                    c.piece == letter and c.t >= landed and c.sq != sq and str(board.piece_at(c.sq)) != letter
-                    and board.is_legal(chess.Move(move.from_square, c.sq)) for c in view.pieces_changes())
+                               for other, named in pieces.items()) or named_further_on(view, board, move, landed)
                 if not moved_on and made_with_hands(after, pieces):
                     return footprint(board, move), landed
                 continue
@@ -731,11 +727,20 @@ def landed_then_knocked(view: BoardView) -> tuple[Footprint, int] | None:
     return None
 
 
-def _named_landing(view: BoardView, sq: chess.Square, at: int, otherwise: str) -> str:
-    """Return the piece a board that names its pieces named landing on ``sq`` at ``at`` (or last before it), else
-    ``otherwise``."""
+def named_landing(view: BoardView, sq: chess.Square, at: int) -> str | None:
+    """Return the piece a board that names its pieces named put down on ``sq`` at ``at`` (or last before it), None
+    if it named none."""
     return next((c.piece for c in reversed(view.pieces_changes()) if c.sq == sq and c.t <= at and c.piece is not None),
-                otherwise)
+                None)
+
+
+def named_further_on(view: BoardView, board: chess.Board, move: chess.Move, since: int) -> bool:
+    """Return whether a board that names its pieces named ``move``'s piece (legal in ``board``), at ``since`` or
+    later, on another square than its landing that it could have gone to: it moved on (a rook slid c8-c3 named on
+    c6 next). A square holding that piece already is no such square (no move goes there)."""
+    letter = str(board.piece_at(move.from_square))
+    return any(c.piece == letter and c.t >= since and c.sq != move.to_square
+               and board.is_legal(chess.Move(move.from_square, c.sq)) for c in view.pieces_changes())
 
 
 #: How far apart (ms) the lift of a piece knocked by a hand carrying an answer and the lift of that answer's piece
