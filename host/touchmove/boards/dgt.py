@@ -414,12 +414,49 @@ def _lift_logged_late(told: list[tuple[int, int, int]], field_no: int, piece: in
 
 
 def replay_times(codes: list[int], changes: list[Change], since: int, until: int,
-                 rotated: bool = False) -> list[tuple[int, list[Change]]]:
+                 rotated: bool = False, landed: Change | None = None) -> list[tuple[int, list[Change]]]:
     """Return the runs (:func:`scan_runs`) of ``changes`` (the move memory's, made from the board ``codes`` at
     unknown times between ``since`` and ``until``), each with the time to replay it: spread over that time, a rest
-    between two runs, none within one (its order is the scan's, not the hand's)."""
+    between two runs, none within one (its order is the scan's, not the hand's), and none before a piece moving on
+    from where it landed (:func:`_moving_on`; ``landed``: the change told live last, at ``since``): the memory keeps
+    no times, so nothing says it was released there (4.7)."""
     runs = scan_runs(codes, changes, rotated)
-    return [(since + (until - since) * i // (len(runs) + 1), run) for i, run in enumerate(runs, start=1)]
+    slots: list[int] = []                  # each run's rest slot: a piece moving on shares its landing's
+    before: list[Change] | None = None if landed is None else [landed]
+    k = 0
+    while k < len(runs):
+        step = 0 if before is None else _moving_on(before, runs[k:k + 2], rotated)
+        if step:
+            slots += [slots[-1] if slots else 0] * step
+        else:
+            step = 1
+            slots.append(slots[-1] + 1 if slots else 1)
+        before = runs[k + step - 1]
+        k += step
+    count = max(slots, default=0)
+    return [(since + (until - since) * slot // (count + 1), run) for slot, run in zip(slots, runs, strict=True)]
+
+
+def _moving_on(landing: list[Change], runs: list[list[Change]], rotated: bool) -> int:
+    """Return how many of ``runs`` (the next two) move on the piece the run ``landing`` put down last, 0 when
+    they do not: its square emptied and the same piece put down where it can go from there, in one run (the
+    lift logged late) or in two of one change each (a piece slid over squares, or lifted again: the memory cannot
+    tell which)."""
+    last = landing[-1]
+    if isinstance(last, list) or not last[1]:
+        return 0
+    square, piece = last
+
+    def onward(change: Change) -> bool:
+        return (not isinstance(change, list) and change[1] == piece and change[0] != square
+                and reaches(piece, square, change[0], rotated))
+
+    first = runs[0] if runs else []
+    if len(first) == 2 and (square, 0) in first and any(onward(c) for c in first):
+        return 1
+    if len(runs) == 2 and first == [(square, 0)] and len(runs[1]) == 1 and onward(runs[1][0]):
+        return 2
+    return 0
 
 
 @dataclass
@@ -433,17 +470,19 @@ class Memory:
     # changes of one field are one entry): where in the log the host stopped seeing the board
     seen: int = 0
     seen_field: int | None = None
+    last_change: Change | None = None      # the last field change told live: (field, code)
 
     def downloaded(self, codes: list[int]) -> None:
         """Note the board read right after an EEPROM download: the count of changes seen starts again."""
         self.at_download = list(codes)
-        self.seen, self.seen_field = 0, None
+        self.seen, self.seen_field, self.last_change = 0, None, None
 
-    def told(self, field_no: int) -> None:
+    def told(self, field_no: int, code: int) -> None:
         """Count one field change told live (the log's entry for it, unless it changes the same field again)."""
         if field_no != self.seen_field:
             self.seen += 1
         self.seen_field = field_no
+        self.last_change = (field_no, code)
 
 
 #: Per serial number, for the life of the bridge process.
@@ -585,7 +624,7 @@ class DgtTranslator(Translator):
         """Tell the adapter one field's change; return the records."""
         self.told[field_no] = code
         if self.serial:
-            MEMORIES.setdefault(self.serial, Memory()).told(field_no)
+            MEMORIES.setdefault(self.serial, Memory()).told(field_no, code)
         lines = self.adapter.square_report(to_square(field_no), CODES.get(code), t)
         self._remember()
         return lines
@@ -638,7 +677,8 @@ class DgtTranslator(Translator):
                          len(missed))
                 out.append({"t": now, "type": "error", "why": f"{len(missed)} change(s) read from the board's "
                             "memory (made while the port was closed)", "recovered": len(missed)})
-            for t, run in replay_times(memory.last, missed, since, now, self.adapter.rotated):
+            for t, run in replay_times(memory.last, missed, since, now, self.adapter.rotated,
+                                        memory.last_change):
                 # made at unknown times while the port was closed: spread over that time, in their order
                 self.recovered += len(run)
                 out += self._replay_run(run, t)
