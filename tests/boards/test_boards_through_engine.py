@@ -232,6 +232,47 @@ def test_a_rook_slid_down_a_file_on_a_chesslink_board_is_no_release_on_the_way()
     assert [e.code for e in got if e.type == "alert"] == []  # type: ignore[attr-defined]
 
 
+def rook_slid_up_the_c_file(rest_on_c3: int) -> list[Change | ClockPress]:
+    """Return a rook lifted from c1 and slid to c7 as in shared game 59 (default hands), resting ``rest_on_c3``
+    ms on c3, then 18-91 ms on c4, c5 and c6."""
+    t = 1500
+    events: list[Change | ClockPress] = [Change(t, chess.C1, None), Change(t + 79, chess.C3, "R")]
+    t += 79 + rest_on_c3
+    events.append(Change(t, chess.C3, None))
+    for sq, dwell in ((chess.C4, 18), (chess.C5, 91), (chess.C6, 47)):
+        events += [Change(t + 20, sq, "R"), Change(t + 20 + dwell, sq, None)]
+        t += 20 + dwell
+    events.append(Change(t + 20, chess.C7, "R"))
+    return events
+
+
+@pytest.mark.parametrize("rest", [150, 200])
+def test_a_rook_whose_slide_the_chesslink_reports_show_in_one_step_was_not_released_on_the_way(rest: int) -> None:
+    """Shared game 59, default hands: a rook slid c1-c7 that rests a moment on c3 (less than the settle time) is
+    reported on c3, then 330-410 ms later on c7, c3 emptied in the same report: the reports never showed it in the
+    hand, so how long it stood on c3 they cannot tell (most of that time was its slide). Rc3 was published, amended
+    to Rc7 with ``moved_after_release``; now Rc7 (after Rc3 amended) with no alert."""
+    start = chess.Board("5rk1/1p1Q2p1/1q2p2p/pP1p4/P2Pp3/5NP1/6PP/2R3K1 w - - 0 25")
+    run = harness.run("chesslink", start, rook_slid_up_the_c_file(rest))
+    assert run.translator is not None
+    got = engine_events(start, run.records, max(200, run.translator.min_settle_ms))
+    assert published(got) == ["c1c7"]
+    assert [e.code for e in got if e.type == "alert"] == []  # type: ignore[attr-defined]
+
+
+def test_a_rook_shown_on_c3_for_seconds_then_on_c7_was_moved_after_release() -> None:
+    """The same rook left on c3 two seconds, then taken on to c7 quicker than the board's debounce: the reports
+    show it on c3, then on c7 with c3 empty, and it stood on c3 far longer than a slide takes (4.7)."""
+    start = chess.Board("5rk1/1p1Q2p1/1q2p2p/pP1p4/P2Pp3/5NP1/6PP/2R3K1 w - - 0 25")
+    events: list[Change | ClockPress] = [Change(1500, chess.C1, None), Change(1580, chess.C3, "R"),
+                                         Change(3600, chess.C3, None), Change(3680, chess.C7, "R")]
+    run = harness.run("chesslink", start, events)
+    assert run.translator is not None
+    got = engine_events(start, run.records, max(200, run.translator.min_settle_ms))
+    assert published(got) == ["c1c7"]
+    assert [e.code for e in got if e.type == "alert"] == ["moved_after_release"]  # type: ignore[attr-defined]
+
+
 def positions_in(reports: list[str]) -> list[str]:
     return [chess.BaseBoard(fen).board_fen() for fen in reports]
 

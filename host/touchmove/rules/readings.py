@@ -109,11 +109,20 @@ class BoardView(GameView, Protocol):
     def pieces_changes(self) -> Sequence[PieceChange]: ...
 
 
+#: A piece shown leaving its landing square in the same report that shows it on the square it is amended to (a
+#: board reporting whole positions, its travel never shown) counts as released there only when the reports showed
+#: it there this long (ms): how long it rested they cannot tell from its slide, which takes up to about half a
+#: second over the board's squares (shared game 59 on a ChessLink board, default hands: a rook resting 95 ms on c3
+#: on its way c1-c7 was shown there 330 ms).
+SLID_ON_UNSEEN_MS = 1000
+
+
 def released_there(view: BoardView, final: chess.Square) -> bool:
     """Return whether the last move's piece rested on its landing square for the settle time (released there, 4.7)
     before it left that square or a piece came down on ``final`` (the square it is amended to): one gone on sooner,
     the move made all the same (the square refilled within the sensors' chatter time, or held by a knocked piece
-    fallen there), was passing through, not released; nor was a capture read from its square's flick."""
+    fallen there), was passing through, not released; nor was a capture read from its square's flick. Shown
+    leaving it and on ``final`` at once, it is released there only when shown there :data:`SLID_ON_UNSEEN_MS`."""
     game = view.current_game
     reached = view.line.reached[-1]
     if not game.moves or reached is None or final == game.moves[-1].to_square:
@@ -121,9 +130,12 @@ def released_there(view: BoardView, final: chess.Square) -> bool:
     landing = game.moves[-1].to_square
     if _read_from_flick(view.line, landing):
         return False
-    for t, sq, occupied in view.line.changes:
+    changes = view.line.changes
+    for t, sq, occupied in changes:
         if t >= reached and ((sq == landing and not occupied) or (sq == final and occupied)):
-            return t - reached >= view.settle_ms
+            at_once = any(when == t and (there, filled) in ((landing, False), (final, True)) and there != sq
+                          for when, there, filled in changes)
+            return t - reached >= (max(view.settle_ms, SLID_ON_UNSEEN_MS) if at_once else view.settle_ms)
     return True
 
 
