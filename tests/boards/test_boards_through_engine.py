@@ -211,6 +211,26 @@ def test_castling_rook_first_resting_before_the_king_is_lifted_is_castling(proto
     assert [e.code for e in evs if e.type == "alert"] == ["castling_rook_first"]  # type: ignore[attr-defined]
 
 
+def test_castling_king_first_read_rook_first_by_one_dgt_scan_is_no_breach() -> None:
+    """Shared game 237, default hands: ...O-O-O (Chess960, king d8, rook c8), the king lifted 115 ms before the
+    rook. A DGT board samples its fields in turn, c8 just before d8: one scan that passed them after both lifts
+    told the rook's lift 3 ms before the king's (the records below are the translator's), which the engine read
+    as the rook touched first (``castling_rook_first``). Which the hand took first two lifts one scan read cannot
+    tell: no breach."""
+    start = chess.Board("1brkrq2/ppp1p1pp/1n4n1/4Pp2/2b2P2/6N1/PPP2QPP/NBRKR1B1 b ECec - 0 7", chess960=True)
+    records: list[Record] = [Lift(34687, chess.C8), Lift(34690, chess.D8), Place(34717, chess.C8, "k"),
+                             Place(34893, chess.D8, "r"), Clock(36000, chess.BLACK, None)]
+    engine = Engine(fen=start.shredder_fen(), chess960=True, settle_ms=dgt.MIN_SETTLE_MS)
+    evs = [e for r in records for e in engine.feed(r)] + engine.finish()
+    assert published(evs) == ["d8c8"]
+    assert [e.code for e in evs if e.type == "alert"] == []  # type: ignore[attr-defined]
+    # lifted a moment apart, the rook first: 4.4.2
+    late = [Lift(34687, chess.C8), Lift(34800, chess.D8), Place(34830, chess.C8, "k"), Place(34990, chess.D8, "r")]
+    engine = Engine(fen=start.shredder_fen(), chess960=True, settle_ms=dgt.MIN_SETTLE_MS)
+    evs = [e for r in late for e in engine.feed(r)] + engine.finish()
+    assert [e.code for e in evs if e.type == "alert"] == ["castling_rook_first"]  # type: ignore[attr-defined]
+
+
 def test_a_rook_slid_down_a_file_on_a_chesslink_board_is_no_release_on_the_way() -> None:
     """ChessLink reports a position once it has stood three 41 ms scans (its debounce): a rook slid e8-e3 that
     rests 130 ms on e6 and 40 ms on e5 and e4 is reported on e6, then on e3 only, so the reports show it on e6 for

@@ -14,6 +14,12 @@ import chess
 from touchmove.rules.events import AlertCode
 from touchmove.rules.footprints import Position, captured_square, castling_squares
 
+#: Two lifts told this close together (ms) may be one scan's reading: a DGT board samples its fields in turn, about
+#: 4 ms apart (a rook and its king at most seven fields apart on their rank), a ChessLink or Chessnut report tells
+#: them at once; the order they come in is the scan's, not the hand's (no hand lifts a rook and then its king
+#: quicker than that).
+ONE_SCAN_MS = 40
+
 
 @dataclass(slots=True)
 class Touches:
@@ -86,14 +92,16 @@ def judge(position: Position, touches: Touches, move: chess.Move, lift_times: di
         rook_from, _, _ = castling_squares(board, move)
         king_t = lift_times.get(move.from_square)
         rook_t = lift_times.get(rook_from)
-        if king_t is not None and rook_t is not None and rook_t < king_t:
+        if king_t is not None and rook_t is not None and rook_t < king_t - ONE_SCAN_MS:
             breaches.append(Breach("castling_rook_first", "4.4.2", {
                 "played": played, "rook": chess.square_name(rook_from), "touched": names,
             }))
             return breaches
-        if king_t is not None and king_t == rook_t and set(touches.order) <= {move.from_square, rook_from}:
-            # Both lifted in one report (a ChessLink status, a Chessnut scan): which the hand took first is not
-            # known (the order the adapter told them in is its own), so neither 4.4.2 nor 4.3.1 is breached.
+        if (king_t is not None and rook_t is not None and abs(king_t - rook_t) <= ONE_SCAN_MS
+                and set(touches.order) <= {move.from_square, rook_from}):
+            # Both lifted in one scan's reading (a ChessLink status, a Chessnut scan, a DGT scan's field updates):
+            # which the hand took first is not known (the order they were told in is the scan's or the
+            # adapter's), so neither 4.4.2 nor 4.3.1 is breached.
             return breaches
 
     if touches.king_on_castling_square is not None:
