@@ -206,5 +206,11 @@ def test_a_piece_that_moved_on_is_told_at_once_and_the_plies_about_it_keep_their
     # the landing told live before the link was lost (game 185): the piece moving on is told at once
     assert [t for t, _ in dgt.replay_times(board, [(h6, 0), (h4, rook), (a7, 0)], 1000, 5000,
                                            landed=(h6, rook))] == [1000, 1000, 3000]
+    # the board switched off meanwhile: its power-up finds the rook on h4 (the same game, the drop's power cycle)
+    found = list(board)
+    found[h8], found[h4] = 0, rook
+    before = list(board)
+    before[h8], before[h6] = 0, rook
+    assert [t for t, _ in dgt.replay_times(before, [found, (a7, 0)], 1000, 5000, landed=(h6, rook))] == [1000, 3000]
     # a piece of the other side put down on the square emptied is no moving on
     assert len(set(t for t, _ in dgt.replay_times(board, [(h6, rook), (h6, 0), (h4, pawn)], 1000, 5000))) == 3

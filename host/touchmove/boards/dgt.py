@@ -423,29 +423,39 @@ def replay_times(codes: list[int], changes: list[Change], since: int, until: int
     runs = scan_runs(codes, changes, rotated)
     slots: list[int] = []                  # each run's rest slot: a piece moving on shares its landing's
     before: list[Change] | None = None if landed is None else [landed]
+    board = list(codes)                    # the board before runs[k]
     k = 0
     while k < len(runs):
-        step = 0 if before is None else _moving_on(before, runs[k:k + 2], rotated)
+        step = 0 if before is None else _moving_on(before, board, runs[k:k + 2], rotated)
         if step:
             slots += [slots[-1] if slots else 0] * step
         else:
             step = 1
             slots.append(slots[-1] + 1 if slots else 1)
+        for run in runs[k:k + step]:
+            for change in run:
+                if isinstance(change, list):
+                    board = list(change)
+                else:
+                    board[change[0]] = change[1]
         before = runs[k + step - 1]
         k += step
     count = max(slots, default=0)
     return [(since + (until - since) * slot // (count + 1), run) for slot, run in zip(slots, runs, strict=True)]
 
 
-def _moving_on(landing: list[Change], runs: list[list[Change]], rotated: bool) -> int:
-    """Return how many of ``runs`` (the next two) move on the piece the run ``landing`` put down last, 0 when
-    they do not: its square emptied and the same piece put down where it can go from there, in one run (the
-    lift logged late) or in two of one change each (a piece slid over squares, or lifted again: the memory cannot
-    tell which)."""
+def _moving_on(landing: list[Change], board: list[int], runs: list[list[Change]], rotated: bool) -> int:
+    """Return how many of ``runs`` (the next two, from ``board``) move on the piece the run ``landing`` put down
+    last, 0 when they do not: its square emptied and the same piece put down where it can go from there, in one
+    run (the lift logged late, or a power-up's board that differs in those two squares only) or in two of one
+    change each (a piece slid over squares, or lifted again: the memory cannot tell which)."""
     last = landing[-1]
     if isinstance(last, list) or not last[1]:
         return 0
     square, piece = last
+    if runs and isinstance(runs[0][0], list):
+        found = runs[0][0]
+        runs = [[(f, found[f]) for f in range(64) if found[f] != board[f]]]
 
     def onward(change: Change) -> bool:
         return (not isinstance(change, list) and change[1] == piece and change[0] != square
