@@ -206,6 +206,15 @@ def test_a_piece_that_moved_on_is_told_at_once_and_the_plies_about_it_keep_their
     # the landing told live before the link was lost (game 185): the piece moving on is told at once
     assert [t for t, _ in dgt.replay_times(board, [(h6, 0), (h4, rook), (a7, 0)], 1000, 5000,
                                            landed=(h6, rook))] == [1000, 1000, 3000]
+    # a queen taking on f4 slid over e3 (drop 3 s, game 119): logged f4 empty, e3 Q with d2 empty, f4 Q, then
+    # e3 empty (the scan reads f4 first); spread, the queen seemed to rest on e3 a second with f4 empty
+    d2, e3, f4_ = (field_of(sq, False) for sq in (chess.D2, chess.E3, chess.F4))
+    queen = dgt.CONTENT_CODES["Q"]
+    taking = [0] * 64
+    taking[d2], taking[f4_] = queen, dgt.CONTENT_CODES["p"]
+    log = [(f4_, 0), (e3, queen), (d2, 0), (f4_, queen), (e3, 0)]
+    assert dgt.scan_runs(taking, log) == [[(f4_, 0)], [(e3, queen), (d2, 0)], [(f4_, queen)], [(e3, 0)]]
+    assert [t for t, _ in dgt.replay_times(taking, log, 1000, 4000)] == [2000, 3000, 3000, 3000]
     # the board switched off meanwhile: its power-up finds the rook on h4 (the same game, the drop's power cycle)
     found = list(board)
     found[h8], found[h4] = 0, rook
@@ -214,3 +223,27 @@ def test_a_piece_that_moved_on_is_told_at_once_and_the_plies_about_it_keep_their
     assert [t for t, _ in dgt.replay_times(before, [found, (a7, 0)], 1000, 5000, landed=(h6, rook))] == [1000, 3000]
     # a piece of the other side put down on the square emptied is no moving on
     assert len(set(t for t, _ in dgt.replay_times(board, [(h6, rook), (h6, 0), (h4, pawn)], 1000, 5000))) == 3
+
+
+def test_a_castling_logged_rook_first_by_one_scan_is_one_run() -> None:
+    """Drop 3 s, game 81: O-O-O made while the link was lost, the king lifted first. One scan read a1 empty, c1 K
+    and e1 empty (a1 first, its fields in turn), the next d1 R: the memory logs the rook lifted first. Replayed a
+    run each, a second apart, the rook seemed lifted long before the king (``castling_rook_first``, 4.4.2): the
+    four changes of a castling logged one after another are one run, lifts first, and O-O-O is published with no
+    alert."""
+    a1, c1, d1, e1 = (field_of(sq, False) for sq in (chess.A1, chess.C1, chess.D1, chess.E1))
+    king, rook = dgt.CONTENT_CODES["K"], dgt.CONTENT_CODES["R"]
+    board = [0] * 64
+    board[a1], board[e1] = rook, king
+    log: list[dgt.Change] = [(a1, 0), (c1, king), (e1, 0), (d1, rook)]
+    assert dgt.scan_runs(board, log) == [log]
+    # a king moved two files with no rook is no castling
+    assert len(dgt.scan_runs(board, [(e1, 0), (c1, king)])) == 2
+    start = chess.Board("r3k3/pp3pb1/4p1n1/5bB1/8/1BNP1Pp1/PPP3Pr/R3K1N1 w Qq - 2 18")
+    log_bytes = bytes((dgt.EE_DOWNLOADED,)) + b"".join(entry(sq, content) for sq, content in (
+        (chess.A1, None), (chess.C1, "K"), (chess.E1, None), (chess.D1, "R")))
+    after = start.copy()
+    after.push_san("O-O-O")
+    events = replayed(start, log_bytes, after, lost_from=1000)
+    assert published(events) == ["e1c1"]
+    assert [e.code for e in events if e.type == "alert"] == []  # type: ignore[attr-defined]

@@ -397,7 +397,57 @@ def scan_runs(codes: list[int], changes: list[Change], rotated: bool = False) ->
             runs.append([change])
         told.append((field_no, code, board[field_no]))
         board[field_no] = code
-    return runs
+    return _castlings_joined(codes, runs)
+
+
+def _castlings_joined(codes: list[int], runs: list[list[Change]]) -> list[list[Change]]:
+    """Return ``runs`` (from the board ``codes``) with the runs of a castling's four changes, logged one after
+    another, joined into one: a scan reads a king and its rook on one rank within a few fields, so the order they
+    come in may be the scan's, not the hand's (a rook logged lifted before its king may have been lifted after)."""
+    board = list(codes)
+    out: list[list[Change]] = []
+    k = 0
+    while k < len(runs):
+        for size in (2, 3, 4):
+            group = runs[k:k + size]
+            changes = [c for run in group for c in run]
+            if len(group) == size and len(changes) == 4 and _castling(board, changes):
+                out.append(changes)
+                break
+        else:
+            group = runs[k:k + 1]
+            out.append(runs[k])
+        for run in group:
+            for change in run:
+                if isinstance(change, list):
+                    board = list(change)
+                else:
+                    board[change[0]] = change[1]
+        k += len(group)
+    return out
+
+
+def _castling(board: list[int], changes: list[Change]) -> bool:
+    """Return whether ``changes`` (made from ``board``) are a castling's: a king and a rook of one side lifted from
+    one rank, the king put down two files from its square, the rook on the square the king crossed."""
+    if any(isinstance(c, list) for c in changes):
+        return False
+    lifts = [c for c in changes if isinstance(c, tuple) and not c[1]]
+    puts = [c for c in changes if isinstance(c, tuple) and c[1]]
+    if len(lifts) != 2 or len(puts) != 2:
+        return False
+    pieces = {CODES.get(board[f]): f for f, _ in lifts}
+    for king, rook in (("K", "R"), ("k", "r")):
+        if set(pieces) != {king, rook}:
+            continue
+        king_from, rook_from = pieces[king], pieces[rook]
+        landed = {CODES.get(code): f for f, code in puts}
+        king_to, rook_to = landed.get(king), landed.get(rook)
+        if king_to is None or rook_to is None or len({king_from // 8, rook_from // 8, king_to // 8,
+                                                      rook_to // 8}) != 1:
+            return False
+        return abs(king_to - king_from) == 2 and rook_to == (king_from + king_to) // 2
+    return False
 
 
 def _lift_logged_late(told: list[tuple[int, int, int]], field_no: int, piece: int, rotated: bool) -> bool:
@@ -448,9 +498,10 @@ def _moving_on(landing: list[Change], board: list[int], runs: list[list[Change]]
     """Return how many of ``runs`` (the next two, from ``board``) move on the piece the run ``landing`` put down
     last, 0 when they do not: its square emptied and the same piece put down where it can go from there, in one
     run (the lift logged late, or a power-up's board that differs in those two squares only) or in two of one
-    change each (a piece slid over squares, or lifted again: the memory cannot tell which)."""
-    last = landing[-1]
-    if isinstance(last, list) or not last[1]:
+    change each, in either order (a piece slid over squares, or lifted again: the memory cannot tell which; the
+    scan may read the square it goes on first)."""
+    last = next((c for c in reversed(landing) if not isinstance(c, list) and c[1]), None)
+    if last is None:
         return 0
     square, piece = last
     if runs and isinstance(runs[0][0], list):
@@ -464,7 +515,9 @@ def _moving_on(landing: list[Change], board: list[int], runs: list[list[Change]]
     first = runs[0] if runs else []
     if len(first) == 2 and (square, 0) in first and any(onward(c) for c in first):
         return 1
-    if len(runs) == 2 and first == [(square, 0)] and len(runs[1]) == 1 and onward(runs[1][0]):
+    if len(runs) == 2 and len(runs[1]) == 1 and ((first == [(square, 0)] and onward(runs[1][0]))
+                                                 or (len(first) == 1 and onward(first[0])
+                                                     and runs[1] == [(square, 0)])):
         return 2
     return 0
 
