@@ -215,6 +215,17 @@ def test_a_piece_that_moved_on_is_told_at_once_and_the_plies_about_it_keep_their
     log = [(f4_, 0), (e3, queen), (d2, 0), (f4_, queen), (e3, 0)]
     assert dgt.scan_runs(taking, log) == [[(f4_, 0)], [(e3, queen), (d2, 0)], [(f4_, queen)], [(e3, 0)]]
     assert [t for t, _ in dgt.replay_times(taking, log, 1000, 4000)] == [2000, 3000, 3000, 3000]
+    # ...Rxd1 (drop 20 s, game 219), the rook slid d8-d3-d5-d1: one scan read d3 r with d8 still full (it had
+    # passed d8 just before the lift), the next d8 empty: the lift logged late from an earlier field is the same
+    # move; then the rook moving on, each new square read before the one it left
+    d1, d3, d5, d8 = (field_of(sq, False) for sq in (chess.D1, chess.D3, chess.D5, chess.D8))
+    black_rook = dgt.CONTENT_CODES["r"]
+    rooks = [0] * 64
+    rooks[d1], rooks[d8] = dgt.CONTENT_CODES["R"], black_rook
+    slid = [(d1, 0), (d3, black_rook), (d8, 0), (d5, black_rook), (d3, 0), (d1, black_rook), (d5, 0)]
+    assert dgt.scan_runs(rooks, slid) == [[(d1, 0)], [(d3, black_rook), (d8, 0)], [(d5, black_rook)], [(d3, 0)],
+                                          [(d1, black_rook)], [(d5, 0)]]
+    assert [t for t, _ in dgt.replay_times(rooks, slid, 1000, 4000)] == [2000, 3000, 3000, 3000, 3000, 3000]
     # the board switched off meanwhile: its power-up finds the rook on h4 (the same game, the drop's power cycle)
     found = list(board)
     found[h8], found[h4] = 0, rook

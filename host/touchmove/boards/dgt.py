@@ -377,8 +377,9 @@ def scan_runs(codes: list[int], changes: list[Change], rotated: bool = False) ->
     The board writes the changes one scan finds in the order it samples its fields (a8 first), not in the order
     the hand made them. A piece put down where the piece lifted just before cannot have gone from there (the
     memory merges consecutive changes of one square: the landing may be the last of several), then the same
-    piece lifted from a field later in the scan from which it can: one move, its lift logged last (bxc3 after
-    ...bxc3 e.p., logged c3 P then b2 empty). Those two are one run; every other change, and a power-up's board,
+    piece lifted from a field from which it can: one move, its lift logged last (bxc3 after ...bxc3 e.p., logged
+    c3 P then b2 empty: b2 comes later in the scan; or an earlier field the scan had passed just before the lift:
+    ...Rxd1 slid d8-d3, logged d3 r then d8 empty). Those two are one run; every other change, and a power-up's board,
     is a run of its own (a hand lifts before it puts down; a piece lifted after a landing is the next move begun,
     or its victim). ``rotated``: as :func:`reaches` has it."""
     board = list(codes)
@@ -454,7 +455,7 @@ def _lift_logged_late(told: list[tuple[int, int, int]], field_no: int, piece: in
     """Return whether ``piece`` lifted from ``field_no`` after the changes ``told`` (field, code, the code before)
     may be the lift of the landing told last, logged after it by the scan (:func:`scan_runs`)."""
     landing, placed, _ = told[-1]
-    if not placed or placed != piece or field_no <= landing or not reaches(piece, field_no, landing, rotated):
+    if not placed or placed != piece or not reaches(piece, field_no, landing, rotated):
         return False
     if len(told) > 1:
         lifted, code, was = told[-2]
@@ -488,7 +489,7 @@ def replay_times(codes: list[int], changes: list[Change], since: int, until: int
                     board = list(change)
                 else:
                     board[change[0]] = change[1]
-        before = runs[k + step - 1]
+        before = [c for run in runs[k:k + step] for c in run]
         k += step
     count = max(slots, default=0)
     return [(since + (until - since) * slot // (count + 1), run) for slot, run in zip(slots, runs, strict=True)]
