@@ -226,6 +226,18 @@ def test_a_piece_that_moved_on_is_told_at_once_and_the_plies_about_it_keep_their
     assert dgt.scan_runs(rooks, slid) == [[(d1, 0)], [(d3, black_rook), (d8, 0)], [(d5, black_rook)], [(d3, 0)],
                                           [(d1, black_rook)], [(d5, 0)]]
     assert [t for t, _ in dgt.replay_times(rooks, slid, 1000, 4000)] == [2000, 3000, 3000, 3000, 3000, 3000]
+    # Nf3 slid onto its square just before the link was lost (drop 20 s, game 117): told live on f3 with g1
+    # still full, the memory logs g1 empty first; a rest before it showed a knight too many (board_mismatch)
+    g1, f3 = field_of(chess.G1, False), field_of(chess.F3, False)
+    knight = dgt.CONTENT_CODES["N"]
+    knights = list(board)
+    knights[g1], knights[f3] = knight, knight
+    assert [t for t, _ in dgt.replay_times(knights, [(g1, 0), (a7, 0)], 1000, 5000, landed=(f3, knight))] == [
+        1000, 3000]
+    found_then = list(knights)
+    found_then[g1] = 0
+    assert [t for t, _ in dgt.replay_times(knights, [found_then, (a7, 0)], 1000, 5000, landed=(f3, knight))] == [
+        1000, 3000]
     # the board switched off meanwhile: its power-up finds the rook on h4 (the same game, the drop's power cycle)
     found = list(board)
     found[h8], found[h4] = 0, rook

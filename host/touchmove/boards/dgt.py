@@ -469,8 +469,9 @@ def replay_times(codes: list[int], changes: list[Change], since: int, until: int
     """Return the runs (:func:`scan_runs`) of ``changes`` (the move memory's, made from the board ``codes`` at
     unknown times between ``since`` and ``until``), each with the time to replay it: spread over that time, a rest
     between two runs, none within one (its order is the scan's, not the hand's), and none before a piece moving on
-    from where it landed (:func:`_moving_on`; ``landed``: the change told live last, at ``since``): the memory keeps
-    no times, so nothing says it was released there (4.7)."""
+    from where it landed (:func:`_moving_on`; ``landed``: the change told live last, at ``since``), nor before the
+    lift, logged after it, of the square that landing's piece came from: the memory keeps no times, so nothing says
+    the piece was released there (4.7), nor that the board stood with both squares full."""
     runs = scan_runs(codes, changes, rotated)
     slots: list[int] = []                  # each run's rest slot: a piece moving on shares its landing's
     before: list[Change] | None = None if landed is None else [landed]
@@ -478,6 +479,8 @@ def replay_times(codes: list[int], changes: list[Change], since: int, until: int
     k = 0
     while k < len(runs):
         step = 0 if before is None else _moving_on(before, board, runs[k:k + 2], rotated)
+        if not step and not k and landed is not None and _landing_lift(landed, board, runs[0], rotated):
+            step = 1         # the lift of the landing told live last, logged after it (a piece slid onto its square)
         if step:
             slots += [slots[-1] if slots else 0] * step
         else:
@@ -493,6 +496,18 @@ def replay_times(codes: list[int], changes: list[Change], since: int, until: int
         k += step
     count = max(slots, default=0)
     return [(since + (until - since) * slot // (count + 1), run) for slot, run in zip(slots, runs, strict=True)]
+
+
+def _landing_lift(landed: Change, board: list[int], run: list[Change], rotated: bool) -> bool:
+    """Return whether ``run`` (from ``board``) is the lift of the piece ``landed`` put down, from a field it can
+    come from (alone, or all a power-up's board differs in): that landing's move, its lift logged after it."""
+    if len(run) == 1 and isinstance(run[0], list):
+        found = run[0]
+        run = [(f, found[f]) for f in range(64) if found[f] != board[f]]
+    lift = run[0] if run else None
+    if len(run) != 1 or lift is None or isinstance(lift, list) or isinstance(landed, list) or lift[1]:
+        return False
+    return _lift_logged_late([(landed[0], landed[1], 0)], lift[0], board[lift[0]], rotated)
 
 
 def _moving_on(landing: list[Change], board: list[int], runs: list[list[Change]], rotated: bool) -> int:
