@@ -238,6 +238,14 @@ def test_a_piece_that_moved_on_is_told_at_once_and_the_plies_about_it_keep_their
     found_then[g1] = 0
     assert [t for t, _ in dgt.replay_times(knights, [found_then, (a7, 0)], 1000, 5000, landed=(f3, knight))] == [
         1000, 3000]
+    # f2-f4 slid over f3 as the board was switched on (drop 20 s with a power cycle, game 88): its power-up read
+    # the pawn on f3 and f4 at once, then the memory logs f3 empty: replayed with no rest between
+    sliding = list(board)
+    sliding[f2] = 0
+    found_both = list(sliding)
+    found_both[f3], found_both[f4] = pawn, pawn
+    assert [t for t, _ in dgt.replay_times(sliding, [found_both, (f3, 0), (a7, 0)], 1000, 4000,
+                                           landed=(f2, 0))] == [2000, 2000, 3000]
     # the board switched off meanwhile: its power-up finds the rook on h4 (the same game, the drop's power cycle)
     found = list(board)
     found[h8], found[h4] = 0, rook

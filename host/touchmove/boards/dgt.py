@@ -486,13 +486,15 @@ def replay_times(codes: list[int], changes: list[Change], since: int, until: int
         else:
             step = 1
             slots.append(slots[-1] + 1 if slots else 1)
+        before = []
         for run in runs[k:k + step]:
             for change in run:
-                if isinstance(change, list):
+                if isinstance(change, list):      # a power-up's board: the squares it changed
+                    before += [(f, change[f]) for f in range(64) if change[f] != board[f]]
                     board = list(change)
                 else:
+                    before.append(change)
                     board[change[0]] = change[1]
-        before = [c for run in runs[k:k + step] for c in run]
         k += step
     count = max(slots, default=0)
     return [(since + (until - since) * slot // (count + 1), run) for slot, run in zip(slots, runs, strict=True)]
@@ -515,7 +517,8 @@ def _moving_on(landing: list[Change], board: list[int], runs: list[list[Change]]
     last, 0 when they do not: its square emptied and the same piece put down where it can go from there, in one
     run (the lift logged late, or a power-up's board that differs in those two squares only) or in two of one
     change each, in either order (a piece slid over squares, or lifted again: the memory cannot tell which; the
-    scan may read the square it goes on first)."""
+    scan may read the square it goes on first), or that run put it down on two squares at once (a power-up's
+    board read it on both as it slid) and the next empties the one it left."""
     last = next((c for c in reversed(landing) if not isinstance(c, list) and c[1]), None)
     if last is None:
         return 0
@@ -531,6 +534,10 @@ def _moving_on(landing: list[Change], board: list[int], runs: list[list[Change]]
     first = runs[0] if runs else []
     if len(first) == 2 and (square, 0) in first and any(onward(c) for c in first):
         return 1
+    put = [c for c in landing if not isinstance(c, list) and c[1] == piece]
+    if len(first) == 1 and not isinstance(first[0], list) and not first[0][1] and (first[0][0], piece) in put and any(
+            c[0] != first[0][0] and reaches(piece, first[0][0], c[0], rotated) for c in put):
+        return 1            # sensed on two squares at once as it slid, the one it left emptied
     if len(runs) == 2 and len(runs[1]) == 1 and ((first == [(square, 0)] and onward(runs[1][0]))
                                                  or (len(first) == 1 and onward(first[0])
                                                      and runs[1] == [(square, 0)])):
