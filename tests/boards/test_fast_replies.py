@@ -908,3 +908,24 @@ def test_a_move_named_landed_then_lifted_with_the_answer_under_way_is_made() -> 
                    place(4891, "c4", "p"), lift(5793, "d1"), place(5793, "f3", "Q")], start, settle_ms=300)
     assert moves_of(events) == ["dxc4", "bxc4", "Qf3"]
     assert not {"board_mismatch", "changes_lost"} & set(codes(events))
+
+
+def test_a_new_piece_put_down_before_its_pawn_is_taken_off_is_no_board_mismatch() -> None:
+    """Chessnut, fast replies, shared game 117: ...Rxc2 made as White takes the f8 rook off and puts his new queen
+    there, the e7 pawn still standing: the board names a queen on f8 where the position has the rook. That is
+    exf8=Q begun (the new piece first, 4.4.4), not a board out of step (a ``board_mismatch`` at once): exf8=Q
+    follows when the pawn is lifted, with no alert. ...Qxf8 takes the new queen before exf8=Q is told (its
+    events wait for the records after it): the promotion is judged by the queen the board named on f8 when it was
+    made (was: none there by then, ``promotion_unverified``)."""
+    start = chess.Board("2r1qr1k/4Pppp/p3n3/1p6/8/1B3P2/PBQ2P1P/3RR1K1 b - - 0 21")
+    recs: list[Record] = [lift(41202, "c2"), lift(41402, "c8"), place(41502, "c3", "r"), lift(41602, "c3"),
+                          place(41602, "c7", "r"), lift(41702, "c7"), lift(41702, "f8"), place(41702, "c2", "r"),
+                          place(41802, "f8", "Q"), lift(42002, "e7"), Promote(t=42002, piece=chess.QUEEN),
+                          lift(42902, "f8"), lift(43502, "e8"), place(43602, "f8", "q")]
+    events = play(recs, start=start, settle_ms=200)
+    assert moves_of(events) == ["Rxc2", "exf8=Q+", "Qxf8"]
+    assert codes(events) == []
+    # a queen of the side not to move there is a board out of step
+    wrong = [lift(41202, "c2"), lift(41402, "c8"), place(41502, "c3", "r"), lift(41602, "c3"),
+             place(41602, "c2", "r"), lift(41702, "f8"), place(41802, "f8", "q")]
+    assert codes(play(wrong, start=start, settle_ms=200)) == ["board_mismatch"]

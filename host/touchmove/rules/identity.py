@@ -118,10 +118,13 @@ class PieceWatch:
         (the position's) and the piece found. Only pieces put down by ``settled_by`` are judged: one put down
         since may be the next move under way (an answer before the move it answers was made). With
         ``capturing`` (the side to move, a move of it under way) a piece of that side on the other side's is not
-        judged: a capture made but for its victim, pushed aside and still to be taken off."""
+        judged: a capture made but for its victim, pushed aside and still to be taken off. Nor is a new piece of
+        the side to move where one of its pawns can promote (put down before the pawn is taken off, 4.4.4)."""
         out = []
         for sq, expected, found in self._differing(board, settled_by):
             if capturing is not None and found.isupper() == capturing and expected.isupper() != capturing:
+                continue
+            if promotion_begun(board, sq, found):
                 continue
             if (sq, found) not in self.told:
                 self.told.add((sq, found))
@@ -157,6 +160,14 @@ class PieceWatch:
                 return None
             out[sq] = letter
         return out
+
+
+def promotion_begun(board: chess.BaseBoard, sq: chess.Square, letter: str) -> bool:
+    """Return whether ``letter`` on ``sq`` is the new piece of a promotion ``board``'s side to move can make there:
+    put down before its pawn is taken off."""
+    if not isinstance(board, chess.Board) or not new_piece_of(letter, board.turn == chess.WHITE):
+        return False
+    return any(move.promotion is not None for move in board.generate_legal_moves(to_mask=chess.BB_SQUARES[sq]))
 
 
 def new_piece_of(letter: str | None, white: bool) -> bool:

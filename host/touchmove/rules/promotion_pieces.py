@@ -68,8 +68,12 @@ class PromotionPieces:
                 white = chess.square_rank(sq) == 7
                 letter = pieces.piece_on(sq)
                 if not new_piece_of(letter, white):
-                    # not the promoting side's piece (an answer's capture): the one it took, if the board named it
+                    # not the promoting side's piece (an answer's capture): the one it took, if the board named it;
+                    # or the one it named there when the promotion was made (put down before its pawn was lifted,
+                    # and taken since: the alert is judged once the records after it are in)
                     letter = pieces.promoted_on(sq, white, event.ply - 1)
+                    if letter is None and new_piece_of(at_move := pieces.piece_at(sq, event.t), white):
+                        letter = at_move
                 if letter is not None:
                     judged += self.promote(event.t, chess.Piece.from_symbol(letter).piece_type)
                     continue
