@@ -215,8 +215,8 @@ def test_castling_king_first_read_rook_first_by_one_dgt_scan_is_no_breach() -> N
     """Shared game 237, default hands: ...O-O-O (Chess960, king d8, rook c8), the king lifted 115 ms before the
     rook. A DGT board samples its fields in turn, c8 just before d8: one scan that passed them after both lifts
     told the rook's lift 3 ms before the king's (the records below are the translator's), which the engine read
-    as the rook touched first (``castling_rook_first``). Which the hand took first two lifts one scan read cannot
-    tell: no breach."""
+    as the rook touched first (``castling_rook_first``). Two lifts one scan read do not tell which the hand took
+    first; the king put down first does (a hand castling rook first puts the rook down first): no breach."""
     start = chess.Board("1brkrq2/ppp1p1pp/1n4n1/4Pp2/2b2P2/6N1/PPP2QPP/NBRKR1B1 b ECec - 0 7", chess960=True)
     records: list[Record] = [Lift(34687, chess.C8), Lift(34690, chess.D8), Place(34717, chess.C8, "k"),
                              Place(34893, chess.D8, "r"), Clock(36000, chess.BLACK, None)]
@@ -228,6 +228,15 @@ def test_castling_king_first_read_rook_first_by_one_dgt_scan_is_no_breach() -> N
     late = [Lift(34687, chess.C8), Lift(34800, chess.D8), Place(34830, chess.C8, "k"), Place(34990, chess.D8, "r")]
     engine = Engine(fen=start.shredder_fen(), chess960=True, settle_ms=dgt.MIN_SETTLE_MS)
     evs = [e for r in late for e in engine.feed(r)] + engine.finish()
+    assert [e.code for e in evs if e.type == "alert"] == ["castling_rook_first"]  # type: ignore[attr-defined]
+    # White's O-O in shared game 118 (default hands): the rook lifted, put on f1, then the king lifted; h1 empty
+    # told 29 ms before e1 empty, the rook put down first: 4.4.2 (a rule on the lifts alone lost it)
+    start = chess.Board("rnbqk1nr/ppppp1bp/5pp1/8/8/5NP1/PPPPPPBP/RNBQK2R w KQkq - 2 4")
+    rook_first: list[Record] = [Lift(19900, chess.H1), Lift(19929, chess.E1), Place(19932, chess.F1, "R"),
+                                Place(20144, chess.G1, "K"), Clock(21000, chess.WHITE, None)]
+    engine = Engine(fen=start.fen(), settle_ms=dgt.MIN_SETTLE_MS)
+    evs = [e for r in rook_first for e in engine.feed(r)] + engine.finish()
+    assert published(evs) == ["e1g1"]
     assert [e.code for e in evs if e.type == "alert"] == ["castling_rook_first"]  # type: ignore[attr-defined]
 
 

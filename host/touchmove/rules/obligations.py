@@ -16,7 +16,7 @@ from touchmove.rules.footprints import Position, captured_square, castling_squar
 
 #: Two lifts told this close together (ms) may be one scan's reading: a DGT board samples its fields in turn, about
 #: 4 ms apart (a rook and its king at most seven fields apart on their rank), a ChessLink or Chessnut report tells
-#: them at once; the order they come in is the scan's, not the hand's (no hand lifts a rook and then its king
+#: them at once; the order they come in may be the scan's, not the hand's (no hand lifts a rook and then its king
 #: quicker than that).
 ONE_SCAN_MS = 40
 
@@ -77,8 +77,10 @@ class Breach:
     detail: dict[str, Any]
 
 
-def judge(position: Position, touches: Touches, move: chess.Move, lift_times: dict[int, int]) -> list[Breach]:
-    """Return the breaches of 4.3, 4.4 and 4.7.2 that ``move`` shows, given the ply's touches."""
+def judge(position: Position, touches: Touches, move: chess.Move, lift_times: dict[int, int],
+          place_times: dict[int, int] | None = None) -> list[Breach]:
+    """Return the breaches of 4.3, 4.4 and 4.7.2 that ``move`` shows, given the ply's touches, the first lift on
+    each square and the last placement on each (``place_times``)."""
     board = position.board
     castling = board.is_castling(move)
     breaches: list[Breach] = []
@@ -89,19 +91,24 @@ def judge(position: Position, touches: Touches, move: chess.Move, lift_times: di
     names = [chess.square_name(sq) for sq in touches.order]
 
     if castling:
-        rook_from, _, _ = castling_squares(board, move)
+        rook_from, king_to, rook_to = castling_squares(board, move)
         king_t = lift_times.get(move.from_square)
         rook_t = lift_times.get(rook_from)
-        if king_t is not None and rook_t is not None and rook_t < king_t - ONE_SCAN_MS:
+        rook_down, king_down = (place_times or {}).get(rook_to), (place_times or {}).get(king_to)
+        if king_t is not None and rook_t is not None and rook_t < king_t and (
+                king_t - rook_t > ONE_SCAN_MS
+                or (rook_down is not None and king_down is not None and rook_down < king_down)):
+            # (lifted within one scan: the rook first only when it was also put down first, as a hand castling
+            # rook first does; a king put down first was lifted first, the scan having read the rook's square first)
             breaches.append(Breach("castling_rook_first", "4.4.2", {
                 "played": played, "rook": chess.square_name(rook_from), "touched": names,
             }))
             return breaches
         if (king_t is not None and rook_t is not None and abs(king_t - rook_t) <= ONE_SCAN_MS
                 and set(touches.order) <= {move.from_square, rook_from}):
-            # Both lifted in one scan's reading (a ChessLink status, a Chessnut scan, a DGT scan's field updates):
-            # which the hand took first is not known (the order they were told in is the scan's or the
-            # adapter's), so neither 4.4.2 nor 4.3.1 is breached.
+            # Both lifted in one scan's reading (a ChessLink status, a Chessnut scan, a DGT scan's field updates),
+            # the king put down first: which the hand took first is not known (the order they were told in is the
+            # scan's or the adapter's), so neither 4.4.2 nor 4.3.1 is breached.
             return breaches
 
     if touches.king_on_castling_square is not None:

@@ -147,7 +147,7 @@ class PlyWriting:
                 nxt.first_match = (answer.move, state.changed_at)
         state.exchange_sq = move.to_square if move.promotion is not None else None
         touches = self._not_knocked(position, ply, move, t)
-        for breach in judge(position, touches, move, ply.first_lift):
+        for breach in judge(position, touches, move, ply.first_lift, ply.last_place):
             out.append(state.alert(t, breach.code, breach.article, number, breach.detail))
         for sq in out_of_turn(position, touches, move):
             out.append(state.alert(t, "touch_out_of_turn", "4.2.1", number, {
