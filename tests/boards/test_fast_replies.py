@@ -929,3 +929,17 @@ def test_a_new_piece_put_down_before_its_pawn_is_taken_off_is_no_board_mismatch(
     wrong = [lift(41202, "c2"), lift(41402, "c8"), place(41502, "c3", "r"), lift(41602, "c3"),
              place(41602, "c2", "r"), lift(41702, "f8"), place(41802, "f8", "q")]
     assert codes(play(wrong, start=start, settle_ms=200)) == ["board_mismatch"]
+
+
+def test_a_move_answered_then_its_piece_lifted_again_is_two_plies_not_a_board_mismatch() -> None:
+    """Chessnut, fast replies, shared game 168: Qf4+ named on f4, ...Kg6 named on g6 100 ms later, then the queen
+    lifted again for Qd6+, none resting the settle time. At rest the board shows the queen in the hand and the
+    king on g6: read from the position before Qf4, hands (the queen lifted) and a king moved out of turn, a
+    ``board_mismatch`` (restored when the plies were recovered). The board named both landings: Qf4 made at its
+    landing, then ...Kg6, Qd6+ under way."""
+    start = chess.Board("8/5p2/8/6k1/4Q1p1/6P1/1Q3PBK/8 w - - 1 51")
+    recs: list[Record] = [lift(96002, "e4"), place(96002, "f4", "Q"), lift(96102, "g5"), place(96202, "g6", "k"),
+                          lift(96302, "f4"), place(97302, "d6", "Q"), lift(97402, "g6"), place(97402, "h5", "k")]
+    events = play(recs, start=start, settle_ms=200)
+    assert moves_of(events) == ["Qf4+", "Kg6", "Qd6+", "Kh5"]
+    assert codes(events) == []

@@ -345,7 +345,8 @@ def _landed_then_lifted(view: BoardView, pieces: dict[chess.Square, str]) -> tup
     are the position after it with the answer under way (:func:`~touchmove.rules.identity.under_way`): the move
     was made, its piece the answer's victim, lifted before it rested the settle time (dxc4 named on c4, then the
     pawn lifted with Black's b5 pawn for ...bxc4 reads, at rest, like three pieces in the air; ChessLink harder
-    game 145). Else None."""
+    game 145), or the answer named landing since and the next move under way (:func:`_answered_then_lifted`). Else
+    None."""
     board, plies = view.position.board, len(view.current_game.moves)
     white = board.turn == chess.WHITE
     for change in reversed(view.pieces_changes()):
@@ -359,9 +360,40 @@ def _landed_then_lifted(view: BoardView, pieces: dict[chess.Square, str]) -> tup
                 continue    # (one promotion; named further on since: it moved on, a rook sliding down a file)
             after = board.copy(stack=False)
             after.push(move)
-            if under_way(after, pieces):
+            if under_way(after, pieces) or _answered_then_lifted(view, after, move, change.t, pieces):
                 return footprint(board, move), change.t
     return None
+
+
+def _answered_then_lifted(view: BoardView, after: chess.Board, move: chess.Move, landed: int,
+                          pieces: dict[chess.Square, str]) -> bool:
+    """Return whether the board named, after ``landed``, an answer of ``after``'s side to move landing, and the
+    pieces it names now are the position after that answer with the next move under way, ``move``'s piece lifted
+    again and in the hand (Qf4 named on f4, ...Kg6 named on g6, then the queen lifted again for Qd6 reads, at rest,
+    like the queen in the hand and the king moved out of turn; Chessnut fast replies, game 168). The answer landed
+    before that piece left: one put down once it had (a pawn a sleeve knocked as the piece went on) answers
+    nothing; nor does anything when the piece was put down elsewhere since (a rook sliding down a file)."""
+    letter_moved = str(after.piece_at(move.to_square))
+    if sum(1 for letter in pieces.values() if letter == letter_moved) >= len(
+            after.pieces(chess.Piece.from_symbol(letter_moved).piece_type, not after.turn)):
+        return False
+    left = next((t for t, sq, occupied in view.line.changes if t > landed and sq == move.to_square and not occupied),
+                None)
+    white = after.turn == chess.WHITE
+    for change in reversed(view.pieces_changes()):
+        if change.t <= landed:
+            break
+        if left is None or change.t > left:
+            continue
+        letter = change.piece
+        if letter is None or letter.isupper() != white or pieces.get(change.sq) != letter:
+            continue
+        for answer in _named_landings(after, change.sq, letter, pieces):
+            answered = after.copy(stack=False)
+            answered.push(answer)
+            if under_way(answered, pieces):
+                return True
+    return False
 
 
 def _named_landings(board: chess.Board, sq: chess.Square, letter: str,
