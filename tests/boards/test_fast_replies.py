@@ -943,3 +943,17 @@ def test_a_move_answered_then_its_piece_lifted_again_is_two_plies_not_a_board_mi
     events = play(recs, start=start, settle_ms=200)
     assert moves_of(events) == ["Qf4+", "Kg6", "Qd6+", "Kh5"]
     assert codes(events) == []
+
+
+def test_a_capture_whose_victim_was_pushed_next_to_it_is_no_move_answered_then_lifted() -> None:
+    """ChessLink, harder hands, shared game 22: Be3 taken at once by ...Bxe3, White's bishop pushed onto d2 and
+    taken off after the black one landed. The reports show the bishop on d2 (c1 empty), then ...Bd4-e3, then d2
+    empty: also Bd2, ...Be3 and the bishop lifted again for the next move. The answer landed next to the square
+    read as the move's, where that move could have gone: no plies made from it; the recapture fxe3 shows the
+    line (Be3 Bxe3 fxe3, recovered)."""
+    start = chess.Board("r1bq1rk1/pp2n2p/4p1p1/3p4/3b4/2NB4/PP3PPP/R1BQR1K1 w - - 0 14")
+    recs: list[Record] = [lift(62875, "c1"), place(62875, "d2", "B"), lift(62935, "d4"), place(62935, "e3", "b"),
+                          lift(63121, "d2"), lift(65000, "e3"), lift(65100, "f2"), place(65300, "e3", "P")]
+    events = play(recs, start=start, settle_ms=300)
+    assert moves_of(events) == ["Be3", "Bxe3", "fxe3"]
+    assert "changes_lost" in codes(events)

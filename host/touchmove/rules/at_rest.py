@@ -372,7 +372,9 @@ def _answered_then_lifted(view: BoardView, after: chess.Board, move: chess.Move,
     again and in the hand (Qf4 named on f4, ...Kg6 named on g6, then the queen lifted again for Qd6 reads, at rest,
     like the queen in the hand and the king moved out of turn; Chessnut fast replies, game 168). The answer landed
     before that piece left: one put down once it had (a pawn a sleeve knocked as the piece went on) answers
-    nothing; nor does anything when the piece was put down elsewhere since (a rook sliding down a file)."""
+    nothing; nor does anything when the piece was put down elsewhere since (a rook sliding down a file), nor an
+    answer landing next to it where the move could have gone (Be3 taken by ...Bxe3 with the bishop pushed onto
+    d2 and then taken off reads the same: ChessLink harder hands, game 22)."""
     letter_moved = str(after.piece_at(move.to_square))
     if sum(1 for letter in pieces.values() if letter == letter_moved) >= len(
             after.pieces(chess.Piece.from_symbol(letter_moved).piece_type, not after.turn)):
@@ -389,6 +391,9 @@ def _answered_then_lifted(view: BoardView, after: chess.Board, move: chess.Move,
         if letter is None or letter.isupper() != white or pieces.get(change.sq) != letter:
             continue
         for answer in _named_landings(after, change.sq, letter, pieces):
+            if (chess.square_distance(answer.to_square, move.to_square) == 1
+                    and chess.Move(move.from_square, answer.to_square) in view.position.board.legal_moves):
+                continue    # (or the move went there, and was taken with its piece pushed aside where it shows)
             answered = after.copy(stack=False)
             answered.push(answer)
             if under_way(answered, pieces):
