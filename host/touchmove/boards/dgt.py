@@ -326,10 +326,8 @@ def recover(at_download: list[int], host_last: list[int], events: list[tuple[str
     best_state = list(state)
     counted: list[int] | None = list(state) if seen == 0 else None
     for k, change in enumerate(changes, start=1):
-        if isinstance(change, list):
-            state = list(change)
-        else:
-            state[change[0]] = change[1]
+        for field_no, code in _as_fields(state, change):
+            state[field_no] = code
         off = sum(x != y for x, y in zip(state, host_last, strict=True))
         if off <= best:
             best, best_k, best_state = off, k, list(state)
@@ -401,6 +399,14 @@ def scan_runs(codes: list[int], changes: list[Change], rotated: bool = False) ->
     return _castlings_joined(codes, runs)
 
 
+def _as_fields(board: list[int], change: Change) -> list[tuple[int, int]]:
+    """Return ``change`` made from ``board`` as field changes (field, code): a power-up's board as the fields it
+    differs in."""
+    if isinstance(change, list):
+        return [(f, change[f]) for f in range(64) if change[f] != board[f]]
+    return [change]
+
+
 def _castlings_joined(codes: list[int], runs: list[list[Change]]) -> list[list[Change]]:
     """Return ``runs`` (from the board ``codes``) with the runs of a castling's four changes, logged one after
     another, joined into one: a scan reads a king and its rook on one rank within a few fields, so the order they
@@ -418,12 +424,8 @@ def _castlings_joined(codes: list[int], runs: list[list[Change]]) -> list[list[C
         else:
             group = runs[k:k + 1]
             out.append(runs[k])
-        for run in group:
-            for change in run:
-                if isinstance(change, list):
-                    board = list(change)
-                else:
-                    board[change[0]] = change[1]
+        for field_no, code in (f for run in group for change in run for f in _as_fields(board, change)):
+            board[field_no] = code
         k += len(group)
     return out
 
@@ -487,14 +489,11 @@ def replay_times(codes: list[int], changes: list[Change], since: int, until: int
             step = 1
             slots.append(slots[-1] + 1 if slots else 1)
         before = []
-        for run in runs[k:k + step]:
-            for change in run:
-                if isinstance(change, list):      # a power-up's board: the squares it changed
-                    before += [(f, change[f]) for f in range(64) if change[f] != board[f]]
-                    board = list(change)
-                else:
-                    before.append(change)
-                    board[change[0]] = change[1]
+        for change in (c for run in runs[k:k + step] for c in run):
+            fields = _as_fields(board, change)
+            before += fields
+            for field_no, code in fields:
+                board[field_no] = code
         k += step
     count = max(slots, default=0)
     return [(since + (until - since) * slot // (count + 1), run) for slot, run in zip(slots, runs, strict=True)]
@@ -503,9 +502,8 @@ def replay_times(codes: list[int], changes: list[Change], since: int, until: int
 def _landing_lift(landed: Change, board: list[int], run: list[Change], rotated: bool) -> bool:
     """Return whether ``run`` (from ``board``) is the lift of the piece ``landed`` put down, from a field it can
     come from (alone, or all a power-up's board differs in): that landing's move, its lift logged after it."""
-    if len(run) == 1 and isinstance(run[0], list):
-        found = run[0]
-        run = [(f, found[f]) for f in range(64) if found[f] != board[f]]
+    if len(run) == 1:
+        run = [*_as_fields(board, run[0])]
     lift = run[0] if run else None
     if len(run) != 1 or lift is None or isinstance(lift, list) or isinstance(landed, list) or lift[1]:
         return False
@@ -524,8 +522,8 @@ def _moving_on(landing: list[Change], board: list[int], runs: list[list[Change]]
         return 0
     square, piece = last
     if runs and isinstance(runs[0][0], list):
-        found = runs[0][0]
-        runs = [[(f, found[f]) for f in range(64) if found[f] != board[f]]]
+        found: list[Change] = [*_as_fields(board, runs[0][0])]
+        runs = [found]
 
     def onward(change: Change) -> bool:
         return (not isinstance(change, list) and change[1] == piece and change[0] != square

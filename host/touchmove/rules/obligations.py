@@ -94,7 +94,8 @@ def judge(position: Position, touches: Touches, move: chess.Move, lift_times: di
         rook_from, king_to, rook_to = castling_squares(board, move)
         king_t = lift_times.get(move.from_square)
         rook_t = lift_times.get(rook_from)
-        rook_down, king_down = (place_times or {}).get(rook_to), (place_times or {}).get(king_to)
+        placed = place_times or {}
+        rook_down, king_down = placed.get(rook_to), placed.get(king_to)
         if king_t is not None and rook_t is not None and rook_t < king_t and (
                 king_t - rook_t > ONE_SCAN_MS
                 or (rook_down is not None and king_down is not None and rook_down < king_down)):
